@@ -1,0 +1,6 @@
+//! The hash family.
+
+use crate::command::Command;
+
+/// Table entries.
+pub static COMMANDS: &[Command] = &[];

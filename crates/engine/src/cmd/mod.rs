@@ -1,0 +1,83 @@
+//! Command families. Each module exports `COMMANDS`, a slice of table entries with their handlers;
+//! handlers parse, operate through [`crate::db::Db`], and return a reply.
+
+pub mod connection;
+pub mod hash;
+pub mod keyspace;
+pub mod list;
+pub mod server;
+pub mod set;
+pub mod string;
+pub mod zset;
+
+use crate::command::{container_handler, Command, Flags, Keys};
+
+/// Every family's table, in the order COMMAND lists them (sorted later).
+pub static FAMILIES: &[&[Command]] = &[
+    connection::COMMANDS,
+    server::COMMANDS,
+    keyspace::COMMANDS,
+    string::COMMANDS,
+    list::COMMANDS,
+    hash::COMMANDS,
+    set::COMMANDS,
+    zset::COMMANDS,
+];
+
+/// Defaults for table entries: `Command { name: "get", ..., ..BASE }`.
+pub const BASE: Command = Command {
+    name: "",
+    arity: 0,
+    flags: Flags(0),
+    keys: Keys::None,
+    group: "generic",
+    since: "1.0.0",
+    summary: "",
+    complexity: "O(1)",
+    syntax: "",
+    handler: container_handler,
+    subcommands: &[],
+};
+
+/// Flag shorthands for tables.
+pub mod f {
+    use crate::command::Flags;
+    /// write
+    pub const W: Flags = Flags::WRITE;
+    /// readonly
+    pub const R: Flags = Flags::READONLY;
+    /// fast
+    pub const FAST: Flags = Flags::FAST;
+    /// denyoom
+    pub const DENYOOM: Flags = Flags::DENYOOM;
+    /// write denyoom
+    pub const WD: Flags = Flags::WRITE.or(Flags::DENYOOM);
+    /// write denyoom fast
+    pub const WDF: Flags = Flags::WRITE.or(Flags::DENYOOM).or(Flags::FAST);
+    /// write fast
+    pub const WF: Flags = Flags::WRITE.or(Flags::FAST);
+    /// readonly fast
+    pub const RF: Flags = Flags::READONLY.or(Flags::FAST);
+}
+
+/// Quotes bytes the way Redis's `sdscatrepr` does (MONITOR, CLIENT LIST, error messages):
+/// `"foo\r\n\x01"`.
+pub fn repr(b: &[u8]) -> String {
+    let mut s = String::with_capacity(b.len() + 2);
+    s.push('"');
+    for &c in b {
+        match c {
+            b'\\' => s.push_str("\\\\"),
+            b'"' => s.push_str("\\\""),
+            b'\n' => s.push_str("\\n"),
+            b'\r' => s.push_str("\\r"),
+            b'\t' => s.push_str("\\t"),
+            7 => s.push_str("\\a"),
+            8 => s.push_str("\\b"),
+            c if c.is_ascii_graphic() || c == b' ' => s.push(c as char),
+            c => s.push_str(&format!("\\x{c:02x}")),
+        }
+    }
+    s.push('"');
+    s
+}

@@ -1,0 +1,294 @@
+//! The command table: one entry per command drives dispatch, arity checks, key extraction (and so
+//! shard locking), `COMMAND` introspection and flags. Families (`cmd/*.rs`) each export a slice of
+//! [`Command`]s; [`CommandTable`] indexes them by name.
+
+use crate::client::Client;
+use crate::keyspace::Locked;
+use crate::server::Server;
+use bytes::Bytes;
+use resp::Frame;
+use std::collections::HashMap;
+
+/// Command flags, named as in Redis's `COMMAND` output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Flags(pub u32);
+
+#[allow(missing_docs)]
+impl Flags {
+    pub const WRITE: Flags = Flags(1);
+    pub const READONLY: Flags = Flags(1 << 1);
+    pub const DENYOOM: Flags = Flags(1 << 2);
+    pub const ADMIN: Flags = Flags(1 << 3);
+    pub const PUBSUB: Flags = Flags(1 << 4);
+    pub const NOSCRIPT: Flags = Flags(1 << 5);
+    pub const BLOCKING: Flags = Flags(1 << 6);
+    pub const LOADING: Flags = Flags(1 << 7);
+    pub const STALE: Flags = Flags(1 << 8);
+    pub const SKIP_MONITOR: Flags = Flags(1 << 9);
+    pub const SKIP_SLOWLOG: Flags = Flags(1 << 10);
+    pub const FAST: Flags = Flags(1 << 11);
+    pub const NO_AUTH: Flags = Flags(1 << 12);
+    pub const MAY_REPLICATE: Flags = Flags(1 << 13);
+    pub const NO_MANDATORY_KEYS: Flags = Flags(1 << 14);
+    pub const ALLOW_BUSY: Flags = Flags(1 << 15);
+    pub const NO_MULTI: Flags = Flags(1 << 16);
+    /// Latch-internal: the command needs every shard of the keyspace locked (KEYS, SCAN, FLUSHALL...).
+    pub const ALL_SHARDS: Flags = Flags(1 << 24);
+
+    /// Flag names reported by `COMMAND`, in Redis's order.
+    pub const NAMES: &'static [(Flags, &'static str)] = &[
+        (Flags::WRITE, "write"),
+        (Flags::READONLY, "readonly"),
+        (Flags::DENYOOM, "denyoom"),
+        (Flags::ADMIN, "admin"),
+        (Flags::PUBSUB, "pubsub"),
+        (Flags::NOSCRIPT, "noscript"),
+        (Flags::BLOCKING, "blocking"),
+        (Flags::LOADING, "loading"),
+        (Flags::STALE, "stale"),
+        (Flags::SKIP_MONITOR, "skip_monitor"),
+        (Flags::SKIP_SLOWLOG, "skip_slowlog"),
+        (Flags::FAST, "fast"),
+        (Flags::NO_AUTH, "no_auth"),
+        (Flags::MAY_REPLICATE, "may_replicate"),
+        (Flags::NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (Flags::ALLOW_BUSY, "allow_busy"),
+        (Flags::NO_MULTI, "no_multi"),
+    ];
+
+    /// True if every flag of `other` is set.
+    pub const fn has(self, other: Flags) -> bool {
+        self.0 & other.0 == other.0
+    }
+    /// Union.
+    pub const fn or(self, other: Flags) -> Flags {
+        Flags(self.0 | other.0)
+    }
+}
+
+impl std::ops::BitOr for Flags {
+    type Output = Flags;
+    fn bitor(self, o: Flags) -> Flags {
+        Flags(self.0 | o.0)
+    }
+}
+
+/// Where a command's keys are.
+#[derive(Clone, Copy)]
+pub enum Keys {
+    /// No keys.
+    None,
+    /// Redis's legacy (first, last, step) triple; `last` negative counts from the end.
+    Range {
+        /// Index of the first key (1-based, as argv[0] is the name).
+        first: i32,
+        /// Index of the last key; -1 = last argument, -2 = the one before...
+        last: i32,
+        /// Distance between keys.
+        step: i32,
+    },
+    /// Keys found by a function of the arguments (Redis's "movablekeys"); `(first, last, step)` is
+    /// what `COMMAND` reports.
+    Custom {
+        /// What COMMAND reports as first key.
+        first: i32,
+        /// What COMMAND reports as last key.
+        last: i32,
+        /// What COMMAND reports as step.
+        step: i32,
+        /// Returns the positions of the keys in `args`.
+        find: fn(&[Bytes]) -> Vec<usize>,
+    },
+}
+
+impl Keys {
+    /// Shorthand for one key at position 1.
+    pub const ONE: Keys = Keys::Range { first: 1, last: 1, step: 1 };
+    /// Shorthand for every argument from position 1 being a key.
+    pub const ALL: Keys = Keys::Range { first: 1, last: -1, step: 1 };
+
+    /// Positions of the keys in `args` (args[0] is the command name).
+    pub fn positions(&self, args: &[Bytes]) -> Vec<usize> {
+        match *self {
+            Keys::None => Vec::new(),
+            Keys::Range { first, last, step } => {
+                let argc = args.len() as i32;
+                let last = if last < 0 { argc + last } else { last };
+                let mut v = Vec::new();
+                let mut i = first;
+                while i <= last && i < argc && step > 0 {
+                    v.push(i as usize);
+                    i += step;
+                }
+                v
+            }
+            Keys::Custom { find, .. } => find(args).into_iter().filter(|&i| i < args.len()).collect(),
+        }
+    }
+
+    /// The (first, last, step) triple COMMAND reports.
+    pub fn legacy(&self) -> (i32, i32, i32) {
+        match *self {
+            Keys::None => (0, 0, 0),
+            Keys::Range { first, last, step } | Keys::Custom { first, last, step, .. } => (first, last, step),
+        }
+    }
+}
+
+/// A command handler: reads `ctx.args`, works on `ctx.db()`, returns the reply.
+pub type Handler = fn(&mut Ctx<'_, '_>) -> Frame;
+
+/// One entry of the command table.
+pub struct Command {
+    /// Lowercase name; subcommands are named `container|sub` as in Redis.
+    pub name: &'static str,
+    /// Redis arity: positive = exact argc, negative = at least -arity.
+    pub arity: i32,
+    /// Flags.
+    pub flags: Flags,
+    /// Key positions.
+    pub keys: Keys,
+    /// Command group (`string`, `generic`, `server`, `connection`...).
+    pub group: &'static str,
+    /// Version that introduced the command (as Redis documents it).
+    pub since: &'static str,
+    /// One-line summary (COMMAND DOCS, latch-cli HELP).
+    pub summary: &'static str,
+    /// Time complexity text.
+    pub complexity: &'static str,
+    /// Argument syntax after the name, in Redis's documentation notation
+    /// (`key value [NX | XX] [GET] [EX seconds | PX milliseconds]`). Parsed for COMMAND DOCS.
+    pub syntax: &'static str,
+    /// Handler (unused for containers, whose subcommands have their own).
+    pub handler: Handler,
+    /// Subcommands of a container command.
+    pub subcommands: &'static [Command],
+}
+
+impl Command {
+    /// True if arity allows `argc` arguments (name included).
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        let a = self.arity;
+        (a > 0 && argc as i32 == a) || (a < 0 && argc as i32 >= -a)
+    }
+    /// The user-facing name (`config|get` -> `config|get`, as Redis prints in errors).
+    pub fn full_name(&self) -> &'static str {
+        self.name
+    }
+    /// Flags including the derived `movablekeys`.
+    pub fn is_write(&self) -> bool {
+        self.flags.has(Flags::WRITE)
+    }
+}
+
+/// A handler for container commands invoked without a valid subcommand; dispatch never calls it.
+pub fn container_handler(_: &mut Ctx<'_, '_>) -> Frame {
+    Frame::error("ERR container command called without subcommand")
+}
+
+/// All commands, indexed by lowercase name.
+pub struct CommandTable {
+    by_name: HashMap<Vec<u8>, &'static Command>,
+    all: Vec<&'static Command>,
+}
+
+impl CommandTable {
+    /// Builds the table from the families' slices.
+    pub fn new(families: &[&'static [Command]]) -> CommandTable {
+        let mut by_name = HashMap::new();
+        let mut all = Vec::new();
+        for fam in families {
+            for c in fam.iter() {
+                let prev = by_name.insert(c.name.as_bytes().to_vec(), c);
+                assert!(prev.is_none(), "duplicate command {}", c.name);
+                all.push(c);
+            }
+        }
+        all.sort_by_key(|c| c.name);
+        CommandTable { by_name, all }
+    }
+
+    /// Finds a top-level command by name, case-insensitively.
+    pub fn get(&self, name: &[u8]) -> Option<&'static Command> {
+        if name.len() > 64 {
+            return None;
+        }
+        let mut buf = [0u8; 64];
+        let lower = &mut buf[..name.len()];
+        lower.copy_from_slice(name);
+        lower.make_ascii_lowercase();
+        self.by_name.get(&lower[..]).copied()
+    }
+
+    /// Resolves `args` to the command that will run: a top-level command or, for containers, the
+    /// subcommand named by args[1].
+    pub fn resolve(&self, args: &[Bytes]) -> Result<&'static Command, Frame> {
+        let Some(cmd) = self.get(&args[0]) else {
+            return Err(crate::error::unknown_command(args));
+        };
+        if cmd.subcommands.is_empty() {
+            return Ok(cmd);
+        }
+        if args.len() < 2 {
+            return Err(crate::error::wrong_arity(cmd.name));
+        }
+        let sub = args[1].to_ascii_lowercase();
+        match cmd.subcommands.iter().find(|s| s.name.rsplit('|').next().map(str::as_bytes) == Some(&sub[..])) {
+            Some(s) => Ok(s),
+            None => Err(crate::error::unknown_subcommand(&args[1], cmd.name)),
+        }
+    }
+
+    /// Every top-level command, sorted by name.
+    pub fn all(&self) -> &[&'static Command] {
+        &self.all
+    }
+}
+
+/// Everything a handler may touch.
+pub struct Ctx<'a, 'k> {
+    /// Server-wide state.
+    pub srv: &'a Server,
+    /// The calling client.
+    pub client: &'a mut Client,
+    /// The locked shards.
+    pub locked: &'a mut Locked<'k>,
+    /// The arguments, args[0] being the command name as sent.
+    pub args: &'a [Bytes],
+    /// Monotonic milliseconds, fixed for the duration of the command (and of a whole EXEC or script,
+    /// as in Redis).
+    pub now: u64,
+    /// The command being run.
+    pub cmd: &'static Command,
+}
+
+impl<'a, 'k> Ctx<'a, 'k> {
+    /// The client's selected database.
+    pub fn db(&mut self) -> crate::db::Db<'_, 'k> {
+        crate::db::Db::new(self.locked, self.client.db, self.now, self.client.no_touch)
+    }
+    /// Another database (MOVE, COPY ... DB).
+    pub fn db_at(&mut self, index: usize) -> crate::db::Db<'_, 'k> {
+        crate::db::Db::new(self.locked, index, self.now, self.client.no_touch)
+    }
+    /// Argument `i`.
+    pub fn arg(&self, i: usize) -> &'a [u8] {
+        &self.args[i]
+    }
+    /// Number of arguments including the name.
+    pub fn argc(&self) -> usize {
+        self.args.len()
+    }
+    /// Argument `i` as a strict integer, or the standard error reply.
+    pub fn int_arg(&self, i: usize) -> Result<i64, Frame> {
+        crate::args::parse_i64_strict(&self.args[i]).ok_or_else(crate::error::not_integer)
+    }
+    /// Argument `i` as a float, or the standard error reply.
+    pub fn float_arg(&self, i: usize) -> Result<f64, Frame> {
+        crate::args::parse_f64(&self.args[i]).ok_or_else(crate::error::not_float)
+    }
+    /// Unix time in ms matching `self.now`.
+    pub fn unix_ms(&self) -> i64 {
+        self.now as i64 + self.srv.clock.wall_offset_ms()
+    }
+}

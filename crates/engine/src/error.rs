@@ -1,0 +1,82 @@
+//! Error replies, byte for byte as Redis 7 sends them. Handlers build errors only from here, so a
+//! wording fix happens in one place.
+
+use resp::Frame;
+
+/// `-ERR syntax error`
+pub fn syntax() -> Frame {
+    Frame::error("ERR syntax error")
+}
+/// `-WRONGTYPE ...`
+pub fn wrong_type() -> Frame {
+    Frame::error("WRONGTYPE Operation against a key holding the wrong kind of value")
+}
+/// Integer argument that does not parse or is out of range.
+pub fn not_integer() -> Frame {
+    Frame::error("ERR value is not an integer or out of range")
+}
+/// Float argument that does not parse.
+pub fn not_float() -> Frame {
+    Frame::error("ERR value is not a valid float")
+}
+/// INCR family overflow.
+pub fn overflow() -> Frame {
+    Frame::error("ERR increment or decrement would overflow")
+}
+/// SELECT / MOVE / COPY with a bad database.
+pub fn db_out_of_range() -> Frame {
+    Frame::error("ERR DB index is out of range")
+}
+/// RENAME and friends on a missing key.
+pub fn no_such_key() -> Frame {
+    Frame::error("ERR no such key")
+}
+/// Expire arithmetic that overflows or a non-positive time for SET EX/SETEX.
+pub fn invalid_expire(cmd: &str) -> Frame {
+    Frame::error(format!("ERR invalid expire time in '{cmd}' command"))
+}
+/// Strings may not grow beyond proto-max-bulk-len.
+pub fn string_too_long() -> Frame {
+    Frame::error("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+}
+/// Arity mismatch; `name` is the command's name as the client typed it, lowercased as Redis does.
+pub fn wrong_arity(name: &str) -> Frame {
+    Frame::error(format!("ERR wrong number of arguments for '{name}' command"))
+}
+/// A value that must be a positive/non-negative number.
+pub fn out_of_range(what: &str) -> Frame {
+    Frame::error(format!("ERR {what} is out of range"))
+}
+/// Unknown subcommand of a container command.
+pub fn unknown_subcommand(sub: &[u8], cmd: &str) -> Frame {
+    Frame::error(format!(
+        "ERR unknown subcommand '{}'. Try {} HELP.",
+        trunc(sub, 128),
+        cmd.to_ascii_uppercase()
+    ))
+}
+/// Unknown command, with Redis's preview of the first arguments.
+pub fn unknown_command(args: &[bytes::Bytes]) -> Frame {
+    let mut msg = format!("ERR unknown command '{}', with args beginning with: ", trunc(&args[0], 128));
+    for a in args.iter().skip(1) {
+        if msg.len() >= 128 {
+            break;
+        }
+        let room = 128usize.saturating_sub(msg.len());
+        msg.push('\'');
+        msg.push_str(&trunc(a, room));
+        msg.push_str("' ");
+    }
+    Frame::error(msg)
+}
+/// NOAUTH before AUTH when requirepass is set.
+pub fn noauth() -> Frame {
+    Frame::error("NOAUTH Authentication required.")
+}
+
+/// Lossy, length-limited rendering of client bytes inside an error message; CR/LF become spaces so
+/// the reply stays one line.
+pub fn trunc(b: &[u8], max: usize) -> String {
+    let b = &b[..b.len().min(max)];
+    String::from_utf8_lossy(b).replace(['\r', '\n'], " ")
+}

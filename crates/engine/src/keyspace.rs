@@ -1,0 +1,439 @@
+//! The sharded keyspace.
+//!
+//! Keys are spread over `N` shards (a power of two) by a hash of the key alone, so a key lives in the
+//! same shard in every database: `MOVE`, `COPY ... DB` and `SWAPDB` never cross shards. Each shard is a
+//! `parking_lot::Mutex<Shard>` holding one [`Table`] per database. A command locks the shards of the
+//! keys it names (found through the command table's key specs), in ascending shard order, which makes
+//! every command atomic and rules out lock-order deadlocks. Commands that see the whole keyspace
+//! (`KEYS`, `SCAN`, `FLUSHALL`, `SWAPDB`, `EXEC`, `EVAL`) lock every shard, in the same order.
+//!
+//! ## Tables
+//! A [`Table`] is an insertion-ordered hash map (`indexmap`) plus an expiry index ordered by deadline.
+//! * Removal is `swap_remove`: the last entry moves down into the hole. Because entries only ever move
+//!   to *lower* positions and new ones are appended, a cursor that walks positions from high to low
+//!   visits every key that stays present for the whole iteration: Redis's `SCAN` guarantee, without
+//!   Redis's reverse-binary cursor.
+//! * Random access by position makes `RANDOMKEY` O(1).
+//! * The expiry index is a `BTreeSet<(deadline, key)>`; the active expiry cycle pops exactly the keys
+//!   whose deadline passed, instead of sampling.
+
+use crate::value::{Entry, Hasher, Key};
+use parking_lot::{Mutex, MutexGuard};
+use std::collections::BTreeSet;
+use std::hash::BuildHasher;
+
+/// One database inside one shard.
+#[derive(Default)]
+pub struct Table {
+    map: indexmap::IndexMap<Key, Entry, Hasher>,
+    expires: BTreeSet<(u64, Key)>,
+    /// Keys removed because their TTL passed (lazily or actively).
+    pub expired: u64,
+}
+
+#[inline]
+fn is_expired(e: &Entry, now: u64) -> bool {
+    e.expire_at != 0 && e.expire_at < now
+}
+
+impl Table {
+    /// Number of keys, including expired ones not yet reclaimed.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+    /// True when the table holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+    /// Number of keys with a TTL.
+    pub fn volatile_len(&self) -> usize {
+        self.expires.len()
+    }
+
+    /// Finds a live key, reclaiming it first if its TTL passed.
+    pub fn lookup(&mut self, key: &[u8], now: u64) -> Option<&mut Entry> {
+        let idx = self.map.get_index_of(key)?;
+        if is_expired(&self.map[idx], now) {
+            self.remove_index(idx);
+            self.expired += 1;
+            return None;
+        }
+        Some(&mut self.map[idx])
+    }
+
+    /// Looks at a key without the expiry check (callers that already checked, or that report on stale keys).
+    pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
+        self.map.get(key)
+    }
+
+    /// True if `key` exists and its TTL has passed (it is still stored).
+    pub fn is_stale(&self, key: &[u8], now: u64) -> bool {
+        self.map.get(key).is_some_and(|e| is_expired(e, now))
+    }
+
+    /// Stores `entry` under `key`, replacing any previous entry (whose TTL goes with it).
+    pub fn insert(&mut self, key: &[u8], entry: Entry) -> Option<Entry> {
+        let at = entry.expire_at;
+        let old = match self.map.get_mut(key) {
+            Some(slot) => Some(std::mem::replace(slot, entry)),
+            None => {
+                self.map.insert(Key::from_slice(key), entry);
+                None
+            }
+        };
+        if let Some(o) = &old {
+            if o.expire_at != 0 && o.expire_at != at {
+                self.expires.remove(&(o.expire_at, Key::from_slice(key)));
+            }
+        }
+        if at != 0 && old.as_ref().is_none_or(|o| o.expire_at != at) {
+            self.expires.insert((at, Key::from_slice(key)));
+        }
+        old
+    }
+
+    /// Removes a key, live or stale.
+    pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
+        let idx = self.map.get_index_of(key)?;
+        Some(self.remove_index(idx))
+    }
+
+    fn remove_index(&mut self, idx: usize) -> Entry {
+        let (k, e) = self.map.swap_remove_index(idx).expect("index from get_index_of");
+        if e.expire_at != 0 {
+            self.expires.remove(&(e.expire_at, k));
+        }
+        e
+    }
+
+    /// Sets (or with 0 clears) the TTL deadline of an existing key. Returns false if the key is absent.
+    pub fn set_expire(&mut self, key: &[u8], at: u64) -> bool {
+        let Some(e) = self.map.get_mut(key) else { return false };
+        let old = std::mem::replace(&mut e.expire_at, at);
+        if old != at {
+            if old != 0 {
+                self.expires.remove(&(old, Key::from_slice(key)));
+            }
+            if at != 0 {
+                self.expires.insert((at, Key::from_slice(key)));
+            }
+        }
+        true
+    }
+
+    /// Reclaims up to `max` keys whose deadline is before `now`; returns how many.
+    pub fn active_expire(&mut self, now: u64, max: usize) -> usize {
+        let mut n = 0;
+        while n < max {
+            let Some((at, _)) = self.expires.first() else { break };
+            if *at >= now {
+                break;
+            }
+            let (_, key) = self.expires.pop_first().expect("first exists");
+            if let Some(idx) = self.map.get_index_of(&key[..]) {
+                let (_, _e) = self.map.swap_remove_index(idx).expect("index from get_index_of");
+            }
+            self.expired += 1;
+            n += 1;
+        }
+        n
+    }
+
+    /// Deadline of the earliest TTL, if any.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.expires.first().map(|(at, _)| *at)
+    }
+
+    /// Entry at a position (positions are what SCAN cursors and RANDOMKEY use).
+    pub fn get_index(&self, idx: usize) -> Option<(&Key, &Entry)> {
+        self.map.get_index(idx)
+    }
+
+    /// Iterates over all stored entries, stale ones included.
+    pub fn iter(&self) -> impl Iterator<Item = (&Key, &Entry)> {
+        self.map.iter()
+    }
+
+    /// Mutable iteration (used by DEBUG-like maintenance and by tests).
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&Key, &mut Entry)> {
+        self.map.iter_mut()
+    }
+
+    /// Removes every key.
+    pub fn clear(&mut self) {
+        self.map = Default::default();
+        self.expires = BTreeSet::new();
+    }
+
+    /// Walks positions downward from `upper` (exclusive; `None` = from the top), visiting at most
+    /// `budget` entries; live keys go to `out`, stale ones are reclaimed. Returns the next upper bound,
+    /// 0 when this table is done.
+    pub fn scan(
+        &mut self,
+        upper: Option<usize>,
+        budget: usize,
+        now: u64,
+        out: &mut dyn FnMut(&Key, &Entry),
+    ) -> usize {
+        let mut pos = upper.unwrap_or(self.map.len()).min(self.map.len());
+        let mut visited = 0;
+        while pos > 0 && visited < budget {
+            pos -= 1;
+            visited += 1;
+            let (k, e) = self.map.get_index(pos).expect("pos < len");
+            if is_expired(e, now) {
+                // Swap-remove moves the last entry (already visited, position >= pos) into `pos`:
+                // it may be returned twice, which SCAN allows, but nothing is skipped.
+                self.remove_index(pos);
+                self.expired += 1;
+            } else {
+                out(k, e);
+            }
+            pos = pos.min(self.map.len());
+        }
+        pos
+    }
+
+    /// Approximate bytes used by this table's structures (not counting values' heap).
+    pub fn overhead_bytes(&self) -> usize {
+        self.map.capacity() * (std::mem::size_of::<Key>() + std::mem::size_of::<Entry>() + 8 + 9)
+            + self.expires.len() * (std::mem::size_of::<Key>() + 8 + 8)
+    }
+}
+
+/// A shard: one table per database, plus read statistics.
+pub struct Shard {
+    /// Tables, indexed by database number.
+    pub dbs: Box<[Table]>,
+    /// `keyspace_hits` contribution.
+    pub hits: u64,
+    /// `keyspace_misses` contribution.
+    pub misses: u64,
+}
+
+/// All the data.
+pub struct Keyspace {
+    shards: Box<[Mutex<Shard>]>,
+    hasher: Hasher,
+    mask: usize,
+    bits: u32,
+    ndbs: usize,
+}
+
+impl Keyspace {
+    /// A keyspace with `ndbs` databases and `nshards` shards (rounded up to a power of two, at least 1).
+    pub fn new(ndbs: usize, nshards: usize) -> Keyspace {
+        let n = nshards.max(1).next_power_of_two();
+        let shards = (0..n)
+            .map(|_| {
+                Mutex::new(Shard { dbs: (0..ndbs).map(|_| Table::default()).collect(), hits: 0, misses: 0 })
+            })
+            .collect();
+        Keyspace { shards, hasher: Hasher::default(), mask: n - 1, bits: n.trailing_zeros(), ndbs }
+    }
+
+    /// Number of databases.
+    pub fn ndbs(&self) -> usize {
+        self.ndbs
+    }
+    /// Number of shards.
+    pub fn nshards(&self) -> usize {
+        self.shards.len()
+    }
+    /// log2 of the number of shards (SCAN cursors keep the shard in their low bits).
+    pub fn shard_bits(&self) -> u32 {
+        self.bits
+    }
+
+    /// The shard that owns `key`.
+    #[inline]
+    pub fn shard_of(&self, key: &[u8]) -> usize {
+        // High bits: the per-table hasher is seeded independently, so no correlation either way.
+        (self.hasher.hash_one(key) >> 40) as usize & self.mask
+    }
+
+    /// Locks the given shards (any order, duplicates allowed) in ascending order.
+    pub fn lock_shards(&self, mut idx: Vec<usize>) -> Locked<'_> {
+        idx.sort_unstable();
+        idx.dedup();
+        if idx.len() == self.shards.len() {
+            return self.lock_all();
+        }
+        let guards = idx.into_iter().map(|i| (i, self.shards[i].lock())).collect();
+        Locked { ks: self, guards, all: false }
+    }
+
+    /// Locks the shards owning `keys`.
+    pub fn lock_keys<'k>(&self, keys: impl IntoIterator<Item = &'k [u8]>) -> Locked<'_> {
+        self.lock_shards(keys.into_iter().map(|k| self.shard_of(k)).collect())
+    }
+
+    /// Locks every shard.
+    pub fn lock_all(&self) -> Locked<'_> {
+        let guards = self.shards.iter().enumerate().map(|(i, m)| (i, m.lock())).collect();
+        Locked { ks: self, guards, all: true }
+    }
+
+    /// Locks nothing (commands that touch no key).
+    pub fn lock_none(&self) -> Locked<'_> {
+        Locked { ks: self, guards: Vec::new(), all: false }
+    }
+
+    /// Runs the active expiry cycle over every shard, one shard locked at a time, reclaiming at most
+    /// `budget` keys per table. Returns the number of keys reclaimed.
+    pub fn active_expire_cycle(&self, now: u64, budget: usize) -> usize {
+        let mut n = 0;
+        for s in self.shards.iter() {
+            let mut g = s.lock();
+            for t in g.dbs.iter_mut() {
+                if t.next_deadline().is_some_and(|d| d < now) {
+                    n += t.active_expire(now, budget);
+                }
+            }
+        }
+        n
+    }
+
+    /// Visits each shard in turn, locked, for statistics (INFO) without stopping the world.
+    pub fn for_each_shard(&self, mut f: impl FnMut(&mut Shard)) {
+        for s in self.shards.iter() {
+            f(&mut s.lock());
+        }
+    }
+}
+
+/// A set of locked shards: the view of the keyspace a command (or a whole transaction) runs against.
+pub struct Locked<'a> {
+    ks: &'a Keyspace,
+    guards: Vec<(usize, MutexGuard<'a, Shard>)>,
+    all: bool,
+}
+
+impl<'a> Locked<'a> {
+    /// The keyspace these locks belong to.
+    pub fn keyspace(&self) -> &'a Keyspace {
+        self.ks
+    }
+
+    /// True if every shard is locked.
+    pub fn is_all(&self) -> bool {
+        self.all
+    }
+
+    /// The shard owning `key`.
+    ///
+    /// # Panics
+    /// If that shard is not locked: the command table's key spec for the running command missed a
+    /// key. That is a bug in the table (tests walk it); the panic unwinds only the client's task and
+    /// releases every lock on the way.
+    pub fn shard_for(&mut self, key: &[u8]) -> &mut Shard {
+        let i = self.ks.shard_of(key);
+        self.shard(i)
+    }
+
+    /// Shard `i`, which must be locked (see [`Locked::shard_for`]).
+    pub fn shard(&mut self, i: usize) -> &mut Shard {
+        let pos = if self.all {
+            i
+        } else {
+            match self.guards.binary_search_by_key(&i, |(j, _)| *j) {
+                Ok(p) => p,
+                Err(_) => panic!("shard {i} accessed without its lock: key spec bug"),
+            }
+        };
+        &mut self.guards[pos].1
+    }
+
+    /// Iterates over the locked shards.
+    pub fn shards_mut(&mut self) -> impl Iterator<Item = &mut Shard> {
+        self.guards.iter_mut().map(|(_, g)| &mut **g)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::Value;
+
+    fn e(v: &[u8], at: u64) -> Entry {
+        let mut e = Entry::new(Value::string(v));
+        e.expire_at = at;
+        e
+    }
+
+    #[test]
+    fn lazy_and_active_expiry() {
+        let mut t = Table::default();
+        t.insert(b"a", e(b"1", 100));
+        t.insert(b"b", e(b"2", 200));
+        t.insert(b"c", e(b"3", 0));
+        assert!(t.lookup(b"a", 100).is_some(), "alive at its deadline");
+        assert!(t.lookup(b"a", 101).is_none());
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.active_expire(201, 10), 1);
+        assert_eq!(t.len(), 1);
+        assert_eq!(t.volatile_len(), 0);
+        assert_eq!(t.expired, 2);
+    }
+
+    #[test]
+    fn ttl_index_follows_overwrites() {
+        let mut t = Table::default();
+        t.insert(b"k", e(b"1", 100));
+        t.insert(b"k", e(b"2", 0));
+        assert_eq!(t.volatile_len(), 0);
+        t.set_expire(b"k", 50);
+        t.set_expire(b"k", 60);
+        assert_eq!(t.volatile_len(), 1);
+        assert_eq!(t.active_expire(55, 10), 0);
+        assert_eq!(t.active_expire(61, 10), 1);
+        assert!(t.is_empty());
+    }
+
+    /// Redis's SCAN guarantee: every key present for the whole iteration is returned, while keys
+    /// are deleted and added between calls.
+    #[test]
+    fn scan_never_misses_stable_keys() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        for round in 0..20 {
+            let mut t = Table::default();
+            for i in 0..500 {
+                t.insert(format!("k{i}").as_bytes(), e(b"v", 0));
+            }
+            // keys 0..250 are stable, the rest churn
+            let mut seen = std::collections::HashSet::new();
+            let mut upper = None;
+            let mut next_new = 1000;
+            loop {
+                let next = t.scan(upper, 1 + round, 0, &mut |k, _| {
+                    seen.insert(k.to_vec());
+                });
+                for _ in 0..3 {
+                    let victim = rng.random_range(250..500);
+                    t.remove(format!("k{victim}").as_bytes());
+                    t.insert(format!("k{next_new}").as_bytes(), e(b"v", 0));
+                    next_new += 1;
+                }
+                if next == 0 {
+                    break;
+                }
+                upper = Some(next);
+            }
+            for i in 0..250 {
+                assert!(seen.contains(format!("k{i}").as_bytes()), "round {round} missed k{i}");
+            }
+        }
+    }
+
+    #[test]
+    fn locking_sorted_and_deduped() {
+        let ks = Keyspace::new(16, 8);
+        let mut l = ks.lock_keys([&b"a"[..], b"b", b"a", b"zzz"]);
+        let s = l.shard_for(b"zzz");
+        s.dbs[0].insert(b"zzz", e(b"1", 0));
+        drop(l);
+        let mut all = ks.lock_all();
+        assert!(all.shard_for(b"zzz").dbs[0].peek(b"zzz").is_some());
+    }
+}

@@ -1,0 +1,33 @@
+//! Latch's engine: everything between a decoded request and its reply, with no IO.
+//!
+//! * [`clock`]: injected time; TTLs run on a monotonic timeline.
+//! * [`value`]: what a key holds, kept small.
+//! * [`keyspace`]: the sharded tables, locking, expiry index, SCAN positions.
+//! * [`db`]: a database as a handler sees it.
+//! * [`command`]: the command table and the handler context.
+//! * [`cmd`]: the command families (one module each) and their handlers.
+//! * [`server`]: shared state and [`server::Server::execute`], the single entry point.
+//! * [`config`], [`client`], [`error`], [`args`], [`glob`]: supporting pieces.
+//!
+//! **Architecture invariant:** this crate knows nothing about sockets, tokio or threads; the `server`
+//! crate owns IO and calls [`server::Server::execute`].
+
+#![warn(missing_docs)]
+
+pub mod args;
+pub mod client;
+pub mod clock;
+pub mod cmd;
+pub mod command;
+pub mod config;
+pub mod db;
+pub mod error;
+pub mod glob;
+pub mod keyspace;
+pub mod server;
+pub mod testkit;
+pub mod types;
+pub mod value;
+
+pub use bytes::Bytes;
+pub use resp::{Frame, Protocol};

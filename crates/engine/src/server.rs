@@ -1,0 +1,366 @@
+//! Server-wide state and the single entry point that runs a command: [`Server::execute`].
+//!
+//! All generic checks happen here, before any handler runs (unknown command, arity, authentication),
+//! and so does the bookkeeping after it (command statistics, error statistics, slow log, MONITOR).
+
+use crate::client::{Client, ClientRegistry, ReplyMode};
+use crate::clock::Clock;
+use crate::command::{Command, CommandTable, Ctx, Flags};
+use crate::config::Config;
+use crate::keyspace::Keyspace;
+use bytes::Bytes;
+use parking_lot::Mutex;
+use resp::Frame;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// The Redis version Latch answers as (clients enable features by it).
+pub const REDIS_VERSION: &str = "7.0.15";
+/// Latch's own version.
+pub const LATCH_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Per-command counters (`INFO commandstats`).
+#[derive(Default)]
+pub struct CmdStats {
+    /// Calls that ran the handler.
+    pub calls: AtomicU64,
+    /// Total microseconds in the handler.
+    pub usec: AtomicU64,
+    /// Calls refused before running (arity, auth...).
+    pub rejected: AtomicU64,
+    /// Calls whose handler replied with an error.
+    pub failed: AtomicU64,
+}
+
+/// Server statistics.
+#[derive(Default)]
+pub struct Stats {
+    /// Commands processed.
+    pub commands: AtomicU64,
+    /// Bytes read from clients.
+    pub net_input_bytes: AtomicU64,
+    /// Bytes written to clients.
+    pub net_output_bytes: AtomicU64,
+    /// Error replies sent.
+    pub error_replies: AtomicU64,
+    /// Error replies by prefix (`ERR`, `WRONGTYPE`...).
+    pub errors: Mutex<BTreeMap<String, u64>>,
+    /// Per-command counters, keyed by full command name.
+    pub cmd: HashMap<&'static str, CmdStats>,
+}
+
+impl Stats {
+    fn count_error(&self, f: &Frame) {
+        if let Frame::Error(msg) = f {
+            self.error_replies.fetch_add(1, Ordering::Relaxed);
+            let prefix = msg.split(|b| *b == b' ').next().unwrap_or(b"ERR");
+            let prefix = String::from_utf8_lossy(&prefix[..prefix.len().min(64)]).into_owned();
+            let mut errs = self.errors.lock();
+            // Redis caps the number of distinct error prefixes tracked at 128.
+            if errs.len() < 128 || errs.contains_key(&prefix) {
+                *errs.entry(prefix).or_insert(0) += 1;
+            }
+        }
+    }
+
+    /// Clears counters (CONFIG RESETSTAT).
+    pub fn reset(&self) {
+        for c in self.cmd.values() {
+            c.calls.store(0, Ordering::Relaxed);
+            c.usec.store(0, Ordering::Relaxed);
+            c.rejected.store(0, Ordering::Relaxed);
+            c.failed.store(0, Ordering::Relaxed);
+        }
+        self.errors.lock().clear();
+        self.error_replies.store(0, Ordering::Relaxed);
+        self.commands.store(0, Ordering::Relaxed);
+        self.net_input_bytes.store(0, Ordering::Relaxed);
+        self.net_output_bytes.store(0, Ordering::Relaxed);
+    }
+}
+
+/// One slow log entry.
+#[derive(Clone, Debug)]
+pub struct SlowEntry {
+    /// Increasing id.
+    pub id: u64,
+    /// Unix seconds when the command started.
+    pub time: i64,
+    /// Duration in microseconds.
+    pub micros: u64,
+    /// Arguments, trimmed as Redis does (32 args, 128 bytes each).
+    pub args: Vec<Bytes>,
+    /// Client address.
+    pub addr: String,
+    /// Client name.
+    pub name: Vec<u8>,
+}
+
+/// The slow log.
+#[derive(Default)]
+pub struct SlowLog {
+    /// Newest first.
+    pub entries: VecDeque<SlowEntry>,
+    /// Next id.
+    pub next_id: u64,
+}
+
+/// A MONITOR subscriber: the connection layer gives a function that queues a line for its client.
+pub type MonitorSink = Box<dyn Fn(Bytes) + Send + Sync>;
+
+/// Everything shared by all connections.
+pub struct Server {
+    /// The data.
+    pub ks: Keyspace,
+    /// Time source.
+    pub clock: Arc<dyn Clock>,
+    /// Configuration.
+    pub config: Config,
+    /// Connected clients.
+    pub clients: ClientRegistry,
+    /// Counters.
+    pub stats: Stats,
+    /// The command table.
+    pub table: CommandTable,
+    /// Slow log.
+    pub slowlog: Mutex<SlowLog>,
+    monitors: Mutex<Vec<(u64, MonitorSink)>>,
+    has_monitors: AtomicBool,
+    shutdown_hook: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
+    /// Random 40-hex run id.
+    pub run_id: String,
+    /// Start time (monotonic ms).
+    pub started_ms: u64,
+    /// TCP port actually bound (for INFO), set by the server crate.
+    pub tcp_port: AtomicU64,
+    /// Unix seconds of the last successful save (LASTSAVE).
+    pub lastsave: AtomicU64,
+    /// Writes since the last save (`rdb_changes_since_last_save`).
+    pub dirty: AtomicU64,
+}
+
+impl Server {
+    /// Builds a server from a configuration and a clock.
+    pub fn new(config: Config, clock: Arc<dyn Clock>) -> Server {
+        let ndbs = config.get_i64("databases").max(1) as usize;
+        let mut nshards = config.get_i64("shards") as usize;
+        if nshards == 0 {
+            let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+            nshards = (cores * 16).clamp(16, 1024);
+        }
+        let table = CommandTable::new(crate::cmd::FAMILIES);
+        let mut cmd = HashMap::new();
+        for c in table.all() {
+            cmd.insert(c.name, CmdStats::default());
+            for s in c.subcommands {
+                cmd.insert(s.name, CmdStats::default());
+            }
+        }
+        let run_id = (0..40).map(|_| format!("{:x}", rand::random::<u8>() % 16)).collect();
+        let now = clock.now_ms();
+        let unix_s = (clock.unix_ms() / 1000) as u64;
+        Server {
+            ks: Keyspace::new(ndbs, nshards),
+            clock,
+            config,
+            clients: ClientRegistry::default(),
+            stats: Stats { cmd, ..Default::default() },
+            table,
+            slowlog: Mutex::new(SlowLog::default()),
+            monitors: Mutex::new(Vec::new()),
+            has_monitors: AtomicBool::new(false),
+            shutdown_hook: Mutex::new(None),
+            run_id,
+            started_ms: now,
+            tcp_port: AtomicU64::new(0),
+            lastsave: AtomicU64::new(unix_s),
+            dirty: AtomicU64::new(0),
+        }
+    }
+
+    /// A new client connection.
+    pub fn new_client(&self, addr: String, laddr: String) -> Client {
+        let authenticated = !self.config.has_password.load(Ordering::Relaxed);
+        Client::new(&self.clients, addr, laddr, self.clock.now_ms(), authenticated)
+    }
+
+    /// Forgets a closed connection.
+    pub fn client_closed(&self, client: &Client) {
+        self.clients.unregister(client.id);
+        if client.monitor {
+            self.remove_monitor(client.id);
+        }
+    }
+
+    /// Installs what SHUTDOWN calls.
+    pub fn set_shutdown_hook(&self, f: Box<dyn Fn() + Send + Sync>) {
+        *self.shutdown_hook.lock() = Some(f);
+    }
+
+    /// Asks the server process to stop (SHUTDOWN). Returns false if nobody listens.
+    pub fn request_shutdown(&self) -> bool {
+        match &*self.shutdown_hook.lock() {
+            Some(f) => {
+                f();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Subscribes a client to MONITOR output.
+    pub fn add_monitor(&self, id: u64, sink: MonitorSink) {
+        let mut m = self.monitors.lock();
+        m.push((id, sink));
+        self.has_monitors.store(true, Ordering::SeqCst);
+    }
+
+    /// Unsubscribes a client from MONITOR output.
+    pub fn remove_monitor(&self, id: u64) {
+        let mut m = self.monitors.lock();
+        m.retain(|(i, _)| *i != id);
+        self.has_monitors.store(!m.is_empty(), Ordering::SeqCst);
+    }
+
+    /// Runs one command. Returns the reply to send, or None when the client asked for no reply.
+    pub fn execute(&self, client: &mut Client, args: &[Bytes]) -> Option<Frame> {
+        let reply = self.execute_inner(client, args);
+        if let Some(r) = &reply {
+            self.stats.count_error(r);
+        }
+        match client.reply_mode {
+            ReplyMode::On => reply,
+            ReplyMode::Off => None,
+            ReplyMode::Skip => {
+                client.reply_mode = ReplyMode::SkipThis;
+                reply
+            }
+            ReplyMode::SkipThis => {
+                client.reply_mode = ReplyMode::On;
+                None
+            }
+        }
+    }
+
+    fn execute_inner(&self, client: &mut Client, args: &[Bytes]) -> Option<Frame> {
+        let now_us = self.clock.now_us();
+        let now = now_us / 1000;
+        client.info.last_active_ms.store(now, Ordering::Relaxed);
+        self.stats.commands.fetch_add(1, Ordering::Relaxed);
+        let cmd = match self.table.resolve(args) {
+            Ok(c) => c,
+            Err(e) => {
+                if let Some(c) = self.table.get(&args[0]) {
+                    self.reject(c);
+                }
+                return Some(e);
+            }
+        };
+        if !cmd.arity_ok(args.len()) {
+            self.reject(cmd);
+            return Some(crate::error::wrong_arity(cmd.name));
+        }
+        if !client.authenticated && !cmd.flags.has(Flags::NO_AUTH) {
+            self.reject(cmd);
+            return Some(crate::error::noauth());
+        }
+        *client.info.last_cmd.lock() = cmd.name;
+        let mut locked = if cmd.flags.has(Flags::ALL_SHARDS) {
+            self.ks.lock_all()
+        } else {
+            let pos = cmd.keys.positions(args);
+            if pos.is_empty() {
+                self.ks.lock_none()
+            } else {
+                self.ks.lock_keys(pos.iter().map(|&i| &args[i][..]))
+            }
+        };
+        let reply = {
+            let mut ctx = Ctx { srv: self, client, locked: &mut locked, args, now, cmd };
+            (cmd.handler)(&mut ctx)
+        };
+        drop(locked);
+        let took = self.clock.now_us().saturating_sub(now_us);
+        if let Some(s) = self.stats.cmd.get(cmd.name) {
+            s.calls.fetch_add(1, Ordering::Relaxed);
+            s.usec.fetch_add(took, Ordering::Relaxed);
+            if reply.is_error() {
+                s.failed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        client.info.db.store(client.db, Ordering::Relaxed);
+        self.after_call(client, cmd, args, now_us, took);
+        if client.suppress_reply {
+            client.suppress_reply = false;
+            return None;
+        }
+        Some(reply)
+    }
+
+    fn reject(&self, cmd: &Command) {
+        if let Some(s) = self.stats.cmd.get(cmd.name) {
+            s.rejected.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn after_call(&self, client: &Client, cmd: &Command, args: &[Bytes], start_us: u64, took: u64) {
+        let threshold = self.config.slowlog_log_slower_than.load(Ordering::Relaxed);
+        if threshold >= 0 && took as i64 >= threshold && !cmd.flags.has(Flags::SKIP_SLOWLOG) {
+            self.slowlog_push(client, args, start_us, took);
+        }
+        if self.has_monitors.load(Ordering::Relaxed)
+            && !cmd.flags.has(Flags::SKIP_MONITOR)
+            && !cmd.flags.has(Flags::ADMIN)
+        {
+            let line = monitor_line(self.clock.wall_offset_ms(), start_us, client, args);
+            for (_, sink) in self.monitors.lock().iter() {
+                sink(line.clone());
+            }
+        }
+    }
+
+    fn slowlog_push(&self, client: &Client, args: &[Bytes], start_us: u64, took: u64) {
+        const MAX_ARGS: usize = 32;
+        const MAX_LEN: usize = 128;
+        let mut v = Vec::new();
+        for (i, a) in args.iter().enumerate() {
+            if i == MAX_ARGS - 1 && args.len() > MAX_ARGS {
+                v.push(Bytes::from(format!("... ({} more arguments)", args.len() - MAX_ARGS + 1)));
+                break;
+            }
+            if a.len() > MAX_LEN {
+                let mut b = a[..MAX_LEN].to_vec();
+                b.extend_from_slice(format!("... ({} more bytes)", a.len() - MAX_LEN).as_bytes());
+                v.push(Bytes::from(b));
+            } else {
+                v.push(a.clone());
+            }
+        }
+        let max = self.config.slowlog_max_len.load(Ordering::Relaxed).max(0) as usize;
+        let mut log = self.slowlog.lock();
+        let id = log.next_id;
+        log.next_id += 1;
+        let time = (start_us as i64 / 1000 + self.clock.wall_offset_ms()) / 1000;
+        log.entries.push_front(SlowEntry {
+            id,
+            time,
+            micros: took,
+            args: v,
+            addr: client.info.addr.clone(),
+            name: client.info.name.lock().clone().unwrap_or_default(),
+        });
+        log.entries.truncate(max);
+    }
+}
+
+/// Formats a MONITOR line: `1339518083.107412 [0 127.0.0.1:60866] "keys" "*"`.
+fn monitor_line(offset_ms: i64, start_us: u64, client: &Client, args: &[Bytes]) -> Bytes {
+    let unix_us = start_us as i64 + offset_ms * 1000;
+    let mut s = format!("{}.{:06} [{} {}]", unix_us / 1_000_000, unix_us % 1_000_000, client.db, client.info.addr);
+    for a in args {
+        s.push(' ');
+        s.push_str(&crate::cmd::repr(a));
+    }
+    Bytes::from(s)
+}

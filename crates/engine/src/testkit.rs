@@ -1,0 +1,151 @@
+//! In-process test harness: a [`Server`] on a [`ManualClock`], clients that run commands without
+//! sockets, and transcripts.
+//!
+//! ```text
+//! > SETNX mykey Hello
+//! :1
+//! > GET mykey
+//! "Hello"
+//! ```
+//! Replies are written in a compact one-line form (see [`show`]): `+OK`, `-ERR ...`, `:1`, `"bulk"`
+//! (escaped like MONITOR output), `(nil)`, `(nil-array)`, `[a, b]` for arrays, `{k: v}` for maps,
+//! `~[..]` for sets, `,1.5` for doubles, `#t`/`#f`.
+
+use crate::client::Client;
+use crate::clock::ManualClock;
+use crate::config::Config;
+use crate::server::Server;
+use bytes::Bytes;
+use resp::Frame;
+use std::sync::Arc;
+
+/// A server for tests.
+pub struct TestServer {
+    /// The server.
+    pub srv: Arc<Server>,
+    /// Its clock; advance it instead of sleeping.
+    pub clock: Arc<ManualClock>,
+}
+
+impl Default for TestServer {
+    fn default() -> Self {
+        TestServer::new()
+    }
+}
+
+impl TestServer {
+    /// A server with default configuration, 4 shards, and the clock at a fixed Unix time.
+    pub fn new() -> TestServer {
+        let config = Config::new();
+        config.set("shards", "4", true).expect("valid");
+        TestServer::with_config(config)
+    }
+
+    /// A server with the given configuration.
+    pub fn with_config(config: Config) -> TestServer {
+        let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+        let srv = Arc::new(Server::new(config, clock.clone()));
+        TestServer { srv, clock }
+    }
+
+    /// A new connected client.
+    pub fn client(&self) -> TestClient {
+        TestClient { srv: self.srv.clone(), client: self.srv.new_client("127.0.0.1:50000".into(), "127.0.0.1:6379".into()) }
+    }
+
+    /// Runs a transcript on a fresh client (see the module docs); panics with a diff on mismatch.
+    pub fn transcript(&self, text: &str) {
+        self.client().transcript(text)
+    }
+}
+
+/// A client for tests.
+pub struct TestClient {
+    srv: Arc<Server>,
+    /// The client state (db, protocol...).
+    pub client: Client,
+}
+
+impl TestClient {
+    /// Runs a command given as separate arguments.
+    pub fn cmd<A: AsRef<[u8]>>(&mut self, args: &[A]) -> Option<Frame> {
+        let args: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a.as_ref())).collect();
+        self.srv.execute(&mut self.client, &args)
+    }
+
+    /// Runs a command line split like redis-cli/inline commands do; returns the reply in [`show`] form.
+    pub fn run(&mut self, line: &str) -> String {
+        let args = resp::split_args(line.as_bytes()).unwrap_or_else(|| panic!("unbalanced quotes: {line}"));
+        match self.cmd(&args) {
+            Some(f) => show(&f),
+            None => "(no reply)".to_string(),
+        }
+    }
+
+    /// Runs a transcript; panics on the first mismatch.
+    pub fn transcript(&mut self, text: &str) {
+        let mut lines = text.lines().map(str::trim_start).filter(|l| !l.is_empty() && !l.starts_with('#')).peekable();
+        while let Some(l) = lines.next() {
+            let cmd = l.strip_prefix("> ").unwrap_or_else(|| panic!("expected '> command', got {l:?}"));
+            let want = lines.next().unwrap_or_else(|| panic!("no expected reply after {cmd:?}"));
+            let got = self.run(cmd);
+            assert_eq!(got, want, "\n  command: {cmd}");
+        }
+    }
+}
+
+/// The compact one-line form of a reply used by transcripts.
+pub fn show(f: &Frame) -> String {
+    fn pairs(v: &[(Frame, Frame)]) -> String {
+        v.iter().map(|(k, v)| format!("{}: {}", show(k), show(v))).collect::<Vec<_>>().join(", ")
+    }
+    fn list(v: &[Frame]) -> String {
+        v.iter().map(show).collect::<Vec<_>>().join(", ")
+    }
+    match f {
+        Frame::Simple(s) => format!("+{}", String::from_utf8_lossy(s)),
+        Frame::Error(s) => format!("-{}", String::from_utf8_lossy(s)),
+        Frame::Integer(i) => format!(":{i}"),
+        Frame::Bulk(b) => crate::cmd::repr(b),
+        Frame::Null => "(nil)".into(),
+        Frame::NullArray => "(nil-array)".into(),
+        Frame::Array(v) => format!("[{}]", list(v)),
+        Frame::Map(v) => format!("{{{}}}", pairs(v)),
+        Frame::Set(v) => format!("~[{}]", list(v)),
+        Frame::Push(v) => format!(">[{}]", list(v)),
+        Frame::Double(d) => {
+            let mut o = Vec::new();
+            resp::format_double(*d, &mut o);
+            format!(",{}", String::from_utf8_lossy(&o))
+        }
+        Frame::Boolean(b) => if *b { "#t" } else { "#f" }.into(),
+        Frame::BigNumber(b) => format!("({}", String::from_utf8_lossy(b)),
+        Frame::Verbatim { text, .. } => crate::cmd::repr(text),
+        Frame::Attribute { value, .. } => show(value),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transcript_runs() {
+        TestServer::new().transcript(
+            r#"
+            > PING
+            +PONG
+            > SET k "hello world"
+            +OK
+            > GET k
+            "hello world"
+            > GET missing
+            (nil)
+            > NOSUCH a b
+            -ERR unknown command 'NOSUCH', with args beginning with: 'a' 'b' 
+            > GET
+            -ERR wrong number of arguments for 'get' command
+            "#,
+        );
+    }
+}

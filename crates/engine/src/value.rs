@@ -1,0 +1,186 @@
+//! Values stored in the keyspace.
+//!
+//! Memory matters: a key is a [`Key`] (bytes inline up to 16, on the heap beyond), and an [`Entry`]
+//! is 48 bytes: the [`Value`] (32), the TTL deadline (8) and the access clock (4). Short strings and
+//! integers live inline in the value; aggregates are boxed so the common string case stays small.
+
+use smallvec::SmallVec;
+use std::collections::VecDeque;
+
+/// Bytes stored inline when they fit in 16 bytes (typical keys such as `lock:order:12345`).
+pub type SmallBytes = SmallVec<[u8; 16]>;
+
+/// A key. Binary-safe.
+pub type Key = SmallBytes;
+
+/// The hasher used by every hash table in the engine: fast, and randomly seeded per process so that
+/// clients cannot craft colliding keys.
+pub type Hasher = foldhash::fast::RandomState;
+
+/// A hash value: field -> value, in insertion order with O(1) random access (HRANDFIELD, HSCAN).
+pub type HashValue = indexmap::IndexMap<SmallBytes, SmallBytes, Hasher>;
+/// A set value with O(1) random access (SRANDMEMBER, SPOP, SSCAN).
+pub type SetValue = indexmap::IndexSet<SmallBytes, Hasher>;
+/// A list value.
+pub type ListValue = VecDeque<SmallBytes>;
+
+/// A value. Strings that look like integers are kept as [`Value::Int`] (Redis's "int" encoding), so
+/// counters never parse text.
+#[derive(Clone, Debug)]
+pub enum Value {
+    /// A string holding the canonical decimal form of an i64.
+    Int(i64),
+    /// Any other string.
+    Str(SmallBytes),
+    /// A list.
+    List(Box<ListValue>),
+    /// A hash.
+    Hash(Box<HashValue>),
+    /// A set.
+    Set(Box<SetValue>),
+    /// A sorted set.
+    ZSet(Box<crate::types::zset::ZSet>),
+}
+
+impl Value {
+    /// Builds a string value, choosing the integer form when `b` is the canonical text of an i64.
+    pub fn string(b: &[u8]) -> Value {
+        match canonical_i64(b) {
+            Some(i) => Value::Int(i),
+            None => Value::Str(SmallBytes::from_slice(b)),
+        }
+    }
+
+    /// The type name reported by `TYPE`.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Int(_) | Value::Str(_) => "string",
+            Value::List(_) => "list",
+            Value::Hash(_) => "hash",
+            Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
+        }
+    }
+
+    /// True for both string representations.
+    pub fn is_string(&self) -> bool {
+        matches!(self, Value::Int(_) | Value::Str(_))
+    }
+
+    /// The string's bytes (formatting an integer), or None when the value is not a string.
+    pub fn as_bytes(&self) -> Option<std::borrow::Cow<'_, [u8]>> {
+        match self {
+            Value::Int(i) => Some(std::borrow::Cow::Owned(itoa::Buffer::new().format(*i).as_bytes().to_vec())),
+            Value::Str(s) => Some(std::borrow::Cow::Borrowed(&s[..])),
+            _ => None,
+        }
+    }
+
+    /// Length in bytes of a string value (0 for other types).
+    pub fn str_len(&self) -> usize {
+        match self {
+            Value::Int(i) => itoa::Buffer::new().format(*i).len(),
+            Value::Str(s) => s.len(),
+            _ => 0,
+        }
+    }
+
+    /// Turns an integer-encoded string into its raw form so it can be edited in place.
+    pub fn make_raw(&mut self) -> Option<&mut SmallBytes> {
+        if let Value::Int(i) = *self {
+            *self = Value::Str(SmallBytes::from_slice(itoa::Buffer::new().format(i).as_bytes()));
+        }
+        match self {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Redis's `OBJECT ENCODING` name.
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Value::Int(_) => "int",
+            Value::Str(s) if s.len() <= 44 => "embstr",
+            Value::Str(_) => "raw",
+            Value::List(_) => "quicklist",
+            Value::Hash(h) if h.len() <= 128 => "listpack",
+            Value::Hash(_) => "hashtable",
+            Value::Set(s) if s.len() <= 512 && s.iter().all(|m| canonical_i64(m).is_some()) => "intset",
+            Value::Set(_) => "hashtable",
+            Value::ZSet(z) if z.len() <= 128 => "listpack",
+            Value::ZSet(_) => "skiplist",
+        }
+    }
+
+    /// Approximate heap bytes owned by the value (for `MEMORY USAGE`-style accounting).
+    pub fn heap_size(&self) -> usize {
+        fn sb(b: &SmallBytes) -> usize {
+            if b.spilled() {
+                b.capacity()
+            } else {
+                0
+            }
+        }
+        match self {
+            Value::Int(_) => 0,
+            Value::Str(s) => sb(s),
+            Value::List(l) => l.capacity() * std::mem::size_of::<SmallBytes>() + l.iter().map(sb).sum::<usize>(),
+            Value::Hash(h) => h.capacity() * 56 + h.iter().map(|(k, v)| sb(k) + sb(v)).sum::<usize>(),
+            Value::Set(s) => s.capacity() * 40 + s.iter().map(sb).sum::<usize>(),
+            Value::ZSet(z) => z.heap_size(),
+        }
+    }
+}
+
+/// Parses `b` as an i64 only if it is the canonical decimal form (what Redis's string2ll accepts:
+/// optional '-', no '+', no leading zeros, no spaces, at most 20 chars). Such strings can be stored
+/// as integers and formatted back byte-identically.
+pub fn canonical_i64(b: &[u8]) -> Option<i64> {
+    crate::args::parse_i64_strict(b)
+}
+
+/// A key's slot in the keyspace.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// The value.
+    pub value: Value,
+    /// Deadline in monotonic milliseconds; 0 means no TTL. Only the table changes it, because the
+    /// expiry index must follow.
+    pub(crate) expire_at: u64,
+    /// Last access, in seconds on the monotonic clock (mod 2^32), for `OBJECT IDLETIME`; the low 8 bits
+    /// of `lfu` hold the LFU counter for `OBJECT FREQ`.
+    pub(crate) atime: u32,
+    pub(crate) lfu: u8,
+}
+
+impl Entry {
+    /// A fresh entry without TTL.
+    pub fn new(value: Value) -> Entry {
+        Entry { value, expire_at: 0, atime: 0, lfu: crate::types::LFU_INIT_VAL }
+    }
+    /// The TTL deadline (monotonic ms), if any.
+    pub fn expire_at(&self) -> Option<u64> {
+        (self.expire_at != 0).then_some(self.expire_at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_is_small() {
+        assert_eq!(std::mem::size_of::<Value>(), 32);
+        assert!(std::mem::size_of::<Entry>() <= 48);
+    }
+
+    #[test]
+    fn int_encoding_only_for_canonical_text() {
+        assert!(matches!(Value::string(b"123"), Value::Int(123)));
+        assert!(matches!(Value::string(b"-9223372036854775808"), Value::Int(i64::MIN)));
+        for s in [&b"0123"[..], b"+1", b" 1", b"1 ", b"", b"-0", b"9223372036854775808"] {
+            assert!(matches!(Value::string(s), Value::Str(_)), "{:?}", s);
+        }
+        assert_eq!(&*Value::string(b"-17").as_bytes().unwrap(), b"-17");
+    }
+}

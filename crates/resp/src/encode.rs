@@ -1,0 +1,237 @@
+//! Reply encoding (server -> client) for RESP2 and RESP3.
+
+use bytes::{BufMut, BytesMut};
+
+use crate::double::format_double;
+use crate::{Frame, Protocol};
+
+/// Encodes `frame` for a client speaking `proto`, appending to `out`.
+///
+/// RESP2 downgrades: Map -> flat array, Set/Push -> array, Double -> bulk string via
+/// [`format_double`] (inf -> "inf", -inf -> "-inf"), Boolean -> `:1`/`:0`, BigNumber -> bulk,
+/// Verbatim -> bulk of text, Null -> `$-1`, NullArray -> `*-1`, Attribute -> only the value.
+/// RESP3: native types, Null and NullArray -> `_\r\n`, Double -> `,<%.17g>\r\n` with
+/// `,inf`, `,-inf`, `,nan`.
+/// Error and Simple payloads never contain CR or LF on the wire: any `'\r'` or `'\n'` is
+/// replaced with `' '` (as Redis does for errors), because a raw newline would desync the
+/// client's parser.
+pub fn encode(frame: &Frame, proto: Protocol, out: &mut BytesMut) {
+    let resp3 = proto == Protocol::Resp3;
+    match frame {
+        Frame::Simple(s) => line_sanitized(b'+', s, out),
+        Frame::Error(e) => line_sanitized(b'-', e, out),
+        Frame::Integer(i) => header(b':', *i, out),
+        Frame::Bulk(b) => bulk(b, out),
+        Frame::Null => out.extend_from_slice(if resp3 { b"_\r\n" } else { b"$-1\r\n" }),
+        Frame::NullArray => out.extend_from_slice(if resp3 { b"_\r\n" } else { b"*-1\r\n" }),
+        Frame::Array(items) => {
+            header_len(b'*', items.len(), out);
+            for f in items {
+                encode(f, proto, out);
+            }
+        }
+        Frame::Map(pairs) => {
+            if resp3 {
+                header_len(b'%', pairs.len(), out);
+            } else {
+                header_len(b'*', pairs.len().saturating_mul(2), out);
+            }
+            encode_pairs(pairs, proto, out);
+        }
+        Frame::Set(items) => {
+            header_len(if resp3 { b'~' } else { b'*' }, items.len(), out);
+            for f in items {
+                encode(f, proto, out);
+            }
+        }
+        Frame::Push(items) => {
+            header_len(if resp3 { b'>' } else { b'*' }, items.len(), out);
+            for f in items {
+                encode(f, proto, out);
+            }
+        }
+        Frame::Double(d) => {
+            let mut buf = Vec::with_capacity(32);
+            format_double(*d, &mut buf);
+            if resp3 {
+                out.put_u8(b',');
+                out.extend_from_slice(&buf);
+                out.extend_from_slice(b"\r\n");
+            } else {
+                bulk(&buf, out);
+            }
+        }
+        Frame::Boolean(b) => {
+            let s: &[u8] = match (resp3, *b) {
+                (true, true) => b"#t\r\n",
+                (true, false) => b"#f\r\n",
+                (false, true) => b":1\r\n",
+                (false, false) => b":0\r\n",
+            };
+            out.extend_from_slice(s);
+        }
+        Frame::BigNumber(n) => {
+            if resp3 {
+                // Big numbers are a single line; sanitizing keeps a malformed
+                // payload from breaking framing.
+                line_sanitized(b'(', n, out);
+            } else {
+                bulk(n, out);
+            }
+        }
+        Frame::Verbatim { format, text } => {
+            if resp3 {
+                header_len(b'=', text.len().saturating_add(4), out);
+                out.extend_from_slice(format);
+                out.put_u8(b':');
+                out.extend_from_slice(text);
+                out.extend_from_slice(b"\r\n");
+            } else {
+                bulk(text, out);
+            }
+        }
+        Frame::Attribute { attrs, value } => {
+            if resp3 {
+                header_len(b'|', attrs.len(), out);
+                encode_pairs(attrs, proto, out);
+            }
+            encode(value, proto, out);
+        }
+    }
+}
+
+fn encode_pairs(pairs: &[(Frame, Frame)], proto: Protocol, out: &mut BytesMut) {
+    for (k, v) in pairs {
+        encode(k, proto, out);
+        encode(v, proto, out);
+    }
+}
+
+fn header(prefix: u8, n: i64, out: &mut BytesMut) {
+    let mut ib = itoa::Buffer::new();
+    out.put_u8(prefix);
+    out.extend_from_slice(ib.format(n).as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+fn header_len(prefix: u8, n: usize, out: &mut BytesMut) {
+    let mut ib = itoa::Buffer::new();
+    out.put_u8(prefix);
+    out.extend_from_slice(ib.format(n).as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+fn bulk(b: &[u8], out: &mut BytesMut) {
+    out.reserve(b.len() + 16);
+    header_len(b'$', b.len(), out);
+    out.extend_from_slice(b);
+    out.extend_from_slice(b"\r\n");
+}
+
+fn line_sanitized(prefix: u8, s: &[u8], out: &mut BytesMut) {
+    out.reserve(s.len() + 3);
+    out.put_u8(prefix);
+    if memchr::memchr2(b'\r', b'\n', s).is_none() {
+        out.extend_from_slice(s);
+    } else {
+        out.extend(
+            s.iter()
+                .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }),
+        );
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn enc(f: &Frame, p: Protocol) -> Vec<u8> {
+        let mut out = BytesMut::new();
+        encode(f, p, &mut out);
+        out.to_vec()
+    }
+
+    fn both(f: Frame, resp2: &[u8], resp3: &[u8]) {
+        assert_eq!(enc(&f, Protocol::Resp2), resp2, "RESP2 {f:?}");
+        assert_eq!(enc(&f, Protocol::Resp3), resp3, "RESP3 {f:?}");
+    }
+
+    #[test]
+    fn scalar_encodings() {
+        both(Frame::ok(), b"+OK\r\n", b"+OK\r\n");
+        both(
+            Frame::error("ERR bad\r\nthing\n"),
+            b"-ERR bad  thing \r\n",
+            b"-ERR bad  thing \r\n",
+        );
+        both(Frame::simple("a\nb"), b"+a b\r\n", b"+a b\r\n");
+        both(Frame::Integer(-42), b":-42\r\n", b":-42\r\n");
+        both(Frame::bulk("foo"), b"$3\r\nfoo\r\n", b"$3\r\nfoo\r\n");
+        both(Frame::bulk(""), b"$0\r\n\r\n", b"$0\r\n\r\n");
+        both(Frame::Null, b"$-1\r\n", b"_\r\n");
+        both(Frame::NullArray, b"*-1\r\n", b"_\r\n");
+        both(Frame::Double(1.5), b"$3\r\n1.5\r\n", b",1.5\r\n");
+        both(
+            Frame::Double(0.1),
+            b"$19\r\n0.10000000000000001\r\n",
+            b",0.10000000000000001\r\n",
+        );
+        both(Frame::Double(f64::INFINITY), b"$3\r\ninf\r\n", b",inf\r\n");
+        both(
+            Frame::Double(f64::NEG_INFINITY),
+            b"$4\r\n-inf\r\n",
+            b",-inf\r\n",
+        );
+        both(Frame::Double(f64::NAN), b"$3\r\nnan\r\n", b",nan\r\n");
+        both(Frame::Boolean(true), b":1\r\n", b"#t\r\n");
+        both(Frame::Boolean(false), b":0\r\n", b"#f\r\n");
+        both(
+            Frame::BigNumber(Bytes::from("12345678901234567890")),
+            b"$20\r\n12345678901234567890\r\n",
+            b"(12345678901234567890\r\n",
+        );
+        both(
+            Frame::Verbatim {
+                format: *b"txt",
+                text: Bytes::from("hello"),
+            },
+            b"$5\r\nhello\r\n",
+            b"=9\r\ntxt:hello\r\n",
+        );
+    }
+
+    #[test]
+    fn aggregate_encodings() {
+        both(
+            Frame::Array(vec![Frame::Integer(1), Frame::bulk("a")]),
+            b"*2\r\n:1\r\n$1\r\na\r\n",
+            b"*2\r\n:1\r\n$1\r\na\r\n",
+        );
+        both(Frame::Array(vec![]), b"*0\r\n", b"*0\r\n");
+        both(
+            Frame::Map(vec![(Frame::bulk("k"), Frame::Integer(1))]),
+            b"*2\r\n$1\r\nk\r\n:1\r\n",
+            b"%1\r\n$1\r\nk\r\n:1\r\n",
+        );
+        both(
+            Frame::Set(vec![Frame::bulk("x")]),
+            b"*1\r\n$1\r\nx\r\n",
+            b"~1\r\n$1\r\nx\r\n",
+        );
+        both(
+            Frame::Push(vec![Frame::bulk("message")]),
+            b"*1\r\n$7\r\nmessage\r\n",
+            b">1\r\n$7\r\nmessage\r\n",
+        );
+        both(
+            Frame::Attribute {
+                attrs: vec![(Frame::simple("ttl"), Frame::Integer(3))],
+                value: Box::new(Frame::Boolean(true)),
+            },
+            b":1\r\n",
+            b"|1\r\n+ttl\r\n:3\r\n#t\r\n",
+        );
+    }
+}

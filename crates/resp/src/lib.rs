@@ -1,0 +1,37 @@
+//! RESP2/RESP3 codec for Latch.
+//!
+//! This crate is pure protocol logic: it never performs IO. The server feeds
+//! bytes it read from a socket into [`RequestDecoder`] and writes the bytes
+//! produced by [`encode`]; clients and tests use [`encode_request`] and
+//! [`decode_reply`]. Behaviour (error texts, inline splitting, number
+//! formatting) follows Redis 7.0 `networking.c` / `sds.c` byte for byte.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod double;
+mod encode;
+mod frame;
+mod reply;
+mod request;
+
+pub use bytes::{Bytes, BytesMut};
+
+pub use double::{format_double, format_double_g};
+pub use encode::encode;
+pub use frame::Frame;
+pub use reply::{decode_reply, encode_request, ReplyError, MAX_REPLY_DEPTH};
+pub use request::{
+    split_args, string2ll, Limits, ProtocolError, RequestDecoder, PROTO_INLINE_MAX_SIZE,
+    PROTO_MBULK_BIG_ARG,
+};
+
+/// Protocol version negotiated by HELLO.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// RESP2, the default for every new connection.
+    #[default]
+    Resp2,
+    /// RESP3, selected with `HELLO 3`.
+    Resp3,
+}

@@ -1,0 +1,142 @@
+//! Reading redis.conf-style files and `--name value` arguments into the engine's [`Config`].
+
+use engine::config::Config;
+use std::fmt;
+
+/// A configuration problem; printed like Redis's "FATAL CONFIG FILE ERROR" and startup stops.
+#[derive(Debug)]
+pub struct ConfigError {
+    /// Where: "at line N" of a file, or "from the command line".
+    pub location: String,
+    /// The offending line.
+    pub line: String,
+    /// Why.
+    pub reason: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "\n*** FATAL CONFIG FILE ERROR (Latch {}) ***", engine::server::LATCH_VERSION)?;
+        writeln!(f, "Reading the configuration file, {}", self.location)?;
+        writeln!(f, ">>> '{}'", self.line)?;
+        write!(f, "{}", self.reason)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Builds configuration text from `argv[1..]` the way redis-server does: an optional config file path
+/// first (or `-` for stdin), then `--name value [value...]` options, each becoming a line.
+pub fn assemble(args: &[String], read_file: impl Fn(&str) -> std::io::Result<String>) -> Result<String, String> {
+    let mut text = String::new();
+    let mut i = 0;
+    if let Some(first) = args.first() {
+        if !first.starts_with("--") {
+            let content = read_file(first).map_err(|e| format!("Fatal error, can't open config file '{first}': {e}"))?;
+            text.push_str(&content);
+            text.push('\n');
+            i = 1;
+        }
+    }
+    let mut line = String::new();
+    while i < args.len() {
+        let a = &args[i];
+        if let Some(name) = a.strip_prefix("--") {
+            if !line.is_empty() {
+                text.push_str(&line);
+                text.push('\n');
+            }
+            line = name.to_string();
+        } else {
+            if line.is_empty() {
+                return Err(format!("Invalid argument '{a}': options must start with '--'"));
+            }
+            line.push(' ');
+            line.push_str(&quote(a));
+        }
+        i += 1;
+    }
+    if !line.is_empty() {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    Ok(text)
+}
+
+/// Quotes an argument so that `split_args` gives it back unchanged (empty strings included).
+fn quote(a: &str) -> String {
+    let mut s = String::from("\"");
+    for c in a.chars() {
+        match c {
+            '"' => s.push_str("\\\""),
+            '\\' => s.push_str("\\\\"),
+            '\n' => s.push_str("\\n"),
+            '\r' => s.push_str("\\r"),
+            c => s.push(c),
+        }
+    }
+    s.push('"');
+    s
+}
+
+/// Applies configuration text to `config`.
+pub fn apply(config: &Config, text: &str) -> Result<(), ConfigError> {
+    for (n, raw) in text.lines().enumerate() {
+        let trimmed = raw.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let err = |reason: String| ConfigError { location: format!("at line {}", n + 1), line: trimmed.to_string(), reason };
+        let Some(parts) = resp::split_args(trimmed.as_bytes()) else {
+            return Err(err("Unbalanced quotes in configuration line".into()));
+        };
+        let parts: Vec<String> = parts.into_iter().map(|p| String::from_utf8_lossy(&p).into_owned()).collect();
+        let Some((name, values)) = parts.split_first() else { continue };
+        if values.is_empty() {
+            return Err(err("wrong number of arguments".into()));
+        }
+        let value = values.join(" ");
+        config.set(&name.to_ascii_lowercase(), &value, true).map_err(|reason| {
+            if reason.starts_with("Unknown option") {
+                err(format!("Bad directive or wrong number of arguments: unknown option '{name}'"))
+            } else {
+                err(format!("Invalid value for '{name}': {reason}"))
+            }
+        })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn args_become_lines() {
+        let args: Vec<String> = ["--port", "7000", "--save", "", "--bind", "127.0.0.1", "::1"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let text = assemble(&args, |_| unreachable!()).unwrap();
+        assert_eq!(text, "port \"7000\"\nsave \"\"\nbind \"127.0.0.1\" \"::1\"\n");
+        let c = Config::new();
+        apply(&c, &text).unwrap();
+        assert_eq!(c.get("port").as_deref(), Some("7000"));
+        assert_eq!(c.get("bind").as_deref(), Some("127.0.0.1 ::1"));
+    }
+
+    #[test]
+    fn file_then_args_and_errors_name_the_option() {
+        let args: Vec<String> = vec!["my.conf".into(), "--port".into(), "7001".into()];
+        let text = assemble(&args, |_| Ok("# comment\nport 7000\nhz 20\n".into())).unwrap();
+        let c = Config::new();
+        apply(&c, &text).unwrap();
+        assert_eq!(c.get("port").as_deref(), Some("7001"));
+        assert_eq!(c.get("hz").as_deref(), Some("20"));
+        let e = apply(&c, "port 7000\nfrobnicate yes\n").unwrap_err();
+        assert_eq!(e.location, "at line 2");
+        assert!(e.reason.contains("frobnicate"), "{e}");
+        let e = apply(&c, "port nope").unwrap_err();
+        assert!(e.reason.contains("port"), "{e}");
+    }
+}

@@ -1,0 +1,115 @@
+//! One client connection: read, decode, execute, encode, write. The only place that touches sockets.
+//!
+//! Every complete request in the read buffer is executed before replies are written with one
+//! `write_all`, so a pipeline of N commands costs one read and one write.
+
+use bytes::BytesMut;
+use engine::server::Server;
+use resp::{Frame, Limits, RequestDecoder};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{Notify, mpsc};
+
+const READ_CHUNK: usize = 16 * 1024;
+/// Read buffers larger than this are released once drained (a big MSET should not pin memory).
+const KEEP_BUF: usize = 64 * 1024;
+
+/// Serves one connection until the peer closes, a protocol error, QUIT, CLIENT KILL or shutdown.
+pub async fn serve<S>(srv: Arc<Server>, stream: S, peer: String, local: String, shutdown: Arc<Notify>)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let (mut rd, mut wr) = tokio::io::split(stream);
+    let mut client = srv.new_client(peer, local);
+    let kill = Arc::new(Notify::new());
+    {
+        let k = kill.clone();
+        client.info.set_waker(Box::new(move || k.notify_one()));
+    }
+    let (mon_tx, mut mon_rx) = mpsc::unbounded_channel::<bytes::Bytes>();
+    let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
+    let mut wbuf = BytesMut::with_capacity(READ_CHUNK);
+    let mut dec = RequestDecoder::new();
+    'conn: loop {
+        // Execute everything already buffered.
+        loop {
+            let limits = Limits {
+                proto_max_bulk_len: srv.config.proto_max_bulk_len.load(Ordering::Relaxed),
+                auth_required: !client.authenticated,
+            };
+            match dec.decode(&mut rbuf, &limits) {
+                Ok(Some(args)) => {
+                    let was_monitor = client.monitor;
+                    if let Some(reply) = srv.execute(&mut client, &args) {
+                        resp::encode(&reply, client.proto, &mut wbuf);
+                    }
+                    if client.monitor && !was_monitor {
+                        let tx = mon_tx.clone();
+                        srv.add_monitor(
+                            client.id,
+                            Box::new(move |line| {
+                                let _ = tx.send(line);
+                            }),
+                        );
+                    }
+                    if client.close_after_reply || client.info.killed.load(Ordering::Relaxed) {
+                        let _ = flush(&srv, &mut wr, &mut wbuf).await;
+                        break 'conn;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::debug!(client = client.id, "protocol error: {e}");
+                    resp::encode(&Frame::error(format!("ERR {}", e.message())), client.proto, &mut wbuf);
+                    let _ = flush(&srv, &mut wr, &mut wbuf).await;
+                    break 'conn;
+                }
+            }
+        }
+        if !wbuf.is_empty() && flush(&srv, &mut wr, &mut wbuf).await.is_err() {
+            break;
+        }
+        let limit = srv.config.client_query_buffer_limit.load(Ordering::Relaxed).max(0) as usize;
+        if rbuf.len() > limit {
+            tracing::warn!(client = client.id, addr = %client.info.addr, qbuf = rbuf.len(), "closing client that reached max query buffer length");
+            break;
+        }
+        client.info.qbuf.store(rbuf.len(), Ordering::Relaxed);
+        if rbuf.is_empty() && rbuf.capacity() > KEEP_BUF {
+            rbuf = BytesMut::with_capacity(READ_CHUNK);
+        }
+        let want = dec.pending_bulk_remaining(&rbuf).unwrap_or(0).max(READ_CHUNK);
+        rbuf.reserve(want);
+        tokio::select! {
+            r = rd.read_buf(&mut rbuf) => match r {
+                Ok(0) | Err(_) => break,
+                Ok(n) => { srv.stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed); }
+            },
+            _ = kill.notified() => break,
+            _ = shutdown.notified() => break,
+            Some(line) = mon_rx.recv() => {
+                resp::encode(&Frame::Simple(line), client.proto, &mut wbuf);
+                while let Ok(line) = mon_rx.try_recv() {
+                    resp::encode(&Frame::Simple(line), client.proto, &mut wbuf);
+                }
+            }
+        }
+    }
+    srv.client_closed(&client);
+}
+
+async fn flush<W: AsyncWrite + Unpin>(srv: &Server, wr: &mut W, wbuf: &mut BytesMut) -> std::io::Result<()> {
+    if wbuf.is_empty() {
+        return Ok(());
+    }
+    let n = wbuf.len();
+    let r = wr.write_all(wbuf).await;
+    srv.stats.net_output_bytes.fetch_add(n as u64, Ordering::Relaxed);
+    if wbuf.capacity() > KEEP_BUF {
+        *wbuf = BytesMut::with_capacity(READ_CHUNK);
+    } else {
+        wbuf.clear();
+    }
+    r
+}

@@ -1,0 +1,228 @@
+//! `latch-server [config-file] [--name value ...]`: a Redis-compatible server.
+//!
+//! Startup mirrors redis-server: configuration from an optional file then `--name value` arguments,
+//! defaults of port 6379 on 127.0.0.1 and ::1, a log line with the version and every bound address,
+//! and a clean exit on SIGINT, SIGTERM or SHUTDOWN.
+
+mod config_file;
+mod conn;
+
+use engine::clock::{Clock, SystemClock};
+use engine::config::Config;
+use engine::server::Server;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("-v" | "--version") => {
+            println!(
+                "Latch server v={} (Redis {} compatible)",
+                engine::server::LATCH_VERSION,
+                engine::server::REDIS_VERSION
+            );
+            return;
+        }
+        Some("-h" | "--help") => {
+            println!("Usage: latch-server [/path/to/latch.conf] [--option value ...]");
+            println!("       latch-server -v | --version");
+            println!("Examples:\n  latch-server\n  latch-server --port 7777\n  latch-server /etc/latch.conf --loglevel verbose");
+            return;
+        }
+        _ => {}
+    }
+    let config = Config::new();
+    let text = match config_file::assemble(&args, |p| {
+        if p == "-" {
+            std::io::read_to_string(std::io::stdin())
+        } else {
+            std::fs::read_to_string(p)
+        }
+    }) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    };
+    if let Err(e) = config_file::apply(&config, &text) {
+        eprintln!("{e}");
+        std::process::exit(1);
+    }
+    init_logging(&config);
+    let threads = match config.get_i64("io-threads") {
+        0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        n => n as usize,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| {
+            eprintln!("cannot start runtime: {e}");
+            std::process::exit(1)
+        });
+    let code = rt.block_on(run(config, threads));
+    // Connection tasks may still hold sockets; do not wait for them.
+    rt.shutdown_timeout(Duration::from_millis(100));
+    std::process::exit(code);
+}
+
+fn init_logging(config: &Config) {
+    let level = match config.get("loglevel").as_deref() {
+        Some("debug") => tracing::Level::DEBUG,
+        Some("verbose") => tracing::Level::INFO,
+        Some("warning") => tracing::Level::WARN,
+        Some("nothing") => tracing::Level::ERROR,
+        _ => tracing::Level::INFO,
+    };
+    let builder = tracing_subscriber::fmt().with_max_level(level).with_target(false).with_ansi(false);
+    match config.get("logfile").filter(|f| !f.is_empty()) {
+        Some(path) => match std::fs::OpenOptions::new().create(true).append(true).open(&path) {
+            Ok(f) => builder.with_writer(std::sync::Mutex::new(f)).init(),
+            Err(e) => {
+                eprintln!("Can't open the log file: {e}");
+                std::process::exit(1);
+            }
+        },
+        None => builder.with_writer(std::io::stdout).init(),
+    }
+}
+
+async fn run(config: Config, threads: usize) -> i32 {
+    let port = config.get_i64("port") as u16;
+    let binds = config.get("bind").unwrap_or_default();
+    let clock = Arc::new(SystemClock::new());
+    let srv = Arc::new(Server::new(config, clock.clone()));
+    tracing::info!(
+        "Latch {} (Redis {} compatible) starting, pid={}, {} threads, {} shards",
+        engine::server::LATCH_VERSION,
+        engine::server::REDIS_VERSION,
+        std::process::id(),
+        threads,
+        srv.ks.nshards()
+    );
+
+    let mut listeners = Vec::new();
+    for b in binds.split_whitespace() {
+        let (optional, host) = match b.strip_prefix('-') {
+            Some(h) => (true, h),
+            None => (false, b),
+        };
+        let host = if host == "*" { "0.0.0.0" } else { host };
+        let addr: SocketAddr = match format!("{host}:{port}").parse().or_else(|_| format!("[{host}]:{port}").parse()) {
+            Ok(a) => a,
+            Err(_) => {
+                tracing::error!("Invalid bind address '{b}'");
+                return 1;
+            }
+        };
+        match TcpListener::bind(addr).await {
+            Ok(l) => listeners.push(l),
+            Err(e) if optional => tracing::info!("Skipping optional bind {addr}: {e}"),
+            Err(e) => {
+                tracing::error!("Failed listening on {addr}: {e}");
+                return 1;
+            }
+        }
+    }
+    if listeners.is_empty() {
+        tracing::error!("No address to listen on (bind '{binds}')");
+        return 1;
+    }
+    if let Ok(a) = listeners[0].local_addr() {
+        srv.tcp_port.store(a.port() as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    let stop = Arc::new(Notify::new());
+    {
+        let s = stop.clone();
+        srv.set_shutdown_hook(Box::new(move || s.notify_one()));
+    }
+    let conns_stop = Arc::new(Notify::new());
+    for l in listeners {
+        let addr = l.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        tracing::info!("Ready to accept connections tcp on {addr}");
+        tokio::spawn(accept_loop(l, srv.clone(), conns_stop.clone()));
+    }
+    tokio::spawn(cron(srv.clone(), clock));
+
+    let why = wait_for_stop(stop).await;
+    tracing::info!("{why}: shutting down, closing {} client(s)", srv.clients.len());
+    conns_stop.notify_waiters();
+    for c in srv.clients.snapshot() {
+        c.kill();
+    }
+    tracing::info!("Latch is now ready to exit, bye bye...");
+    0
+}
+
+async fn wait_for_stop(stop: Arc<Notify>) -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+            stop.notified().await;
+            return "SHUTDOWN";
+        };
+        tokio::select! {
+            _ = term.recv() => "Received SIGTERM",
+            _ = int.recv() => "Received SIGINT",
+            _ = stop.notified() => "User requested shutdown",
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => "Received Ctrl-C",
+            _ = stop.notified() => "User requested shutdown",
+        }
+    }
+}
+
+async fn accept_loop(l: TcpListener, srv: Arc<Server>, stop: Arc<Notify>) {
+    let local = l.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    loop {
+        let (sock, peer) = match l.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                // EMFILE and friends: back off instead of spinning.
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let max = srv.config.maxclients.load(std::sync::atomic::Ordering::Relaxed) as usize;
+        if srv.clients.len() >= max {
+            srv.clients.rejected_connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            tokio::spawn(async move {
+                use tokio::io::AsyncWriteExt;
+                let mut sock = sock;
+                let _ = sock.write_all(b"-ERR max number of clients reached\r\n").await;
+            });
+            continue;
+        }
+        let _ = sock.set_nodelay(true);
+        tokio::spawn(conn::serve(srv.clone(), sock, peer.to_string(), local.clone(), stop.clone()));
+    }
+}
+
+/// Background work, `hz` times a second: active expiry and wall-clock resync.
+async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>) {
+    loop {
+        let hz = srv.config.hz.load(std::sync::atomic::Ordering::Relaxed).clamp(1, 500);
+        tokio::time::sleep(Duration::from_millis(1000 / hz)).await;
+        clock.resync();
+        let now = clock.now_ms();
+        let srv2 = srv.clone();
+        // Expiry takes shard locks; keep it off the async workers' hot path.
+        let _ = tokio::task::spawn_blocking(move || srv2.ks.active_expire_cycle(now, 1000)).await;
+    }
+}
