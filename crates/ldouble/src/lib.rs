@@ -27,8 +27,21 @@
 //! value with big integers (like glibc `strtold`), and printing expands the
 //! binary value exactly before rounding at the 17th fractional digit (like
 //! glibc `printf("%.17Lf")`).
+//!
+//! # Example
+//!
+//! ```
+//! use ldouble::LongDouble;
+//!
+//! // SET k 1; INCRBYFLOAT k 1.1
+//! let value = LongDouble::parse(b"1").unwrap();
+//! let incr = LongDouble::parse(b"1.1").unwrap();
+//! assert_eq!(value.add(incr).to_human_string(), "2.1");
+//! assert_eq!(LongDouble::parse(b"1e5000"), None); // overflows
+//! ```
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 use num_bigint::BigUint;
 
@@ -163,6 +176,9 @@ impl LongDouble {
     /// precision, with the x87 exponent range (overflow gives ±infinity,
     /// tiny results are subnormal). `inf + -inf` and NaN operands give NaN;
     /// an exact zero sum is `+0` unless both operands are `-0`.
+    ///
+    /// Also available as the `+` operator.
+    #[allow(clippy::should_implement_trait)] // it is implemented, see below
     pub fn add(self, other: LongDouble) -> LongDouble {
         if self.is_nan() || other.is_nan() {
             return LongDouble::NAN;
@@ -269,11 +285,7 @@ impl LongDouble {
                 format!("{sign}{int}.{}", digits.trim_end_matches('0'))
             }
         };
-        if out == "-0" {
-            "0".to_owned()
-        } else {
-            out
-        }
+        if out == "-0" { "0".to_owned() } else { out }
     }
 
     /// Significand and weight exponent of a finite value: it equals
@@ -285,6 +297,15 @@ impl LongDouble {
             i64::from(self.exp) + Q_MIN - 1
         };
         (self.mant, q)
+    }
+}
+
+impl std::ops::Add for LongDouble {
+    type Output = LongDouble;
+
+    /// Same as [`LongDouble::add`].
+    fn add(self, other: LongDouble) -> LongDouble {
+        LongDouble::add(self, other)
     }
 }
 
@@ -455,7 +476,7 @@ fn parse_hex(neg: bool, s: &[u8]) -> Option<LongDouble> {
     // value = m * 2^e with 2^(e + bits - 1) <= value < 2^(e + bits).
     let e = exp - 4 * frac_len as i64;
     let top = e + m.bits() as i64;
-    if top > 16400 || top < Q_MIN - 2 {
+    if !(Q_MIN - 2..=16400).contains(&top) {
         return None; // overflows, or below half the smallest subnormal
     }
     range_checked(round_big_to_ld(neg, &m, e, false))

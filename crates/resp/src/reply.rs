@@ -299,7 +299,7 @@ impl<'a> Parser<'a> {
                 return bad(format!(
                     "Protocol error, got {:?} as reply type byte",
                     char::from(other)
-                ))
+                ));
             }
         };
         Ok(Item::Value(v))
@@ -372,7 +372,7 @@ fn parse_i64(s: &[u8]) -> Result<i64, Fail> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{encode, Protocol};
+    use crate::{Protocol, encode};
 
     fn dec(input: &[u8]) -> Result<Option<Frame>, ReplyError> {
         decode_reply(&mut BytesMut::from(input))

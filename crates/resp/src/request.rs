@@ -450,12 +450,13 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
         loop {
             let c = at(p);
             if in_dq {
-                if c == b'\\' && at(p + 1) == b'x' {
-                    if let (Some(h), Some(l)) = (hex_val(at(p + 2)), hex_val(at(p + 3))) {
-                        cur.push(h * 16 + l);
-                        p += 4;
-                        continue;
-                    }
+                if c == b'\\'
+                    && at(p + 1) == b'x'
+                    && let (Some(h), Some(l)) = (hex_val(at(p + 2)), hex_val(at(p + 3)))
+                {
+                    cur.push(h * 16 + l);
+                    p += 4;
+                    continue;
                 }
                 if c == b'\\' && at(p + 1) != 0 {
                     p += 1;

@@ -3,8 +3,8 @@
 
 use proptest::prelude::*;
 use resp::{
-    decode_reply, encode, encode_request, format_double, Bytes, BytesMut, Frame, Limits, Protocol,
-    ProtocolError, RequestDecoder,
+    Bytes, BytesMut, Frame, Limits, Protocol, ProtocolError, RequestDecoder, decode_reply, encode,
+    encode_request, format_double,
 };
 
 type Outcome = (Vec<Vec<Vec<u8>>>, Option<ProtocolError>);
