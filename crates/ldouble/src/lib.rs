@@ -80,26 +80,14 @@ impl LongDouble {
 
     /// The NaN produced by invalid operations (the x87 "real indefinite",
     /// which glibc prints as `-nan`).
-    const NAN: LongDouble = LongDouble {
-        neg: true,
-        exp: EXP_SPECIAL,
-        mant: 0xC000_0000_0000_0000,
-    };
+    const NAN: LongDouble = LongDouble { neg: true, exp: EXP_SPECIAL, mant: 0xC000_0000_0000_0000 };
 
     const fn zero(neg: bool) -> LongDouble {
-        LongDouble {
-            neg,
-            exp: 0,
-            mant: 0,
-        }
+        LongDouble { neg, exp: 0, mant: 0 }
     }
 
     const fn infinity(neg: bool) -> LongDouble {
-        LongDouble {
-            neg,
-            exp: EXP_SPECIAL,
-            mant: INT_BIT,
-        }
+        LongDouble { neg, exp: EXP_SPECIAL, mant: INT_BIT }
     }
 
     /// Parses like Redis's `string2ld`: glibc `strtold` semantics (decimal with
@@ -271,11 +259,7 @@ impl LongDouble {
                 let r = n >> s;
                 let rem = n & ((1u128 << s) - 1);
                 let half = 1u128 << (s - 1);
-                if rem > half || (rem == half && r & 1 == 1) {
-                    r + 1
-                } else {
-                    r
-                }
+                if rem > half || (rem == half && r & 1 == 1) { r + 1 } else { r }
             };
             let (int, frac) = (r / TEN_POW_17, r % TEN_POW_17);
             if frac == 0 {
@@ -291,11 +275,7 @@ impl LongDouble {
     /// Significand and weight exponent of a finite value: it equals
     /// `mant * 2^q`.
     fn decode(self) -> (u64, i64) {
-        let q = if self.exp == 0 {
-            Q_MIN
-        } else {
-            i64::from(self.exp) + Q_MIN - 1
-        };
+        let q = if self.exp == 0 { Q_MIN } else { i64::from(self.exp) + Q_MIN - 1 };
         (self.mant, q)
     }
 }
@@ -358,11 +338,7 @@ fn round_to_ld(neg: bool, m: u128, e: i64, sticky: bool) -> LongDouble {
         if exp >= i64::from(EXP_SPECIAL) {
             LongDouble::infinity(neg)
         } else {
-            LongDouble {
-                neg,
-                exp: exp as u16,
-                mant,
-            }
+            LongDouble { neg, exp: exp as u16, mant }
         }
     }
 }
@@ -418,20 +394,14 @@ fn parse_exponent(s: &[u8], marker: u8) -> Option<i64> {
     if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    let magnitude = digits.iter().fold(0i64, |acc, d| {
-        (acc * 10 + i64::from(d - b'0')).min(1_000_000_000)
-    });
+    let magnitude = digits.iter().fold(0i64, |acc, d| (acc * 10 + i64::from(d - b'0')).min(1_000_000_000));
     Some(if neg { -magnitude } else { magnitude })
 }
 
 /// Applies string2ld's ERANGE rule to the rounding of a finite, nonzero
 /// literal: overflow to infinity or underflow to zero is rejected.
 fn range_checked(v: LongDouble) -> Option<LongDouble> {
-    if v.is_infinite() || v.mant == 0 {
-        None
-    } else {
-        Some(v)
-    }
+    if v.is_infinite() || v.mant == 0 { None } else { Some(v) }
 }
 
 /// Parses an unsigned decimal literal, correctly rounded.

@@ -93,10 +93,7 @@ const PARSE_CASES: &[(&str, Option<&str>)] = &[
     ("1e99999999999999999999999", None),
     ("1e-99999999999999999999999", None),
     ("0e99999999999999999999999", Some("0")),
-    (
-        "123456789012345678901234567890",
-        Some("123456789012345678899921813504"),
-    ),
+    ("123456789012345678901234567890", Some("123456789012345678899921813504")),
     ("9007199254740993", Some("9007199254740993")),
     ("18446744073709551617", Some("18446744073709551616")),
     ("0.1e1", Some("1")),
@@ -138,11 +135,7 @@ const ADD_CASES: &[(&str, &str, &str)] = &[
     ("18446744073709551615", "1", "18446744073709551616"),
     ("18446744073709551616", "1", "18446744073709551616"),
     ("0.3", "-0.1", "0.2"),
-    (
-        "123456789.123456789",
-        "-0.000000001",
-        "123456789.12345678800193127",
-    ),
+    ("123456789.123456789", "-0.000000001", "123456789.12345678800193127"),
     ("1e-4940", "1e-4940", "0"),
     ("3.6e-4951", "-3.6e-4951", "0"),
     ("1e-17", "0", "0.00000000000000001"),
@@ -182,30 +175,14 @@ const RAW_ADD_CASES: &[(&str, &str, (bool, u16, u64))] = &[
     ("1", "1.1", (false, 16384, 9684540638697514598)),
     ("0x1p-16445", "-0x1p-16444", (true, 0, 1)),
     ("0x1p-16382", "-0x1p-16445", (false, 0, (1 << 63) - 1)),
-    (
-        "0x0.fffffffffffffffep-16382",
-        "0x1p-16445",
-        (false, 1, 1 << 63),
-    ),
+    ("0x0.fffffffffffffffep-16382", "0x1p-16445", (false, 1, 1 << 63)),
     ("1", "0x1p-64", (false, 16383, 1 << 63)),
-    (
-        "0x1.0000000000000002p0",
-        "0x1p-64",
-        (false, 16383, (1 << 63) + 2),
-    ),
+    ("0x1.0000000000000002p0", "0x1p-64", (false, 16383, (1 << 63) + 2)),
     ("1", "-0x1p-65", (false, 16383, 1 << 63)),
     ("1", "-0x1.0000001p-65", (false, 16382, u64::MAX)),
     ("1", "-0x1p-66", (false, 16383, 1 << 63)),
-    (
-        "0x1.fffffffffffffffep16383",
-        "0x1p16319",
-        (false, 32767, 1 << 63),
-    ),
-    (
-        "0x1.fffffffffffffffep16383",
-        "0x1p16318",
-        (false, 32766, u64::MAX),
-    ),
+    ("0x1.fffffffffffffffep16383", "0x1p16319", (false, 32767, 1 << 63)),
+    ("0x1.fffffffffffffffep16383", "0x1p16318", (false, 32766, u64::MAX)),
 ];
 
 #[test]
@@ -254,23 +231,9 @@ fn incrbyfloat_chains_match_redis() {
     // Each step: (increment, reply) as returned by redis-server 7.0.15.
     let chains: &[Chain] = &[
         // Redis test "No negative zero" (1/41 then -1/41).
-        (
-            "0",
-            &[
-                ("0.024390243902439025", Ok("0.02439024390243902")),
-                ("-0.024390243902439025", Ok("0")),
-            ],
-        ),
+        ("0", &[("0.024390243902439025", Ok("0.02439024390243902")), ("-0.024390243902439025", Ok("0"))]),
         ("1", &[("1.1", Ok("2.1"))]),
-        (
-            "10.5",
-            &[
-                ("-1.1", Ok("9.4")),
-                ("0.1", Ok("9.5")),
-                ("0.1", Ok("9.6")),
-                ("0.1", Ok("9.7")),
-            ],
-        ),
+        ("10.5", &[("-1.1", Ok("9.4")), ("0.1", Ok("9.5")), ("0.1", Ok("9.6")), ("0.1", Ok("9.7"))]),
         ("17179869184", &[("1.5", Ok("17179869185.5"))]),
         ("5.0e3", &[("2.0e2", Ok("5200"))]),
         ("-0", &[("-0", Ok("0"))]),
@@ -285,20 +248,13 @@ fn incrbyfloat_chains_match_redis() {
                 ("inf", Err("would produce NaN or Infinity")),
             ],
         ),
-        (
-            "1.1e4932",
-            &[("1.1e4932", Err("would produce NaN or Infinity"))],
-        ),
+        ("1.1e4932", &[("1.1e4932", Err("would produce NaN or Infinity"))]),
     ];
     for (start, steps) in chains {
         let mut current = start.to_string();
         for &(incr, expected) in steps.iter() {
             let got = incrbyfloat(&current, incr);
-            assert_eq!(
-                got.as_deref().map_err(|&e| e),
-                expected,
-                "{current} + {incr}"
-            );
+            assert_eq!(got.as_deref().map_err(|&e| e), expected, "{current} + {incr}");
             if let Ok(next) = got {
                 current = next;
             }
@@ -306,9 +262,7 @@ fn incrbyfloat_chains_match_redis() {
     }
     // Ten times 0.1 from 0, each reply as Redis gives it.
     let mut current = "0".to_string();
-    for expected in [
-        "0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "1",
-    ] {
+    for expected in ["0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "1"] {
         current = incrbyfloat(&current, "0.1").unwrap();
         assert_eq!(current, expected);
     }
@@ -319,12 +273,7 @@ fn length_limit() {
     // 5119 bytes is the longest accepted input (Redis MAX_LONG_DOUBLE_CHARS).
     let ok = format!("1.{}", "0".repeat(5117));
     assert_eq!(ok.len(), 5119);
-    assert_eq!(
-        LongDouble::parse(ok.as_bytes())
-            .map(|v| v.to_human_string())
-            .as_deref(),
-        Some("1")
-    );
+    assert_eq!(LongDouble::parse(ok.as_bytes()).map(|v| v.to_human_string()).as_deref(), Some("1"));
     let too_long = format!("1.{}", "0".repeat(5118));
     assert_eq!(LongDouble::parse(too_long.as_bytes()), None);
     // Long inputs far outside the range are rejected quickly and exactly.
@@ -369,24 +318,11 @@ fn special_values() {
 
 #[test]
 fn conversions() {
-    for v in [
-        0,
-        1,
-        -1,
-        42,
-        -17179869184,
-        i64::MAX,
-        i64::MIN,
-        1 << 53,
-        (1 << 53) + 1,
-    ] {
+    for v in [0, 1, -1, 42, -17179869184, i64::MAX, i64::MIN, 1 << 53, (1 << 53) + 1] {
         assert_eq!(LongDouble::from_i64(v).to_human_string(), v.to_string());
         assert_eq!(LongDouble::from_i64(v), ld(&v.to_string()));
     }
-    assert_eq!(
-        LongDouble::from_i64(i64::MAX).to_f64(),
-        9223372036854775807.0
-    );
+    assert_eq!(LongDouble::from_i64(i64::MAX).to_f64(), 9223372036854775807.0);
     assert_eq!(ld("0.1").to_f64(), 0.1);
     assert_eq!(ld("2.1").to_f64(), 2.1);
     assert_eq!(ld("1e4000").to_f64(), f64::INFINITY);
@@ -403,10 +339,7 @@ fn conversions() {
     // 65 bits: parsing rounds to the f64 midpoint, which then ties up.
     assert_eq!(ld("0x1.fffffffffffff7ffp1023").to_f64(), f64::INFINITY);
     assert_eq!(ld("0x1.fffffffffffff8p1023").to_f64(), f64::INFINITY);
-    assert_eq!(
-        LongDouble::from_f64(f64::from_bits(1)).to_f64(),
-        f64::from_bits(1)
-    );
+    assert_eq!(LongDouble::from_f64(f64::from_bits(1)).to_f64(), f64::from_bits(1));
     assert_eq!(LongDouble::from_f64(f64::MIN_POSITIVE), ld("0x1p-1022"));
 }
 
@@ -419,12 +352,10 @@ fn is_f64_midpoint(r: LongDouble) -> bool {
     }
     let bits = f.to_bits();
     let twice = r.add(r);
-    [bits.wrapping_add(1), bits.wrapping_sub(1)]
-        .iter()
-        .any(|&n| {
-            let g = f64::from_bits(n);
-            g.is_finite() && twice == LongDouble::from_f64(f).add(LongDouble::from_f64(g))
-        })
+    [bits.wrapping_add(1), bits.wrapping_sub(1)].iter().any(|&n| {
+        let g = f64::from_bits(n);
+        g.is_finite() && twice == LongDouble::from_f64(f).add(LongDouble::from_f64(g))
+    })
 }
 
 fn finite_f64() -> impl Strategy<Value = f64> {

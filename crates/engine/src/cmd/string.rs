@@ -1,6 +1,6 @@
 //! The string family.
 
-use super::{f, BASE};
+use super::{BASE, f};
 use crate::command::{Command, Ctx, Keys};
 use crate::value::Value;
 use resp::Frame;
