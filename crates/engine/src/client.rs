@@ -45,6 +45,8 @@ pub struct Client {
     pub monitor: bool,
     /// Drop the reply of the command now running (SHUTDOWN, which closes instead of replying).
     pub suppress_reply: bool,
+    /// MULTI/WATCH state.
+    pub multi: crate::multi::MultiState,
     /// Shared, externally visible information.
     pub info: Arc<ClientInfo>,
 }
@@ -64,6 +66,7 @@ impl Client {
             no_evict: false,
             monitor: false,
             suppress_reply: false,
+            multi: Default::default(),
             info,
         }
     }

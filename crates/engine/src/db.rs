@@ -52,7 +52,7 @@ impl<'l, 'k> Db<'l, 'k> {
     /// Looks a key up for modification (no statistics).
     pub fn write(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let now = self.now;
-        let e = self.table(key).lookup(key, now)?;
+        let e = self.table(key).lookup_for_write(key, now)?;
         touch(e, now);
         Some(e)
     }

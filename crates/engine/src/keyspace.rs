@@ -19,8 +19,28 @@
 
 use crate::value::{Entry, Hasher, Key};
 use parking_lot::{Mutex, MutexGuard};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::hash::BuildHasher;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A client's WATCH state: set dirty when any key it watches is modified.
+#[derive(Debug, Default)]
+pub struct WatchState {
+    /// Some watched key was touched since WATCH.
+    pub dirty: AtomicBool,
+}
+
+/// One (client, key) watch registration, shared by the client and the table holding the key.
+#[derive(Debug)]
+pub struct WatchedKey {
+    /// The watching client's state.
+    pub state: Arc<WatchState>,
+    /// The key was already logically expired when WATCH ran (Redis's `wk->expired`).
+    pub expired: AtomicBool,
+}
+
+type WatchMap = HashMap<Key, Vec<Arc<WatchedKey>>, Hasher>;
 
 /// One database inside one shard.
 #[derive(Default)]
@@ -29,6 +49,8 @@ pub struct Table {
     expires: BTreeSet<(u64, Key)>,
     /// Keys removed because their TTL passed (lazily or actively).
     pub expired: u64,
+    /// WATCH registrations on keys of this table; `None` until someone watches (keeps tables small).
+    watch: Option<Box<WatchMap>>,
 }
 
 #[inline]
@@ -56,8 +78,22 @@ impl Table {
         if is_expired(&self.map[idx], now) {
             self.remove_index(idx);
             self.expired += 1;
+            self.touch(key);
             return None;
         }
+        Some(&mut self.map[idx])
+    }
+
+    /// Like [`Table::lookup`], for a caller about to modify the value in place: WATCH is told first.
+    pub fn lookup_for_write(&mut self, key: &[u8], now: u64) -> Option<&mut Entry> {
+        let idx = self.map.get_index_of(key)?;
+        if is_expired(&self.map[idx], now) {
+            self.remove_index(idx);
+            self.expired += 1;
+            self.touch(key);
+            return None;
+        }
+        self.touch(key);
         Some(&mut self.map[idx])
     }
 
@@ -89,13 +125,16 @@ impl Table {
         if at != 0 && old.as_ref().is_none_or(|o| o.expire_at != at) {
             self.expires.insert((at, Key::from_slice(key)));
         }
+        self.touch(key);
         old
     }
 
     /// Removes a key, live or stale.
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         let idx = self.map.get_index_of(key)?;
-        Some(self.remove_index(idx))
+        let e = self.remove_index(idx);
+        self.touch(key);
+        Some(e)
     }
 
     fn remove_index(&mut self, idx: usize) -> Entry {
@@ -118,6 +157,7 @@ impl Table {
                 self.expires.insert((at, Key::from_slice(key)));
             }
         }
+        self.touch(key);
         true
     }
 
@@ -134,6 +174,7 @@ impl Table {
                 let (_, _e) = self.map.swap_remove_index(idx).expect("index from get_index_of");
             }
             self.expired += 1;
+            self.touch(&key);
             n += 1;
         }
         n
@@ -159,10 +200,92 @@ impl Table {
         self.map.iter_mut()
     }
 
-    /// Removes every key.
-    pub fn clear(&mut self) {
+    /// Removes every key (FLUSHDB). Watchers of keys that existed are told, as Redis's
+    /// `touchAllWatchedKeysInDb` does.
+    pub fn clear(&mut self, now: u64) {
+        self.touch_all_before_replace(None, now);
         self.map = Default::default();
         self.expires = BTreeSet::new();
+    }
+
+    /// Swaps the data of two tables (SWAPDB) while each keeps its own watchers, telling them as Redis
+    /// does: a watched key that exists on either side is touched.
+    pub fn swap_data(a: &mut Table, b: &mut Table, now: u64) {
+        a.touch_all_before_replace(Some(b), now);
+        b.touch_all_before_replace(Some(a), now);
+        std::mem::swap(&mut a.map, &mut b.map);
+        std::mem::swap(&mut a.expires, &mut b.expires);
+    }
+
+    /// Registers a WATCH on `key`. Returns the registration the client keeps.
+    pub fn watch(&mut self, key: &[u8], state: &Arc<WatchState>, now: u64) -> Arc<WatchedKey> {
+        let w = Arc::new(WatchedKey { state: state.clone(), expired: AtomicBool::new(self.is_stale(key, now)) });
+        let list = self.watch.get_or_insert_with(Default::default).entry(Key::from_slice(key)).or_default();
+        list.retain(|w| Arc::strong_count(w) > 1);
+        list.push(w.clone());
+        w
+    }
+
+    /// Marks the watchers of `key` dirty after a modification (Redis's `touchWatchedKey`).
+    pub fn touch(&mut self, key: &[u8]) {
+        let Some(watch) = self.watch.as_deref_mut() else { return };
+        let Some(list) = watch.get_mut(key) else { return };
+        let exists = self.map.contains_key(key);
+        list.retain(|w| Arc::strong_count(w) > 1);
+        for w in list.iter() {
+            if w.expired.load(Ordering::Relaxed) && !exists {
+                // The key was already expired when watched and is now deleted: no logical change.
+                w.expired.store(false, Ordering::Relaxed);
+                continue;
+            }
+            w.state.dirty.store(true, Ordering::Relaxed);
+        }
+        if list.is_empty() {
+            watch.remove(key);
+        }
+    }
+
+    fn touch_all_before_replace(&mut self, replaced_with: Option<&Table>, now: u64) {
+        let Some(watch) = self.watch.as_deref_mut() else { return };
+        for (key, list) in watch.iter_mut() {
+            let in_self = self.map.contains_key(&key[..]);
+            let in_other = replaced_with.is_some_and(|o| o.map.contains_key(&key[..]));
+            if !in_self && !in_other {
+                continue;
+            }
+            for w in list.iter() {
+                if w.expired.load(Ordering::Relaxed) {
+                    match replaced_with {
+                        Some(o) if in_other => {
+                            if o.is_stale(key, now) {
+                                continue; // stays expired
+                            }
+                        }
+                        _ => {
+                            w.expired.store(false, Ordering::Relaxed);
+                            continue;
+                        }
+                    }
+                } else if !in_self && replaced_with.is_some_and(|o| o.is_stale(key, now)) {
+                    w.expired.store(true, Ordering::Relaxed);
+                    continue;
+                }
+                w.state.dirty.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Drops WATCH registrations whose client went away (UNWATCH, EXEC, disconnect).
+    pub fn prune_watchers(&mut self) {
+        if let Some(w) = self.watch.as_deref_mut() {
+            w.retain(|_, list| {
+                list.retain(|x| Arc::strong_count(x) > 1);
+                !list.is_empty()
+            });
+            if w.is_empty() {
+                self.watch = None;
+            }
+        }
     }
 
     /// Walks positions downward from `upper` (exclusive; `None` = from the top), visiting at most
@@ -178,8 +301,10 @@ impl Table {
             if is_expired(e, now) {
                 // Swap-remove moves the last entry (already visited, position >= pos) into `pos`:
                 // it may be returned twice, which SCAN allows, but nothing is skipped.
+                let k = k.clone();
                 self.remove_index(pos);
                 self.expired += 1;
+                self.touch(&k);
             } else {
                 out(k, e);
             }
@@ -281,6 +406,7 @@ impl Keyspace {
                 if t.next_deadline().is_some_and(|d| d < now) {
                     n += t.active_expire(now, budget);
                 }
+                t.prune_watchers();
             }
         }
         n

@@ -24,6 +24,7 @@ pub mod db;
 pub mod error;
 pub mod glob;
 pub mod keyspace;
+pub mod multi;
 pub mod server;
 pub mod testkit;
 pub mod types;

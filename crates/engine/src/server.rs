@@ -254,16 +254,32 @@ impl Server {
                 if let Some(c) = self.table.get(&args[0]) {
                     self.reject(c);
                 }
+                client.multi.flag_error();
                 return Some(e);
             }
         };
         if !cmd.arity_ok(args.len()) {
             self.reject(cmd);
+            client.multi.flag_error();
             return Some(crate::error::wrong_arity(cmd.name));
         }
         if !client.authenticated && !cmd.flags.has(Flags::NO_AUTH) {
             self.reject(cmd);
+            client.multi.flag_error();
             return Some(crate::error::noauth());
+        }
+        if client.multi.active() {
+            if cmd.flags.has(Flags::NO_MULTI) {
+                self.reject(cmd);
+                client.multi.flag_error();
+                return Some(Frame::error("ERR Command not allowed inside a transaction"));
+            }
+            if !matches!(cmd.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
+                if let Some(q) = client.multi.queued.as_mut() {
+                    q.push((cmd, args.to_vec()));
+                }
+                return Some(Frame::simple("QUEUED"));
+            }
         }
         *client.info.last_cmd.lock() = cmd.name;
         let mut locked = if cmd.flags.has(Flags::ALL_SHARDS) {
@@ -272,12 +288,31 @@ impl Server {
             let pos = cmd.keys.positions(args);
             if pos.is_empty() { self.ks.lock_none() } else { self.ks.lock_keys(pos.iter().map(|&i| &args[i][..])) }
         };
+        let reply = self.call(client, &mut locked, cmd, args, now);
+        drop(locked);
+        if client.suppress_reply {
+            client.suppress_reply = false;
+            return None;
+        }
+        Some(reply)
+    }
+
+    /// Runs a resolved, checked command against shards the caller already locked: the piece shared by
+    /// plain execution, EXEC and scripts. Keeps statistics, the slow log and MONITOR up to date.
+    pub fn call(
+        &self,
+        client: &mut Client,
+        locked: &mut crate::keyspace::Locked<'_>,
+        cmd: &'static Command,
+        args: &[Bytes],
+        now: u64,
+    ) -> Frame {
+        let start_us = self.clock.now_us();
         let reply = {
-            let mut ctx = Ctx { srv: self, client, locked: &mut locked, args, now, cmd };
+            let mut ctx = Ctx { srv: self, client, locked, args, now, cmd };
             (cmd.handler)(&mut ctx)
         };
-        drop(locked);
-        let took = self.clock.now_us().saturating_sub(now_us);
+        let took = self.clock.now_us().saturating_sub(start_us);
         if let Some(s) = self.stats.cmd.get(cmd.name) {
             s.calls.fetch_add(1, Ordering::Relaxed);
             s.usec.fetch_add(took, Ordering::Relaxed);
@@ -286,12 +321,8 @@ impl Server {
             }
         }
         client.info.db.store(client.db, Ordering::Relaxed);
-        self.after_call(client, cmd, args, now_us, took);
-        if client.suppress_reply {
-            client.suppress_reply = false;
-            return None;
-        }
-        Some(reply)
+        self.after_call(client, cmd, args, start_us, took);
+        reply
     }
 
     fn reject(&self, cmd: &Command) {

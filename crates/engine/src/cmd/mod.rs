@@ -5,6 +5,7 @@ pub mod connection;
 pub mod hash;
 pub mod keyspace;
 pub mod list;
+pub mod multi;
 pub mod server;
 pub mod set;
 pub mod string;
@@ -22,6 +23,7 @@ pub static FAMILIES: &[&[Command]] = &[
     hash::COMMANDS,
     set::COMMANDS,
     zset::COMMANDS,
+    multi::COMMANDS,
 ];
 
 /// Defaults for table entries: `Command { name: "get", ..., ..BASE }`.

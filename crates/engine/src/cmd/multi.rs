@@ -1,0 +1,260 @@
+//! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
+//!
+//! Queuing happens in `Server::execute`. EXEC locks, in one ascending pass, every shard that any
+//! queued command or any watched key lives in (all shards if one queued command needs them all),
+//! checks WATCH under those locks, and runs the queued handlers against the same locks: the
+//! transaction is atomic with respect to every client on every core.
+
+use super::BASE;
+use crate::command::{Command, Ctx, Flags, Keys};
+use resp::Frame;
+use std::sync::atomic::Ordering;
+
+const TX: Flags = Flags::NOSCRIPT.or(Flags::LOADING).or(Flags::STALE);
+
+/// Table entries.
+pub static COMMANDS: &[Command] = &[
+    Command {
+        name: "multi",
+        arity: 1,
+        flags: TX.or(Flags::FAST).or(Flags::ALLOW_BUSY),
+        group: "transactions",
+        since: "1.2.0",
+        summary: "Starts a transaction.",
+        handler: multi,
+        ..BASE
+    },
+    Command {
+        name: "exec",
+        arity: 1,
+        flags: TX.or(Flags::SKIP_SLOWLOG),
+        group: "transactions",
+        since: "1.2.0",
+        summary: "Executes all commands in a transaction.",
+        complexity: "Depends on commands in the transaction",
+        handler: exec,
+        ..BASE
+    },
+    Command {
+        name: "discard",
+        arity: 1,
+        flags: TX.or(Flags::FAST).or(Flags::ALLOW_BUSY),
+        group: "transactions",
+        since: "2.0.0",
+        summary: "Discards a transaction.",
+        complexity: "O(N), when N is the number of queued commands",
+        handler: discard,
+        ..BASE
+    },
+    Command {
+        name: "watch",
+        arity: -2,
+        flags: TX.or(Flags::FAST).or(Flags::ALLOW_BUSY),
+        keys: Keys::ALL,
+        group: "transactions",
+        since: "2.2.0",
+        summary: "Monitors changes to keys to determine the execution of a transaction.",
+        complexity: "O(1) for every key.",
+        syntax: "key [key ...]",
+        handler: watch,
+        ..BASE
+    },
+    Command {
+        name: "unwatch",
+        arity: 1,
+        flags: TX.or(Flags::FAST).or(Flags::ALLOW_BUSY),
+        group: "transactions",
+        since: "2.2.0",
+        summary: "Forgets about watched keys of a transaction.",
+        handler: unwatch,
+        ..BASE
+    },
+];
+
+fn multi(ctx: &mut Ctx<'_, '_>) -> Frame {
+    if ctx.client.multi.active() {
+        return Frame::error("ERR MULTI calls can not be nested");
+    }
+    ctx.client.multi.queued = Some(Vec::new());
+    ctx.client.multi.aborted = false;
+    Frame::ok()
+}
+
+fn discard(ctx: &mut Ctx<'_, '_>) -> Frame {
+    if !ctx.client.multi.active() {
+        return Frame::error("ERR DISCARD without MULTI");
+    }
+    ctx.client.multi.reset();
+    Frame::ok()
+}
+
+fn watch(ctx: &mut Ctx<'_, '_>) -> Frame {
+    if ctx.client.multi.active() {
+        return Frame::error("ERR WATCH inside MULTI is not allowed");
+    }
+    // No point in watching more once the client is dirty.
+    if ctx.client.multi.watch.dirty.load(Ordering::Relaxed) {
+        return Frame::ok();
+    }
+    let (db, now) = (ctx.client.db, ctx.now);
+    for key in &ctx.args[1..] {
+        if ctx.client.multi.watched.iter().any(|(d, k, _)| *d == db && k[..] == key[..]) {
+            continue;
+        }
+        let state = ctx.client.multi.watch.clone();
+        let reg = ctx.locked.shard_for(key).dbs[db].watch(key, &state, now);
+        ctx.client.multi.watched.push((db, crate::value::Key::from_slice(key), reg));
+    }
+    Frame::ok()
+}
+
+fn unwatch(ctx: &mut Ctx<'_, '_>) -> Frame {
+    ctx.client.multi.unwatch();
+    Frame::ok()
+}
+
+fn exec(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let Some(queued) = ctx.client.multi.queued.take() else {
+        return Frame::error("ERR EXEC without MULTI");
+    };
+    let srv = ctx.srv;
+    let all = queued.iter().any(|(c, _)| c.flags.has(Flags::ALL_SHARDS));
+    let mut locked = if all {
+        srv.ks.lock_all()
+    } else {
+        let mut shards: Vec<usize> = Vec::new();
+        for (c, args) in &queued {
+            shards.extend(c.keys.positions(args).into_iter().map(|i| srv.ks.shard_of(&args[i])));
+        }
+        shards.extend(ctx.client.multi.watched.iter().map(|(_, k, _)| srv.ks.shard_of(k)));
+        srv.ks.lock_shards(shards)
+    };
+    let now = ctx.now;
+    // A watched key that expired since WATCH counts as modified (Redis's isWatchedKeyExpired).
+    let expired = ctx
+        .client
+        .multi
+        .watched
+        .iter()
+        .any(|(db, k, reg)| !reg.expired.load(Ordering::Relaxed) && locked.shard_for(k).dbs[*db].is_stale(k, now));
+    let dirty = expired || ctx.client.multi.watch.dirty.load(Ordering::Relaxed);
+    if ctx.client.multi.aborted {
+        ctx.client.multi.reset();
+        return Frame::error("EXECABORT Transaction discarded because of previous errors.");
+    }
+    if dirty {
+        ctx.client.multi.reset();
+        return Frame::NullArray;
+    }
+    ctx.client.multi.reset();
+    let mut replies = Vec::with_capacity(queued.len());
+    for (cmd, args) in &queued {
+        replies.push(srv.call(ctx.client, &mut locked, cmd, args, now));
+    }
+    Frame::Array(replies)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::TestServer;
+
+    #[test]
+    fn queue_and_exec() {
+        TestServer::new().transcript(
+            r#"
+            > MULTI
+            +OK
+            > SETNX lock_key 1
+            +QUEUED
+            > GET lock_key
+            +QUEUED
+            > EXEC
+            [:1, "1"]
+            > EXEC
+            -ERR EXEC without MULTI
+            > DISCARD
+            -ERR DISCARD without MULTI
+            "#,
+        );
+    }
+
+    #[test]
+    fn queuing_errors_abort() {
+        TestServer::new().transcript(
+            r#"
+            > MULTI
+            +OK
+            > SET a 1
+            +QUEUED
+            > NOSUCH
+            -ERR unknown command 'NOSUCH', with args beginning with: 
+            > GET
+            -ERR wrong number of arguments for 'get' command
+            > MULTI
+            -ERR MULTI calls can not be nested
+            > WATCH x
+            -ERR WATCH inside MULTI is not allowed
+            > EXEC
+            -EXECABORT Transaction discarded because of previous errors.
+            > GET a
+            (nil)
+            "#,
+        );
+    }
+
+    #[test]
+    fn watch_detects_other_clients_and_expiry() {
+        let ts = TestServer::new();
+        let mut a = ts.client();
+        let mut b = ts.client();
+        assert_eq!(a.run("SET k 1"), "+OK");
+        assert_eq!(a.run("WATCH k"), "+OK");
+        assert_eq!(b.run("SET k 2"), "+OK");
+        assert_eq!(a.run("MULTI"), "+OK");
+        assert_eq!(a.run("SET k 3"), "+QUEUED");
+        assert_eq!(a.run("EXEC"), "(nil-array)");
+        assert_eq!(a.run("GET k"), "\"2\"");
+        // Untouched watch: EXEC runs; the watch is gone afterwards.
+        assert_eq!(a.run("WATCH k"), "+OK");
+        assert_eq!(a.run("MULTI"), "+OK");
+        assert_eq!(a.run("SET k 3"), "+QUEUED");
+        assert_eq!(a.run("EXEC"), "[+OK]");
+        assert_eq!(b.run("SET k 4"), "+OK");
+        assert_eq!(a.run("MULTI"), "+OK");
+        assert_eq!(a.run("EXEC"), "[]");
+        // UNWATCH forgets.
+        assert_eq!(a.run("WATCH k"), "+OK");
+        assert_eq!(b.run("SET k 5"), "+OK");
+        assert_eq!(a.run("UNWATCH"), "+OK");
+        assert_eq!(a.run("MULTI"), "+OK");
+        assert_eq!(a.run("EXEC"), "[]");
+        // A watched key with a TTL that passes before EXEC fails the transaction.
+        assert_eq!(a.run("SET t 1"), "+OK");
+        let deadline = crate::clock::Clock::now_ms(&*ts.clock) + 100;
+        assert!(ts.srv.ks.lock_all().shard_for(b"t").dbs[0].set_expire(b"t", deadline));
+        assert_eq!(a.run("WATCH t"), "+OK");
+        ts.clock.advance_ms(200);
+        assert_eq!(a.run("MULTI"), "+OK");
+        assert_eq!(a.run("EXEC"), "(nil-array)");
+        // DISCARD unwatches too.
+        assert_eq!(a.run("WATCH k"), "+OK");
+        assert_eq!(a.run("MULTI"), "+OK");
+        assert_eq!(a.run("DISCARD"), "+OK");
+        assert_eq!(b.run("SET k 6"), "+OK");
+        assert_eq!(a.run("MULTI"), "+OK");
+        assert_eq!(a.run("EXEC"), "[]");
+    }
+
+    #[test]
+    fn failed_setnx_does_not_touch_watchers() {
+        let ts = TestServer::new();
+        let mut a = ts.client();
+        let mut b = ts.client();
+        assert_eq!(a.run("SET k 1"), "+OK");
+        assert_eq!(a.run("WATCH k"), "+OK");
+        assert_eq!(b.run("SETNX k 2"), ":0");
+        assert_eq!(a.run("MULTI"), "+OK");
+        assert_eq!(a.run("GET k"), "+QUEUED");
+        assert_eq!(a.run("EXEC"), "[\"1\"]");
+    }
+}

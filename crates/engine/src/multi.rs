@@ -1,0 +1,51 @@
+//! Per-client transaction state (MULTI/EXEC) and WATCH registrations.
+
+use crate::command::Command;
+use crate::keyspace::{WatchState, WatchedKey};
+use crate::value::Key;
+use bytes::Bytes;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+/// A client's MULTI and WATCH state.
+#[derive(Default)]
+pub struct MultiState {
+    /// Inside MULTI: the queued commands.
+    pub queued: Option<Vec<(&'static Command, Vec<Bytes>)>>,
+    /// A command failed to queue: EXEC will answer EXECABORT.
+    pub aborted: bool,
+    /// The WATCH state shared with the tables holding the watched keys.
+    pub watch: Arc<WatchState>,
+    /// Watched keys: (db, key, registration). Dropping a registration is enough to unwatch: tables
+    /// prune registrations nobody else holds.
+    pub watched: Vec<(usize, Key, Arc<WatchedKey>)>,
+}
+
+impl MultiState {
+    /// True inside MULTI.
+    pub fn active(&self) -> bool {
+        self.queued.is_some()
+    }
+
+    /// Forgets every watched key and the dirty flag.
+    pub fn unwatch(&mut self) {
+        self.watched.clear();
+        if self.watch.dirty.load(Ordering::Relaxed) || Arc::strong_count(&self.watch) > 1 {
+            self.watch = Arc::new(WatchState::default());
+        }
+    }
+
+    /// Leaves MULTI and drops everything (DISCARD, EXEC, RESET).
+    pub fn reset(&mut self) {
+        self.queued = None;
+        self.aborted = false;
+        self.unwatch();
+    }
+
+    /// Marks the transaction as failed to queue (Redis's `flagTransaction`).
+    pub fn flag_error(&mut self) {
+        if self.active() {
+            self.aborted = true;
+        }
+    }
+}
