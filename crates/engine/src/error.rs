@@ -80,3 +80,7 @@ pub fn trunc(b: &[u8], max: usize) -> String {
     let b = &b[..b.len().min(max)];
     String::from_utf8_lossy(b).replace(['\r', '\n'], " ")
 }
+/// MOVE / COPY onto the same key in the same database.
+pub fn same_object() -> Frame {
+    Frame::error("ERR source and destination objects are the same")
+}
