@@ -49,11 +49,7 @@ pub fn out_of_range(what: &str) -> Frame {
 }
 /// Unknown subcommand of a container command.
 pub fn unknown_subcommand(sub: &[u8], cmd: &str) -> Frame {
-    Frame::error(format!(
-        "ERR unknown subcommand '{}'. Try {} HELP.",
-        trunc(sub, 128),
-        cmd.to_ascii_uppercase()
-    ))
+    Frame::error(format!("ERR unknown subcommand '{}'. Try {} HELP.", trunc(sub, 128), cmd.to_ascii_uppercase()))
 }
 /// Unknown command, with Redis's preview of the first arguments.
 pub fn unknown_command(args: &[bytes::Bytes]) -> Frame {
@@ -83,4 +79,9 @@ pub fn trunc(b: &[u8], max: usize) -> String {
 /// MOVE / COPY onto the same key in the same database.
 pub fn same_object() -> Frame {
     Frame::error("ERR source and destination objects are the same")
+}
+/// Redis's `getRangeLongFromObjectOrReply` without a custom message (e.g. an `int` argument such as
+/// a database index that parses but does not fit in 32 bits).
+pub fn value_range(min: i64, max: i64) -> Frame {
+    Frame::error(format!("ERR value is out of range, value must between {min} and {max}"))
 }
