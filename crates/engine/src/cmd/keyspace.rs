@@ -1066,6 +1066,48 @@ mod tests {
     }
 
     #[test]
+    fn scan_with_one_or_many_shards() {
+        for shards in ["1", "64"] {
+            let config = crate::config::Config::new();
+            config.set("shards", shards, true).expect("valid");
+            let ts = TestServer::with_config(config);
+            let mut c = ts.client();
+            assert_eq!(scan_all(&mut c, &[]), (vec![], 1));
+            populate(&mut c, 300);
+            for count in ["1", "7", "1000"] {
+                let (keys, _) = scan_all(&mut c, &["COUNT", count]);
+                let uniq: std::collections::HashSet<_> = keys.iter().collect();
+                assert_eq!((keys.len(), uniq.len()), (300, 300), "shards {shards} COUNT {count}");
+            }
+        }
+    }
+
+    #[test]
+    fn keyspace_hits_and_misses() {
+        let ts = TestServer::new();
+        let stats = || {
+            let (mut h, mut m) = (0, 0);
+            ts.srv.ks.for_each_shard(|s| {
+                h += s.hits;
+                m += s.misses;
+            });
+            (h, m)
+        };
+        let mut c = ts.client();
+        c.run("SET a 1");
+        let base = stats();
+        // EXISTS, TYPE, TTL, OBJECT and TOUCH count as reads; DEL, EXPIRE, RENAME do not.
+        for cmd in ["EXISTS a nokey", "TYPE a", "TTL nokey", "OBJECT ENCODING a", "TOUCH a nokey"] {
+            c.run(cmd);
+        }
+        assert_eq!(stats(), (base.0 + 4, base.1 + 3));
+        for cmd in ["EXPIRE a 100", "PERSIST a", "RENAME a b", "DEL b nokey"] {
+            c.run(cmd);
+        }
+        assert_eq!(stats(), (base.0 + 4, base.1 + 3));
+    }
+
+    #[test]
     fn randomkey() {
         let ts = TestServer::new();
         let mut c = ts.client();
