@@ -49,6 +49,23 @@ impl<'l, 'k> Db<'l, 'k> {
         }
     }
 
+    /// Looks a key up for reading without refreshing its access time (Redis's `LOOKUP_NOTOUCH`):
+    /// counts a keyspace hit or miss. Used by EXISTS, TYPE, TTL, OBJECT.
+    pub fn read_notouch(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        let (now, i) = (self.now, self.index);
+        let crate::keyspace::Shard { dbs, hits, misses } = self.locked.shard_for(key);
+        match dbs[i].lookup(key, now) {
+            Some(e) => {
+                *hits += 1;
+                Some(e)
+            }
+            None => {
+                *misses += 1;
+                None
+            }
+        }
+    }
+
     /// Looks a key up for modification (no statistics).
     pub fn write(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let now = self.now;

@@ -76,3 +76,12 @@ pub fn trunc(b: &[u8], max: usize) -> String {
     let b = &b[..b.len().min(max)];
     String::from_utf8_lossy(b).replace(['\r', '\n'], " ")
 }
+/// MOVE / COPY onto the same key in the same database.
+pub fn same_object() -> Frame {
+    Frame::error("ERR source and destination objects are the same")
+}
+/// Redis's `getRangeLongFromObjectOrReply` without a custom message (e.g. an `int` argument such as
+/// a database index that parses but does not fit in 32 bits).
+pub fn value_range(min: i64, max: i64) -> Frame {
+    Frame::error(format!("ERR value is out of range, value must between {min} and {max}"))
+}

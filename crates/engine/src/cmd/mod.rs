@@ -2,6 +2,7 @@
 //! handlers parse, operate through [`crate::db::Db`], and return a reply.
 
 pub mod connection;
+pub mod expire;
 pub mod hash;
 pub mod keyspace;
 pub mod list;
@@ -18,6 +19,7 @@ pub static FAMILIES: &[&[Command]] = &[
     connection::COMMANDS,
     server::COMMANDS,
     keyspace::COMMANDS,
+    expire::COMMANDS,
     string::COMMANDS,
     list::COMMANDS,
     hash::COMMANDS,
