@@ -534,8 +534,9 @@ fn flushdb(ctx: &mut Ctx<'_, '_>) -> Frame {
     if !flush_args_ok(ctx) {
         return error::syntax();
     }
+    let now = ctx.now;
     for t in ctx.db().tables() {
-        t.clear();
+        t.clear(now);
     }
     Frame::ok()
 }
@@ -544,9 +545,10 @@ fn flushall(ctx: &mut Ctx<'_, '_>) -> Frame {
     if !flush_args_ok(ctx) {
         return error::syntax();
     }
+    let now = ctx.now;
     for s in ctx.locked.shards_mut() {
         for t in s.dbs.iter_mut() {
-            t.clear();
+            t.clear(now);
         }
     }
     Frame::ok()
@@ -573,8 +575,15 @@ fn swapdb(ctx: &mut Ctx<'_, '_>) -> Frame {
     if a >= ndbs || b >= ndbs {
         return error::db_out_of_range();
     }
+    if a == b {
+        return Frame::ok();
+    }
+    let now = ctx.now;
+    let (lo, hi) = (a.min(b), a.max(b));
     for s in ctx.locked.shards_mut() {
-        s.dbs.swap(a, b);
+        // Data moves, watchers stay with their database number (WATCH is on "key in db N").
+        let (left, right) = s.dbs.split_at_mut(hi);
+        crate::keyspace::Table::swap_data(&mut left[lo], &mut right[0], now);
     }
     Frame::ok()
 }
