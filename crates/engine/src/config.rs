@@ -247,10 +247,8 @@ impl Config {
         for p in PARAMS {
             let hit = crate::glob::matches(pattern, p.name.as_bytes(), true)
                 || p.alias.is_some_and(|a| crate::glob::matches(pattern, a.as_bytes(), true));
-            if hit {
-                if let Some(v) = vals.get(p.name) {
-                    out.push((p.name, v.clone()));
-                }
+            if hit && let Some(v) = vals.get(p.name) {
+                out.push((p.name, v.clone()));
             }
         }
         out

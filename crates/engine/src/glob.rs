@@ -26,12 +26,10 @@ pub fn matches(pattern: &[u8], subject: &[u8], nocase: bool) -> bool {
                     continue;
                 }
                 b'[' => {
-                    if let Some((ok, next)) = class(pattern, p, subject[s], nocase) {
-                        if ok {
-                            p = next;
-                            s += 1;
-                            continue;
-                        }
+                    if let Some((true, next)) = class(pattern, p, subject[s], nocase) {
+                        p = next;
+                        s += 1;
+                        continue;
                     }
                 }
                 b'\\' if p + 1 < pattern.len() => {

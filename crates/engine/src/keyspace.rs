@@ -117,10 +117,11 @@ impl Table {
                 None
             }
         };
-        if let Some(o) = &old {
-            if o.expire_at != 0 && o.expire_at != at {
-                self.expires.remove(&(o.expire_at, Key::from_slice(key)));
-            }
+        if let Some(o) = &old
+            && o.expire_at != 0
+            && o.expire_at != at
+        {
+            self.expires.remove(&(o.expire_at, Key::from_slice(key)));
         }
         if at != 0 && old.as_ref().is_none_or(|o| o.expire_at != at) {
             self.expires.insert((at, Key::from_slice(key)));

@@ -30,8 +30,10 @@ impl std::error::Error for ConfigError {}
 pub fn assemble(args: &[String], read_file: impl Fn(&str) -> std::io::Result<String>) -> Result<String, String> {
     let mut text = String::new();
     let mut i = 0;
-    if let Some(first) = args.first() {
-        if !first.starts_with("--") {
+    if let Some(first) = args.first()
+        && !first.starts_with("--")
+    {
+        {
             let content =
                 read_file(first).map_err(|e| format!("Fatal error, can't open config file '{first}': {e}"))?;
             text.push_str(&content);

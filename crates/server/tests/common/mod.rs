@@ -21,6 +21,7 @@ pub struct Latch {
 
 impl Latch {
     /// Starts a server with `--bind 127.0.0.1 --port 0` plus `args` (a config file path, if any, first).
+    #[allow(clippy::zombie_processes)] // the child is reaped in Drop
     pub fn start(args: &[&str]) -> Latch {
         let (file, opts) = match args.first() {
             Some(f) if !f.starts_with("--") => (Some(*f), &args[1..]),
