@@ -5,9 +5,9 @@
 
 use parking_lot::Mutex;
 use resp::Protocol;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// What happens to replies (`CLIENT REPLY`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -104,10 +104,57 @@ pub struct ClientInfo {
     pub flags: Mutex<String>,
     /// Set when the client must be disconnected (CLIENT KILL, SHUTDOWN).
     pub killed: AtomicBool,
+    /// A stable, small per-connection number shown as `fd=` (the lowest free one, like a file
+    /// descriptor).
+    pub fd: u32,
+    /// Channels subscribed (`sub=`), kept by the pub/sub code.
+    pub sub: AtomicUsize,
+    /// Patterns subscribed (`psub=`), kept by the pub/sub code.
+    pub psub: AtomicUsize,
+    /// Shard channels subscribed (`ssub=`), kept by the pub/sub code.
+    pub ssub: AtomicUsize,
+    /// Commands queued in MULTI (`multi=`), -1 outside a transaction; kept by the transaction code.
+    pub multi: AtomicI64,
     waker: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
 }
 
+/// Order in which Redis prints the flag letters of `CLIENT LIST` (`O` = monitor, `S` = replica,
+/// `M` = master, `P` = pub/sub, `x` = MULTI, `b` = blocked, `t` = tracking, `d` = dirty CAS,
+/// `e` = no-evict, `T` = no-touch...). `N` stands alone when no other flag is set.
+pub const FLAG_ORDER: &str = "OSMPxbtRBdcuAUreT";
+
+/// First number handed out as `fd=` (Redis's first client usually gets 8).
+const FIRST_FD: u32 = 8;
+
 impl ClientInfo {
+    /// Sets or clears one flag letter of [`FLAG_ORDER`], keeping Redis's order and the lone `N`.
+    pub fn set_flag(&self, letter: char, on: bool) {
+        let mut f = self.flags.lock();
+        let mut letters: Vec<char> = f.chars().filter(|&c| c != 'N' && c != letter).collect();
+        if on {
+            letters.push(letter);
+        }
+        letters.sort_by_key(|c| FLAG_ORDER.find(*c).unwrap_or(usize::MAX));
+        *f = if letters.is_empty() { String::from("N") } else { letters.into_iter().collect() };
+    }
+    /// True if the flag letter is set.
+    pub fn has_flag(&self, letter: char) -> bool {
+        letter != 'N' && self.flags.lock().contains(letter)
+    }
+    /// The client's type as `CLIENT LIST TYPE` / `CLIENT KILL TYPE` see it: `normal`, `slave`,
+    /// `pubsub` or `master` (a MONITOR client is normal).
+    pub fn type_name(&self) -> &'static str {
+        let f = self.flags.lock();
+        if f.contains('M') {
+            "master"
+        } else if f.contains('S') {
+            "slave"
+        } else if f.contains('P') {
+            "pubsub"
+        } else {
+            "normal"
+        }
+    }
     /// Installs the function the connection layer wants called when this client is killed.
     pub fn set_waker(&self, f: Box<dyn Fn() + Send + Sync>) {
         *self.waker.lock() = Some(f);
@@ -121,11 +168,33 @@ impl ClientInfo {
     }
 }
 
+/// Hands out the lowest free `fd=` number.
+#[derive(Default)]
+struct FdPool {
+    next: u32,
+    free: BTreeSet<u32>,
+}
+
+impl FdPool {
+    fn take(&mut self) -> u32 {
+        if let Some(fd) = self.free.pop_first() {
+            return fd;
+        }
+        let fd = FIRST_FD.saturating_add(self.next);
+        self.next = self.next.saturating_add(1);
+        fd
+    }
+    fn give_back(&mut self, fd: u32) {
+        self.free.insert(fd);
+    }
+}
+
 /// All connected clients.
 #[derive(Default)]
 pub struct ClientRegistry {
     next_id: AtomicU64,
     clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
+    fds: Mutex<FdPool>,
     /// Connections accepted since start.
     pub total_connections: AtomicU64,
     /// Connections refused because of maxclients.
@@ -136,6 +205,7 @@ impl ClientRegistry {
     /// Registers a new connection.
     pub fn register(&self, addr: String, laddr: String, now_ms: u64) -> Arc<ClientInfo> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let fd = self.fds.lock().take();
         let info = Arc::new(ClientInfo {
             id,
             addr,
@@ -152,6 +222,11 @@ impl ClientRegistry {
             omem: AtomicUsize::new(0),
             flags: Mutex::new(String::from("N")),
             killed: AtomicBool::new(false),
+            fd,
+            sub: AtomicUsize::new(0),
+            psub: AtomicUsize::new(0),
+            ssub: AtomicUsize::new(0),
+            multi: AtomicI64::new(-1),
             waker: Mutex::new(None),
         });
         self.clients.lock().insert(id, info.clone());
@@ -161,7 +236,10 @@ impl ClientRegistry {
 
     /// Removes a closed connection.
     pub fn unregister(&self, id: u64) {
-        self.clients.lock().remove(&id);
+        let removed = self.clients.lock().remove(&id);
+        if let Some(info) = removed {
+            self.fds.lock().give_back(info.fd);
+        }
     }
 
     /// A snapshot of the connected clients, by id.

@@ -277,6 +277,7 @@ impl Server {
             if !matches!(cmd.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
                 if let Some(q) = client.multi.queued.as_mut() {
                     q.push((cmd, args.to_vec()));
+                    client.info.multi.store(q.len() as i64, Ordering::Relaxed);
                 }
                 return Some(Frame::simple("QUEUED"));
             }

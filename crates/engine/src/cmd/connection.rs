@@ -1,8 +1,168 @@
-//! Connection commands: PING, ECHO, QUIT, SELECT...
+//! Connection commands: PING, ECHO, QUIT, SELECT, RESET, AUTH, HELLO, MONITOR and the CLIENT
+//! container (ID, INFO, LIST, KILL, SETNAME, GETNAME, SETINFO, NO-EVICT, NO-TOUCH, REPLY, GETREDIR,
+//! TRACKINGINFO, HELP).
 
-use super::{BASE, f};
+use super::BASE;
+use crate::args::eq_ic;
+use crate::client::{ClientInfo, ReplyMode};
 use crate::command::{Command, Ctx, Flags};
-use resp::Frame;
+use bytes::Bytes;
+use resp::{Frame, Protocol};
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+/// `noscript loading stale`, the flags most connection commands share.
+const NLS: Flags = Flags::NOSCRIPT.or(Flags::LOADING).or(Flags::STALE);
+/// `noscript loading stale fast no_auth allow_busy` (AUTH, HELLO, RESET).
+const AUTHLIKE: Flags = NLS.or(Flags::FAST).or(Flags::NO_AUTH).or(Flags::ALLOW_BUSY);
+/// `admin noscript loading stale`.
+const ADMIN_NLS: Flags = Flags::ADMIN.or(NLS);
+
+/// CLIENT subcommands.
+static CLIENT_SUBCOMMANDS: &[Command] = &[
+    Command {
+        name: "client|getname",
+        arity: 2,
+        flags: NLS,
+        group: "connection",
+        since: "2.6.9",
+        summary: "Returns the name of the connection.",
+        handler: client_getname,
+        ..BASE
+    },
+    Command {
+        name: "client|getredir",
+        arity: 2,
+        flags: NLS,
+        group: "connection",
+        since: "6.0.0",
+        summary: "Returns the client ID to which the connection's tracking notifications are redirected.",
+        handler: client_getredir,
+        ..BASE
+    },
+    Command {
+        name: "client|help",
+        arity: 2,
+        flags: Flags::LOADING.or(Flags::STALE),
+        group: "connection",
+        since: "5.0.0",
+        summary: "Returns helpful text about the different subcommands.",
+        handler: client_help,
+        ..BASE
+    },
+    Command {
+        name: "client|id",
+        arity: 2,
+        flags: NLS,
+        group: "connection",
+        since: "5.0.0",
+        summary: "Returns the unique client ID of the connection.",
+        handler: client_id,
+        ..BASE
+    },
+    Command {
+        name: "client|info",
+        arity: 2,
+        flags: NLS,
+        group: "connection",
+        since: "6.2.0",
+        summary: "Returns information about the connection.",
+        handler: client_info,
+        ..BASE
+    },
+    Command {
+        name: "client|kill",
+        arity: -3,
+        flags: ADMIN_NLS,
+        group: "connection",
+        since: "2.4.0",
+        summary: "Terminates open connections.",
+        complexity: "O(N) where N is the number of client connections",
+        syntax: "<ip:port | <[ID client-id] | [TYPE <NORMAL | MASTER | SLAVE | REPLICA | PUBSUB>] | \
+                 [USER username] | [ADDR ip:port] | [LADDR ip:port] | [SKIPME <YES | NO>] [[ID client-id] | \
+                 [TYPE <NORMAL | MASTER | SLAVE | REPLICA | PUBSUB>] | [USER username] | [ADDR ip:port] | \
+                 [LADDR ip:port] | [SKIPME <YES | NO>] ...]>>",
+        handler: client_kill,
+        ..BASE
+    },
+    Command {
+        name: "client|list",
+        arity: -2,
+        flags: ADMIN_NLS,
+        group: "connection",
+        since: "2.4.0",
+        summary: "Lists open connections.",
+        complexity: "O(N) where N is the number of client connections",
+        syntax: "[TYPE <NORMAL | MASTER | REPLICA | PUBSUB>] [ID client-id [client-id ...]]",
+        handler: client_list,
+        ..BASE
+    },
+    Command {
+        name: "client|no-evict",
+        arity: 3,
+        flags: ADMIN_NLS,
+        group: "connection",
+        since: "7.0.0",
+        summary: "Sets the client eviction mode of the connection.",
+        syntax: "<ON | OFF>",
+        handler: client_no_evict,
+        ..BASE
+    },
+    Command {
+        name: "client|no-touch",
+        arity: 3,
+        flags: NLS,
+        group: "connection",
+        since: "7.2.0",
+        summary: "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.",
+        syntax: "<ON | OFF>",
+        handler: client_no_touch,
+        ..BASE
+    },
+    Command {
+        name: "client|reply",
+        arity: 3,
+        flags: NLS,
+        group: "connection",
+        since: "3.2.0",
+        summary: "Instructs the server whether to reply to commands.",
+        syntax: "<ON | OFF | SKIP>",
+        handler: client_reply,
+        ..BASE
+    },
+    Command {
+        name: "client|setinfo",
+        arity: 4,
+        flags: NLS,
+        group: "connection",
+        since: "7.2.0",
+        summary: "Sets information specific to the client or connection.",
+        syntax: "<LIB-NAME libname | LIB-VER libver>",
+        handler: client_setinfo,
+        ..BASE
+    },
+    Command {
+        name: "client|setname",
+        arity: 3,
+        flags: NLS,
+        group: "connection",
+        since: "2.6.9",
+        summary: "Sets the connection name.",
+        syntax: "connection-name",
+        handler: client_setname,
+        ..BASE
+    },
+    Command {
+        name: "client|trackinginfo",
+        arity: 2,
+        flags: NLS,
+        group: "connection",
+        since: "6.2.0",
+        summary: "Returns information about server-assisted client-side caching for the connection.",
+        handler: client_trackinginfo,
+        ..BASE
+    },
+];
 
 /// Table entries.
 pub static COMMANDS: &[Command] = &[
@@ -19,7 +179,7 @@ pub static COMMANDS: &[Command] = &[
     Command {
         name: "echo",
         arity: 2,
-        flags: Flags::FAST,
+        flags: Flags::LOADING.or(Flags::STALE).or(Flags::FAST),
         group: "connection",
         summary: "Returns the given string.",
         syntax: "message",
@@ -29,7 +189,7 @@ pub static COMMANDS: &[Command] = &[
     Command {
         name: "quit",
         arity: -1,
-        flags: Flags::ALLOW_BUSY.or(Flags::NO_AUTH).or(Flags::FAST),
+        flags: Flags::ALLOW_BUSY.or(NLS).or(Flags::FAST).or(Flags::NO_AUTH),
         group: "connection",
         summary: "Closes the connection.",
         handler: quit,
@@ -38,20 +198,262 @@ pub static COMMANDS: &[Command] = &[
     Command {
         name: "select",
         arity: 2,
-        flags: f::FAST.or(Flags::LOADING).or(Flags::STALE),
+        flags: Flags::LOADING.or(Flags::STALE).or(Flags::FAST),
         group: "connection",
         summary: "Changes the selected database.",
         syntax: "index",
         handler: select,
         ..BASE
     },
+    Command {
+        name: "reset",
+        arity: 1,
+        flags: AUTHLIKE,
+        group: "connection",
+        since: "6.2.0",
+        summary: "Resets the connection.",
+        handler: reset,
+        ..BASE
+    },
+    Command {
+        name: "auth",
+        arity: -2,
+        flags: AUTHLIKE,
+        group: "connection",
+        summary: "Authenticates the connection.",
+        complexity: "O(N) where N is the number of passwords defined for the user",
+        syntax: "[username] password",
+        handler: auth,
+        ..BASE
+    },
+    Command {
+        name: "hello",
+        arity: -1,
+        flags: AUTHLIKE,
+        group: "connection",
+        since: "6.0.0",
+        summary: "Handshakes with the Redis server.",
+        syntax: "[protover [AUTH username password] [SETNAME clientname]]",
+        handler: hello,
+        ..BASE
+    },
+    Command {
+        name: "monitor",
+        arity: 1,
+        flags: ADMIN_NLS,
+        group: "server",
+        summary: "Listens for all requests received by the server in real-time.",
+        complexity: "",
+        handler: monitor,
+        ..BASE
+    },
+    Command {
+        name: "client",
+        arity: -2,
+        group: "connection",
+        since: "2.4.0",
+        summary: "A container for client connection commands.",
+        complexity: "Depends on subcommand.",
+        subcommands: CLIENT_SUBCOMMANDS,
+        ..BASE
+    },
 ];
 
+// ---------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------
+
+/// Redis's `getRangeLongFromObjectOrReply` message when no custom one is given.
+fn range_error(min: i64, max: i64) -> Frame {
+    Frame::error(format!("ERR value is out of range, value must between {min} and {max}"))
+}
+
+/// Redis's `validateClientAttr`: only printable ASCII without spaces (`'!'..='~'`).
+fn valid_attr(b: &[u8]) -> bool {
+    b.iter().all(|&c| (b'!'..=b'~').contains(&c))
+}
+
+/// Sets (or, for an empty name, clears) the client name; the error reply if it is invalid.
+fn set_name(ctx: &mut Ctx<'_, '_>, name: &[u8]) -> Result<(), Frame> {
+    if !valid_attr(name) {
+        return Err(Frame::error("ERR Client names cannot contain spaces, newlines or special characters."));
+    }
+    *ctx.client.info.name.lock() = (!name.is_empty()).then(|| name.to_vec());
+    Ok(())
+}
+
+/// Compares without an early exit, so the time taken does not reveal the matching prefix.
+fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Checks credentials against the only user Latch has, `default` (protected by `requirepass`, or
+/// `nopass` when none is set).
+fn credentials_ok(ctx: &Ctx<'_, '_>, user: &[u8], pass: &[u8]) -> bool {
+    if user != b"default" {
+        return false;
+    }
+    match ctx.srv.config.requirepass() {
+        None => true,
+        Some(p) => ct_eq(&p, pass),
+    }
+}
+
+fn wrongpass() -> Frame {
+    Frame::error("WRONGPASS invalid username-password pair or user is disabled.")
+}
+
+fn proto_number(p: Protocol) -> usize {
+    match p {
+        Protocol::Resp2 => 2,
+        Protocol::Resp3 => 3,
+    }
+}
+
+fn set_proto(ctx: &mut Ctx<'_, '_>, p: Protocol) {
+    ctx.client.proto = p;
+    ctx.client.info.resp.store(proto_number(p), Ordering::Relaxed);
+}
+
+fn decimal_len(mut n: usize) -> usize {
+    let mut d = 1;
+    while n >= 10 {
+        n /= 10;
+        d += 1;
+    }
+    d
+}
+
+/// Size of `args` as a RESP multibulk request: what Redis's query buffer holds while the command runs.
+fn request_len(args: &[Bytes]) -> usize {
+    let mut n = 3 + decimal_len(args.len());
+    for a in args {
+        n = n.saturating_add(5 + decimal_len(a.len()) + a.len());
+    }
+    n
+}
+
+/// Redis's default query buffer allocation (`qbuf` + `qbuf-free`).
+const QBUF_ALLOC: usize = 20474;
+/// Memory a client costs besides its buffers, so `tot-mem` looks like Redis's.
+const CLIENT_BASE_MEM: usize = 790;
+
+/// One `CLIENT LIST` / `CLIENT INFO` line (without the trailing newline), in Redis 7.2's format.
+/// `me` is the calling client's context when `info` describes it: its live state is used, and its
+/// query buffer holds the running command as in Redis.
+fn client_line(out: &mut String, info: &ClientInfo, now: u64, me: Option<&Ctx<'_, '_>>) {
+    let name = info.name.lock().clone().unwrap_or_default();
+    let lib_name = info.lib_name.lock().clone().unwrap_or_default();
+    let lib_ver = info.lib_ver.lock().clone().unwrap_or_default();
+    let flags = info.flags.lock().clone();
+    let age = now.saturating_sub(info.created_ms) / 1000;
+    let idle = now.saturating_sub(info.last_active_ms.load(Ordering::Relaxed)) / 1000;
+    let omem = info.omem.load(Ordering::Relaxed);
+    let (db, resp, qbuf, argv_mem, rbs, rbp) = match me {
+        Some(ctx) => {
+            let argv: usize = ctx.args.iter().map(|a| a.len()).sum();
+            (ctx.client.db, proto_number(ctx.client.proto), request_len(ctx.args), argv, 16384, 16384)
+        }
+        None => (
+            info.db.load(Ordering::Relaxed),
+            info.resp.load(Ordering::Relaxed),
+            info.qbuf.load(Ordering::Relaxed),
+            0,
+            1024,
+            0,
+        ),
+    };
+    let qbuf_free = QBUF_ALLOC.saturating_sub(qbuf);
+    let tot_mem = CLIENT_BASE_MEM
+        .saturating_add(rbs)
+        .saturating_add(qbuf.max(QBUF_ALLOC))
+        .saturating_add(argv_mem)
+        .saturating_add(omem);
+    let _ = write!(
+        out,
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} \
+         qbuf={} qbuf-free={} argv-mem={} multi-mem=0 rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events=r \
+         cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        info.id,
+        info.addr,
+        info.laddr,
+        info.fd,
+        String::from_utf8_lossy(&name),
+        age,
+        idle,
+        flags,
+        db,
+        info.sub.load(Ordering::Relaxed),
+        info.psub.load(Ordering::Relaxed),
+        info.ssub.load(Ordering::Relaxed),
+        info.multi.load(Ordering::Relaxed),
+        qbuf,
+        qbuf_free,
+        argv_mem,
+        rbs,
+        rbp,
+        omem,
+        tot_mem,
+        *info.last_cmd.lock(),
+        resp,
+        String::from_utf8_lossy(&lib_name),
+        String::from_utf8_lossy(&lib_ver),
+    );
+}
+
+fn verbatim(s: String) -> Frame {
+    Frame::Verbatim { format: *b"txt", text: Bytes::from(s) }
+}
+
+/// Parses a client type name as Redis's `getClientTypeByName` (`replica` and `slave` are the same).
+fn client_type(name: &[u8]) -> Option<&'static str> {
+    if eq_ic(name, "normal") {
+        Some("normal")
+    } else if eq_ic(name, "slave") || eq_ic(name, "replica") {
+        Some("slave")
+    } else if eq_ic(name, "pubsub") {
+        Some("pubsub")
+    } else if eq_ic(name, "master") {
+        Some("master")
+    } else {
+        None
+    }
+}
+
+fn unknown_type(name: &[u8]) -> Frame {
+    Frame::error(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(name)))
+}
+
+/// Parses ON/OFF.
+fn on_off(b: &[u8]) -> Option<bool> {
+    if eq_ic(b, "on") {
+        Some(true)
+    } else if eq_ic(b, "off") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Handlers
+// ---------------------------------------------------------------------------------------------
+
 fn ping(ctx: &mut Ctx<'_, '_>) -> Frame {
+    if ctx.argc() > 2 {
+        return crate::error::wrong_arity("ping");
+    }
+    // A RESP2 client in pub/sub context gets the pong as a message-like array.
+    if ctx.client.proto == Protocol::Resp2 && ctx.client.info.has_flag('P') {
+        let msg = if ctx.argc() == 2 { ctx.args[1].clone() } else { Bytes::new() };
+        return Frame::Array(vec![Frame::bulk(Bytes::from_static(b"pong")), Frame::bulk(msg)]);
+    }
     match ctx.argc() {
         1 => Frame::simple("PONG"),
-        2 => Frame::bulk(ctx.args[1].clone()),
-        _ => crate::error::wrong_arity("ping"),
+        _ => Frame::bulk(ctx.args[1].clone()),
     }
 }
 
@@ -65,10 +467,1093 @@ fn quit(ctx: &mut Ctx<'_, '_>) -> Frame {
 }
 
 fn select(ctx: &mut Ctx<'_, '_>) -> Frame {
-    let Ok(i) = ctx.int_arg(1) else { return crate::error::not_integer() };
+    let i = match ctx.int_arg(1) {
+        Ok(i) => i,
+        Err(e) => return e,
+    };
+    if i < i32::MIN as i64 || i > i32::MAX as i64 {
+        return range_error(i32::MIN as i64, i32::MAX as i64);
+    }
     if i < 0 || i as usize >= ctx.srv.ks.ndbs() {
         return crate::error::db_out_of_range();
     }
     ctx.client.db = i as usize;
+    ctx.client.info.db.store(ctx.client.db, Ordering::Relaxed);
     Frame::ok()
+}
+
+fn reset(ctx: &mut Ctx<'_, '_>) -> Frame {
+    // Discard the MULTI state and unwatch every key, as Redis's discardTransaction() does.
+    super::multi::leave(ctx);
+    // Hook (pub/sub): unsubscribe from every channel, pattern and shard channel here (which also
+    // clears the `P` flag and the sub/psub/ssub counters).
+    if ctx.client.monitor {
+        ctx.srv.remove_monitor(ctx.client.id);
+        ctx.client.monitor = false;
+        ctx.client.info.set_flag('O', false);
+    }
+    ctx.client.db = 0;
+    ctx.client.info.db.store(0, Ordering::Relaxed);
+    set_proto(ctx, Protocol::Resp2);
+    ctx.client.authenticated = !ctx.srv.config.has_password.load(Ordering::Relaxed);
+    *ctx.client.info.name.lock() = None;
+    // lib-name and lib-ver are kept: they still describe the library behind the connection.
+    // A pending CLIENT REPLY SKIP applies to this very command (Redis clears only SKIP_NEXT/OFF).
+    if ctx.client.reply_mode != ReplyMode::SkipThis {
+        ctx.client.reply_mode = ReplyMode::On;
+    }
+    ctx.client.no_touch = false;
+    ctx.client.no_evict = false;
+    ctx.client.info.set_flag('T', false);
+    ctx.client.info.set_flag('e', false);
+    Frame::simple("RESET")
+}
+
+fn auth(ctx: &mut Ctx<'_, '_>) -> Frame {
+    if ctx.argc() > 3 {
+        return crate::error::syntax();
+    }
+    let (user, pass): (&[u8], &[u8]) = if ctx.argc() == 2 {
+        if ctx.srv.config.requirepass().is_none() {
+            return Frame::error(
+                "ERR AUTH <password> called without any password configured for the default user. \
+                 Are you sure your configuration is correct?",
+            );
+        }
+        (b"default", ctx.arg(1))
+    } else {
+        (ctx.arg(1), ctx.arg(2))
+    };
+    if credentials_ok(ctx, user, pass) {
+        ctx.client.authenticated = true;
+        Frame::ok()
+    } else {
+        wrongpass()
+    }
+}
+
+fn hello(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let mut ver = None;
+    if ctx.argc() >= 2 {
+        let Some(v) = crate::args::parse_i64_strict(ctx.arg(1)) else {
+            return Frame::error("ERR Protocol version is not an integer or out of range");
+        };
+        ver = match v {
+            2 => Some(Protocol::Resp2),
+            3 => Some(Protocol::Resp3),
+            _ => return Frame::error("NOPROTO unsupported protocol version"),
+        };
+    }
+    // Options apply in order, as in Redis 7.0: an AUTH takes effect even if a later option fails.
+    let mut j = 2;
+    while j < ctx.argc() {
+        let more = ctx.argc() - 1 - j;
+        let opt = ctx.arg(j);
+        if eq_ic(opt, "auth") && more >= 2 {
+            let (user, pass) = (ctx.arg(j + 1), ctx.arg(j + 2));
+            if !credentials_ok(ctx, user, pass) {
+                return wrongpass();
+            }
+            ctx.client.authenticated = true;
+            j += 3;
+        } else if eq_ic(opt, "setname") && more >= 1 {
+            let name = ctx.arg(j + 1);
+            if let Err(e) = set_name(ctx, name) {
+                return e;
+            }
+            j += 2;
+        } else {
+            return Frame::error(format!("ERR Syntax error in HELLO option '{}'", String::from_utf8_lossy(opt)));
+        }
+    }
+    if !ctx.client.authenticated {
+        return Frame::error(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH \
+             <user> <pass> option can be used to authenticate the client and select the RESP protocol version \
+             at the same time",
+        );
+    }
+    if let Some(p) = ver {
+        set_proto(ctx, p);
+    }
+    let s = |v: &'static str| Frame::bulk(Bytes::from_static(v.as_bytes()));
+    Frame::Map(vec![
+        (s("server"), s("redis")),
+        (s("version"), s(crate::server::REDIS_VERSION)),
+        (s("proto"), Frame::Integer(proto_number(ctx.client.proto) as i64)),
+        (s("id"), Frame::Integer(ctx.client.id as i64)),
+        (s("mode"), s("standalone")),
+        (s("role"), s("master")),
+        (s("modules"), Frame::Array(Vec::new())),
+    ])
+}
+
+fn monitor(ctx: &mut Ctx<'_, '_>) -> Frame {
+    // Hook (transactions): inside MULTI Redis replies "ERR MONITOR isn't allowed for DENY BLOCKING
+    // client" (MULTI clients deny blocking).
+    if ctx.client.monitor {
+        // Already monitoring: Redis ignores the command without replying.
+        ctx.client.suppress_reply = true;
+        return Frame::ok();
+    }
+    // The connection layer sees `monitor` turn true and registers its sink.
+    ctx.client.monitor = true;
+    ctx.client.info.set_flag('O', true);
+    Frame::ok()
+}
+
+fn client_id(ctx: &mut Ctx<'_, '_>) -> Frame {
+    Frame::Integer(ctx.client.id as i64)
+}
+
+fn client_info(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let mut s = String::new();
+    let info = ctx.client.info.clone();
+    client_line(&mut s, &info, ctx.now, Some(ctx));
+    s.push('\n');
+    verbatim(s)
+}
+
+fn client_list(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let argc = ctx.argc();
+    let mut wanted_type = None;
+    let mut ids = None;
+    if argc == 4 && eq_ic(ctx.arg(2), "type") {
+        match client_type(ctx.arg(3)) {
+            Some(t) => wanted_type = Some(t),
+            None => return unknown_type(ctx.arg(3)),
+        }
+    } else if argc > 3 && eq_ic(ctx.arg(2), "id") {
+        let mut v = Vec::with_capacity(argc - 3);
+        for a in &ctx.args[3..] {
+            match crate::args::parse_i64_strict(a) {
+                Some(id) => v.push(id),
+                None => return Frame::error("ERR Invalid client ID"),
+            }
+        }
+        ids = Some(v);
+    } else if argc != 2 {
+        return crate::error::syntax();
+    }
+    let infos: Vec<_> = match ids {
+        Some(ids) => {
+            ids.into_iter().filter_map(|id| u64::try_from(id).ok().and_then(|id| ctx.srv.clients.get(id))).collect()
+        }
+        None => ctx.srv.clients.snapshot(),
+    };
+    let mut out = String::new();
+    for info in infos {
+        if info.killed.load(Ordering::Relaxed) || wanted_type.is_some_and(|t| info.type_name() != t) {
+            continue;
+        }
+        let me = (info.id == ctx.client.id).then_some(&*ctx);
+        client_line(&mut out, &info, ctx.now, me);
+        out.push('\n');
+    }
+    verbatim(out)
+}
+
+fn client_kill(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let argc = ctx.argc();
+    let mut addr: Option<&[u8]> = None;
+    let mut laddr: Option<&[u8]> = None;
+    let mut wanted_type = None;
+    let mut id = 0u64;
+    let mut skipme = true;
+    if argc == 3 {
+        // Old form: CLIENT KILL addr:port, which may kill the caller.
+        addr = Some(ctx.arg(2));
+        skipme = false;
+    } else {
+        let mut i = 2;
+        while i < argc {
+            let opt = ctx.arg(i);
+            if i + 1 >= argc {
+                return crate::error::syntax();
+            }
+            let val = ctx.arg(i + 1);
+            if eq_ic(opt, "id") {
+                match crate::args::parse_i64_strict(val) {
+                    Some(v) if v >= 1 => id = v as u64,
+                    _ => return Frame::error("ERR client-id should be greater than 0"),
+                }
+            } else if eq_ic(opt, "type") {
+                match client_type(val) {
+                    Some(t) => wanted_type = Some(t),
+                    None => return unknown_type(val),
+                }
+            } else if eq_ic(opt, "addr") {
+                addr = Some(val);
+            } else if eq_ic(opt, "laddr") {
+                laddr = Some(val);
+            } else if eq_ic(opt, "user") {
+                // Latch has a single user; every connection is authenticated as (or will be) it.
+                if val != b"default" {
+                    return Frame::error(format!("ERR No such user '{}'", String::from_utf8_lossy(val)));
+                }
+            } else if eq_ic(opt, "skipme") {
+                if eq_ic(val, "yes") {
+                    skipme = true;
+                } else if eq_ic(val, "no") {
+                    skipme = false;
+                } else {
+                    return crate::error::syntax();
+                }
+            } else {
+                return crate::error::syntax();
+            }
+            i += 2;
+        }
+    }
+    let mut killed = 0i64;
+    for info in ctx.srv.clients.snapshot() {
+        if info.killed.load(Ordering::Relaxed)
+            || addr.is_some_and(|a| info.addr.as_bytes() != a)
+            || laddr.is_some_and(|a| info.laddr.as_bytes() != a)
+            || wanted_type.is_some_and(|t| info.type_name() != t)
+            || (id != 0 && info.id != id)
+        {
+            continue;
+        }
+        let is_me = info.id == ctx.client.id;
+        if is_me && skipme {
+            continue;
+        }
+        if is_me {
+            // Closed once the reply is written.
+            ctx.client.close_after_reply = true;
+        } else {
+            info.kill();
+            // Gone at once for everybody else, as Redis frees the client synchronously.
+            ctx.srv.clients.unregister(info.id);
+        }
+        killed += 1;
+    }
+    if argc == 3 {
+        if killed == 0 {
+            Frame::error("ERR No such client")
+        } else {
+            Frame::ok()
+        }
+    } else {
+        Frame::Integer(killed)
+    }
+}
+
+fn client_setname(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let name = ctx.arg(2);
+    match set_name(ctx, name) {
+        Ok(()) => Frame::ok(),
+        Err(e) => e,
+    }
+}
+
+fn client_getname(ctx: &mut Ctx<'_, '_>) -> Frame {
+    match &*ctx.client.info.name.lock() {
+        Some(n) => Frame::bulk(n.clone()),
+        None => Frame::Null,
+    }
+}
+
+fn client_setinfo(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let (attr, val) = (ctx.arg(2), ctx.arg(3));
+    let slot = if eq_ic(attr, "lib-name") {
+        &ctx.client.info.lib_name
+    } else if eq_ic(attr, "lib-ver") {
+        &ctx.client.info.lib_ver
+    } else {
+        return Frame::error(format!("ERR Unrecognized option '{}'", String::from_utf8_lossy(attr)));
+    };
+    if !valid_attr(val) {
+        return Frame::error(format!(
+            "ERR {} cannot contain spaces, newlines or special characters.",
+            String::from_utf8_lossy(attr)
+        ));
+    }
+    *slot.lock() = (!val.is_empty()).then(|| val.to_vec());
+    Frame::ok()
+}
+
+fn client_no_evict(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let Some(on) = on_off(ctx.arg(2)) else {
+        return crate::error::syntax();
+    };
+    ctx.client.no_evict = on;
+    ctx.client.info.set_flag('e', on);
+    Frame::ok()
+}
+
+fn client_no_touch(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let Some(on) = on_off(ctx.arg(2)) else {
+        return crate::error::syntax();
+    };
+    ctx.client.no_touch = on;
+    ctx.client.info.set_flag('T', on);
+    Frame::ok()
+}
+
+fn client_reply(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let mode = ctx.arg(2);
+    if eq_ic(mode, "on") {
+        ctx.client.reply_mode = ReplyMode::On;
+        return Frame::ok();
+    }
+    if eq_ic(mode, "off") {
+        ctx.client.reply_mode = ReplyMode::Off;
+    } else if eq_ic(mode, "skip") {
+        if ctx.client.reply_mode != ReplyMode::Off {
+            ctx.client.reply_mode = ReplyMode::Skip;
+        }
+    } else {
+        return crate::error::syntax();
+    }
+    // OFF and SKIP send nothing themselves.
+    ctx.client.suppress_reply = true;
+    Frame::ok()
+}
+
+fn client_getredir(_ctx: &mut Ctx<'_, '_>) -> Frame {
+    // Client-side caching is not supported: tracking is always off.
+    Frame::Integer(-1)
+}
+
+fn client_trackinginfo(_ctx: &mut Ctx<'_, '_>) -> Frame {
+    let s = |v: &'static str| Frame::bulk(Bytes::from_static(v.as_bytes()));
+    Frame::Map(vec![
+        (s("flags"), Frame::Set(vec![s("off")])),
+        (s("redirect"), Frame::Integer(-1)),
+        (s("prefixes"), Frame::Array(Vec::new())),
+    ])
+}
+
+/// CLIENT HELP, as Redis 7.2 prints it.
+const CLIENT_HELP: &[&str] = &[
+    "CACHING (YES|NO)",
+    "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+    "GETREDIR",
+    "    Return the client ID we are redirecting to when tracking is enabled.",
+    "GETNAME",
+    "    Return the name of the current connection.",
+    "ID",
+    "    Return the ID of the current connection.",
+    "INFO",
+    "    Return information about the current client connection.",
+    "KILL <ip:port>",
+    "    Kill connection made from <ip:port>.",
+    "KILL <option> <value> [<option> <value> [...]]",
+    "    Kill connections. Options are:",
+    "    * ADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made from the specified address",
+    "    * LADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made to specified local address",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Kill connections by type.",
+    "    * USER <username>",
+    "      Kill connections authenticated by <username>.",
+    "    * SKIPME (YES|NO)",
+    "      Skip killing current connection (default: yes).",
+    "LIST [options ...]",
+    "    Return information about client connections. Options:",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Return clients of specified type.",
+    "UNPAUSE",
+    "    Stop the current client pause, resuming traffic.",
+    "PAUSE <timeout> [WRITE|ALL]",
+    "    Suspend all, or just write, clients for <timeout> milliseconds.",
+    "REPLY (ON|OFF|SKIP)",
+    "    Control the replies sent to the current connection.",
+    "SETNAME <name>",
+    "    Assign the name <name> to the current connection.",
+    "SETINFO <option> <value>",
+    "    Set client meta attr. Options are:",
+    "    * LIB-NAME: the client lib name.",
+    "    * LIB-VER: the client lib version.",
+    "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+    "    Unblock the specified blocked client.",
+    "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+    "         [OPTIN] [OPTOUT] [NOLOOP]",
+    "    Control server assisted client side caching.",
+    "TRACKINGINFO",
+    "    Report tracking status for the current connection.",
+    "NO-EVICT (ON|OFF)",
+    "    Protect current client connection from eviction.",
+    "NO-TOUCH (ON|OFF)",
+    "    Will not touch LRU/LFU stats when this mode is on.",
+];
+
+fn client_help(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let cmd = String::from_utf8_lossy(ctx.arg(0)).to_ascii_uppercase();
+    let mut v = Vec::with_capacity(CLIENT_HELP.len() + 3);
+    v.push(Frame::simple(&format!("{cmd} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")));
+    v.extend(CLIENT_HELP.iter().map(|l| Frame::simple(l)));
+    v.push(Frame::simple("HELP"));
+    v.push(Frame::simple("    Prints this help."));
+    Frame::Array(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::client::ReplyMode;
+    use crate::testkit::{TestClient, TestServer};
+    use resp::Protocol;
+    use std::sync::atomic::Ordering;
+
+    /// A client connected from `addr` (TestServer's clients all share one address).
+    fn conn_from(ts: &TestServer, addr: &str) -> TestClient {
+        let mut c = ts.client();
+        ts.srv.clients.unregister(c.client.id);
+        c.client = ts.srv.new_client(addr.into(), "127.0.0.1:6379".into());
+        c
+    }
+
+    /// The CLIENT INFO line of a fresh, idle-less caller, with the fields that vary spelled out.
+    fn line(id: u64, addr: &str, fd: u32, rest: &str) -> String {
+        format!("id={id} addr={addr} laddr=127.0.0.1:6379 fd={fd} {rest}")
+    }
+
+    #[test]
+    fn ping_echo_quit() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.transcript(
+            r#"
+            > PING
+            +PONG
+            > PING hello
+            "hello"
+            > PING a b
+            -ERR wrong number of arguments for 'ping' command
+            > ECHO "hi there"
+            "hi there"
+            > ECHO
+            -ERR wrong number of arguments for 'echo' command
+            > ECHO a b
+            -ERR wrong number of arguments for 'echo' command
+            > HELLO 3
+            {"server": "redis", "version": "7.0.15", "proto": :3, "id": :1, "mode": "standalone", "role": "master", "modules": []}
+            > PING
+            +PONG
+            "#,
+        );
+        // A RESP2 client in pub/sub context gets an array.
+        c.transcript("> HELLO 2\n{\"server\": \"redis\", \"version\": \"7.0.15\", \"proto\": :2, \"id\": :1, \"mode\": \"standalone\", \"role\": \"master\", \"modules\": []}");
+        c.client.info.set_flag('P', true);
+        c.transcript(
+            r#"
+            > PING
+            ["pong", ""]
+            > PING x
+            ["pong", "x"]
+            "#,
+        );
+        c.client.proto = Protocol::Resp3;
+        c.transcript("> PING x\n\"x\"");
+        c.client.info.set_flag('P', false);
+        assert!(!c.client.close_after_reply);
+        c.transcript("> QUIT\n+OK");
+        assert!(c.client.close_after_reply);
+        let mut c = ts.client();
+        c.transcript("> QUIT extra args\n+OK");
+        assert!(c.client.close_after_reply);
+    }
+
+    #[test]
+    fn select() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.transcript(
+            r#"
+            > SELECT 1
+            +OK
+            > SET k v
+            +OK
+            > SELECT 0
+            +OK
+            > GET k
+            (nil)
+            > SELECT 15
+            +OK
+            > SELECT 16
+            -ERR DB index is out of range
+            > SELECT -1
+            -ERR DB index is out of range
+            > SELECT 99999999999
+            -ERR value is out of range, value must between -2147483648 and 2147483647
+            > SELECT 1.5
+            -ERR value is not an integer or out of range
+            > SELECT x
+            -ERR value is not an integer or out of range
+            > SELECT
+            -ERR wrong number of arguments for 'select' command
+            > SELECT 1
+            +OK
+            > GET k
+            "v"
+            "#,
+        );
+        assert_eq!(c.client.db, 1);
+        assert_eq!(c.client.info.db.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn auth_without_password() {
+        TestServer::new().transcript(
+            r#"
+            > AUTH foo
+            -ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?
+            > AUTH default anything
+            +OK
+            > AUTH bob anything
+            -WRONGPASS invalid username-password pair or user is disabled.
+            > AUTH a b c
+            -ERR syntax error
+            > AUTH
+            -ERR wrong number of arguments for 'auth' command
+            "#,
+        );
+    }
+
+    #[test]
+    fn auth_with_password() {
+        let ts = TestServer::new();
+        let mut before = ts.client();
+        ts.srv.config.set("requirepass", "pw", false).unwrap();
+        // Connections made before requirepass stay authenticated, as in Redis.
+        before.transcript("> PING\n+PONG");
+        let mut c = ts.client();
+        c.transcript(
+            r#"
+            > SET foo bar
+            -NOAUTH Authentication required.
+            > PING
+            -NOAUTH Authentication required.
+            > CLIENT ID
+            -NOAUTH Authentication required.
+            > SELECT 1
+            -NOAUTH Authentication required.
+            > AUTH wrong
+            -WRONGPASS invalid username-password pair or user is disabled.
+            > AUTH bob pw
+            -WRONGPASS invalid username-password pair or user is disabled.
+            > AUTH DEFAULT pw
+            -WRONGPASS invalid username-password pair or user is disabled.
+            > AUTH a b c
+            -ERR syntax error
+            > GET foo
+            -NOAUTH Authentication required.
+            > AUTH pw
+            +OK
+            > SET foo 100
+            +OK
+            > INCR-NOT-A-COMMAND
+            -ERR unknown command 'INCR-NOT-A-COMMAND', with args beginning with: 
+            > AUTH wrong
+            -WRONGPASS invalid username-password pair or user is disabled.
+            > GET foo
+            "100"
+            > RESET
+            +RESET
+            > GET foo
+            -NOAUTH Authentication required.
+            > AUTH default pw
+            +OK
+            > GET foo
+            "100"
+            "#,
+        );
+        let mut c = ts.client();
+        c.transcript(
+            r#"
+            > HELLO 3
+            -NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time
+            > HELLO
+            -NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time
+            > HELLO 3 AUTH default nope
+            -WRONGPASS invalid username-password pair or user is disabled.
+            > HELLO 3 AUTH bob pw
+            -WRONGPASS invalid username-password pair or user is disabled.
+            > HELLO 3 SETNAME "a b"
+            -ERR Client names cannot contain spaces, newlines or special characters.
+            > PING
+            -NOAUTH Authentication required.
+            > HELLO 3 AUTH default pw SETNAME bar
+            {"server": "redis", "version": "7.0.15", "proto": :3, "id": :3, "mode": "standalone", "role": "master", "modules": []}
+            > CLIENT GETNAME
+            "bar"
+            "#,
+        );
+        assert_eq!(c.client.proto, Protocol::Resp3);
+        assert!(c.client.authenticated);
+        // QUIT is allowed before authenticating.
+        let mut c = ts.client();
+        c.transcript("> QUIT\n+OK");
+        assert!(c.client.close_after_reply);
+        // HELLO AUTH takes effect even when a later option fails (Redis 7.0 order).
+        let mut c = ts.client();
+        c.transcript(
+            r#"
+            > HELLO 2 AUTH default pw SETNAME "x y"
+            -ERR Client names cannot contain spaces, newlines or special characters.
+            > PING
+            +PONG
+            "#,
+        );
+    }
+
+    #[test]
+    fn hello() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.transcript(
+            r#"
+            > HELLO
+            {"server": "redis", "version": "7.0.15", "proto": :2, "id": :1, "mode": "standalone", "role": "master", "modules": []}
+            > HELLO 4
+            -NOPROTO unsupported protocol version
+            > HELLO 1
+            -NOPROTO unsupported protocol version
+            > HELLO x
+            -ERR Protocol version is not an integer or out of range
+            > HELLO 99999999999999999999
+            -ERR Protocol version is not an integer or out of range
+            > HELLO 3 foo
+            -ERR Syntax error in HELLO option 'foo'
+            > HELLO 3 auth a
+            -ERR Syntax error in HELLO option 'auth'
+            > HELLO 3 setname
+            -ERR Syntax error in HELLO option 'setname'
+            > HELLO 3 setname "a b"
+            -ERR Client names cannot contain spaces, newlines or special characters.
+            > CLIENT INFO
+            "id=1 addr=127.0.0.1:50000 laddr=127.0.0.1:6379 fd=8 name= age=0 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=26 qbuf-free=20448 argv-mem=10 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=37658 events=r cmd=client|info user=default redir=-1 resp=2 lib-name= lib-ver=\n"
+            > HELLO 3 AUTH default whatever SETNAME n1
+            {"server": "redis", "version": "7.0.15", "proto": :3, "id": :1, "mode": "standalone", "role": "master", "modules": []}
+            > HELLO
+            {"server": "redis", "version": "7.0.15", "proto": :3, "id": :1, "mode": "standalone", "role": "master", "modules": []}
+            > CLIENT GETNAME
+            "n1"
+            > HELLO 2 setname ""
+            {"server": "redis", "version": "7.0.15", "proto": :2, "id": :1, "mode": "standalone", "role": "master", "modules": []}
+            > CLIENT GETNAME
+            (nil)
+            "#,
+        );
+        assert_eq!(c.client.proto, Protocol::Resp2);
+        c.transcript("> HELLO 3\n{\"server\": \"redis\", \"version\": \"7.0.15\", \"proto\": :3, \"id\": :1, \"mode\": \"standalone\", \"role\": \"master\", \"modules\": []}");
+        assert_eq!(c.client.proto, Protocol::Resp3);
+        assert_eq!(c.client.info.resp.load(Ordering::Relaxed), 3);
+    }
+
+    #[test]
+    fn reset() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.transcript(
+            r#"
+            > SELECT 2
+            +OK
+            > CLIENT SETNAME foo
+            +OK
+            > CLIENT SETINFO lib-name mylib
+            +OK
+            > CLIENT NO-TOUCH on
+            +OK
+            > CLIENT NO-EVICT on
+            +OK
+            > MONITOR
+            +OK
+            > HELLO 3
+            {"server": "redis", "version": "7.0.15", "proto": :3, "id": :1, "mode": "standalone", "role": "master", "modules": []}
+            > RESET
+            +RESET
+            > CLIENT INFO
+            "id=1 addr=127.0.0.1:50000 laddr=127.0.0.1:6379 fd=8 name= age=0 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=26 qbuf-free=20448 argv-mem=10 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=37658 events=r cmd=client|info user=default redir=-1 resp=2 lib-name=mylib lib-ver=\n"
+            > RESET x
+            -ERR wrong number of arguments for 'reset' command
+            "#,
+        );
+        assert_eq!(c.client.proto, Protocol::Resp2);
+        assert!(!c.client.monitor && !c.client.no_touch && !c.client.no_evict);
+        assert_eq!(c.client.db, 0);
+        // RESET turns CLIENT REPLY OFF back on, and replies.
+        c.transcript(
+            r#"
+            > CLIENT REPLY OFF
+            (no reply)
+            > RESET
+            +RESET
+            > PING
+            +PONG
+            "#,
+        );
+        // ...but a pending SKIP swallows RESET's own reply, as in Redis.
+        c.transcript(
+            r#"
+            > CLIENT REPLY SKIP
+            (no reply)
+            > RESET
+            (no reply)
+            > PING e
+            "e"
+            "#,
+        );
+    }
+
+    #[test]
+    fn client_reply() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.transcript(
+            r#"
+            > CLIENT REPLY SKIP
+            (no reply)
+            > PING a
+            (no reply)
+            > PING b
+            "b"
+            > CLIENT REPLY OFF
+            (no reply)
+            > PING c
+            (no reply)
+            > CLIENT REPLY SKIP
+            (no reply)
+            > PING d
+            (no reply)
+            > CLIENT REPLY ON
+            +OK
+            > PING e
+            "e"
+            > CLIENT REPLY SKIP
+            (no reply)
+            > CLIENT REPLY ON
+            +OK
+            > PING
+            +PONG
+            > CLIENT REPLY SKIP
+            (no reply)
+            > CLIENT REPLY SKIP
+            (no reply)
+            > PING f
+            (no reply)
+            > PING g
+            "g"
+            > CLIENT REPLY maybe
+            -ERR syntax error
+            > CLIENT REPLY
+            -ERR wrong number of arguments for 'client|reply' command
+            "#,
+        );
+        assert_eq!(c.client.reply_mode, ReplyMode::On);
+    }
+
+    #[test]
+    fn client_id_name_setinfo() {
+        let ts = TestServer::new();
+        ts.client().transcript("> CLIENT ID\n:1");
+        ts.client().transcript(
+            r#"
+            > CLIENT ID
+            :2
+            > CLIENT ID x
+            -ERR wrong number of arguments for 'client|id' command
+            > CLIENT GETNAME
+            (nil)
+            > CLIENT SETNAME myname
+            +OK
+            > CLIENT GETNAME
+            "myname"
+            > CLIENT SETNAME "a b"
+            -ERR Client names cannot contain spaces, newlines or special characters.
+            > CLIENT SETNAME "a\nb"
+            -ERR Client names cannot contain spaces, newlines or special characters.
+            > CLIENT SETNAME "caf\xc3\xa9"
+            -ERR Client names cannot contain spaces, newlines or special characters.
+            > CLIENT GETNAME
+            "myname"
+            > CLIENT SETNAME ""
+            +OK
+            > CLIENT GETNAME
+            (nil)
+            > CLIENT SETNAME
+            -ERR wrong number of arguments for 'client|setname' command
+            > CLIENT GETNAME x
+            -ERR wrong number of arguments for 'client|getname' command
+            > CLIENT SETINFO LIB-NAME redis-py
+            +OK
+            > CLIENT SETINFO lib-ver 5.0.1
+            +OK
+            > CLIENT SETINFO LIB-NAME "a b"
+            -ERR LIB-NAME cannot contain spaces, newlines or special characters.
+            > CLIENT SETINFO lib-ver "1\n"
+            -ERR lib-ver cannot contain spaces, newlines or special characters.
+            > CLIENT SETINFO foo bar
+            -ERR Unrecognized option 'foo'
+            > CLIENT SETINFO lib-name
+            -ERR wrong number of arguments for 'client|setinfo' command
+            > CLIENT INFO
+            "id=2 addr=127.0.0.1:50000 laddr=127.0.0.1:6379 fd=9 name= age=0 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=26 qbuf-free=20448 argv-mem=10 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=37658 events=r cmd=client|info user=default redir=-1 resp=2 lib-name=redis-py lib-ver=5.0.1\n"
+            > CLIENT SETINFO lib-ver ""
+            +OK
+            > CLIENT SETNAME n
+            +OK
+            > CLIENT INFO
+            "id=2 addr=127.0.0.1:50000 laddr=127.0.0.1:6379 fd=9 name=n age=0 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=26 qbuf-free=20448 argv-mem=10 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=37658 events=r cmd=client|info user=default redir=-1 resp=2 lib-name=redis-py lib-ver=\n"
+            > CLIENT INFO x
+            -ERR wrong number of arguments for 'client|info' command
+            "#,
+        );
+    }
+
+    #[test]
+    fn client_list() {
+        let ts = TestServer::new();
+        let mut a = conn_from(&ts, "10.0.0.1:1111");
+        let mut b = conn_from(&ts, "10.0.0.2:2222");
+        assert_eq!((a.client.id, b.client.id), (2, 4));
+        a.transcript("> SELECT 3\n+OK");
+        ts.clock.advance_ms(5_000);
+        b.transcript("> HELLO 3\n{\"server\": \"redis\", \"version\": \"7.0.15\", \"proto\": :3, \"id\": :4, \"mode\": \"standalone\", \"role\": \"master\", \"modules\": []}");
+        ts.clock.advance_ms(2_000);
+        let la = line(
+            2,
+            "10.0.0.1:1111",
+            8,
+            "name= age=7 idle=7 flags=N db=3 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=20474 argv-mem=0 \
+             multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 tot-mem=22288 events=r cmd=select user=default redir=-1 \
+             resp=2 lib-name= lib-ver=",
+        );
+        let lb = line(
+            4,
+            "10.0.0.2:2222",
+            9,
+            "name= age=7 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=26 qbuf-free=20448 argv-mem=10 \
+             multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=37658 events=r cmd=client|list \
+             user=default redir=-1 resp=3 lib-name= lib-ver=",
+        );
+        assert_eq!(b.run("CLIENT LIST"), crate::cmd::repr(format!("{la}\n{lb}\n").as_bytes()));
+        let lb48 = lb.replace("qbuf=26 qbuf-free=20448 argv-mem=10", "qbuf=48 qbuf-free=20426 argv-mem=20");
+        let lb48 = lb48.replace("tot-mem=37658", "tot-mem=37668");
+        assert_eq!(b.run("CLIENT LIST TYPE normal"), crate::cmd::repr(format!("{la}\n{lb48}\n").as_bytes()));
+        assert_eq!(b.run("CLIENT LIST TYPE NORMAL"), crate::cmd::repr(format!("{la}\n{lb48}\n").as_bytes()));
+        let lbid = lb
+            .replace("qbuf=26 qbuf-free=20448 argv-mem=10", "qbuf=71 qbuf-free=20403 argv-mem=19")
+            .replace("tot-mem=37658", "tot-mem=37667");
+        assert_eq!(b.run("CLIENT LIST ID 4 99 -5 2 4"), crate::cmd::repr(format!("{lbid}\n{la}\n{lbid}\n").as_bytes()));
+        b.transcript(
+            r#"
+            > CLIENT LIST TYPE replica
+            ""
+            > CLIENT LIST TYPE slave
+            ""
+            > CLIENT LIST TYPE master
+            ""
+            > CLIENT LIST TYPE pubsub
+            ""
+            > CLIENT LIST ID 99
+            ""
+            > CLIENT LIST TYPE foo
+            -ERR Unknown client type 'foo'
+            > CLIENT LIST ID 1 x
+            -ERR Invalid client ID
+            > CLIENT LIST ID 1 1.5
+            -ERR Invalid client ID
+            > CLIENT LIST foo
+            -ERR syntax error
+            > CLIENT LIST ID
+            -ERR syntax error
+            > CLIENT LIST TYPE
+            -ERR syntax error
+            > CLIENT LIST TYPE normal extra
+            -ERR syntax error
+            "#,
+        );
+        // Pub/sub clients are listed by type.
+        a.client.info.set_flag('P', true);
+        assert!(b.run("CLIENT LIST TYPE pubsub").starts_with("\"id=2 addr=10.0.0.1:1111 "));
+        assert!(b.run("CLIENT LIST TYPE normal").starts_with("\"id=4 addr=10.0.0.2:2222 "));
+    }
+
+    #[test]
+    fn client_kill() {
+        let ts = TestServer::new();
+        let mut me = conn_from(&ts, "10.0.0.1:1");
+        let other = conn_from(&ts, "10.0.0.2:2");
+        me.transcript(
+            r#"
+            > CLIENT KILL
+            -ERR wrong number of arguments for 'client|kill' command
+            > CLIENT KILL id 10 wrong_arg
+            -ERR syntax error
+            > CLIENT KILL id str
+            -ERR client-id should be greater than 0
+            > CLIENT KILL id -1
+            -ERR client-id should be greater than 0
+            > CLIENT KILL id 0
+            -ERR client-id should be greater than 0
+            > CLIENT KILL id 9223372036854775808
+            -ERR client-id should be greater than 0
+            > CLIENT KILL type wrong_type
+            -ERR Unknown client type 'wrong_type'
+            > CLIENT KILL user wrong_user
+            -ERR No such user 'wrong_user'
+            > CLIENT KILL skipme yes_or_no
+            -ERR syntax error
+            > CLIENT KILL foo bar
+            -ERR syntax error
+            > CLIENT KILL 1.2.3.4:5
+            -ERR No such client
+            > CLIENT KILL id 99
+            :0
+            > CLIENT KILL addr 10.0.0.2:2 laddr 1.1.1.1:1
+            :0
+            > CLIENT KILL addr 10.0.0.2:2 type pubsub
+            :0
+            > CLIENT KILL addr 10.0.0.2:2 id 2
+            :0
+            > CLIENT KILL 10.0.0.2:2
+            +OK
+            > CLIENT KILL 10.0.0.2:2
+            -ERR No such client
+            "#,
+        );
+        assert!(other.client.info.killed.load(Ordering::Relaxed));
+        assert!(ts.srv.clients.get(other.client.id).is_none());
+        assert!(!me.client.close_after_reply);
+
+        // New form: filters combine; SKIPME defaults to yes.
+        let o1 = conn_from(&ts, "10.0.0.3:3");
+        let o2 = conn_from(&ts, "10.0.0.4:4");
+        let o3 = conn_from(&ts, "10.0.0.5:5");
+        me.transcript(&format!("> CLIENT KILL ID {} ADDR 10.0.0.3:3\n:1", o1.client.id));
+        assert!(o1.client.info.killed.load(Ordering::Relaxed));
+        me.transcript(
+            r#"
+            > CLIENT KILL LADDR 127.0.0.1:6379 USER default TYPE normal
+            :2
+            > CLIENT KILL TYPE normal
+            :0
+            "#,
+        );
+        assert!(o2.client.info.killed.load(Ordering::Relaxed) && o3.client.info.killed.load(Ordering::Relaxed));
+        assert!(!me.client.close_after_reply);
+        assert_eq!(ts.srv.clients.len(), 1);
+
+        // Killing yourself: the reply is sent, then the connection closes.
+        me.transcript("> CLIENT KILL SKIPME no\n:1");
+        assert!(me.client.close_after_reply);
+        let mut me = conn_from(&ts, "10.0.0.9:9");
+        me.transcript("> CLIENT KILL 10.0.0.9:9\n+OK");
+        assert!(me.client.close_after_reply);
+        assert!(!me.client.info.killed.load(Ordering::Relaxed));
+        let mut me = conn_from(&ts, "10.0.0.8:8");
+        me.transcript(&format!("> CLIENT KILL ID {} SKIPME yes\n:0", me.client.id));
+        me.transcript(&format!("> CLIENT KILL ID {} SKIPME NO\n:1", me.client.id));
+        assert!(me.client.close_after_reply);
+    }
+
+    #[test]
+    fn no_evict_no_touch_flags() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.transcript(
+            r#"
+            > CLIENT NO-EVICT on
+            +OK
+            > CLIENT NO-TOUCH ON
+            +OK
+            > CLIENT NO-EVICT maybe
+            -ERR syntax error
+            > CLIENT NO-TOUCH maybe
+            -ERR syntax error
+            > CLIENT NO-TOUCH
+            -ERR wrong number of arguments for 'client|no-touch' command
+            > CLIENT NO-EVICT
+            -ERR wrong number of arguments for 'client|no-evict' command
+            "#,
+        );
+        assert!(c.client.no_evict && c.client.no_touch);
+        assert_eq!(*c.client.info.flags.lock(), "eT");
+        assert!(c.run("CLIENT INFO").contains(" flags=eT "));
+        c.transcript("> CLIENT NO-EVICT off\n+OK");
+        assert_eq!(*c.client.info.flags.lock(), "T");
+        c.transcript("> CLIENT NO-TOUCH off\n+OK");
+        assert!(!c.client.no_evict && !c.client.no_touch);
+        assert_eq!(*c.client.info.flags.lock(), "N");
+    }
+
+    #[test]
+    fn monitor() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        let mut other = ts.client();
+        c.transcript("> MONITOR\n+OK");
+        assert!(c.client.monitor);
+        // A second MONITOR is ignored without a reply.
+        c.transcript("> MONITOR\n(no reply)");
+        assert!(other.run("CLIENT LIST").contains(" flags=O "));
+        // A MONITOR client is a normal client.
+        assert!(other.run("CLIENT LIST TYPE normal").contains(" flags=O "));
+        other.transcript("> MONITOR x\n-ERR wrong number of arguments for 'monitor' command");
+    }
+
+    #[test]
+    fn help_getredir_trackinginfo_errors() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        let help = c.cmd(&["client", "help"]).unwrap();
+        let resp::Frame::Array(lines) = help else { panic!("not an array") };
+        assert_eq!(lines.len(), 54);
+        assert_eq!(lines[0], resp::Frame::simple("CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"));
+        assert_eq!(lines[1], resp::Frame::simple("CACHING (YES|NO)"));
+        assert_eq!(lines[51], resp::Frame::simple("    Will not touch LRU/LFU stats when this mode is on."));
+        assert_eq!(lines[52], resp::Frame::simple("HELP"));
+        assert_eq!(lines[53], resp::Frame::simple("    Prints this help."));
+        c.transcript(
+            r#"
+            > CLIENT GETREDIR
+            :-1
+            > CLIENT TRACKINGINFO
+            {"flags": ~["off"], "redirect": :-1, "prefixes": []}
+            > CLIENT
+            -ERR wrong number of arguments for 'client' command
+            > CLIENT foo
+            -ERR unknown subcommand 'foo'. Try CLIENT HELP.
+            > CLIENT HELP x
+            -ERR wrong number of arguments for 'client|help' command
+            "#,
+        );
+    }
+
+    #[test]
+    fn fd_numbers_are_reused() {
+        let ts = TestServer::new();
+        let a = ts.client();
+        let b = ts.client();
+        assert_eq!((a.client.info.fd, b.client.info.fd), (8, 9));
+        ts.srv.client_closed(&a.client);
+        let c = ts.client();
+        assert_eq!(c.client.info.fd, 8);
+        let d = ts.client();
+        assert_eq!(d.client.info.fd, 10);
+    }
+
+    #[test]
+    fn flag_letters_keep_redis_order() {
+        let ts = TestServer::new();
+        let c = ts.client();
+        let info = &c.client.info;
+        info.set_flag('T', true);
+        info.set_flag('x', true);
+        info.set_flag('O', true);
+        info.set_flag('e', true);
+        assert_eq!(*info.flags.lock(), "OxeT");
+        assert!(info.has_flag('x') && !info.has_flag('N'));
+        info.set_flag('x', true);
+        assert_eq!(*info.flags.lock(), "OxeT");
+        for l in ['O', 'x', 'e', 'T'] {
+            info.set_flag(l, false);
+        }
+        assert_eq!(*info.flags.lock(), "N");
+        assert_eq!(info.type_name(), "normal");
+    }
 }

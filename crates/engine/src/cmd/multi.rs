@@ -77,14 +77,23 @@ fn multi(ctx: &mut Ctx<'_, '_>) -> Frame {
     }
     ctx.client.multi.queued = Some(Vec::new());
     ctx.client.multi.aborted = false;
+    ctx.client.info.set_flag('x', true);
+    ctx.client.info.multi.store(0, Ordering::Relaxed);
     Frame::ok()
+}
+
+/// Leaves MULTI and unwatches everything (DISCARD, EXEC, RESET), keeping CLIENT LIST in step.
+pub(crate) fn leave(ctx: &mut Ctx<'_, '_>) {
+    ctx.client.multi.reset();
+    ctx.client.info.set_flag('x', false);
+    ctx.client.info.multi.store(-1, Ordering::Relaxed);
 }
 
 fn discard(ctx: &mut Ctx<'_, '_>) -> Frame {
     if !ctx.client.multi.active() {
         return Frame::error("ERR DISCARD without MULTI");
     }
-    ctx.client.multi.reset();
+    leave(ctx);
     Frame::ok()
 }
 
@@ -139,14 +148,14 @@ fn exec(ctx: &mut Ctx<'_, '_>) -> Frame {
         .any(|(db, k, reg)| !reg.expired.load(Ordering::Relaxed) && locked.shard_for(k).dbs[*db].is_stale(k, now));
     let dirty = expired || ctx.client.multi.watch.dirty.load(Ordering::Relaxed);
     if ctx.client.multi.aborted {
-        ctx.client.multi.reset();
+        leave(ctx);
         return Frame::error("EXECABORT Transaction discarded because of previous errors.");
     }
     if dirty {
-        ctx.client.multi.reset();
+        leave(ctx);
         return Frame::NullArray;
     }
-    ctx.client.multi.reset();
+    leave(ctx);
     let mut replies = Vec::with_capacity(queued.len());
     for (cmd, args) in &queued {
         replies.push(srv.call(ctx.client, &mut locked, cmd, args, now));
