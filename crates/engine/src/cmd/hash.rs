@@ -718,4 +718,38 @@ mod tests {
             "#,
         );
     }
+
+    /// A full HSCAN iteration returns every element present throughout, while others churn.
+    #[test]
+    fn hscan_full_iteration() {
+        use resp::Frame;
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        for i in 0..1000 {
+            c.cmd(&["HSET", "k", &format!("m{i}"), "v", ]);
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut cursor = "0".to_string();
+        let mut round = 0;
+        loop {
+            let Some(Frame::Array(r)) = c.cmd(&["HSCAN", "k", &cursor, "COUNT", "7"]) else { panic!() };
+            let (Frame::Bulk(cur), Frame::Array(items)) = (&r[0], &r[1]) else { panic!() };
+            for it in items.iter().step_by(2) {
+                let Frame::Bulk(m) = it else { panic!() };
+                seen.insert(m.clone());
+            }
+            // churn: delete some late elements, add new ones
+            round += 1;
+            c.cmd(&["HDEL", "k", &format!("m{}", 500 + round)]);
+            c.cmd(&["HSET", "k", &format!("n{round}"), "v", ]);
+            cursor = String::from_utf8(cur.to_vec()).unwrap();
+            if cursor == "0" {
+                break;
+            }
+        }
+        assert!(round > 10);
+        for i in 0..500 {
+            assert!(seen.contains(format!("m{i}").as_bytes()), "missed m{i}");
+        }
+    }
 }

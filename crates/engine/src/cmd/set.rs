@@ -269,6 +269,19 @@ pub(crate) fn random_count(b: &[u8]) -> Result<i64, Frame> {
     }
 }
 
+/// Members in reply order: small all-integer sets (Redis's intset encoding) are sorted numerically,
+/// as Redis returns them; other sets in storage order.
+fn ordered(s: &SetValue) -> Vec<Frame> {
+    if s.len() <= 512 {
+        let ints: Option<Vec<i64>> = s.iter().map(|m| crate::value::canonical_i64(m)).collect();
+        if let Some(mut v) = ints {
+            v.sort_unstable();
+            return v.into_iter().map(|i| bulk(itoa::Buffer::new().format(i).as_bytes())).collect();
+        }
+    }
+    s.iter().map(|m| bulk(m)).collect()
+}
+
 fn sadd(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(1);
     let args = ctx.args;
@@ -297,7 +310,7 @@ fn srem(ctx: &mut Ctx<'_, '_>) -> Frame {
 fn smembers(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(1);
     match read_set(&mut ctx.db(), key) {
-        Ok(s) => Frame::Set(s.map(|s| s.iter().map(|m| bulk(m)).collect()).unwrap_or_default()),
+        Ok(s) => Frame::Set(s.map(|s| ordered(s)).unwrap_or_default()),
         Err(e) => e,
     }
 }
@@ -358,6 +371,11 @@ fn spop(ctx: &mut Ctx<'_, '_>) -> Frame {
             }
         }
         Some(0) => return Frame::Set(Vec::new()),
+        Some(n) if n as u64 >= s.len() as u64 => {
+            let all = ordered(s);
+            s.clear();
+            Frame::Set(all)
+        }
         Some(n) => {
             let mut picks = random_positions(s.len(), n);
             // Remove from the highest position down so that earlier picks stay valid.
@@ -488,7 +506,7 @@ fn set_op(db: &mut Db<'_, '_>, keys: &[Bytes], op: SetOp, limit: usize) -> Resul
 fn set_op_reply(ctx: &mut Ctx<'_, '_>, op: SetOp) -> Frame {
     let keys = &ctx.args[1..];
     match set_op(&mut ctx.db(), keys, op, 0) {
-        Ok(s) => Frame::Set(s.iter().map(|m| bulk(m)).collect()),
+        Ok(s) => Frame::Set(ordered(&s)),
         Err(e) => e,
     }
 }
@@ -573,7 +591,8 @@ fn sscan(ctx: &mut Ctx<'_, '_>) -> Frame {
     };
     let small = s.len() <= 128 || (s.len() <= 512 && s.iter().all(|m| crate::value::canonical_i64(m).is_some()));
     if small && opts.upper.is_none() {
-        return scan_reply(0, s.iter().filter(|m| scan_match(&opts.pattern, m)).map(|m| bulk(m)).collect());
+        let items = ordered(s).into_iter().filter(|f| matches!(f, Frame::Bulk(m) if scan_match(&opts.pattern, m)));
+        return scan_reply(0, items.collect());
     }
     let mut items = Vec::new();
     let cursor = scan_positions(s.len(), opts.upper, opts.count, |i| {
@@ -584,4 +603,265 @@ fn sscan(ctx: &mut Ctx<'_, '_>) -> Frame {
         }
     });
     scan_reply(cursor, items)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::TestServer;
+
+    /// Replies verified against redis-server 7.0.15 (RESP3).
+    #[test]
+    fn set_transcript_resp3() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.client.proto = resp::Protocol::Resp3;
+        c.transcript(
+            r#"
+            > sadd s 1 2 3
+            :3
+            > sadd s 3 4
+            :1
+            > scard s
+            :4
+            > scard nope
+            :0
+            > sismember s 1
+            :1
+            > sismember s 9
+            :0
+            > sismember nope 1
+            :0
+            > smismember s 1 9 2
+            [:1, :0, :1]
+            > smismember nope 1 2
+            [:0, :0]
+            > srem s 1 9
+            :1
+            > srem nope 1
+            :0
+            > smembers s
+            ~["2", "3", "4"]
+            > smembers nope
+            ~[]
+            > srem s 2 3 4
+            :3
+            > get s
+            (nil)
+            > set str v
+            +OK
+            > sadd str a
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > srem str a
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > smembers str
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > sismember str a
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > smismember str a
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > scard str
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > spop str
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > srandmember str
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > smove str s a
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > sscan str 0
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            # spop
+            > sadd p 1
+            :1
+            > spop p
+            "1"
+            > get p
+            (nil)
+            > spop nope
+            (nil)
+            > spop nope 2
+            ~[]
+            > sadd p 1 2
+            :2
+            > spop p 0
+            ~[]
+            > spop p -1
+            -ERR value is out of range, must be positive
+            > spop p x
+            -ERR value is out of range, must be positive
+            > spop p 1 2
+            -ERR syntax error
+            > spop p 5
+            ~["1", "2"]
+            > get p
+            (nil)
+            > sadd one x
+            :1
+            > srandmember one
+            "x"
+            > srandmember one 0
+            []
+            > srandmember one 3
+            ["x"]
+            > srandmember one -3
+            ["x", "x", "x"]
+            > srandmember one x
+            -ERR value is not an integer or out of range
+            > srandmember one -9223372036854775808
+            -ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807
+            > srandmember one 1 2
+            -ERR syntax error
+            > srandmember nope
+            (nil)
+            > srandmember nope 5
+            []
+            > spop one 1
+            ~["x"]
+            # smove
+            > sadd a 1 2
+            :2
+            > sadd b 3
+            :1
+            > smove a b 1
+            :1
+            > smove a b 9
+            :0
+            > smove nope b 1
+            :0
+            > smove a str 2
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > smove str a 2
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > smove a a 2
+            :1
+            > smove a a 9
+            :0
+            > smove a c 2
+            :1
+            > get a
+            (nil)
+            > smembers c
+            ~["2"]
+            # algebra
+            > sadd x 1 2 3 4
+            :4
+            > sadd y 3 4 5
+            :3
+            > sadd z 4
+            :1
+            > sinter x y
+            ~["3", "4"]
+            > sinter x y z
+            ~["4"]
+            > sinter x nope
+            ~[]
+            > sinter x str
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > sinter nope str
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > sunion z nope
+            ~["4"]
+            > sunion z str
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > sdiff x y
+            ~["1", "2"]
+            > sdiff x y z
+            ~["1", "2"]
+            > sdiff nope x
+            ~[]
+            > sdiff x str
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > sinterstore d x y
+            :2
+            > smembers d
+            ~["3", "4"]
+            > sinterstore d x nope
+            :0
+            > get d
+            (nil)
+            > sunionstore d z nope
+            :1
+            > smembers d
+            ~["4"]
+            > sdiffstore d x x
+            :0
+            > get d
+            (nil)
+            > sdiffstore str2 z
+            :1
+            > smembers str2
+            ~["4"]
+            > sinterstore d x str
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > sintercard 2 x y
+            :2
+            > sintercard 2 x y limit 1
+            :1
+            > sintercard 2 x y limit 0
+            :2
+            > sintercard 2 x nope
+            :0
+            > sintercard 1 x
+            :4
+            > sintercard 0 x
+            -ERR numkeys should be greater than 0
+            > sintercard x x
+            -ERR numkeys should be greater than 0
+            > sintercard 3 x y
+            -ERR Number of keys can't be greater than number of args
+            > sintercard 2 x y limit -1
+            -ERR LIMIT can't be negative
+            > sintercard 2 x y limit x
+            -ERR LIMIT can't be negative
+            > sintercard 2 x y foo
+            -ERR syntax error
+            > sintercard 2 x str
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            # scan
+            > sscan z 0
+            ["0", ["4"]]
+            > sscan x 0 match 1
+            ["0", ["1"]]
+            > sscan x 0 count 1
+            ["0", ["1", "2", "3", "4"]]
+            > sscan nope 0
+            ["0", []]
+            > sscan x 0 count 0
+            -ERR syntax error
+            "#,
+        );
+    }
+
+    /// A full SSCAN iteration returns every element present throughout, while others churn.
+    #[test]
+    fn sscan_full_iteration() {
+        use resp::Frame;
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        for i in 0..1000 {
+            c.cmd(&["SADD", "k", &format!("m{i}"), ]);
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut cursor = "0".to_string();
+        let mut round = 0;
+        loop {
+            let Some(Frame::Array(r)) = c.cmd(&["SSCAN", "k", &cursor, "COUNT", "7"]) else { panic!() };
+            let (Frame::Bulk(cur), Frame::Array(items)) = (&r[0], &r[1]) else { panic!() };
+            for it in items.iter().step_by(1) {
+                let Frame::Bulk(m) = it else { panic!() };
+                seen.insert(m.clone());
+            }
+            // churn: delete some late elements, add new ones
+            round += 1;
+            c.cmd(&["SREM", "k", &format!("m{}", 500 + round)]);
+            c.cmd(&["SADD", "k", &format!("n{round}"), ]);
+            cursor = String::from_utf8(cur.to_vec()).unwrap();
+            if cursor == "0" {
+                break;
+            }
+        }
+        assert!(round > 10);
+        for i in 0..500 {
+            assert!(seen.contains(format!("m{i}").as_bytes()), "missed m{i}");
+        }
+    }
 }
