@@ -5,7 +5,8 @@ use crate::args::{eq_ic, parse_i64_strict};
 use crate::command::{Command, Ctx, Flags, Keys};
 use crate::error;
 use crate::types::access::{
-    bulk, create_hash, parse_scan, read_hash, remove_if_empty, sb, scan_match, scan_positions, scan_reply, write_hash,
+    bulk, create_hash, parse_scan, read_hash, remove_if_empty, sb, scan_match, scan_positions,
+    scan_reply, write_hash,
 };
 use resp::{Frame, Protocol};
 
@@ -274,7 +275,15 @@ fn hmget(ctx: &mut Ctx<'_, '_>) -> Frame {
     let fields = &ctx.args[2..];
     match read_hash(&mut ctx.db(), key) {
         Ok(h) => Frame::Array(
-            fields.iter().map(|f| h.as_ref().and_then(|h| h.get(&f[..])).map(|v| bulk(v)).unwrap_or(Frame::Null)).collect(),
+            fields
+                .iter()
+                .map(|f| {
+                    h.as_ref()
+                        .and_then(|h| h.get(&f[..]))
+                        .map(|v| bulk(v))
+                        .unwrap_or(Frame::Null)
+                })
+                .collect(),
         ),
         Err(e) => e,
     }
@@ -292,7 +301,10 @@ fn hgetall(ctx: &mut Ctx<'_, '_>) -> Frame {
 fn hkeys(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(1);
     match read_hash(&mut ctx.db(), key) {
-        Ok(h) => Frame::Array(h.map(|h| h.keys().map(|k| bulk(k)).collect()).unwrap_or_default()),
+        Ok(h) => Frame::Array(
+            h.map(|h| h.keys().map(|k| bulk(k)).collect())
+                .unwrap_or_default(),
+        ),
         Err(e) => e,
     }
 }
@@ -300,7 +312,10 @@ fn hkeys(ctx: &mut Ctx<'_, '_>) -> Frame {
 fn hvals(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(1);
     match read_hash(&mut ctx.db(), key) {
-        Ok(h) => Frame::Array(h.map(|h| h.values().map(|k| bulk(k)).collect()).unwrap_or_default()),
+        Ok(h) => Frame::Array(
+            h.map(|h| h.values().map(|k| bulk(k)).collect())
+                .unwrap_or_default(),
+        ),
         Err(e) => e,
     }
 }
@@ -369,14 +384,18 @@ fn hincrby(ctx: &mut Ctx<'_, '_>) -> Frame {
         },
         None => 0,
     };
-    let Some(new) = cur.checked_add(incr) else { return error::overflow() };
+    let Some(new) = cur.checked_add(incr) else {
+        return error::overflow();
+    };
     let s = itoa::Buffer::new().format(new).as_bytes().to_vec();
     h.insert(sb(field), sb(&s));
     Frame::Integer(new)
 }
 
 fn hincrbyfloat(ctx: &mut Ctx<'_, '_>) -> Frame {
-    let Some(incr) = ldouble::LongDouble::parse(ctx.arg(3)) else { return error::not_float() };
+    let Some(incr) = ldouble::LongDouble::parse(ctx.arg(3)) else {
+        return error::not_float();
+    };
     if incr.is_nan() || incr.is_infinite() {
         return Frame::error("ERR value is NaN or Infinity");
     }
@@ -442,7 +461,9 @@ fn hrandfield(ctx: &mut Ctx<'_, '_>) -> Frame {
     let picks = super::set::random_positions(h.len(), l);
     let mut out = Vec::with_capacity(picks.len() * if withvalues && !resp3 { 2 } else { 1 });
     for i in picks {
-        let Some((k, v)) = h.get_index(i) else { continue };
+        let Some((k, v)) = h.get_index(i) else {
+            continue;
+        };
         if !withvalues {
             out.push(bulk(k));
         } else if resp3 {
@@ -477,11 +498,11 @@ fn hscan(ctx: &mut Ctx<'_, '_>) -> Frame {
         return scan_reply(0, items);
     }
     let cursor = scan_positions(h.len(), opts.upper, opts.count, |i| {
-        if let Some((k, v)) = h.get_index(i) {
-            if scan_match(&opts.pattern, k) {
-                items.push(bulk(k));
-                items.push(bulk(v));
-            }
+        if let Some((k, v)) = h.get_index(i)
+            && scan_match(&opts.pattern, k)
+        {
+            items.push(bulk(k));
+            items.push(bulk(v));
         }
     });
     scan_reply(cursor, items)
@@ -726,14 +747,18 @@ mod tests {
         let ts = TestServer::new();
         let mut c = ts.client();
         for i in 0..1000 {
-            c.cmd(&["HSET", "k", &format!("m{i}"), "v", ]);
+            c.cmd(&["HSET", "k", &format!("m{i}"), "v"]);
         }
         let mut seen = std::collections::HashSet::new();
         let mut cursor = "0".to_string();
         let mut round = 0;
         loop {
-            let Some(Frame::Array(r)) = c.cmd(&["HSCAN", "k", &cursor, "COUNT", "7"]) else { panic!() };
-            let (Frame::Bulk(cur), Frame::Array(items)) = (&r[0], &r[1]) else { panic!() };
+            let Some(Frame::Array(r)) = c.cmd(&["HSCAN", "k", &cursor, "COUNT", "7"]) else {
+                panic!()
+            };
+            let (Frame::Bulk(cur), Frame::Array(items)) = (&r[0], &r[1]) else {
+                panic!()
+            };
             for it in items.iter().step_by(2) {
                 let Frame::Bulk(m) = it else { panic!() };
                 seen.insert(m.clone());
@@ -741,7 +766,7 @@ mod tests {
             // churn: delete some late elements, add new ones
             round += 1;
             c.cmd(&["HDEL", "k", &format!("m{}", 500 + round)]);
-            c.cmd(&["HSET", "k", &format!("n{round}"), "v", ]);
+            c.cmd(&["HSET", "k", &format!("n{round}"), "v"]);
             cursor = String::from_utf8(cur.to_vec()).unwrap();
             if cursor == "0" {
                 break;

@@ -4,7 +4,9 @@ use super::BASE;
 use crate::args::eq_ic;
 use crate::command::{Command, Ctx, Flags, Keys};
 use crate::error;
-use crate::types::access::{bulk, create_list, numkeys_keys, read_list, remove_if_empty, sb, write_list};
+use crate::types::access::{
+    bulk, create_list, numkeys_keys, read_list, remove_if_empty, sb, write_list,
+};
 use crate::value::ListValue;
 use resp::Frame;
 
@@ -196,7 +198,11 @@ pub static COMMANDS: &[Command] = &[
         name: "lmove",
         arity: 5,
         flags: Flags::WRITE.or(Flags::DENYOOM),
-        keys: Keys::Range { first: 1, last: 2, step: 1 },
+        keys: Keys::Range {
+            first: 1,
+            last: 2,
+            step: 1,
+        },
         group: "list",
         since: "6.2.0",
         summary: "Pop an element from a list, push it to another list and return it",
@@ -209,7 +215,11 @@ pub static COMMANDS: &[Command] = &[
         name: "rpoplpush",
         arity: 3,
         flags: Flags::WRITE.or(Flags::DENYOOM),
-        keys: Keys::Range { first: 1, last: 2, step: 1 },
+        keys: Keys::Range {
+            first: 1,
+            last: 2,
+            step: 1,
+        },
         group: "list",
         since: "1.2.0",
         summary: "Remove the last element in a list, prepend it to another list and return it",
@@ -222,7 +232,12 @@ pub static COMMANDS: &[Command] = &[
         name: "lmpop",
         arity: -4,
         flags: Flags::WRITE,
-        keys: Keys::Custom { first: 0, last: 0, step: 0, find: numkeys_keys::<1> },
+        keys: Keys::Custom {
+            first: 0,
+            last: 0,
+            step: 0,
+            find: numkeys_keys::<1>,
+        },
         group: "list",
         since: "7.0.0",
         summary: "Pop elements from a list",
@@ -319,7 +334,13 @@ fn pop_generic(ctx: &mut Ctx<'_, '_>, end: End) -> Frame {
     let mut db = ctx.db();
     let l = match write_list(&mut db, key) {
         Ok(Some(l)) => l,
-        Ok(None) => return if count.is_some() { Frame::NullArray } else { Frame::Null },
+        Ok(None) => {
+            return if count.is_some() {
+                Frame::NullArray
+            } else {
+                Frame::Null
+            };
+        }
         Err(e) => return e,
     };
     let reply = match count {
@@ -327,7 +348,12 @@ fn pop_generic(ctx: &mut Ctx<'_, '_>, end: End) -> Frame {
         None => pop_end(l, end).map(|v| bulk(&v)).unwrap_or(Frame::Null),
         Some(n) => {
             let n = n.min(l.len());
-            Frame::Array((0..n).filter_map(|_| pop_end(l, end)).map(|v| bulk(&v)).collect())
+            Frame::Array(
+                (0..n)
+                    .filter_map(|_| pop_end(l, end))
+                    .map(|v| bulk(&v))
+                    .collect(),
+            )
         }
     };
     remove_if_empty(&mut db, key);
@@ -352,8 +378,16 @@ fn llen(ctx: &mut Ctx<'_, '_>) -> Frame {
 /// Normalizes a Redis (start, end) range over `len` items; None when empty.
 pub(crate) fn norm_range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
     let len = len as i64;
-    let mut start = if start < 0 { start.saturating_add(len) } else { start };
-    let mut end = if end < 0 { end.saturating_add(len) } else { end };
+    let mut start = if start < 0 {
+        start.saturating_add(len)
+    } else {
+        start
+    };
+    let mut end = if end < 0 {
+        end.saturating_add(len)
+    } else {
+        end
+    };
     if start < 0 {
         start = 0;
     }
@@ -406,7 +440,10 @@ fn lindex(ctx: &mut Ctx<'_, '_>) -> Frame {
     };
     let key = ctx.arg(1);
     match read_list(&mut ctx.db(), key) {
-        Ok(Some(l)) => list_index(idx, l.len()).and_then(|i| l.get(i)).map(|v| bulk(v)).unwrap_or(Frame::Null),
+        Ok(Some(l)) => list_index(idx, l.len())
+            .and_then(|i| l.get(i))
+            .map(|v| bulk(v))
+            .unwrap_or(Frame::Null),
         Ok(None) => Frame::Null,
         Err(e) => e,
     }
@@ -443,7 +480,11 @@ fn lrem(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(None) => return Frame::Integer(0),
         Err(e) => return e,
     };
-    let limit = if count == 0 { usize::MAX } else { count.unsigned_abs().min(usize::MAX as u64) as usize };
+    let limit = if count == 0 {
+        usize::MAX
+    } else {
+        count.unsigned_abs().min(usize::MAX as u64) as usize
+    };
     let mut removed = 0usize;
     if count >= 0 {
         let mut i = 0;
@@ -554,13 +595,23 @@ fn lpos(ctx: &mut Ctx<'_, '_>) -> Frame {
     let mut db = ctx.db();
     let l = match read_list(&mut db, key) {
         Ok(Some(l)) => l,
-        Ok(None) => return if count.is_some() { Frame::Array(Vec::new()) } else { Frame::Null },
+        Ok(None) => {
+            return if count.is_some() {
+                Frame::Array(Vec::new())
+            } else {
+                Frame::Null
+            };
+        }
         Err(e) => return e,
     };
     let from_tail = rank < 0;
     let rank = rank.unsigned_abs();
     let len = l.len();
-    let maxlen = if maxlen == 0 { usize::MAX } else { maxlen as usize };
+    let maxlen = if maxlen == 0 {
+        usize::MAX
+    } else {
+        maxlen as usize
+    };
     let mut matches = 0u64;
     let mut out = Vec::new();
     for k in 0..len.min(maxlen) {
@@ -592,13 +643,17 @@ fn move_generic(ctx: &mut Ctx<'_, '_>, from: End, to: End) -> Frame {
         Ok(None) => return Frame::Null,
         Err(e) => return e,
     }
-    if src != dst {
-        if let Err(e) = write_list(&mut db, dst) {
-            return e;
-        }
+    if src != dst
+        && let Err(e) = write_list(&mut db, dst)
+    {
+        return e;
     }
-    let Ok(Some(l)) = write_list(&mut db, src) else { return Frame::Null };
-    let Some(v) = pop_end(l, from) else { return Frame::Null };
+    let Ok(Some(l)) = write_list(&mut db, src) else {
+        return Frame::Null;
+    };
+    let Some(v) = pop_end(l, from) else {
+        return Frame::Null;
+    };
     let d = match create_list(&mut db, dst) {
         Ok(d) => d,
         Err(e) => return e,
@@ -664,7 +719,10 @@ fn lmpop(ctx: &mut Ctx<'_, '_>) -> Frame {
             Err(e) => return e,
         };
         let n = count.min(l.len());
-        let items: Vec<Frame> = (0..n).filter_map(|_| pop_end(l, end)).map(|v| bulk(&v)).collect();
+        let items: Vec<Frame> = (0..n)
+            .filter_map(|_| pop_end(l, end))
+            .map(|v| bulk(&v))
+            .collect();
         remove_if_empty(&mut db, key);
         return Frame::Array(vec![bulk(key), Frame::Array(items)]);
     }
