@@ -435,14 +435,9 @@ fn hrandfield(ctx: &mut Ctx<'_, '_>) -> Frame {
             Err(e) => e,
         };
     }
-    let l = match parse_i64_strict(ctx.arg(2)) {
-        Some(l) if l != i64::MIN => l,
-        Some(_) => {
-            return Frame::error(
-                "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
-            );
-        }
-        None => return error::not_integer(),
+    let l = match super::set::random_count(ctx.arg(2)) {
+        Ok(l) => l,
+        Err(e) => return e,
     };
     if ctx.argc() > 4 || (ctx.argc() == 4 && !eq_ic(ctx.arg(3), "withvalues")) {
         return error::syntax();

@@ -273,6 +273,8 @@ pub(crate) fn random_count(b: &[u8]) -> Result<i64, Frame> {
         Some(i64::MIN) => Err(Frame::error(
             "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
         )),
+        // Latch deviation: Redis would try to build the reply and run out of memory.
+        Some(l) if l < -(1 << 32) => Err(Frame::error("ERR value is out of range")),
         Some(l) => Ok(l),
         None => Err(error::not_integer()),
     }
