@@ -1,6 +1,1032 @@
-//! The list family.
+//! The list family: LPUSH, LPOP, LRANGE, LMOVE, LMPOP...
 
-use crate::command::Command;
+use super::BASE;
+use crate::args::eq_ic;
+use crate::command::{Command, Ctx, Flags, Keys};
+use crate::error;
+use crate::types::access::{
+    bulk, create_list, numkeys_keys, read_list, remove_if_empty, sb, write_list,
+};
+use crate::value::ListValue;
+use resp::Frame;
 
 /// Table entries.
-pub static COMMANDS: &[Command] = &[];
+pub static COMMANDS: &[Command] = &[
+    Command {
+        name: "lpush",
+        arity: -3,
+        flags: Flags::WRITE.or(Flags::DENYOOM).or(Flags::FAST),
+        keys: Keys::ONE,
+        group: "list",
+        since: "1.0.0",
+        summary: "Prepend one or multiple elements to a list",
+        complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
+        syntax: "key element [element ...]",
+        handler: lpush,
+        ..BASE
+    },
+    Command {
+        name: "rpush",
+        arity: -3,
+        flags: Flags::WRITE.or(Flags::DENYOOM).or(Flags::FAST),
+        keys: Keys::ONE,
+        group: "list",
+        since: "1.0.0",
+        summary: "Append one or multiple elements to a list",
+        complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
+        syntax: "key element [element ...]",
+        handler: rpush,
+        ..BASE
+    },
+    Command {
+        name: "lpushx",
+        arity: -3,
+        flags: Flags::WRITE.or(Flags::DENYOOM).or(Flags::FAST),
+        keys: Keys::ONE,
+        group: "list",
+        since: "2.2.0",
+        summary: "Prepend an element to a list, only if the list exists",
+        complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
+        syntax: "key element [element ...]",
+        handler: lpushx,
+        ..BASE
+    },
+    Command {
+        name: "rpushx",
+        arity: -3,
+        flags: Flags::WRITE.or(Flags::DENYOOM).or(Flags::FAST),
+        keys: Keys::ONE,
+        group: "list",
+        since: "2.2.0",
+        summary: "Append an element to a list, only if the list exists",
+        complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
+        syntax: "key element [element ...]",
+        handler: rpushx,
+        ..BASE
+    },
+    Command {
+        name: "lpop",
+        arity: -2,
+        flags: Flags::WRITE.or(Flags::FAST),
+        keys: Keys::ONE,
+        group: "list",
+        since: "1.0.0",
+        summary: "Remove and get the first elements in a list",
+        complexity: "O(N) where N is the number of elements returned",
+        syntax: "key [count]",
+        handler: lpop,
+        ..BASE
+    },
+    Command {
+        name: "rpop",
+        arity: -2,
+        flags: Flags::WRITE.or(Flags::FAST),
+        keys: Keys::ONE,
+        group: "list",
+        since: "1.0.0",
+        summary: "Remove and get the last elements in a list",
+        complexity: "O(N) where N is the number of elements returned",
+        syntax: "key [count]",
+        handler: rpop,
+        ..BASE
+    },
+    Command {
+        name: "llen",
+        arity: 2,
+        flags: Flags::READONLY.or(Flags::FAST),
+        keys: Keys::ONE,
+        group: "list",
+        since: "1.0.0",
+        summary: "Get the length of a list",
+        complexity: "O(1)",
+        syntax: "key",
+        handler: llen,
+        ..BASE
+    },
+    Command {
+        name: "lrange",
+        arity: 4,
+        flags: Flags::READONLY,
+        keys: Keys::ONE,
+        group: "list",
+        since: "1.0.0",
+        summary: "Get a range of elements from a list",
+        complexity: "O(S+N) where S is the distance of start offset from HEAD for small lists, from nearest end (HEAD or TAIL) for large lists; and N is the number of elements in the specified range.",
+        syntax: "key start stop",
+        handler: lrange,
+        ..BASE
+    },
+    Command {
+        name: "lindex",
+        arity: 3,
+        flags: Flags::READONLY,
+        keys: Keys::ONE,
+        group: "list",
+        since: "1.0.0",
+        summary: "Get an element from a list by its index",
+        complexity: "O(N) where N is the number of elements to traverse to get to the element at index. This makes asking for the first or the last element of the list O(1).",
+        syntax: "key index",
+        handler: lindex,
+        ..BASE
+    },
+    Command {
+        name: "lset",
+        arity: 4,
+        flags: Flags::WRITE.or(Flags::DENYOOM),
+        keys: Keys::ONE,
+        group: "list",
+        since: "1.0.0",
+        summary: "Set the value of an element in a list by its index",
+        complexity: "O(N) where N is the length of the list. Setting either the first or the last element of the list is O(1).",
+        syntax: "key index element",
+        handler: lset,
+        ..BASE
+    },
+    Command {
+        name: "lrem",
+        arity: 4,
+        flags: Flags::WRITE,
+        keys: Keys::ONE,
+        group: "list",
+        since: "1.0.0",
+        summary: "Remove elements from a list",
+        complexity: "O(N+M) where N is the length of the list and M is the number of elements removed.",
+        syntax: "key count element",
+        handler: lrem,
+        ..BASE
+    },
+    Command {
+        name: "ltrim",
+        arity: 4,
+        flags: Flags::WRITE,
+        keys: Keys::ONE,
+        group: "list",
+        since: "1.0.0",
+        summary: "Trim a list to the specified range",
+        complexity: "O(N) where N is the number of elements to be removed by the operation.",
+        syntax: "key start stop",
+        handler: ltrim,
+        ..BASE
+    },
+    Command {
+        name: "linsert",
+        arity: 5,
+        flags: Flags::WRITE.or(Flags::DENYOOM),
+        keys: Keys::ONE,
+        group: "list",
+        since: "2.2.0",
+        summary: "Insert an element before or after another element in a list",
+        complexity: "O(N) where N is the number of elements to traverse before seeing the value pivot. This means that inserting somewhere on the left end on the list (head) can be considered O(1) and inserting somewhere on the right end (tail) is O(N).",
+        syntax: "key <BEFORE | AFTER> pivot element",
+        handler: linsert,
+        ..BASE
+    },
+    Command {
+        name: "lpos",
+        arity: -3,
+        flags: Flags::READONLY,
+        keys: Keys::ONE,
+        group: "list",
+        since: "6.0.6",
+        summary: "Return the index of matching elements on a list",
+        complexity: "O(N) where N is the number of elements in the list, for the average case. When searching for elements near the head or the tail of the list, or when the MAXLEN option is provided, the command may run in constant time.",
+        syntax: "key element [RANK rank] [COUNT num-matches] [MAXLEN len]",
+        handler: lpos,
+        ..BASE
+    },
+    Command {
+        name: "lmove",
+        arity: 5,
+        flags: Flags::WRITE.or(Flags::DENYOOM),
+        keys: Keys::Range {
+            first: 1,
+            last: 2,
+            step: 1,
+        },
+        group: "list",
+        since: "6.2.0",
+        summary: "Pop an element from a list, push it to another list and return it",
+        complexity: "O(1)",
+        syntax: "source destination <LEFT | RIGHT> <LEFT | RIGHT>",
+        handler: lmove,
+        ..BASE
+    },
+    Command {
+        name: "rpoplpush",
+        arity: 3,
+        flags: Flags::WRITE.or(Flags::DENYOOM),
+        keys: Keys::Range {
+            first: 1,
+            last: 2,
+            step: 1,
+        },
+        group: "list",
+        since: "1.2.0",
+        summary: "Remove the last element in a list, prepend it to another list and return it",
+        complexity: "O(1)",
+        syntax: "source destination",
+        handler: rpoplpush,
+        ..BASE
+    },
+    Command {
+        name: "lmpop",
+        arity: -4,
+        flags: Flags::WRITE,
+        keys: Keys::Custom {
+            first: 0,
+            last: 0,
+            step: 0,
+            find: numkeys_keys::<1>,
+        },
+        group: "list",
+        since: "7.0.0",
+        summary: "Pop elements from a list",
+        complexity: "O(N+M) where N is the number of provided keys and M is the number of elements returned.",
+        syntax: "numkeys key [key ...] <LEFT | RIGHT> [COUNT count]",
+        handler: lmpop,
+        ..BASE
+    },
+];
+
+/// Which end of a list.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    Left,
+    Right,
+}
+
+fn parse_end(b: &[u8]) -> Result<End, Frame> {
+    if eq_ic(b, "left") {
+        Ok(End::Left)
+    } else if eq_ic(b, "right") {
+        Ok(End::Right)
+    } else {
+        Err(error::syntax())
+    }
+}
+
+fn pop_end(l: &mut ListValue, end: End) -> Option<crate::value::SmallBytes> {
+    match end {
+        End::Left => l.pop_front(),
+        End::Right => l.pop_back(),
+    }
+}
+
+/// `getPositiveLongFromObjectOrReply` with Redis's default message.
+fn positive(b: &[u8], msg: &str) -> Result<i64, Frame> {
+    match crate::args::parse_i64_strict(b) {
+        Some(n) if n >= 0 => Ok(n),
+        _ => Err(Frame::error(format!("ERR {msg}"))),
+    }
+}
+
+fn push_generic(ctx: &mut Ctx<'_, '_>, end: End, only_existing: bool) -> Frame {
+    let key = ctx.arg(1);
+    let args = ctx.args;
+    let mut db = ctx.db();
+    let l = if only_existing {
+        match write_list(&mut db, key) {
+            Ok(Some(l)) => l,
+            Ok(None) => return Frame::Integer(0),
+            Err(e) => return e,
+        }
+    } else {
+        match create_list(&mut db, key) {
+            Ok(l) => l,
+            Err(e) => return e,
+        }
+    };
+    for a in &args[2..] {
+        match end {
+            End::Left => l.push_front(sb(a)),
+            End::Right => l.push_back(sb(a)),
+        }
+    }
+    Frame::Integer(l.len() as i64)
+}
+
+fn lpush(ctx: &mut Ctx<'_, '_>) -> Frame {
+    push_generic(ctx, End::Left, false)
+}
+fn rpush(ctx: &mut Ctx<'_, '_>) -> Frame {
+    push_generic(ctx, End::Right, false)
+}
+fn lpushx(ctx: &mut Ctx<'_, '_>) -> Frame {
+    push_generic(ctx, End::Left, true)
+}
+fn rpushx(ctx: &mut Ctx<'_, '_>) -> Frame {
+    push_generic(ctx, End::Right, true)
+}
+
+fn pop_generic(ctx: &mut Ctx<'_, '_>, end: End) -> Frame {
+    if ctx.argc() > 3 {
+        return error::wrong_arity(ctx.cmd.name);
+    }
+    let count = if ctx.argc() == 3 {
+        match positive(ctx.arg(2), "value is out of range, must be positive") {
+            Ok(n) => Some(n as usize),
+            Err(e) => return e,
+        }
+    } else {
+        None
+    };
+    let key = ctx.arg(1);
+    let mut db = ctx.db();
+    let l = match write_list(&mut db, key) {
+        Ok(Some(l)) => l,
+        Ok(None) => {
+            return if count.is_some() {
+                Frame::NullArray
+            } else {
+                Frame::Null
+            };
+        }
+        Err(e) => return e,
+    };
+    let reply = match count {
+        Some(0) => return Frame::Array(Vec::new()),
+        None => pop_end(l, end).map(|v| bulk(&v)).unwrap_or(Frame::Null),
+        Some(n) => {
+            let n = n.min(l.len());
+            Frame::Array(
+                (0..n)
+                    .filter_map(|_| pop_end(l, end))
+                    .map(|v| bulk(&v))
+                    .collect(),
+            )
+        }
+    };
+    remove_if_empty(&mut db, key);
+    reply
+}
+
+fn lpop(ctx: &mut Ctx<'_, '_>) -> Frame {
+    pop_generic(ctx, End::Left)
+}
+fn rpop(ctx: &mut Ctx<'_, '_>) -> Frame {
+    pop_generic(ctx, End::Right)
+}
+
+fn llen(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let key = ctx.arg(1);
+    match read_list(&mut ctx.db(), key) {
+        Ok(l) => Frame::Integer(l.map_or(0, |l| l.len() as i64)),
+        Err(e) => e,
+    }
+}
+
+/// Normalizes a Redis (start, end) range over `len` items; None when empty.
+pub(crate) fn norm_range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
+    let len = len as i64;
+    let mut start = if start < 0 {
+        start.saturating_add(len)
+    } else {
+        start
+    };
+    let mut end = if end < 0 {
+        end.saturating_add(len)
+    } else {
+        end
+    };
+    if start < 0 {
+        start = 0;
+    }
+    if start > end || start >= len {
+        return None;
+    }
+    if end >= len {
+        end = len - 1;
+    }
+    Some((start as usize, end as usize))
+}
+
+fn lrange(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let (start, end) = match (ctx.int_arg(2), ctx.int_arg(3)) {
+        (Ok(s), Ok(e)) => (s, e),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    let key = ctx.arg(1);
+    let l = match read_list(&mut ctx.db(), key) {
+        Ok(Some(l)) => l.clone_range(start, end),
+        Ok(None) => Vec::new(),
+        Err(e) => return e,
+    };
+    Frame::Array(l)
+}
+
+trait CloneRange {
+    fn clone_range(&self, start: i64, end: i64) -> Vec<Frame>;
+}
+impl CloneRange for ListValue {
+    fn clone_range(&self, start: i64, end: i64) -> Vec<Frame> {
+        match norm_range(start, end, self.len()) {
+            Some((s, e)) => self.range(s..=e).map(|v| bulk(v)).collect(),
+            None => Vec::new(),
+        }
+    }
+}
+
+/// Position of a Redis list index (negative from the tail), if in range.
+fn list_index(i: i64, len: usize) -> Option<usize> {
+    let len = len as i64;
+    let i = if i < 0 { i.checked_add(len)? } else { i };
+    (0..len).contains(&i).then_some(i as usize)
+}
+
+fn lindex(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let idx = match ctx.int_arg(2) {
+        Ok(i) => i,
+        Err(e) => return e,
+    };
+    let key = ctx.arg(1);
+    match read_list(&mut ctx.db(), key) {
+        Ok(Some(l)) => list_index(idx, l.len())
+            .and_then(|i| l.get(i))
+            .map(|v| bulk(v))
+            .unwrap_or(Frame::Null),
+        Ok(None) => Frame::Null,
+        Err(e) => e,
+    }
+}
+
+fn lset(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let idx = match ctx.int_arg(2) {
+        Ok(i) => i,
+        Err(e) => return e,
+    };
+    let (key, val) = (ctx.arg(1), ctx.arg(3));
+    match write_list(&mut ctx.db(), key) {
+        Ok(Some(l)) => match list_index(idx, l.len()) {
+            Some(i) => {
+                l[i] = sb(val);
+                Frame::ok()
+            }
+            None => Frame::error("ERR index out of range"),
+        },
+        Ok(None) => error::no_such_key(),
+        Err(e) => e,
+    }
+}
+
+fn lrem(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let count = match ctx.int_arg(2) {
+        Ok(i) => i,
+        Err(e) => return e,
+    };
+    let (key, elem) = (ctx.arg(1), ctx.arg(3));
+    let mut db = ctx.db();
+    let l = match write_list(&mut db, key) {
+        Ok(Some(l)) => l,
+        Ok(None) => return Frame::Integer(0),
+        Err(e) => return e,
+    };
+    let limit = if count == 0 {
+        usize::MAX
+    } else {
+        count.unsigned_abs().min(usize::MAX as u64) as usize
+    };
+    let mut removed = 0usize;
+    if count >= 0 {
+        let mut i = 0;
+        while i < l.len() && removed < limit {
+            if l[i][..] == *elem {
+                l.remove(i);
+                removed += 1;
+            } else {
+                i += 1;
+            }
+        }
+    } else {
+        let mut i = l.len();
+        while i > 0 && removed < limit {
+            i -= 1;
+            if l[i][..] == *elem {
+                l.remove(i);
+                removed += 1;
+            }
+        }
+    }
+    remove_if_empty(&mut db, key);
+    Frame::Integer(removed as i64)
+}
+
+fn ltrim(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let (start, end) = match (ctx.int_arg(2), ctx.int_arg(3)) {
+        (Ok(s), Ok(e)) => (s, e),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    let key = ctx.arg(1);
+    let mut db = ctx.db();
+    let l = match write_list(&mut db, key) {
+        Ok(Some(l)) => l,
+        Ok(None) => return Frame::ok(),
+        Err(e) => return e,
+    };
+    match norm_range(start, end, l.len()) {
+        Some((s, e)) => {
+            l.truncate(e + 1);
+            l.drain(..s);
+        }
+        None => l.clear(),
+    }
+    remove_if_empty(&mut db, key);
+    Frame::ok()
+}
+
+fn linsert(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let after = if eq_ic(ctx.arg(2), "after") {
+        true
+    } else if eq_ic(ctx.arg(2), "before") {
+        false
+    } else {
+        return error::syntax();
+    };
+    let (key, pivot, elem) = (ctx.arg(1), ctx.arg(3), ctx.arg(4));
+    let mut db = ctx.db();
+    let l = match write_list(&mut db, key) {
+        Ok(Some(l)) => l,
+        Ok(None) => return Frame::Integer(0),
+        Err(e) => return e,
+    };
+    match l.iter().position(|v| v[..] == *pivot) {
+        Some(i) => {
+            l.insert(if after { i + 1 } else { i }, sb(elem));
+            Frame::Integer(l.len() as i64)
+        }
+        None => Frame::Integer(-1),
+    }
+}
+
+fn lpos(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let mut rank: i64 = 1;
+    let mut count: Option<i64> = None;
+    let mut maxlen: i64 = 0;
+    let mut j = 3;
+    while j < ctx.argc() {
+        let more = j + 1 < ctx.argc();
+        let opt = ctx.arg(j);
+        if eq_ic(opt, "rank") && more {
+            rank = match ctx.int_arg(j + 1) {
+                Ok(r) => r,
+                Err(e) => return e,
+            };
+            if rank == 0 {
+                return Frame::error(
+                    "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use \
+                     negative to start from the end of the list",
+                );
+            }
+        } else if eq_ic(opt, "count") && more {
+            count = match positive(ctx.arg(j + 1), "COUNT can't be negative") {
+                Ok(c) => Some(c),
+                Err(e) => return e,
+            };
+        } else if eq_ic(opt, "maxlen") && more {
+            maxlen = match positive(ctx.arg(j + 1), "MAXLEN can't be negative") {
+                Ok(c) => c,
+                Err(e) => return e,
+            };
+        } else {
+            return error::syntax();
+        }
+        j += 2;
+    }
+    let (key, elem) = (ctx.arg(1), ctx.arg(2));
+    let mut db = ctx.db();
+    let l = match read_list(&mut db, key) {
+        Ok(Some(l)) => l,
+        Ok(None) => {
+            return if count.is_some() {
+                Frame::Array(Vec::new())
+            } else {
+                Frame::Null
+            };
+        }
+        Err(e) => return e,
+    };
+    let from_tail = rank < 0;
+    let rank = rank.unsigned_abs();
+    let len = l.len();
+    let maxlen = if maxlen == 0 {
+        usize::MAX
+    } else {
+        maxlen as usize
+    };
+    let mut matches = 0u64;
+    let mut out = Vec::new();
+    for k in 0..len.min(maxlen) {
+        let idx = if from_tail { len - 1 - k } else { k };
+        if l[idx][..] == *elem {
+            matches += 1;
+            if matches >= rank {
+                out.push(Frame::Integer(idx as i64));
+                match count {
+                    None => break,
+                    Some(c) if c != 0 && out.len() as i64 >= c => break,
+                    _ => {}
+                }
+            }
+        }
+    }
+    match count {
+        Some(_) => Frame::Array(out),
+        None => out.pop().unwrap_or(Frame::Null),
+    }
+}
+
+/// Pops from `src` and pushes to `dst`; `wrong type` of either key is checked before anything moves.
+fn move_generic(ctx: &mut Ctx<'_, '_>, from: End, to: End) -> Frame {
+    let (src, dst) = (ctx.arg(1), ctx.arg(2));
+    let mut db = ctx.db();
+    match read_list(&mut db, src) {
+        Ok(Some(_)) => {}
+        Ok(None) => return Frame::Null,
+        Err(e) => return e,
+    }
+    if src != dst
+        && let Err(e) = write_list(&mut db, dst)
+    {
+        return e;
+    }
+    let Ok(Some(l)) = write_list(&mut db, src) else {
+        return Frame::Null;
+    };
+    let Some(v) = pop_end(l, from) else {
+        return Frame::Null;
+    };
+    let d = match create_list(&mut db, dst) {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    match to {
+        End::Left => d.push_front(v.clone()),
+        End::Right => d.push_back(v.clone()),
+    }
+    remove_if_empty(&mut db, src);
+    bulk(&v)
+}
+
+fn lmove(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let from = match parse_end(ctx.arg(3)) {
+        Ok(e) => e,
+        Err(e) => return e,
+    };
+    let to = match parse_end(ctx.arg(4)) {
+        Ok(e) => e,
+        Err(e) => return e,
+    };
+    move_generic(ctx, from, to)
+}
+
+fn rpoplpush(ctx: &mut Ctx<'_, '_>) -> Frame {
+    move_generic(ctx, End::Right, End::Left)
+}
+
+fn lmpop(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let numkeys = match crate::args::parse_i64_strict(ctx.arg(1)) {
+        Some(n) if n >= 1 => n as u64,
+        _ => return Frame::error("ERR numkeys should be greater than 0"),
+    };
+    let where_idx = 2u64.saturating_add(numkeys);
+    if where_idx >= ctx.argc() as u64 {
+        return error::syntax();
+    }
+    let where_idx = where_idx as usize;
+    let end = match parse_end(ctx.arg(where_idx)) {
+        Ok(e) => e,
+        Err(e) => return e,
+    };
+    let mut count: Option<usize> = None;
+    let mut j = where_idx + 1;
+    while j < ctx.argc() {
+        if count.is_none() && eq_ic(ctx.arg(j), "count") && j + 1 < ctx.argc() {
+            match crate::args::parse_i64_strict(ctx.arg(j + 1)) {
+                Some(n) if n >= 1 => count = Some(n as usize),
+                _ => return Frame::error("ERR count should be greater than 0"),
+            }
+            j += 2;
+        } else {
+            return error::syntax();
+        }
+    }
+    let count = count.unwrap_or(1);
+    let args = ctx.args;
+    let mut db = ctx.db();
+    for key in &args[2..where_idx] {
+        let l = match write_list(&mut db, key) {
+            Ok(Some(l)) if !l.is_empty() => l,
+            Ok(_) => continue,
+            Err(e) => return e,
+        };
+        let n = count.min(l.len());
+        let items: Vec<Frame> = (0..n)
+            .filter_map(|_| pop_end(l, end))
+            .map(|v| bulk(&v))
+            .collect();
+        remove_if_empty(&mut db, key);
+        return Frame::Array(vec![bulk(key), Frame::Array(items)]);
+    }
+    Frame::NullArray
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::TestServer;
+
+    /// Replies verified against redis-server 7.0.15.
+    #[test]
+    fn list_transcript() {
+        TestServer::new().transcript(
+            r#"
+            # push/pop
+            > lpush l a b c
+            :3
+            > rpush l d e
+            :5
+            > lrange l 0 -1
+            ["c", "b", "a", "d", "e"]
+            > lpushx nope a
+            :0
+            > rpushx nope a
+            :0
+            > lpushx l z
+            :6
+            > rpushx l y
+            :7
+            > llen l
+            :7
+            > llen nope
+            :0
+            > lpop l
+            "z"
+            > rpop l
+            "y"
+            > lpop l 2
+            ["c", "b"]
+            > rpop l 2
+            ["e", "d"]
+            > lpop l 0
+            []
+            > lpop l -1
+            -ERR value is out of range, must be positive
+            > lpop l abc
+            -ERR value is out of range, must be positive
+            > lpop l 1 2
+            -ERR wrong number of arguments for 'lpop' command
+            > lpop nope
+            (nil)
+            > lpop nope 3
+            (nil-array)
+            > lpop nope 0
+            (nil-array)
+            > lpop l 10
+            ["a"]
+            > get l
+            (nil)
+            > set s v
+            +OK
+            > lpush s a
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > lpop s
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > llen s
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > lrange s 0 1
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            # ranges
+            > rpush r 1 2 3 4 5 6
+            :6
+            > lrange r 1 3
+            ["2", "3", "4"]
+            > lrange r -3 -1
+            ["4", "5", "6"]
+            > lrange r -100 100
+            ["1", "2", "3", "4", "5", "6"]
+            > lrange r 4 2
+            []
+            > lrange r 10 20
+            []
+            > lrange r 0 -7
+            []
+            > lrange r x 1
+            -ERR value is not an integer or out of range
+            > lrange nope 0 -1
+            []
+            > lindex r 0
+            "1"
+            > lindex r -1
+            "6"
+            > lindex r 6
+            (nil)
+            > lindex r -7
+            (nil)
+            > lindex r x
+            -ERR value is not an integer or out of range
+            > lindex nope 0
+            (nil)
+            > lindex s 0
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > lset r 0 a
+            +OK
+            > lset r -1 f
+            +OK
+            > lset r 6 x
+            -ERR index out of range
+            > lset nope 0 x
+            -ERR no such key
+            > lset s 0 x
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > lset r x y
+            -ERR value is not an integer or out of range
+            > lrange r 0 -1
+            ["a", "2", "3", "4", "5", "f"]
+            # lrem
+            > rpush m a b a c a d a
+            :7
+            > lrem m 2 a
+            :2
+            > lrange m 0 -1
+            ["b", "c", "a", "d", "a"]
+            > lrem m -1 a
+            :1
+            > lrange m 0 -1
+            ["b", "c", "a", "d"]
+            > lrem m 0 a
+            :1
+            > lrange m 0 -1
+            ["b", "c", "d"]
+            > lrem m 0 zz
+            :0
+            > lrem nope 0 a
+            :0
+            > lrem m x a
+            -ERR value is not an integer or out of range
+            > lrem s 0 a
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > lrem m 0 b
+            :1
+            > lrem m 0 c
+            :1
+            > lrem m 0 d
+            :1
+            > get m
+            (nil)
+            # ltrim
+            > rpush t 1 2 3 4 5
+            :5
+            > ltrim t 1 -2
+            +OK
+            > lrange t 0 -1
+            ["2", "3", "4"]
+            > ltrim t -100 100
+            +OK
+            > lrange t 0 -1
+            ["2", "3", "4"]
+            > ltrim t 5 1
+            +OK
+            > get t
+            (nil)
+            > ltrim nope 0 1
+            +OK
+            > ltrim s 0 1
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > ltrim t a b
+            -ERR value is not an integer or out of range
+            # linsert
+            > rpush i a b c
+            :3
+            > linsert i before b x
+            :4
+            > linsert i after c y
+            :5
+            > linsert i after zz q
+            :-1
+            > linsert i middle b q
+            -ERR syntax error
+            > linsert nope before a b
+            :0
+            > linsert s before a b
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > lrange i 0 -1
+            ["a", "x", "b", "c", "y"]
+            # lpos
+            > rpush p a b c 1 2 3 c c
+            :8
+            > lpos p c
+            :2
+            > lpos p c rank 2
+            :6
+            > lpos p c rank -1
+            :7
+            > lpos p c rank -2
+            :6
+            > lpos p c count 0
+            [:2, :6, :7]
+            > lpos p c count 2
+            [:2, :6]
+            > lpos p c count 0 rank -1
+            [:7, :6, :2]
+            > lpos p c count 0 maxlen 3
+            [:2]
+            > lpos p c rank 0
+            -ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list
+            > lpos p c count -1
+            -ERR COUNT can't be negative
+            > lpos p c maxlen -1
+            -ERR MAXLEN can't be negative
+            > lpos p c rank x
+            -ERR value is not an integer or out of range
+            > lpos p c foo
+            -ERR syntax error
+            > lpos p c rank
+            -ERR syntax error
+            > lpos p zz
+            (nil)
+            > lpos p zz count 0
+            []
+            > lpos nope a
+            (nil)
+            > lpos nope a count 1
+            []
+            > lpos s a
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > lpos p c rank 5
+            (nil)
+            # lmove
+            > rpush src a b c
+            :3
+            > lmove src dst left right
+            "a"
+            > lmove src dst right left
+            "c"
+            > lrange dst 0 -1
+            ["c", "a"]
+            > lmove src dst up left
+            -ERR syntax error
+            > lmove nope dst left left
+            (nil)
+            > lmove src s left left
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > lmove s src left left
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > lrange src 0 -1
+            ["b"]
+            > lmove src src left right
+            "b"
+            > lmove src dst left left
+            "b"
+            > get src
+            (nil)
+            > lrange dst 0 -1
+            ["b", "c", "a"]
+            > rpoplpush dst dst
+            "a"
+            > lrange dst 0 -1
+            ["a", "b", "c"]
+            > rpoplpush dst newl
+            "c"
+            > lrange newl 0 -1
+            ["c"]
+            > rpoplpush nope dst
+            (nil)
+            # lmpop
+            > rpush ma 1 2 3
+            :3
+            > rpush mb 4 5
+            :2
+            > lmpop 2 nope ma left
+            ["ma", ["1"]]
+            > lmpop 2 nope ma right count 10
+            ["ma", ["3", "2"]]
+            > get ma
+            (nil)
+            > lmpop 2 ma mb left count 1
+            ["mb", ["4"]]
+            > lmpop 1 nope left
+            (nil-array)
+            > lmpop 0 ma left
+            -ERR numkeys should be greater than 0
+            > lmpop -1 ma left
+            -ERR numkeys should be greater than 0
+            > lmpop x ma left
+            -ERR numkeys should be greater than 0
+            > lmpop 3 ma left
+            -ERR syntax error
+            > lmpop 1 mb up
+            -ERR syntax error
+            > lmpop 1 mb left count 0
+            -ERR count should be greater than 0
+            > lmpop 1 mb left count x
+            -ERR count should be greater than 0
+            > lmpop 1 mb left count 1 count 1
+            -ERR syntax error
+            > lmpop 1 mb left foo
+            -ERR syntax error
+            > lmpop 2 s mb left
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > lmpop 2 mb s left
+            ["mb", ["5"]]
+            "#,
+        );
+    }
+}

@@ -1,6 +1,913 @@
-//! The set family.
+//! The set family: SADD, SREM, SPOP, SRANDMEMBER, SINTER/SUNION/SDIFF and their STORE forms, SSCAN...
 
-use crate::command::Command;
+use super::BASE;
+use crate::args::parse_i64_strict;
+use crate::command::{Command, Ctx, Flags, Keys};
+use crate::db::Db;
+use crate::error;
+use crate::types::access::{
+    bulk, create_set, numkeys_keys, parse_scan, read_set, remove_if_empty, sb, scan_match,
+    scan_positions, scan_reply, write_set,
+};
+use crate::value::{SetValue, Value};
+use bytes::Bytes;
+use resp::Frame;
 
 /// Table entries.
-pub static COMMANDS: &[Command] = &[];
+pub static COMMANDS: &[Command] = &[
+    Command {
+        name: "sadd",
+        arity: -3,
+        flags: Flags::WRITE.or(Flags::DENYOOM).or(Flags::FAST),
+        keys: Keys::ONE,
+        group: "set",
+        since: "1.0.0",
+        summary: "Add one or more members to a set",
+        complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
+        syntax: "key member [member ...]",
+        handler: sadd,
+        ..BASE
+    },
+    Command {
+        name: "srem",
+        arity: -3,
+        flags: Flags::WRITE.or(Flags::FAST),
+        keys: Keys::ONE,
+        group: "set",
+        since: "1.0.0",
+        summary: "Remove one or more members from a set",
+        complexity: "O(N) where N is the number of members to be removed.",
+        syntax: "key member [member ...]",
+        handler: srem,
+        ..BASE
+    },
+    Command {
+        name: "smembers",
+        arity: 2,
+        flags: Flags::READONLY,
+        keys: Keys::ONE,
+        group: "set",
+        since: "1.0.0",
+        summary: "Get all the members in a set",
+        complexity: "O(N) where N is the set cardinality.",
+        syntax: "key",
+        handler: smembers,
+        ..BASE
+    },
+    Command {
+        name: "sismember",
+        arity: 3,
+        flags: Flags::READONLY.or(Flags::FAST),
+        keys: Keys::ONE,
+        group: "set",
+        since: "1.0.0",
+        summary: "Determine if a given value is a member of a set",
+        complexity: "O(1)",
+        syntax: "key member",
+        handler: sismember,
+        ..BASE
+    },
+    Command {
+        name: "smismember",
+        arity: -3,
+        flags: Flags::READONLY.or(Flags::FAST),
+        keys: Keys::ONE,
+        group: "set",
+        since: "6.2.0",
+        summary: "Returns the membership associated with the given elements for a set",
+        complexity: "O(N) where N is the number of elements being checked for membership",
+        syntax: "key member [member ...]",
+        handler: smismember,
+        ..BASE
+    },
+    Command {
+        name: "scard",
+        arity: 2,
+        flags: Flags::READONLY.or(Flags::FAST),
+        keys: Keys::ONE,
+        group: "set",
+        since: "1.0.0",
+        summary: "Get the number of members in a set",
+        complexity: "O(1)",
+        syntax: "key",
+        handler: scard,
+        ..BASE
+    },
+    Command {
+        name: "spop",
+        arity: -2,
+        flags: Flags::WRITE.or(Flags::FAST),
+        keys: Keys::ONE,
+        group: "set",
+        since: "1.0.0",
+        summary: "Remove and return one or multiple random members from a set",
+        complexity: "Without the count argument O(1), otherwise O(N) where N is the value of the passed count.",
+        syntax: "key [count]",
+        handler: spop,
+        ..BASE
+    },
+    Command {
+        name: "srandmember",
+        arity: -2,
+        flags: Flags::READONLY,
+        keys: Keys::ONE,
+        group: "set",
+        since: "1.0.0",
+        summary: "Get one or multiple random members from a set",
+        complexity: "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count.",
+        syntax: "key [count]",
+        handler: srandmember,
+        ..BASE
+    },
+    Command {
+        name: "smove",
+        arity: 4,
+        flags: Flags::WRITE.or(Flags::FAST),
+        keys: Keys::Range {
+            first: 1,
+            last: 2,
+            step: 1,
+        },
+        group: "set",
+        since: "1.0.0",
+        summary: "Move a member from one set to another",
+        complexity: "O(1)",
+        syntax: "source destination member",
+        handler: smove,
+        ..BASE
+    },
+    Command {
+        name: "sinter",
+        arity: -2,
+        flags: Flags::READONLY,
+        keys: Keys::ALL,
+        group: "set",
+        since: "1.0.0",
+        summary: "Intersect multiple sets",
+        complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
+        syntax: "key [key ...]",
+        handler: sinter,
+        ..BASE
+    },
+    Command {
+        name: "sintercard",
+        arity: -3,
+        flags: Flags::READONLY,
+        keys: Keys::Custom {
+            first: 0,
+            last: 0,
+            step: 0,
+            find: numkeys_keys::<1>,
+        },
+        group: "set",
+        since: "7.0.0",
+        summary: "Intersect multiple sets and return the cardinality of the result",
+        complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
+        syntax: "numkeys key [key ...] [LIMIT limit]",
+        handler: sintercard,
+        ..BASE
+    },
+    Command {
+        name: "sinterstore",
+        arity: -3,
+        flags: Flags::WRITE.or(Flags::DENYOOM),
+        keys: Keys::ALL,
+        group: "set",
+        since: "1.0.0",
+        summary: "Intersect multiple sets and store the resulting set in a key",
+        complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
+        syntax: "destination key [key ...]",
+        handler: sinterstore,
+        ..BASE
+    },
+    Command {
+        name: "sunion",
+        arity: -2,
+        flags: Flags::READONLY,
+        keys: Keys::ALL,
+        group: "set",
+        since: "1.0.0",
+        summary: "Add multiple sets",
+        complexity: "O(N) where N is the total number of elements in all given sets.",
+        syntax: "key [key ...]",
+        handler: sunion,
+        ..BASE
+    },
+    Command {
+        name: "sunionstore",
+        arity: -3,
+        flags: Flags::WRITE.or(Flags::DENYOOM),
+        keys: Keys::ALL,
+        group: "set",
+        since: "1.0.0",
+        summary: "Add multiple sets and store the resulting set in a key",
+        complexity: "O(N) where N is the total number of elements in all given sets.",
+        syntax: "destination key [key ...]",
+        handler: sunionstore,
+        ..BASE
+    },
+    Command {
+        name: "sdiff",
+        arity: -2,
+        flags: Flags::READONLY,
+        keys: Keys::ALL,
+        group: "set",
+        since: "1.0.0",
+        summary: "Subtract multiple sets",
+        complexity: "O(N) where N is the total number of elements in all given sets.",
+        syntax: "key [key ...]",
+        handler: sdiff,
+        ..BASE
+    },
+    Command {
+        name: "sdiffstore",
+        arity: -3,
+        flags: Flags::WRITE.or(Flags::DENYOOM),
+        keys: Keys::ALL,
+        group: "set",
+        since: "1.0.0",
+        summary: "Subtract multiple sets and store the resulting set in a key",
+        complexity: "O(N) where N is the total number of elements in all given sets.",
+        syntax: "destination key [key ...]",
+        handler: sdiffstore,
+        ..BASE
+    },
+    Command {
+        name: "sscan",
+        arity: -3,
+        flags: Flags::READONLY,
+        keys: Keys::ONE,
+        group: "set",
+        since: "2.8.0",
+        summary: "Incrementally iterate Set elements",
+        complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..",
+        syntax: "key cursor [MATCH pattern] [COUNT count]",
+        handler: sscan,
+        ..BASE
+    },
+];
+
+/// Positions to return for a random-members command (SRANDMEMBER, HRANDFIELD, ZRANDMEMBER) with a
+/// count argument `l` over `len` elements: distinct positions when `l >= 0` (every position, in
+/// order, when `l >= len`), `-l` positions drawn with repetition otherwise.
+pub(crate) fn random_positions(len: usize, l: i64) -> Vec<usize> {
+    use rand::Rng;
+    if len == 0 || l == 0 {
+        return Vec::new();
+    }
+    let mut rng = rand::rng();
+    if l < 0 {
+        let n = l.unsigned_abs() as usize;
+        return (0..n).map(|_| rng.random_range(0..len)).collect();
+    }
+    let n = l as u64;
+    if n >= len as u64 {
+        return (0..len).collect();
+    }
+    rand::seq::index::sample(&mut rng, len, n as usize).into_vec()
+}
+
+/// `ERR value is out of range, value must between ...` for counts of the random-member commands.
+pub(crate) fn random_count(b: &[u8]) -> Result<i64, Frame> {
+    match parse_i64_strict(b) {
+        Some(i64::MIN) => Err(Frame::error(
+            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+        )),
+        // Latch deviation: Redis would try to build the reply and run out of memory.
+        Some(l) if l < -(1 << 32) => Err(Frame::error("ERR value is out of range")),
+        Some(l) => Ok(l),
+        None => Err(error::not_integer()),
+    }
+}
+
+/// Members in reply order: small all-integer sets (Redis's intset encoding) are sorted numerically,
+/// as Redis returns them; other sets in storage order.
+fn ordered(s: &SetValue) -> Vec<Frame> {
+    if s.len() <= 512 {
+        let ints: Option<Vec<i64>> = s.iter().map(|m| crate::value::canonical_i64(m)).collect();
+        if let Some(mut v) = ints {
+            v.sort_unstable();
+            return v
+                .into_iter()
+                .map(|i| bulk(itoa::Buffer::new().format(i).as_bytes()))
+                .collect();
+        }
+    }
+    s.iter().map(|m| bulk(m)).collect()
+}
+
+fn sadd(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let key = ctx.arg(1);
+    let args = ctx.args;
+    let mut db = ctx.db();
+    let s = match create_set(&mut db, key) {
+        Ok(s) => s,
+        Err(e) => return e,
+    };
+    Frame::Integer(args[2..].iter().filter(|m| s.insert(sb(m))).count() as i64)
+}
+
+fn srem(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let key = ctx.arg(1);
+    let args = ctx.args;
+    let mut db = ctx.db();
+    let s = match write_set(&mut db, key) {
+        Ok(Some(s)) => s,
+        Ok(None) => return Frame::Integer(0),
+        Err(e) => return e,
+    };
+    let n = args[2..].iter().filter(|m| s.swap_remove(&m[..])).count();
+    remove_if_empty(&mut db, key);
+    Frame::Integer(n as i64)
+}
+
+fn smembers(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let key = ctx.arg(1);
+    match read_set(&mut ctx.db(), key) {
+        Ok(s) => Frame::Set(s.map(|s| ordered(s)).unwrap_or_default()),
+        Err(e) => e,
+    }
+}
+
+fn sismember(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let (key, m) = (ctx.arg(1), ctx.arg(2));
+    match read_set(&mut ctx.db(), key) {
+        Ok(s) => Frame::Integer(s.is_some_and(|s| s.contains(m)) as i64),
+        Err(e) => e,
+    }
+}
+
+fn smismember(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let key = ctx.arg(1);
+    let args = ctx.args;
+    match read_set(&mut ctx.db(), key) {
+        Ok(s) => Frame::Array(
+            args[2..]
+                .iter()
+                .map(|m| Frame::Integer(s.as_ref().is_some_and(|s| s.contains(&m[..])) as i64))
+                .collect(),
+        ),
+        Err(e) => e,
+    }
+}
+
+fn scard(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let key = ctx.arg(1);
+    match read_set(&mut ctx.db(), key) {
+        Ok(s) => Frame::Integer(s.map_or(0, |s| s.len() as i64)),
+        Err(e) => e,
+    }
+}
+
+fn spop(ctx: &mut Ctx<'_, '_>) -> Frame {
+    use rand::Rng;
+    if ctx.argc() > 3 {
+        return error::syntax();
+    }
+    let count = if ctx.argc() == 3 {
+        match parse_i64_strict(ctx.arg(2)) {
+            Some(n) if n >= 0 => Some(n),
+            _ => return Frame::error("ERR value is out of range, must be positive"),
+        }
+    } else {
+        None
+    };
+    let key = ctx.arg(1);
+    let mut db = ctx.db();
+    let s = match write_set(&mut db, key) {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            return if count.is_some() {
+                Frame::Set(Vec::new())
+            } else {
+                Frame::Null
+            };
+        }
+        Err(e) => return e,
+    };
+    let reply = match count {
+        None => {
+            let i = rand::rng().random_range(0..s.len().max(1));
+            match s.swap_remove_index(i) {
+                Some(m) => bulk(&m),
+                None => Frame::Null,
+            }
+        }
+        Some(0) => return Frame::Set(Vec::new()),
+        Some(n) if n as u64 >= s.len() as u64 => {
+            let all = ordered(s);
+            s.clear();
+            Frame::Set(all)
+        }
+        Some(n) => {
+            let mut picks = random_positions(s.len(), n);
+            // Remove from the highest position down so that earlier picks stay valid.
+            picks.sort_unstable_by(|a, b| b.cmp(a));
+            let out: Vec<Frame> = picks
+                .into_iter()
+                .filter_map(|i| s.swap_remove_index(i))
+                .map(|m| bulk(&m))
+                .collect();
+            Frame::Set(out)
+        }
+    };
+    remove_if_empty(&mut db, key);
+    reply
+}
+
+fn srandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
+    use rand::Rng;
+    if ctx.argc() > 3 {
+        return error::syntax();
+    }
+    let key = ctx.arg(1);
+    if ctx.argc() == 2 {
+        return match read_set(&mut ctx.db(), key) {
+            Ok(Some(s)) if !s.is_empty() => {
+                let i = rand::rng().random_range(0..s.len());
+                s.get_index(i).map(|m| bulk(m)).unwrap_or(Frame::Null)
+            }
+            Ok(_) => Frame::Null,
+            Err(e) => e,
+        };
+    }
+    let l = match random_count(ctx.arg(2)) {
+        Ok(l) => l,
+        Err(e) => return e,
+    };
+    match read_set(&mut ctx.db(), key) {
+        Ok(Some(s)) => Frame::Array(
+            random_positions(s.len(), l)
+                .into_iter()
+                .filter_map(|i| s.get_index(i))
+                .map(|m| bulk(m))
+                .collect(),
+        ),
+        Ok(None) => Frame::Array(Vec::new()),
+        Err(e) => e,
+    }
+}
+
+fn smove(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let (src, dst, m) = (ctx.arg(1), ctx.arg(2), ctx.arg(3));
+    let mut db = ctx.db();
+    match write_set(&mut db, src) {
+        Ok(Some(_)) => {}
+        Ok(None) => return Frame::Integer(0),
+        Err(e) => return e,
+    }
+    if let Err(e) = write_set(&mut db, dst) {
+        return e;
+    }
+    let Ok(Some(s)) = write_set(&mut db, src) else {
+        return Frame::Integer(0);
+    };
+    if src == dst {
+        return Frame::Integer(s.contains(m) as i64);
+    }
+    if !s.swap_remove(m) {
+        return Frame::Integer(0);
+    }
+    remove_if_empty(&mut db, src);
+    match create_set(&mut db, dst) {
+        Ok(d) => {
+            d.insert(sb(m));
+            Frame::Integer(1)
+        }
+        Err(e) => e,
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SetOp {
+    Inter,
+    Union,
+    Diff,
+}
+
+/// Type-checks every key, then computes the operation. `limit` stops an intersection early
+/// (SINTERCARD; 0 = none).
+fn set_op(db: &mut Db<'_, '_>, keys: &[Bytes], op: SetOp, limit: usize) -> Result<SetValue, Frame> {
+    let mut sizes = Vec::with_capacity(keys.len());
+    for k in keys {
+        sizes.push(read_set(db, k)?.map(|s| s.len()));
+    }
+    let mut out = SetValue::default();
+    match op {
+        SetOp::Inter => {
+            if sizes.iter().any(Option::is_none) {
+                return Ok(out);
+            }
+            // Start from the smallest set.
+            let Some(first) = (0..keys.len()).min_by_key(|&i| sizes[i]) else {
+                return Ok(out);
+            };
+            out = read_set(db, &keys[first])?
+                .map(|s| s.clone())
+                .unwrap_or_default();
+            for (i, k) in keys.iter().enumerate() {
+                if i == first || out.is_empty() {
+                    continue;
+                }
+                if let Some(s) = read_set(db, k)? {
+                    out.retain(|m| s.contains(m));
+                }
+            }
+            if limit > 0 && out.len() > limit {
+                out.truncate(limit);
+            }
+        }
+        SetOp::Union => {
+            for k in keys {
+                if let Some(s) = read_set(db, k)? {
+                    out.extend(s.iter().cloned());
+                }
+            }
+        }
+        SetOp::Diff => {
+            let Some(first) = read_set(db, &keys[0])? else {
+                return Ok(out);
+            };
+            out = first.clone();
+            for k in &keys[1..] {
+                if out.is_empty() {
+                    break;
+                }
+                if let Some(s) = read_set(db, k)? {
+                    out.retain(|m| !s.contains(m));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn set_op_reply(ctx: &mut Ctx<'_, '_>, op: SetOp) -> Frame {
+    let keys = &ctx.args[1..];
+    match set_op(&mut ctx.db(), keys, op, 0) {
+        Ok(s) => Frame::Set(ordered(&s)),
+        Err(e) => e,
+    }
+}
+
+fn set_op_store(ctx: &mut Ctx<'_, '_>, op: SetOp) -> Frame {
+    let dst = ctx.arg(1);
+    let keys = &ctx.args[2..];
+    let mut db = ctx.db();
+    match set_op(&mut db, keys, op, 0) {
+        Ok(s) if s.is_empty() => {
+            db.remove(dst);
+            Frame::Integer(0)
+        }
+        Ok(s) => {
+            let n = s.len() as i64;
+            db.set(dst, Value::Set(Box::new(s)), false);
+            Frame::Integer(n)
+        }
+        Err(e) => e,
+    }
+}
+
+fn sinter(ctx: &mut Ctx<'_, '_>) -> Frame {
+    set_op_reply(ctx, SetOp::Inter)
+}
+fn sunion(ctx: &mut Ctx<'_, '_>) -> Frame {
+    set_op_reply(ctx, SetOp::Union)
+}
+fn sdiff(ctx: &mut Ctx<'_, '_>) -> Frame {
+    set_op_reply(ctx, SetOp::Diff)
+}
+fn sinterstore(ctx: &mut Ctx<'_, '_>) -> Frame {
+    set_op_store(ctx, SetOp::Inter)
+}
+fn sunionstore(ctx: &mut Ctx<'_, '_>) -> Frame {
+    set_op_store(ctx, SetOp::Union)
+}
+fn sdiffstore(ctx: &mut Ctx<'_, '_>) -> Frame {
+    set_op_store(ctx, SetOp::Diff)
+}
+
+fn sintercard(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let numkeys = match parse_i64_strict(ctx.arg(1)) {
+        Some(n) if n >= 1 => n as u64,
+        _ => return Frame::error("ERR numkeys should be greater than 0"),
+    };
+    if numkeys > (ctx.argc() - 2) as u64 {
+        return Frame::error("ERR Number of keys can't be greater than number of args");
+    }
+    let end = 2 + numkeys as usize;
+    let mut limit = 0usize;
+    let mut j = end;
+    while j < ctx.argc() {
+        if crate::args::eq_ic(ctx.arg(j), "limit") && j + 1 < ctx.argc() {
+            match parse_i64_strict(ctx.arg(j + 1)) {
+                Some(n) if n >= 0 => limit = n as usize,
+                _ => return Frame::error("ERR LIMIT can't be negative"),
+            }
+            j += 2;
+        } else {
+            return error::syntax();
+        }
+    }
+    let keys = &ctx.args[2..end];
+    match set_op(&mut ctx.db(), keys, SetOp::Inter, limit) {
+        Ok(s) => Frame::Integer(s.len() as i64),
+        Err(e) => e,
+    }
+}
+
+fn sscan(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let opts = match parse_scan(ctx.args, 2) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    let key = ctx.arg(1);
+    let mut db = ctx.db();
+    let s = match read_set(&mut db, key) {
+        Ok(Some(s)) => s,
+        Ok(None) => return scan_reply(0, Vec::new()),
+        Err(e) => return e,
+    };
+    let small = s.len() <= 128
+        || (s.len() <= 512 && s.iter().all(|m| crate::value::canonical_i64(m).is_some()));
+    if small && opts.upper.is_none() {
+        let items = ordered(s)
+            .into_iter()
+            .filter(|f| matches!(f, Frame::Bulk(m) if scan_match(&opts.pattern, m)));
+        return scan_reply(0, items.collect());
+    }
+    let mut items = Vec::new();
+    let cursor = scan_positions(s.len(), opts.upper, opts.count, |i| {
+        if let Some(m) = s.get_index(i)
+            && scan_match(&opts.pattern, m)
+        {
+            items.push(bulk(m));
+        }
+    });
+    scan_reply(cursor, items)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::TestServer;
+
+    /// Replies verified against redis-server 7.0.15 (RESP3).
+    #[test]
+    fn set_transcript_resp3() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.client.proto = resp::Protocol::Resp3;
+        c.transcript(
+            r#"
+            > sadd s 1 2 3
+            :3
+            > sadd s 3 4
+            :1
+            > scard s
+            :4
+            > scard nope
+            :0
+            > sismember s 1
+            :1
+            > sismember s 9
+            :0
+            > sismember nope 1
+            :0
+            > smismember s 1 9 2
+            [:1, :0, :1]
+            > smismember nope 1 2
+            [:0, :0]
+            > srem s 1 9
+            :1
+            > srem nope 1
+            :0
+            > smembers s
+            ~["2", "3", "4"]
+            > smembers nope
+            ~[]
+            > srem s 2 3 4
+            :3
+            > get s
+            (nil)
+            > set str v
+            +OK
+            > sadd str a
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > srem str a
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > smembers str
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > sismember str a
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > smismember str a
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > scard str
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > spop str
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > srandmember str
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > smove str s a
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > sscan str 0
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            # spop
+            > sadd p 1
+            :1
+            > spop p
+            "1"
+            > get p
+            (nil)
+            > spop nope
+            (nil)
+            > spop nope 2
+            ~[]
+            > sadd p 1 2
+            :2
+            > spop p 0
+            ~[]
+            > spop p -1
+            -ERR value is out of range, must be positive
+            > spop p x
+            -ERR value is out of range, must be positive
+            > spop p 1 2
+            -ERR syntax error
+            > spop p 5
+            ~["1", "2"]
+            > get p
+            (nil)
+            > sadd one x
+            :1
+            > srandmember one
+            "x"
+            > srandmember one 0
+            []
+            > srandmember one 3
+            ["x"]
+            > srandmember one -3
+            ["x", "x", "x"]
+            > srandmember one x
+            -ERR value is not an integer or out of range
+            > srandmember one -9223372036854775808
+            -ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807
+            > srandmember one 1 2
+            -ERR syntax error
+            > srandmember nope
+            (nil)
+            > srandmember nope 5
+            []
+            > spop one 1
+            ~["x"]
+            # smove
+            > sadd a 1 2
+            :2
+            > sadd b 3
+            :1
+            > smove a b 1
+            :1
+            > smove a b 9
+            :0
+            > smove nope b 1
+            :0
+            > smove a str 2
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > smove str a 2
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > smove a a 2
+            :1
+            > smove a a 9
+            :0
+            > smove a c 2
+            :1
+            > get a
+            (nil)
+            > smembers c
+            ~["2"]
+            # algebra
+            > sadd x 1 2 3 4
+            :4
+            > sadd y 3 4 5
+            :3
+            > sadd z 4
+            :1
+            > sinter x y
+            ~["3", "4"]
+            > sinter x y z
+            ~["4"]
+            > sinter x nope
+            ~[]
+            > sinter x str
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > sinter nope str
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > sunion z nope
+            ~["4"]
+            > sunion z str
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > sdiff x y
+            ~["1", "2"]
+            > sdiff x y z
+            ~["1", "2"]
+            > sdiff nope x
+            ~[]
+            > sdiff x str
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > sinterstore d x y
+            :2
+            > smembers d
+            ~["3", "4"]
+            > sinterstore d x nope
+            :0
+            > get d
+            (nil)
+            > sunionstore d z nope
+            :1
+            > smembers d
+            ~["4"]
+            > sdiffstore d x x
+            :0
+            > get d
+            (nil)
+            > sdiffstore str2 z
+            :1
+            > smembers str2
+            ~["4"]
+            > sinterstore d x str
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > sintercard 2 x y
+            :2
+            > sintercard 2 x y limit 1
+            :1
+            > sintercard 2 x y limit 0
+            :2
+            > sintercard 2 x nope
+            :0
+            > sintercard 1 x
+            :4
+            > sintercard 0 x
+            -ERR numkeys should be greater than 0
+            > sintercard x x
+            -ERR numkeys should be greater than 0
+            > sintercard 3 x y
+            -ERR Number of keys can't be greater than number of args
+            > sintercard 2 x y limit -1
+            -ERR LIMIT can't be negative
+            > sintercard 2 x y limit x
+            -ERR LIMIT can't be negative
+            > sintercard 2 x y foo
+            -ERR syntax error
+            > sintercard 2 x str
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            # scan
+            > sscan z 0
+            ["0", ["4"]]
+            > sscan x 0 match 1
+            ["0", ["1"]]
+            > sscan x 0 count 1
+            ["0", ["1", "2", "3", "4"]]
+            > sscan nope 0
+            ["0", []]
+            > sscan x 0 count 0
+            -ERR syntax error
+            "#,
+        );
+    }
+
+    /// A full SSCAN iteration returns every element present throughout, while others churn.
+    #[test]
+    fn sscan_full_iteration() {
+        use resp::Frame;
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        for i in 0..1000 {
+            c.cmd(&["SADD", "k", &format!("m{i}")]);
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut cursor = "0".to_string();
+        let mut round = 0;
+        loop {
+            let Some(Frame::Array(r)) = c.cmd(&["SSCAN", "k", &cursor, "COUNT", "7"]) else {
+                panic!()
+            };
+            let (Frame::Bulk(cur), Frame::Array(items)) = (&r[0], &r[1]) else {
+                panic!()
+            };
+            for it in items.iter().step_by(1) {
+                let Frame::Bulk(m) = it else { panic!() };
+                seen.insert(m.clone());
+            }
+            // churn: delete some late elements, add new ones
+            round += 1;
+            c.cmd(&["SREM", "k", &format!("m{}", 500 + round)]);
+            c.cmd(&["SADD", "k", &format!("n{round}")]);
+            cursor = String::from_utf8(cur.to_vec()).unwrap();
+            if cursor == "0" {
+                break;
+            }
+        }
+        assert!(round > 10);
+        for i in 0..500 {
+            assert!(seen.contains(format!("m{i}").as_bytes()), "missed m{i}");
+        }
+    }
+}

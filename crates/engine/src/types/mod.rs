@@ -1,5 +1,6 @@
 //! Data structures behind the aggregate value types, and per-key access metadata.
 
+pub mod access;
 pub mod zset;
 
 use crate::value::Entry;
