@@ -730,11 +730,7 @@ fn client_kill(ctx: &mut Ctx<'_, '_>) -> Frame {
         killed += 1;
     }
     if argc == 3 {
-        if killed == 0 {
-            Frame::error("ERR No such client")
-        } else {
-            Frame::ok()
-        }
+        if killed == 0 { Frame::error("ERR No such client") } else { Frame::ok() }
     } else {
         Frame::Integer(killed)
     }

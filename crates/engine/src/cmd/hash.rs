@@ -5,8 +5,7 @@ use crate::args::{eq_ic, parse_i64_strict};
 use crate::command::{Command, Ctx, Flags, Keys};
 use crate::error;
 use crate::types::access::{
-    bulk, create_hash, parse_scan, read_hash, remove_if_empty, sb, scan_match, scan_positions,
-    scan_reply, write_hash,
+    bulk, create_hash, parse_scan, read_hash, remove_if_empty, sb, scan_match, scan_positions, scan_reply, write_hash,
 };
 use resp::{Frame, Protocol};
 
@@ -277,12 +276,7 @@ fn hmget(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(h) => Frame::Array(
             fields
                 .iter()
-                .map(|f| {
-                    h.as_ref()
-                        .and_then(|h| h.get(&f[..]))
-                        .map(|v| bulk(v))
-                        .unwrap_or(Frame::Null)
-                })
+                .map(|f| h.as_ref().and_then(|h| h.get(&f[..])).map(|v| bulk(v)).unwrap_or(Frame::Null))
                 .collect(),
         ),
         Err(e) => e,
@@ -301,10 +295,7 @@ fn hgetall(ctx: &mut Ctx<'_, '_>) -> Frame {
 fn hkeys(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(1);
     match read_hash(&mut ctx.db(), key) {
-        Ok(h) => Frame::Array(
-            h.map(|h| h.keys().map(|k| bulk(k)).collect())
-                .unwrap_or_default(),
-        ),
+        Ok(h) => Frame::Array(h.map(|h| h.keys().map(|k| bulk(k)).collect()).unwrap_or_default()),
         Err(e) => e,
     }
 }
@@ -312,10 +303,7 @@ fn hkeys(ctx: &mut Ctx<'_, '_>) -> Frame {
 fn hvals(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(1);
     match read_hash(&mut ctx.db(), key) {
-        Ok(h) => Frame::Array(
-            h.map(|h| h.values().map(|k| bulk(k)).collect())
-                .unwrap_or_default(),
-        ),
+        Ok(h) => Frame::Array(h.map(|h| h.values().map(|k| bulk(k)).collect()).unwrap_or_default()),
         Err(e) => e,
     }
 }
@@ -748,12 +736,8 @@ mod tests {
         let mut cursor = "0".to_string();
         let mut round = 0;
         loop {
-            let Some(Frame::Array(r)) = c.cmd(&["HSCAN", "k", &cursor, "COUNT", "7"]) else {
-                panic!()
-            };
-            let (Frame::Bulk(cur), Frame::Array(items)) = (&r[0], &r[1]) else {
-                panic!()
-            };
+            let Some(Frame::Array(r)) = c.cmd(&["HSCAN", "k", &cursor, "COUNT", "7"]) else { panic!() };
+            let (Frame::Bulk(cur), Frame::Array(items)) = (&r[0], &r[1]) else { panic!() };
             for it in items.iter().step_by(2) {
                 let Frame::Bulk(m) = it else { panic!() };
                 seen.insert(m.clone());

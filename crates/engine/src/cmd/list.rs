@@ -4,9 +4,7 @@ use super::BASE;
 use crate::args::eq_ic;
 use crate::command::{Command, Ctx, Flags, Keys};
 use crate::error;
-use crate::types::access::{
-    bulk, create_list, numkeys_keys, read_list, remove_if_empty, sb, write_list,
-};
+use crate::types::access::{bulk, create_list, numkeys_keys, read_list, remove_if_empty, sb, write_list};
 use crate::value::ListValue;
 use resp::Frame;
 
@@ -198,11 +196,7 @@ pub static COMMANDS: &[Command] = &[
         name: "lmove",
         arity: 5,
         flags: Flags::WRITE.or(Flags::DENYOOM),
-        keys: Keys::Range {
-            first: 1,
-            last: 2,
-            step: 1,
-        },
+        keys: Keys::Range { first: 1, last: 2, step: 1 },
         group: "list",
         since: "6.2.0",
         summary: "Pop an element from a list, push it to another list and return it",
@@ -215,11 +209,7 @@ pub static COMMANDS: &[Command] = &[
         name: "rpoplpush",
         arity: 3,
         flags: Flags::WRITE.or(Flags::DENYOOM),
-        keys: Keys::Range {
-            first: 1,
-            last: 2,
-            step: 1,
-        },
+        keys: Keys::Range { first: 1, last: 2, step: 1 },
         group: "list",
         since: "1.2.0",
         summary: "Remove the last element in a list, prepend it to another list and return it",
@@ -232,12 +222,7 @@ pub static COMMANDS: &[Command] = &[
         name: "lmpop",
         arity: -4,
         flags: Flags::WRITE,
-        keys: Keys::Custom {
-            first: 0,
-            last: 0,
-            step: 0,
-            find: numkeys_keys::<1>,
-        },
+        keys: Keys::Custom { first: 0, last: 0, step: 0, find: numkeys_keys::<1> },
         group: "list",
         since: "7.0.0",
         summary: "Pop elements from a list",
@@ -335,11 +320,7 @@ fn pop_generic(ctx: &mut Ctx<'_, '_>, end: End) -> Frame {
     let l = match write_list(&mut db, key) {
         Ok(Some(l)) => l,
         Ok(None) => {
-            return if count.is_some() {
-                Frame::NullArray
-            } else {
-                Frame::Null
-            };
+            return if count.is_some() { Frame::NullArray } else { Frame::Null };
         }
         Err(e) => return e,
     };
@@ -348,12 +329,7 @@ fn pop_generic(ctx: &mut Ctx<'_, '_>, end: End) -> Frame {
         None => pop_end(l, end).map(|v| bulk(&v)).unwrap_or(Frame::Null),
         Some(n) => {
             let n = n.min(l.len());
-            Frame::Array(
-                (0..n)
-                    .filter_map(|_| pop_end(l, end))
-                    .map(|v| bulk(&v))
-                    .collect(),
-            )
+            Frame::Array((0..n).filter_map(|_| pop_end(l, end)).map(|v| bulk(&v)).collect())
         }
     };
     remove_if_empty(&mut db, key);
@@ -378,16 +354,8 @@ fn llen(ctx: &mut Ctx<'_, '_>) -> Frame {
 /// Normalizes a Redis (start, end) range over `len` items; None when empty.
 pub(crate) fn norm_range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
     let len = len as i64;
-    let mut start = if start < 0 {
-        start.saturating_add(len)
-    } else {
-        start
-    };
-    let mut end = if end < 0 {
-        end.saturating_add(len)
-    } else {
-        end
-    };
+    let mut start = if start < 0 { start.saturating_add(len) } else { start };
+    let mut end = if end < 0 { end.saturating_add(len) } else { end };
     if start < 0 {
         start = 0;
     }
@@ -440,10 +408,7 @@ fn lindex(ctx: &mut Ctx<'_, '_>) -> Frame {
     };
     let key = ctx.arg(1);
     match read_list(&mut ctx.db(), key) {
-        Ok(Some(l)) => list_index(idx, l.len())
-            .and_then(|i| l.get(i))
-            .map(|v| bulk(v))
-            .unwrap_or(Frame::Null),
+        Ok(Some(l)) => list_index(idx, l.len()).and_then(|i| l.get(i)).map(|v| bulk(v)).unwrap_or(Frame::Null),
         Ok(None) => Frame::Null,
         Err(e) => e,
     }
@@ -480,11 +445,7 @@ fn lrem(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(None) => return Frame::Integer(0),
         Err(e) => return e,
     };
-    let limit = if count == 0 {
-        usize::MAX
-    } else {
-        count.unsigned_abs().min(usize::MAX as u64) as usize
-    };
+    let limit = if count == 0 { usize::MAX } else { count.unsigned_abs().min(usize::MAX as u64) as usize };
     let mut removed = 0usize;
     if count >= 0 {
         let mut i = 0;
@@ -596,22 +557,14 @@ fn lpos(ctx: &mut Ctx<'_, '_>) -> Frame {
     let l = match read_list(&mut db, key) {
         Ok(Some(l)) => l,
         Ok(None) => {
-            return if count.is_some() {
-                Frame::Array(Vec::new())
-            } else {
-                Frame::Null
-            };
+            return if count.is_some() { Frame::Array(Vec::new()) } else { Frame::Null };
         }
         Err(e) => return e,
     };
     let from_tail = rank < 0;
     let rank = rank.unsigned_abs();
     let len = l.len();
-    let maxlen = if maxlen == 0 {
-        usize::MAX
-    } else {
-        maxlen as usize
-    };
+    let maxlen = if maxlen == 0 { usize::MAX } else { maxlen as usize };
     let mut matches = 0u64;
     let mut out = Vec::new();
     for k in 0..len.min(maxlen) {
@@ -719,10 +672,7 @@ fn lmpop(ctx: &mut Ctx<'_, '_>) -> Frame {
             Err(e) => return e,
         };
         let n = count.min(l.len());
-        let items: Vec<Frame> = (0..n)
-            .filter_map(|_| pop_end(l, end))
-            .map(|v| bulk(&v))
-            .collect();
+        let items: Vec<Frame> = (0..n).filter_map(|_| pop_end(l, end)).map(|v| bulk(&v)).collect();
         remove_if_empty(&mut db, key);
         return Frame::Array(vec![bulk(key), Frame::Array(items)]);
     }

@@ -6,8 +6,8 @@ use crate::command::{Command, Ctx, Flags, Keys};
 use crate::db::Db;
 use crate::error;
 use crate::types::access::{
-    bulk, create_set, numkeys_keys, parse_scan, read_set, remove_if_empty, sb, scan_match,
-    scan_positions, scan_reply, write_set,
+    bulk, create_set, numkeys_keys, parse_scan, read_set, remove_if_empty, sb, scan_match, scan_positions, scan_reply,
+    write_set,
 };
 use crate::value::{SetValue, Value};
 use bytes::Bytes;
@@ -123,11 +123,7 @@ pub static COMMANDS: &[Command] = &[
         name: "smove",
         arity: 4,
         flags: Flags::WRITE.or(Flags::FAST),
-        keys: Keys::Range {
-            first: 1,
-            last: 2,
-            step: 1,
-        },
+        keys: Keys::Range { first: 1, last: 2, step: 1 },
         group: "set",
         since: "1.0.0",
         summary: "Move a member from one set to another",
@@ -153,12 +149,7 @@ pub static COMMANDS: &[Command] = &[
         name: "sintercard",
         arity: -3,
         flags: Flags::READONLY,
-        keys: Keys::Custom {
-            first: 0,
-            last: 0,
-            step: 0,
-            find: numkeys_keys::<1>,
-        },
+        keys: Keys::Custom { first: 0, last: 0, step: 0, find: numkeys_keys::<1> },
         group: "set",
         since: "7.0.0",
         summary: "Intersect multiple sets and return the cardinality of the result",
@@ -287,10 +278,7 @@ fn ordered(s: &SetValue) -> Vec<Frame> {
         let ints: Option<Vec<i64>> = s.iter().map(|m| crate::value::canonical_i64(m)).collect();
         if let Some(mut v) = ints {
             v.sort_unstable();
-            return v
-                .into_iter()
-                .map(|i| bulk(itoa::Buffer::new().format(i).as_bytes()))
-                .collect();
+            return v.into_iter().map(|i| bulk(itoa::Buffer::new().format(i).as_bytes())).collect();
         }
     }
     s.iter().map(|m| bulk(m)).collect()
@@ -342,10 +330,7 @@ fn smismember(ctx: &mut Ctx<'_, '_>) -> Frame {
     let args = ctx.args;
     match read_set(&mut ctx.db(), key) {
         Ok(s) => Frame::Array(
-            args[2..]
-                .iter()
-                .map(|m| Frame::Integer(s.as_ref().is_some_and(|s| s.contains(&m[..])) as i64))
-                .collect(),
+            args[2..].iter().map(|m| Frame::Integer(s.as_ref().is_some_and(|s| s.contains(&m[..])) as i64)).collect(),
         ),
         Err(e) => e,
     }
@@ -377,11 +362,7 @@ fn spop(ctx: &mut Ctx<'_, '_>) -> Frame {
     let s = match write_set(&mut db, key) {
         Ok(Some(s)) => s,
         Ok(None) => {
-            return if count.is_some() {
-                Frame::Set(Vec::new())
-            } else {
-                Frame::Null
-            };
+            return if count.is_some() { Frame::Set(Vec::new()) } else { Frame::Null };
         }
         Err(e) => return e,
     };
@@ -403,11 +384,7 @@ fn spop(ctx: &mut Ctx<'_, '_>) -> Frame {
             let mut picks = random_positions(s.len(), n);
             // Remove from the highest position down so that earlier picks stay valid.
             picks.sort_unstable_by(|a, b| b.cmp(a));
-            let out: Vec<Frame> = picks
-                .into_iter()
-                .filter_map(|i| s.swap_remove_index(i))
-                .map(|m| bulk(&m))
-                .collect();
+            let out: Vec<Frame> = picks.into_iter().filter_map(|i| s.swap_remove_index(i)).map(|m| bulk(&m)).collect();
             Frame::Set(out)
         }
     };
@@ -437,11 +414,7 @@ fn srandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
     };
     match read_set(&mut ctx.db(), key) {
         Ok(Some(s)) => Frame::Array(
-            random_positions(s.len(), l)
-                .into_iter()
-                .filter_map(|i| s.get_index(i))
-                .map(|m| bulk(m))
-                .collect(),
+            random_positions(s.len(), l).into_iter().filter_map(|i| s.get_index(i)).map(|m| bulk(m)).collect(),
         ),
         Ok(None) => Frame::Array(Vec::new()),
         Err(e) => e,
@@ -502,9 +475,7 @@ fn set_op(db: &mut Db<'_, '_>, keys: &[Bytes], op: SetOp, limit: usize) -> Resul
             let Some(first) = (0..keys.len()).min_by_key(|&i| sizes[i]) else {
                 return Ok(out);
             };
-            out = read_set(db, &keys[first])?
-                .map(|s| s.clone())
-                .unwrap_or_default();
+            out = read_set(db, &keys[first])?.map(|s| s.clone()).unwrap_or_default();
             for (i, k) in keys.iter().enumerate() {
                 if i == first || out.is_empty() {
                     continue;
@@ -628,12 +599,9 @@ fn sscan(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(None) => return scan_reply(0, Vec::new()),
         Err(e) => return e,
     };
-    let small = s.len() <= 128
-        || (s.len() <= 512 && s.iter().all(|m| crate::value::canonical_i64(m).is_some()));
+    let small = s.len() <= 128 || (s.len() <= 512 && s.iter().all(|m| crate::value::canonical_i64(m).is_some()));
     if small && opts.upper.is_none() {
-        let items = ordered(s)
-            .into_iter()
-            .filter(|f| matches!(f, Frame::Bulk(m) if scan_match(&opts.pattern, m)));
+        let items = ordered(s).into_iter().filter(|f| matches!(f, Frame::Bulk(m) if scan_match(&opts.pattern, m)));
         return scan_reply(0, items.collect());
     }
     let mut items = Vec::new();
@@ -886,12 +854,8 @@ mod tests {
         let mut cursor = "0".to_string();
         let mut round = 0;
         loop {
-            let Some(Frame::Array(r)) = c.cmd(&["SSCAN", "k", &cursor, "COUNT", "7"]) else {
-                panic!()
-            };
-            let (Frame::Bulk(cur), Frame::Array(items)) = (&r[0], &r[1]) else {
-                panic!()
-            };
+            let Some(Frame::Array(r)) = c.cmd(&["SSCAN", "k", &cursor, "COUNT", "7"]) else { panic!() };
+            let (Frame::Bulk(cur), Frame::Array(items)) = (&r[0], &r[1]) else { panic!() };
             for it in items.iter().step_by(1) {
                 let Frame::Bulk(m) = it else { panic!() };
                 seen.insert(m.clone());

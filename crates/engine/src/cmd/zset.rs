@@ -9,8 +9,7 @@ use crate::args::{eq_ic, parse_f64, parse_i64_strict};
 use crate::command::{Command, Ctx, Flags, Keys};
 use crate::error;
 use crate::types::access::{
-    bulk, create_zset, parse_scan, read_zset, remove_if_empty, scan_match, scan_positions,
-    scan_reply, write_zset,
+    bulk, create_zset, parse_scan, read_zset, remove_if_empty, scan_match, scan_positions, scan_reply, write_zset,
 };
 use crate::types::zset::ZSet;
 use crate::value::{SmallBytes, Value};
@@ -152,11 +151,7 @@ pub static COMMANDS: &[Command] = &[
         name: "zrangestore",
         arity: -5,
         flags: Flags::WRITE.or(Flags::DENYOOM),
-        keys: Keys::Range {
-            first: 1,
-            last: 2,
-            step: 1,
-        },
+        keys: Keys::Range { first: 1, last: 2, step: 1 },
         group: "sorted_set",
         since: "6.2.0",
         summary: "Store a range of members from sorted set into another key",
@@ -379,12 +374,7 @@ fn parse_score_bound(b: &[u8]) -> Option<(f64, bool)> {
 
 fn parse_score_range(min: &[u8], max: &[u8]) -> Result<ScoreRange, Frame> {
     match (parse_score_bound(min), parse_score_bound(max)) {
-        (Some((min, minex)), Some((max, maxex))) => Ok(ScoreRange {
-            min,
-            minex,
-            max,
-            maxex,
-        }),
+        (Some((min, minex)), Some((max, maxex))) => Ok(ScoreRange { min, minex, max, maxex }),
         _ => Err(not_float_range()),
     }
 }
@@ -573,11 +563,7 @@ fn zadd_generic(ctx: &mut Ctx<'_, '_>, mut fl: AddFlags, mut idx: usize) -> Fram
         }
     }
     if fl.incr {
-        if processed > 0 {
-            score_frame(last)
-        } else {
-            Frame::Null
-        }
+        if processed > 0 { score_frame(last) } else { Frame::Null }
     } else {
         Frame::Integer(if fl.ch { added + updated } else { added })
     }
@@ -588,14 +574,7 @@ fn zadd(ctx: &mut Ctx<'_, '_>) -> Frame {
 }
 
 fn zincrby(ctx: &mut Ctx<'_, '_>) -> Frame {
-    zadd_generic(
-        ctx,
-        AddFlags {
-            incr: true,
-            ..Default::default()
-        },
-        2,
-    )
+    zadd_generic(ctx, AddFlags { incr: true, ..Default::default() }, 2)
 }
 
 // ---- simple reads ----
@@ -613,14 +592,7 @@ fn zmscore(ctx: &mut Ctx<'_, '_>) -> Frame {
     let args = ctx.args;
     match read_zset(&mut ctx.db(), key) {
         Ok(z) => Frame::Array(
-            args[2..]
-                .iter()
-                .map(|m| {
-                    z.as_ref()
-                        .and_then(|z| z.score(m))
-                        .map_or(Frame::Null, score_frame)
-                })
-                .collect(),
+            args[2..].iter().map(|m| z.as_ref().and_then(|z| z.score(m)).map_or(Frame::Null, score_frame)).collect(),
         ),
         Err(e) => e,
     }
@@ -670,11 +642,7 @@ fn rank_generic(ctx: &mut Ctx<'_, '_>, rev: bool) -> Frame {
     let (key, m) = (ctx.arg(1), ctx.arg(2));
     match read_zset(&mut ctx.db(), key) {
         Ok(Some(z)) => match z.rank(m) {
-            Some(r) => Frame::Integer(if rev {
-                (z.len() - 1 - r) as i64
-            } else {
-                r as i64
-            }),
+            Some(r) => Frame::Integer(if rev { (z.len() - 1 - r) as i64 } else { r as i64 }),
             None => Frame::Null,
         },
         Ok(None) => Frame::Null,
@@ -753,14 +721,10 @@ fn zrange_generic(
     let rev = rev.unwrap_or(false);
     let rangetype = rangetype.unwrap_or(RangeType::Rank);
     if limit != -1 && rangetype == RangeType::Rank {
-        return Frame::error(
-            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
-        );
+        return Frame::error("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX");
     }
     if withscores && rangetype == RangeType::Lex {
-        return Frame::error(
-            "ERR syntax error, WITHSCORES not supported in combination with BYLEX",
-        );
+        return Frame::error("ERR syntax error, WITHSCORES not supported in combination with BYLEX");
     }
     if rev && rangetype != RangeType::Rank {
         std::mem::swap(&mut minidx, &mut maxidx);
@@ -812,16 +776,8 @@ fn zrange_generic(
             } else {
                 let n = e - s;
                 let off = (offset as u64).min(n as u64) as usize;
-                let take = if limit < 0 {
-                    n - off
-                } else {
-                    (limit as u64).min((n - off) as u64) as usize
-                };
-                if rev {
-                    (e - off - take, e - off)
-                } else {
-                    (s + off, s + off + take)
-                }
+                let take = if limit < 0 { n - off } else { (limit as u64).min((n - off) as u64) as usize };
+                if rev { (e - off - take, e - off) } else { (s + off, s + off + take) }
             };
             let mut v = z.range(s, e);
             if rev {
@@ -947,11 +903,7 @@ fn zpop_generic(ctx: &mut Ctx<'_, '_>, max: bool) -> Frame {
     };
     let n = count.unwrap_or(1).min(z.len() as u64) as usize;
     let len = z.len();
-    let mut items = if max {
-        z.range(len - n, len)
-    } else {
-        z.range(0, n)
-    };
+    let mut items = if max { z.range(len - n, len) } else { z.range(0, n) };
     if max {
         items.reverse();
     }
@@ -1449,12 +1401,8 @@ mod tests {
         let mut cursor = "0".to_string();
         let mut round = 0;
         loop {
-            let Some(Frame::Array(r)) = c.cmd(&["ZSCAN", "k", &cursor, "COUNT", "7"]) else {
-                panic!()
-            };
-            let (Frame::Bulk(cur), Frame::Array(items)) = (&r[0], &r[1]) else {
-                panic!()
-            };
+            let Some(Frame::Array(r)) = c.cmd(&["ZSCAN", "k", &cursor, "COUNT", "7"]) else { panic!() };
+            let (Frame::Bulk(cur), Frame::Array(items)) = (&r[0], &r[1]) else { panic!() };
             for it in items.iter().step_by(2) {
                 let Frame::Bulk(m) = it else { panic!() };
                 seen.insert(m.clone());

@@ -22,10 +22,7 @@ macro_rules! accessors {
             }
         }
         /// Looks the key up for modification: Ok(None) if missing, WRONGTYPE for another type.
-        pub fn $write<'a>(
-            db: &'a mut Db<'_, '_>,
-            key: &[u8],
-        ) -> Result<Option<&'a mut $ty>, Frame> {
+        pub fn $write<'a>(db: &'a mut Db<'_, '_>, key: &[u8]) -> Result<Option<&'a mut $ty>, Frame> {
             match db.write(key) {
                 None => Ok(None),
                 Some(e) => match &mut e.value {
@@ -94,11 +91,7 @@ pub struct ScanOpts {
 /// errors.
 pub fn parse_scan(args: &[Bytes], i: usize) -> Result<ScanOpts, Frame> {
     let cursor = parse_cursor(&args[i]).ok_or_else(|| Frame::error("ERR invalid cursor"))?;
-    let mut o = ScanOpts {
-        upper: (cursor != 0).then_some(cursor as usize),
-        pattern: None,
-        count: 10,
-    };
+    let mut o = ScanOpts { upper: (cursor != 0).then_some(cursor as usize), pattern: None, count: 10 };
     let mut j = i + 1;
     while j < args.len() {
         let more = j + 1 < args.len();
@@ -132,12 +125,7 @@ fn parse_cursor(b: &[u8]) -> Option<u64> {
 /// Walks positions `[0, len)` downward from `upper` (exclusive; None = from the top) visiting
 /// about `budget` of them (Redis's COUNT is a hint: large values walk further); calls `visit(pos)`.
 /// Returns the cursor to send back: the next upper bound, 0 when done.
-pub fn scan_positions(
-    len: usize,
-    upper: Option<usize>,
-    budget: usize,
-    mut visit: impl FnMut(usize),
-) -> u64 {
+pub fn scan_positions(len: usize, upper: Option<usize>, budget: usize, mut visit: impl FnMut(usize)) -> u64 {
     let mut pos = upper.unwrap_or(len).min(len);
     let mut n = 0;
     while pos > 0 && n < budget {
@@ -150,17 +138,12 @@ pub fn scan_positions(
 
 /// The `[cursor, [items]]` reply of the *SCAN commands.
 pub fn scan_reply(cursor: u64, items: Vec<Frame>) -> Frame {
-    Frame::Array(vec![
-        Frame::Bulk(Bytes::from(cursor.to_string())),
-        Frame::Array(items),
-    ])
+    Frame::Array(vec![Frame::Bulk(Bytes::from(cursor.to_string())), Frame::Array(items)])
 }
 
 /// True if `b` matches the optional pattern.
 pub fn scan_match(pattern: &Option<Bytes>, b: &[u8]) -> bool {
-    pattern
-        .as_ref()
-        .is_none_or(|p| crate::glob::matches(p, b, false))
+    pattern.as_ref().is_none_or(|p| crate::glob::matches(p, b, false))
 }
 
 /// Key finder for `numkeys key [key ...]` commands whose numkeys is at position `I`. An invalid
@@ -172,7 +155,5 @@ pub fn numkeys_keys<const I: usize>(args: &[Bytes]) -> Vec<usize> {
     if n < 1 || (n as u64) > args.len() as u64 {
         return Vec::new();
     }
-    (I + 1..I + 1 + n as usize)
-        .filter(|&i| i < args.len())
-        .collect()
+    (I + 1..I + 1 + n as usize).filter(|&i| i < args.len()).collect()
 }

@@ -19,9 +19,7 @@ type Item = (f64, SmallBytes);
 
 /// Redis's order: by score, then by member bytes. Scores are never NaN; -0 equals 0.
 fn cmp_item(a: (f64, &[u8]), b: (f64, &[u8])) -> Ordering {
-    a.0.partial_cmp(&b.0)
-        .unwrap_or(Ordering::Equal)
-        .then_with(|| a.1.cmp(b.1))
+    a.0.partial_cmp(&b.0).unwrap_or(Ordering::Equal).then_with(|| a.1.cmp(b.1))
 }
 
 /// A sorted set: member -> score, ordered by (score, member).
@@ -48,11 +46,7 @@ impl ZSet {
     pub fn heap_size(&self) -> usize {
         let spilled = |b: &SmallBytes| if b.spilled() { b.capacity() } else { 0 };
         self.scores.capacity() * (std::mem::size_of::<SmallBytes>() + 8 + 1)
-            + self
-                .blocks
-                .iter()
-                .map(|b| b.capacity() * std::mem::size_of::<Item>())
-                .sum::<usize>()
+            + self.blocks.iter().map(|b| b.capacity() * std::mem::size_of::<Item>()).sum::<usize>()
             + self.scores.keys().map(|k| 2 * spilled(k)).sum::<usize>()
     }
 
@@ -69,9 +63,7 @@ impl ZSet {
             cmp_item((last.0, &last.1), key) == Ordering::Less
         });
         let blk = self.blocks.get(b)?;
-        let i = blk
-            .binary_search_by(|it| cmp_item((it.0, &it.1), key))
-            .ok()?;
+        let i = blk.binary_search_by(|it| cmp_item((it.0, &it.1), key)).ok()?;
         Some((b, i))
     }
 
@@ -94,8 +86,7 @@ impl ZSet {
     fn insert_order(&mut self, score: f64, member: &[u8]) {
         let key = (score, member);
         if self.blocks.is_empty() {
-            self.blocks
-                .push(vec![(score, SmallBytes::from_slice(member))]);
+            self.blocks.push(vec![(score, SmallBytes::from_slice(member))]);
             return;
         }
         let mut b = self.blocks.partition_point(|blk| {
@@ -211,8 +202,7 @@ mod tests {
                 assert_eq!(z.insert(&m, s), model.insert(m.clone(), s));
             }
             if step % 2000 == 0 || step == 19999 {
-                let mut sorted: Vec<(f64, Vec<u8>)> =
-                    model.iter().map(|(k, v)| (*v, k.clone())).collect();
+                let mut sorted: Vec<(f64, Vec<u8>)> = model.iter().map(|(k, v)| (*v, k.clone())).collect();
                 sorted.sort_by(|a, b| cmp_item((a.0, &a.1), (b.0, &b.1)));
                 let got: Vec<(f64, Vec<u8>)> = z.iter().map(|(m, s)| (s, m.to_vec())).collect();
                 assert_eq!(got, sorted);
