@@ -7,6 +7,7 @@ pub mod hash;
 pub mod keyspace;
 pub mod list;
 pub mod multi;
+pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod string;
@@ -26,6 +27,7 @@ pub static FAMILIES: &[&[Command]] = &[
     set::COMMANDS,
     zset::COMMANDS,
     multi::COMMANDS,
+    scripting::COMMANDS,
 ];
 
 /// Defaults for table entries: `Command { name: "get", ..., ..BASE }`.
