@@ -572,3 +572,379 @@ fn lcs() {
         "#,
     );
 }
+
+#[test]
+fn wrong_type() {
+    let ts = TestServer::new();
+    put_list(&ts, "l");
+    ts.transcript(
+        r#"
+        > GET l
+        -WRONGTYPE Operation against a key holding the wrong kind of value
+        > SET l v GET
+        -WRONGTYPE Operation against a key holding the wrong kind of value
+        > SET l v GET NX
+        -WRONGTYPE Operation against a key holding the wrong kind of value
+        > SET l v NX
+        (nil)
+        > SETNX l v
+        :0
+        > GETSET l v
+        -WRONGTYPE Operation against a key holding the wrong kind of value
+        > GETDEL l
+        -WRONGTYPE Operation against a key holding the wrong kind of value
+        > GETEX l
+        -WRONGTYPE Operation against a key holding the wrong kind of value
+        > GETEX l EX 0
+        -WRONGTYPE Operation against a key holding the wrong kind of value
+        > GETEX l BAD
+        -ERR syntax error
+        > MGET a l b
+        [(nil), (nil), (nil)]
+        > APPEND l x
+        -WRONGTYPE Operation against a key holding the wrong kind of value
+        > STRLEN l
+        -WRONGTYPE Operation against a key holding the wrong kind of value
+        > GETRANGE l 0 1
+        -WRONGTYPE Operation against a key holding the wrong kind of value
+        > GETRANGE l x 1
+        -ERR value is not an integer or out of range
+        > SETRANGE l 0 x
+        -WRONGTYPE Operation against a key holding the wrong kind of value
+        > SETRANGE l 0 ""
+        -WRONGTYPE Operation against a key holding the wrong kind of value
+        > SETRANGE l -1 x
+        -ERR offset is out of range
+        > INCR l
+        -WRONGTYPE Operation against a key holding the wrong kind of value
+        > DECRBY l 5
+        -WRONGTYPE Operation against a key holding the wrong kind of value
+        > INCRBYFLOAT l 1.5
+        -WRONGTYPE Operation against a key holding the wrong kind of value
+        > INCRBYFLOAT l abc
+        -WRONGTYPE Operation against a key holding the wrong kind of value
+        > LCS l l
+        -ERR The specified keys must contain string values
+        > LCS l l BADOPT
+        -ERR The specified keys must contain string values
+        > SET l str
+        +OK
+        > GET l
+        "str"
+        "#,
+    );
+    // MSET and MSETNX overwrite / see other types.
+    put_list(&ts, "l2");
+    ts.transcript(
+        r#"
+        > MSETNX l2 a z b
+        :0
+        > MSET l2 a
+        +OK
+        > GET l2
+        "a"
+        "#,
+    );
+}
+
+#[test]
+fn ttl_interactions() {
+    let ts = TestServer::new();
+    let mut c = ts.client();
+    let t0 = now(&ts);
+    c.transcript("> SET k v EX 10\n+OK");
+    assert_eq!(deadline(&ts, "k"), Some(t0 + 10_000));
+    // A plain SET clears the TTL, KEEPTTL keeps it.
+    c.transcript("> SET k v2 KEEPTTL\n+OK");
+    assert_eq!(deadline(&ts, "k"), Some(t0 + 10_000));
+    c.transcript("> SET k v3\n+OK");
+    assert_eq!(deadline(&ts, "k"), None);
+    c.transcript("> SET k v PX 1500\n+OK");
+    ts.clock.advance_ms(1500);
+    c.transcript("> GET k\n\"v\"");
+    ts.clock.advance_ms(1);
+    c.transcript("> GET k\n(nil)\n> SET k v XX\n(nil)");
+    // SETNX on an expired volatile key succeeds.
+    c.transcript("> SETEX k 1 old\n+OK");
+    ts.clock.advance_ms(1001);
+    c.transcript("> SETNX k new\n:1\n> GET k\n\"new\"");
+    // Absolute times are Unix times.
+    let unix = ts.srv.clock.unix_ms();
+    c.run(&format!("SET abs v EXAT {}", unix / 1000 + 100));
+    assert_eq!(deadline(&ts, "abs"), Some(now(&ts) + 100_000 - (unix % 1000) as u64));
+    assert_eq!(c.run(&format!("SET abs v PXAT {}", unix + 5)), "+OK");
+    assert_eq!(deadline(&ts, "abs"), Some(now(&ts) + 5));
+    // A deadline already in the past: the key does not survive.
+    assert_eq!(c.run(&format!("SET past v PXAT {}", unix - 1)), "+OK");
+    assert!(!stored(&ts, "past"));
+    c.transcript("> GET past\n(nil)");
+    assert_eq!(c.run("SET past2 v GET PXAT 1"), "(nil)");
+    assert!(!stored(&ts, "past2"));
+    c.transcript("> SET old x\n+OK");
+    assert_eq!(c.run("SET old v GET EXAT 1"), "\"x\"");
+    assert!(!stored(&ts, "old"));
+    // After a wall-clock step, absolute times are still read as Unix times.
+    ts.clock.step_wall_ms(60_000);
+    let unix = ts.srv.clock.unix_ms();
+    c.run(&format!("SET abs v PXAT {}", unix + 1000));
+    assert_eq!(deadline(&ts, "abs"), Some(now(&ts) + 1000));
+    // SETEX / PSETEX.
+    c.transcript("> PSETEX p 250 v\n+OK");
+    assert_eq!(deadline(&ts, "p"), Some(now(&ts) + 250));
+    c.transcript("> SETEX s 7 v\n+OK");
+    assert_eq!(deadline(&ts, "s"), Some(now(&ts) + 7000));
+    // INCR, INCRBYFLOAT, APPEND, SETRANGE keep the TTL; GETSET and MSET clear it.
+    for cmd in ["INCR s", "INCRBY s 2", "DECR s", "INCRBYFLOAT s 1.5", "APPEND s x", "SETRANGE s 0 y"] {
+        c.run("SETEX s 7 5");
+        c.run(cmd);
+        assert_eq!(deadline(&ts, "s"), Some(now(&ts) + 7000), "{cmd}");
+    }
+    for cmd in ["GETSET s 1", "MSET s 1", "SET s 1"] {
+        c.run("SETEX s 7 5");
+        c.run(cmd);
+        assert_eq!(deadline(&ts, "s"), None, "{cmd}");
+    }
+}
+
+#[test]
+fn getex_ttl() {
+    let ts = TestServer::new();
+    let mut c = ts.client();
+    c.transcript("> SET foo bar\n+OK\n> GETEX foo EX 10\n\"bar\"");
+    assert_eq!(deadline(&ts, "foo"), Some(now(&ts) + 10_000));
+    c.transcript("> GETEX foo PX 500\n\"bar\"");
+    assert_eq!(deadline(&ts, "foo"), Some(now(&ts) + 500));
+    c.transcript("> GETEX foo\n\"bar\"");
+    assert_eq!(deadline(&ts, "foo"), Some(now(&ts) + 500));
+    c.transcript("> GETEX foo PERSIST\n\"bar\"");
+    assert_eq!(deadline(&ts, "foo"), None);
+    let unix = ts.srv.clock.unix_ms();
+    assert_eq!(c.run(&format!("GETEX foo EXAT {}", unix / 1000 + 10)), "\"bar\"");
+    assert_eq!(deadline(&ts, "foo"), Some(now(&ts) + 10_000 - (unix % 1000) as u64));
+    assert_eq!(c.run(&format!("GETEX foo PXAT {}", unix + 42)), "\"bar\"");
+    assert_eq!(deadline(&ts, "foo"), Some(now(&ts) + 42));
+    // An absolute time in the past deletes the key after replying.
+    assert_eq!(c.run(&format!("GETEX foo PXAT {}", unix - 10)), "\"bar\"");
+    assert!(!stored(&ts, "foo"));
+    c.transcript("> SET foo bar\n+OK\n> GETEX foo EXAT 1\n\"bar\"\n> GET foo\n(nil)");
+    // GETEX with an expire on an expired key.
+    c.transcript("> SET e v PX 10\n+OK");
+    ts.clock.advance_ms(11);
+    c.transcript("> GETEX e PERSIST\n(nil)");
+}
+
+#[test]
+fn int_encoding_is_kept() {
+    let ts = TestServer::new();
+    let mut c = ts.client();
+    c.transcript("> SET n 10\n+OK\n> INCR n\n:11\n> INCRBY n 100\n:111\n> INCR fresh\n:1");
+    assert_eq!(encoding(&ts, "n"), "int");
+    assert_eq!(encoding(&ts, "fresh"), "int");
+    c.transcript("> SETRANGE n 0 \"\"\n:3");
+    assert_eq!(encoding(&ts, "n"), "int");
+    c.transcript("> SETRANGE n 0 2\n:3\n> GET n\n\"211\"\n> INCR n\n:212");
+    assert_eq!(encoding(&ts, "n"), "int");
+    c.transcript("> SET s 1234\n+OK\n> SETRANGE s 1 3\n:4\n> GET s\n\"1334\"");
+    assert_eq!(encoding(&ts, "s"), "embstr");
+    c.transcript("> INCRBYFLOAT fl 3\n\"3\"\n> INCR fl\n:4");
+}
+
+#[test]
+fn string_size_limit() {
+    let ts = TestServer::new();
+    ts.srv.config.set("proto-max-bulk-len", "1048576", false).expect("valid");
+    let big = "x".repeat(1024 * 1024 - 3);
+    let mut c = ts.client();
+    assert_eq!(c.run(&format!("SET k {big}")), "+OK");
+    c.transcript(
+        r#"
+        > APPEND k abc
+        :1048576
+        > APPEND k d
+        -ERR string exceeds maximum allowed size (proto-max-bulk-len)
+        > SETRANGE k 1048575 a
+        :1048576
+        > SETRANGE k 1048576 a
+        -ERR string exceeds maximum allowed size (proto-max-bulk-len)
+        > SETRANGE new 1048570 abcdefg
+        -ERR string exceeds maximum allowed size (proto-max-bulk-len)
+        > SETRANGE new 1048570 abcdef
+        :1048576
+        > STRLEN new
+        :1048576
+        "#,
+    );
+    // A big GET.
+    let got = c.cmd(&["GET", "k"]).expect("reply");
+    assert!(matches!(got, resp::Frame::Bulk(ref b) if b.len() == 1024 * 1024));
+}
+
+// Not in Redis 7.0: IFEQ follows Valkey 8.1 / Redis 8.4.
+#[test]
+fn set_ifeq() {
+    let ts = TestServer::new();
+    put_list(&ts, "l");
+    ts.transcript(
+        r#"
+        > SET k v1 IFEQ v0
+        (nil)
+        > GET k
+        (nil)
+        > SET k v1
+        +OK
+        > SET k v2 IFEQ nope
+        (nil)
+        > GET k
+        "v1"
+        > SET k v2 IFEQ v1
+        +OK
+        > GET k
+        "v2"
+        > SET k v3 IFEQ v2 GET
+        "v2"
+        > SET k v4 IFEQ nope GET
+        "v3"
+        > GET k
+        "v3"
+        > SET missing v IFEQ x GET
+        (nil)
+        > SET n 42
+        +OK
+        > SET n 43 ifeq 42
+        +OK
+        > GET n
+        "43"
+        > SET k v IFEQ v3 NX
+        -ERR syntax error
+        > SET k v XX IFEQ v3
+        -ERR syntax error
+        > SET k v NX IFEQ v3
+        -ERR syntax error
+        > SET k v IFEQ
+        -ERR syntax error
+        > SET l v IFEQ x
+        -WRONGTYPE Operation against a key holding the wrong kind of value
+        > SET l v IFEQ x GET
+        -WRONGTYPE Operation against a key holding the wrong kind of value
+        > SET k v5 IFEQ v3 KEEPTTL
+        +OK
+        > GET k
+        "v5"
+        "#,
+    );
+    let mut c = ts.client();
+    c.transcript("> SET t v IFEQ v5 PX 100\n(nil)\n> SET t a\n+OK\n> SET t b IFEQ a PX 100\n+OK");
+    assert_eq!(deadline(&ts, "t"), Some(now(&ts) + 100));
+}
+
+// Not in Redis 7.0: DELIFEQ follows Valkey 9.0.
+#[test]
+fn delifeq() {
+    let ts = TestServer::new();
+    put_list(&ts, "l");
+    ts.transcript(
+        r#"
+        > DELIFEQ lock token
+        :0
+        > SET lock token PX 30000
+        +OK
+        > DELIFEQ lock other
+        :0
+        > GET lock
+        "token"
+        > DELIFEQ lock token
+        :1
+        > GET lock
+        (nil)
+        > DELIFEQ lock token
+        :0
+        > SET n 100
+        +OK
+        > DELIFEQ n 100
+        :1
+        > DELIFEQ l x
+        -WRONGTYPE Operation against a key holding the wrong kind of value
+        > DELIFEQ lock
+        -ERR wrong number of arguments for 'delifeq' command
+        "#,
+    );
+    // An expired lock is gone: the owner's release finds nothing.
+    let mut c = ts.client();
+    c.transcript("> SET lock me PX 100\n+OK");
+    ts.clock.advance_ms(101);
+    c.transcript("> DELIFEQ lock me\n:0");
+}
+
+// Not in Redis 7.0: DELEX follows Redis 8.4.
+#[test]
+fn delex() {
+    let ts = TestServer::new();
+    put_list(&ts, "l");
+    ts.transcript(
+        r#"
+        > DELEX nokey
+        :0
+        > DELEX l
+        :1
+        > SET k v
+        +OK
+        > DELEX k
+        :1
+        > DELEX k IFEQ v
+        :0
+        > SET k v
+        +OK
+        > DELEX k IFEQ w
+        :0
+        > DELEX k IFNE v
+        :0
+        > DELEX k IFEQ v
+        :1
+        > SET k v
+        +OK
+        > DELEX k IFNE w
+        :1
+        > DELEX k IFNE w
+        :0
+        > SET k 7
+        +OK
+        > DELEX k ifeq 7
+        :1
+        > SET k v
+        +OK
+        > DELEX k IFEQ
+        -ERR syntax error
+        > DELEX k IFXX v
+        -ERR syntax error
+        > DELEX k IFEQ v extra
+        -ERR syntax error
+        > GET k
+        "v"
+        > DELEX
+        -ERR wrong number of arguments for 'delex' command
+        "#,
+    );
+    put_list(&ts, "l");
+    ts.transcript(
+        r#"
+        > DELEX l IFEQ x
+        -WRONGTYPE Operation against a key holding the wrong kind of value
+        > DELEX l IFDNE 0000000000000000
+        -WRONGTYPE Operation against a key holding the wrong kind of value
+        "#,
+    );
+}
+
+// XXH3-64 digests: known test vectors of the reference implementation (seed 0).
+#[test]
+fn delex_digest() {
+    assert_eq!(super::digest_hex(b""), "2d06800538d394c2");
+    let ts = TestServer::new();
+    let d = super::digest_hex(b"hello");
+    let mut c = ts.client();
+    c.transcript("> SET k hello\n+OK\n> DELEX k IFDEQ 0123456789abcdef\n:0\n> DELEX k IFDNE 0123456789abcdef\n:1");
+    c.transcript("> SET k hello\n+OK");
+    assert_eq!(c.run(&format!("DELEX k IFDNE {d}")), ":0");
+    assert_eq!(c.run(&format!("DELEX k IFDEQ {}", d.to_uppercase())), ":1");
+    c.transcript("> GET k\n(nil)\n> DELEX k IFDEQ x\n:0");
+}
