@@ -24,11 +24,7 @@ pub fn parse_i64_strict(b: &[u8]) -> Option<i64> {
         v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
     }
     if neg {
-        if v > (i64::MAX as u64) + 1 {
-            None
-        } else {
-            Some((v as i64).wrapping_neg())
-        }
+        if v > (i64::MAX as u64) + 1 { None } else { Some((v as i64).wrapping_neg()) }
     } else {
         i64::try_from(v).ok()
     }

@@ -6,8 +6,8 @@
 use parking_lot::Mutex;
 use resp::Protocol;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// What happens to replies (`CLIENT REPLY`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -49,11 +49,7 @@ pub fn out_of_range(what: &str) -> Frame {
 }
 /// Unknown subcommand of a container command.
 pub fn unknown_subcommand(sub: &[u8], cmd: &str) -> Frame {
-    Frame::error(format!(
-        "ERR unknown subcommand '{}'. Try {} HELP.",
-        trunc(sub, 128),
-        cmd.to_ascii_uppercase()
-    ))
+    Frame::error(format!("ERR unknown subcommand '{}'. Try {} HELP.", trunc(sub, 128), cmd.to_ascii_uppercase()))
 }
 /// Unknown command, with Redis's preview of the first arguments.
 pub fn unknown_command(args: &[bytes::Bytes]) -> Frame {

@@ -168,13 +168,7 @@ impl Table {
     /// Walks positions downward from `upper` (exclusive; `None` = from the top), visiting at most
     /// `budget` entries; live keys go to `out`, stale ones are reclaimed. Returns the next upper bound,
     /// 0 when this table is done.
-    pub fn scan(
-        &mut self,
-        upper: Option<usize>,
-        budget: usize,
-        now: u64,
-        out: &mut dyn FnMut(&Key, &Entry),
-    ) -> usize {
+    pub fn scan(&mut self, upper: Option<usize>, budget: usize, now: u64, out: &mut dyn FnMut(&Key, &Entry)) -> usize {
         let mut pos = upper.unwrap_or(self.map.len()).min(self.map.len());
         let mut visited = 0;
         while pos > 0 && visited < budget {
@@ -225,9 +219,7 @@ impl Keyspace {
     pub fn new(ndbs: usize, nshards: usize) -> Keyspace {
         let n = nshards.max(1).next_power_of_two();
         let shards = (0..n)
-            .map(|_| {
-                Mutex::new(Shard { dbs: (0..ndbs).map(|_| Table::default()).collect(), hits: 0, misses: 0 })
-            })
+            .map(|_| Mutex::new(Shard { dbs: (0..ndbs).map(|_| Table::default()).collect(), hits: 0, misses: 0 }))
             .collect();
         Keyspace { shards, hasher: Hasher::default(), mask: n - 1, bits: n.trailing_zeros(), ndbs }
     }

@@ -12,8 +12,8 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use resp::Frame;
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The Redis version Latch answers as (clients enable features by it).
 pub const REDIS_VERSION: &str = "7.0.15";
@@ -270,11 +270,7 @@ impl Server {
             self.ks.lock_all()
         } else {
             let pos = cmd.keys.positions(args);
-            if pos.is_empty() {
-                self.ks.lock_none()
-            } else {
-                self.ks.lock_keys(pos.iter().map(|&i| &args[i][..]))
-            }
+            if pos.is_empty() { self.ks.lock_none() } else { self.ks.lock_keys(pos.iter().map(|&i| &args[i][..])) }
         };
         let reply = {
             let mut ctx = Ctx { srv: self, client, locked: &mut locked, args, now, cmd };

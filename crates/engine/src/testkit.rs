@@ -50,7 +50,10 @@ impl TestServer {
 
     /// A new connected client.
     pub fn client(&self) -> TestClient {
-        TestClient { srv: self.srv.clone(), client: self.srv.new_client("127.0.0.1:50000".into(), "127.0.0.1:6379".into()) }
+        TestClient {
+            srv: self.srv.clone(),
+            client: self.srv.new_client("127.0.0.1:50000".into(), "127.0.0.1:6379".into()),
+        }
     }
 
     /// Runs a transcript on a fresh client (see the module docs); panics with a diff on mismatch.

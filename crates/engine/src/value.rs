@@ -115,11 +115,7 @@ impl Value {
     /// Approximate heap bytes owned by the value (for `MEMORY USAGE`-style accounting).
     pub fn heap_size(&self) -> usize {
         fn sb(b: &SmallBytes) -> usize {
-            if b.spilled() {
-                b.capacity()
-            } else {
-                0
-            }
+            if b.spilled() { b.capacity() } else { 0 }
         }
         match self {
             Value::Int(_) => 0,

@@ -27,8 +27,21 @@
 //! value with big integers (like glibc `strtold`), and printing expands the
 //! binary value exactly before rounding at the 17th fractional digit (like
 //! glibc `printf("%.17Lf")`).
+//!
+//! # Example
+//!
+//! ```
+//! use ldouble::LongDouble;
+//!
+//! // SET k 1; INCRBYFLOAT k 1.1
+//! let value = LongDouble::parse(b"1").unwrap();
+//! let incr = LongDouble::parse(b"1.1").unwrap();
+//! assert_eq!(value.add(incr).to_human_string(), "2.1");
+//! assert_eq!(LongDouble::parse(b"1e5000"), None); // overflows
+//! ```
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 use num_bigint::BigUint;
 
@@ -67,26 +80,14 @@ impl LongDouble {
 
     /// The NaN produced by invalid operations (the x87 "real indefinite",
     /// which glibc prints as `-nan`).
-    const NAN: LongDouble = LongDouble {
-        neg: true,
-        exp: EXP_SPECIAL,
-        mant: 0xC000_0000_0000_0000,
-    };
+    const NAN: LongDouble = LongDouble { neg: true, exp: EXP_SPECIAL, mant: 0xC000_0000_0000_0000 };
 
     const fn zero(neg: bool) -> LongDouble {
-        LongDouble {
-            neg,
-            exp: 0,
-            mant: 0,
-        }
+        LongDouble { neg, exp: 0, mant: 0 }
     }
 
     const fn infinity(neg: bool) -> LongDouble {
-        LongDouble {
-            neg,
-            exp: EXP_SPECIAL,
-            mant: INT_BIT,
-        }
+        LongDouble { neg, exp: EXP_SPECIAL, mant: INT_BIT }
     }
 
     /// Parses like Redis's `string2ld`: glibc `strtold` semantics (decimal with
@@ -163,6 +164,9 @@ impl LongDouble {
     /// precision, with the x87 exponent range (overflow gives ±infinity,
     /// tiny results are subnormal). `inf + -inf` and NaN operands give NaN;
     /// an exact zero sum is `+0` unless both operands are `-0`.
+    ///
+    /// Also available as the `+` operator.
+    #[allow(clippy::should_implement_trait)] // it is implemented, see below
     pub fn add(self, other: LongDouble) -> LongDouble {
         if self.is_nan() || other.is_nan() {
             return LongDouble::NAN;
@@ -255,11 +259,7 @@ impl LongDouble {
                 let r = n >> s;
                 let rem = n & ((1u128 << s) - 1);
                 let half = 1u128 << (s - 1);
-                if rem > half || (rem == half && r & 1 == 1) {
-                    r + 1
-                } else {
-                    r
-                }
+                if rem > half || (rem == half && r & 1 == 1) { r + 1 } else { r }
             };
             let (int, frac) = (r / TEN_POW_17, r % TEN_POW_17);
             if frac == 0 {
@@ -269,22 +269,23 @@ impl LongDouble {
                 format!("{sign}{int}.{}", digits.trim_end_matches('0'))
             }
         };
-        if out == "-0" {
-            "0".to_owned()
-        } else {
-            out
-        }
+        if out == "-0" { "0".to_owned() } else { out }
     }
 
     /// Significand and weight exponent of a finite value: it equals
     /// `mant * 2^q`.
     fn decode(self) -> (u64, i64) {
-        let q = if self.exp == 0 {
-            Q_MIN
-        } else {
-            i64::from(self.exp) + Q_MIN - 1
-        };
+        let q = if self.exp == 0 { Q_MIN } else { i64::from(self.exp) + Q_MIN - 1 };
         (self.mant, q)
+    }
+}
+
+impl std::ops::Add for LongDouble {
+    type Output = LongDouble;
+
+    /// Same as [`LongDouble::add`].
+    fn add(self, other: LongDouble) -> LongDouble {
+        LongDouble::add(self, other)
     }
 }
 
@@ -337,11 +338,7 @@ fn round_to_ld(neg: bool, m: u128, e: i64, sticky: bool) -> LongDouble {
         if exp >= i64::from(EXP_SPECIAL) {
             LongDouble::infinity(neg)
         } else {
-            LongDouble {
-                neg,
-                exp: exp as u16,
-                mant,
-            }
+            LongDouble { neg, exp: exp as u16, mant }
         }
     }
 }
@@ -397,20 +394,14 @@ fn parse_exponent(s: &[u8], marker: u8) -> Option<i64> {
     if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    let magnitude = digits.iter().fold(0i64, |acc, d| {
-        (acc * 10 + i64::from(d - b'0')).min(1_000_000_000)
-    });
+    let magnitude = digits.iter().fold(0i64, |acc, d| (acc * 10 + i64::from(d - b'0')).min(1_000_000_000));
     Some(if neg { -magnitude } else { magnitude })
 }
 
 /// Applies string2ld's ERANGE rule to the rounding of a finite, nonzero
 /// literal: overflow to infinity or underflow to zero is rejected.
 fn range_checked(v: LongDouble) -> Option<LongDouble> {
-    if v.is_infinite() || v.mant == 0 {
-        None
-    } else {
-        Some(v)
-    }
+    if v.is_infinite() || v.mant == 0 { None } else { Some(v) }
 }
 
 /// Parses an unsigned decimal literal, correctly rounded.
@@ -455,7 +446,7 @@ fn parse_hex(neg: bool, s: &[u8]) -> Option<LongDouble> {
     // value = m * 2^e with 2^(e + bits - 1) <= value < 2^(e + bits).
     let e = exp - 4 * frac_len as i64;
     let top = e + m.bits() as i64;
-    if top > 16400 || top < Q_MIN - 2 {
+    if !(Q_MIN - 2..=16400).contains(&top) {
         return None; // overflows, or below half the smallest subnormal
     }
     range_checked(round_big_to_ld(neg, &m, e, false))

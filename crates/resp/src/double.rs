@@ -58,10 +58,8 @@ pub fn format_double_g(d: f64, prec: usize, out: &mut Vec<u8>) {
 fn layout_g(sci: &[u8], p: usize, out: &mut Vec<u8>) {
     let epos = sci.iter().position(|&b| b == b'e').unwrap_or(sci.len());
     let mantissa = &sci[..epos];
-    let exp: i64 = std::str::from_utf8(sci.get(epos + 1..).unwrap_or(b"0"))
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
+    let exp: i64 =
+        std::str::from_utf8(sci.get(epos + 1..).unwrap_or(b"0")).ok().and_then(|s| s.parse().ok()).unwrap_or(0);
 
     // The p significant digits, without the decimal point.
     let mut digits: Vec<u8> = Vec::with_capacity(p);
@@ -72,9 +70,7 @@ fn layout_g(sci: &[u8], p: usize, out: &mut Vec<u8>) {
     // P - 1". Trailing zeros are then removed, and the point if nothing
     // follows it.
     if exp < -4 || exp >= p as i64 {
-        let (first, rest) = digits
-            .split_first()
-            .map_or((b'0', &[][..]), |(f, r)| (*f, r));
+        let (first, rest) = digits.split_first().map_or((b'0', &[][..]), |(f, r)| (*f, r));
         let rest = strip_trailing_zeros(rest);
         out.push(first);
         if !rest.is_empty() {
@@ -126,10 +122,7 @@ struct StackBuf {
 
 impl StackBuf {
     fn new() -> Self {
-        StackBuf {
-            buf: [0; 64],
-            len: 0,
-        }
+        StackBuf { buf: [0; 64], len: 0 }
     }
 
     fn as_bytes(&self) -> &[u8] {
@@ -225,17 +218,9 @@ mod tests {
             (0.00001234, 6, "1.234e-05"),
             (1e100, 6, "1e+100"),
             (0.1, 1, "0.1"),
-            (
-                0.1,
-                60,
-                "0.1000000000000000055511151231257827021181583404541015625",
-            ),
+            (0.1, 60, "0.1000000000000000055511151231257827021181583404541015625"),
             (1e22, 30, "10000000000000000000000"),
-            (
-                0.1,
-                usize::MAX,
-                "0.1000000000000000055511151231257827021181583404541015625",
-            ),
+            (0.1, usize::MAX, "0.1000000000000000055511151231257827021181583404541015625"),
             (1.5, 2, "1.5"),
             (15.0, 1, "2e+01"),
         ];

@@ -134,10 +134,7 @@ fn line_sanitized(prefix: u8, s: &[u8], out: &mut BytesMut) {
     if memchr::memchr2(b'\r', b'\n', s).is_none() {
         out.extend_from_slice(s);
     } else {
-        out.extend(
-            s.iter()
-                .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }),
-        );
+        out.extend(s.iter().map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }));
     }
     out.extend_from_slice(b"\r\n");
 }
@@ -161,11 +158,7 @@ mod tests {
     #[test]
     fn scalar_encodings() {
         both(Frame::ok(), b"+OK\r\n", b"+OK\r\n");
-        both(
-            Frame::error("ERR bad\r\nthing\n"),
-            b"-ERR bad  thing \r\n",
-            b"-ERR bad  thing \r\n",
-        );
+        both(Frame::error("ERR bad\r\nthing\n"), b"-ERR bad  thing \r\n", b"-ERR bad  thing \r\n");
         both(Frame::simple("a\nb"), b"+a b\r\n", b"+a b\r\n");
         both(Frame::Integer(-42), b":-42\r\n", b":-42\r\n");
         both(Frame::bulk("foo"), b"$3\r\nfoo\r\n", b"$3\r\nfoo\r\n");
@@ -173,17 +166,9 @@ mod tests {
         both(Frame::Null, b"$-1\r\n", b"_\r\n");
         both(Frame::NullArray, b"*-1\r\n", b"_\r\n");
         both(Frame::Double(1.5), b"$3\r\n1.5\r\n", b",1.5\r\n");
-        both(
-            Frame::Double(0.1),
-            b"$19\r\n0.10000000000000001\r\n",
-            b",0.10000000000000001\r\n",
-        );
+        both(Frame::Double(0.1), b"$19\r\n0.10000000000000001\r\n", b",0.10000000000000001\r\n");
         both(Frame::Double(f64::INFINITY), b"$3\r\ninf\r\n", b",inf\r\n");
-        both(
-            Frame::Double(f64::NEG_INFINITY),
-            b"$4\r\n-inf\r\n",
-            b",-inf\r\n",
-        );
+        both(Frame::Double(f64::NEG_INFINITY), b"$4\r\n-inf\r\n", b",-inf\r\n");
         both(Frame::Double(f64::NAN), b"$3\r\nnan\r\n", b",nan\r\n");
         both(Frame::Boolean(true), b":1\r\n", b"#t\r\n");
         both(Frame::Boolean(false), b":0\r\n", b"#f\r\n");
@@ -193,10 +178,7 @@ mod tests {
             b"(12345678901234567890\r\n",
         );
         both(
-            Frame::Verbatim {
-                format: *b"txt",
-                text: Bytes::from("hello"),
-            },
+            Frame::Verbatim { format: *b"txt", text: Bytes::from("hello") },
             b"$5\r\nhello\r\n",
             b"=9\r\ntxt:hello\r\n",
         );
@@ -215,16 +197,8 @@ mod tests {
             b"*2\r\n$1\r\nk\r\n:1\r\n",
             b"%1\r\n$1\r\nk\r\n:1\r\n",
         );
-        both(
-            Frame::Set(vec![Frame::bulk("x")]),
-            b"*1\r\n$1\r\nx\r\n",
-            b"~1\r\n$1\r\nx\r\n",
-        );
-        both(
-            Frame::Push(vec![Frame::bulk("message")]),
-            b"*1\r\n$7\r\nmessage\r\n",
-            b">1\r\n$7\r\nmessage\r\n",
-        );
+        both(Frame::Set(vec![Frame::bulk("x")]), b"*1\r\n$1\r\nx\r\n", b"~1\r\n$1\r\nx\r\n");
+        both(Frame::Push(vec![Frame::bulk("message")]), b"*1\r\n$7\r\nmessage\r\n", b">1\r\n$7\r\nmessage\r\n");
         both(
             Frame::Attribute {
                 attrs: vec![(Frame::simple("ttl"), Frame::Integer(3))],

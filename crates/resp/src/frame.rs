@@ -87,15 +87,9 @@ mod tests {
     fn constructors() {
         assert_eq!(Frame::ok(), Frame::Simple(Bytes::from_static(b"OK")));
         assert_eq!(Frame::simple("PONG"), Frame::Simple(Bytes::from("PONG")));
-        assert_eq!(
-            Frame::error("ERR syntax error"),
-            Frame::Error(Bytes::from("ERR syntax error"))
-        );
+        assert_eq!(Frame::error("ERR syntax error"), Frame::Error(Bytes::from("ERR syntax error")));
         assert_eq!(Frame::bulk(&b"abc"[..]), Frame::Bulk(Bytes::from("abc")));
-        assert_eq!(
-            Frame::bulk(vec![1u8, 2]),
-            Frame::Bulk(Bytes::from(vec![1u8, 2]))
-        );
+        assert_eq!(Frame::bulk(vec![1u8, 2]), Frame::Bulk(Bytes::from(vec![1u8, 2])));
         assert!(Frame::error("ERR x").is_error());
         assert!(!Frame::ok().is_error());
     }

@@ -20,10 +20,9 @@ pub use bytes::{Bytes, BytesMut};
 pub use double::{format_double, format_double_g};
 pub use encode::encode;
 pub use frame::Frame;
-pub use reply::{decode_reply, encode_request, ReplyError, MAX_REPLY_DEPTH};
+pub use reply::{MAX_REPLY_DEPTH, ReplyError, decode_reply, encode_request};
 pub use request::{
-    split_args, string2ll, Limits, ProtocolError, RequestDecoder, PROTO_INLINE_MAX_SIZE,
-    PROTO_MBULK_BIG_ARG,
+    Limits, PROTO_INLINE_MAX_SIZE, PROTO_MBULK_BIG_ARG, ProtocolError, RequestDecoder, split_args, string2ll,
 };
 
 /// Protocol version negotiated by HELLO.

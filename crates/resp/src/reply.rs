@@ -53,11 +53,7 @@ pub fn decode_reply(buf: &mut BytesMut) -> Result<Option<Frame>, ReplyError> {
     // Pass 1 validates and measures without allocating, so an incomplete
     // reply costs only a scan of its headers.
     let end = {
-        let mut p = Parser {
-            buf: &buf[..],
-            pos: 0,
-            src: None,
-        };
+        let mut p = Parser { buf: &buf[..], pos: 0, src: None };
         match p.frame() {
             Ok(_) => p.pos,
             Err(Fail::Incomplete) => return Ok(None),
@@ -66,11 +62,7 @@ pub fn decode_reply(buf: &mut BytesMut) -> Result<Option<Frame>, ReplyError> {
     };
     // Pass 2 builds the frame, slicing payloads out of the frozen bytes.
     let bytes = buf.split_to(end).freeze();
-    let mut p = Parser {
-        buf: &bytes[..],
-        pos: 0,
-        src: Some(&bytes),
-    };
+    let mut p = Parser { buf: &bytes[..], pos: 0, src: Some(&bytes) };
     match p.frame() {
         Ok(f) => Ok(Some(f)),
         Err(Fail::Incomplete) => Err(ReplyError("internal error: reply shrank".into())),
@@ -132,12 +124,9 @@ impl<'a> Parser<'a> {
 
     /// Reads `len` payload bytes followed by CRLF.
     fn payload(&mut self, len: i64) -> Result<(usize, usize), Fail> {
-        let len =
-            usize::try_from(len).map_err(|_| Fail::Bad("Protocol error: bad length".into()))?;
+        let len = usize::try_from(len).map_err(|_| Fail::Bad("Protocol error: bad length".into()))?;
         let start = self.pos;
-        let end = start
-            .checked_add(len)
-            .ok_or_else(|| Fail::Bad("Protocol error: bad length".into()))?;
+        let end = start.checked_add(len).ok_or_else(|| Fail::Bad("Protocol error: bad length".into()))?;
         if self.buf.len() < end.saturating_add(2) {
             return Err(Fail::Incomplete);
         }
@@ -150,8 +139,7 @@ impl<'a> Parser<'a> {
 
     fn count(&mut self) -> Result<usize, Fail> {
         let n = self.int_line()?;
-        usize::try_from(n)
-            .map_err(|_| Fail::Bad(format!("Protocol error: invalid aggregate length {n}")))
+        usize::try_from(n).map_err(|_| Fail::Bad(format!("Protocol error: invalid aggregate length {n}")))
     }
 
     /// Parses one complete frame. Aggregates are tracked on an explicit
@@ -179,11 +167,7 @@ impl<'a> Parser<'a> {
                         // While building, all elements are known to be
                         // present, so `needed` is bounded by the buffer size.
                         let cap = if self.building() { needed } else { 0 };
-                        stack.push(Pending {
-                            kind,
-                            needed,
-                            items: Vec::with_capacity(cap),
-                        });
+                        stack.push(Pending { kind, needed, items: Vec::with_capacity(cap) });
                         continue;
                     }
                 }
@@ -245,18 +229,15 @@ impl<'a> Parser<'a> {
                     return bad("Protocol error: malformed verbatim string");
                 }
                 let format = [self.buf[s], self.buf[s + 1], self.buf[s + 2]];
-                Frame::Verbatim {
-                    format,
-                    text: self.slice(s + 4, e),
-                }
+                Frame::Verbatim { format, text: self.slice(s + 4, e) }
             }
             b'*' => {
                 let n = self.int_line()?;
                 if n == -1 {
                     return Ok(Item::Value(Frame::NullArray));
                 }
-                let n = usize::try_from(n)
-                    .map_err(|_| Fail::Bad(format!("Protocol error: invalid array length {n}")))?;
+                let n =
+                    usize::try_from(n).map_err(|_| Fail::Bad(format!("Protocol error: invalid array length {n}")))?;
                 return Ok(Item::Open(Kind::Array, n));
             }
             b'~' => return Ok(Item::Open(Kind::Set, self.count()?)),
@@ -296,10 +277,7 @@ impl<'a> Parser<'a> {
                 Frame::BigNumber(self.slice(s, e))
             }
             other => {
-                return bad(format!(
-                    "Protocol error, got {:?} as reply type byte",
-                    char::from(other)
-                ))
+                return bad(format!("Protocol error, got {:?} as reply type byte", char::from(other)));
             }
         };
         Ok(Item::Value(v))
@@ -335,10 +313,7 @@ impl Kind {
             Kind::Attribute => {
                 // In the measuring pass items is empty; the value is unused.
                 let value = items.pop().unwrap_or(Frame::Null);
-                Frame::Attribute {
-                    attrs: pairs(items),
-                    value: Box::new(value),
-                }
+                Frame::Attribute { attrs: pairs(items), value: Box::new(value) }
             }
         }
     }
@@ -372,7 +347,7 @@ fn parse_i64(s: &[u8]) -> Result<i64, Fail> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{encode, Protocol};
+    use crate::{Protocol, encode};
 
     fn dec(input: &[u8]) -> Result<Option<Frame>, ReplyError> {
         decode_reply(&mut BytesMut::from(input))
@@ -407,10 +382,7 @@ mod tests {
         assert_eq!(one(b"*0\r\n"), Frame::Array(vec![]));
         assert_eq!(
             one(b"*2\r\n*1\r\n:1\r\n$1\r\nx\r\n"),
-            Frame::Array(vec![
-                Frame::Array(vec![Frame::Integer(1)]),
-                Frame::bulk("x")
-            ])
+            Frame::Array(vec![Frame::Array(vec![Frame::Integer(1)]), Frame::bulk("x")])
         );
     }
 
@@ -424,24 +396,12 @@ mod tests {
         assert_eq!(one(b",-inf\r\n"), Frame::Double(f64::NEG_INFINITY));
         assert_eq!(one(b",1e+20\r\n"), Frame::Double(1e20));
         assert!(matches!(one(b",nan\r\n"), Frame::Double(d) if d.is_nan()));
-        assert_eq!(
-            one(b"(-123456789012345678901234\r\n"),
-            Frame::BigNumber(b("-123456789012345678901234"))
-        );
-        assert_eq!(
-            one(b"=15\r\ntxt:Some string\r\n"),
-            Frame::Verbatim {
-                format: *b"txt",
-                text: b("Some string")
-            }
-        );
+        assert_eq!(one(b"(-123456789012345678901234\r\n"), Frame::BigNumber(b("-123456789012345678901234")));
+        assert_eq!(one(b"=15\r\ntxt:Some string\r\n"), Frame::Verbatim { format: *b"txt", text: b("Some string") });
         assert_eq!(one(b"!5\r\nERR x\r\n"), Frame::error("ERR x"));
         assert_eq!(
             one(b"%2\r\n+a\r\n:1\r\n+b\r\n_\r\n"),
-            Frame::Map(vec![
-                (Frame::simple("a"), Frame::Integer(1)),
-                (Frame::simple("b"), Frame::Null)
-            ])
+            Frame::Map(vec![(Frame::simple("a"), Frame::Integer(1)), (Frame::simple("b"), Frame::Null)])
         );
         assert_eq!(one(b"~1\r\n:1\r\n"), Frame::Set(vec![Frame::Integer(1)]));
         assert_eq!(
@@ -547,15 +507,8 @@ mod tests {
             Frame::Boolean(true),
             Frame::Boolean(false),
             Frame::BigNumber(b("3492890328409238509324850943850943825024385")),
-            Frame::Verbatim {
-                format: *b"mkd",
-                text: b("# title"),
-            },
-            Frame::Push(vec![
-                Frame::bulk("message"),
-                Frame::bulk("ch"),
-                Frame::bulk("hi"),
-            ]),
+            Frame::Verbatim { format: *b"mkd", text: b("# title") },
+            Frame::Push(vec![Frame::bulk("message"), Frame::bulk("ch"), Frame::bulk("hi")]),
             Frame::Attribute {
                 attrs: vec![(Frame::bulk("a"), Frame::Double(1.0))],
                 value: Box::new(Frame::Array(vec![Frame::Null])),
@@ -595,11 +548,7 @@ mod tests {
             Frame::Integer(0),
             Frame::bulk("3492890328409238509324850943850943825024385"),
             Frame::bulk("# title"),
-            Frame::Array(vec![
-                Frame::bulk("message"),
-                Frame::bulk("ch"),
-                Frame::bulk("hi"),
-            ]),
+            Frame::Array(vec![Frame::bulk("message"), Frame::bulk("ch"), Frame::bulk("hi")]),
             Frame::Array(vec![Frame::Null]),
         ];
         for (f, want) in sample_frames().into_iter().zip(expect) {

@@ -61,14 +61,10 @@ impl ProtocolError {
             ProtocolError::UnbalancedQuotes => "Protocol error: unbalanced quotes in request",
             ProtocolError::TooBigMbulkCountString => "Protocol error: too big mbulk count string",
             ProtocolError::InvalidMultibulkLength => "Protocol error: invalid multibulk length",
-            ProtocolError::UnauthenticatedMultibulkLength => {
-                "Protocol error: unauthenticated multibulk length"
-            }
+            ProtocolError::UnauthenticatedMultibulkLength => "Protocol error: unauthenticated multibulk length",
             ProtocolError::TooBigBulkCountString => "Protocol error: too big bulk count string",
             ProtocolError::InvalidBulkLength => "Protocol error: invalid bulk length",
-            ProtocolError::UnauthenticatedBulkLength => {
-                "Protocol error: unauthenticated bulk length"
-            }
+            ProtocolError::UnauthenticatedBulkLength => "Protocol error: unauthenticated bulk length",
             ProtocolError::ExpectedDollar(b) => {
                 let c = if *b == b'\r' || *b == b'\n' { b' ' } else { *b };
                 let mut v = b"Protocol error: expected '$', got '".to_vec();
@@ -118,10 +114,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            proto_max_bulk_len: 512 * 1024 * 1024,
-            auth_required: false,
-        }
+        Limits { proto_max_bulk_len: 512 * 1024 * 1024, auth_required: false }
     }
 }
 
@@ -168,11 +161,7 @@ impl RequestDecoder {
     /// are split with Redis's sdssplitargs rules (see [`split_args`]), terminated by `"\n"` or
     /// `"\r\n"`. Like Redis, the 2 bytes after a bulk payload (and after the CR of a header line)
     /// are skipped without being checked.
-    pub fn decode(
-        &mut self,
-        buf: &mut BytesMut,
-        limits: &Limits,
-    ) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+    pub fn decode(&mut self, buf: &mut BytesMut, limits: &Limits) -> Result<Option<Vec<Bytes>>, ProtocolError> {
         loop {
             if self.multibulk_remaining == 0 {
                 let Some(&first) = buf.first() else {
@@ -236,8 +225,7 @@ impl RequestDecoder {
         if self.multibulk_remaining == 0 {
             return None;
         }
-        self.bulk_len
-            .map(|n| n.saturating_add(2).saturating_sub(buf.len()))
+        self.bulk_len.map(|n| n.saturating_add(2).saturating_sub(buf.len()))
     }
 
     fn reset_scan(&mut self) {
@@ -274,11 +262,7 @@ impl RequestDecoder {
     /// Locates a complete `<prefix><number>\r?` header line. Returns the
     /// index of the CR, or None if more data is needed; `too_big` is returned
     /// when no CR is found and the buffer exceeds the inline limit.
-    fn header_line(
-        &mut self,
-        buf: &[u8],
-        too_big: ProtocolError,
-    ) -> Result<Option<usize>, ProtocolError> {
+    fn header_line(&mut self, buf: &[u8], too_big: ProtocolError) -> Result<Option<usize>, ProtocolError> {
         match self.find(buf, b'\r') {
             None => {
                 if buf.len() > PROTO_INLINE_MAX_SIZE {
@@ -295,11 +279,7 @@ impl RequestDecoder {
     }
 
     /// Parses `*<count>\r\n`. Returns false when more data is needed.
-    fn multibulk_header(
-        &mut self,
-        buf: &mut BytesMut,
-        limits: &Limits,
-    ) -> Result<bool, ProtocolError> {
+    fn multibulk_header(&mut self, buf: &mut BytesMut, limits: &Limits) -> Result<bool, ProtocolError> {
         let Some(cr) = self.header_line(buf, ProtocolError::TooBigMbulkCountString)? else {
             return Ok(false);
         };
@@ -325,11 +305,7 @@ impl RequestDecoder {
 
     /// Parses `$<len>\r\n`, returning the bulk length (also stored in
     /// `self.bulk_len`), or None when more data is needed.
-    fn bulk_header(
-        &mut self,
-        buf: &mut BytesMut,
-        limits: &Limits,
-    ) -> Result<Option<usize>, ProtocolError> {
+    fn bulk_header(&mut self, buf: &mut BytesMut, limits: &Limits) -> Result<Option<usize>, ProtocolError> {
         let Some(cr) = self.header_line(buf, ProtocolError::TooBigBulkCountString)? else {
             return Ok(None);
         };
@@ -359,11 +335,7 @@ impl RequestDecoder {
             }
             return Ok(None);
         };
-        let end = if nl > 0 && buf[nl - 1] == b'\r' {
-            nl - 1
-        } else {
-            nl
-        };
+        let end = if nl > 0 && buf[nl - 1] == b'\r' { nl - 1 } else { nl };
         let args = split_args(&buf[..end]).ok_or(ProtocolError::UnbalancedQuotes)?;
         buf.advance(nl + 1);
         self.reset_scan();
@@ -450,12 +422,13 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
         loop {
             let c = at(p);
             if in_dq {
-                if c == b'\\' && at(p + 1) == b'x' {
-                    if let (Some(h), Some(l)) = (hex_val(at(p + 2)), hex_val(at(p + 3))) {
-                        cur.push(h * 16 + l);
-                        p += 4;
-                        continue;
-                    }
+                if c == b'\\'
+                    && at(p + 1) == b'x'
+                    && let (Some(h), Some(l)) = (hex_val(at(p + 2)), hex_val(at(p + 3)))
+                {
+                    cur.push(h * 16 + l);
+                    p += 4;
+                    continue;
                 }
                 if c == b'\\' && at(p + 1) != 0 {
                     p += 1;
@@ -562,10 +535,7 @@ mod tests {
     fn ok(input: &[u8]) -> Vec<Cmd> {
         let (cmds, err) = decode_all(input, &Limits::default());
         assert_eq!(err, None, "input {:?}", String::from_utf8_lossy(input));
-        assert_eq!(
-            decode_bytewise(input, &Limits::default()),
-            (cmds.clone(), None)
-        );
+        assert_eq!(decode_bytewise(input, &Limits::default()), (cmds.clone(), None));
         cmds
     }
 
@@ -577,46 +547,16 @@ mod tests {
     #[test]
     fn error_messages_are_exact() {
         let cases = [
-            (
-                ProtocolError::TooBigInlineRequest,
-                "Protocol error: too big inline request",
-            ),
-            (
-                ProtocolError::UnbalancedQuotes,
-                "Protocol error: unbalanced quotes in request",
-            ),
-            (
-                ProtocolError::TooBigMbulkCountString,
-                "Protocol error: too big mbulk count string",
-            ),
-            (
-                ProtocolError::InvalidMultibulkLength,
-                "Protocol error: invalid multibulk length",
-            ),
-            (
-                ProtocolError::UnauthenticatedMultibulkLength,
-                "Protocol error: unauthenticated multibulk length",
-            ),
-            (
-                ProtocolError::TooBigBulkCountString,
-                "Protocol error: too big bulk count string",
-            ),
-            (
-                ProtocolError::ExpectedDollar(b'f'),
-                "Protocol error: expected '$', got 'f'",
-            ),
-            (
-                ProtocolError::ExpectedDollar(b'\r'),
-                "Protocol error: expected '$', got ' '",
-            ),
-            (
-                ProtocolError::InvalidBulkLength,
-                "Protocol error: invalid bulk length",
-            ),
-            (
-                ProtocolError::UnauthenticatedBulkLength,
-                "Protocol error: unauthenticated bulk length",
-            ),
+            (ProtocolError::TooBigInlineRequest, "Protocol error: too big inline request"),
+            (ProtocolError::UnbalancedQuotes, "Protocol error: unbalanced quotes in request"),
+            (ProtocolError::TooBigMbulkCountString, "Protocol error: too big mbulk count string"),
+            (ProtocolError::InvalidMultibulkLength, "Protocol error: invalid multibulk length"),
+            (ProtocolError::UnauthenticatedMultibulkLength, "Protocol error: unauthenticated multibulk length"),
+            (ProtocolError::TooBigBulkCountString, "Protocol error: too big bulk count string"),
+            (ProtocolError::ExpectedDollar(b'f'), "Protocol error: expected '$', got 'f'"),
+            (ProtocolError::ExpectedDollar(b'\r'), "Protocol error: expected '$', got ' '"),
+            (ProtocolError::InvalidBulkLength, "Protocol error: invalid bulk length"),
+            (ProtocolError::UnauthenticatedBulkLength, "Protocol error: unauthenticated bulk length"),
         ];
         for (e, msg) in cases {
             assert_eq!(e.message(), msg);
@@ -624,10 +564,7 @@ mod tests {
             assert_eq!(e.message_bytes(), msg.as_bytes());
             assert_eq!(e.to_frame(), Frame::error(format!("ERR {msg}")));
         }
-        assert_eq!(
-            ProtocolError::ExpectedDollar(0xff).message_bytes(),
-            b"Protocol error: expected '$', got '\xff'"
-        );
+        assert_eq!(ProtocolError::ExpectedDollar(0xff).message_bytes(), b"Protocol error: expected '$', got '\xff'");
     }
 
     #[test]
@@ -640,10 +577,7 @@ mod tests {
 
     #[test]
     fn multibulk_empty_and_negative_counts_produce_nothing() {
-        assert_eq!(
-            ok(b"*0\r\n*-1\r\n*-10\r\n*1\r\n$4\r\nPING\r\n"),
-            vec![cmd(&[b"PING"])]
-        );
+        assert_eq!(ok(b"*0\r\n*-1\r\n*-10\r\n*1\r\n$4\r\nPING\r\n"), vec![cmd(&[b"PING"])]);
         let mut d = RequestDecoder::new();
         let mut buf = BytesMut::from(&b"*0\r\n*-1\r\n"[..]);
         assert_eq!(d.decode(&mut buf, &Limits::default()), Ok(None));
@@ -660,14 +594,8 @@ mod tests {
     #[test]
     fn multibulk_count_errors() {
         let l = Limits::default();
-        assert_eq!(
-            err(b"*3000000000\r\n", &l),
-            ProtocolError::InvalidMultibulkLength
-        );
-        assert_eq!(
-            err(b"*2147483648\r\n", &l),
-            ProtocolError::InvalidMultibulkLength
-        );
+        assert_eq!(err(b"*3000000000\r\n", &l), ProtocolError::InvalidMultibulkLength);
+        assert_eq!(err(b"*2147483648\r\n", &l), ProtocolError::InvalidMultibulkLength);
         assert_eq!(err(b"*abc\r\n", &l), ProtocolError::InvalidMultibulkLength);
         assert_eq!(err(b"*\r\n", &l), ProtocolError::InvalidMultibulkLength);
         assert_eq!(err(b"*+1\r\n", &l), ProtocolError::InvalidMultibulkLength);
@@ -681,26 +609,14 @@ mod tests {
 
     #[test]
     fn unauthenticated_limits() {
-        let auth = Limits {
-            auth_required: true,
-            ..Limits::default()
-        };
-        assert_eq!(
-            err(b"*11\r\n", &auth),
-            ProtocolError::UnauthenticatedMultibulkLength
-        );
+        let auth = Limits { auth_required: true, ..Limits::default() };
+        assert_eq!(err(b"*11\r\n", &auth), ProtocolError::UnauthenticatedMultibulkLength);
         assert_eq!(decode_all(b"*10\r\n", &auth), (vec![], None));
-        assert_eq!(
-            err(b"*1\r\n$16385\r\n", &auth),
-            ProtocolError::UnauthenticatedBulkLength
-        );
+        assert_eq!(err(b"*1\r\n$16385\r\n", &auth), ProtocolError::UnauthenticatedBulkLength);
         assert_eq!(decode_all(b"*1\r\n$16384\r\n", &auth), (vec![], None));
         // Invalid counts are reported as invalid even when unauthenticated.
         assert_eq!(err(b"*x\r\n", &auth), ProtocolError::InvalidMultibulkLength);
-        assert_eq!(
-            err(b"*1\r\n$-1\r\n", &auth),
-            ProtocolError::InvalidBulkLength
-        );
+        assert_eq!(err(b"*1\r\n$-1\r\n", &auth), ProtocolError::InvalidBulkLength);
         // Without auth_required the same input is fine.
         assert_eq!(decode_all(b"*11\r\n", &Limits::default()), (vec![], None));
     }
@@ -708,41 +624,17 @@ mod tests {
     #[test]
     fn bulk_header_errors() {
         let l = Limits::default();
-        assert_eq!(
-            err(b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\nfooz\r\n", &l),
-            ProtocolError::ExpectedDollar(b'f')
-        );
-        assert_eq!(
-            err(b"*1\r\nfoo\r\n", &l),
-            ProtocolError::ExpectedDollar(b'f')
-        );
+        assert_eq!(err(b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\nfooz\r\n", &l), ProtocolError::ExpectedDollar(b'f'));
+        assert_eq!(err(b"*1\r\nfoo\r\n", &l), ProtocolError::ExpectedDollar(b'f'));
         assert_eq!(err(b"*1\r\n\r\n", &l), ProtocolError::ExpectedDollar(b'\r'));
-        assert_eq!(
-            err(b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$-10\r\n", &l),
-            ProtocolError::InvalidBulkLength
-        );
-        assert_eq!(
-            err(b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$2000000000\r\n", &l),
-            ProtocolError::InvalidBulkLength
-        );
-        assert_eq!(
-            err(b"*1\r\n$blabla\r\n", &l),
-            ProtocolError::InvalidBulkLength
-        );
+        assert_eq!(err(b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$-10\r\n", &l), ProtocolError::InvalidBulkLength);
+        assert_eq!(err(b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$2000000000\r\n", &l), ProtocolError::InvalidBulkLength);
+        assert_eq!(err(b"*1\r\n$blabla\r\n", &l), ProtocolError::InvalidBulkLength);
         assert_eq!(err(b"*1\r\n$\r\n", &l), ProtocolError::InvalidBulkLength);
         assert_eq!(err(b"*1\r\n$-1\r\n", &l), ProtocolError::InvalidBulkLength);
-        let small = Limits {
-            proto_max_bulk_len: 10,
-            ..Limits::default()
-        };
-        assert_eq!(
-            err(b"*1\r\n$11\r\n", &small),
-            ProtocolError::InvalidBulkLength
-        );
-        assert_eq!(
-            decode_all(b"*1\r\n$10\r\n0123456789\r\n", &small).0.len(),
-            1
-        );
+        let small = Limits { proto_max_bulk_len: 10, ..Limits::default() };
+        assert_eq!(err(b"*1\r\n$11\r\n", &small), ProtocolError::InvalidBulkLength);
+        assert_eq!(decode_all(b"*1\r\n$10\r\n0123456789\r\n", &small).0.len(), 1);
         // The "$" check only happens once the header line is complete.
         assert_eq!(decode_all(b"*1\r\nfoo", &l), (vec![], None));
     }
@@ -755,18 +647,12 @@ mod tests {
         // Exactly 64 KiB + 1 unterminated bytes: error (Redis uses '>').
         assert_eq!(err(&big, &l), ProtocolError::TooBigMbulkCountString);
         // 64 KiB: still waiting.
-        assert_eq!(
-            decode_all(&big[..PROTO_INLINE_MAX_SIZE], &l),
-            (vec![], None)
-        );
+        assert_eq!(decode_all(&big[..PROTO_INLINE_MAX_SIZE], &l), (vec![], None));
 
         let mut big = b"*1\r\n$".to_vec();
         big.extend(std::iter::repeat_n(b'1', PROTO_INLINE_MAX_SIZE));
         assert_eq!(err(&big, &l), ProtocolError::TooBigBulkCountString);
-        assert_eq!(
-            decode_all(&big[..PROTO_INLINE_MAX_SIZE + 4], &l),
-            (vec![], None)
-        );
+        assert_eq!(decode_all(&big[..PROTO_INLINE_MAX_SIZE + 4], &l), (vec![], None));
 
         // A terminated but long count line is parsed (and rejected as invalid).
         let mut big = b"*".to_vec();
@@ -787,13 +673,7 @@ mod tests {
             input.extend(std::iter::repeat_n(b"payload\n"[0], 70_000));
             input.extend_from_slice(b"\r\n\n");
             let e = err(&input, &l);
-            assert!(
-                matches!(
-                    e,
-                    ProtocolError::TooBigInlineRequest | ProtocolError::TooBigMbulkCountString
-                ),
-                "{e:?}"
-            );
+            assert!(matches!(e, ProtocolError::TooBigInlineRequest | ProtocolError::TooBigMbulkCountString), "{e:?}");
         }
     }
 
@@ -802,10 +682,7 @@ mod tests {
         assert_eq!(ok(b"PING\r\n"), vec![cmd(&[b"PING"])]);
         assert_eq!(ok(b"PING\n"), vec![cmd(&[b"PING"])]);
         assert_eq!(ok(b"  set a   b  \r\n"), vec![cmd(&[b"set", b"a", b"b"])]);
-        assert_eq!(
-            ok(b"set \"foo bar\" 'x\\'y' \"\\x41\\n\"\r\n"),
-            vec![cmd(&[b"set", b"foo bar", b"x'y", b"A\n"])]
-        );
+        assert_eq!(ok(b"set \"foo bar\" 'x\\'y' \"\\x41\\n\"\r\n"), vec![cmd(&[b"set", b"foo bar", b"x'y", b"A\n"])]);
         // Empty lines produce no command.
         assert_eq!(ok(b"\r\n\n   \r\nPING\r\n"), vec![cmd(&[b"PING"])]);
         // '*' only matters as the first byte.
@@ -822,10 +699,7 @@ mod tests {
     #[test]
     fn inline_errors() {
         let l = Limits::default();
-        assert_eq!(
-            err(b"set \"\"\"test-key\"\"\" test-value\r\nping\r\n", &l),
-            ProtocolError::UnbalancedQuotes
-        );
+        assert_eq!(err(b"set \"\"\"test-key\"\"\" test-value\r\nping\r\n", &l), ProtocolError::UnbalancedQuotes);
         assert_eq!(err(b"set \"abc\r\n", &l), ProtocolError::UnbalancedQuotes);
         assert_eq!(err(b"set 'abc\r\n", &l), ProtocolError::UnbalancedQuotes);
         let mut big = vec![b'a'; PROTO_INLINE_MAX_SIZE + 1];
@@ -846,10 +720,7 @@ mod tests {
         assert_eq!(s(b"a b"), Some(cmd(&[b"a", b"b"])));
         assert_eq!(s(b"\"\""), Some(cmd(&[b""])));
         assert_eq!(s(b"''"), Some(cmd(&[b""])));
-        assert_eq!(
-            s(b"\"\\n\\r\\t\\b\\a\\z\\\\\\\"\""),
-            Some(cmd(&[b"\n\r\t\x08\x07z\\\""]))
-        );
+        assert_eq!(s(b"\"\\n\\r\\t\\b\\a\\z\\\\\\\"\""), Some(cmd(&[b"\n\r\t\x08\x07z\\\""])));
         assert_eq!(s(b"\"\\x4a\\x4B\\xzz\\x4\""), Some(cmd(&[b"JKxzzx4"])));
         assert_eq!(s(b"\"\\x00\""), Some(cmd(&[b"\0"])));
         assert_eq!(s(b"'a\\nb\\'c'"), Some(cmd(&[b"a\\nb'c"])));
@@ -878,17 +749,7 @@ mod tests {
         assert_eq!(string2ll(b"9223372036854775808"), None);
         assert_eq!(string2ll(b"-9223372036854775809"), None);
         assert_eq!(string2ll(b"99999999999999999999"), None);
-        for bad in [
-            &b""[..],
-            b"-",
-            b"+1",
-            b"01",
-            b"-0",
-            b" 1",
-            b"1 ",
-            b"1a",
-            b"00",
-        ] {
+        for bad in [&b""[..], b"-", b"+1", b"01", b"-0", b" 1", b"1 ", b"1a", b"00"] {
             assert_eq!(string2ll(bad), None, "{:?}", String::from_utf8_lossy(bad));
         }
     }
@@ -900,12 +761,7 @@ mod tests {
         let cmds = ok(input);
         assert_eq!(
             cmds,
-            vec![
-                cmd(&[b"ECHO", b"hello world"]),
-                cmd(&[b"PING"]),
-                cmd(&[b"set", b"a b", b"c"]),
-                cmd(&[b"QUIT"]),
-            ]
+            vec![cmd(&[b"ECHO", b"hello world"]), cmd(&[b"PING"]), cmd(&[b"set", b"a b", b"c"]), cmd(&[b"QUIT"]),]
         );
     }
 

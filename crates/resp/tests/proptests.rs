@@ -3,8 +3,8 @@
 
 use proptest::prelude::*;
 use resp::{
-    decode_reply, encode, encode_request, format_double, Bytes, BytesMut, Frame, Limits, Protocol,
-    ProtocolError, RequestDecoder,
+    Bytes, BytesMut, Frame, Limits, Protocol, ProtocolError, RequestDecoder, decode_reply, encode, encode_request,
+    format_double,
 };
 
 type Outcome = (Vec<Vec<Vec<u8>>>, Option<ProtocolError>);
@@ -86,10 +86,7 @@ enum Req {
 }
 
 fn req() -> impl Strategy<Value = Req> {
-    let word = prop::collection::vec(
-        prop::sample::select(b"abcxyzABC0123456789*$:-_.".to_vec()),
-        1..8,
-    );
+    let word = prop::collection::vec(prop::sample::select(b"abcxyzABC0123456789*$:-_.".to_vec()), 1..8);
     let arg = prop::collection::vec(any::<u8>(), 0..40);
     prop_oneof![
         4 => prop::collection::vec(arg.clone(), 1..5).prop_map(Req::Multibulk),
@@ -179,19 +176,13 @@ fn frame() -> impl Strategy<Value = Frame> {
             pairs.clone().prop_map(Frame::Map),
             prop::collection::vec(inner.clone(), 0..6).prop_map(Frame::Set),
             prop::collection::vec(inner.clone(), 0..6).prop_map(Frame::Push),
-            (pairs, inner).prop_map(|(attrs, v)| Frame::Attribute {
-                attrs,
-                value: Box::new(v)
-            }),
+            (pairs, inner).prop_map(|(attrs, v)| Frame::Attribute { attrs, value: Box::new(v) }),
         ]
     })
 }
 
 fn no_crlf(b: &Bytes) -> Bytes {
-    b.iter()
-        .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c })
-        .collect::<Vec<u8>>()
-        .into()
+    b.iter().map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }).collect::<Vec<u8>>().into()
 }
 
 /// What a RESP3 client decodes after the server encodes `f`.
@@ -205,10 +196,7 @@ fn expect3(f: &Frame) -> Frame {
         Frame::Push(v) => Frame::Push(v.iter().map(expect3).collect()),
         Frame::Map(p) => Frame::Map(p.iter().map(|(k, v)| (expect3(k), expect3(v))).collect()),
         Frame::Attribute { attrs, value } => Frame::Attribute {
-            attrs: attrs
-                .iter()
-                .map(|(k, v)| (expect3(k), expect3(v)))
-                .collect(),
+            attrs: attrs.iter().map(|(k, v)| (expect3(k), expect3(v))).collect(),
             value: Box::new(expect3(value)),
         },
         other => other.clone(),
@@ -220,14 +208,8 @@ fn expect2(f: &Frame) -> Frame {
     match f {
         Frame::Simple(s) => Frame::Simple(no_crlf(s)),
         Frame::Error(s) => Frame::Error(no_crlf(s)),
-        Frame::Array(v) | Frame::Set(v) | Frame::Push(v) => {
-            Frame::Array(v.iter().map(expect2).collect())
-        }
-        Frame::Map(p) => Frame::Array(
-            p.iter()
-                .flat_map(|(k, v)| [expect2(k), expect2(v)])
-                .collect(),
-        ),
+        Frame::Array(v) | Frame::Set(v) | Frame::Push(v) => Frame::Array(v.iter().map(expect2).collect()),
+        Frame::Map(p) => Frame::Array(p.iter().flat_map(|(k, v)| [expect2(k), expect2(v)]).collect()),
         Frame::Double(d) => {
             let mut s = Vec::new();
             format_double(*d, &mut s);

@@ -32,7 +32,8 @@ pub fn assemble(args: &[String], read_file: impl Fn(&str) -> std::io::Result<Str
     let mut i = 0;
     if let Some(first) = args.first() {
         if !first.starts_with("--") {
-            let content = read_file(first).map_err(|e| format!("Fatal error, can't open config file '{first}': {e}"))?;
+            let content =
+                read_file(first).map_err(|e| format!("Fatal error, can't open config file '{first}': {e}"))?;
             text.push_str(&content);
             text.push('\n');
             i = 1;
@@ -86,7 +87,8 @@ pub fn apply(config: &Config, text: &str) -> Result<(), ConfigError> {
         if trimmed.is_empty() || trimmed.starts_with('#') {
             continue;
         }
-        let err = |reason: String| ConfigError { location: format!("at line {}", n + 1), line: trimmed.to_string(), reason };
+        let err =
+            |reason: String| ConfigError { location: format!("at line {}", n + 1), line: trimmed.to_string(), reason };
         let Some(parts) = resp::split_args(trimmed.as_bytes()) else {
             return Err(err("Unbalanced quotes in configuration line".into()));
         };
@@ -113,10 +115,8 @@ mod tests {
 
     #[test]
     fn args_become_lines() {
-        let args: Vec<String> = ["--port", "7000", "--save", "", "--bind", "127.0.0.1", "::1"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let args: Vec<String> =
+            ["--port", "7000", "--save", "", "--bind", "127.0.0.1", "::1"].iter().map(|s| s.to_string()).collect();
         let text = assemble(&args, |_| unreachable!()).unwrap();
         assert_eq!(text, "port \"7000\"\nsave \"\"\nbind \"127.0.0.1\" \"::1\"\n");
         let c = Config::new();

@@ -33,18 +33,16 @@ fn main() {
         Some("-h" | "--help") => {
             println!("Usage: latch-server [/path/to/latch.conf] [--option value ...]");
             println!("       latch-server -v | --version");
-            println!("Examples:\n  latch-server\n  latch-server --port 7777\n  latch-server /etc/latch.conf --loglevel verbose");
+            println!(
+                "Examples:\n  latch-server\n  latch-server --port 7777\n  latch-server /etc/latch.conf --loglevel verbose"
+            );
             return;
         }
         _ => {}
     }
     let config = Config::new();
     let text = match config_file::assemble(&args, |p| {
-        if p == "-" {
-            std::io::read_to_string(std::io::stdin())
-        } else {
-            std::fs::read_to_string(p)
-        }
+        if p == "-" { std::io::read_to_string(std::io::stdin()) } else { std::fs::read_to_string(p) }
     }) {
         Ok(t) => t,
         Err(e) => {
@@ -61,11 +59,8 @@ fn main() {
         0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         n => n as usize,
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| {
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build().unwrap_or_else(|e| {
             eprintln!("cannot start runtime: {e}");
             std::process::exit(1)
         });
@@ -97,6 +92,8 @@ fn init_logging(config: &Config) {
 }
 
 async fn run(config: Config, threads: usize) -> i32 {
+    // Install signal handlers before announcing readiness, so a SIGTERM right after "Ready" is a clean stop.
+    let signals = Signals::install();
     let port = config.get_i64("port") as u16;
     let binds = config.get("bind").unwrap_or_default();
     let clock = Arc::new(SystemClock::new());
@@ -154,7 +151,7 @@ async fn run(config: Config, threads: usize) -> i32 {
     }
     tokio::spawn(cron(srv.clone(), clock));
 
-    let why = wait_for_stop(stop).await;
+    let why = signals.wait(stop).await;
     tracing::info!("{why}: shutting down, closing {} client(s)", srv.clients.len());
     conns_stop.notify_waiters();
     for c in srv.clients.snapshot() {
@@ -164,25 +161,46 @@ async fn run(config: Config, threads: usize) -> i32 {
     0
 }
 
-async fn wait_for_stop(stop: Arc<Notify>) -> &'static str {
+/// SIGINT/SIGTERM, registered once at startup.
+struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
-            stop.notified().await;
-            return "SHUTDOWN";
-        };
-        tokio::select! {
-            _ = term.recv() => "Received SIGTERM",
-            _ = int.recv() => "Received SIGINT",
-            _ = stop.notified() => "User requested shutdown",
+    term: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
+}
+
+impl Signals {
+    fn install() -> Signals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let term = match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+                (Ok(t), Ok(i)) => Some((t, i)),
+                _ => None,
+            };
+            Signals { term }
         }
+        #[cfg(not(unix))]
+        Signals {}
     }
-    #[cfg(not(unix))]
-    {
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => "Received Ctrl-C",
-            _ = stop.notified() => "User requested shutdown",
+
+    async fn wait(self, stop: Arc<Notify>) -> &'static str {
+        #[cfg(unix)]
+        {
+            let Some((mut term, mut int)) = self.term else {
+                stop.notified().await;
+                return "User requested shutdown";
+            };
+            tokio::select! {
+                _ = term.recv() => "Received SIGTERM",
+                _ = int.recv() => "Received SIGINT",
+                _ = stop.notified() => "User requested shutdown",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => "Received Ctrl-C",
+                _ = stop.notified() => "User requested shutdown",
+            }
         }
     }
 }

@@ -2,7 +2,7 @@
 //! BITFIELD_RO. Bit 0 is the most significant bit of the first byte, as in Redis.
 
 use super::string::{dirty, max_bulk_len};
-use super::{f, BASE};
+use super::{BASE, f};
 use crate::args::{eq_ic, parse_i64_strict};
 use crate::command::{Command, Ctx, Keys};
 use crate::db::Db;
@@ -447,11 +447,7 @@ fn get_unsigned(p: &[u8], offset: u64, bits: u32) -> u64 {
 
 fn get_signed(p: &[u8], offset: u64, bits: u32) -> i64 {
     let v = get_unsigned(p, offset, bits);
-    if bits < 64 && v & (1u64 << (bits - 1)) != 0 {
-        (v | (u64::MAX << bits)) as i64
-    } else {
-        v as i64
-    }
+    if bits < 64 && v & (1u64 << (bits - 1)) != 0 { (v | (u64::MAX << bits)) as i64 } else { v as i64 }
 }
 
 /// Writes the low `bits` bits of `value` at bit `offset` (the buffer is large enough).

@@ -1,6 +1,6 @@
 //! Connection commands: PING, ECHO, QUIT, SELECT...
 
-use super::{f, BASE};
+use super::{BASE, f};
 use crate::command::{Command, Ctx, Flags};
 use resp::Frame;
 

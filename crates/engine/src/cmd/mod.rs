@@ -11,7 +11,7 @@ pub mod set;
 pub mod string;
 pub mod zset;
 
-use crate::command::{container_handler, Command, Flags, Keys};
+use crate::command::{Command, Flags, Keys, container_handler};
 
 /// Every family's table, in the order COMMAND lists them (sorted later).
 pub static FAMILIES: &[&[Command]] = &[

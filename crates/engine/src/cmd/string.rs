@@ -1,7 +1,7 @@
 //! The string family: GET/SET and their variants, counters, ranges, LCS, and the owner-checked
 //! deletes used to release locks (DELIFEQ, DELEX). The bit commands live in [`super::bits`].
 
-use super::{f, BASE};
+use super::{BASE, f};
 use crate::args::{eq_ic, parse_i64_strict};
 use crate::command::{Command, Ctx, Keys};
 use crate::db::Db;
@@ -12,7 +12,7 @@ use resp::Frame;
 use std::sync::atomic::Ordering;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 const STRING: &str = "string";
 
@@ -446,10 +446,11 @@ fn parse_extended<'a>(args: &'a [Bytes], start: usize, for_set: bool) -> Result<
             o.expire = Expire::KeepTtl;
         } else if !for_set && eq_ic(opt, "persist") && matches!(o.expire, Expire::None | Expire::Persist) {
             o.expire = Expire::Persist;
-        } else if let Some(kind) = [("ex", Expire::Ex), ("px", Expire::Px), ("exat", Expire::ExAt), ("pxat", Expire::PxAt)]
-            .into_iter()
-            .find(|(kw, kind)| timed(kw, *kind, &o))
-            .map(|(_, k)| k)
+        } else if let Some(kind) =
+            [("ex", Expire::Ex), ("px", Expire::Px), ("exat", Expire::ExAt), ("pxat", Expire::PxAt)]
+                .into_iter()
+                .find(|(kw, kind)| timed(kw, *kind, &o))
+                .map(|(_, k)| k)
         {
             o.expire = kind;
             o.expire_arg = next.unwrap_or_default();
@@ -632,11 +633,7 @@ fn mset_generic(ctx: &mut Ctx<'_, '_>, nx: bool) -> Frame {
         db.set(&kv[0], Value::string(&kv[1]), false);
     }
     dirty(ctx, (args.len() as u64 - 1) / 2);
-    if nx {
-        Frame::Integer(1)
-    } else {
-        Frame::ok()
-    }
+    if nx { Frame::Integer(1) } else { Frame::ok() }
 }
 
 fn mset(ctx: &mut Ctx<'_, '_>) -> Frame {

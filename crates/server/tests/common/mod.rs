@@ -1,0 +1,152 @@
+//! Starts the real `latch-server` binary on 127.0.0.1 with an ephemeral port, and talks to it through
+//! the `redis` crate or raw bytes.
+
+#![allow(dead_code)]
+
+use bytes::BytesMut;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// A running server, killed on drop.
+pub struct Latch {
+    child: Child,
+    /// The bound port.
+    pub port: u16,
+    /// Log lines printed after startup (collected in the background).
+    pub log: mpsc::Receiver<String>,
+}
+
+impl Latch {
+    /// Starts a server with `--bind 127.0.0.1 --port 0` plus `args` (a config file path, if any, first).
+    pub fn start(args: &[&str]) -> Latch {
+        let (file, opts) = match args.first() {
+            Some(f) if !f.starts_with("--") => (Some(*f), &args[1..]),
+            _ => (None, args),
+        };
+        let mut child = Command::new(env!("CARGO_BIN_EXE_latch-server"))
+            .args(file)
+            .args(["--bind", "127.0.0.1", "--port", "0"])
+            .args(opts)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn latch-server");
+        let out = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = rx.recv_timeout(left).expect("latch-server did not report its address");
+            if let Some(addr) = line.split("Ready to accept connections tcp on ").nth(1) {
+                let port = addr.rsplit(':').next().and_then(|p| p.trim().parse().ok()).expect("port");
+                return Latch { child, port, log: rx };
+            }
+        }
+    }
+
+    /// `redis://127.0.0.1:port/`
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// A synchronous `redis` crate connection.
+    pub fn conn(&self) -> redis::Connection {
+        redis::Client::open(self.url()).expect("client").get_connection().expect("connect")
+    }
+
+    /// A raw socket.
+    pub fn raw(&self) -> Raw {
+        let s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        s.set_nodelay(true).expect("nodelay");
+        Raw { s, buf: BytesMut::new() }
+    }
+
+    /// Waits for the process to exit by itself (after SHUTDOWN or a signal).
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                return Some(st);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// True while the process runs.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Latch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A raw connection for byte-exact checks.
+pub struct Raw {
+    /// The socket.
+    pub s: TcpStream,
+    buf: BytesMut,
+}
+
+impl Raw {
+    /// Sends bytes.
+    pub fn send(&mut self, b: &[u8]) {
+        self.s.write_all(b).expect("write");
+    }
+
+    /// Reads one complete reply and returns its exact bytes.
+    pub fn reply_bytes(&mut self) -> Vec<u8> {
+        loop {
+            let mut probe = self.buf.clone();
+            let before = probe.len();
+            if let Ok(Some(_)) = resp::decode_reply(&mut probe) {
+                let used = before - probe.len();
+                return self.buf.split_to(used).to_vec();
+            }
+            let mut chunk = [0u8; 65536];
+            let n = self.s.read(&mut chunk).expect("read");
+            assert!(n > 0, "connection closed; buffered: {:?}", String::from_utf8_lossy(&self.buf));
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    /// Sends a request and returns the reply bytes as a (lossy) string.
+    pub fn call(&mut self, b: &[u8]) -> String {
+        self.send(b);
+        String::from_utf8_lossy(&self.reply_bytes()).into_owned()
+    }
+
+    /// True if the server closed the connection (after reading any pending bytes).
+    pub fn closed(&mut self) -> bool {
+        let mut chunk = [0u8; 4096];
+        loop {
+            match self.s.read(&mut chunk) {
+                Ok(0) => return true,
+                Ok(_) => continue,
+                Err(_) => return false,
+            }
+        }
+    }
+}
