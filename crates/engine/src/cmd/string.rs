@@ -622,7 +622,7 @@ fn mget(ctx: &mut Ctx<'_, '_>) -> Frame {
 
 fn mset_generic(ctx: &mut Ctx<'_, '_>, nx: bool) -> Frame {
     let args = ctx.args;
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         return error::wrong_arity(ctx.cmd.name);
     }
     let mut db = ctx.db();
@@ -923,10 +923,10 @@ fn lcs(ctx: &mut Ctx<'_, '_>) -> Frame {
                     Some(r)
                 }
             };
-            if let Some((as_, _, bs, _)) = range {
-                if as_ == 0 || bs == 0 {
-                    emit = true;
-                }
+            if let Some((as_, _, bs, _)) = range
+                && (as_ == 0 || bs == 0)
+            {
+                emit = true;
             }
             idx -= 1;
             i -= 1;
@@ -941,19 +941,17 @@ fn lcs(ctx: &mut Ctx<'_, '_>) -> Frame {
                 emit = true;
             }
         }
-        if emit {
-            if let Some((as_, ae, bs, be)) = range.take() {
-                let mlen = (ae - as_ + 1) as i64;
-                if getidx && (minmatchlen == 0 || mlen >= minmatchlen) {
-                    let mut m = vec![
-                        Frame::Array(vec![Frame::Integer(as_ as i64), Frame::Integer(ae as i64)]),
-                        Frame::Array(vec![Frame::Integer(bs as i64), Frame::Integer(be as i64)]),
-                    ];
-                    if withmatchlen {
-                        m.push(Frame::Integer(mlen));
-                    }
-                    matches.push(Frame::Array(m));
+        if emit && let Some((as_, ae, bs, be)) = range.take() {
+            let mlen = (ae - as_ + 1) as i64;
+            if getidx && (minmatchlen == 0 || mlen >= minmatchlen) {
+                let mut m = vec![
+                    Frame::Array(vec![Frame::Integer(as_ as i64), Frame::Integer(ae as i64)]),
+                    Frame::Array(vec![Frame::Integer(bs as i64), Frame::Integer(be as i64)]),
+                ];
+                if withmatchlen {
+                    m.push(Frame::Integer(mlen));
                 }
+                matches.push(Frame::Array(m));
             }
         }
     }
