@@ -1,6 +1,7 @@
 //! Command families. Each module exports `COMMANDS`, a slice of table entries with their handlers;
 //! handlers parse, operate through [`crate::db::Db`], and return a reply.
 
+pub mod bits;
 pub mod connection;
 pub mod expire;
 pub mod hash;
@@ -22,6 +23,7 @@ pub static FAMILIES: &[&[Command]] = &[
     keyspace::COMMANDS,
     expire::COMMANDS,
     string::COMMANDS,
+    bits::COMMANDS,
     list::COMMANDS,
     hash::COMMANDS,
     set::COMMANDS,
