@@ -134,3 +134,29 @@ fn seed_004_php_lock_versions() {
     let prev: f64 = redis::cmd("GETSET").arg("lock3").arg(later + 1000).query(&mut c).unwrap();
     assert!((later as f64) > prev, "the lock was acquired");
 }
+
+/// Seed 004, version 2.2: SETNX and EXPIRE inside MULTI/EXEC, through the `redis` crate's atomic
+/// pipeline and as raw bytes.
+#[test]
+fn seed_004_php_lock_in_multi() {
+    let l = Latch::start(&[]);
+    let mut c = l.conn();
+    let (set, exp): (i64, i64) = redis::pipe()
+        .atomic()
+        .cmd("SETNX")
+        .arg("lock_key")
+        .arg(1)
+        .cmd("EXPIRE")
+        .arg("lock_key")
+        .arg(1)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!((set, exp), (1, 1));
+    let ttl: i64 = c.ttl("lock_key").unwrap();
+    assert!((0..=1).contains(&ttl));
+    let mut raw = l.raw();
+    assert_eq!(raw.call(b"MULTI\r\n"), "+OK\r\n");
+    assert_eq!(raw.call(b"SETNX lock_key 1\r\n"), "+QUEUED\r\n");
+    assert_eq!(raw.call(b"EXPIRE lock_key 1\r\n"), "+QUEUED\r\n");
+    assert_eq!(raw.call(b"EXEC\r\n"), "*2\r\n:0\r\n:1\r\n");
+}
