@@ -3,6 +3,7 @@
 
 pub mod connection;
 pub mod hash;
+pub mod introspection;
 pub mod keyspace;
 pub mod list;
 pub mod server;
@@ -16,6 +17,7 @@ use crate::command::{container_handler, Command, Flags, Keys};
 pub static FAMILIES: &[&[Command]] = &[
     connection::COMMANDS,
     server::COMMANDS,
+    introspection::COMMANDS,
     keyspace::COMMANDS,
     string::COMMANDS,
     list::COMMANDS,
