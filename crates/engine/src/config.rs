@@ -141,8 +141,7 @@ fn valid_aof_dirname(v: &str) -> Result<(), &'static str> {
 /// Redis's `validateProcTitleTemplate`: known `{variables}` only, balanced braces, non-empty result.
 fn valid_proc_title(v: &str) -> Result<(), &'static str> {
     const ERR: &str = "template format is invalid or contains unknown variables";
-    const VARS: &[&str] =
-        &["title", "listen-addr", "server-mode", "port", "tls-port", "unixsocket", "config-file"];
+    const VARS: &[&str] = &["title", "listen-addr", "server-mode", "port", "tls-port", "unixsocket", "config-file"];
     let mut rest = v;
     let mut literal = false;
     let mut any_var = false;
@@ -195,11 +194,29 @@ pub static PARAMS: &[Param] = &[
     P { name: "aof-load-truncated", alias: None, flags: 0, kind: Kind::Bool, default: "yes" },
     P { name: "aof-use-rdb-preamble", alias: None, flags: 0, kind: Kind::Bool, default: "yes" },
     P { name: "aof-timestamp-enabled", alias: None, flags: 0, kind: Kind::Bool, default: "no" },
-    P { name: "cluster-replica-no-failover", alias: Some("cluster-slave-no-failover"), flags: 0, kind: Kind::Bool, default: "no" },
+    P {
+        name: "cluster-replica-no-failover",
+        alias: Some("cluster-slave-no-failover"),
+        flags: 0,
+        kind: Kind::Bool,
+        default: "no",
+    },
     P { name: "replica-lazy-flush", alias: Some("slave-lazy-flush"), flags: 0, kind: Kind::Bool, default: "no" },
-    P { name: "replica-serve-stale-data", alias: Some("slave-serve-stale-data"), flags: 0, kind: Kind::Bool, default: "yes" },
+    P {
+        name: "replica-serve-stale-data",
+        alias: Some("slave-serve-stale-data"),
+        flags: 0,
+        kind: Kind::Bool,
+        default: "yes",
+    },
     P { name: "replica-read-only", alias: Some("slave-read-only"), flags: 0, kind: Kind::Bool, default: "yes" },
-    P { name: "replica-ignore-maxmemory", alias: Some("slave-ignore-maxmemory"), flags: 0, kind: Kind::Bool, default: "yes" },
+    P {
+        name: "replica-ignore-maxmemory",
+        alias: Some("slave-ignore-maxmemory"),
+        flags: 0,
+        kind: Kind::Bool,
+        default: "yes",
+    },
     P { name: "jemalloc-bg-thread", alias: None, flags: 0, kind: Kind::Bool, default: "yes" },
     P { name: "activedefrag", alias: None, flags: 0, kind: Kind::Bool, default: "no" },
     P { name: "syslog-enabled", alias: None, flags: IMM, kind: Kind::Bool, default: "no" },
@@ -228,14 +245,32 @@ pub static PARAMS: &[Param] = &[
     P { name: "cluster-announce-hostname", alias: None, flags: 0, kind: Kind::Str(Some(valid_hostname)), default: "" },
     P { name: "syslog-ident", alias: None, flags: IMM, kind: Kind::Str(None), default: "redis" },
     P { name: "dbfilename", alias: None, flags: PROT, kind: Kind::Str(Some(valid_dbfilename)), default: "dump.rdb" },
-    P { name: "appendfilename", alias: None, flags: IMM, kind: Kind::Str(Some(valid_aof_filename)), default: "appendonly.aof" },
-    P { name: "appenddirname", alias: None, flags: IMM, kind: Kind::Str(Some(valid_aof_dirname)), default: "appendonlydir" },
+    P {
+        name: "appendfilename",
+        alias: None,
+        flags: IMM,
+        kind: Kind::Str(Some(valid_aof_filename)),
+        default: "appendonly.aof",
+    },
+    P {
+        name: "appenddirname",
+        alias: None,
+        flags: IMM,
+        kind: Kind::Str(Some(valid_aof_dirname)),
+        default: "appendonlydir",
+    },
     P { name: "server_cpulist", alias: None, flags: IMM, kind: Kind::Str(None), default: "" },
     P { name: "bio_cpulist", alias: None, flags: IMM, kind: Kind::Str(None), default: "" },
     P { name: "aof_rewrite_cpulist", alias: None, flags: IMM, kind: Kind::Str(None), default: "" },
     P { name: "bgsave_cpulist", alias: None, flags: IMM, kind: Kind::Str(None), default: "" },
     P { name: "ignore-warnings", alias: None, flags: 0, kind: Kind::Str(None), default: "" },
-    P { name: "proc-title-template", alias: None, flags: 0, kind: Kind::Str(Some(valid_proc_title)), default: "{title} {listen-addr} {server-mode}" },
+    P {
+        name: "proc-title-template",
+        alias: None,
+        flags: 0,
+        kind: Kind::Str(Some(valid_proc_title)),
+        default: "{title} {listen-addr} {server-mode}",
+    },
     P { name: "bind-source-addr", alias: None, flags: 0, kind: Kind::Str(None), default: "" },
     P { name: "logfile", alias: None, flags: IMM, kind: Kind::Str(None), default: "" },
     // `requirepass` is live (AUTH); `masterauth` is accepted-but-inert (no replication).
@@ -250,7 +285,13 @@ pub static PARAMS: &[Param] = &[
     P { name: "maxmemory-policy", alias: None, flags: 0, kind: Kind::Enum(E_MAXMEMORY_POLICY), default: "noeviction" },
     P { name: "appendfsync", alias: None, flags: 0, kind: Kind::Enum(E_FSYNC), default: "everysec" },
     P { name: "oom-score-adj", alias: None, flags: 0, kind: Kind::Enum(E_OOM), default: "no" },
-    P { name: "acl-pubsub-default", alias: None, flags: 0, kind: Kind::Enum(E_PUBSUB_DEFAULT), default: "resetchannels" },
+    P {
+        name: "acl-pubsub-default",
+        alias: None,
+        flags: 0,
+        kind: Kind::Enum(E_PUBSUB_DEFAULT),
+        default: "resetchannels",
+    },
     P { name: "sanitize-dump-payload", alias: None, flags: 0, kind: Kind::Enum(E_SANITIZE), default: "no" },
     P { name: "enable-protected-configs", alias: None, flags: IMM, kind: Kind::Enum(E_PROTECTED), default: "no" },
     P { name: "enable-debug-command", alias: None, flags: IMM, kind: Kind::Enum(E_PROTECTED), default: "no" },
@@ -267,8 +308,20 @@ pub static PARAMS: &[Param] = &[
     P { name: "port", alias: None, flags: IMM, kind: Kind::Int(0, 65535), default: "6379" },
     P { name: "io-threads", alias: None, flags: IMM, kind: Kind::Int(0, 128), default: "0" },
     P { name: "auto-aof-rewrite-percentage", alias: None, flags: 0, kind: Kind::Int(0, I32MAX), default: "100" },
-    P { name: "cluster-replica-validity-factor", alias: Some("cluster-slave-validity-factor"), flags: 0, kind: Kind::Int(0, I32MAX), default: "10" },
-    P { name: "list-max-listpack-size", alias: Some("list-max-ziplist-size"), flags: 0, kind: Kind::Int(I32MIN, I32MAX), default: "-2" },
+    P {
+        name: "cluster-replica-validity-factor",
+        alias: Some("cluster-slave-validity-factor"),
+        flags: 0,
+        kind: Kind::Int(0, I32MAX),
+        default: "10",
+    },
+    P {
+        name: "list-max-listpack-size",
+        alias: Some("list-max-ziplist-size"),
+        flags: 0,
+        kind: Kind::Int(I32MIN, I32MAX),
+        default: "-2",
+    },
     P { name: "tcp-keepalive", alias: None, flags: 0, kind: Kind::Int(0, I32MAX), default: "300" },
     P { name: "cluster-migration-barrier", alias: None, flags: 0, kind: Kind::Int(0, I32MAX), default: "1" },
     P { name: "active-defrag-cycle-min", alias: None, flags: 0, kind: Kind::Int(1, 99), default: "1" },
@@ -282,21 +335,45 @@ pub static PARAMS: &[Param] = &[
     P { name: "maxmemory-samples", alias: None, flags: 0, kind: Kind::Int(1, I32MAX), default: "5" },
     P { name: "maxmemory-eviction-tenacity", alias: None, flags: 0, kind: Kind::Int(0, 100), default: "10" },
     P { name: "timeout", alias: None, flags: 0, kind: Kind::Int(0, I32MAX), default: "0" },
-    P { name: "replica-announce-port", alias: Some("slave-announce-port"), flags: 0, kind: Kind::Int(0, 65535), default: "0" },
+    P {
+        name: "replica-announce-port",
+        alias: Some("slave-announce-port"),
+        flags: 0,
+        kind: Kind::Int(0, 65535),
+        default: "0",
+    },
     P { name: "tcp-backlog", alias: None, flags: IMM, kind: Kind::Int(0, I32MAX), default: "511" },
     P { name: "cluster-port", alias: None, flags: IMM, kind: Kind::Int(0, 65535), default: "0" },
     P { name: "cluster-announce-bus-port", alias: None, flags: 0, kind: Kind::Int(0, 65535), default: "0" },
     P { name: "cluster-announce-port", alias: None, flags: 0, kind: Kind::Int(0, 65535), default: "0" },
     P { name: "cluster-announce-tls-port", alias: None, flags: 0, kind: Kind::Int(0, 65535), default: "0" },
     P { name: "repl-timeout", alias: None, flags: 0, kind: Kind::Int(1, I32MAX), default: "60" },
-    P { name: "repl-ping-replica-period", alias: Some("repl-ping-slave-period"), flags: 0, kind: Kind::Int(1, I32MAX), default: "10" },
+    P {
+        name: "repl-ping-replica-period",
+        alias: Some("repl-ping-slave-period"),
+        flags: 0,
+        kind: Kind::Int(1, I32MAX),
+        default: "10",
+    },
     P { name: "list-compress-depth", alias: None, flags: 0, kind: Kind::Int(0, I32MAX), default: "0" },
     P { name: "rdb-key-save-delay", alias: None, flags: HIDDEN, kind: Kind::Int(I32MIN, I32MAX), default: "0" },
     P { name: "key-load-delay", alias: None, flags: HIDDEN, kind: Kind::Int(I32MIN, I32MAX), default: "0" },
     P { name: "active-expire-effort", alias: None, flags: 0, kind: Kind::Int(1, 10), default: "1" },
     P { name: "hz", alias: None, flags: 0, kind: Kind::Int(0, I32MAX), default: "10" },
-    P { name: "min-replicas-to-write", alias: Some("min-slaves-to-write"), flags: 0, kind: Kind::Int(0, I32MAX), default: "0" },
-    P { name: "min-replicas-max-lag", alias: Some("min-slaves-max-lag"), flags: 0, kind: Kind::Int(0, I32MAX), default: "10" },
+    P {
+        name: "min-replicas-to-write",
+        alias: Some("min-slaves-to-write"),
+        flags: 0,
+        kind: Kind::Int(0, I32MAX),
+        default: "0",
+    },
+    P {
+        name: "min-replicas-max-lag",
+        alias: Some("min-slaves-max-lag"),
+        flags: 0,
+        kind: Kind::Int(0, I32MAX),
+        default: "10",
+    },
     P { name: "watchdog-period", alias: None, flags: HIDDEN, kind: Kind::Int(0, I32MAX), default: "0" },
     P { name: "shutdown-timeout", alias: None, flags: 0, kind: Kind::Int(0, I32MAX), default: "10" },
     P { name: "repl-diskless-sync-max-replicas", alias: None, flags: 0, kind: Kind::Int(0, I32MAX), default: "0" },
@@ -306,7 +383,13 @@ pub static PARAMS: &[Param] = &[
     P { name: "active-defrag-max-scan-fields", alias: None, flags: 0, kind: Kind::Int(1, I64MAX), default: "1000" },
     P { name: "slowlog-max-len", alias: None, flags: 0, kind: Kind::Int(0, I64MAX), default: "128" },
     P { name: "acllog-max-len", alias: None, flags: 0, kind: Kind::Int(0, I64MAX), default: "128" },
-    P { name: "busy-reply-threshold", alias: Some("lua-time-limit"), flags: 0, kind: Kind::Int(0, I64MAX), default: "5000" },
+    P {
+        name: "busy-reply-threshold",
+        alias: Some("lua-time-limit"),
+        flags: 0,
+        kind: Kind::Int(0, I64MAX),
+        default: "5000",
+    },
     P { name: "cluster-node-timeout", alias: None, flags: 0, kind: Kind::Int(0, I64MAX), default: "15000" },
     P { name: "slowlog-log-slower-than", alias: None, flags: 0, kind: Kind::Int(-1, I64MAX), default: "10000" },
     P { name: "latency-monitor-threshold", alias: None, flags: 0, kind: Kind::Int(0, I64MAX), default: "0" },
@@ -315,32 +398,86 @@ pub static PARAMS: &[Param] = &[
     P { name: "repl-backlog-size", alias: None, flags: 0, kind: Kind::Memory(1, I64MAX), default: "1048576" },
     P { name: "maxmemory", alias: None, flags: 0, kind: Kind::Memory(0, I64MAX), default: "0" },
     P { name: "cluster-link-sendbuf-limit", alias: None, flags: 0, kind: Kind::Memory(0, I64MAX), default: "0" },
-    P { name: "hash-max-listpack-entries", alias: Some("hash-max-ziplist-entries"), flags: 0, kind: Kind::Int(0, I64MAX), default: "512" },
+    P {
+        name: "hash-max-listpack-entries",
+        alias: Some("hash-max-ziplist-entries"),
+        flags: 0,
+        kind: Kind::Int(0, I64MAX),
+        default: "512",
+    },
     P { name: "set-max-intset-entries", alias: None, flags: 0, kind: Kind::Int(0, I64MAX), default: "512" },
-    P { name: "zset-max-listpack-entries", alias: Some("zset-max-ziplist-entries"), flags: 0, kind: Kind::Int(0, I64MAX), default: "128" },
-    P { name: "active-defrag-ignore-bytes", alias: None, flags: 0, kind: Kind::Memory(1, I64MAX), default: "104857600" },
-    P { name: "hash-max-listpack-value", alias: Some("hash-max-ziplist-value"), flags: 0, kind: Kind::Memory(0, I64MAX), default: "64" },
+    P {
+        name: "zset-max-listpack-entries",
+        alias: Some("zset-max-ziplist-entries"),
+        flags: 0,
+        kind: Kind::Int(0, I64MAX),
+        default: "128",
+    },
+    P {
+        name: "active-defrag-ignore-bytes",
+        alias: None,
+        flags: 0,
+        kind: Kind::Memory(1, I64MAX),
+        default: "104857600",
+    },
+    P {
+        name: "hash-max-listpack-value",
+        alias: Some("hash-max-ziplist-value"),
+        flags: 0,
+        kind: Kind::Memory(0, I64MAX),
+        default: "64",
+    },
     P { name: "stream-node-max-bytes", alias: None, flags: 0, kind: Kind::Memory(0, I64MAX), default: "4096" },
-    P { name: "zset-max-listpack-value", alias: Some("zset-max-ziplist-value"), flags: 0, kind: Kind::Memory(0, I64MAX), default: "64" },
+    P {
+        name: "zset-max-listpack-value",
+        alias: Some("zset-max-ziplist-value"),
+        flags: 0,
+        kind: Kind::Memory(0, I64MAX),
+        default: "64",
+    },
     P { name: "hll-sparse-max-bytes", alias: None, flags: 0, kind: Kind::Memory(0, I64MAX), default: "3000" },
     P { name: "tracking-table-max-keys", alias: None, flags: 0, kind: Kind::Int(0, I64MAX), default: "1000000" },
-    P { name: "client-query-buffer-limit", alias: None, flags: 0, kind: Kind::Memory(1048576, I64MAX), default: "1073741824" },
+    P {
+        name: "client-query-buffer-limit",
+        alias: None,
+        flags: 0,
+        kind: Kind::Memory(1048576, I64MAX),
+        default: "1073741824",
+    },
     P { name: "maxmemory-clients", alias: None, flags: 0, kind: Kind::MemoryPercent(-100, I64MAX), default: "0" },
     P { name: "repl-backlog-ttl", alias: None, flags: 0, kind: Kind::Int(0, I64MAX), default: "3600" },
     P { name: "auto-aof-rewrite-min-size", alias: None, flags: 0, kind: Kind::Memory(0, I64MAX), default: "67108864" },
-    P { name: "loading-process-events-interval-bytes", alias: None, flags: HIDDEN, kind: Kind::Int(1024, I32MAX), default: "2097152" },
+    P {
+        name: "loading-process-events-interval-bytes",
+        alias: None,
+        flags: HIDDEN,
+        kind: Kind::Int(1024, I32MAX),
+        default: "2097152",
+    },
     // Parameters with their own syntax. `bind` is live (startup); `dir` is used by CONFIG REWRITE and
     // reported; `save`, `client-output-buffer-limit`, `oom-score-adj-values`, `replicaof` and
     // `latency-tracking-info-percentiles` are validated and stored but inert; `notify-keyspace-events` is
     // validated and normalised as Redis does.
     P { name: "dir", alias: None, flags: PROT, kind: Kind::Special, default: "." },
     P { name: "save", alias: None, flags: MULTI, kind: Kind::Special, default: "3600 1 300 100 60 10000" },
-    P { name: "client-output-buffer-limit", alias: None, flags: MULTI, kind: Kind::Special, default: "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60" },
+    P {
+        name: "client-output-buffer-limit",
+        alias: None,
+        flags: MULTI,
+        kind: Kind::Special,
+        default: "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+    },
     P { name: "oom-score-adj-values", alias: None, flags: MULTI, kind: Kind::Special, default: "0 200 800" },
     P { name: "notify-keyspace-events", alias: None, flags: 0, kind: Kind::Special, default: "" },
     P { name: "bind", alias: None, flags: IMM | MULTI, kind: Kind::Special, default: "127.0.0.1 -::1" },
     P { name: "replicaof", alias: Some("slaveof"), flags: IMM | MULTI, kind: Kind::Special, default: "" },
-    P { name: "latency-tracking-info-percentiles", alias: None, flags: MULTI, kind: Kind::Special, default: "50 99 99.9" },
+    P {
+        name: "latency-tracking-info-percentiles",
+        alias: None,
+        flags: MULTI,
+        kind: Kind::Special,
+        default: "50 99 99.9",
+    },
 ];
 
 /// The live configuration.
@@ -443,7 +580,8 @@ pub fn keyspace_events_flags(s: &str) -> Option<u32> {
     Some(f)
 }
 
-const NOTIFY_ALL: u32 = (1 << 2) | (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 13);
+const NOTIFY_ALL: u32 =
+    (1 << 2) | (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 13);
 
 /// Keyspace-events flags back to Redis's canonical letters.
 pub fn keyspace_events_string(f: u32) -> String {
@@ -451,7 +589,19 @@ pub fn keyspace_events_string(f: u32) -> String {
     if f & NOTIFY_ALL == NOTIFY_ALL {
         s.push('A');
     } else {
-        for (bit, c) in [(2, 'g'), (3, '$'), (4, 'l'), (5, 's'), (6, 'h'), (7, 'z'), (8, 'x'), (9, 'e'), (10, 't'), (13, 'd'), (14, 'n')] {
+        for (bit, c) in [
+            (2, 'g'),
+            (3, '$'),
+            (4, 'l'),
+            (5, 's'),
+            (6, 'h'),
+            (7, 'z'),
+            (8, 'x'),
+            (9, 'e'),
+            (10, 't'),
+            (13, 'd'),
+            (14, 'n'),
+        ] {
             if f & (1 << bit) != 0 {
                 s.push(c);
             }
@@ -566,7 +716,10 @@ pub fn validate(p: &Param, value: &str, current: &str) -> Result<String, String>
             }
             let mut v = 0;
             for w in words {
-                let hit = table.iter().filter(|(n, _)| n.eq_ignore_ascii_case(w)).fold(None, |a, (_, x)| Some(a.unwrap_or(0) | x));
+                let hit = table
+                    .iter()
+                    .filter(|(n, _)| n.eq_ignore_ascii_case(w))
+                    .fold(None, |a, (_, x)| Some(a.unwrap_or(0) | x));
                 v |= hit.ok_or_else(|| enum_error(table))?;
             }
             if v & 1 != 0 && v & 2 != 0 {
@@ -619,7 +772,9 @@ fn validate_special(name: &str, value: &str, current: &str) -> Result<String, St
                     "normal" => "normal",
                     "slave" | "replica" => "slave",
                     "pubsub" => "pubsub",
-                    _ => return Err("Invalid client class specified in buffer limit configuration.".into()),
+                    _ => {
+                        return Err("Invalid client class specified in buffer limit configuration.".into());
+                    }
                 };
                 let hard = parse_memory(c[1]);
                 let soft = parse_memory(c[2]);
@@ -640,9 +795,9 @@ fn validate_special(name: &str, value: &str, current: &str) -> Result<String, St
             }
             let mut out = Vec::new();
             for a in args {
-                let v = strtoll_full(a, 10)
-                    .filter(|v| (-2000..=2000).contains(v))
-                    .ok_or_else(|| "Invalid oom-score-adj-values, elements must be between -2000 and 2000.".to_string())?;
+                let v = strtoll_full(a, 10).filter(|v| (-2000..=2000).contains(v)).ok_or_else(|| {
+                    "Invalid oom-score-adj-values, elements must be between -2000 and 2000.".to_string()
+                })?;
                 out.push(v.to_string());
             }
             Ok(out.join(" "))
@@ -1018,7 +1173,9 @@ mod tests {
         assert_eq!(c.set("save", "10", false).unwrap_err(), "Invalid save parameters");
         ok("client-output-buffer-limit", "pubsub 1mb 2k 5 replica 0 0 0");
         assert_eq!(c.get("client-output-buffer-limit").unwrap(), "normal 0 0 0 slave 0 0 0 pubsub 1048576 2000 5");
-        assert!(c.set("client-output-buffer-limit", "master 1 1 1", false).unwrap_err().starts_with("Invalid client class"));
+        assert!(
+            c.set("client-output-buffer-limit", "master 1 1 1", false).unwrap_err().starts_with("Invalid client class")
+        );
         assert!(c.set("client-output-buffer-limit", "normal 1 1", false).unwrap_err().starts_with("Wrong number"));
         assert!(c.set("client-output-buffer-limit", "normal x 1 1", false).unwrap_err().starts_with("Error in hard"));
         ok("notify-keyspace-events", "KEA");
@@ -1111,6 +1268,9 @@ mod tests {
         c.set("save", "10 1 20 2", false).unwrap();
         let old = "# comment\nmaxmemory 5\nmaxmemory 6\nloadmodule x.so\nhz 10\n";
         let new = rewrite_text(old, &c);
-        assert_eq!(new, "# comment\nmaxmemory 100\nloadmodule x.so\nhz 10\n# Generated by CONFIG REWRITE\nsave 10 1\nsave 20 2\n");
+        assert_eq!(
+            new,
+            "# comment\nmaxmemory 100\nloadmodule x.so\nhz 10\n# Generated by CONFIG REWRITE\nsave 10 1\nsave 20 2\n"
+        );
     }
 }

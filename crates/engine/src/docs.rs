@@ -137,9 +137,34 @@ fn is_token(w: &str) -> bool {
 /// Guesses the type of a lowercase argument from its name.
 fn type_of(name: &str) -> ArgType {
     const INTEGERS: &[&str] = &[
-        "count", "seconds", "milliseconds", "numkeys", "index", "start", "end", "stop", "offset", "db", "port",
-        "decrement", "delta", "ttl", "len", "rank", "maxlen", "numreplicas", "cursor", "integer", "timeout-ms",
-        "numerator", "pivot-index", "maxidle", "position", "version", "bit", "millis",
+        "count",
+        "seconds",
+        "milliseconds",
+        "numkeys",
+        "index",
+        "start",
+        "end",
+        "stop",
+        "offset",
+        "db",
+        "port",
+        "decrement",
+        "delta",
+        "ttl",
+        "len",
+        "rank",
+        "maxlen",
+        "numreplicas",
+        "cursor",
+        "integer",
+        "timeout-ms",
+        "numerator",
+        "pivot-index",
+        "maxidle",
+        "position",
+        "version",
+        "bit",
+        "millis",
     ];
     const DOUBLES: &[&str] = &["score", "longitude", "latitude", "radius", "weight", "float", "min-score", "max-score"];
     if name == "key" || name.ends_with("key") || name == "destination" || name == "source" {
@@ -315,7 +340,8 @@ fn collapse_repeats(items: Vec<Arg>) -> Vec<Arg> {
             let k = rep.len();
             // `TOKEN x [x ...]`: the token is given once, the values repeat.
             let same = |x: &Arg, y: &Arg| {
-                x.same_shape(y) || (k == 1 && y.token.is_none() && x.name == y.name && x.typ == y.typ && x.args == y.args)
+                x.same_shape(y)
+                    || (k == 1 && y.token.is_none() && x.name == y.name && x.typ == y.typ && x.args == y.args)
             };
             if k > 0 && out.len() >= k && out[out.len() - k..].iter().zip(&rep).all(|(x, y)| same(x, y)) {
                 let prev: Vec<Arg> = out.drain(out.len() - k..).collect();
@@ -403,7 +429,10 @@ mod tests {
             show(&parse("[FILTERBY <MODULE module-name | ACLCAT category | PATTERN pattern>]").unwrap()),
             "module-name_category_pattern:oneof=FILTERBY?(module-name:string=MODULE category:string=ACLCAT pattern:pattern=PATTERN)"
         );
-        assert_eq!(show(&parse("key [key ...] [WEIGHTS weight [weight ...]]").unwrap()), "key:key* weight:double=WEIGHTS?*");
+        assert_eq!(
+            show(&parse("key [key ...] [WEIGHTS weight [weight ...]]").unwrap()),
+            "key:key* weight:double=WEIGHTS?*"
+        );
         assert!(parse("[a").is_err());
         assert!(parse("a]").is_err());
         assert!(parse("...").is_err());

@@ -7,8 +7,8 @@
 //! (explicit ACL categories, tips, key-spec access flags, history, doc flags) comes from [`META`], a
 //! digest of Redis 7.0.15's `src/commands/*.json`.
 
-use super::server::help_reply;
 use super::BASE;
+use super::server::help_reply;
 use crate::command::{Command, Ctx, Flags, Keys};
 use crate::docs::{Arg, ArgType};
 use bytes::Bytes;
@@ -184,9 +184,27 @@ pub fn acl_categories(c: &Command) -> Vec<&'static str> {
         set.push("@slow");
     }
     const ORDER: &[&str] = &[
-        "@keyspace", "@read", "@write", "@set", "@sortedset", "@list", "@hash", "@string", "@bitmap",
-        "@hyperloglog", "@geo", "@stream", "@pubsub", "@admin", "@fast", "@slow", "@blocking", "@dangerous",
-        "@connection", "@transaction", "@scripting",
+        "@keyspace",
+        "@read",
+        "@write",
+        "@set",
+        "@sortedset",
+        "@list",
+        "@hash",
+        "@string",
+        "@bitmap",
+        "@hyperloglog",
+        "@geo",
+        "@stream",
+        "@pubsub",
+        "@admin",
+        "@fast",
+        "@slow",
+        "@blocking",
+        "@dangerous",
+        "@connection",
+        "@transaction",
+        "@scripting",
     ];
     ORDER.iter().copied().filter(|o| set.contains(o)).collect()
 }
@@ -230,7 +248,9 @@ fn key_flags(c: &Command) -> Vec<String> {
         None if c.flags.has(Flags::WRITE) => vec!["RW", "UPDATE"],
         None => vec!["RO"],
     };
-    raw.into_iter().map(|f| if matches!(f, "RO" | "RW" | "OW" | "RM") { f.to_string() } else { f.to_ascii_lowercase() }).collect()
+    raw.into_iter()
+        .map(|f| if matches!(f, "RO" | "RW" | "OW" | "RM") { f.to_string() } else { f.to_ascii_lowercase() })
+        .collect()
 }
 
 fn bulk(s: &str) -> Frame {
@@ -262,7 +282,10 @@ fn key_specs(c: &Command) -> Vec<Frame> {
     let lastkey = if last < 0 { last } else { last - first };
     vec![map(vec![
         flags,
-        ("begin_search", map(vec![("type", bulk("index")), ("spec", map(vec![("index", Frame::Integer(first as i64))]))])),
+        (
+            "begin_search",
+            map(vec![("type", bulk("index")), ("spec", map(vec![("index", Frame::Integer(first as i64))]))]),
+        ),
         (
             "find_keys",
             map(vec![
@@ -314,11 +337,12 @@ fn arg_frames(args: &[Arg], key_index: &mut i64, nspecs: i64) -> Frame {
                 if let Some(t) = &a.token {
                     m.push(("token", bulk(t)));
                 }
-                let flags: Vec<&str> = [(a.optional, "optional"), (a.multiple, "multiple"), (a.multiple_token, "multiple_token")]
-                    .iter()
-                    .filter(|(on, _)| *on)
-                    .map(|(_, n)| *n)
-                    .collect();
+                let flags: Vec<&str> =
+                    [(a.optional, "optional"), (a.multiple, "multiple"), (a.multiple_token, "multiple_token")]
+                        .iter()
+                        .filter(|(on, _)| *on)
+                        .map(|(_, n)| *n)
+                        .collect();
                 if !flags.is_empty() {
                     m.push(("flags", status_set(flags)));
                 }
@@ -348,7 +372,10 @@ pub fn command_docs_frame(c: &Command) -> Frame {
             m.push(("replaced_by", bulk(md.replaced_by)));
         }
         if !md.history.is_empty() {
-            m.push(("history", Frame::Set(md.history.iter().map(|(v, t)| Frame::Array(vec![bulk(v), bulk(t)])).collect())));
+            m.push((
+                "history",
+                Frame::Set(md.history.iter().map(|(v, t)| Frame::Array(vec![bulk(v), bulk(t)])).collect()),
+            ));
         }
     }
     if let Ok(args) = crate::docs::parse(c.syntax) {
@@ -387,9 +414,7 @@ fn command_info(ctx: &mut Ctx<'_, '_>) -> Frame {
     if ctx.argc() == 2 {
         return command_all(ctx);
     }
-    Frame::Array(
-        ctx.args[2..].iter().map(|n| lookup(ctx, n).map_or(Frame::NullArray, command_info_frame)).collect(),
-    )
+    Frame::Array(ctx.args[2..].iter().map(|n| lookup(ctx, n).map_or(Frame::NullArray, command_info_frame)).collect())
 }
 
 fn command_docs(ctx: &mut Ctx<'_, '_>) -> Frame {
@@ -519,6 +544,7 @@ fn command_help(_: &mut Ctx<'_, '_>) -> Frame {
 }
 
 /// Redis 7.0.15's per-command metadata, sorted by name (generated from `src/commands/*.json`).
+#[rustfmt::skip]
 pub static META: &[Meta] = &[
     Meta { name: "acl", acl: "", tips: "", key_flags: "", history: &[], doc_flags: "", deprecated_since: "", replaced_by: "" },
     Meta { name: "acl|cat", acl: "", tips: "", key_flags: "", history: &[], doc_flags: "", deprecated_since: "", replaced_by: "" },
@@ -913,7 +939,7 @@ pub static META: &[Meta] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testkit::{show, TestServer};
+    use crate::testkit::{TestServer, show};
 
     /// Walks the whole command table for consistency.
     #[test]
@@ -959,7 +985,9 @@ mod tests {
         assert_eq!(c.run("COMMAND INFO nosuch get|x"), "[(nil-array), (nil-array)]");
         let cfg = c.run("COMMAND INFO config");
         assert!(cfg.starts_with("[[\"config\", :-2, ~[], :0, :0, :0, ~[+@slow], ~[], ~[], [[\"config|get\", :-3, ~[+admin, +noscript, +loading, +stale]"), "{cfg}");
-        assert!(c.run("COMMAND INFO config|set").contains("~[+@admin, +@slow, +@dangerous], ~[\"request_policy:all_nodes\", \"response_policy:all_succeeded\"]"));
+        assert!(c.run("COMMAND INFO config|set").contains(
+            "~[+@admin, +@slow, +@dangerous], ~[\"request_policy:all_nodes\", \"response_policy:all_succeeded\"]"
+        ));
     }
 
     #[test]
@@ -968,12 +996,22 @@ mod tests {
         let mut c = ts.client();
         let d = c.run("COMMAND DOCS set");
         assert!(d.starts_with("{\"set\": {\"summary\": "), "{d}");
-        assert!(d.contains("\"since\": \"1.0.0\", \"group\": \"string\", \"complexity\": \"O(1)\", \"history\": ~[[\"2.6.12\", "), "{d}");
+        assert!(
+            d.contains(
+                "\"since\": \"1.0.0\", \"group\": \"string\", \"complexity\": \"O(1)\", \"history\": ~[[\"2.6.12\", "
+            ),
+            "{d}"
+        );
         assert!(d.contains("\"arguments\": [{\"name\": \"key\", \"type\": \"key\", \"key_spec_index\": :0}, {\"name\": \"value\", \"type\": \"string\"}, {\"name\": \"nx_xx\", \"type\": \"oneof\", \"flags\": ~[+optional], \"arguments\": [{\"name\": \"nx\", \"type\": \"pure-token\", \"token\": \"NX\"}"), "{d}");
         assert!(d.contains("{\"name\": \"seconds\", \"type\": \"integer\", \"token\": \"EX\"}"), "{d}");
         assert_eq!(c.run("COMMAND DOCS nosuch"), "{}");
         let cfg = c.run("COMMAND DOCS config");
-        assert!(cfg.contains("\"subcommands\": {\"config|get\": {\"summary\": \"Get the values of configuration parameters\""), "{cfg}");
+        assert!(
+            cfg.contains(
+                "\"subcommands\": {\"config|get\": {\"summary\": \"Get the values of configuration parameters\""
+            ),
+            "{cfg}"
+        );
         assert!(cfg.contains("{\"name\": \"parameter_value\", \"type\": \"block\", \"flags\": ~[+multiple], \"arguments\": [{\"name\": \"parameter\", \"type\": \"string\"}, {\"name\": \"value\", \"type\": \"string\"}]}"), "{cfg}");
     }
 
@@ -1019,7 +1057,9 @@ mod tests {
             "#,
         );
         let help = c.run("COMMAND HELP");
-        assert!(help.starts_with("[+COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:, +(no subcommand),"));
+        assert!(
+            help.starts_with("[+COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:, +(no subcommand),")
+        );
         assert!(help.ends_with("+HELP, +    Prints this help.]"));
         let _ = show;
     }

@@ -372,7 +372,9 @@ fn debug(ctx: &mut Ctx<'_, '_>) -> Frame {
             std::thread::sleep(std::time::Duration::from_micros((secs * 1_000_000.0) as u64));
             Frame::ok()
         }
-        (b"help", 2) => help_reply("DEBUG", &["SLEEP <seconds>", "    Stop the server for <seconds>. Decimals allowed."]),
+        (b"help", 2) => {
+            help_reply("DEBUG", &["SLEEP <seconds>", "    Stop the server for <seconds>. Decimals allowed."])
+        }
         _ => subcommand_syntax_error(ctx.arg(1), "DEBUG"),
     }
 }
@@ -597,7 +599,9 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             let rss = proc_rss();
             let total = proc_total_memory();
             let maxmemory = cfg.get_i64("maxmemory").max(0) as u64;
-            let pct = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 * 100.0 / b as f64 };
+            let pct = |a: u64, b: u64| {
+                if b == 0 { 0.0 } else { a as f64 * 100.0 / b as f64 }
+            };
             line!("# Memory");
             line!("used_memory:{used}");
             line!("used_memory_human:{}", bytes_to_human(used));
@@ -717,7 +721,9 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("# Commandstats");
             for c in srv.table.all() {
                 for cmd in std::iter::once(*c).chain(c.subcommands.iter()) {
-                    let Some(s) = srv.stats.cmd.get(cmd.name) else { continue };
+                    let Some(s) = srv.stats.cmd.get(cmd.name) else {
+                        continue;
+                    };
                     let (calls, usec) = (s.calls.load(Ordering::Relaxed), s.usec.load(Ordering::Relaxed));
                     let (rej, fail) = (s.rejected.load(Ordering::Relaxed), s.failed.load(Ordering::Relaxed));
                     if calls == 0 && rej == 0 && fail == 0 {
@@ -780,7 +786,9 @@ fn proc_total_memory() -> u64 {
 /// (user, system) CPU seconds of the process: fields 14 and 15 of `/proc/self/stat`, in clock ticks
 /// (100 per second on Linux).
 fn proc_cpu() -> (f64, f64) {
-    let Ok(s) = std::fs::read_to_string("/proc/self/stat") else { return (0.0, 0.0) };
+    let Ok(s) = std::fs::read_to_string("/proc/self/stat") else {
+        return (0.0, 0.0);
+    };
     // The command name (field 2) may contain spaces; fields resume after the last ')'.
     let rest = s.rsplit_once(')').map_or("", |(_, r)| r);
     let f: Vec<&str> = rest.split_whitespace().collect();
@@ -798,4 +806,283 @@ fn proc_os() -> String {
         o => o,
     };
     format!("{os} {} {}", release.trim(), std::env::consts::ARCH)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use crate::testkit::TestServer;
+    use resp::Frame;
+
+    fn info_text(c: &mut crate::testkit::TestClient, args: &[&str]) -> String {
+        let mut v = vec!["INFO"];
+        v.extend_from_slice(args);
+        match c.cmd(&v) {
+            Some(Frame::Verbatim { format, text }) => {
+                assert_eq!(&format, b"txt");
+                String::from_utf8(text.to_vec()).unwrap()
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
+        info.split("\r\n").find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(':')))
+    }
+
+    #[test]
+    fn config_get_set_transcript() {
+        TestServer::new().transcript(
+            r#"
+            > CONFIG GET maxmemory
+            {"maxmemory": "0"}
+            > CONFIG SET maxmemory 1mb hz 20
+            +OK
+            > CONFIG GET MAXMEMORY hz
+            {"MAXMEMORY": "1048576", "hz": "20"}
+            > CONFIG GET maxmemory-p*
+            {"maxmemory-policy": "noeviction"}
+            > CONFIG GET nosuch
+            {}
+            > CONFIG SET foo bar
+            -ERR Unknown option or number of arguments for CONFIG SET - 'foo'
+            > CONFIG SET maxmemory 1 maxmemory 2
+            -ERR CONFIG SET failed (possibly related to argument 'maxmemory') - duplicate parameter
+            > CONFIG SET port abc
+            -ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config
+            > CONFIG SET hz abc
+            -ERR CONFIG SET failed (possibly related to argument 'hz') - argument couldn't be parsed into an integer
+            > CONFIG SET hz -1
+            -ERR CONFIG SET failed (possibly related to argument 'hz') - argument must be between 0 and 2147483647 inclusive
+            > CONFIG SET maxmemory foo
+            -ERR CONFIG SET failed (possibly related to argument 'maxmemory') - argument must be a memory value
+            > CONFIG SET daemonize yes
+            -ERR CONFIG SET failed (possibly related to argument 'daemonize') - can't set immutable config
+            > CONFIG SET maxmemory
+            -ERR wrong number of arguments for 'config|set' command
+            > CONFIG SET maxmemory 1 hz
+            -ERR syntax error
+            > CONFIG SET save "10 abc"
+            -ERR CONFIG SET failed (possibly related to argument 'save') - Invalid save parameters
+            > CONFIG SET save ""
+            +OK
+            > CONFIG GET save
+            {"save": ""}
+            > CONFIG SET notify-keyspace-events KEA
+            +OK
+            > CONFIG GET notify-keyspace-events
+            {"notify-keyspace-events": "AKE"}
+            > CONFIG SET loglevel foo
+            -ERR CONFIG SET failed (possibly related to argument 'loglevel') - argument(s) must be one of the following: debug, verbose, notice, warning
+            > CONFIG SET dir /
+            -ERR CONFIG SET failed (possibly related to argument 'dir') - can't set protected config
+            > CONFIG GET client-output-buffer-limit
+            {"client-output-buffer-limit": "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"}
+            > CONFIG GET
+            -ERR wrong number of arguments for 'config|get' command
+            > CONFIG REWRITE
+            -ERR The server is running without a config file
+            > CONFIG FOO
+            -ERR unknown subcommand 'FOO'. Try CONFIG HELP.
+            "#,
+        );
+    }
+
+    #[test]
+    fn config_slowlog_hot_values_and_help() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        assert_eq!(c.run("CONFIG SET slowlog-log-slower-than 0 slowlog-max-len 2"), "+OK");
+        assert_eq!(ts.srv.config.slowlog_max_len.load(std::sync::atomic::Ordering::Relaxed), 2);
+        let help = c.run("CONFIG HELP");
+        assert!(help.starts_with("[+CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:, +GET <pattern>,"));
+        assert!(help.ends_with("+REWRITE, +    Rewrite the configuration file., +HELP, +    Prints this help.]"));
+        // RESP3: map; RESP2: flat array (the encoder flattens Frame::Map).
+        assert_eq!(c.run("CONFIG GET hz"), "{\"hz\": \"10\"}");
+    }
+
+    #[test]
+    fn config_rewrite_writes_the_file() {
+        let ts = TestServer::new();
+        let dir = std::env::temp_dir().join(format!("latch-rewrite-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("latch.conf");
+        std::fs::write(&path, "# my conf\nhz 10\nfoo-unknown bar\n").unwrap();
+        *ts.srv.config_file.lock() = Some(path.clone());
+        let mut c = ts.client();
+        assert_eq!(c.run("CONFIG SET hz 33 maxmemory 100"), "+OK");
+        assert_eq!(c.run("CONFIG REWRITE"), "+OK");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, "# my conf\nhz 33\nfoo-unknown bar\n# Generated by CONFIG REWRITE\nshards 4\nmaxmemory 100\n");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn config_resetstat_clears_counters_not_slowlog() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.run("CONFIG SET slowlog-log-slower-than 0");
+        c.run("SET k v");
+        c.run("GET k");
+        c.run("GET nokey");
+        c.run("NOSUCHCMD");
+        let info = info_text(&mut c, &["stats"]);
+        assert_eq!(field(&info, "keyspace_hits"), Some("1"));
+        assert_eq!(field(&info, "keyspace_misses"), Some("1"));
+        assert_eq!(field(&info, "total_error_replies"), Some("1"));
+        assert_eq!(c.run("CONFIG RESETSTAT"), "+OK");
+        let info = info_text(&mut c, &["stats", "commandstats", "errorstats"]);
+        assert_eq!(field(&info, "keyspace_hits"), Some("0"));
+        assert_eq!(field(&info, "total_error_replies"), Some("0"));
+        assert!(!info.contains("cmdstat_get"), "{info}");
+        assert!(!info.contains("errorstat_ERR"), "{info}");
+        assert_ne!(c.run("SLOWLOG LEN"), ":0");
+    }
+
+    #[test]
+    fn info_sections_and_fields() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.run("SET a 1");
+        c.run("SET b 2");
+        c.run("GET a");
+        c.run("CONFIG GET hz");
+        c.run("GET");
+        let all = info_text(&mut c, &[]);
+        for s in [
+            "# Server\r\n",
+            "# Clients\r\n",
+            "# Memory\r\n",
+            "# Persistence\r\n",
+            "# Stats\r\n",
+            "# Replication\r\n",
+            "# CPU\r\n",
+            "# Modules\r\n",
+            "# Errorstats\r\n",
+            "# Cluster\r\n",
+            "# Keyspace\r\n",
+        ] {
+            assert!(all.contains(s), "missing {s:?}");
+        }
+        assert!(!all.contains("# Commandstats"));
+        assert!(all.starts_with("# Server\r\nredis_version:7.0.15\r\n"));
+        assert!(all.ends_with("\r\n"));
+        assert_eq!(field(&all, "redis_mode"), Some("standalone"));
+        assert_eq!(field(&all, "connected_clients"), Some("1"));
+        assert_eq!(field(&all, "role"), Some("master"));
+        assert_eq!(field(&all, "db0"), Some("keys=2,expires=0,avg_ttl=0"));
+        assert_eq!(field(&all, "errorstat_ERR"), Some("count=1"));
+        assert_eq!(field(&all, "maxmemory_policy"), Some("noeviction"));
+        assert!(field(&all, "used_memory").unwrap().parse::<u64>().unwrap() > 0);
+        assert_eq!(field(&all, "run_id"), Some(ts.srv.run_id.as_str()));
+        assert_eq!(field(&all, "uptime_in_seconds"), Some("0"));
+        ts.clock.advance_ms(90_000);
+        let server = info_text(&mut c, &["SERVER"]);
+        assert!(server.starts_with("# Server\r\n") && !server.contains("# Clients"));
+        assert_eq!(field(&server, "uptime_in_seconds"), Some("90"));
+        let cs = info_text(&mut c, &["commandstats"]);
+        assert!(
+            cs.contains("\r\ncmdstat_config|get:calls=1,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=0\r\n"),
+            "{cs}"
+        );
+        assert!(cs.contains("cmdstat_get:calls=1,usec=0,usec_per_call=0.00,rejected_calls=1,failed_calls=0"), "{cs}");
+        let two = info_text(&mut c, &["clients", "keyspace"]);
+        assert!(two.starts_with("# Clients\r\n") && two.contains("\r\n\r\n# Keyspace\r\ndb0:keys=2"), "{two}");
+        let every = info_text(&mut c, &["everything"]);
+        assert!(every.contains("# Commandstats") && every.contains("# Errorstats"));
+        assert_eq!(info_text(&mut c, &["nosuchsection"]), "");
+        c.client.proto = resp::Protocol::Resp3;
+    }
+
+    #[test]
+    fn time_lastsave_shutdown_debug() {
+        let config = Config::new();
+        config.set("shards", "4", true).unwrap();
+        config.set("enable-debug-command", "yes", true).unwrap();
+        let ts = TestServer::with_config(config);
+        let mut c = ts.client();
+        assert_eq!(c.run("TIME"), "[\"1700000000\", \"0\"]");
+        ts.clock.advance_ms(1500);
+        assert_eq!(c.run("TIME"), "[\"1700000001\", \"500000\"]");
+        assert_eq!(c.run("LASTSAVE"), ":1700000000");
+        c.transcript(
+            r#"
+            > TIME x
+            -ERR wrong number of arguments for 'time' command
+            > SHUTDOWN ABORT
+            -ERR No shutdown in progress.
+            > SHUTDOWN foo
+            -ERR syntax error
+            > SHUTDOWN nosave save
+            -ERR syntax error
+            > SHUTDOWN abort now
+            -ERR syntax error
+            > DEBUG SLEEP 0
+            +OK
+            > DEBUG FOO
+            -ERR unknown subcommand or wrong number of arguments for 'FOO'. Try DEBUG HELP.
+            > SHUTDOWN NOSAVE NOW FORCE
+            (no reply)
+            "#,
+        );
+        assert!(c.client.close_after_reply);
+        TestServer::new().transcript(
+            r#"
+            > DEBUG SLEEP 0
+            -ERR DEBUG command not allowed. If the enable-debug-command option is set to "local", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.
+            "#,
+        );
+    }
+
+    #[test]
+    fn slowlog_transcript() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.transcript(
+            r#"
+            > SLOWLOG LEN
+            :0
+            > CONFIG SET slowlog-log-slower-than 0
+            +OK
+            > SLOWLOG GET -2
+            -ERR count should be greater than or equal to -1
+            > SLOWLOG GET abc
+            -ERR count should be greater than or equal to -1
+            > SLOWLOG GET 1 2
+            -ERR unknown subcommand or wrong number of arguments for 'GET'. Try SLOWLOG HELP.
+            > SLOWLOG RESET
+            +OK
+            > SET foo bar
+            +OK
+            > SLOWLOG GET 1
+            [[:5, :1700000000, :0, ["SET", "foo", "bar"], "127.0.0.1:50000", ""]]
+            > SLOWLOG GET 0
+            []
+            > SLOWLOG LEN
+            :4
+            > SLOWLOG RESET x
+            -ERR wrong number of arguments for 'slowlog|reset' command
+            "#,
+        );
+        match c.cmd(&["SLOWLOG", "GET", "-1"]) {
+            Some(Frame::Array(v)) => assert_eq!(v.len(), 5),
+            other => panic!("{other:?}"),
+        }
+        match c.cmd(&["SLOWLOG", "GET"]) {
+            Some(Frame::Array(v)) => assert_eq!(v.len(), 6),
+            other => panic!("{other:?}"),
+        }
+        let help = c.run("SLOWLOG HELP");
+        assert!(
+            help.starts_with("[+SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:, +GET [<count>],")
+        );
+    }
+
+    #[test]
+    fn human_bytes() {
+        assert_eq!(super::bytes_to_human(0), "0B");
+        assert_eq!(super::bytes_to_human(1023), "1023B");
+        assert_eq!(super::bytes_to_human(1237248), "1.18M");
+        assert_eq!(super::bytes_to_human(25274793984), "23.54G");
+    }
 }
