@@ -28,10 +28,13 @@ pub enum Kind {
     /// Several space-separated words of this table, OR-ed together.
     EnumFlags(&'static [(&'static str, u32)]),
     /// Any string, with an optional validity check returning Redis's message.
-    Str(Option<fn(&str) -> Result<(), &'static str>>),
+    Str(Option<StrCheck>),
     /// A parameter with its own syntax (`save`, `bind`, `dir`, `client-output-buffer-limit`...).
     Special,
 }
+
+/// A string parameter's validity check, returning Redis's message on failure.
+pub type StrCheck = fn(&str) -> Result<(), &'static str>;
 
 /// Can only be set at startup.
 pub const IMM: u8 = 1;
@@ -757,7 +760,7 @@ fn validate_special(name: &str, value: &str, current: &str) -> Result<String, St
         }
         "client-output-buffer-limit" => {
             let args = split_multi(value);
-            if args.len() % 4 != 0 {
+            if !args.len().is_multiple_of(4) {
                 return Err("Wrong number of arguments in buffer limit configuration.".into());
             }
             let mut classes: Vec<(String, String, String)> = Vec::new();
@@ -1019,10 +1022,11 @@ impl Config {
                 }
             }
             for p in PARAMS.iter().filter(|p| p.flags & HIDDEN == 0) {
-                if let Some(a) = p.alias {
-                    if crate::glob::matches(pat, a.as_bytes(), true) && !out.iter().any(|(k, _)| k == p.name) {
-                        push(a.to_string(), p, &mut out);
-                    }
+                if let Some(a) = p.alias
+                    && crate::glob::matches(pat, a.as_bytes(), true)
+                    && !out.iter().any(|(k, _)| k == p.name)
+                {
+                    push(a.to_string(), p, &mut out);
                 }
             }
         }
@@ -1036,10 +1040,8 @@ impl Config {
         for p in PARAMS {
             let hit = crate::glob::matches(pattern, p.name.as_bytes(), true)
                 || p.alias.is_some_and(|a| crate::glob::matches(pattern, a.as_bytes(), true));
-            if hit {
-                if let Some(v) = vals.get(p.name) {
-                    out.push((p.name, v.clone()));
-                }
+            if hit && let Some(v) = vals.get(p.name) {
+                out.push((p.name, v.clone()));
             }
         }
         out

@@ -312,12 +312,15 @@ fn attach_tokens(out: Vec<Arg>) -> Vec<Arg> {
     let mut merged: Vec<Arg> = Vec::new();
     let mut it = out.into_iter().peekable();
     while let Some(a) = it.next() {
-        if a.typ == ArgType::PureToken && !a.optional && !a.multiple && it.peek().is_some_and(plain) {
-            if let Some(mut n) = it.next() {
-                n.token = a.token;
-                merged.push(n);
-                continue;
-            }
+        if a.typ == ArgType::PureToken
+            && !a.optional
+            && !a.multiple
+            && it.peek().is_some_and(plain)
+            && let Some(mut n) = it.next()
+        {
+            n.token = a.token;
+            merged.push(n);
+            continue;
         }
         merged.push(a);
     }

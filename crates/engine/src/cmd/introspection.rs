@@ -378,11 +378,11 @@ pub fn command_docs_frame(c: &Command) -> Frame {
             ));
         }
     }
-    if let Ok(args) = crate::docs::parse(c.syntax) {
-        if !args.is_empty() {
-            let nspecs = if matches!(c.keys, Keys::None) { 0 } else { 1 };
-            m.push(("arguments", arg_frames(&args, &mut 0, nspecs)));
-        }
+    if let Ok(args) = crate::docs::parse(c.syntax)
+        && !args.is_empty()
+    {
+        let nspecs = if matches!(c.keys, Keys::None) { 0 } else { 1 };
+        m.push(("arguments", arg_frames(&args, &mut 0, nspecs)));
     }
     if !c.subcommands.is_empty() {
         m.push((

@@ -248,7 +248,7 @@ fn config_get(ctx: &mut Ctx<'_, '_>) -> Frame {
 }
 
 fn config_set(ctx: &mut Ctx<'_, '_>) -> Frame {
-    if ctx.argc() % 2 != 0 {
+    if !ctx.argc().is_multiple_of(2) {
         return crate::error::syntax();
     }
     let pairs: Vec<(&[u8], &[u8])> = ctx.args[2..].chunks(2).map(|c| (&c[0][..], &c[1][..])).collect();
