@@ -230,6 +230,10 @@ impl CommandTable {
             return Ok(cmd);
         }
         if args.len() < 2 {
+            // A container whose arity allows no subcommand (COMMAND) runs its own handler.
+            if cmd.arity == -1 {
+                return Ok(cmd);
+            }
             return Err(crate::error::wrong_arity(cmd.name));
         }
         let sub = args[1].to_ascii_lowercase();

@@ -1,5 +1,10 @@
 //! Runtime configuration: one table of parameters serves the config file, `--name value` arguments,
 //! `CONFIG GET/SET/REWRITE`, and the hot values the engine reads on every command (kept in atomics).
+//!
+//! [`PARAMS`] lists every parameter Redis 7.0.15 accepts (its `standardConfig` table, TLS excluded),
+//! with the same names, aliases, defaults, ranges and validation messages, plus Latch's own `shards`.
+//! Validation is pure ([`Config::validate`]): CONFIG SET checks every pair before storing any, so a
+//! multi-parameter SET is atomic.
 
 use parking_lot::RwLock;
 use std::collections::BTreeMap;
@@ -10,83 +15,472 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 pub enum Kind {
     /// yes/no.
     Bool,
-    /// Integer in [min, max].
+    /// Integer (Redis's strict `string2ll`) in [min, max].
     Int(i64, i64),
-    /// Memory size with unit suffixes (k, kb, m, mb, g, gb), in [min, max] bytes.
+    /// Memory size with unit suffixes (b, k, kb, m, mb, g, gb), in [min, max] bytes; shown in bytes.
     Memory(i64, i64),
-    /// One of these words (case-insensitive).
-    Enum(&'static [&'static str]),
-    /// Any string.
-    Str,
+    /// Memory size or a percentage (`10%`, stored as Redis does, negative internally).
+    MemoryPercent(i64, i64),
+    /// Octal number in [min, max].
+    Octal(i64, i64),
+    /// One of these words (case-insensitive); words sharing a value are synonyms, the first is shown.
+    Enum(&'static [(&'static str, u32)]),
+    /// Several space-separated words of this table, OR-ed together.
+    EnumFlags(&'static [(&'static str, u32)]),
+    /// Any string, with an optional validity check returning Redis's message.
+    Str(Option<StrCheck>),
+    /// A parameter with its own syntax (`save`, `bind`, `dir`, `client-output-buffer-limit`...).
+    Special,
 }
+
+/// A string parameter's validity check, returning Redis's message on failure.
+pub type StrCheck = fn(&str) -> Result<(), &'static str>;
+
+/// Can only be set at startup.
+pub const IMM: u8 = 1;
+/// Not matched by CONFIG GET patterns (exact names only).
+pub const HIDDEN: u8 = 2;
+/// Settable at runtime only when `enable-protected-configs` allows it.
+pub const PROT: u8 = 4;
+/// Value is a secret (CONFIG SET arguments redacted in Redis).
+pub const SENS: u8 = 8;
+/// The value is split on spaces into several arguments.
+pub const MULTI: u8 = 16;
 
 /// A parameter definition.
 pub struct Param {
     /// Name as in redis.conf.
     pub name: &'static str,
-    /// Older names accepted too.
+    /// Older name accepted too.
     pub alias: Option<&'static str>,
+    /// [`IMM`], [`HIDDEN`], [`PROT`], [`SENS`], [`MULTI`].
+    pub flags: u8,
     /// Validation.
     pub kind: Kind,
     /// Default value, as CONFIG GET shows it.
     pub default: &'static str,
+}
+
+impl Param {
     /// Can only be set at startup.
-    pub immutable: bool,
+    pub fn immutable(&self) -> bool {
+        self.flags & IMM != 0
+    }
 }
 
-const fn p(name: &'static str, kind: Kind, default: &'static str) -> Param {
-    Param { name, alias: None, kind, default, immutable: false }
+use Param as P;
+
+const I32MAX: i64 = i32::MAX as i64;
+const I32MIN: i64 = i32::MIN as i64;
+const U32MAX: i64 = u32::MAX as i64;
+const I64MAX: i64 = i64::MAX;
+
+const E_SUPERVISED: &[(&str, u32)] = &[("upstart", 1), ("systemd", 2), ("auto", 3), ("no", 0)];
+const E_SYSLOG: &[(&str, u32)] = &[
+    ("user", 0),
+    ("local0", 1),
+    ("local1", 2),
+    ("local2", 3),
+    ("local3", 4),
+    ("local4", 5),
+    ("local5", 6),
+    ("local6", 7),
+    ("local7", 8),
+];
+const E_DISKLESS_LOAD: &[(&str, u32)] = &[("disabled", 0), ("on-empty-db", 1), ("swapdb", 2)];
+const E_LOGLEVEL: &[(&str, u32)] = &[("debug", 0), ("verbose", 1), ("notice", 2), ("warning", 3)];
+const E_MAXMEMORY_POLICY: &[(&str, u32)] = &[
+    ("volatile-lru", 0),
+    ("volatile-lfu", 1),
+    ("volatile-random", 2),
+    ("volatile-ttl", 3),
+    ("allkeys-lru", 4),
+    ("allkeys-lfu", 5),
+    ("allkeys-random", 6),
+    ("noeviction", 7),
+];
+const E_FSYNC: &[(&str, u32)] = &[("everysec", 0), ("always", 1), ("no", 2)];
+const E_OOM: &[(&str, u32)] = &[("no", 0), ("yes", 1), ("relative", 1), ("absolute", 2)];
+const E_PUBSUB_DEFAULT: &[(&str, u32)] = &[("allchannels", 1), ("resetchannels", 0)];
+const E_SANITIZE: &[(&str, u32)] = &[("no", 0), ("yes", 1), ("clients", 2)];
+const E_PROTECTED: &[(&str, u32)] = &[("no", 0), ("yes", 1), ("local", 2)];
+const E_ENDPOINT: &[(&str, u32)] = &[("ip", 0), ("hostname", 1), ("unknown-endpoint", 2)];
+const E_PROPAGATION: &[(&str, u32)] = &[("ignore", 0), ("panic", 1), ("panic-on-replicas", 2)];
+const E_SHUTDOWN: &[(&str, u32)] = &[("default", 0), ("save", 1), ("nosave", 2), ("now", 4), ("force", 8)];
+
+fn valid_hostname(v: &str) -> Result<(), &'static str> {
+    if v.len() >= 256 {
+        return Err("Hostnames must be less than 256 characters");
+    }
+    if !v.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'.') {
+        return Err("Hostnames may only contain alphanumeric characters, hyphens or dots");
+    }
+    Ok(())
 }
-const fn imm(name: &'static str, kind: Kind, default: &'static str) -> Param {
-    Param { name, alias: None, kind, default, immutable: true }
+fn is_base_name(v: &str) -> bool {
+    !v.contains('/') && !v.contains('\\')
+}
+fn valid_dbfilename(v: &str) -> Result<(), &'static str> {
+    if is_base_name(v) { Ok(()) } else { Err("dbfilename can't be a path, just a filename") }
+}
+fn valid_aof_filename(v: &str) -> Result<(), &'static str> {
+    if v.is_empty() {
+        Err("appendfilename can't be empty")
+    } else if !is_base_name(v) {
+        Err("appendfilename can't be a path, just a filename")
+    } else {
+        Ok(())
+    }
+}
+fn valid_aof_dirname(v: &str) -> Result<(), &'static str> {
+    if v.is_empty() {
+        Err("appenddirname can't be empty")
+    } else if !is_base_name(v) {
+        Err("appenddirname can't be a path, just a dirname")
+    } else {
+        Ok(())
+    }
+}
+/// Redis's `validateProcTitleTemplate`: known `{variables}` only, balanced braces, non-empty result.
+fn valid_proc_title(v: &str) -> Result<(), &'static str> {
+    const ERR: &str = "template format is invalid or contains unknown variables";
+    const VARS: &[&str] = &["title", "listen-addr", "server-mode", "port", "tls-port", "unixsocket", "config-file"];
+    let mut rest = v;
+    let mut literal = false;
+    let mut any_var = false;
+    while let Some(open) = rest.find(['{', '}']) {
+        if rest.as_bytes()[open] == b'}' {
+            return Err(ERR);
+        }
+        literal |= !rest[..open].trim().is_empty();
+        let after = &rest[open + 1..];
+        let close = after.find('}').ok_or(ERR)?;
+        if !VARS.contains(&&after[..close]) {
+            return Err(ERR);
+        }
+        any_var |= &after[..close] != "title";
+        rest = &after[close + 1..];
+    }
+    literal |= !rest.trim().is_empty();
+    if literal || any_var { Ok(()) } else { Err(ERR) }
 }
 
-const MEM_MAX: i64 = i64::MAX;
-
-/// Every parameter Latch knows. Parameters that only matter to Redis features Latch does not have yet
-/// are accepted and stored so that clients and Redis's test suite can set them.
+/// Every parameter Latch knows, in Redis's table order.
 pub static PARAMS: &[Param] = &[
-    imm("port", Kind::Int(0, 65535), "6379"),
-    imm("bind", Kind::Str, "127.0.0.1 -::1"),
-    imm("databases", Kind::Int(1, i32::MAX as i64), "16"),
-    imm("daemonize", Kind::Bool, "no"),
-    imm("io-threads", Kind::Int(0, 128), "0"),
-    imm("shards", Kind::Int(0, 4096), "0"),
-    p("requirepass", Kind::Str, ""),
-    p("proto-max-bulk-len", Kind::Memory(1024 * 1024, MEM_MAX), "536870912"),
-    p("client-query-buffer-limit", Kind::Memory(1024 * 1024, MEM_MAX), "1073741824"),
-    p("maxclients", Kind::Int(1, i32::MAX as i64), "10000"),
-    p("timeout", Kind::Int(0, i32::MAX as i64), "0"),
-    p("tcp-keepalive", Kind::Int(0, i32::MAX as i64), "300"),
-    p("hz", Kind::Int(1, 500), "10"),
-    p("loglevel", Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"]), "notice"),
-    p("logfile", Kind::Str, ""),
-    p("slowlog-log-slower-than", Kind::Int(-1, i64::MAX), "10000"),
-    p("slowlog-max-len", Kind::Int(0, i64::MAX), "128"),
-    p("maxmemory", Kind::Memory(0, MEM_MAX), "0"),
-    p(
-        "maxmemory-policy",
-        Kind::Enum(&[
-            "volatile-lru",
-            "volatile-lfu",
-            "volatile-random",
-            "volatile-ttl",
-            "allkeys-lru",
-            "allkeys-lfu",
-            "allkeys-random",
-            "noeviction",
-        ]),
-        "noeviction",
-    ),
-    p("lua-time-limit", Kind::Int(0, i64::MAX), "5000"),
-    p("busy-reply-threshold", Kind::Int(0, i64::MAX), "5000"),
-    p("save", Kind::Str, ""),
-    p("appendonly", Kind::Bool, "no"),
-    p("dir", Kind::Str, "."),
-    p("dbfilename", Kind::Str, "dump.rdb"),
-    p("notify-keyspace-events", Kind::Str, ""),
-    p("protected-mode", Kind::Bool, "yes"),
-    p("latency-tracking", Kind::Bool, "yes"),
+    // Latch's own: number of keyspace shards (0 = 16 per core). Immutable.
+    P { name: "shards", alias: None, flags: IMM, kind: Kind::Int(0, 4096), default: "0" },
+    // Booleans. Latch acts on none of these except `appendonly` (reported in INFO, no AOF is written) and
+    // `latency-tracking`; the rest are accepted-but-inert: stored and reported so clients and Redis's test
+    // suite can set them.
+    P { name: "rdbchecksum", alias: None, flags: IMM, kind: Kind::Bool, default: "yes" },
+    P { name: "daemonize", alias: None, flags: IMM, kind: Kind::Bool, default: "no" },
+    P { name: "io-threads-do-reads", alias: None, flags: IMM, kind: Kind::Bool, default: "no" },
+    P { name: "always-show-logo", alias: None, flags: IMM, kind: Kind::Bool, default: "no" },
+    P { name: "protected-mode", alias: None, flags: 0, kind: Kind::Bool, default: "yes" },
+    P { name: "rdbcompression", alias: None, flags: 0, kind: Kind::Bool, default: "yes" },
+    P { name: "rdb-del-sync-files", alias: None, flags: 0, kind: Kind::Bool, default: "no" },
+    P { name: "activerehashing", alias: None, flags: 0, kind: Kind::Bool, default: "yes" },
+    P { name: "stop-writes-on-bgsave-error", alias: None, flags: 0, kind: Kind::Bool, default: "yes" },
+    P { name: "set-proc-title", alias: None, flags: IMM, kind: Kind::Bool, default: "yes" },
+    P { name: "dynamic-hz", alias: None, flags: 0, kind: Kind::Bool, default: "yes" },
+    P { name: "lazyfree-lazy-eviction", alias: None, flags: 0, kind: Kind::Bool, default: "no" },
+    P { name: "lazyfree-lazy-expire", alias: None, flags: 0, kind: Kind::Bool, default: "no" },
+    P { name: "lazyfree-lazy-server-del", alias: None, flags: 0, kind: Kind::Bool, default: "no" },
+    P { name: "lazyfree-lazy-user-del", alias: None, flags: 0, kind: Kind::Bool, default: "no" },
+    P { name: "lazyfree-lazy-user-flush", alias: None, flags: 0, kind: Kind::Bool, default: "no" },
+    P { name: "repl-disable-tcp-nodelay", alias: None, flags: 0, kind: Kind::Bool, default: "no" },
+    P { name: "repl-diskless-sync", alias: None, flags: 0, kind: Kind::Bool, default: "yes" },
+    P { name: "aof-rewrite-incremental-fsync", alias: None, flags: 0, kind: Kind::Bool, default: "yes" },
+    P { name: "no-appendfsync-on-rewrite", alias: None, flags: 0, kind: Kind::Bool, default: "no" },
+    P { name: "cluster-require-full-coverage", alias: None, flags: 0, kind: Kind::Bool, default: "yes" },
+    P { name: "rdb-save-incremental-fsync", alias: None, flags: 0, kind: Kind::Bool, default: "yes" },
+    P { name: "aof-load-truncated", alias: None, flags: 0, kind: Kind::Bool, default: "yes" },
+    P { name: "aof-use-rdb-preamble", alias: None, flags: 0, kind: Kind::Bool, default: "yes" },
+    P { name: "aof-timestamp-enabled", alias: None, flags: 0, kind: Kind::Bool, default: "no" },
+    P {
+        name: "cluster-replica-no-failover",
+        alias: Some("cluster-slave-no-failover"),
+        flags: 0,
+        kind: Kind::Bool,
+        default: "no",
+    },
+    P { name: "replica-lazy-flush", alias: Some("slave-lazy-flush"), flags: 0, kind: Kind::Bool, default: "no" },
+    P {
+        name: "replica-serve-stale-data",
+        alias: Some("slave-serve-stale-data"),
+        flags: 0,
+        kind: Kind::Bool,
+        default: "yes",
+    },
+    P { name: "replica-read-only", alias: Some("slave-read-only"), flags: 0, kind: Kind::Bool, default: "yes" },
+    P {
+        name: "replica-ignore-maxmemory",
+        alias: Some("slave-ignore-maxmemory"),
+        flags: 0,
+        kind: Kind::Bool,
+        default: "yes",
+    },
+    P { name: "jemalloc-bg-thread", alias: None, flags: 0, kind: Kind::Bool, default: "yes" },
+    P { name: "activedefrag", alias: None, flags: 0, kind: Kind::Bool, default: "no" },
+    P { name: "syslog-enabled", alias: None, flags: IMM, kind: Kind::Bool, default: "no" },
+    P { name: "cluster-enabled", alias: None, flags: IMM, kind: Kind::Bool, default: "no" },
+    P { name: "appendonly", alias: None, flags: 0, kind: Kind::Bool, default: "no" },
+    P { name: "cluster-allow-reads-when-down", alias: None, flags: 0, kind: Kind::Bool, default: "no" },
+    P { name: "cluster-allow-pubsubshard-when-down", alias: None, flags: 0, kind: Kind::Bool, default: "yes" },
+    P { name: "crash-log-enabled", alias: None, flags: 0, kind: Kind::Bool, default: "yes" },
+    P { name: "crash-memcheck-enabled", alias: None, flags: 0, kind: Kind::Bool, default: "yes" },
+    P { name: "use-exit-on-panic", alias: None, flags: HIDDEN, kind: Kind::Bool, default: "no" },
+    P { name: "disable-thp", alias: None, flags: IMM, kind: Kind::Bool, default: "yes" },
+    P { name: "cluster-allow-replica-migration", alias: None, flags: 0, kind: Kind::Bool, default: "yes" },
+    P { name: "replica-announced", alias: None, flags: 0, kind: Kind::Bool, default: "yes" },
+    P { name: "latency-tracking", alias: None, flags: 0, kind: Kind::Bool, default: "yes" },
+    P { name: "aof-disable-auto-gc", alias: None, flags: 0, kind: Kind::Bool, default: "no" },
+    P { name: "replica-ignore-disk-write-errors", alias: None, flags: 0, kind: Kind::Bool, default: "no" },
+    // Strings. `logfile` is read by latch-server at startup; `dbfilename` is reported only. The rest
+    // (ACL file, unix socket, cluster, cpu lists, TLS-less announce options...) are accepted-but-inert.
+    P { name: "aclfile", alias: None, flags: IMM, kind: Kind::Str(None), default: "" },
+    P { name: "unixsocket", alias: None, flags: IMM, kind: Kind::Str(None), default: "" },
+    P { name: "pidfile", alias: None, flags: IMM, kind: Kind::Str(None), default: "" },
+    P { name: "replica-announce-ip", alias: Some("slave-announce-ip"), flags: 0, kind: Kind::Str(None), default: "" },
+    P { name: "masteruser", alias: None, flags: SENS, kind: Kind::Str(None), default: "" },
+    P { name: "cluster-announce-ip", alias: None, flags: 0, kind: Kind::Str(None), default: "" },
+    P { name: "cluster-config-file", alias: None, flags: IMM, kind: Kind::Str(None), default: "nodes.conf" },
+    P { name: "cluster-announce-hostname", alias: None, flags: 0, kind: Kind::Str(Some(valid_hostname)), default: "" },
+    P { name: "syslog-ident", alias: None, flags: IMM, kind: Kind::Str(None), default: "redis" },
+    P { name: "dbfilename", alias: None, flags: PROT, kind: Kind::Str(Some(valid_dbfilename)), default: "dump.rdb" },
+    P {
+        name: "appendfilename",
+        alias: None,
+        flags: IMM,
+        kind: Kind::Str(Some(valid_aof_filename)),
+        default: "appendonly.aof",
+    },
+    P {
+        name: "appenddirname",
+        alias: None,
+        flags: IMM,
+        kind: Kind::Str(Some(valid_aof_dirname)),
+        default: "appendonlydir",
+    },
+    P { name: "server_cpulist", alias: None, flags: IMM, kind: Kind::Str(None), default: "" },
+    P { name: "bio_cpulist", alias: None, flags: IMM, kind: Kind::Str(None), default: "" },
+    P { name: "aof_rewrite_cpulist", alias: None, flags: IMM, kind: Kind::Str(None), default: "" },
+    P { name: "bgsave_cpulist", alias: None, flags: IMM, kind: Kind::Str(None), default: "" },
+    P { name: "ignore-warnings", alias: None, flags: 0, kind: Kind::Str(None), default: "" },
+    P {
+        name: "proc-title-template",
+        alias: None,
+        flags: 0,
+        kind: Kind::Str(Some(valid_proc_title)),
+        default: "{title} {listen-addr} {server-mode}",
+    },
+    P { name: "bind-source-addr", alias: None, flags: 0, kind: Kind::Str(None), default: "" },
+    P { name: "logfile", alias: None, flags: IMM, kind: Kind::Str(None), default: "" },
+    // `requirepass` is live (AUTH); `masterauth` is accepted-but-inert (no replication).
+    P { name: "masterauth", alias: None, flags: SENS, kind: Kind::Str(None), default: "" },
+    P { name: "requirepass", alias: None, flags: SENS, kind: Kind::Str(None), default: "" },
+    // Enumerations. `loglevel` (startup), `maxmemory-policy` (LFU counters, OBJECT FREQ) and
+    // `enable-debug-command` (DEBUG) are live; the others are accepted-but-inert.
+    P { name: "supervised", alias: None, flags: IMM, kind: Kind::Enum(E_SUPERVISED), default: "no" },
+    P { name: "syslog-facility", alias: None, flags: IMM, kind: Kind::Enum(E_SYSLOG), default: "local0" },
+    P { name: "repl-diskless-load", alias: None, flags: 0, kind: Kind::Enum(E_DISKLESS_LOAD), default: "disabled" },
+    P { name: "loglevel", alias: None, flags: 0, kind: Kind::Enum(E_LOGLEVEL), default: "notice" },
+    P { name: "maxmemory-policy", alias: None, flags: 0, kind: Kind::Enum(E_MAXMEMORY_POLICY), default: "noeviction" },
+    P { name: "appendfsync", alias: None, flags: 0, kind: Kind::Enum(E_FSYNC), default: "everysec" },
+    P { name: "oom-score-adj", alias: None, flags: 0, kind: Kind::Enum(E_OOM), default: "no" },
+    P {
+        name: "acl-pubsub-default",
+        alias: None,
+        flags: 0,
+        kind: Kind::Enum(E_PUBSUB_DEFAULT),
+        default: "resetchannels",
+    },
+    P { name: "sanitize-dump-payload", alias: None, flags: 0, kind: Kind::Enum(E_SANITIZE), default: "no" },
+    P { name: "enable-protected-configs", alias: None, flags: IMM, kind: Kind::Enum(E_PROTECTED), default: "no" },
+    P { name: "enable-debug-command", alias: None, flags: IMM, kind: Kind::Enum(E_PROTECTED), default: "no" },
+    P { name: "enable-module-command", alias: None, flags: IMM, kind: Kind::Enum(E_PROTECTED), default: "no" },
+    P { name: "cluster-preferred-endpoint-type", alias: None, flags: 0, kind: Kind::Enum(E_ENDPOINT), default: "ip" },
+    P { name: "propagation-error-behavior", alias: None, flags: 0, kind: Kind::Enum(E_PROPAGATION), default: "ignore" },
+    P { name: "shutdown-on-sigint", alias: None, flags: MULTI, kind: Kind::EnumFlags(E_SHUTDOWN), default: "default" },
+    P { name: "shutdown-on-sigterm", alias: None, flags: MULTI, kind: Kind::EnumFlags(E_SHUTDOWN), default: "default" },
+    // Integers. Live: `databases`, `port`, `io-threads` (Latch: 0 = one per core), `timeout`, `hz`,
+    // `maxclients`, `slowlog-*`, `proto-max-bulk-len`, `client-query-buffer-limit`. Encoding thresholds,
+    // cluster, replication, defrag, AOF and RDB knobs are accepted-but-inert. `port` and `bind` cannot
+    // be changed at runtime in Latch (no re-listen), so they are immutable here.
+    P { name: "databases", alias: None, flags: IMM, kind: Kind::Int(1, I32MAX), default: "16" },
+    P { name: "port", alias: None, flags: IMM, kind: Kind::Int(0, 65535), default: "6379" },
+    P { name: "io-threads", alias: None, flags: IMM, kind: Kind::Int(0, 128), default: "0" },
+    P { name: "auto-aof-rewrite-percentage", alias: None, flags: 0, kind: Kind::Int(0, I32MAX), default: "100" },
+    P {
+        name: "cluster-replica-validity-factor",
+        alias: Some("cluster-slave-validity-factor"),
+        flags: 0,
+        kind: Kind::Int(0, I32MAX),
+        default: "10",
+    },
+    P {
+        name: "list-max-listpack-size",
+        alias: Some("list-max-ziplist-size"),
+        flags: 0,
+        kind: Kind::Int(I32MIN, I32MAX),
+        default: "-2",
+    },
+    P { name: "tcp-keepalive", alias: None, flags: 0, kind: Kind::Int(0, I32MAX), default: "300" },
+    P { name: "cluster-migration-barrier", alias: None, flags: 0, kind: Kind::Int(0, I32MAX), default: "1" },
+    P { name: "active-defrag-cycle-min", alias: None, flags: 0, kind: Kind::Int(1, 99), default: "1" },
+    P { name: "active-defrag-cycle-max", alias: None, flags: 0, kind: Kind::Int(1, 99), default: "25" },
+    P { name: "active-defrag-threshold-lower", alias: None, flags: 0, kind: Kind::Int(0, 1000), default: "10" },
+    P { name: "active-defrag-threshold-upper", alias: None, flags: 0, kind: Kind::Int(0, 1000), default: "100" },
+    P { name: "lfu-log-factor", alias: None, flags: 0, kind: Kind::Int(0, I32MAX), default: "10" },
+    P { name: "lfu-decay-time", alias: None, flags: 0, kind: Kind::Int(0, I32MAX), default: "1" },
+    P { name: "replica-priority", alias: Some("slave-priority"), flags: 0, kind: Kind::Int(0, I32MAX), default: "100" },
+    P { name: "repl-diskless-sync-delay", alias: None, flags: 0, kind: Kind::Int(0, I32MAX), default: "5" },
+    P { name: "maxmemory-samples", alias: None, flags: 0, kind: Kind::Int(1, I32MAX), default: "5" },
+    P { name: "maxmemory-eviction-tenacity", alias: None, flags: 0, kind: Kind::Int(0, 100), default: "10" },
+    P { name: "timeout", alias: None, flags: 0, kind: Kind::Int(0, I32MAX), default: "0" },
+    P {
+        name: "replica-announce-port",
+        alias: Some("slave-announce-port"),
+        flags: 0,
+        kind: Kind::Int(0, 65535),
+        default: "0",
+    },
+    P { name: "tcp-backlog", alias: None, flags: IMM, kind: Kind::Int(0, I32MAX), default: "511" },
+    P { name: "cluster-port", alias: None, flags: IMM, kind: Kind::Int(0, 65535), default: "0" },
+    P { name: "cluster-announce-bus-port", alias: None, flags: 0, kind: Kind::Int(0, 65535), default: "0" },
+    P { name: "cluster-announce-port", alias: None, flags: 0, kind: Kind::Int(0, 65535), default: "0" },
+    P { name: "cluster-announce-tls-port", alias: None, flags: 0, kind: Kind::Int(0, 65535), default: "0" },
+    P { name: "repl-timeout", alias: None, flags: 0, kind: Kind::Int(1, I32MAX), default: "60" },
+    P {
+        name: "repl-ping-replica-period",
+        alias: Some("repl-ping-slave-period"),
+        flags: 0,
+        kind: Kind::Int(1, I32MAX),
+        default: "10",
+    },
+    P { name: "list-compress-depth", alias: None, flags: 0, kind: Kind::Int(0, I32MAX), default: "0" },
+    P { name: "rdb-key-save-delay", alias: None, flags: HIDDEN, kind: Kind::Int(I32MIN, I32MAX), default: "0" },
+    P { name: "key-load-delay", alias: None, flags: HIDDEN, kind: Kind::Int(I32MIN, I32MAX), default: "0" },
+    P { name: "active-expire-effort", alias: None, flags: 0, kind: Kind::Int(1, 10), default: "1" },
+    P { name: "hz", alias: None, flags: 0, kind: Kind::Int(0, I32MAX), default: "10" },
+    P {
+        name: "min-replicas-to-write",
+        alias: Some("min-slaves-to-write"),
+        flags: 0,
+        kind: Kind::Int(0, I32MAX),
+        default: "0",
+    },
+    P {
+        name: "min-replicas-max-lag",
+        alias: Some("min-slaves-max-lag"),
+        flags: 0,
+        kind: Kind::Int(0, I32MAX),
+        default: "10",
+    },
+    P { name: "watchdog-period", alias: None, flags: HIDDEN, kind: Kind::Int(0, I32MAX), default: "0" },
+    P { name: "shutdown-timeout", alias: None, flags: 0, kind: Kind::Int(0, I32MAX), default: "10" },
+    P { name: "repl-diskless-sync-max-replicas", alias: None, flags: 0, kind: Kind::Int(0, I32MAX), default: "0" },
+    P { name: "maxclients", alias: None, flags: 0, kind: Kind::Int(1, U32MAX), default: "10000" },
+    P { name: "unixsocketperm", alias: None, flags: IMM, kind: Kind::Octal(0, 0o777), default: "0" },
+    P { name: "socket-mark-id", alias: None, flags: IMM, kind: Kind::Int(0, U32MAX), default: "0" },
+    P { name: "active-defrag-max-scan-fields", alias: None, flags: 0, kind: Kind::Int(1, I64MAX), default: "1000" },
+    P { name: "slowlog-max-len", alias: None, flags: 0, kind: Kind::Int(0, I64MAX), default: "128" },
+    P { name: "acllog-max-len", alias: None, flags: 0, kind: Kind::Int(0, I64MAX), default: "128" },
+    P {
+        name: "busy-reply-threshold",
+        alias: Some("lua-time-limit"),
+        flags: 0,
+        kind: Kind::Int(0, I64MAX),
+        default: "5000",
+    },
+    P { name: "cluster-node-timeout", alias: None, flags: 0, kind: Kind::Int(0, I64MAX), default: "15000" },
+    P { name: "slowlog-log-slower-than", alias: None, flags: 0, kind: Kind::Int(-1, I64MAX), default: "10000" },
+    P { name: "latency-monitor-threshold", alias: None, flags: 0, kind: Kind::Int(0, I64MAX), default: "0" },
+    P { name: "proto-max-bulk-len", alias: None, flags: 0, kind: Kind::Memory(1048576, I64MAX), default: "536870912" },
+    P { name: "stream-node-max-entries", alias: None, flags: 0, kind: Kind::Int(0, I64MAX), default: "100" },
+    P { name: "repl-backlog-size", alias: None, flags: 0, kind: Kind::Memory(1, I64MAX), default: "1048576" },
+    P { name: "maxmemory", alias: None, flags: 0, kind: Kind::Memory(0, I64MAX), default: "0" },
+    P { name: "cluster-link-sendbuf-limit", alias: None, flags: 0, kind: Kind::Memory(0, I64MAX), default: "0" },
+    P {
+        name: "hash-max-listpack-entries",
+        alias: Some("hash-max-ziplist-entries"),
+        flags: 0,
+        kind: Kind::Int(0, I64MAX),
+        default: "512",
+    },
+    P { name: "set-max-intset-entries", alias: None, flags: 0, kind: Kind::Int(0, I64MAX), default: "512" },
+    P {
+        name: "zset-max-listpack-entries",
+        alias: Some("zset-max-ziplist-entries"),
+        flags: 0,
+        kind: Kind::Int(0, I64MAX),
+        default: "128",
+    },
+    P {
+        name: "active-defrag-ignore-bytes",
+        alias: None,
+        flags: 0,
+        kind: Kind::Memory(1, I64MAX),
+        default: "104857600",
+    },
+    P {
+        name: "hash-max-listpack-value",
+        alias: Some("hash-max-ziplist-value"),
+        flags: 0,
+        kind: Kind::Memory(0, I64MAX),
+        default: "64",
+    },
+    P { name: "stream-node-max-bytes", alias: None, flags: 0, kind: Kind::Memory(0, I64MAX), default: "4096" },
+    P {
+        name: "zset-max-listpack-value",
+        alias: Some("zset-max-ziplist-value"),
+        flags: 0,
+        kind: Kind::Memory(0, I64MAX),
+        default: "64",
+    },
+    P { name: "hll-sparse-max-bytes", alias: None, flags: 0, kind: Kind::Memory(0, I64MAX), default: "3000" },
+    P { name: "tracking-table-max-keys", alias: None, flags: 0, kind: Kind::Int(0, I64MAX), default: "1000000" },
+    P {
+        name: "client-query-buffer-limit",
+        alias: None,
+        flags: 0,
+        kind: Kind::Memory(1048576, I64MAX),
+        default: "1073741824",
+    },
+    P { name: "maxmemory-clients", alias: None, flags: 0, kind: Kind::MemoryPercent(-100, I64MAX), default: "0" },
+    P { name: "repl-backlog-ttl", alias: None, flags: 0, kind: Kind::Int(0, I64MAX), default: "3600" },
+    P { name: "auto-aof-rewrite-min-size", alias: None, flags: 0, kind: Kind::Memory(0, I64MAX), default: "67108864" },
+    P {
+        name: "loading-process-events-interval-bytes",
+        alias: None,
+        flags: HIDDEN,
+        kind: Kind::Int(1024, I32MAX),
+        default: "2097152",
+    },
+    // Parameters with their own syntax. `bind` is live (startup); `dir` is used by CONFIG REWRITE and
+    // reported; `save`, `client-output-buffer-limit`, `oom-score-adj-values`, `replicaof` and
+    // `latency-tracking-info-percentiles` are validated and stored but inert; `notify-keyspace-events` is
+    // validated and normalised as Redis does.
+    P { name: "dir", alias: None, flags: PROT, kind: Kind::Special, default: "." },
+    P { name: "save", alias: None, flags: MULTI, kind: Kind::Special, default: "3600 1 300 100 60 10000" },
+    P {
+        name: "client-output-buffer-limit",
+        alias: None,
+        flags: MULTI,
+        kind: Kind::Special,
+        default: "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+    },
+    P { name: "oom-score-adj-values", alias: None, flags: MULTI, kind: Kind::Special, default: "0 200 800" },
+    P { name: "notify-keyspace-events", alias: None, flags: 0, kind: Kind::Special, default: "" },
+    P { name: "bind", alias: None, flags: IMM | MULTI, kind: Kind::Special, default: "127.0.0.1 -::1" },
+    P { name: "replicaof", alias: Some("slaveof"), flags: IMM | MULTI, kind: Kind::Special, default: "" },
+    P {
+        name: "latency-tracking-info-percentiles",
+        alias: None,
+        flags: MULTI,
+        kind: Kind::Special,
+        default: "50 99 99.9",
+    },
 ];
 
 /// The live configuration.
@@ -104,7 +498,7 @@ pub struct Config {
     pub maxclients: AtomicI64,
     /// Hot copy of `timeout` (seconds, 0 = never).
     pub timeout: AtomicI64,
-    /// Hot copy of `hz`.
+    /// Hot copy of `hz` (clamped to 1..=500 as Redis does).
     pub hz: AtomicU64,
     /// True when `requirepass` is non-empty.
     pub has_password: AtomicBool,
@@ -117,17 +511,17 @@ impl Default for Config {
     }
 }
 
-fn find(name: &str) -> Option<&'static Param> {
+/// Looks a parameter up by name or alias, case-insensitively.
+pub fn find(name: &str) -> Option<&'static Param> {
     PARAMS.iter().find(|p| p.name.eq_ignore_ascii_case(name) || p.alias.is_some_and(|a| a.eq_ignore_ascii_case(name)))
 }
 
-/// Parses a memory size the way redis.conf does ("1gb", "512mb", "100k", "42").
+/// Parses a memory size the way Redis's `memtoull` does ("1gb", "512mb", "100k", "42"; units are
+/// case-insensitive; no sign).
 pub fn parse_memory(s: &str) -> Option<i64> {
-    let l = s.to_ascii_lowercase();
-    let split = l.find(|c: char| !c.is_ascii_digit() && c != '-').unwrap_or(l.len());
-    let (num, unit) = l.split_at(split);
-    let n: i64 = num.parse().ok()?;
-    let mul: i64 = match unit {
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let mul: i64 = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" => 1000,
         "kb" => 1024,
@@ -137,7 +531,333 @@ pub fn parse_memory(s: &str) -> Option<i64> {
         "gb" => 1024 * 1024 * 1024,
         _ => return None,
     };
+    if num.len() >= 128 {
+        return None;
+    }
+    let n: i64 = if num.is_empty() { 0 } else { num.parse().ok()? };
     n.checked_mul(mul)
+}
+
+/// C `strtoll(s, &end, base)` requiring the whole string to be consumed (leading spaces and a sign
+/// allowed, empty string = 0), as Redis's special parameters parse their numbers.
+fn strtoll_full(s: &str, base: u32) -> Option<i64> {
+    let t = s.trim_start();
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    if digits.is_empty() {
+        return if t.is_empty() { Some(0) } else { None };
+    }
+    let v = i64::from_str_radix(digits, base).ok()?;
+    if digits.starts_with(['+', '-']) {
+        return None;
+    }
+    Some(if neg { -v } else { v })
+}
+
+/// Redis's keyspace-events class letters to flags (`None` on an unknown letter).
+pub fn keyspace_events_flags(s: &str) -> Option<u32> {
+    let mut f = 0;
+    for c in s.chars() {
+        f |= match c {
+            'A' => NOTIFY_ALL,
+            'g' => 1 << 2,
+            '$' => 1 << 3,
+            'l' => 1 << 4,
+            's' => 1 << 5,
+            'h' => 1 << 6,
+            'z' => 1 << 7,
+            'x' => 1 << 8,
+            'e' => 1 << 9,
+            'K' => 1,
+            'E' => 1 << 1,
+            't' => 1 << 10,
+            'm' => 1 << 11,
+            'd' => 1 << 13,
+            'n' => 1 << 14,
+            _ => return None,
+        };
+    }
+    Some(f)
+}
+
+const NOTIFY_ALL: u32 =
+    (1 << 2) | (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 13);
+
+/// Keyspace-events flags back to Redis's canonical letters.
+pub fn keyspace_events_string(f: u32) -> String {
+    let mut s = String::new();
+    if f & NOTIFY_ALL == NOTIFY_ALL {
+        s.push('A');
+    } else {
+        for (bit, c) in [
+            (2, 'g'),
+            (3, '$'),
+            (4, 'l'),
+            (5, 's'),
+            (6, 'h'),
+            (7, 'z'),
+            (8, 'x'),
+            (9, 'e'),
+            (10, 't'),
+            (13, 'd'),
+            (14, 'n'),
+        ] {
+            if f & (1 << bit) != 0 {
+                s.push(c);
+            }
+        }
+    }
+    for (bit, c) in [(0, 'K'), (1, 'E'), (11, 'm')] {
+        if f & (1 << bit) != 0 {
+            s.push(c);
+        }
+    }
+    s
+}
+
+/// C `"%f"` then Redis's `trimDoubleString` (drop trailing zeros and a trailing dot).
+fn trim_double(v: f64) -> String {
+    let s = format!("{v:.6}");
+    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
+}
+
+/// Splits a multi-argument value on single spaces, as Redis's `sdssplitlen(value, " ")` does
+/// (an empty value gives no arguments).
+fn split_multi(v: &str) -> Vec<&str> {
+    if v.is_empty() { Vec::new() } else { v.split(' ').collect() }
+}
+
+fn enum_name(table: &[(&'static str, u32)], v: u32, bitflags: bool) -> String {
+    if let Some((n, _)) = table.iter().find(|(_, x)| *x == v) {
+        return n.to_string();
+    }
+    let mut names = Vec::new();
+    let mut unmatched = v;
+    for (n, x) in table {
+        if bitflags && *x != 0 && *x == (unmatched & *x) {
+            names.push(*n);
+            unmatched &= !*x;
+        }
+    }
+    if names.is_empty() || unmatched != 0 { "unknown".into() } else { names.join(" ") }
+}
+
+fn enum_error(table: &[(&'static str, u32)]) -> String {
+    let names: Vec<&str> = table.iter().map(|(n, _)| *n).collect();
+    format!("argument(s) must be one of the following: {}", names.join(", "))
+}
+
+fn bounds(v: i64, min: i64, max: i64) -> Result<(), String> {
+    if v < min || v > max {
+        return Err(format!("argument must be between {min} and {max} inclusive"));
+    }
+    Ok(())
+}
+
+/// Validates and normalises `value` for `p` (the form CONFIG GET will show). `current` is the value
+/// now stored (`client-output-buffer-limit` only updates the classes given). The error is the reason
+/// part of Redis's message.
+pub fn validate(p: &Param, value: &str, current: &str) -> Result<String, String> {
+    match p.kind {
+        Kind::Bool => match value.to_ascii_lowercase().as_str() {
+            "yes" => Ok("yes".into()),
+            "no" => Ok("no".into()),
+            _ => Err("argument must be 'yes' or 'no'".into()),
+        },
+        Kind::Int(min, max) => {
+            let v = crate::args::parse_i64_strict(value.as_bytes())
+                .ok_or_else(|| "argument couldn't be parsed into an integer".to_string())?;
+            bounds(v, min, max)?;
+            if p.name == "hz" {
+                // Redis accepts any value and clamps it (CONFIG_MIN_HZ..CONFIG_MAX_HZ).
+                return Ok(v.clamp(1, 500).to_string());
+            }
+            Ok(v.to_string())
+        }
+        Kind::Memory(min, max) => {
+            let v = parse_memory(value).ok_or_else(|| "argument must be a memory value".to_string())?;
+            bounds(v, min, max)?;
+            Ok(v.to_string())
+        }
+        Kind::MemoryPercent(min, max) => {
+            if let Some(v) = parse_memory(value) {
+                bounds(v, min, max)?;
+                return Ok(v.to_string());
+            }
+            let pct = value
+                .strip_suffix('%')
+                .filter(|n| !n.is_empty())
+                .and_then(|n| crate::args::parse_i64_strict(n.as_bytes()))
+                .filter(|n| *n >= 0)
+                .ok_or_else(|| "argument must be a memory or percent value".to_string())?;
+            if -pct < min {
+                return Err(format!("percentage argument must be less or equal to {}", -min));
+            }
+            Ok(format!("{pct}%"))
+        }
+        Kind::Octal(min, max) => {
+            let v = strtoll_full(value, 8)
+                .filter(|_| !value.is_empty())
+                .ok_or_else(|| "argument couldn't be parsed as an octal number".to_string())?;
+            if v < min || v > max {
+                return Err(format!("argument must be between {min:o} and {max:o} inclusive"));
+            }
+            Ok(format!("{v:o}"))
+        }
+        Kind::Enum(table) => {
+            let v = table.iter().find(|(n, _)| n.eq_ignore_ascii_case(value)).map(|(_, v)| *v);
+            let v = v.ok_or_else(|| enum_error(table))?;
+            Ok(enum_name(table, v, false))
+        }
+        Kind::EnumFlags(table) => {
+            let words = split_multi(value);
+            if words.is_empty() {
+                return Err(enum_error(table));
+            }
+            let mut v = 0;
+            for w in words {
+                let hit = table
+                    .iter()
+                    .filter(|(n, _)| n.eq_ignore_ascii_case(w))
+                    .fold(None, |a, (_, x)| Some(a.unwrap_or(0) | x));
+                v |= hit.ok_or_else(|| enum_error(table))?;
+            }
+            if v & 1 != 0 && v & 2 != 0 {
+                return Err("shutdown options SAVE and NOSAVE can't be used simultaneously".into());
+            }
+            Ok(enum_name(table, v, true))
+        }
+        Kind::Str(check) => {
+            if let Some(f) = check {
+                f(value).map_err(str::to_string)?;
+            }
+            Ok(value.to_string())
+        }
+        Kind::Special => validate_special(p.name, value, current),
+    }
+}
+
+fn validate_special(name: &str, value: &str, current: &str) -> Result<String, String> {
+    match name {
+        "save" => {
+            let args = if value.is_empty() { Vec::new() } else { split_multi(value) };
+            let invalid = || "Invalid save parameters".to_string();
+            if args.len() % 2 != 0 {
+                return Err(invalid());
+            }
+            let mut out = Vec::new();
+            for (j, a) in args.iter().enumerate() {
+                let v = strtoll_full(a, 10).ok_or_else(invalid)?;
+                if (j % 2 == 0 && v < 1) || (j % 2 == 1 && v < 0) {
+                    return Err(invalid());
+                }
+                out.push(if j % 2 == 1 { (v as i32).to_string() } else { v.to_string() });
+            }
+            Ok(out.join(" "))
+        }
+        "client-output-buffer-limit" => {
+            let args = split_multi(value);
+            if !args.len().is_multiple_of(4) {
+                return Err("Wrong number of arguments in buffer limit configuration.".into());
+            }
+            let mut classes: Vec<(String, String, String)> = Vec::new();
+            let cur = split_multi(current);
+            for c in cur.chunks(4) {
+                if let [n, h, s, t] = c {
+                    classes.push((n.to_string(), format!("{h} {s} {t}"), String::new()));
+                }
+            }
+            for c in args.chunks(4) {
+                let class = match c[0].to_ascii_lowercase().as_str() {
+                    "normal" => "normal",
+                    "slave" | "replica" => "slave",
+                    "pubsub" => "pubsub",
+                    _ => {
+                        return Err("Invalid client class specified in buffer limit configuration.".into());
+                    }
+                };
+                let hard = parse_memory(c[1]);
+                let soft = parse_memory(c[2]);
+                let secs = strtoll_full(c[3], 10).filter(|s| *s >= 0 && *s <= i32::MAX as i64);
+                let (Some(h), Some(s), Some(t)) = (hard, soft, secs) else {
+                    return Err("Error in hard, soft or soft_seconds setting in buffer limit configuration.".into());
+                };
+                if let Some(e) = classes.iter_mut().find(|e| e.0 == class) {
+                    e.1 = format!("{h} {s} {t}");
+                }
+            }
+            Ok(classes.iter().map(|(n, v, _)| format!("{n} {v}")).collect::<Vec<_>>().join(" "))
+        }
+        "oom-score-adj-values" => {
+            let args = split_multi(value);
+            if args.len() != 3 {
+                return Err("wrong number of arguments".into());
+            }
+            let mut out = Vec::new();
+            for a in args {
+                let v = strtoll_full(a, 10).filter(|v| (-2000..=2000).contains(v)).ok_or_else(|| {
+                    "Invalid oom-score-adj-values, elements must be between -2000 and 2000.".to_string()
+                })?;
+                out.push(v.to_string());
+            }
+            Ok(out.join(" "))
+        }
+        "notify-keyspace-events" => keyspace_events_flags(value)
+            .map(keyspace_events_string)
+            .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".to_string()),
+        "bind" => {
+            let args = split_multi(value);
+            if args.len() > 16 {
+                return Err("Too many bind addresses specified.".into());
+            }
+            Ok(args.join(" "))
+        }
+        "replicaof" => {
+            let args = split_multi(value);
+            if args.len() != 2 {
+                return Err("wrong number of arguments".into());
+            }
+            if args[0].eq_ignore_ascii_case("no") && args[1].eq_ignore_ascii_case("one") {
+                return Ok(String::new());
+            }
+            let port = strtoll_full(args[1], 10).filter(|p| (0..=65535).contains(p));
+            let port = port.ok_or_else(|| "Invalid master port".to_string())?;
+            Ok(format!("{} {port}", args[0]))
+        }
+        "latency-tracking-info-percentiles" => {
+            let args = split_multi(value);
+            let mut out = Vec::new();
+            for a in args.iter().filter(|_| !(args.len() == 1 && args[0].is_empty())) {
+                let v = crate::args::parse_f64(a.as_bytes())
+                    .ok_or_else(|| "Invalid latency-tracking-info-percentiles parameters".to_string())?;
+                if !(0.0..=100.0).contains(&v) {
+                    return Err("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]".into());
+                }
+                out.push(trim_double(v));
+            }
+            Ok(out.join(" "))
+        }
+        "dir" => check_dir(value),
+        _ => Ok(value.to_string()),
+    }
+}
+
+/// `dir` must name an existing directory; stored as an absolute path, as Redis's `getcwd` after
+/// `chdir` shows it. (A read of file-system metadata; Latch never changes its working directory.)
+fn check_dir(value: &str) -> Result<String, String> {
+    let path = std::path::Path::new(value);
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => {
+            Ok(std::fs::canonicalize(path).map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|_| value.into()))
+        }
+        Ok(_) => Err("Not a directory".into()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err("No such file or directory".into()),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err("Permission denied".into()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 impl Config {
@@ -156,7 +876,12 @@ impl Config {
             requirepass: RwLock::new(Vec::new()),
         };
         for p in PARAMS {
-            c.set(p.name, p.default, true).expect("defaults are valid");
+            let v = if p.name == "dir" {
+                std::env::current_dir().map(|d| d.to_string_lossy().into_owned()).unwrap_or_else(|_| ".".into())
+            } else {
+                p.default.to_string()
+            };
+            c.store(p, v);
         }
         c
     }
@@ -178,45 +903,76 @@ impl Config {
         (!p.is_empty()).then(|| p.clone())
     }
 
-    /// Sets a parameter. `startup` allows immutable parameters. The error text is the reason part of
+    /// Sets one parameter. `startup` allows immutable parameters. The error text is the reason part of
     /// Redis's message (the caller wraps it).
     pub fn set(&self, name: &str, value: &str, startup: bool) -> Result<(), String> {
         let p = find(name).ok_or_else(|| "Unknown option or number of arguments for CONFIG SET".to_string())?;
-        if p.immutable && !startup {
+        if p.immutable() && !startup {
             return Err("can't set immutable config".into());
         }
-        let norm = match p.kind {
-            Kind::Bool => match value.to_ascii_lowercase().as_str() {
-                "yes" => "yes".to_string(),
-                "no" => "no".to_string(),
-                _ => return Err("argument must be 'yes' or 'no'".into()),
-            },
-            Kind::Int(min, max) => {
-                let v: i64 = value.parse().map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
-                if v < min || v > max {
-                    return Err(format!("argument must be between {min} and {max} inclusive"));
-                }
-                v.to_string()
-            }
-            Kind::Memory(min, max) => {
-                let v = parse_memory(value).ok_or_else(|| "argument must be a memory value".to_string())?;
-                if v < min || v > max {
-                    return Err(format!("argument must be between {min} and {max} inclusive"));
-                }
-                v.to_string()
-            }
-            Kind::Enum(words) => {
-                let l = value.to_ascii_lowercase();
-                if !words.contains(&l.as_str()) {
-                    return Err(format!("argument(s) must be one of the following: {}", words.join(", ")));
-                }
-                l
-            }
-            Kind::Str => value.to_string(),
-        };
-        self.apply(p.name, &norm);
-        self.values.write().insert(p.name, norm);
+        let cur = self.values.read().get(p.name).cloned().unwrap_or_default();
+        let norm = validate(p, value, &cur)?;
+        self.store(p, norm);
         Ok(())
+    }
+
+    /// CONFIG SET with Redis 7's semantics: every (name, value) pair is checked (unknown name,
+    /// immutable, protected, duplicate, then each value) before any is stored, so either all change or
+    /// none. `allow_protected` tells whether `enable-protected-configs` lets this client change `dir`
+    /// and `dbfilename`. The error is the full reply text.
+    pub fn set_many(&self, pairs: &[(&[u8], &[u8])], allow_protected: bool) -> Result<(), String> {
+        let mut unknown: Option<String> = None;
+        let mut failed: Option<(String, &str)> = None;
+        let mut found: Vec<&'static Param> = Vec::new();
+        for (name, _) in pairs {
+            let n = String::from_utf8_lossy(name);
+            let Some(p) = find(&n) else {
+                if unknown.is_none() && failed.is_none() {
+                    unknown = Some(n.to_string());
+                }
+                continue;
+            };
+            if unknown.is_some() || failed.is_some() {
+                continue;
+            }
+            if p.immutable() || (p.flags & PROT != 0 && !allow_protected) {
+                let why = if p.immutable() { "can't set immutable config" } else { "can't set protected config" };
+                failed = Some((n.to_string(), why));
+                continue;
+            }
+            if found.iter().any(|q| std::ptr::eq(*q, p)) {
+                failed = Some((n.to_string(), "duplicate parameter"));
+            }
+            found.push(p);
+        }
+        if let Some(n) = unknown {
+            return Err(format!("ERR Unknown option or number of arguments for CONFIG SET - '{n}'"));
+        }
+        if let Some((n, why)) = failed {
+            return Err(format!("ERR CONFIG SET failed (possibly related to argument '{n}') - {why}"));
+        }
+        let mut normalized = Vec::with_capacity(pairs.len());
+        {
+            let vals = self.values.read();
+            for (p, (_, v)) in found.iter().zip(pairs) {
+                let cur = vals.get(p.name).map(String::as_str).unwrap_or("");
+                match validate(p, &String::from_utf8_lossy(v), cur) {
+                    Ok(n) => normalized.push(n),
+                    Err(e) => {
+                        return Err(format!("ERR CONFIG SET failed (possibly related to argument '{}') - {e}", p.name));
+                    }
+                }
+            }
+        }
+        for (p, v) in found.into_iter().zip(normalized) {
+            self.store(p, v);
+        }
+        Ok(())
+    }
+
+    fn store(&self, p: &'static Param, v: String) {
+        self.apply(p.name, &v);
+        self.values.write().insert(p.name, v);
     }
 
     fn apply(&self, name: &str, v: &str) {
@@ -228,7 +984,7 @@ impl Config {
             "slowlog-max-len" => self.slowlog_max_len.store(i(), Ordering::Relaxed),
             "maxclients" => self.maxclients.store(i(), Ordering::Relaxed),
             "timeout" => self.timeout.store(i(), Ordering::Relaxed),
-            "hz" => self.hz.store(i() as u64, Ordering::Relaxed),
+            "hz" => self.hz.store(i().clamp(1, 500) as u64, Ordering::Relaxed),
             "requirepass" => {
                 *self.requirepass.write() = v.as_bytes().to_vec();
                 self.has_password.store(!v.is_empty(), Ordering::Relaxed);
@@ -240,7 +996,44 @@ impl Config {
         }
     }
 
-    /// (name, value) pairs whose name matches the glob `pattern`, sorted by name.
+    /// CONFIG GET: for each argument, an exact (case-insensitive) name or alias is reported under the
+    /// name as given; a glob pattern matches names and aliases (hidden parameters excluded), an alias
+    /// only when its parameter is not already reported. Each parameter appears once.
+    pub fn get_matching(&self, patterns: &[&[u8]]) -> Vec<(String, String)> {
+        let vals = self.values.read();
+        let mut out: Vec<(String, String)> = Vec::new();
+        let push = |key: String, p: &'static Param, out: &mut Vec<(String, String)>| {
+            if out.iter().any(|(k, _)| k.eq_ignore_ascii_case(&key)) {
+                return;
+            }
+            out.push((key, vals.get(p.name).cloned().unwrap_or_default()));
+        };
+        for pat in patterns {
+            if !pat.iter().any(|c| matches!(c, b'[' | b'*' | b'?')) {
+                let name = String::from_utf8_lossy(pat).into_owned();
+                if let Some(p) = find(&name) {
+                    push(name, p, &mut out);
+                }
+                continue;
+            }
+            for p in PARAMS.iter().filter(|p| p.flags & HIDDEN == 0) {
+                if crate::glob::matches(pat, p.name.as_bytes(), true) {
+                    push(p.name.to_string(), p, &mut out);
+                }
+            }
+            for p in PARAMS.iter().filter(|p| p.flags & HIDDEN == 0) {
+                if let Some(a) = p.alias
+                    && crate::glob::matches(pat, a.as_bytes(), true)
+                    && !out.iter().any(|(k, _)| k == p.name)
+                {
+                    push(a.to_string(), p, &mut out);
+                }
+            }
+        }
+        out
+    }
+
+    /// (name, value) pairs whose name or alias matches the glob `pattern`, in table order.
     pub fn matching(&self, pattern: &[u8]) -> Vec<(&'static str, String)> {
         let vals = self.values.read();
         let mut out = Vec::new();
@@ -254,9 +1047,82 @@ impl Config {
         out
     }
 
-    /// Every (name, value), for CONFIG REWRITE.
+    /// Every (name, value), sorted by name, for CONFIG REWRITE.
     pub fn all(&self) -> Vec<(&'static str, String)> {
         self.values.read().iter().map(|(k, v)| (*k, v.clone())).collect()
+    }
+}
+
+/// CONFIG REWRITE's text transformation (pure): given the old file and the current configuration,
+/// returns the new file. As Redis does: lines of known parameters are replaced in place by the current
+/// value (the first occurrence; later ones are dropped), comments and unknown directives are kept,
+/// parameters that differ from their default and were not in the file are appended after a
+/// `# Generated by CONFIG REWRITE` line. Multi-argument values (`save`, `client-output-buffer-limit`)
+/// get one line per group, as Redis writes them.
+pub fn rewrite_text(old: &str, config: &Config) -> String {
+    const SIGNATURE: &str = "# Generated by CONFIG REWRITE";
+    let vals = config.all();
+    let value_of = |name: &str| vals.iter().find(|(n, _)| *n == name).map(|(_, v)| v.clone()).unwrap_or_default();
+    let mut out: Vec<String> = Vec::new();
+    let mut done: Vec<&'static str> = Vec::new();
+    for line in old.lines() {
+        let t = line.trim();
+        if t == SIGNATURE {
+            continue;
+        }
+        if t.is_empty() || t.starts_with('#') {
+            out.push(line.to_string());
+            continue;
+        }
+        let name = t.split_whitespace().next().unwrap_or("");
+        match find(name) {
+            Some(p) => {
+                if !done.contains(&p.name) {
+                    done.push(p.name);
+                    out.extend(directive_lines(p, &value_of(p.name)));
+                }
+            }
+            None => out.push(line.to_string()),
+        }
+    }
+    let mut appended = false;
+    for p in PARAMS {
+        if done.contains(&p.name) {
+            continue;
+        }
+        let v = value_of(p.name);
+        let default = if p.name == "dir" { v.clone() } else { p.default.to_string() };
+        if v == default {
+            continue;
+        }
+        if !appended {
+            out.push(SIGNATURE.to_string());
+            appended = true;
+        }
+        out.extend(directive_lines(p, &v));
+    }
+    let mut text = out.join("\n");
+    text.push('\n');
+    text
+}
+
+fn quote_conf(v: &str) -> String {
+    let plain = !v.is_empty() && v.bytes().all(|c| c.is_ascii_graphic() && c != b'"' && c != b'\'' && c != b'\\');
+    if plain { v.to_string() } else { crate::cmd::repr(v.as_bytes()) }
+}
+
+fn directive_lines(p: &Param, v: &str) -> Vec<String> {
+    let words = split_multi(v);
+    match p.name {
+        "save" if words.is_empty() => vec!["save \"\"".into()],
+        "save" => words.chunks(2).map(|c| format!("save {}", c.join(" "))).collect(),
+        "client-output-buffer-limit" => {
+            words.chunks(4).map(|c| format!("client-output-buffer-limit {}", c.join(" "))).collect()
+        }
+        _ if p.flags & MULTI != 0 && !words.is_empty() => {
+            vec![format!("{} {}", p.name, words.iter().map(|w| quote_conf(w)).collect::<Vec<_>>().join(" "))]
+        }
+        _ => vec![format!("{} {}", p.name, quote_conf(v))],
     }
 }
 
@@ -272,9 +1138,141 @@ mod tests {
         c.set("maxmemory", "1mb", false).unwrap();
         assert_eq!(c.get("maxmemory").as_deref(), Some("1048576"));
         assert!(c.set("port", "1", false).is_err());
-        assert!(c.set("hz", "0", false).is_err());
+        assert!(c.set("hz", "-1", false).is_err());
         assert!(c.set("appendonly", "maybe", false).is_err());
         c.set("requirepass", "s3cret", false).unwrap();
         assert_eq!(c.requirepass().as_deref(), Some(&b"s3cret"[..]));
+    }
+
+    #[test]
+    fn table_is_consistent() {
+        let c = Config::new();
+        let mut names = std::collections::HashSet::new();
+        for p in PARAMS {
+            assert!(names.insert(p.name), "duplicate {}", p.name);
+            if let Some(a) = p.alias {
+                assert!(names.insert(a), "duplicate alias {a}");
+            }
+            if p.name != "dir" && p.name != "replicaof" {
+                let v = validate(p, p.default, p.default).unwrap_or_else(|e| panic!("{}: {e}", p.name));
+                assert_eq!(v, p.default, "{} default is not normalised", p.name);
+            }
+            assert!(c.get(p.name).is_some());
+        }
+        assert!(PARAMS.len() > 150);
+    }
+
+    #[test]
+    fn special_formats() {
+        let c = Config::new();
+        let ok = |n: &str, v: &str| c.set(n, v, false).unwrap_or_else(|e| panic!("{n} {v}: {e}"));
+        ok("save", "");
+        assert_eq!(c.get("save").unwrap(), "");
+        ok("save", "100 +5 20 0");
+        assert_eq!(c.get("save").unwrap(), "100 5 20 0");
+        assert_eq!(c.set("save", "10 abc", false).unwrap_err(), "Invalid save parameters");
+        assert_eq!(c.set("save", "0 1", false).unwrap_err(), "Invalid save parameters");
+        assert_eq!(c.set("save", "10", false).unwrap_err(), "Invalid save parameters");
+        ok("client-output-buffer-limit", "pubsub 1mb 2k 5 replica 0 0 0");
+        assert_eq!(c.get("client-output-buffer-limit").unwrap(), "normal 0 0 0 slave 0 0 0 pubsub 1048576 2000 5");
+        assert!(
+            c.set("client-output-buffer-limit", "master 1 1 1", false).unwrap_err().starts_with("Invalid client class")
+        );
+        assert!(c.set("client-output-buffer-limit", "normal 1 1", false).unwrap_err().starts_with("Wrong number"));
+        assert!(c.set("client-output-buffer-limit", "normal x 1 1", false).unwrap_err().starts_with("Error in hard"));
+        ok("notify-keyspace-events", "KEA");
+        assert_eq!(c.get("notify-keyspace-events").unwrap(), "AKE");
+        ok("notify-keyspace-events", "Kz");
+        assert_eq!(c.get("notify-keyspace-events").unwrap(), "zK");
+        ok("notify-keyspace-events", "Eg$lshzxetdnm");
+        assert_eq!(c.get("notify-keyspace-events").unwrap(), "AEm");
+        assert_eq!(
+            c.set("notify-keyspace-events", "Q", false).unwrap_err(),
+            "Invalid event class character. Use 'Ag$lshzxeKEtmdn'."
+        );
+        ok("maxmemory", "1GB");
+        assert_eq!(c.get("maxmemory").unwrap(), "1073741824");
+        ok("maxmemory", "");
+        assert_eq!(c.get("maxmemory").unwrap(), "0");
+        assert_eq!(c.set("maxmemory", "-1", false).unwrap_err(), "argument must be a memory value");
+        ok("maxmemory-clients", "10%");
+        assert_eq!(c.get("maxmemory-clients").unwrap(), "10%");
+        assert_eq!(
+            c.set("maxmemory-clients", "101%", false).unwrap_err(),
+            "percentage argument must be less or equal to 100"
+        );
+        ok("hz", "0");
+        assert_eq!(c.get("hz").unwrap(), "1");
+        ok("hz", "100000");
+        assert_eq!(c.get("hz").unwrap(), "500");
+        assert_eq!(c.set("hz", "01", false).unwrap_err(), "argument couldn't be parsed into an integer");
+        assert_eq!(c.set("maxclients", "0", false).unwrap_err(), "argument must be between 1 and 4294967295 inclusive");
+        assert_eq!(
+            c.set("loglevel", "foo", false).unwrap_err(),
+            "argument(s) must be one of the following: debug, verbose, notice, warning"
+        );
+        ok("oom-score-adj", "relative");
+        assert_eq!(c.get("oom-score-adj").unwrap(), "yes");
+        ok("shutdown-on-sigterm", "now SAVE");
+        assert_eq!(c.get("shutdown-on-sigterm").unwrap(), "save now");
+        assert_eq!(
+            c.set("shutdown-on-sigterm", "save nosave", false).unwrap_err(),
+            "shutdown options SAVE and NOSAVE can't be used simultaneously"
+        );
+        ok("latency-tracking-info-percentiles", "50.0 99.99 100");
+        assert_eq!(c.get("latency-tracking-info-percentiles").unwrap(), "50 99.99 100");
+        assert_eq!(c.set("dbfilename", "a/b", false).unwrap_err(), "dbfilename can't be a path, just a filename");
+        assert_eq!(c.set("oom-score-adj-values", "0 1", false).unwrap_err(), "wrong number of arguments");
+        assert!(c.set("dir", "/nonexistent/latch", false).unwrap_err().contains("No such file"));
+        ok("slave-read-only", "NO");
+        assert_eq!(c.get("replica-read-only").unwrap(), "no");
+    }
+
+    #[test]
+    fn set_many_is_atomic_and_reports_like_redis() {
+        let c = Config::new();
+        let e = c.set_many(&[(b"maxmemory", b"10"), (b"foo", b"1")], true).unwrap_err();
+        assert_eq!(e, "ERR Unknown option or number of arguments for CONFIG SET - 'foo'");
+        let e = c.set_many(&[(b"maxmemory", b"10"), (b"MAXMEMORY", b"1")], true).unwrap_err();
+        assert_eq!(e, "ERR CONFIG SET failed (possibly related to argument 'MAXMEMORY') - duplicate parameter");
+        let e = c.set_many(&[(b"maxmemory", b"10"), (b"lua-time-limit", b"x")], true).unwrap_err();
+        assert_eq!(
+            e,
+            "ERR CONFIG SET failed (possibly related to argument 'busy-reply-threshold') - argument couldn't be parsed into an integer"
+        );
+        assert_eq!(c.get("maxmemory").unwrap(), "0", "nothing stored on failure");
+        let e = c.set_many(&[(b"daemonize", b"yes")], true).unwrap_err();
+        assert_eq!(e, "ERR CONFIG SET failed (possibly related to argument 'daemonize') - can't set immutable config");
+        let e = c.set_many(&[(b"dir", b"/")], false).unwrap_err();
+        assert_eq!(e, "ERR CONFIG SET failed (possibly related to argument 'dir') - can't set protected config");
+        c.set_many(&[(b"maxmemory", b"10"), (b"hz", b"20")], true).unwrap();
+        assert_eq!(c.get("maxmemory").unwrap(), "10");
+        assert_eq!(c.hz.load(Ordering::Relaxed), 20);
+    }
+
+    #[test]
+    fn get_matching_like_redis() {
+        let c = Config::new();
+        let g = |p: &[&[u8]]| c.get_matching(p).into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+        assert_eq!(g(&[b"MAXMEMORY", b"maxmemory"]), vec!["MAXMEMORY"]);
+        assert_eq!(g(&[b"*-read-only"]), vec!["replica-read-only"]);
+        assert!(g(&[b"slave-*"]).contains(&"slave-read-only".to_string()));
+        assert_eq!(g(&[b"slave-read-only", b"replica-read-only"]), vec!["slave-read-only", "replica-read-only"]);
+        assert!(!g(&[b"*"]).contains(&"watchdog-period".to_string()), "hidden");
+        assert_eq!(g(&[b"watchdog-period"]), vec!["watchdog-period"]);
+        assert!(g(&[b"nosuch"]).is_empty());
+    }
+
+    #[test]
+    fn rewrite_keeps_unknown_lines_and_appends_changes() {
+        let c = Config::new();
+        c.set("maxmemory", "100", false).unwrap();
+        c.set("save", "10 1 20 2", false).unwrap();
+        let old = "# comment\nmaxmemory 5\nmaxmemory 6\nloadmodule x.so\nhz 10\n";
+        let new = rewrite_text(old, &c);
+        assert_eq!(
+            new,
+            "# comment\nmaxmemory 100\nloadmodule x.so\nhz 10\n# Generated by CONFIG REWRITE\nsave 10 1\nsave 20 2\n"
+        );
     }
 }

@@ -21,6 +21,7 @@ pub mod cmd;
 pub mod command;
 pub mod config;
 pub mod db;
+pub mod docs;
 pub mod error;
 pub mod glob;
 pub mod keyspace;

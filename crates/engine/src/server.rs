@@ -138,6 +138,9 @@ pub struct Server {
     pub lastsave: AtomicU64,
     /// Writes since the last save (`rdb_changes_since_last_save`).
     pub dirty: AtomicU64,
+    /// The configuration file the server was started with (CONFIG REWRITE, `INFO server`), set by the
+    /// server crate.
+    pub config_file: Mutex<Option<std::path::PathBuf>>,
 }
 
 impl Server {
@@ -176,6 +179,7 @@ impl Server {
             tcp_port: AtomicU64::new(0),
             lastsave: AtomicU64::new(unix_s),
             dirty: AtomicU64::new(0),
+            config_file: Mutex::new(None),
         }
     }
 

@@ -61,7 +61,12 @@ fn main() {
             eprintln!("cannot start runtime: {e}");
             std::process::exit(1)
         });
-    let code = rt.block_on(run(config, threads));
+    // The config file, if any, for CONFIG REWRITE and INFO (redis-server's first non-option argument).
+    let config_file = args
+        .first()
+        .filter(|a| !a.starts_with("--") && a.as_str() != "-")
+        .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| std::path::PathBuf::from(p)));
+    let code = rt.block_on(run(config, threads, config_file));
     // Connection tasks may still hold sockets; do not wait for them.
     rt.shutdown_timeout(Duration::from_millis(100));
     std::process::exit(code);
@@ -88,13 +93,14 @@ fn init_logging(config: &Config) {
     }
 }
 
-async fn run(config: Config, threads: usize) -> i32 {
-    // Install signal handlers before announcing readiness, so a SIGTERM right after "Ready" is a clean stop.
+async fn run(config: Config, threads: usize, config_file: Option<std::path::PathBuf>) -> i32 {
+    // Install signal handlers before announcing readiness, so a SIGTERM right after \"Ready\" is a clean stop.
     let signals = Signals::install();
     let port = config.get_i64("port") as u16;
     let binds = config.get("bind").unwrap_or_default();
     let clock = Arc::new(SystemClock::new());
     let srv = Arc::new(Server::new(config, clock.clone()));
+    *srv.config_file.lock() = config_file;
     tracing::info!(
         "Latch {} (Redis {} compatible) starting, pid={}, {} threads, {} shards",
         engine::server::LATCH_VERSION,

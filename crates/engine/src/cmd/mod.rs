@@ -5,6 +5,7 @@ pub mod bits;
 pub mod connection;
 pub mod expire;
 pub mod hash;
+pub mod introspection;
 pub mod keyspace;
 pub mod list;
 pub mod multi;
@@ -20,6 +21,7 @@ use crate::command::{Command, Flags, Keys, container_handler};
 pub static FAMILIES: &[&[Command]] = &[
     connection::COMMANDS,
     server::COMMANDS,
+    introspection::COMMANDS,
     keyspace::COMMANDS,
     expire::COMMANDS,
     string::COMMANDS,

@@ -1,6 +1,1088 @@
-//! The server family.
+//! The server family: CONFIG, INFO, TIME, LASTSAVE, SHUTDOWN, SLOWLOG, DEBUG (SLEEP only).
+//! COMMAND lives in [`super::introspection`].
+//!
+//! Process statistics (RSS, CPU time, total memory, OS release) are read from `/proc` by the small
+//! `proc_*` functions at the bottom; on systems without `/proc` they report 0.
 
-use crate::command::Command;
+use super::BASE;
+use crate::command::{Command, Ctx, Flags};
+use crate::keyspace::Shard;
+use bytes::Bytes;
+use resp::Frame;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const ADMIN: Flags = Flags::ADMIN.or(Flags::NOSCRIPT).or(Flags::LOADING).or(Flags::STALE);
+const LS: Flags = Flags::LOADING.or(Flags::STALE);
 
 /// Table entries.
-pub static COMMANDS: &[Command] = &[];
+pub static COMMANDS: &[Command] = &[
+    Command {
+        name: "config",
+        arity: -2,
+        group: "server",
+        since: "2.0.0",
+        summary: "A container for server configuration commands",
+        complexity: "Depends on subcommand.",
+        subcommands: CONFIG_SUBCOMMANDS,
+        ..BASE
+    },
+    Command {
+        name: "info",
+        arity: -1,
+        flags: LS,
+        group: "server",
+        summary: "Get information and statistics about the server",
+        syntax: "[section [section ...]]",
+        handler: info,
+        ..BASE
+    },
+    Command {
+        name: "time",
+        arity: 1,
+        flags: LS.or(Flags::FAST),
+        group: "server",
+        since: "2.6.0",
+        summary: "Return the current server time",
+        handler: time,
+        ..BASE
+    },
+    Command {
+        name: "lastsave",
+        arity: 1,
+        flags: LS.or(Flags::FAST),
+        group: "server",
+        summary: "Get the UNIX time stamp of the last successful save to disk",
+        handler: lastsave,
+        ..BASE
+    },
+    Command {
+        name: "shutdown",
+        arity: -1,
+        flags: ADMIN.or(Flags::NO_MULTI).or(Flags::ALLOW_BUSY),
+        group: "server",
+        summary: "Synchronously save the dataset to disk and then shut down the server",
+        complexity: "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)",
+        syntax: "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]",
+        handler: shutdown,
+        ..BASE
+    },
+    Command {
+        name: "slowlog",
+        arity: -2,
+        group: "server",
+        since: "2.2.12",
+        summary: "A container for slow log commands",
+        complexity: "Depends on subcommand.",
+        subcommands: SLOWLOG_SUBCOMMANDS,
+        ..BASE
+    },
+    Command {
+        name: "debug",
+        arity: -2,
+        flags: ADMIN,
+        group: "server",
+        summary: "A container for debugging commands",
+        complexity: "Depends on subcommand.",
+        handler: debug,
+        ..BASE
+    },
+];
+
+static CONFIG_SUBCOMMANDS: &[Command] = &[
+    Command {
+        name: "config|get",
+        arity: -3,
+        flags: ADMIN,
+        group: "server",
+        since: "2.0.0",
+        summary: "Get the values of configuration parameters",
+        complexity: "O(N) when N is the number of configuration parameters provided",
+        syntax: "parameter [parameter ...]",
+        handler: config_get,
+        ..BASE
+    },
+    Command {
+        name: "config|set",
+        arity: -4,
+        flags: ADMIN,
+        group: "server",
+        since: "2.0.0",
+        summary: "Set configuration parameters to the given values",
+        complexity: "O(N) when N is the number of configuration parameters provided",
+        syntax: "parameter value [parameter value ...]",
+        handler: config_set,
+        ..BASE
+    },
+    Command {
+        name: "config|resetstat",
+        arity: 2,
+        flags: ADMIN,
+        group: "server",
+        since: "2.0.0",
+        summary: "Reset the stats returned by INFO",
+        handler: config_resetstat,
+        ..BASE
+    },
+    Command {
+        name: "config|rewrite",
+        arity: 2,
+        flags: ADMIN,
+        group: "server",
+        since: "2.8.0",
+        summary: "Rewrite the configuration file with the in memory configuration",
+        handler: config_rewrite,
+        ..BASE
+    },
+    Command {
+        name: "config|help",
+        arity: 2,
+        flags: LS,
+        group: "server",
+        since: "5.0.0",
+        summary: "Show helpful text about the different subcommands",
+        handler: config_help,
+        ..BASE
+    },
+];
+
+const SLOWLOG_FLAGS: Flags = Flags::ADMIN.or(LS);
+
+static SLOWLOG_SUBCOMMANDS: &[Command] = &[
+    Command {
+        name: "slowlog|get",
+        arity: -2,
+        flags: SLOWLOG_FLAGS,
+        group: "server",
+        since: "2.2.12",
+        summary: "Get the slow log's entries",
+        complexity: "O(N) where N is the number of entries returned",
+        syntax: "[count]",
+        handler: slowlog_get,
+        ..BASE
+    },
+    Command {
+        name: "slowlog|len",
+        arity: 2,
+        flags: SLOWLOG_FLAGS,
+        group: "server",
+        since: "2.2.12",
+        summary: "Get the slow log's length",
+        handler: slowlog_len,
+        ..BASE
+    },
+    Command {
+        name: "slowlog|reset",
+        arity: 2,
+        flags: SLOWLOG_FLAGS,
+        group: "server",
+        since: "2.2.12",
+        summary: "Clear all entries from the slow log",
+        complexity: "O(N) where N is the number of entries in the slowlog",
+        handler: slowlog_reset,
+        ..BASE
+    },
+    Command {
+        name: "slowlog|help",
+        arity: 2,
+        flags: LS,
+        group: "server",
+        since: "6.2.0",
+        summary: "Show helpful text about the different subcommands",
+        handler: slowlog_help,
+        ..BASE
+    },
+];
+
+/// Redis's `addReplyHelp`: a header, the given lines, and the HELP entry, as status replies.
+pub fn help_reply(cmd: &str, lines: &[&str]) -> Frame {
+    let mut v = vec![Frame::simple(&format!("{cmd} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"))];
+    v.extend(lines.iter().map(|l| Frame::simple(l)));
+    v.push(Frame::simple("HELP"));
+    v.push(Frame::simple("    Prints this help."));
+    Frame::Array(v)
+}
+
+/// Redis's `addReplySubcommandSyntaxError`.
+pub fn subcommand_syntax_error(sub: &[u8], cmd: &str) -> Frame {
+    Frame::error(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
+        crate::error::trunc(sub, 128),
+        cmd
+    ))
+}
+
+/// True for loopback peers (what Redis's `islocalClient` accepts for `enable-*` options set to `local`).
+fn is_local(addr: &str) -> bool {
+    addr.starts_with("127.") || addr.starts_with("[::1]") || addr.starts_with("::1") || addr.is_empty()
+}
+
+/// Whether an `enable-protected-configs`/`enable-debug-command` style option allows this client.
+fn protected_allowed(ctx: &Ctx<'_, '_>, option: &str) -> bool {
+    match ctx.srv.config.get(option).as_deref() {
+        Some("yes") => true,
+        Some("local") => is_local(&ctx.client.info.addr),
+        _ => false,
+    }
+}
+
+/// Runs `f` on every shard: through the command's own locks when it holds them all (inside EXEC),
+/// otherwise locking one shard at a time.
+fn each_shard(ctx: &mut Ctx<'_, '_>, mut f: impl FnMut(&mut Shard)) {
+    if ctx.locked.is_all() {
+        for s in ctx.locked.shards_mut() {
+            f(s);
+        }
+    } else {
+        ctx.srv.ks.for_each_shard(f);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// CONFIG
+
+fn config_get(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let pats: Vec<&[u8]> = ctx.args[2..].iter().map(|a| &a[..]).collect();
+    let pairs = ctx.srv.config.get_matching(&pats);
+    Frame::Map(pairs.into_iter().map(|(k, v)| (Frame::bulk(k), Frame::bulk(v))).collect())
+}
+
+fn config_set(ctx: &mut Ctx<'_, '_>) -> Frame {
+    if !ctx.argc().is_multiple_of(2) {
+        return crate::error::syntax();
+    }
+    let pairs: Vec<(&[u8], &[u8])> = ctx.args[2..].chunks(2).map(|c| (&c[0][..], &c[1][..])).collect();
+    let allow = protected_allowed(ctx, "enable-protected-configs");
+    match ctx.srv.config.set_many(&pairs, allow) {
+        Ok(()) => Frame::ok(),
+        Err(e) => Frame::error(e),
+    }
+}
+
+fn config_resetstat(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let srv = ctx.srv;
+    srv.stats.reset();
+    srv.clients.total_connections.store(0, Ordering::Relaxed);
+    srv.clients.rejected_connections.store(0, Ordering::Relaxed);
+    each_shard(ctx, |s| {
+        s.hits = 0;
+        s.misses = 0;
+        for t in s.dbs.iter_mut() {
+            t.expired = 0;
+        }
+    });
+    Frame::ok()
+}
+
+fn config_rewrite(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let Some(path) = ctx.srv.config_file.lock().clone() else {
+        return Frame::error("ERR The server is running without a config file");
+    };
+    match rewrite_config_file(&path, &ctx.srv.config) {
+        Ok(()) => Frame::ok(),
+        Err(e) => Frame::error(format!("ERR Rewriting config file: {e}")),
+    }
+}
+
+/// The IO of CONFIG REWRITE, isolated: read the old file (missing = empty), compute the new text
+/// with [`crate::config::rewrite_text`], write it to a temporary file beside it and rename it over
+/// the original, as Redis does.
+fn rewrite_config_file(path: &std::path::Path, config: &crate::config::Config) -> std::io::Result<()> {
+    let old = match std::fs::read_to_string(path) {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e),
+    };
+    let new = crate::config::rewrite_text(&old, config);
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp-{}", std::process::id()));
+    std::fs::write(&tmp, new)?;
+    std::fs::rename(&tmp, path)
+}
+
+fn config_help(_: &mut Ctx<'_, '_>) -> Frame {
+    help_reply(
+        "CONFIG",
+        &[
+            "GET <pattern>",
+            "    Return parameters matching the glob-like <pattern> and their values.",
+            "SET <directive> <value>",
+            "    Set the configuration <directive> to <value>.",
+            "RESETSTAT",
+            "    Reset statistics reported by the INFO command.",
+            "REWRITE",
+            "    Rewrite the configuration file.",
+        ],
+    )
+}
+
+// ---------------------------------------------------------------------------------------------------
+// TIME, LASTSAVE, SHUTDOWN, DEBUG
+
+fn time(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let us = ctx.srv.clock.now_us() as i64 + ctx.srv.clock.wall_offset_ms() * 1000;
+    Frame::Array(vec![
+        Frame::bulk((us.div_euclid(1_000_000)).to_string()),
+        Frame::bulk((us.rem_euclid(1_000_000)).to_string()),
+    ])
+}
+
+fn lastsave(ctx: &mut Ctx<'_, '_>) -> Frame {
+    Frame::Integer(ctx.srv.lastsave.load(Ordering::Relaxed) as i64)
+}
+
+fn shutdown(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let (mut save, mut nosave, mut abort, mut other) = (false, false, false, false);
+    for a in &ctx.args[1..] {
+        match a.to_ascii_lowercase().as_slice() {
+            b"nosave" => nosave = true,
+            b"save" => save = true,
+            b"now" | b"force" => other = true,
+            b"abort" => abort = true,
+            _ => return crate::error::syntax(),
+        }
+    }
+    if (abort && (save || nosave || other)) || (save && nosave) {
+        return crate::error::syntax();
+    }
+    if abort {
+        // Latch shuts down at once: there is never a shutdown in progress to abort.
+        return Frame::error("ERR No shutdown in progress.");
+    }
+    // Latch has no persistence: SAVE/NOSAVE/NOW/FORCE change nothing. The connection closes without a
+    // reply, as Redis's does when the process exits.
+    ctx.srv.request_shutdown();
+    ctx.client.suppress_reply = true;
+    ctx.client.close_after_reply = true;
+    Frame::ok()
+}
+
+fn debug(ctx: &mut Ctx<'_, '_>) -> Frame {
+    if !protected_allowed(ctx, "enable-debug-command") {
+        return Frame::error(
+            "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.",
+        );
+    }
+    let sub = ctx.arg(1).to_ascii_lowercase();
+    match (sub.as_slice(), ctx.argc()) {
+        (b"sleep", 3) => {
+            // Redis: strtod without checks; garbage sleeps 0.
+            let secs = std::str::from_utf8(ctx.arg(2)).ok().and_then(|s| s.trim().parse::<f64>().ok()).unwrap_or(0.0);
+            let secs = if secs.is_finite() { secs.clamp(0.0, 10.0) } else { 0.0 };
+            std::thread::sleep(std::time::Duration::from_micros((secs * 1_000_000.0) as u64));
+            Frame::ok()
+        }
+        (b"help", 2) => {
+            help_reply("DEBUG", &["SLEEP <seconds>", "    Stop the server for <seconds>. Decimals allowed."])
+        }
+        _ => subcommand_syntax_error(ctx.arg(1), "DEBUG"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// SLOWLOG
+
+fn slowlog_get(ctx: &mut Ctx<'_, '_>) -> Frame {
+    if ctx.argc() > 3 {
+        return subcommand_syntax_error(ctx.arg(1), "SLOWLOG");
+    }
+    let log = ctx.srv.slowlog.lock();
+    let mut count = 10usize;
+    if ctx.argc() == 3 {
+        match crate::args::parse_i64_strict(ctx.arg(2)) {
+            Some(-1) => count = log.entries.len(),
+            Some(n) if n >= 0 => count = n as usize,
+            _ => return Frame::error("ERR count should be greater than or equal to -1"),
+        }
+    }
+    let entries = log
+        .entries
+        .iter()
+        .take(count)
+        .map(|e| {
+            Frame::Array(vec![
+                Frame::Integer(e.id as i64),
+                Frame::Integer(e.time),
+                Frame::Integer(e.micros as i64),
+                Frame::Array(e.args.iter().map(|a| Frame::Bulk(a.clone())).collect()),
+                Frame::bulk(e.addr.clone()),
+                Frame::Bulk(Bytes::copy_from_slice(&e.name)),
+            ])
+        })
+        .collect();
+    Frame::Array(entries)
+}
+
+fn slowlog_len(ctx: &mut Ctx<'_, '_>) -> Frame {
+    Frame::Integer(ctx.srv.slowlog.lock().entries.len() as i64)
+}
+
+fn slowlog_reset(ctx: &mut Ctx<'_, '_>) -> Frame {
+    ctx.srv.slowlog.lock().entries.clear();
+    Frame::ok()
+}
+
+fn slowlog_help(_: &mut Ctx<'_, '_>) -> Frame {
+    help_reply(
+        "SLOWLOG",
+        &[
+            "GET [<count>]",
+            "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+            "    Entries are made of:",
+            "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+            "    client name",
+            "LEN",
+            "    Return the length of the slowlog.",
+            "RESET",
+            "    Reset the slowlog.",
+        ],
+    )
+}
+
+// ---------------------------------------------------------------------------------------------------
+// INFO
+
+/// Sections in output order; the bool tells whether the default set includes it.
+const SECTIONS: &[(&str, bool)] = &[
+    ("server", true),
+    ("clients", true),
+    ("memory", true),
+    ("persistence", true),
+    ("stats", true),
+    ("replication", true),
+    ("cpu", true),
+    ("modules", true),
+    ("commandstats", false),
+    ("errorstats", true),
+    ("cluster", true),
+    ("keyspace", true),
+];
+
+static USED_MEMORY_PEAK: AtomicU64 = AtomicU64::new(0);
+
+fn info(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let mut want: Vec<&str> = Vec::new();
+    let mut all = false;
+    if ctx.argc() == 1 {
+        want.extend(SECTIONS.iter().filter(|s| s.1).map(|s| s.0));
+    }
+    for a in &ctx.args[1..] {
+        let a = String::from_utf8_lossy(a).to_ascii_lowercase();
+        match a.as_str() {
+            "default" => want.extend(SECTIONS.iter().filter(|s| s.1).map(|s| s.0)),
+            "all" | "everything" => all = true,
+            "module_list" => want.push("modules"),
+            s => {
+                if let Some((n, _)) = SECTIONS.iter().find(|(n, _)| *n == s) {
+                    want.push(n);
+                }
+            }
+        }
+    }
+    let mut out = String::new();
+    for (name, _) in SECTIONS {
+        if !(all || want.contains(name)) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str("\r\n");
+        }
+        section(ctx, name, &mut out);
+    }
+    Frame::Verbatim { format: *b"txt", text: Bytes::from(out) }
+}
+
+/// Redis's `bytesToHuman`.
+pub fn bytes_to_human(n: u64) -> String {
+    let d = n as f64;
+    const K: f64 = 1024.0;
+    if n < 1024 {
+        format!("{n}B")
+    } else if d < K * K {
+        format!("{:.2}K", d / K)
+    } else if d < K * K * K {
+        format!("{:.2}M", d / (K * K))
+    } else if d < K * K * K * K {
+        format!("{:.2}G", d / (K * K * K))
+    } else if d < K * K * K * K * K {
+        format!("{:.2}T", d / (K * K * K * K))
+    } else {
+        format!("{:.2}P", d / (K * K * K * K * K))
+    }
+}
+
+/// Keyspace totals gathered in one walk over the shards.
+#[derive(Default)]
+struct Walk {
+    overhead: u64,
+    dataset: u64,
+    expired: u64,
+    hits: u64,
+    misses: u64,
+    keys: Vec<(u64, u64)>,
+}
+
+fn walk(ctx: &mut Ctx<'_, '_>) -> Walk {
+    let ndbs = ctx.srv.ks.ndbs();
+    let mut w = Walk { keys: vec![(0, 0); ndbs], ..Walk::default() };
+    each_shard(ctx, |s| {
+        w.hits += s.hits;
+        w.misses += s.misses;
+        for (i, t) in s.dbs.iter().enumerate() {
+            w.overhead += t.overhead_bytes() as u64;
+            w.expired += t.expired;
+            w.keys[i].0 += t.len() as u64;
+            w.keys[i].1 += t.volatile_len() as u64;
+            for (k, e) in t.iter() {
+                w.dataset += e.value.heap_size() as u64 + if k.spilled() { k.capacity() as u64 } else { 0 };
+            }
+        }
+    });
+    w
+}
+
+fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
+    let srv = ctx.srv;
+    let cfg = &srv.config;
+    macro_rules! line {
+        ($($arg:tt)*) => {{ let _ = write!(out, $($arg)*); out.push_str("\r\n"); }};
+    }
+    let now_ms = srv.clock.now_ms();
+    let unix_us = srv.clock.now_us() as i64 + srv.clock.wall_offset_ms() * 1000;
+    match name {
+        "server" => {
+            let uptime = now_ms.saturating_sub(srv.started_ms) / 1000;
+            line!("# Server");
+            line!("redis_version:{}", crate::server::REDIS_VERSION);
+            line!("redis_git_sha1:00000000");
+            line!("redis_git_dirty:0");
+            line!("redis_build_id:0");
+            line!("redis_mode:standalone");
+            line!("latch_version:{}", crate::server::LATCH_VERSION);
+            line!("os:{}", proc_os());
+            line!("arch_bits:{}", usize::BITS);
+            line!("monotonic_clock:POSIX clock_gettime");
+            line!("multiplexing_api:{}", if cfg!(target_os = "linux") { "epoll" } else { "kqueue" });
+            line!("atomicvar_api:c11-builtin");
+            line!("gcc_version:0.0.0");
+            line!("process_id:{}", std::process::id());
+            line!("process_supervised:no");
+            line!("run_id:{}", srv.run_id);
+            line!("tcp_port:{}", srv.tcp_port.load(Ordering::Relaxed));
+            line!("server_time_usec:{unix_us}");
+            line!("uptime_in_seconds:{uptime}");
+            line!("uptime_in_days:{}", uptime / 86400);
+            line!("hz:{}", srv.config.hz.load(Ordering::Relaxed));
+            line!("configured_hz:{}", srv.config.hz.load(Ordering::Relaxed));
+            line!("lru_clock:{}", (unix_us / 1_000_000) & ((1 << 24) - 1));
+            let exe = std::env::current_exe().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+            line!("executable:{exe}");
+            let conf = srv.config_file.lock().as_ref().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+            line!("config_file:{conf}");
+            line!("io_threads_active:0");
+        }
+        "clients" => {
+            line!("# Clients");
+            line!("connected_clients:{}", srv.clients.len());
+            line!("cluster_connections:0");
+            line!("maxclients:{}", cfg.maxclients.load(Ordering::Relaxed));
+            line!("client_recent_max_input_buffer:0");
+            line!("client_recent_max_output_buffer:0");
+            line!("blocked_clients:0");
+            line!("tracking_clients:0");
+            line!("clients_in_timeout_table:0");
+        }
+        "memory" => {
+            let w = walk(ctx);
+            let used = w.overhead + w.dataset;
+            let peak = USED_MEMORY_PEAK.fetch_max(used, Ordering::Relaxed).max(used);
+            let rss = proc_rss();
+            let total = proc_total_memory();
+            let maxmemory = cfg.get_i64("maxmemory").max(0) as u64;
+            let pct = |a: u64, b: u64| {
+                if b == 0 { 0.0 } else { a as f64 * 100.0 / b as f64 }
+            };
+            line!("# Memory");
+            line!("used_memory:{used}");
+            line!("used_memory_human:{}", bytes_to_human(used));
+            line!("used_memory_rss:{rss}");
+            line!("used_memory_rss_human:{}", bytes_to_human(rss));
+            line!("used_memory_peak:{peak}");
+            line!("used_memory_peak_human:{}", bytes_to_human(peak));
+            line!("used_memory_peak_perc:{:.2}%", pct(used, peak));
+            line!("used_memory_overhead:{}", w.overhead);
+            line!("used_memory_startup:0");
+            line!("used_memory_dataset:{}", w.dataset);
+            line!("used_memory_dataset_perc:{:.2}%", pct(w.dataset, used));
+            line!("total_system_memory:{total}");
+            line!("total_system_memory_human:{}", bytes_to_human(total));
+            line!("used_memory_lua:0");
+            line!("used_memory_scripts:0");
+            line!("number_of_cached_scripts:0");
+            line!("maxmemory:{maxmemory}");
+            line!("maxmemory_human:{}", bytes_to_human(maxmemory));
+            line!("maxmemory_policy:{}", cfg.get("maxmemory-policy").unwrap_or_default());
+            line!("mem_fragmentation_ratio:{:.2}", if used == 0 { 0.0 } else { rss as f64 / used as f64 });
+            line!("mem_allocator:mimalloc");
+            line!("active_defrag_running:0");
+            line!("lazyfree_pending_objects:0");
+            line!("lazyfreed_objects:0");
+        }
+        "persistence" => {
+            let aof = cfg.get("appendonly").as_deref() == Some("yes");
+            line!("# Persistence");
+            line!("loading:0");
+            line!("async_loading:0");
+            line!("current_cow_peak:0");
+            line!("current_cow_size:0");
+            line!("current_fork_perc:0.00");
+            line!("rdb_changes_since_last_save:{}", srv.dirty.load(Ordering::Relaxed));
+            line!("rdb_bgsave_in_progress:0");
+            line!("rdb_last_save_time:{}", srv.lastsave.load(Ordering::Relaxed));
+            line!("rdb_last_bgsave_status:ok");
+            line!("rdb_last_bgsave_time_sec:-1");
+            line!("rdb_current_bgsave_time_sec:-1");
+            line!("rdb_saves:0");
+            line!("aof_enabled:{}", aof as u8);
+            line!("aof_rewrite_in_progress:0");
+            line!("aof_rewrite_scheduled:0");
+            line!("aof_last_rewrite_time_sec:-1");
+            line!("aof_current_rewrite_time_sec:-1");
+            line!("aof_last_bgrewrite_status:ok");
+            line!("aof_rewrites:0");
+            line!("aof_last_write_status:ok");
+            line!("module_fork_in_progress:0");
+        }
+        "stats" => {
+            let w = walk(ctx);
+            let st = &srv.stats;
+            line!("# Stats");
+            line!("total_connections_received:{}", srv.clients.total_connections.load(Ordering::Relaxed));
+            line!("total_commands_processed:{}", st.commands.load(Ordering::Relaxed));
+            line!("instantaneous_ops_per_sec:0");
+            line!("total_net_input_bytes:{}", st.net_input_bytes.load(Ordering::Relaxed));
+            line!("total_net_output_bytes:{}", st.net_output_bytes.load(Ordering::Relaxed));
+            line!("total_net_repl_input_bytes:0");
+            line!("total_net_repl_output_bytes:0");
+            line!("instantaneous_input_kbps:0.00");
+            line!("instantaneous_output_kbps:0.00");
+            line!("rejected_connections:{}", srv.clients.rejected_connections.load(Ordering::Relaxed));
+            line!("sync_full:0");
+            line!("sync_partial_ok:0");
+            line!("sync_partial_err:0");
+            line!("expired_keys:{}", w.expired);
+            line!("expired_stale_perc:0.00");
+            line!("expired_time_cap_reached_count:0");
+            line!("evicted_keys:0");
+            line!("evicted_clients:0");
+            line!("keyspace_hits:{}", w.hits);
+            line!("keyspace_misses:{}", w.misses);
+            line!("pubsub_channels:0");
+            line!("pubsub_patterns:0");
+            line!("pubsubshard_channels:0");
+            line!("latest_fork_usec:0");
+            line!("total_forks:0");
+            line!("migrate_cached_sockets:0");
+            line!("tracking_total_keys:0");
+            line!("tracking_total_items:0");
+            line!("tracking_total_prefixes:0");
+            line!("unexpected_error_replies:0");
+            line!("total_error_replies:{}", st.error_replies.load(Ordering::Relaxed));
+            line!("dump_payload_sanitizations:0");
+            line!("total_reads_processed:0");
+            line!("total_writes_processed:0");
+            line!("io_threaded_reads_processed:0");
+            line!("io_threaded_writes_processed:0");
+        }
+        "replication" => {
+            line!("# Replication");
+            line!("role:master");
+            line!("connected_slaves:0");
+            line!("master_failover_state:no-failover");
+            line!("master_replid:{}", srv.run_id.chars().rev().collect::<String>());
+            line!("master_replid2:0000000000000000000000000000000000000000");
+            line!("master_repl_offset:0");
+            line!("second_repl_offset:-1");
+            line!("repl_backlog_active:0");
+            line!("repl_backlog_size:{}", cfg.get_i64("repl-backlog-size"));
+            line!("repl_backlog_first_byte_offset:0");
+            line!("repl_backlog_histlen:0");
+        }
+        "cpu" => {
+            let (user, sys) = proc_cpu();
+            line!("# CPU");
+            line!("used_cpu_sys:{sys:.6}");
+            line!("used_cpu_user:{user:.6}");
+            line!("used_cpu_sys_children:0.000000");
+            line!("used_cpu_user_children:0.000000");
+        }
+        "modules" => line!("# Modules"),
+        "commandstats" => {
+            line!("# Commandstats");
+            for c in srv.table.all() {
+                for cmd in std::iter::once(*c).chain(c.subcommands.iter()) {
+                    let Some(s) = srv.stats.cmd.get(cmd.name) else {
+                        continue;
+                    };
+                    let (calls, usec) = (s.calls.load(Ordering::Relaxed), s.usec.load(Ordering::Relaxed));
+                    let (rej, fail) = (s.rejected.load(Ordering::Relaxed), s.failed.load(Ordering::Relaxed));
+                    if calls == 0 && rej == 0 && fail == 0 {
+                        continue;
+                    }
+                    let per = if calls == 0 { 0.0 } else { usec as f64 / calls as f64 };
+                    line!(
+                        "cmdstat_{}:calls={calls},usec={usec},usec_per_call={per:.2},rejected_calls={rej},failed_calls={fail}",
+                        cmd.name
+                    );
+                }
+            }
+        }
+        "errorstats" => {
+            line!("# Errorstats");
+            for (k, v) in srv.stats.errors.lock().iter() {
+                line!("errorstat_{k}:count={v}");
+            }
+        }
+        "cluster" => {
+            line!("# Cluster");
+            line!("cluster_enabled:0");
+        }
+        "keyspace" => {
+            let w = walk(ctx);
+            line!("# Keyspace");
+            for (i, (keys, expires)) in w.keys.iter().enumerate() {
+                if *keys > 0 || *expires > 0 {
+                    line!("db{i}:keys={keys},expires={expires},avg_ttl=0");
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Process statistics from /proc (0 when unavailable).
+
+/// Resident set size in bytes (`/proc/self/statm`, second field, in pages of 4 KiB).
+fn proc_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
+        .map_or(0, |pages| pages.saturating_mul(4096))
+}
+
+/// Total RAM (`MemTotal` of `/proc/meminfo`).
+fn proc_total_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<u64>().ok()))
+        })
+        .map_or(0, |kb| kb.saturating_mul(1024))
+}
+
+/// (user, system) CPU seconds of the process: fields 14 and 15 of `/proc/self/stat`, in clock ticks
+/// (100 per second on Linux).
+fn proc_cpu() -> (f64, f64) {
+    let Ok(s) = std::fs::read_to_string("/proc/self/stat") else {
+        return (0.0, 0.0);
+    };
+    // The command name (field 2) may contain spaces; fields resume after the last ')'.
+    let rest = s.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) as f64 / 100.0;
+    // After ')': field 3 is at index 0, so utime (14) is index 11 and stime (15) index 12.
+    (ticks(11), ticks(12))
+}
+
+/// "Linux 6.1.0 x86_64", as uname reports it.
+fn proc_os() -> String {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let os = match std::env::consts::OS {
+        "linux" => "Linux",
+        "macos" => "Darwin",
+        o => o,
+    };
+    format!("{os} {} {}", release.trim(), std::env::consts::ARCH)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use crate::testkit::TestServer;
+    use resp::Frame;
+
+    fn info_text(c: &mut crate::testkit::TestClient, args: &[&str]) -> String {
+        let mut v = vec!["INFO"];
+        v.extend_from_slice(args);
+        match c.cmd(&v) {
+            Some(Frame::Verbatim { format, text }) => {
+                assert_eq!(&format, b"txt");
+                String::from_utf8(text.to_vec()).unwrap()
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
+        info.split("\r\n").find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(':')))
+    }
+
+    #[test]
+    fn config_get_set_transcript() {
+        TestServer::new().transcript(
+            r#"
+            > CONFIG GET maxmemory
+            {"maxmemory": "0"}
+            > CONFIG SET maxmemory 1mb hz 20
+            +OK
+            > CONFIG GET MAXMEMORY hz
+            {"MAXMEMORY": "1048576", "hz": "20"}
+            > CONFIG GET maxmemory-p*
+            {"maxmemory-policy": "noeviction"}
+            > CONFIG GET nosuch
+            {}
+            > CONFIG SET foo bar
+            -ERR Unknown option or number of arguments for CONFIG SET - 'foo'
+            > CONFIG SET maxmemory 1 maxmemory 2
+            -ERR CONFIG SET failed (possibly related to argument 'maxmemory') - duplicate parameter
+            > CONFIG SET port abc
+            -ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config
+            > CONFIG SET hz abc
+            -ERR CONFIG SET failed (possibly related to argument 'hz') - argument couldn't be parsed into an integer
+            > CONFIG SET hz -1
+            -ERR CONFIG SET failed (possibly related to argument 'hz') - argument must be between 0 and 2147483647 inclusive
+            > CONFIG SET maxmemory foo
+            -ERR CONFIG SET failed (possibly related to argument 'maxmemory') - argument must be a memory value
+            > CONFIG SET daemonize yes
+            -ERR CONFIG SET failed (possibly related to argument 'daemonize') - can't set immutable config
+            > CONFIG SET maxmemory
+            -ERR wrong number of arguments for 'config|set' command
+            > CONFIG SET maxmemory 1 hz
+            -ERR syntax error
+            > CONFIG SET save "10 abc"
+            -ERR CONFIG SET failed (possibly related to argument 'save') - Invalid save parameters
+            > CONFIG SET save ""
+            +OK
+            > CONFIG GET save
+            {"save": ""}
+            > CONFIG SET notify-keyspace-events KEA
+            +OK
+            > CONFIG GET notify-keyspace-events
+            {"notify-keyspace-events": "AKE"}
+            > CONFIG SET loglevel foo
+            -ERR CONFIG SET failed (possibly related to argument 'loglevel') - argument(s) must be one of the following: debug, verbose, notice, warning
+            > CONFIG SET dir /
+            -ERR CONFIG SET failed (possibly related to argument 'dir') - can't set protected config
+            > CONFIG GET client-output-buffer-limit
+            {"client-output-buffer-limit": "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"}
+            > CONFIG GET
+            -ERR wrong number of arguments for 'config|get' command
+            > CONFIG REWRITE
+            -ERR The server is running without a config file
+            > CONFIG FOO
+            -ERR unknown subcommand 'FOO'. Try CONFIG HELP.
+            "#,
+        );
+    }
+
+    #[test]
+    fn config_slowlog_hot_values_and_help() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        assert_eq!(c.run("CONFIG SET slowlog-log-slower-than 0 slowlog-max-len 2"), "+OK");
+        assert_eq!(ts.srv.config.slowlog_max_len.load(std::sync::atomic::Ordering::Relaxed), 2);
+        let help = c.run("CONFIG HELP");
+        assert!(help.starts_with("[+CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:, +GET <pattern>,"));
+        assert!(help.ends_with("+REWRITE, +    Rewrite the configuration file., +HELP, +    Prints this help.]"));
+        // RESP3: map; RESP2: flat array (the encoder flattens Frame::Map).
+        assert_eq!(c.run("CONFIG GET hz"), "{\"hz\": \"10\"}");
+    }
+
+    #[test]
+    fn config_rewrite_writes_the_file() {
+        let ts = TestServer::new();
+        let dir = std::env::temp_dir().join(format!("latch-rewrite-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("latch.conf");
+        std::fs::write(&path, "# my conf\nhz 10\nfoo-unknown bar\n").unwrap();
+        *ts.srv.config_file.lock() = Some(path.clone());
+        let mut c = ts.client();
+        assert_eq!(c.run("CONFIG SET hz 33 maxmemory 100"), "+OK");
+        assert_eq!(c.run("CONFIG REWRITE"), "+OK");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, "# my conf\nhz 33\nfoo-unknown bar\n# Generated by CONFIG REWRITE\nshards 4\nmaxmemory 100\n");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn config_resetstat_clears_counters_not_slowlog() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.run("CONFIG SET slowlog-log-slower-than 0");
+        c.run("SET k v");
+        c.run("GET k");
+        c.run("GET nokey");
+        c.run("NOSUCHCMD");
+        let info = info_text(&mut c, &["stats"]);
+        assert_eq!(field(&info, "keyspace_hits"), Some("1"));
+        assert_eq!(field(&info, "keyspace_misses"), Some("1"));
+        assert_eq!(field(&info, "total_error_replies"), Some("1"));
+        assert_eq!(c.run("CONFIG RESETSTAT"), "+OK");
+        let info = info_text(&mut c, &["stats", "commandstats", "errorstats"]);
+        assert_eq!(field(&info, "keyspace_hits"), Some("0"));
+        assert_eq!(field(&info, "total_error_replies"), Some("0"));
+        assert!(!info.contains("cmdstat_get"), "{info}");
+        assert!(!info.contains("errorstat_ERR"), "{info}");
+        assert_ne!(c.run("SLOWLOG LEN"), ":0");
+    }
+
+    #[test]
+    fn info_sections_and_fields() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.run("SET a 1");
+        c.run("SET b 2");
+        c.run("GET a");
+        c.run("CONFIG GET hz");
+        c.run("GET");
+        let all = info_text(&mut c, &[]);
+        for s in [
+            "# Server\r\n",
+            "# Clients\r\n",
+            "# Memory\r\n",
+            "# Persistence\r\n",
+            "# Stats\r\n",
+            "# Replication\r\n",
+            "# CPU\r\n",
+            "# Modules\r\n",
+            "# Errorstats\r\n",
+            "# Cluster\r\n",
+            "# Keyspace\r\n",
+        ] {
+            assert!(all.contains(s), "missing {s:?}");
+        }
+        assert!(!all.contains("# Commandstats"));
+        assert!(all.starts_with("# Server\r\nredis_version:7.0.15\r\n"));
+        assert!(all.ends_with("\r\n"));
+        assert_eq!(field(&all, "redis_mode"), Some("standalone"));
+        assert_eq!(field(&all, "connected_clients"), Some("1"));
+        assert_eq!(field(&all, "role"), Some("master"));
+        assert_eq!(field(&all, "db0"), Some("keys=2,expires=0,avg_ttl=0"));
+        assert_eq!(field(&all, "errorstat_ERR"), Some("count=1"));
+        assert_eq!(field(&all, "maxmemory_policy"), Some("noeviction"));
+        assert!(field(&all, "used_memory").unwrap().parse::<u64>().unwrap() > 0);
+        assert_eq!(field(&all, "run_id"), Some(ts.srv.run_id.as_str()));
+        assert_eq!(field(&all, "uptime_in_seconds"), Some("0"));
+        ts.clock.advance_ms(90_000);
+        let server = info_text(&mut c, &["SERVER"]);
+        assert!(server.starts_with("# Server\r\n") && !server.contains("# Clients"));
+        assert_eq!(field(&server, "uptime_in_seconds"), Some("90"));
+        let cs = info_text(&mut c, &["commandstats"]);
+        assert!(
+            cs.contains("\r\ncmdstat_config|get:calls=1,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=0\r\n"),
+            "{cs}"
+        );
+        assert!(cs.contains("cmdstat_get:calls=1,usec=0,usec_per_call=0.00,rejected_calls=1,failed_calls=0"), "{cs}");
+        let two = info_text(&mut c, &["clients", "keyspace"]);
+        assert!(two.starts_with("# Clients\r\n") && two.contains("\r\n\r\n# Keyspace\r\ndb0:keys=2"), "{two}");
+        let every = info_text(&mut c, &["everything"]);
+        assert!(every.contains("# Commandstats") && every.contains("# Errorstats"));
+        assert_eq!(info_text(&mut c, &["nosuchsection"]), "");
+        c.client.proto = resp::Protocol::Resp3;
+    }
+
+    #[test]
+    fn time_lastsave_shutdown_debug() {
+        let config = Config::new();
+        config.set("shards", "4", true).unwrap();
+        config.set("enable-debug-command", "yes", true).unwrap();
+        let ts = TestServer::with_config(config);
+        let mut c = ts.client();
+        assert_eq!(c.run("TIME"), "[\"1700000000\", \"0\"]");
+        ts.clock.advance_ms(1500);
+        assert_eq!(c.run("TIME"), "[\"1700000001\", \"500000\"]");
+        assert_eq!(c.run("LASTSAVE"), ":1700000000");
+        c.transcript(
+            r#"
+            > TIME x
+            -ERR wrong number of arguments for 'time' command
+            > SHUTDOWN ABORT
+            -ERR No shutdown in progress.
+            > SHUTDOWN foo
+            -ERR syntax error
+            > SHUTDOWN nosave save
+            -ERR syntax error
+            > SHUTDOWN abort now
+            -ERR syntax error
+            > DEBUG SLEEP 0
+            +OK
+            > DEBUG FOO
+            -ERR unknown subcommand or wrong number of arguments for 'FOO'. Try DEBUG HELP.
+            > SHUTDOWN NOSAVE NOW FORCE
+            (no reply)
+            "#,
+        );
+        assert!(c.client.close_after_reply);
+        TestServer::new().transcript(
+            r#"
+            > DEBUG SLEEP 0
+            -ERR DEBUG command not allowed. If the enable-debug-command option is set to "local", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.
+            "#,
+        );
+    }
+
+    #[test]
+    fn slowlog_transcript() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.transcript(
+            r#"
+            > SLOWLOG LEN
+            :0
+            > CONFIG SET slowlog-log-slower-than 0
+            +OK
+            > SLOWLOG GET -2
+            -ERR count should be greater than or equal to -1
+            > SLOWLOG GET abc
+            -ERR count should be greater than or equal to -1
+            > SLOWLOG GET 1 2
+            -ERR unknown subcommand or wrong number of arguments for 'GET'. Try SLOWLOG HELP.
+            > SLOWLOG RESET
+            +OK
+            > SET foo bar
+            +OK
+            > SLOWLOG GET 1
+            [[:5, :1700000000, :0, ["SET", "foo", "bar"], "127.0.0.1:50000", ""]]
+            > SLOWLOG GET 0
+            []
+            > SLOWLOG LEN
+            :4
+            > SLOWLOG RESET x
+            -ERR wrong number of arguments for 'slowlog|reset' command
+            "#,
+        );
+        match c.cmd(&["SLOWLOG", "GET", "-1"]) {
+            Some(Frame::Array(v)) => assert_eq!(v.len(), 5),
+            other => panic!("{other:?}"),
+        }
+        match c.cmd(&["SLOWLOG", "GET"]) {
+            Some(Frame::Array(v)) => assert_eq!(v.len(), 6),
+            other => panic!("{other:?}"),
+        }
+        let help = c.run("SLOWLOG HELP");
+        assert!(
+            help.starts_with("[+SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:, +GET [<count>],")
+        );
+    }
+
+    #[test]
+    fn human_bytes() {
+        assert_eq!(super::bytes_to_human(0), "0B");
+        assert_eq!(super::bytes_to_human(1023), "1023B");
+        assert_eq!(super::bytes_to_human(1237248), "1.18M");
+        assert_eq!(super::bytes_to_human(25274793984), "23.54G");
+    }
+}
