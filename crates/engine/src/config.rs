@@ -503,6 +503,7 @@ pub struct Config {
     /// True when `requirepass` is non-empty.
     pub has_password: AtomicBool,
     requirepass: RwLock<Vec<u8>>,
+    host: std::sync::Arc<dyn crate::host::Host>,
 }
 
 impl Default for Config {
@@ -840,29 +841,18 @@ fn validate_special(name: &str, value: &str, current: &str) -> Result<String, St
             }
             Ok(out.join(" "))
         }
-        "dir" => check_dir(value),
         _ => Ok(value.to_string()),
-    }
-}
-
-/// `dir` must name an existing directory; stored as an absolute path, as Redis's `getcwd` after
-/// `chdir` shows it. (A read of file-system metadata; Latch never changes its working directory.)
-fn check_dir(value: &str) -> Result<String, String> {
-    let path = std::path::Path::new(value);
-    match std::fs::metadata(path) {
-        Ok(m) if m.is_dir() => {
-            Ok(std::fs::canonicalize(path).map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|_| value.into()))
-        }
-        Ok(_) => Err("Not a directory".into()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err("No such file or directory".into()),
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err("Permission denied".into()),
-        Err(e) => Err(e.to_string()),
     }
 }
 
 impl Config {
     /// Defaults.
     pub fn new() -> Config {
+        Config::with_host(std::sync::Arc::new(crate::host::MemoryHost::default()))
+    }
+
+    /// Defaults, with the operating system reached through `host` (see [`crate::host`]).
+    pub fn with_host(host: std::sync::Arc<dyn crate::host::Host>) -> Config {
         let c = Config {
             values: RwLock::new(BTreeMap::new()),
             proto_max_bulk_len: AtomicI64::new(0),
@@ -874,13 +864,10 @@ impl Config {
             hz: AtomicU64::new(10),
             has_password: AtomicBool::new(false),
             requirepass: RwLock::new(Vec::new()),
+            host,
         };
         for p in PARAMS {
-            let v = if p.name == "dir" {
-                std::env::current_dir().map(|d| d.to_string_lossy().into_owned()).unwrap_or_else(|_| ".".into())
-            } else {
-                p.default.to_string()
-            };
+            let v = if p.name == "dir" { c.host.working_dir() } else { p.default.to_string() };
             c.store(p, v);
         }
         c
@@ -911,7 +898,7 @@ impl Config {
             return Err("can't set immutable config".into());
         }
         let cur = self.values.read().get(p.name).cloned().unwrap_or_default();
-        let norm = validate(p, value, &cur)?;
+        let norm = self.check(p, value, &cur)?;
         self.store(p, norm);
         Ok(())
     }
@@ -956,7 +943,7 @@ impl Config {
             let vals = self.values.read();
             for (p, (_, v)) in found.iter().zip(pairs) {
                 let cur = vals.get(p.name).map(String::as_str).unwrap_or("");
-                match validate(p, &String::from_utf8_lossy(v), cur) {
+                match self.check(p, &String::from_utf8_lossy(v), cur) {
                     Ok(n) => normalized.push(n),
                     Err(e) => {
                         return Err(format!("ERR CONFIG SET failed (possibly related to argument '{}') - {e}", p.name));
@@ -968,6 +955,18 @@ impl Config {
             self.store(p, v);
         }
         Ok(())
+    }
+
+    /// The operating-system services behind this configuration.
+    pub fn host(&self) -> &dyn crate::host::Host {
+        &*self.host
+    }
+
+    /// [`validate`], plus the checks that need the machine (`dir` must be an existing directory,
+    /// stored absolute as Redis's `getcwd` shows it).
+    fn check(&self, p: &Param, value: &str, current: &str) -> Result<String, String> {
+        let v = validate(p, value, current)?;
+        if p.name == "dir" { self.host.resolve_dir(&v) } else { Ok(v) }
     }
 
     fn store(&self, p: &'static Param, v: String) {

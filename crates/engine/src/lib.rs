@@ -24,6 +24,7 @@ pub mod db;
 pub mod docs;
 pub mod error;
 pub mod glob;
+pub mod host;
 pub mod keyspace;
 pub mod multi;
 pub mod server;

@@ -6,6 +6,7 @@
 
 mod config_file;
 mod conn;
+mod os_host;
 
 use engine::clock::{Clock, SystemClock};
 use engine::config::Config;
@@ -37,7 +38,7 @@ fn main() {
         }
         _ => {}
     }
-    let config = Config::new();
+    let config = Config::with_host(Arc::new(os_host::OsHost));
     let text = match config_file::assemble(&args, |p| {
         if p == "-" { std::io::read_to_string(std::io::stdin()) } else { std::fs::read_to_string(p) }
     }) {

@@ -284,20 +284,16 @@ fn config_rewrite(ctx: &mut Ctx<'_, '_>) -> Frame {
     }
 }
 
-/// The IO of CONFIG REWRITE, isolated: read the old file (missing = empty), compute the new text
-/// with [`crate::config::rewrite_text`], write it to a temporary file beside it and rename it over
-/// the original, as Redis does.
+/// CONFIG REWRITE: read the old file (missing = empty), compute the new text with
+/// [`crate::config::rewrite_text`], and replace the file atomically through the host.
 fn rewrite_config_file(path: &std::path::Path, config: &crate::config::Config) -> std::io::Result<()> {
-    let old = match std::fs::read_to_string(path) {
+    let host = config.host();
+    let old = match host.read_file(path) {
         Ok(s) => s,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(e),
     };
-    let new = crate::config::rewrite_text(&old, config);
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".tmp-{}", std::process::id()));
-    std::fs::write(&tmp, new)?;
-    std::fs::rename(&tmp, path)
+    host.replace_file(path, &crate::config::rewrite_text(&old, config))
 }
 
 fn config_help(_: &mut Ctx<'_, '_>) -> Frame {
@@ -559,7 +555,7 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("redis_build_id:0");
             line!("redis_mode:standalone");
             line!("latch_version:{}", crate::server::LATCH_VERSION);
-            line!("os:{}", proc_os());
+            line!("os:{}", ctx.srv.config.host().os());
             line!("arch_bits:{}", usize::BITS);
             line!("monotonic_clock:POSIX clock_gettime");
             line!("multiplexing_api:{}", if cfg!(target_os = "linux") { "epoll" } else { "kqueue" });
@@ -596,8 +592,8 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             let w = walk(ctx);
             let used = w.overhead + w.dataset;
             let peak = USED_MEMORY_PEAK.fetch_max(used, Ordering::Relaxed).max(used);
-            let rss = proc_rss();
-            let total = proc_total_memory();
+            let rss = ctx.srv.config.host().rss_bytes();
+            let total = ctx.srv.config.host().total_memory_bytes();
             let maxmemory = cfg.get_i64("maxmemory").max(0) as u64;
             let pct = |a: u64, b: u64| {
                 if b == 0 { 0.0 } else { a as f64 * 100.0 / b as f64 }
@@ -709,7 +705,7 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("repl_backlog_histlen:0");
         }
         "cpu" => {
-            let (user, sys) = proc_cpu();
+            let (user, sys) = ctx.srv.config.host().cpu_seconds();
             line!("# CPU");
             line!("used_cpu_sys:{sys:.6}");
             line!("used_cpu_user:{user:.6}");
@@ -758,54 +754,6 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
         }
         _ => {}
     }
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Process statistics from /proc (0 when unavailable).
-
-/// Resident set size in bytes (`/proc/self/statm`, second field, in pages of 4 KiB).
-fn proc_rss() -> u64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
-        .map_or(0, |pages| pages.saturating_mul(4096))
-}
-
-/// Total RAM (`MemTotal` of `/proc/meminfo`).
-fn proc_total_memory() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("MemTotal:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<u64>().ok()))
-        })
-        .map_or(0, |kb| kb.saturating_mul(1024))
-}
-
-/// (user, system) CPU seconds of the process: fields 14 and 15 of `/proc/self/stat`, in clock ticks
-/// (100 per second on Linux).
-fn proc_cpu() -> (f64, f64) {
-    let Ok(s) = std::fs::read_to_string("/proc/self/stat") else {
-        return (0.0, 0.0);
-    };
-    // The command name (field 2) may contain spaces; fields resume after the last ')'.
-    let rest = s.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) as f64 / 100.0;
-    // After ')': field 3 is at index 0, so utime (14) is index 11 and stime (15) index 12.
-    (ticks(11), ticks(12))
-}
-
-/// "Linux 6.1.0 x86_64", as uname reports it.
-fn proc_os() -> String {
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let os = match std::env::consts::OS {
-        "linux" => "Linux",
-        "macos" => "Darwin",
-        o => o,
-    };
-    format!("{os} {} {}", release.trim(), std::env::consts::ARCH)
 }
 
 #[cfg(test)]
@@ -903,18 +851,18 @@ mod tests {
 
     #[test]
     fn config_rewrite_writes_the_file() {
-        let ts = TestServer::new();
-        let dir = std::env::temp_dir().join(format!("latch-rewrite-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("latch.conf");
-        std::fs::write(&path, "# my conf\nhz 10\nfoo-unknown bar\n").unwrap();
+        let host = std::sync::Arc::new(crate::host::MemoryHost::default());
+        let config = Config::with_host(host.clone());
+        config.set("shards", "4", true).unwrap();
+        let ts = TestServer::with_config(config);
+        let path = std::path::PathBuf::from("/etc/latch/latch.conf");
+        host.put(path.clone(), "# my conf\nhz 10\nfoo-unknown bar\n");
         *ts.srv.config_file.lock() = Some(path.clone());
         let mut c = ts.client();
         assert_eq!(c.run("CONFIG SET hz 33 maxmemory 100"), "+OK");
         assert_eq!(c.run("CONFIG REWRITE"), "+OK");
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = host.get(&path).unwrap();
         assert_eq!(text, "# my conf\nhz 33\nfoo-unknown bar\n# Generated by CONFIG REWRITE\nshards 4\nmaxmemory 100\n");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

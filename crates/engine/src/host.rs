@@ -1,0 +1,95 @@
+//! The machine, as the engine sees it.
+//!
+//! The engine does no IO of its own: the few facts and files it needs from the operating system
+//! (process memory and CPU for INFO, the config file for CONFIG REWRITE, whether `dir` exists) come
+//! through [`Host`], which the server crate implements on the real system and tests replace with
+//! [`MemoryHost`].
+
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Operating-system services the engine needs.
+pub trait Host: Send + Sync + 'static {
+    /// Resident set size of the process, in bytes (0 if unknown).
+    fn rss_bytes(&self) -> u64;
+    /// Physical memory of the machine, in bytes (0 if unknown).
+    fn total_memory_bytes(&self) -> u64;
+    /// (user, system) CPU seconds used by the process.
+    fn cpu_seconds(&self) -> (f64, f64);
+    /// Operating system description, as `uname -srm` prints it.
+    fn os(&self) -> String;
+    /// The process's working directory (the default of `dir`).
+    fn working_dir(&self) -> String;
+    /// Reads a whole text file.
+    fn read_file(&self, path: &Path) -> io::Result<String>;
+    /// Replaces a file's contents atomically (write beside it, then rename over it).
+    fn replace_file(&self, path: &Path, contents: &str) -> io::Result<()>;
+    /// Checks that `path` names a directory and returns its absolute form, or Redis's reason
+    /// ("No such file or directory", "Not a directory", "Permission denied").
+    fn resolve_dir(&self, path: &str) -> Result<String, String>;
+}
+
+/// A host with no operating system behind it: process figures are zero and the file system lives in
+/// memory (it starts with the single directory `/`). The engine's default, and what tests use.
+pub struct MemoryHost {
+    files: Mutex<HashMap<PathBuf, String>>,
+    dirs: Mutex<std::collections::HashSet<PathBuf>>,
+}
+
+impl Default for MemoryHost {
+    fn default() -> Self {
+        MemoryHost { files: Mutex::default(), dirs: Mutex::new([PathBuf::from("/")].into_iter().collect()) }
+    }
+}
+
+impl MemoryHost {
+    /// Creates a directory.
+    pub fn mkdir(&self, path: impl Into<PathBuf>) {
+        self.dirs.lock().insert(path.into());
+    }
+    /// Stores a file.
+    pub fn put(&self, path: impl Into<PathBuf>, contents: &str) {
+        self.files.lock().insert(path.into(), contents.to_string());
+    }
+    /// A stored file.
+    pub fn get(&self, path: &Path) -> Option<String> {
+        self.files.lock().get(path).cloned()
+    }
+}
+
+impl Host for MemoryHost {
+    fn rss_bytes(&self) -> u64 {
+        0
+    }
+    fn total_memory_bytes(&self) -> u64 {
+        0
+    }
+    fn cpu_seconds(&self) -> (f64, f64) {
+        (0.0, 0.0)
+    }
+    fn os(&self) -> String {
+        format!("{} {}", std::env::consts::OS, std::env::consts::ARCH)
+    }
+    fn working_dir(&self) -> String {
+        "/".to_string()
+    }
+    fn read_file(&self, path: &Path) -> io::Result<String> {
+        self.get(path).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
+    }
+    fn replace_file(&self, path: &Path, contents: &str) -> io::Result<()> {
+        self.put(path, contents);
+        Ok(())
+    }
+    fn resolve_dir(&self, path: &str) -> Result<String, String> {
+        let p = Path::new(path);
+        if self.dirs.lock().contains(p) {
+            Ok(path.to_string())
+        } else if self.files.lock().contains_key(p) {
+            Err("Not a directory".into())
+        } else {
+            Err("No such file or directory".into())
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! [`engine::host::Host`] on the real operating system: process figures from `/proc`, real files.
+
+use engine::host::Host;
+use std::io;
+use std::path::Path;
+
+/// The machine Latch runs on.
+pub struct OsHost;
+
+fn read(path: &str) -> Option<String> {
+    std::fs::read_to_string(path).ok()
+}
+
+impl Host for OsHost {
+    /// Second field of `/proc/self/statm`, in 4 KiB pages.
+    fn rss_bytes(&self) -> u64 {
+        read("/proc/self/statm")
+            .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
+            .map_or(0, |pages| pages.saturating_mul(4096))
+    }
+
+    /// `MemTotal` of `/proc/meminfo`.
+    fn total_memory_bytes(&self) -> u64 {
+        read("/proc/meminfo")
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("MemTotal:"))
+                    .and_then(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<u64>().ok()))
+            })
+            .map_or(0, |kb| kb.saturating_mul(1024))
+    }
+
+    /// utime and stime (fields 14 and 15) of `/proc/self/stat`, in clock ticks of 1/100 s.
+    fn cpu_seconds(&self) -> (f64, f64) {
+        let Some(s) = read("/proc/self/stat") else { return (0.0, 0.0) };
+        // The command name (field 2) may contain spaces; fields resume after the last ')'.
+        let rest = s.rsplit_once(')').map_or("", |(_, r)| r);
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) as f64 / 100.0;
+        // After ')', field 3 is at index 0: utime (14) is index 11, stime (15) index 12.
+        (ticks(11), ticks(12))
+    }
+
+    fn os(&self) -> String {
+        let release = read("/proc/sys/kernel/osrelease").unwrap_or_default();
+        let os = match std::env::consts::OS {
+            "linux" => "Linux",
+            "macos" => "Darwin",
+            o => o,
+        };
+        format!("{os} {} {}", release.trim(), std::env::consts::ARCH)
+    }
+
+    fn working_dir(&self) -> String {
+        std::env::current_dir().map(|d| d.to_string_lossy().into_owned()).unwrap_or_else(|_| ".".into())
+    }
+
+    fn read_file(&self, path: &Path) -> io::Result<String> {
+        std::fs::read_to_string(path)
+    }
+
+    /// Writes a temporary file beside `path` and renames it over the original, as Redis does.
+    fn replace_file(&self, path: &Path, contents: &str) -> io::Result<()> {
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(format!(".tmp-{}", std::process::id()));
+        std::fs::write(&tmp, contents)?;
+        std::fs::rename(&tmp, path)
+    }
+
+    fn resolve_dir(&self, value: &str) -> Result<String, String> {
+        let path = Path::new(value);
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_dir() => Ok(std::fs::canonicalize(path)
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| value.into())),
+            Ok(_) => Err("Not a directory".into()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Err("No such file or directory".into()),
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Err("Permission denied".into()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_this_process() {
+        let h = OsHost;
+        assert!(h.rss_bytes() > 0);
+        assert!(h.total_memory_bytes() > 0);
+        assert!(h.os().starts_with("Linux"));
+        assert_eq!(h.resolve_dir("/nonexistent-dir-xyz"), Err("No such file or directory".into()));
+        assert!(h.resolve_dir("/tmp").is_ok());
+    }
+}
