@@ -29,7 +29,7 @@ use clap::Parser;
 use opts::{Args, ConnInfo, OutputMode};
 use session::{Config, Session};
 
-/// Unescapes a `-d`/`-D` delimiter the way redis-cli reads it: as given (it has no escapes).
+/// A `-d`/`-D` delimiter: taken as given (redis-cli does not unescape it), a newline by default.
 fn delim(d: Option<String>) -> Vec<u8> {
     d.map_or_else(|| b"\n".to_vec(), String::into_bytes)
 }

@@ -340,7 +340,8 @@ impl Session {
         let monitor = cmd == b"monitor";
         let pubsub = matches!(cmd.as_slice(), b"subscribe" | b"psubscribe" | b"ssubscribe");
         let mut left = repeat;
-        while left < 0 || left > 0 {
+        // A negative count repeats forever.
+        while left != 0 {
             if left > 0 {
                 left -= 1;
             }
