@@ -1,0 +1,274 @@
+//! Command-line options, spelled as redis-cli's.
+//!
+//! Like redis-cli, options come first and the first word that is not an option starts the
+//! command: everything after it is passed to the server untouched (`latch-cli INCRBY k -5`).
+
+use std::ffi::OsString;
+
+use clap::{ArgAction, Parser};
+
+/// Output rendering of replies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputMode {
+    /// Quoted strings, `(integer)` tags and numbered aggregates (redis-cli `--no-raw`).
+    Standard,
+    /// Payloads as they are, one element per line (redis-cli `--raw`).
+    Raw,
+}
+
+/// latch-cli's command line as parsed by clap.
+#[derive(Parser, Debug, Default)]
+#[command(
+    name = "latch-cli",
+    about = "Command-line client for Latch (and any Redis-compatible server)",
+    disable_help_flag = true,
+    disable_version_flag = true,
+    override_usage = "latch-cli [OPTIONS] [cmd [arg [arg ...]]]"
+)]
+pub struct Args {
+    /// Server hostname (default: 127.0.0.1).
+    #[arg(short = 'h', value_name = "hostname")]
+    pub host: Option<String>,
+    /// Server port (default: 6379).
+    #[arg(short = 'p', value_name = "port")]
+    pub port: Option<u16>,
+    /// Server socket (overrides hostname and port).
+    #[arg(short = 's', value_name = "socket")]
+    pub socket: Option<String>,
+    /// Password to use when connecting to the server (LATCHCLI_AUTH or REDISCLI_AUTH in the
+    /// environment is safer).
+    #[arg(short = 'a', long = "pass", value_name = "password")]
+    pub pass: Option<String>,
+    /// Used to send ACL style 'AUTH username pass'. Needs -a.
+    #[arg(long = "user", value_name = "username")]
+    pub user: Option<String>,
+    /// Server URI: redis://[[user]:password@]host[:port][/db].
+    #[arg(short = 'u', value_name = "uri")]
+    pub uri: Option<String>,
+    /// Database number.
+    #[arg(short = 'n', value_name = "db")]
+    pub db: Option<i64>,
+    /// Execute the command N times (negative: forever).
+    #[arg(short = 'r', value_name = "repeat", allow_negative_numbers = true)]
+    pub repeat: Option<i64>,
+    /// When -r is used, waits this many seconds (may be fractional) between commands.
+    #[arg(short = 'i', value_name = "interval")]
+    pub interval: Option<f64>,
+    /// Read the last argument from standard input.
+    #[arg(short = 'x')]
+    pub stdin_last_arg: bool,
+    /// Exit with an error status (and the error on stderr) when a command fails.
+    #[arg(short = 'e')]
+    pub errcode: bool,
+    /// Start the session in RESP2 protocol mode.
+    #[arg(short = '2', long = "resp2")]
+    pub resp2: bool,
+    /// Start the session in RESP3 protocol mode (HELLO 3).
+    #[arg(short = '3', long = "resp3")]
+    pub resp3: bool,
+    /// Use raw formatting for replies (default when stdout is not a tty).
+    #[arg(long = "raw", overrides_with = "no_raw")]
+    pub raw: bool,
+    /// Force formatted output even when stdout is not a tty.
+    #[arg(long = "no-raw", overrides_with = "raw")]
+    pub no_raw: bool,
+    /// Delimiter between elements of a raw-formatted aggregate (default: \n).
+    #[arg(short = 'd', value_name = "delimiter")]
+    pub mb_delim: Option<String>,
+    /// Delimiter between raw-formatted replies (default: \n).
+    #[arg(short = 'D', value_name = "delimiter")]
+    pub cmd_delim: Option<String>,
+    /// Don't warn about the password given with -a or -u.
+    #[arg(long = "no-auth-warning")]
+    pub no_auth_warning: bool,
+    /// Show RESP3 push messages: y(es) or n(o) (default: yes when stdout is a tty).
+    #[arg(long = "show-pushes", value_name = "yn")]
+    pub show_pushes: Option<String>,
+    /// Establish a secure TLS connection (not supported yet).
+    #[arg(long = "tls")]
+    pub tls: bool,
+    /// Output this help and exit.
+    #[arg(long = "help", action = ArgAction::Help)]
+    pub help: Option<bool>,
+    /// Output version and exit.
+    #[arg(short = 'v', long = "version")]
+    pub version: bool,
+    /// The command and its arguments; without one, latch-cli starts an interactive session.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "cmd")]
+    pub command: Vec<OsString>,
+}
+
+/// Connection target and credentials, after merging -h/-p/-a/--user/-n with -u.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnInfo {
+    /// Host name or address.
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+    /// Unix socket path, used instead of host/port when set.
+    pub socket: Option<String>,
+    /// ACL user for `AUTH user pass`.
+    pub user: Option<String>,
+    /// Password (`AUTH pass`).
+    pub auth: Option<String>,
+    /// Database to SELECT after connecting.
+    pub db: i64,
+}
+
+impl Default for ConnInfo {
+    fn default() -> ConnInfo {
+        ConnInfo { host: "127.0.0.1".into(), port: 6379, socket: None, user: None, auth: None, db: 0 }
+    }
+}
+
+/// A `-u` URI that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UriError(pub String);
+
+/// Decodes `%XX` escapes (as redis-cli's percentDecode: an invalid escape is kept as is).
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            let hex = std::str::from_utf8(&b[i + 1..i + 3]).ok();
+            if let Some(v) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// C `atoi`: optional whitespace and sign, then as many digits as there are; 0 if none.
+pub fn atoi(s: &str) -> i64 {
+    let t = s.trim_start();
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let mut v: i64 = 0;
+    for c in digits.bytes().take_while(u8::is_ascii_digit) {
+        v = v.saturating_mul(10).saturating_add(i64::from(c - b'0'));
+    }
+    if neg { -v } else { v }
+}
+
+/// Applies a `redis://[[user]:password@]host[:port][/db]` URI to `info`, following redis-cli's
+/// parseRedisUri (`rediss://` is refused: TLS is not supported yet).
+pub fn apply_uri(uri: &str, info: &mut ConnInfo) -> Result<(), UriError> {
+    let lower = uri.to_ascii_lowercase();
+    let rest = if lower.starts_with("rediss://") {
+        return Err(UriError("rediss:// is not supported: latch-cli has no TLS support yet".into()));
+    } else if lower.starts_with("redis://") {
+        &uri["redis://".len()..]
+    } else {
+        return Err(UriError("Invalid URI scheme".into()));
+    };
+    let mut cur = rest;
+    if cur.is_empty() {
+        return Ok(());
+    }
+    if let Some(at) = cur.find('@') {
+        let userinfo = &cur[..at];
+        match userinfo.find(':') {
+            Some(colon) => {
+                info.user = Some(percent_decode(&userinfo[..colon]));
+                info.auth = Some(percent_decode(&userinfo[colon + 1..]));
+            }
+            None => info.auth = Some(percent_decode(userinfo)),
+        }
+        cur = &cur[at + 1..];
+    }
+    if cur.is_empty() {
+        return Ok(());
+    }
+    let path = cur.find('/');
+    if !cur.starts_with('/') {
+        let hostport = &cur[..path.unwrap_or(cur.len())];
+        match hostport.find(':') {
+            Some(colon) => {
+                info.port = u16::try_from(atoi(&hostport[colon + 1..])).unwrap_or(0);
+                info.host = hostport[..colon].to_string();
+            }
+            None => info.host = hostport.to_string(),
+        }
+    }
+    if let Some(p) = path {
+        let db = &cur[p + 1..];
+        if !db.is_empty() {
+            info.db = atoi(db);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Args {
+        Args::try_parse_from(std::iter::once("latch-cli").chain(args.iter().copied())).unwrap()
+    }
+
+    #[test]
+    fn options_stop_at_the_command() {
+        let a = parse(&["-h", "10.0.0.1", "-p", "7000", "-n", "2", "incrby", "k", "-5", "-p"]);
+        assert_eq!(a.host.as_deref(), Some("10.0.0.1"));
+        assert_eq!(a.port, Some(7000));
+        assert_eq!(a.db, Some(2));
+        assert_eq!(a.command, ["incrby", "k", "-5", "-p"]);
+    }
+
+    #[test]
+    fn raw_flags_last_one_wins() {
+        let a = parse(&["--raw", "--no-raw"]);
+        assert!(a.no_raw && !a.raw);
+        let a = parse(&["--no-raw", "--raw", "ping"]);
+        assert!(a.raw && !a.no_raw);
+    }
+
+    #[test]
+    fn flags() {
+        let a = parse(&["-x", "-e", "-3", "-r", "-1", "-i", "0.5", "--no-auth-warning", "set", "k"]);
+        assert!(a.stdin_last_arg && a.errcode && a.resp3 && a.no_auth_warning);
+        assert_eq!(a.repeat, Some(-1));
+        assert_eq!(a.interval, Some(0.5));
+        let a = parse(&["--user", "bob", "--pass", "pw", "--resp2"]);
+        assert_eq!((a.user.as_deref(), a.pass.as_deref(), a.resp2), (Some("bob"), Some("pw"), true));
+    }
+
+    #[test]
+    fn uri() {
+        let mut info = ConnInfo::default();
+        apply_uri("redis://bob:s%40cret@example.com:7000/3", &mut info).unwrap();
+        assert_eq!(info.user.as_deref(), Some("bob"));
+        assert_eq!(info.auth.as_deref(), Some("s@cret"));
+        assert_eq!((info.host.as_str(), info.port, info.db), ("example.com", 7000, 3));
+
+        let mut info = ConnInfo::default();
+        apply_uri("redis://pw@h", &mut info).unwrap();
+        assert_eq!((info.user, info.auth.as_deref(), info.host.as_str(), info.port), (None, Some("pw"), "h", 6379));
+
+        let mut info = ConnInfo::default();
+        apply_uri("REDIS:///5", &mut info).unwrap();
+        assert_eq!((info.host.as_str(), info.db), ("127.0.0.1", 5));
+
+        assert_eq!(apply_uri("http://x", &mut ConnInfo::default()), Err(UriError("Invalid URI scheme".into())));
+        assert!(apply_uri("rediss://x", &mut ConnInfo::default()).is_err());
+    }
+
+    #[test]
+    fn c_atoi() {
+        assert_eq!(atoi("12abc"), 12);
+        assert_eq!(atoi(" -3"), -3);
+        assert_eq!(atoi("x"), 0);
+        assert_eq!(atoi(""), 0);
+    }
+}
