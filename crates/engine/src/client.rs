@@ -47,6 +47,14 @@ pub struct Client {
     pub suppress_reply: bool,
     /// MULTI/WATCH state.
     pub multi: crate::multi::MultiState,
+    /// Set by a blocking handler that found nothing to serve (see [`crate::blocking`]).
+    pub block: Option<crate::blocking::BlockRequest>,
+    /// While blocked: the queued waiter, whose outcome the connection layer awaits.
+    pub blocked: Option<Arc<crate::blocking::Waiter>>,
+    /// How a blocked client is woken; installed by the connection layer.
+    pub block_waker: Option<Arc<dyn Fn() + Send + Sync>>,
+    /// Blocking commands answer at once as if timed out (inside EXEC and scripts, as in Redis).
+    pub deny_blocking: bool,
     /// Shared, externally visible information.
     pub info: Arc<ClientInfo>,
 }
@@ -67,6 +75,35 @@ impl Client {
             monitor: false,
             suppress_reply: false,
             multi: Default::default(),
+            block: None,
+            blocked: None,
+            block_waker: None,
+            deny_blocking: false,
+            info,
+        }
+    }
+}
+
+impl Client {
+    /// A stand-in for a blocked client while a writer serves it on its behalf: same id, info, db and
+    /// protocol; never blocks; not registered.
+    pub fn detached(info: Arc<ClientInfo>, db: usize, proto: Protocol) -> Client {
+        Client {
+            id: info.id,
+            db,
+            proto,
+            authenticated: true,
+            reply_mode: ReplyMode::On,
+            close_after_reply: false,
+            no_touch: false,
+            no_evict: false,
+            monitor: false,
+            suppress_reply: false,
+            multi: Default::default(),
+            block: None,
+            blocked: None,
+            block_waker: None,
+            deny_blocking: true,
             info,
         }
     }

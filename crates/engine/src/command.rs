@@ -163,7 +163,14 @@ pub struct Command {
     pub handler: Handler,
     /// Subcommands of a container command.
     pub subcommands: &'static [Command],
+    /// For blocking commands: serves a blocked client of this command from `key`, which just became
+    /// ready (see [`crate::blocking`]). Runs with the waiter's arguments in `ctx.args` and a stand-in
+    /// client with the waiter's db and protocol, against the writer's locks.
+    pub serve: Option<ServeFn>,
 }
+
+/// See [`Command::serve`].
+pub type ServeFn = fn(&mut Ctx<'_, '_>, &[u8]) -> crate::blocking::Serve;
 
 impl Command {
     /// True if arity allows `argc` arguments (name included).

@@ -41,6 +41,7 @@ pub struct WatchedKey {
 }
 
 type WatchMap = HashMap<Key, Vec<Arc<WatchedKey>>, Hasher>;
+type BlockMap = HashMap<Key, std::collections::VecDeque<Arc<crate::blocking::Waiter>>, Hasher>;
 
 /// One database inside one shard.
 #[derive(Default)]
@@ -51,6 +52,10 @@ pub struct Table {
     pub expired: u64,
     /// WATCH registrations on keys of this table; `None` until someone watches (keeps tables small).
     watch: Option<Box<WatchMap>>,
+    /// Clients blocked on keys of this table, in arrival order; `None` until someone blocks.
+    blocked: Option<Box<BlockMap>>,
+    /// Keys with blocked clients that were written since the last serving pass.
+    ready: Vec<Key>,
 }
 
 #[inline]
@@ -94,6 +99,7 @@ impl Table {
             return None;
         }
         self.touch(key);
+        self.signal_ready(key);
         Some(&mut self.map[idx])
     }
 
@@ -127,6 +133,7 @@ impl Table {
             self.expires.insert((at, Key::from_slice(key)));
         }
         self.touch(key);
+        self.signal_ready(key);
         old
     }
 
@@ -276,8 +283,63 @@ impl Table {
         }
     }
 
+    /// Queues a blocked client on `key`.
+    pub fn block(&mut self, key: &[u8], w: Arc<crate::blocking::Waiter>) {
+        let q = self.blocked.get_or_insert_with(Default::default).entry(Key::from_slice(key)).or_default();
+        q.retain(|w| w.is_waiting());
+        q.push_back(w);
+    }
+
+    /// Notes that `key` was written, if clients are blocked on it.
+    fn signal_ready(&mut self, key: &[u8]) {
+        if let Some(b) = self.blocked.as_deref()
+            && b.contains_key(key)
+            && !self.ready.iter().any(|k| k[..] == *key)
+        {
+            self.ready.push(Key::from_slice(key));
+        }
+    }
+
+    /// True when written keys have blocked clients to serve.
+    pub fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
+    /// Takes the keys to serve.
+    pub fn take_ready(&mut self) -> Vec<Key> {
+        std::mem::take(&mut self.ready)
+    }
+
+    /// The first still-waiting client blocked on `key` (dropping gone ones on the way).
+    pub fn first_waiter(&mut self, key: &[u8]) -> Option<Arc<crate::blocking::Waiter>> {
+        let b = self.blocked.as_deref_mut()?;
+        let q = b.get_mut(key)?;
+        while let Some(w) = q.front() {
+            if w.is_waiting() {
+                return Some(w.clone());
+            }
+            q.pop_front();
+        }
+        b.remove(key);
+        None
+    }
+
+    /// Number of clients queued on keys of this table (gone ones not yet dropped included).
+    pub fn blocked_len(&self) -> usize {
+        self.blocked.as_deref().map_or(0, |b| b.values().map(|q| q.len()).sum())
+    }
+
     /// Drops WATCH registrations whose client went away (UNWATCH, EXEC, disconnect).
     pub fn prune_watchers(&mut self) {
+        if let Some(b) = self.blocked.as_deref_mut() {
+            b.retain(|_, q| {
+                q.retain(|w| w.is_waiting());
+                !q.is_empty()
+            });
+            if b.is_empty() {
+                self.blocked = None;
+            }
+        }
         if let Some(w) = self.watch.as_deref_mut() {
             w.retain(|_, list| {
                 list.retain(|x| Arc::strong_count(x) > 1);
@@ -461,6 +523,28 @@ impl<'a> Locked<'a> {
             }
         };
         &mut self.guards[pos].1
+    }
+
+    /// True if shard `i` is locked.
+    pub fn holds(&self, i: usize) -> bool {
+        self.all || self.guards.binary_search_by_key(&i, |(j, _)| *j).is_ok()
+    }
+
+    /// Tries to add shard `i` without waiting (taking it out of ascending order is safe only because
+    /// a `try_lock` never waits). Returns false if another thread holds it.
+    pub fn try_add(&mut self, i: usize) -> bool {
+        if self.holds(i) {
+            return true;
+        }
+        let Some(g) = self.ks.shards[i].try_lock() else { return false };
+        let pos = self.guards.binary_search_by_key(&i, |(j, _)| *j).unwrap_or_else(|p| p);
+        self.guards.insert(pos, (i, g));
+        true
+    }
+
+    /// Indices of the locked shards.
+    pub fn shard_indices(&self) -> Vec<usize> {
+        self.guards.iter().map(|(i, _)| *i).collect()
     }
 
     /// Iterates over the locked shards.

@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub mod args;
+pub mod blocking;
 pub mod client;
 pub mod clock;
 pub mod cmd;

@@ -138,6 +138,8 @@ pub struct Server {
     pub lastsave: AtomicU64,
     /// Writes since the last save (`rdb_changes_since_last_save`).
     pub dirty: AtomicU64,
+    /// Clients currently blocked on keys (`blocked_clients`).
+    pub blocked_clients: AtomicU64,
     /// The configuration file the server was started with (CONFIG REWRITE, `INFO server`), set by the
     /// server crate.
     pub config_file: Mutex<Option<std::path::PathBuf>>,
@@ -179,6 +181,7 @@ impl Server {
             tcp_port: AtomicU64::new(0),
             lastsave: AtomicU64::new(unix_s),
             dirty: AtomicU64::new(0),
+            blocked_clients: AtomicU64::new(0),
             config_file: Mutex::new(None),
         }
     }
@@ -294,6 +297,10 @@ impl Server {
             if pos.is_empty() { self.ks.lock_none() } else { self.ks.lock_keys(pos.iter().map(|&i| &args[i][..])) }
         };
         let reply = self.call(client, &mut locked, cmd, args, now);
+        if let Some(req) = client.block.take() {
+            self.block(client, &mut locked, cmd, args, req);
+            return None;
+        }
         drop(locked);
         if client.suppress_reply {
             client.suppress_reply = false;
@@ -327,7 +334,92 @@ impl Server {
         }
         client.info.db.store(client.db, Ordering::Relaxed);
         self.after_call(client, cmd, args, start_us, took);
+        if cmd.is_write() {
+            self.serve_ready(locked, now);
+        }
         reply
+    }
+
+    /// Queues `client` on the keys its blocking command asked for (their shards are locked: they
+    /// are the command's keys). The reply comes later, through the waiter.
+    fn block(
+        &self,
+        client: &mut Client,
+        locked: &mut crate::keyspace::Locked<'_>,
+        cmd: &'static Command,
+        args: &[Bytes],
+        req: crate::blocking::BlockRequest,
+    ) {
+        let keys = req.keys.clone();
+        let wake = client.block_waker.clone().unwrap_or_else(|| Arc::new(|| {}));
+        let w = Arc::new(crate::blocking::Waiter::new(
+            client.info.clone(),
+            client.db,
+            client.proto,
+            cmd,
+            args.to_vec(),
+            req,
+            wake,
+        ));
+        for k in &keys {
+            locked.shard_for(k).dbs[client.db].block(k, w.clone());
+        }
+        client.blocked = Some(w);
+        client.info.set_flag('b', true);
+        self.blocked_clients.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The connection layer is done with a blocked client (served, timed out, or gone).
+    pub fn unblocked(&self, client: &mut Client) {
+        if client.blocked.take().is_some() {
+            client.info.set_flag('b', false);
+            self.blocked_clients.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Serves clients blocked on keys written by the command that just ran, in arrival order, while
+    /// the writer still holds the locks (see [`crate::blocking`]).
+    fn serve_ready(&self, locked: &mut crate::keyspace::Locked<'_>, now: u64) {
+        use crate::blocking::{Serve, WaitState};
+        loop {
+            let mut work: Vec<(usize, crate::value::Key)> = Vec::new();
+            for i in locked.shard_indices() {
+                for (db, t) in locked.shard(i).dbs.iter_mut().enumerate() {
+                    if t.has_ready() {
+                        work.extend(t.take_ready().into_iter().map(|k| (db, k)));
+                    }
+                }
+            }
+            if work.is_empty() {
+                return;
+            }
+            for (db, key) in work {
+                while let Some(w) = locked.shard_for(&key).dbs[db].first_waiter(&key) {
+                    if !w.claim() {
+                        // Being served through another of its keys by another writer: keep order,
+                        // stop here (that writer wakes it either way).
+                        break;
+                    }
+                    let Some(serve) = w.cmd.serve else {
+                        w.finish(WaitState::Retry);
+                        continue;
+                    };
+                    let mut stand_in = Client::detached(w.info.clone(), w.db, w.proto);
+                    let outcome = {
+                        let mut ctx = Ctx { srv: self, client: &mut stand_in, locked, args: &w.args, now, cmd: w.cmd };
+                        serve(&mut ctx, &key)
+                    };
+                    match outcome {
+                        Serve::Reply(f) => w.finish(WaitState::Served(f)),
+                        Serve::Retry => w.finish(WaitState::Retry),
+                        Serve::NotNow => {
+                            w.finish(WaitState::Waiting);
+                            break;
+                        }
+                    }
+                }
+            }
+        }
     }
 
     fn reject(&self, cmd: &Command) {

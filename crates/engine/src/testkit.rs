@@ -85,6 +85,29 @@ impl TestClient {
         }
     }
 
+    /// For a client blocked by its last command: the reply it got since (served by another client's
+    /// write), in [`show`] form, or None while still waiting. Unblocks it once answered.
+    pub fn blocked_reply(&mut self) -> Option<String> {
+        let w = self.client.blocked.clone()?;
+        match w.take() {
+            crate::blocking::WaitState::Served(f) => {
+                self.srv.unblocked(&mut self.client);
+                Some(show(&f))
+            }
+            _ => None,
+        }
+    }
+
+    /// Lets a blocked client time out as its connection would at the deadline.
+    pub fn time_out(&mut self) -> Option<String> {
+        let w = self.client.blocked.clone()?;
+        if w.cancel() {
+            self.srv.unblocked(&mut self.client);
+            return Some(show(&w.timeout_reply));
+        }
+        None
+    }
+
     /// Runs a transcript; panics on the first mismatch.
     pub fn transcript(&mut self, text: &str) {
         let mut lines = text.lines().map(str::trim_start).filter(|l| !l.is_empty() && !l.starts_with('#')).peekable();

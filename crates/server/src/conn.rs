@@ -27,6 +27,11 @@ where
         let k = kill.clone();
         client.info.set_waker(Box::new(move || k.notify_one()));
     }
+    let unblock = Arc::new(Notify::new());
+    {
+        let u = unblock.clone();
+        client.block_waker = Some(Arc::new(move || u.notify_one()));
+    }
     let (mon_tx, mut mon_rx) = mpsc::unbounded_channel::<bytes::Bytes>();
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut wbuf = BytesMut::with_capacity(READ_CHUNK);
@@ -41,7 +46,24 @@ where
             match dec.decode(&mut rbuf, &limits) {
                 Ok(Some(args)) => {
                     let was_monitor = client.monitor;
-                    if let Some(reply) = srv.execute(&mut client, &args) {
+                    let mut reply = srv.execute(&mut client, &args);
+                    // A blocking command that found nothing: wait for a writer to serve it, the
+                    // timeout, or the client to go away. Later pipelined commands wait behind it.
+                    while let Some(w) = client.blocked.clone() {
+                        if flush(&srv, &mut wr, &mut wbuf).await.is_err() {
+                            w.cancel();
+                            srv.unblocked(&mut client);
+                            break 'conn;
+                        }
+                        let outcome = wait_blocked(&srv, &w, &mut rd, &mut rbuf, &unblock, &kill, &shutdown).await;
+                        srv.unblocked(&mut client);
+                        match outcome {
+                            Blocked::Reply(f) => reply = Some(f),
+                            Blocked::Retry => reply = srv.execute(&mut client, &args),
+                            Blocked::Gone => break 'conn,
+                        }
+                    }
+                    if let Some(reply) = reply {
                         resp::encode(&reply, client.proto, &mut wbuf);
                     }
                     if client.monitor && !was_monitor {
@@ -97,6 +119,68 @@ where
         }
     }
     srv.client_closed(&client);
+}
+
+/// How a blocked client's wait ended.
+enum Blocked {
+    /// Served by a writer, or timed out: send this.
+    Reply(Frame),
+    /// Run the command again (its serve step needed locks the writer could not take).
+    Retry,
+    /// The client disconnected, was killed, or the server is stopping.
+    Gone,
+}
+
+/// Waits for a blocked client's outcome. Bytes the client sends meanwhile are buffered (Redis does
+/// not run them until it is unblocked), which is also how a disconnect is noticed.
+async fn wait_blocked<R: AsyncRead + Unpin>(
+    srv: &Server,
+    w: &engine::blocking::Waiter,
+    rd: &mut R,
+    rbuf: &mut BytesMut,
+    unblock: &Notify,
+    kill: &Notify,
+    shutdown: &Notify,
+) -> Blocked {
+    use engine::blocking::WaitState;
+    loop {
+        match w.take() {
+            WaitState::Served(f) => return Blocked::Reply(f),
+            WaitState::Retry => return Blocked::Retry,
+            WaitState::Done => return Blocked::Reply(w.timeout_reply.clone()),
+            WaitState::Waiting | WaitState::Claimed => {}
+        }
+        let left = w.deadline.map(|d| d.saturating_sub(srv.clock.now_ms()));
+        let timer = async {
+            match left {
+                Some(ms) => tokio::time::sleep(std::time::Duration::from_millis(ms)).await,
+                None => std::future::pending().await,
+            }
+        };
+        rbuf.reserve(READ_CHUNK);
+        tokio::select! {
+            _ = unblock.notified() => {}
+            _ = timer => {
+                if w.cancel() {
+                    return Blocked::Reply(w.timeout_reply.clone());
+                }
+                // A writer is serving it right now: its outcome is coming.
+            }
+            _ = kill.notified() => { w.cancel(); return Blocked::Gone; }
+            _ = shutdown.notified() => { w.cancel(); return Blocked::Gone; }
+            r = rd.read_buf(rbuf) => match r {
+                Ok(0) | Err(_) => { w.cancel(); return Blocked::Gone; }
+                Ok(n) => {
+                    srv.stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                    let limit = srv.config.client_query_buffer_limit.load(Ordering::Relaxed).max(0) as usize;
+                    if rbuf.len() > limit {
+                        w.cancel();
+                        return Blocked::Gone;
+                    }
+                }
+            },
+        }
+    }
 }
 
 async fn flush<W: AsyncWrite + Unpin>(srv: &Server, wr: &mut W, wbuf: &mut BytesMut) -> std::io::Result<()> {

@@ -2,6 +2,7 @@
 //! handlers parse, operate through [`crate::db::Db`], and return a reply.
 
 pub mod bits;
+pub mod blocking;
 pub mod connection;
 pub mod expire;
 pub mod hash;
@@ -31,6 +32,7 @@ pub static FAMILIES: &[&[Command]] = &[
     set::COMMANDS,
     zset::COMMANDS,
     multi::COMMANDS,
+    blocking::COMMANDS,
     scripting::COMMANDS,
 ];
 
@@ -47,6 +49,7 @@ pub const BASE: Command = Command {
     syntax: "",
     handler: container_handler,
     subcommands: &[],
+    serve: None,
 };
 
 /// Flag shorthands for tables.

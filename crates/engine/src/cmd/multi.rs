@@ -157,9 +157,12 @@ fn exec(ctx: &mut Ctx<'_, '_>) -> Frame {
     }
     leave(ctx);
     let mut replies = Vec::with_capacity(queued.len());
+    // Blocking commands inside a transaction answer at once as if timed out.
+    let deny = std::mem::replace(&mut ctx.client.deny_blocking, true);
     for (cmd, args) in &queued {
         replies.push(srv.call(ctx.client, &mut locked, cmd, args, now));
     }
+    ctx.client.deny_blocking = deny;
     Frame::Array(replies)
 }
 

@@ -584,7 +584,7 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("maxclients:{}", cfg.maxclients.load(Ordering::Relaxed));
             line!("client_recent_max_input_buffer:0");
             line!("client_recent_max_output_buffer:0");
-            line!("blocked_clients:0");
+            line!("blocked_clients:{}", srv.blocked_clients.load(Ordering::Relaxed));
             line!("tracking_clients:0");
             line!("clients_in_timeout_table:0");
         }

@@ -1,0 +1,166 @@
+//! Clients blocked on keys (BLPOP, BLMOVE, BZPOPMIN...), served by hand-off.
+//!
+//! A blocking command that finds nothing to do asks to block ([`BlockRequest`]); `Server::execute`
+//! then queues a [`Waiter`] on each of its keys, in the tables holding them, while it still holds
+//! those shards' locks. A later write to such a key marks it ready, and before the writer releases its
+//! locks, `Server::call` serves the queued waiters in arrival order: the waiter's command runs on the
+//! writer's thread against the writer's locks (its table entry's `serve` function), and the reply is
+//! handed to the waiting connection. No other client can take the element in between, which is
+//! Redis's guarantee, and no waiter polls.
+//!
+//! A waiter leaves its queues lazily: once served, timed out, or disconnected, its state is no longer
+//! `Waiting` and queues skip and drop it when they next look.
+
+use crate::client::ClientInfo;
+use crate::command::Command;
+use bytes::Bytes;
+use parking_lot::Mutex;
+use resp::{Frame, Protocol};
+use std::sync::Arc;
+
+/// What a blocking handler asks for when it cannot be served now.
+pub struct BlockRequest {
+    /// The keys to wait on (any of them becoming ready may serve the client).
+    pub keys: Vec<Bytes>,
+    /// Deadline on the monotonic timeline (ms); None blocks forever.
+    pub deadline: Option<u64>,
+    /// The reply to send on timeout.
+    pub timeout_reply: Frame,
+}
+
+/// What a command's serve step did with a ready key (see [`crate::command::Command::serve`]).
+pub enum Serve {
+    /// Served: the waiter's reply.
+    Reply(Frame),
+    /// The key cannot serve this waiter (still empty, wrong type...): it stays queued.
+    NotNow,
+    /// Serving needs locks the writer could not take: wake the waiter to run its command itself.
+    Retry,
+}
+
+/// Where a waiter stands.
+#[derive(Debug)]
+pub enum WaitState {
+    /// Queued.
+    Waiting,
+    /// A writer is serving it right now (holding the key's shard lock).
+    Claimed,
+    /// Served: this is the reply.
+    Served(Frame),
+    /// Woken to run its command again itself (its serve step needed locks the writer could not take).
+    Retry,
+    /// Gone: timed out, disconnected, or its result already taken.
+    Done,
+}
+
+/// A blocked client, as the key queues see it.
+pub struct Waiter {
+    /// The client.
+    pub info: Arc<ClientInfo>,
+    /// Database the command runs in.
+    pub db: usize,
+    /// Protocol of the client (serve functions shape replies by it).
+    pub proto: Protocol,
+    /// The blocking command.
+    pub cmd: &'static Command,
+    /// Its arguments.
+    pub args: Vec<Bytes>,
+    /// Deadline (monotonic ms), if any.
+    pub deadline: Option<u64>,
+    /// Reply on timeout.
+    pub timeout_reply: Frame,
+    state: Mutex<WaitState>,
+    wake: Arc<dyn Fn() + Send + Sync>,
+}
+
+impl Waiter {
+    /// A waiting waiter; `wake` tells its connection to look at its state.
+    pub fn new(
+        info: Arc<ClientInfo>,
+        db: usize,
+        proto: Protocol,
+        cmd: &'static Command,
+        args: Vec<Bytes>,
+        req: BlockRequest,
+        wake: Arc<dyn Fn() + Send + Sync>,
+    ) -> Waiter {
+        Waiter {
+            info,
+            db,
+            proto,
+            cmd,
+            args,
+            deadline: req.deadline,
+            timeout_reply: req.timeout_reply,
+            state: Mutex::new(WaitState::Waiting),
+            wake,
+        }
+    }
+
+    /// True while queued (waiting, or being served by a writer right now).
+    pub fn is_waiting(&self) -> bool {
+        matches!(*self.state.lock(), WaitState::Waiting | WaitState::Claimed)
+    }
+
+    /// A writer takes the waiter to serve it; false if it is no longer waiting (timed out, gone,
+    /// already served). A claimed waiter cannot be cancelled, so a popped element is never lost.
+    pub fn claim(&self) -> bool {
+        let mut s = self.state.lock();
+        if matches!(*s, WaitState::Waiting) {
+            *s = WaitState::Claimed;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Ends a claim with `to` (Served, Retry, or back to Waiting) and wakes the waiter's connection.
+    pub fn finish(&self, to: WaitState) {
+        *self.state.lock() = to;
+        (self.wake)();
+    }
+
+    /// Gives up waiting (timeout, disconnect). Returns false if it was already served or woken, in
+    /// which case the caller must still take that outcome with [`Waiter::take`].
+    pub fn cancel(&self) -> bool {
+        let mut s = self.state.lock();
+        if matches!(*s, WaitState::Waiting) {
+            *s = WaitState::Done;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Takes the outcome (the waiter's connection calls this when woken): Served or Retry once,
+    /// otherwise the current state (Waiting, Claimed or Done) without change.
+    pub fn take(&self) -> WaitState {
+        let mut s = self.state.lock();
+        match &*s {
+            WaitState::Served(_) | WaitState::Retry => std::mem::replace(&mut *s, WaitState::Done),
+            WaitState::Waiting => WaitState::Waiting,
+            WaitState::Claimed => WaitState::Claimed,
+            WaitState::Done => WaitState::Done,
+        }
+    }
+}
+
+/// Parses a blocking timeout in seconds (a float, as Redis 6+ accepts) into a deadline: None for 0.
+pub fn parse_timeout(arg: &[u8], now: u64) -> Result<Option<u64>, Frame> {
+    let secs = crate::args::parse_f64(arg)
+        .filter(|v| v.is_finite())
+        .ok_or_else(|| Frame::error("ERR timeout is not a float or out of range"))?;
+    if secs < 0.0 {
+        return Err(Frame::error("ERR timeout is negative"));
+    }
+    let ms = secs * 1000.0;
+    if ms > i64::MAX as f64 / 2.0 {
+        return Err(Frame::error("ERR timeout is out of range"));
+    }
+    let ms = ms as u64;
+    if ms == 0 {
+        // Redis: a timeout that rounds to 0 ms blocks forever only when it was exactly 0.
+        return Ok(if secs == 0.0 { None } else { Some(now) });
+    }
+    Ok(Some(now.saturating_add(ms)))
+}

@@ -1,0 +1,535 @@
+//! Blocking pops: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP.
+//!
+//! Each handler first tries to serve at once, exactly like its non-blocking twin. When every key is
+//! empty it asks to block (`ctx.client.block`); `Server::execute` queues the client on its keys. A
+//! later write to one of them runs this family's `serve_*` function for the first waiter, under the
+//! writer's locks (see [`crate::blocking`]). Inside EXEC (and scripts) blocking is denied and the
+//! timeout reply comes at once, as in Redis.
+
+use super::BASE;
+use crate::args::eq_ic;
+use crate::blocking::{BlockRequest, Serve, parse_timeout};
+use crate::command::{Command, Ctx, Flags, Keys};
+use crate::error;
+use crate::types::access::{bulk, create_list, remove_if_empty, write_list, write_zset};
+use crate::value::SmallBytes;
+use bytes::Bytes;
+use resp::Frame;
+
+const BLOCKING_WRITE: Flags = Flags::WRITE.or(Flags::BLOCKING);
+
+fn numkeys_at_2(args: &[Bytes]) -> Vec<usize> {
+    crate::types::access::numkeys_keys::<2>(args)
+}
+
+/// Table entries.
+pub static COMMANDS: &[Command] = &[
+    Command {
+        name: "blpop",
+        arity: -3,
+        flags: BLOCKING_WRITE,
+        keys: Keys::Range { first: 1, last: -2, step: 1 },
+        group: "list",
+        since: "2.0.0",
+        summary: "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+        complexity: "O(N) where N is the number of provided keys.",
+        syntax: "key [key ...] timeout",
+        handler: blpop,
+        serve: Some(serve_bpop),
+        ..BASE
+    },
+    Command {
+        name: "brpop",
+        arity: -3,
+        flags: BLOCKING_WRITE,
+        keys: Keys::Range { first: 1, last: -2, step: 1 },
+        group: "list",
+        since: "2.0.0",
+        summary: "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+        complexity: "O(N) where N is the number of provided keys.",
+        syntax: "key [key ...] timeout",
+        handler: brpop,
+        serve: Some(serve_bpop),
+        ..BASE
+    },
+    Command {
+        name: "blmove",
+        arity: 6,
+        flags: BLOCKING_WRITE.or(Flags::DENYOOM),
+        keys: Keys::Range { first: 1, last: 2, step: 1 },
+        group: "list",
+        since: "6.2.0",
+        summary: "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.",
+        syntax: "source destination <LEFT | RIGHT> <LEFT | RIGHT> timeout",
+        handler: blmove,
+        serve: Some(serve_bmove),
+        ..BASE
+    },
+    Command {
+        name: "brpoplpush",
+        arity: 4,
+        flags: BLOCKING_WRITE.or(Flags::DENYOOM),
+        keys: Keys::Range { first: 1, last: 2, step: 1 },
+        group: "list",
+        since: "2.2.0",
+        summary: "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.",
+        syntax: "source destination timeout",
+        handler: brpoplpush,
+        serve: Some(serve_bmove),
+        ..BASE
+    },
+    Command {
+        name: "blmpop",
+        arity: -5,
+        flags: BLOCKING_WRITE,
+        keys: Keys::Custom { first: 0, last: 0, step: 0, find: numkeys_at_2 },
+        group: "list",
+        since: "7.0.0",
+        summary: "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+        complexity: "O(N+M) where N is the number of provided keys and M is the number of elements returned.",
+        syntax: "timeout numkeys key [key ...] <LEFT | RIGHT> [COUNT count]",
+        handler: blmpop,
+        serve: Some(serve_bmpop),
+        ..BASE
+    },
+    Command {
+        name: "bzpopmin",
+        arity: -3,
+        flags: BLOCKING_WRITE.or(Flags::FAST),
+        keys: Keys::Range { first: 1, last: -2, step: 1 },
+        group: "sorted-set",
+        since: "5.0.0",
+        summary: "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
+        complexity: "O(log(N)) with N being the number of elements in the sorted set.",
+        syntax: "key [key ...] timeout",
+        handler: bzpopmin,
+        serve: Some(serve_bzpop),
+        ..BASE
+    },
+    Command {
+        name: "bzpopmax",
+        arity: -3,
+        flags: BLOCKING_WRITE.or(Flags::FAST),
+        keys: Keys::Range { first: 1, last: -2, step: 1 },
+        group: "sorted-set",
+        since: "5.0.0",
+        summary: "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.",
+        complexity: "O(log(N)) with N being the number of elements in the sorted set.",
+        syntax: "key [key ...] timeout",
+        handler: bzpopmax,
+        serve: Some(serve_bzpop),
+        ..BASE
+    },
+    Command {
+        name: "bzmpop",
+        arity: -5,
+        flags: BLOCKING_WRITE,
+        keys: Keys::Custom { first: 0, last: 0, step: 0, find: numkeys_at_2 },
+        group: "sorted-set",
+        since: "7.0.0",
+        summary: "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
+        complexity: "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
+        syntax: "timeout numkeys key [key ...] <MIN | MAX> [COUNT count]",
+        handler: bzmpop,
+        serve: Some(serve_bzmpop),
+        ..BASE
+    },
+];
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    Left,
+    Right,
+}
+
+fn parse_end(b: &[u8]) -> Result<End, Frame> {
+    if eq_ic(b, "left") {
+        Ok(End::Left)
+    } else if eq_ic(b, "right") {
+        Ok(End::Right)
+    } else {
+        Err(error::syntax())
+    }
+}
+
+/// Asks to block on `keys` (or answers `timeout_reply` at once when blocking is denied).
+fn block(ctx: &mut Ctx<'_, '_>, keys: Vec<Bytes>, deadline: Option<u64>, timeout_reply: Frame) -> Frame {
+    if ctx.client.deny_blocking {
+        return timeout_reply;
+    }
+    ctx.client.block = Some(BlockRequest { keys, deadline, timeout_reply });
+    // Not sent: Server::execute replaces it with the waiter's eventual reply.
+    Frame::Null
+}
+
+// ---- lists ---------------------------------------------------------------------------------------
+
+/// Pops up to `count` elements from `key`'s `end`; Ok(None) when the key is missing or empty.
+fn pop_list(ctx: &mut Ctx<'_, '_>, key: &[u8], end: End, count: usize) -> Result<Option<Vec<SmallBytes>>, Frame> {
+    let mut db = ctx.db();
+    let Some(l) = write_list(&mut db, key)? else { return Ok(None) };
+    if l.is_empty() {
+        return Ok(None);
+    }
+    let n = count.min(l.len());
+    let out: Vec<SmallBytes> =
+        (0..n).filter_map(|_| if end == End::Left { l.pop_front() } else { l.pop_back() }).collect();
+    remove_if_empty(&mut db, key);
+    Ok(Some(out))
+}
+
+fn bpop_end(cmd: &str) -> End {
+    if cmd == "blpop" { End::Left } else { End::Right }
+}
+
+fn bpop(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let deadline = match parse_timeout(ctx.arg(ctx.argc() - 1), ctx.now) {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    let end = bpop_end(ctx.cmd.name);
+    let args = ctx.args;
+    let keys = &args[1..args.len() - 1];
+    for key in keys {
+        match pop_list(ctx, key, end, 1) {
+            Ok(Some(mut v)) => return Frame::Array(vec![bulk(key), bulk(&v.remove(0))]),
+            Ok(None) => {}
+            Err(e) => return e,
+        }
+    }
+    block(ctx, keys.to_vec(), deadline, Frame::NullArray)
+}
+
+fn blpop(ctx: &mut Ctx<'_, '_>) -> Frame {
+    bpop(ctx)
+}
+fn brpop(ctx: &mut Ctx<'_, '_>) -> Frame {
+    bpop(ctx)
+}
+
+fn serve_bpop(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Serve {
+    let end = bpop_end(ctx.cmd.name);
+    match pop_list(ctx, key, end, 1) {
+        Ok(Some(mut v)) => Serve::Reply(Frame::Array(vec![bulk(key), bulk(&v.remove(0))])),
+        _ => Serve::NotNow,
+    }
+}
+
+/// Moves one element; Ok(None) when the source is empty. Both keys' types are checked first.
+fn move_one(ctx: &mut Ctx<'_, '_>, src: &[u8], dst: &[u8], from: End, to: End) -> Result<Option<Frame>, Frame> {
+    let mut db = ctx.db();
+    match write_list(&mut db, src)? {
+        Some(l) if !l.is_empty() => {}
+        _ => return Ok(None),
+    }
+    if src != dst {
+        write_list(&mut db, dst)?;
+    }
+    let Some(l) = write_list(&mut db, src)? else { return Ok(None) };
+    let Some(v) = (if from == End::Left { l.pop_front() } else { l.pop_back() }) else { return Ok(None) };
+    let d = create_list(&mut db, dst)?;
+    if to == End::Left {
+        d.push_front(v.clone());
+    } else {
+        d.push_back(v.clone());
+    }
+    remove_if_empty(&mut db, src);
+    Ok(Some(bulk(&v)))
+}
+
+/// (from, to, timeout argument index) of BLMOVE / BRPOPLPUSH.
+fn bmove_args(ctx: &Ctx<'_, '_>) -> Result<(End, End, usize), Frame> {
+    if ctx.cmd.name == "brpoplpush" {
+        Ok((End::Right, End::Left, 3))
+    } else {
+        Ok((parse_end(ctx.arg(3))?, parse_end(ctx.arg(4))?, 5))
+    }
+}
+
+fn bmove(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let (from, to, ti) = match bmove_args(ctx) {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    let deadline = match parse_timeout(ctx.arg(ti), ctx.now) {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    let (src, dst) = (ctx.arg(1), ctx.arg(2));
+    match move_one(ctx, src, dst, from, to) {
+        Ok(Some(f)) => f,
+        Ok(None) => block(ctx, vec![ctx.args[1].clone()], deadline, Frame::Null),
+        Err(e) => e,
+    }
+}
+
+fn blmove(ctx: &mut Ctx<'_, '_>) -> Frame {
+    bmove(ctx)
+}
+fn brpoplpush(ctx: &mut Ctx<'_, '_>) -> Frame {
+    bmove(ctx)
+}
+
+fn serve_bmove(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Serve {
+    let Ok((from, to, _)) = bmove_args(ctx) else { return Serve::NotNow };
+    let dst = ctx.arg(2);
+    // The destination may live in a shard the writer does not hold: take it without waiting, or let
+    // the waiter run its command itself.
+    let shard = ctx.srv.ks.shard_of(dst);
+    if !ctx.locked.try_add(shard) {
+        return Serve::Retry;
+    }
+    match move_one(ctx, key, dst, from, to) {
+        Ok(Some(f)) => Serve::Reply(f),
+        Ok(None) => Serve::NotNow,
+        Err(e) => Serve::Reply(e),
+    }
+}
+
+/// Parses `... numkeys key [key ...] <word> [COUNT count]` starting at argument 2 (after the
+/// timeout): returns the keys' range, the word's index and the count.
+fn parse_mpop(ctx: &Ctx<'_, '_>, words: [&str; 2]) -> Result<(usize, usize, bool, usize), Frame> {
+    let numkeys = match crate::args::parse_i64_strict(ctx.arg(2)) {
+        Some(n) if n >= 1 => n as u64,
+        Some(_) => return Err(Frame::error("ERR numkeys should be greater than 0")),
+        None => return Err(error::not_integer()),
+    };
+    let where_idx = 3u64.saturating_add(numkeys);
+    if where_idx >= ctx.argc() as u64 {
+        return Err(error::syntax());
+    }
+    let w = where_idx as usize;
+    let first = if eq_ic(ctx.arg(w), words[0]) {
+        true
+    } else if eq_ic(ctx.arg(w), words[1]) {
+        false
+    } else {
+        return Err(error::syntax());
+    };
+    let mut count = None;
+    let mut j = w + 1;
+    while j < ctx.argc() {
+        if count.is_none() && eq_ic(ctx.arg(j), "count") && j + 1 < ctx.argc() {
+            match crate::args::parse_i64_strict(ctx.arg(j + 1)) {
+                Some(n) if n >= 1 => count = Some(n as usize),
+                _ => return Err(Frame::error("ERR count should be greater than 0")),
+            }
+            j += 2;
+        } else {
+            return Err(error::syntax());
+        }
+    }
+    Ok((3, w, first, count.unwrap_or(1)))
+}
+
+fn blmpop(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let deadline = match parse_timeout(ctx.arg(1), ctx.now) {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    let (k0, w, left, count) = match parse_mpop(ctx, ["left", "right"]) {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    let end = if left { End::Left } else { End::Right };
+    let args = ctx.args;
+    for key in &args[k0..w] {
+        match pop_list(ctx, key, end, count) {
+            Ok(Some(v)) => return Frame::Array(vec![bulk(key), Frame::Array(v.iter().map(|x| bulk(x)).collect())]),
+            Ok(None) => {}
+            Err(e) => return e,
+        }
+    }
+    block(ctx, args[k0..w].to_vec(), deadline, Frame::NullArray)
+}
+
+fn serve_bmpop(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Serve {
+    let Ok((_, _, left, count)) = parse_mpop(ctx, ["left", "right"]) else { return Serve::NotNow };
+    let end = if left { End::Left } else { End::Right };
+    match pop_list(ctx, key, end, count) {
+        Ok(Some(v)) => Serve::Reply(Frame::Array(vec![bulk(key), Frame::Array(v.iter().map(|x| bulk(x)).collect())])),
+        _ => Serve::NotNow,
+    }
+}
+
+// ---- sorted sets ---------------------------------------------------------------------------------
+
+/// Pops up to `count` members with the lowest (or highest) scores; Ok(None) when missing or empty.
+fn pop_zset(
+    ctx: &mut Ctx<'_, '_>,
+    key: &[u8],
+    max: bool,
+    count: usize,
+) -> Result<Option<Vec<(SmallBytes, f64)>>, Frame> {
+    let mut db = ctx.db();
+    let Some(z) = write_zset(&mut db, key)? else { return Ok(None) };
+    if z.is_empty() {
+        return Ok(None);
+    }
+    let len = z.len();
+    let n = count.min(len);
+    let mut items = if max { z.range(len - n, len) } else { z.range(0, n) };
+    if max {
+        items.reverse();
+    }
+    for (m, _) in &items {
+        z.remove(m);
+    }
+    remove_if_empty(&mut db, key);
+    Ok(Some(items))
+}
+
+fn bzpop_reply(key: &[u8], (m, score): &(SmallBytes, f64)) -> Frame {
+    Frame::Array(vec![bulk(key), bulk(m), Frame::Double(*score)])
+}
+
+fn bzpop(ctx: &mut Ctx<'_, '_>, max: bool) -> Frame {
+    let deadline = match parse_timeout(ctx.arg(ctx.argc() - 1), ctx.now) {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    let args = ctx.args;
+    let keys = &args[1..args.len() - 1];
+    for key in keys {
+        match pop_zset(ctx, key, max, 1) {
+            Ok(Some(v)) => return bzpop_reply(key, &v[0]),
+            Ok(None) => {}
+            Err(e) => return e,
+        }
+    }
+    block(ctx, keys.to_vec(), deadline, Frame::NullArray)
+}
+
+fn bzpopmin(ctx: &mut Ctx<'_, '_>) -> Frame {
+    bzpop(ctx, false)
+}
+fn bzpopmax(ctx: &mut Ctx<'_, '_>) -> Frame {
+    bzpop(ctx, true)
+}
+
+fn serve_bzpop(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Serve {
+    let max = ctx.cmd.name == "bzpopmax";
+    match pop_zset(ctx, key, max, 1) {
+        Ok(Some(v)) => Serve::Reply(bzpop_reply(key, &v[0])),
+        _ => Serve::NotNow,
+    }
+}
+
+fn bzmpop_reply(key: &[u8], items: &[(SmallBytes, f64)]) -> Frame {
+    let pairs = items.iter().map(|(m, s)| Frame::Array(vec![bulk(m), Frame::Double(*s)])).collect();
+    Frame::Array(vec![bulk(key), Frame::Array(pairs)])
+}
+
+fn bzmpop(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let deadline = match parse_timeout(ctx.arg(1), ctx.now) {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    let (k0, w, min, count) = match parse_mpop(ctx, ["min", "max"]) {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    let args = ctx.args;
+    for key in &args[k0..w] {
+        match pop_zset(ctx, key, !min, count) {
+            Ok(Some(v)) => return bzmpop_reply(key, &v),
+            Ok(None) => {}
+            Err(e) => return e,
+        }
+    }
+    block(ctx, args[k0..w].to_vec(), deadline, Frame::NullArray)
+}
+
+fn serve_bzmpop(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Serve {
+    let Ok((_, _, min, count)) = parse_mpop(ctx, ["min", "max"]) else { return Serve::NotNow };
+    match pop_zset(ctx, key, !min, count) {
+        Ok(Some(v)) => Serve::Reply(bzmpop_reply(key, &v)),
+        _ => Serve::NotNow,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::TestServer;
+
+    #[test]
+    fn served_at_once_when_data_is_there() {
+        TestServer::new().transcript(
+            r#"
+            > RPUSH q a b
+            :2
+            > BLPOP none q 0
+            ["q", "a"]
+            > BRPOP q 1.5
+            ["q", "b"]
+            > SET s x
+            +OK
+            > BLPOP s 0
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > BLPOP q -1
+            -ERR timeout is negative
+            > BLPOP q abc
+            -ERR timeout is not a float or out of range
+            > ZADD z 1 a 2 b
+            :2
+            > BZPOPMAX z 0
+            ["z", "b", ,2]
+            > BZMPOP 0 1 z MIN COUNT 5
+            ["z", [["a", ,1]]]
+            > BLMPOP 0 0 q LEFT
+            -ERR numkeys should be greater than 0
+            "#,
+        );
+    }
+
+    #[test]
+    fn waiters_are_served_in_arrival_order_by_the_writer() {
+        let ts = TestServer::new();
+        let (mut a, mut b, mut w) = (ts.client(), ts.client(), ts.client());
+        assert_eq!(a.run("BLPOP jobs 0"), "(no reply)");
+        assert_eq!(b.run("BRPOP other jobs 0"), "(no reply)");
+        assert_eq!(ts.srv.blocked_clients.load(std::sync::atomic::Ordering::Relaxed), 2);
+        assert_eq!(a.blocked_reply(), None);
+        // One push serves the first waiter only, in the same step: the element is never visible.
+        assert_eq!(w.run("RPUSH jobs j1"), ":1");
+        assert_eq!(w.run("LLEN jobs"), ":0");
+        assert_eq!(a.blocked_reply().as_deref(), Some(r#"["jobs", "j1"]"#));
+        assert_eq!(b.blocked_reply(), None);
+        // Two more elements: the second waiter gets one, one stays.
+        assert_eq!(w.run("RPUSH jobs j2 j3"), ":2");
+        assert_eq!(b.blocked_reply().as_deref(), Some(r#"["jobs", "j3"]"#));
+        assert_eq!(w.run("LRANGE jobs 0 -1"), r#"["j2"]"#);
+        assert_eq!(ts.srv.blocked_clients.load(std::sync::atomic::Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn timeout_and_transactions() {
+        let ts = TestServer::new();
+        let (mut a, mut w) = (ts.client(), ts.client());
+        assert_eq!(a.run("BLMOVE src dst LEFT RIGHT 0.1"), "(no reply)");
+        assert_eq!(a.time_out().as_deref(), Some("(nil)"));
+        // A timed-out waiter is skipped: the element stays.
+        assert_eq!(w.run("RPUSH src x"), ":1");
+        assert_eq!(w.run("LLEN src"), ":1");
+        // Inside MULTI a blocking command answers at once.
+        w.transcript(
+            r#"
+            > MULTI
+            +OK
+            > BLPOP empty 0
+            +QUEUED
+            > EXEC
+            [(nil-array)]
+            "#,
+        );
+        // BLMOVE is served by the push, moving the element.
+        assert_eq!(a.run("BLMOVE src2 dst LEFT RIGHT 0"), "(no reply)");
+        assert_eq!(w.run("LPUSH src2 v"), ":1");
+        assert_eq!(a.blocked_reply().as_deref(), Some(r#""v""#));
+        assert_eq!(w.run("LRANGE dst 0 -1"), r#"["v"]"#);
+        // Sorted sets too.
+        assert_eq!(a.run("BZPOPMIN zz 0"), "(no reply)");
+        assert_eq!(w.run("ZADD zz 3 m"), ":1");
+        assert_eq!(a.blocked_reply().as_deref(), Some(r#"["zz", "m", ,3]"#));
+    }
+}
