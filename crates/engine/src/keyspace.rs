@@ -84,6 +84,7 @@ impl Table {
             self.remove_index(idx);
             self.expired += 1;
             self.touch(key);
+            self.signal_ready(key);
             return None;
         }
         Some(&mut self.map[idx])
@@ -96,6 +97,7 @@ impl Table {
             self.remove_index(idx);
             self.expired += 1;
             self.touch(key);
+            self.signal_ready(key);
             return None;
         }
         self.touch(key);
@@ -142,6 +144,7 @@ impl Table {
         let idx = self.map.get_index_of(key)?;
         let e = self.remove_index(idx);
         self.touch(key);
+        self.signal_ready(key);
         Some(e)
     }
 
@@ -183,6 +186,7 @@ impl Table {
             }
             self.expired += 1;
             self.touch(&key);
+            self.signal_ready(&key);
             n += 1;
         }
         n
@@ -290,14 +294,24 @@ impl Table {
         q.push_back(w);
     }
 
-    /// Notes that `key` was written, if clients are blocked on it.
-    fn signal_ready(&mut self, key: &[u8]) {
+    /// True if clients are blocked on `key`.
+    pub fn has_waiters(&mut self, key: &[u8]) -> bool {
+        self.first_waiter(key).is_some()
+    }
+
+    /// Notes that `key` changed (written, deleted, expired), if clients are blocked on it.
+    pub fn signal_ready(&mut self, key: &[u8]) {
         if let Some(b) = self.blocked.as_deref()
             && b.contains_key(key)
             && !self.ready.iter().any(|k| k[..] == *key)
         {
             self.ready.push(Key::from_slice(key));
         }
+    }
+
+    /// Forgets that `key` is ready (its first waiter cannot be served by the key's current state).
+    pub fn unready(&mut self, key: &[u8]) {
+        self.ready.retain(|k| k[..] != *key);
     }
 
     /// True when written keys have blocked clients to serve.
@@ -322,6 +336,11 @@ impl Table {
         }
         b.remove(key);
         None
+    }
+
+    /// Number of clients still waiting on `key`.
+    pub fn blocked_queue_len(&self, key: &[u8]) -> usize {
+        self.blocked.as_deref().and_then(|b| b.get(key)).map_or(0, |q| q.iter().filter(|w| w.is_waiting()).count())
     }
 
     /// Number of clients queued on keys of this table (gone ones not yet dropped included).
@@ -368,6 +387,7 @@ impl Table {
                 self.remove_index(pos);
                 self.expired += 1;
                 self.touch(&k);
+                self.signal_ready(&k);
             } else {
                 out(k, e);
             }
@@ -457,22 +477,6 @@ impl Keyspace {
     /// Locks nothing (commands that touch no key).
     pub fn lock_none(&self) -> Locked<'_> {
         Locked { ks: self, guards: Vec::new(), all: false }
-    }
-
-    /// Runs the active expiry cycle over every shard, one shard locked at a time, reclaiming at most
-    /// `budget` keys per table. Returns the number of keys reclaimed.
-    pub fn active_expire_cycle(&self, now: u64, budget: usize) -> usize {
-        let mut n = 0;
-        for s in self.shards.iter() {
-            let mut g = s.lock();
-            for t in g.dbs.iter_mut() {
-                if t.next_deadline().is_some_and(|d| d < now) {
-                    n += t.active_expire(now, budget);
-                }
-                t.prune_watchers();
-            }
-        }
-        n
     }
 
     /// Visits each shard in turn, locked, for statistics (INFO) without stopping the world.

@@ -140,6 +140,8 @@ pub struct Server {
     pub dirty: AtomicU64,
     /// Clients currently blocked on keys (`blocked_clients`).
     pub blocked_clients: AtomicU64,
+    /// Last fencing token handed out by LOCK.
+    pub fence: AtomicU64,
     /// The configuration file the server was started with (CONFIG REWRITE, `INFO server`), set by the
     /// server crate.
     pub config_file: Mutex<Option<std::path::PathBuf>>,
@@ -182,6 +184,7 @@ impl Server {
             lastsave: AtomicU64::new(unix_s),
             dirty: AtomicU64::new(0),
             blocked_clients: AtomicU64::new(0),
+            fence: AtomicU64::new(0),
             config_file: Mutex::new(None),
         }
     }
@@ -334,9 +337,8 @@ impl Server {
         }
         client.info.db.store(client.db, Ordering::Relaxed);
         self.after_call(client, cmd, args, start_us, took);
-        if cmd.is_write() {
-            self.serve_ready(locked, now);
-        }
+        // Reads can change keys too (lazy expiry of a lock with waiters).
+        self.serve_ready(locked, now);
         reply
     }
 
@@ -377,6 +379,40 @@ impl Server {
         }
     }
 
+    /// Background work for the server's cron: reclaims expired keys shard by shard (at most `budget`
+    /// per table) and hands expired native locks to their next waiter in the same step. Returns the
+    /// number of keys reclaimed.
+    pub fn active_expire_cycle(&self, now: u64, budget: usize) -> usize {
+        let mut n = 0;
+        for i in 0..self.ks.nshards() {
+            let mut locked = self.ks.lock_shards(vec![i]);
+            for t in locked.shard(i).dbs.iter_mut() {
+                if t.next_deadline().is_some_and(|d| d < now) {
+                    n += t.active_expire(now, budget);
+                }
+                t.prune_watchers();
+            }
+            self.serve_ready(&mut locked, now);
+        }
+        n
+    }
+
+    /// Next fencing token: strictly increasing for the life of the process, and, because it never
+    /// falls behind the Unix time in microseconds, higher than any token an earlier run of the
+    /// server handed out as long as that run granted fewer than a million locks per second on
+    /// average and the wall clock did not step back.
+    pub fn next_fence(&self) -> u64 {
+        let floor = (self.clock.unix_ms().max(0) as u64).saturating_mul(1000);
+        let mut cur = self.fence.load(Ordering::Relaxed);
+        loop {
+            let next = cur.saturating_add(1).max(floor);
+            match self.fence.compare_exchange_weak(cur, next, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return next,
+                Err(c) => cur = c,
+            }
+        }
+    }
+
     /// Serves clients blocked on keys written by the command that just ran, in arrival order, while
     /// the writer still holds the locks (see [`crate::blocking`]).
     fn serve_ready(&self, locked: &mut crate::keyspace::Locked<'_>, now: u64) {
@@ -414,6 +450,8 @@ impl Server {
                         Serve::Retry => w.finish(WaitState::Retry),
                         Serve::NotNow => {
                             w.finish(WaitState::Waiting);
+                            // Looking at the key may have marked it ready again; nothing changed.
+                            locked.shard_for(&key).dbs[db].unready(&key);
                             break;
                         }
                     }

@@ -40,6 +40,17 @@ pub enum Value {
     Set(Box<SetValue>),
     /// A sorted set.
     ZSet(Box<crate::types::zset::ZSet>),
+    /// A native lock (LOCK/UNLOCK): its holder and fencing token; its TTL is the key's TTL.
+    Lock(Box<LockValue>),
+}
+
+/// A held native lock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockValue {
+    /// The owner token the holder gave.
+    pub owner: SmallBytes,
+    /// The fencing token of this grant.
+    pub token: u64,
 }
 
 impl Value {
@@ -59,6 +70,7 @@ impl Value {
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
+            Value::Lock(_) => "lock",
         }
     }
 
@@ -109,6 +121,7 @@ impl Value {
             Value::Set(_) => "hashtable",
             Value::ZSet(z) if z.len() <= 128 => "listpack",
             Value::ZSet(_) => "skiplist",
+            Value::Lock(_) => "lock",
         }
     }
 
@@ -124,6 +137,7 @@ impl Value {
             Value::Hash(h) => h.capacity() * 56 + h.iter().map(|(k, v)| sb(k) + sb(v)).sum::<usize>(),
             Value::Set(s) => s.capacity() * 40 + s.iter().map(sb).sum::<usize>(),
             Value::ZSet(z) => z.heap_size(),
+            Value::Lock(l) => std::mem::size_of::<LockValue>() + sb(&l.owner),
         }
     }
 }

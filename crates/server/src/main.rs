@@ -245,6 +245,6 @@ async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>) {
         let now = clock.now_ms();
         let srv2 = srv.clone();
         // Expiry takes shard locks; keep it off the async workers' hot path.
-        let _ = tokio::task::spawn_blocking(move || srv2.ks.active_expire_cycle(now, 1000)).await;
+        let _ = tokio::task::spawn_blocking(move || srv2.active_expire_cycle(now, 1000)).await;
     }
 }

@@ -800,7 +800,7 @@ mod tests {
         c.run("SET keep 1");
         assert_eq!(c.run("DBSIZE"), ":4");
         ts.clock.advance_ms(101);
-        assert_eq!(ts.srv.ks.active_expire_cycle(crate::clock::Clock::now_ms(&*ts.clock), 100), 3);
+        assert_eq!(ts.srv.active_expire_cycle(crate::clock::Clock::now_ms(&*ts.clock), 100), 3);
         assert_eq!(c.run("DBSIZE"), ":1");
     }
 }

@@ -9,6 +9,7 @@ pub mod hash;
 pub mod introspection;
 pub mod keyspace;
 pub mod list;
+pub mod lock;
 pub mod multi;
 pub mod scripting;
 pub mod server;
@@ -33,8 +34,16 @@ pub static FAMILIES: &[&[Command]] = &[
     zset::COMMANDS,
     multi::COMMANDS,
     blocking::COMMANDS,
+    lock::COMMANDS,
     scripting::COMMANDS,
 ];
+
+/// The command table, built once, for code that must resolve commands without a server at hand
+/// (key extraction of commands that wrap other commands, such as FENCED).
+pub fn table() -> &'static crate::command::CommandTable {
+    static TABLE: std::sync::OnceLock<crate::command::CommandTable> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| crate::command::CommandTable::new(FAMILIES))
+}
 
 /// Defaults for table entries: `Command { name: "get", ..., ..BASE }`.
 pub const BASE: Command = Command {
