@@ -189,7 +189,10 @@ async fn run_async(args: LockArgs, conn: ConnInfo) -> i32 {
     let guard = match acquired {
         Ok(g) => g,
         Err(lock::Error::Timeout(_)) => {
-            eprintln!("latch-cli lock: lock '{name}' is held by another client; not acquired within {} ms", wait.as_millis());
+            eprintln!(
+                "latch-cli lock: lock '{name}' is held by another client; not acquired within {} ms",
+                wait.as_millis()
+            );
             return args.conflict_exit_code;
         }
         Err(e) => {
@@ -275,7 +278,10 @@ mod tests {
         assert_eq!((c.host.as_str(), c.port, c.auth.as_deref(), c.db), ("10.0.0.1", 7001, Some("pw"), 3));
         let a = parse(&["lock", "-u", "redis://u:p@h:9/2", "k", "--", "true"]).unwrap();
         let c = merge_conn(&a, ConnInfo::default()).unwrap();
-        assert_eq!((c.host.as_str(), c.port, c.user.as_deref(), c.auth.as_deref(), c.db), ("h", 9, Some("u"), Some("p"), 2));
+        assert_eq!(
+            (c.host.as_str(), c.port, c.user.as_deref(), c.auth.as_deref(), c.db),
+            ("h", 9, Some("u"), Some("p"), 2)
+        );
         let info = connection_info(&c).unwrap();
         assert_eq!(info.redis_settings().db(), 2);
         assert_eq!(info.redis_settings().password(), Some("p"));

@@ -119,7 +119,11 @@ fn main() -> RedisResult<()> {
         t.join().expect("thread")?;
     }
     let v: i64 = admin.get("counter")?;
-    println!("  counter = {v} after {} sections: {}", sections.load(Ordering::Relaxed), if v == 800 { "exact" } else { "LOST UPDATES" });
+    println!(
+        "  counter = {v} after {} sections: {}",
+        sections.load(Ordering::Relaxed),
+        if v == 800 { "exact" } else { "LOST UPDATES" }
+    );
 
     println!("\n2. Deadlock recovery: C3 takes the lock and crashes; C4 and C5 race for it after it expires");
     let mut c3 = Client::new(&url, "C3", 0)?;
@@ -152,7 +156,11 @@ fn main() -> RedisResult<()> {
     let both = c7.mine.is_some() && c6.mine.is_some();
     println!(
         "  {}",
-        if both { "ERROR: C7 and C6 both hold lock.foo (C7's lock had 1 s left by the server's own reckoning)" } else { "no overlap this time" }
+        if both {
+            "ERROR: C7 and C6 both hold lock.foo (C7's lock had 1 s left by the server's own reckoning)"
+        } else {
+            "no overlap this time"
+        }
     );
     let _: i64 = admin.del(KEY)?;
 

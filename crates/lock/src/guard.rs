@@ -24,7 +24,14 @@ pub struct Lock {
 
 impl Lock {
     pub(crate) fn new(client: LockClient, key: String) -> Lock {
-        Lock { client, key, ttl: Duration::from_secs(30), fence_key: None, watchdog: false, backoff: Backoff::default() }
+        Lock {
+            client,
+            key,
+            ttl: Duration::from_secs(30),
+            fence_key: None,
+            watchdog: false,
+            backoff: Backoff::default(),
+        }
     }
 
     /// The lease: the key expires this long after acquisition (or the last extension) if the holder
@@ -106,7 +113,14 @@ impl Lock {
         let valid_until = Arc::new(Mutex::new(start + self.ttl.saturating_sub(drift(self.ttl))));
         let state = Arc::new(State { client: self.client.clone(), key: self.key.clone(), token, tx, valid_until });
         let watchdog = self.watchdog.then(|| tokio::spawn(watchdog(state.clone(), self.ttl)));
-        LockGuard { state, ttl: self.ttl, fence: self.fence_key.as_ref().map(|_| fence), lost: rx, watchdog, done: false }
+        LockGuard {
+            state,
+            ttl: self.ttl,
+            fence: self.fence_key.as_ref().map(|_| fence),
+            lost: rx,
+            watchdog,
+            done: false,
+        }
     }
 }
 

@@ -35,7 +35,7 @@ mod guard;
 mod redlock;
 
 pub use backoff::Backoff;
-pub use client::{Backend, LockClient, RELEASE_SCRIPT, EXTEND_SCRIPT};
+pub use client::{Backend, EXTEND_SCRIPT, LockClient, RELEASE_SCRIPT};
 pub use guard::{Lock, LockGuard};
 pub use redlock::{Redlock, RedlockGuard};
 

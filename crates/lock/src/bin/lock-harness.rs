@@ -73,7 +73,15 @@ fn main() {
         std::process::exit(rt.block_on(worker(o)));
     }
     if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("{}", include_str!("lock-harness.rs").lines().take_while(|l| l.starts_with("//!")).map(|l| l.trim_start_matches("//!").trim_start()).collect::<Vec<_>>().join("\n"));
+        println!(
+            "{}",
+            include_str!("lock-harness.rs")
+                .lines()
+                .take_while(|l| l.starts_with("//!"))
+                .map(|l| l.trim_start_matches("//!").trim_start())
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
         return;
     }
     std::process::exit(coordinator(Opts::parse(&args)));
@@ -403,7 +411,12 @@ fn run_scenario(
             servers[3].signal(Signal::SIGSTOP);
             servers[4].signal(Signal::SIGKILL);
             disturbed = true;
-            note = format!("at {:.1}s: SIGSTOP server 4 ({:?}), SIGKILL server 5 ({:?})", start.elapsed().as_secs_f64(), servers[3].kind, servers[4].kind);
+            note = format!(
+                "at {:.1}s: SIGSTOP server 4 ({:?}), SIGKILL server 5 ({:?})",
+                start.elapsed().as_secs_f64(),
+                servers[3].kind,
+                servers[4].kind
+            );
             eprintln!("  {note}");
         }
         if kills < nkills && Instant::now() >= next_kill {
