@@ -364,6 +364,9 @@ fn coordinator(o: Opts) -> i32 {
             r.note
         );
     }
+    if reports.iter().any(|r| r.name == "nolock") {
+        println!("(nolock is the unprotected control: its violations are expected and not counted)");
+    }
     let clean = reports.iter().filter(|r| r.name != "nolock").all(Report::clean);
     println!("{}", if clean { "RESULT: no violation, no lost update" } else { "RESULT: FAILED" });
     if clean { 0 } else { 1 }
