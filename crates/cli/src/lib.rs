@@ -6,9 +6,11 @@
 //! - [`help`]: `HELP <command>` / `HELP @group` from the server's `COMMAND DOCS`.
 //! - [`session`]: connecting, sending, printing; one-shot, piped and interactive front ends.
 //! - [`repl`]: line editing, history, completion and hints (rustyline).
+//! - [`lock_cmd`]: `latch-cli lock NAME -- command...`, built on the `lock` crate.
 //!
 //! **Architecture invariant:** no RESP encoding or decoding happens here; everything on the wire
-//! goes through `resp::encode_request` and `resp::decode_reply`.
+//! goes through `resp::encode_request` and `resp::decode_reply` (the `lock` subcommand talks
+//! through the `lock` crate, which uses the `redis` crate).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -16,6 +18,7 @@
 pub mod conn;
 pub mod format;
 pub mod help;
+pub mod lock_cmd;
 pub mod opts;
 pub mod repl;
 pub mod session;
@@ -91,7 +94,11 @@ pub fn config_from_args(a: &Args, stdout_tty: bool) -> Result<Config, String> {
 
 /// Runs latch-cli with the process's arguments; returns the exit status.
 pub fn run() -> i32 {
-    let args = match Args::try_parse() {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv.get(1).is_some_and(|a| a == "lock") {
+        return lock_cmd::run(argv[1..].to_vec(), ConnInfo::default());
+    }
+    let args = match Args::try_parse_from(argv) {
         Ok(a) => a,
         Err(e) => {
             let _ = e.print();
@@ -120,6 +127,9 @@ pub fn run() -> i32 {
     }
     if cfg.conn.auth.is_none() {
         cfg.conn.auth = std::env::var("LATCHCLI_AUTH").or_else(|_| std::env::var("REDISCLI_AUTH")).ok();
+    }
+    if args.command.first().is_some_and(|c| c == "lock") {
+        return lock_cmd::run(args.command.clone(), cfg.conn);
     }
     let mut session = Session::new(cfg);
     if args.command.is_empty() {

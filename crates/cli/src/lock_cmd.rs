@@ -1,0 +1,289 @@
+//! `latch-cli lock NAME [--ttl MS] [--wait MS] -- command args...`: runs a command while holding a
+//! lock, like `flock(1)` and `etcdctl lock`.
+//!
+//! The lock is `SET NAME <random token> NX PX ttl` on the server, kept alive by a watchdog
+//! (extended every third of the TTL) while the command runs, and released (owner-checked) when it
+//! exits. SIGINT and SIGTERM received meanwhile are forwarded to the command; the lock is released
+//! once it has exited. If the lock is lost while the command runs (the server lost the key or was
+//! unreachable for a whole TTL), the command is sent SIGTERM and a warning is printed.
+//!
+//! Exit status: the command's (128 + N if it was killed by signal N); 1 (or `--conflict-exit-code`)
+//! if the lock could not be acquired within `--wait`; 2 for usage, connection or server errors;
+//! 126 if the command cannot be executed, 127 if it is not found.
+
+use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt;
+use std::time::Duration;
+
+use clap::{ArgAction, Parser};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::opts::{self, ConnInfo};
+
+/// `latch-cli lock`'s command line.
+#[derive(Parser, Debug, Default)]
+#[command(
+    name = "latch-cli lock",
+    about = "Run a command while holding a lock on a Latch (or Redis) server",
+    disable_help_flag = true,
+    disable_version_flag = true,
+    override_usage = "latch-cli [-h host] [-p port] [-a password] [--user user] [-u uri] [-n db] lock NAME \
+                      [--ttl MS] [--wait MS] [--fence] -- command [args...]"
+)]
+pub struct LockArgs {
+    /// Server hostname (default: 127.0.0.1).
+    #[arg(short = 'h', value_name = "hostname")]
+    pub host: Option<String>,
+    /// Server port (default: 6379).
+    #[arg(short = 'p', value_name = "port")]
+    pub port: Option<u16>,
+    /// Server socket (overrides hostname and port).
+    #[arg(short = 's', value_name = "socket")]
+    pub socket: Option<String>,
+    /// Password.
+    #[arg(short = 'a', long = "pass", value_name = "password")]
+    pub pass: Option<String>,
+    /// ACL user name (with -a).
+    #[arg(long = "user", value_name = "username")]
+    pub user: Option<String>,
+    /// Server URI: redis://[[user]:password@]host[:port][/db].
+    #[arg(short = 'u', value_name = "uri")]
+    pub uri: Option<String>,
+    /// Database number.
+    #[arg(short = 'n', value_name = "db")]
+    pub db: Option<i64>,
+    /// Lease in milliseconds; the watchdog extends it every third of it while the command runs.
+    #[arg(long = "ttl", value_name = "MS", default_value_t = 10_000)]
+    pub ttl: u64,
+    /// Give up after waiting this many milliseconds for the lock (default: wait forever; 0: try once).
+    #[arg(long = "wait", value_name = "MS")]
+    pub wait: Option<u64>,
+    /// Exit status when the lock is not acquired within --wait.
+    #[arg(long = "conflict-exit-code", value_name = "N", default_value_t = 1)]
+    pub conflict_exit_code: i32,
+    /// Also take a fencing token (INCR NAME:fence in the acquiring MULTI) and pass it to the command
+    /// as LATCH_LOCK_FENCE.
+    #[arg(long = "fence")]
+    pub fence: bool,
+    /// Print progress (acquired, released) on stderr.
+    #[arg(long = "verbose")]
+    pub verbose: bool,
+    /// Output this help and exit.
+    #[arg(long = "help", action = ArgAction::Help)]
+    pub help: Option<bool>,
+    /// The lock's name (the key).
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// The command to run and its arguments (after `--`).
+    #[arg(last = true, required = true, value_name = "command")]
+    pub command: Vec<OsString>,
+}
+
+/// The `redis` crate connection target for `info`.
+pub fn connection_info(info: &ConnInfo) -> redis::RedisResult<redis::ConnectionInfo> {
+    use redis::IntoConnectionInfo;
+    let addr = match &info.socket {
+        Some(path) => redis::ConnectionAddr::Unix(path.into()),
+        None => redis::ConnectionAddr::Tcp(info.host.clone(), info.port),
+    };
+    let mut settings = redis::RedisConnectionInfo::default().set_db(info.db);
+    if let Some(u) = &info.user {
+        settings = settings.set_username(u);
+    }
+    if let Some(p) = &info.auth {
+        settings = settings.set_password(p);
+    }
+    Ok(addr.into_connection_info()?.set_redis_settings(settings))
+}
+
+/// Applies the lock subcommand's connection options over `base` (the options given before `lock`).
+pub fn merge_conn(a: &LockArgs, mut conn: ConnInfo) -> Result<ConnInfo, String> {
+    if let Some(h) = &a.host {
+        conn.host = h.clone();
+    }
+    if let Some(p) = a.port {
+        conn.port = p;
+    }
+    if a.socket.is_some() {
+        conn.socket = a.socket.clone();
+    }
+    if a.pass.is_some() {
+        conn.auth = a.pass.clone();
+    }
+    if a.user.is_some() {
+        conn.user = a.user.clone();
+    }
+    if let Some(n) = a.db {
+        conn.db = n;
+    }
+    if let Some(u) = &a.uri {
+        opts::apply_uri(u, &mut conn).map_err(|e| e.0)?;
+    }
+    Ok(conn)
+}
+
+/// Parses `argv` (starting with `lock`) and runs it; returns the exit status.
+pub fn run(argv: Vec<OsString>, base: ConnInfo) -> i32 {
+    let args = match LockArgs::try_parse_from(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    let conn = match merge_conn(&args, base) {
+        Ok(mut c) => {
+            if c.auth.is_none() {
+                c.auth = std::env::var("LATCHCLI_AUTH").or_else(|_| std::env::var("REDISCLI_AUTH")).ok();
+            }
+            c
+        }
+        Err(msg) => {
+            eprintln!("latch-cli lock: {msg}");
+            return 2;
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("latch-cli lock: {e}");
+            return 2;
+        }
+    };
+    rt.block_on(run_async(args, conn))
+}
+
+fn forward(pid: Option<u32>, sig: Signal) {
+    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
+        let _ = kill(Pid::from_raw(pid), sig);
+    }
+}
+
+async fn run_async(args: LockArgs, conn: ConnInfo) -> i32 {
+    let name = args.name.clone();
+    let (mut sigint, mut sigterm) = match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+        (Ok(a), Ok(b)) => (a, b),
+        _ => {
+            eprintln!("latch-cli lock: cannot install signal handlers");
+            return 2;
+        }
+    };
+    let client = match connection_info(&conn).and_then(redis::Client::open) {
+        Ok(c) => lock::LockClient::new(c, None),
+        Err(e) => {
+            eprintln!("latch-cli lock: {e}");
+            return 2;
+        }
+    };
+    let ttl = Duration::from_millis(args.ttl.max(1));
+    let lock = client.lock(name.as_str()).ttl(ttl).watchdog(true).fencing(args.fence);
+    // Waiting "forever" is a year: tokio's Instant arithmetic must not overflow.
+    let wait = Duration::from_millis(args.wait.unwrap_or(365 * 24 * 3600 * 1000));
+    let acquired = tokio::select! {
+        r = lock.lock(wait) => r,
+        _ = sigint.recv() => return 130,
+        _ = sigterm.recv() => return 143,
+    };
+    let guard = match acquired {
+        Ok(g) => g,
+        Err(lock::Error::Timeout(_)) => {
+            eprintln!(
+                "latch-cli lock: lock '{name}' is held by another client; not acquired within {} ms",
+                wait.as_millis()
+            );
+            return args.conflict_exit_code;
+        }
+        Err(e) => {
+            eprintln!("latch-cli lock: cannot acquire lock '{name}': {e}");
+            return 2;
+        }
+    };
+    if args.verbose {
+        eprintln!("latch-cli lock: acquired '{name}' (token {})", guard.token());
+    }
+    let mut cmd = tokio::process::Command::new(&args.command[0]);
+    cmd.args(&args.command[1..]).env("LATCH_LOCK_NAME", &name).env("LATCH_LOCK_TOKEN", guard.token());
+    if let Some(f) = guard.fence() {
+        cmd.env("LATCH_LOCK_FENCE", f.to_string());
+    }
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("latch-cli lock: {}: {e}", args.command[0].to_string_lossy());
+            let _ = guard.release().await;
+            return if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
+        }
+    };
+    let pid = child.id();
+    let mut lost_reported = false;
+    let status = loop {
+        tokio::select! {
+            st = child.wait() => break st,
+            _ = sigint.recv() => forward(pid, Signal::SIGINT),
+            _ = sigterm.recv() => forward(pid, Signal::SIGTERM),
+            _ = guard.lost(), if !lost_reported => {
+                lost_reported = true;
+                eprintln!("latch-cli lock: lock '{name}' was lost while the command ran; sending it SIGTERM");
+                forward(pid, Signal::SIGTERM);
+            }
+        }
+    };
+    match guard.release().await {
+        Ok(true) => {
+            if args.verbose {
+                eprintln!("latch-cli lock: released '{name}'");
+            }
+        }
+        Ok(false) if !lost_reported => eprintln!("latch-cli lock: lock '{name}' had expired before release"),
+        Ok(false) => {}
+        Err(e) => eprintln!("latch-cli lock: release of '{name}' failed ({e}); it expires with its TTL"),
+    }
+    match status {
+        Ok(st) => st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0)),
+        Err(e) => {
+            eprintln!("latch-cli lock: waiting for the command: {e}");
+            2
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<LockArgs, clap::Error> {
+        LockArgs::try_parse_from(args)
+    }
+
+    #[test]
+    fn options_name_and_command() {
+        let a = parse(&["lock", "-p", "7000", "jobs", "--ttl", "500", "--wait", "0", "--", "sh", "-c", "x"]).unwrap();
+        assert_eq!(a.port, Some(7000));
+        assert_eq!(a.name, "jobs");
+        assert_eq!(a.ttl, 500);
+        assert_eq!(a.wait, Some(0));
+        assert_eq!(a.command, vec!["sh", "-c", "x"]);
+        assert_eq!(a.conflict_exit_code, 1);
+        assert!(parse(&["lock", "jobs"]).is_err(), "a command is required");
+        assert!(parse(&["lock", "--", "true"]).is_err(), "a name is required");
+    }
+
+    #[test]
+    fn connection_options_override_the_global_ones() {
+        let a = parse(&["lock", "-h", "10.0.0.1", "-a", "pw", "-n", "3", "k", "--", "true"]).unwrap();
+        let base = ConnInfo { port: 7001, ..ConnInfo::default() };
+        let c = merge_conn(&a, base).unwrap();
+        assert_eq!((c.host.as_str(), c.port, c.auth.as_deref(), c.db), ("10.0.0.1", 7001, Some("pw"), 3));
+        let a = parse(&["lock", "-u", "redis://u:p@h:9/2", "k", "--", "true"]).unwrap();
+        let c = merge_conn(&a, ConnInfo::default()).unwrap();
+        assert_eq!(
+            (c.host.as_str(), c.port, c.user.as_deref(), c.auth.as_deref(), c.db),
+            ("h", 9, Some("u"), Some("p"), 2)
+        );
+        let info = connection_info(&c).unwrap();
+        assert_eq!(info.redis_settings().db(), 2);
+        assert_eq!(info.redis_settings().password(), Some("p"));
+    }
+}
