@@ -314,7 +314,7 @@ mod tests {
         for (i, c) in w.iter_mut().enumerate() {
             assert_eq!(c.run(&format!("LOCK res w{i} 10000 WAIT 0")), "(no reply)");
         }
-        assert_eq!(holder.run("LOCKINFO res").contains("\"waiters\": :3"), true);
+        assert!(holder.run("LOCKINFO res").contains("\"waiters\": :3"));
         // A newcomer without WAIT does not jump the queue.
         assert_eq!(holder.run("LOCK res newcomer 100"), "(nil)");
         assert_eq!(holder.run("UNLOCK res h"), ":1");
