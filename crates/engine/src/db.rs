@@ -33,7 +33,7 @@ impl<'l, 'k> Db<'l, 'k> {
     /// Looks a key up for reading: counts a keyspace hit or miss and refreshes its access time.
     pub fn read(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let (now, i, no_touch) = (self.now, self.index, self.no_touch);
-        let crate::keyspace::Shard { dbs, hits, misses } = self.locked.shard_for(key);
+        let crate::keyspace::Shard { dbs, hits, misses, .. } = self.locked.shard_for(key);
         match dbs[i].lookup(key, now) {
             Some(e) => {
                 *hits += 1;
@@ -53,7 +53,7 @@ impl<'l, 'k> Db<'l, 'k> {
     /// counts a keyspace hit or miss. Used by EXISTS, TYPE, TTL, OBJECT.
     pub fn read_notouch(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let (now, i) = (self.now, self.index);
-        let crate::keyspace::Shard { dbs, hits, misses } = self.locked.shard_for(key);
+        let crate::keyspace::Shard { dbs, hits, misses, .. } = self.locked.shard_for(key);
         match dbs[i].lookup(key, now) {
             Some(e) => {
                 *hits += 1;

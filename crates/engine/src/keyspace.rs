@@ -56,6 +56,9 @@ pub struct Table {
     blocked: Option<Box<BlockMap>>,
     /// Keys with blocked clients that were written since the last serving pass.
     ready: Vec<Key>,
+    /// Shared by the tables of one shard: set when any of them has ready keys, so the per-command
+    /// check for blocked clients to serve is one load per shard, not one per database.
+    shard_ready: Arc<AtomicBool>,
 }
 
 #[inline]
@@ -306,6 +309,7 @@ impl Table {
             && !self.ready.iter().any(|k| k[..] == *key)
         {
             self.ready.push(Key::from_slice(key));
+            self.shard_ready.store(true, Ordering::Relaxed);
         }
     }
 
@@ -411,6 +415,24 @@ pub struct Shard {
     pub hits: u64,
     /// `keyspace_misses` contribution.
     pub misses: u64,
+    /// Set when a table of this shard has keys whose blocked clients should be served.
+    ready: Arc<AtomicBool>,
+}
+
+impl Shard {
+    /// Takes the keys whose blocked clients should be served, as (db, key).
+    pub fn take_ready(&mut self) -> Vec<(usize, Key)> {
+        if !self.ready.swap(false, Ordering::Relaxed) {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for (db, t) in self.dbs.iter_mut().enumerate() {
+            if t.has_ready() {
+                out.extend(t.take_ready().into_iter().map(|k| (db, k)));
+            }
+        }
+        out
+    }
 }
 
 /// All the data.
@@ -427,7 +449,11 @@ impl Keyspace {
     pub fn new(ndbs: usize, nshards: usize) -> Keyspace {
         let n = nshards.max(1).next_power_of_two();
         let shards = (0..n)
-            .map(|_| Mutex::new(Shard { dbs: (0..ndbs).map(|_| Table::default()).collect(), hits: 0, misses: 0 }))
+            .map(|_| {
+                let flag = Arc::new(AtomicBool::new(false));
+                let dbs = (0..ndbs).map(|_| Table { shard_ready: flag.clone(), ..Table::default() }).collect();
+                Mutex::new(Shard { dbs, hits: 0, misses: 0, ready: flag })
+            })
             .collect();
         Keyspace { shards, hasher: Hasher::default(), mask: n - 1, bits: n.trailing_zeros(), ndbs }
     }

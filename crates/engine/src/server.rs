@@ -419,12 +419,8 @@ impl Server {
         use crate::blocking::{Serve, WaitState};
         loop {
             let mut work: Vec<(usize, crate::value::Key)> = Vec::new();
-            for i in locked.shard_indices() {
-                for (db, t) in locked.shard(i).dbs.iter_mut().enumerate() {
-                    if t.has_ready() {
-                        work.extend(t.take_ready().into_iter().map(|k| (db, k)));
-                    }
-                }
+            for s in locked.shards_mut() {
+                work.extend(s.take_ready());
             }
             if work.is_empty() {
                 return;
