@@ -153,6 +153,7 @@ pub struct ClientInfo {
     /// Commands queued in MULTI (`multi=`), -1 outside a transaction; kept by the transaction code.
     pub multi: AtomicI64,
     waker: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
+    blocked_on: Mutex<Option<std::sync::Weak<crate::blocking::Waiter>>>,
 }
 
 /// Order in which Redis prints the flag letters of `CLIENT LIST` (`O` = monitor, `S` = replica,
@@ -164,6 +165,14 @@ pub const FLAG_ORDER: &str = "OSMPxbtRBdcuAUreT";
 const FIRST_FD: u32 = 8;
 
 impl ClientInfo {
+    /// The waiter of this client while it is blocked (CLIENT UNBLOCK).
+    pub fn blocked_on(&self) -> Option<Arc<crate::blocking::Waiter>> {
+        self.blocked_on.lock().as_ref().and_then(std::sync::Weak::upgrade)
+    }
+    /// Records (or clears) the waiter of this client.
+    pub fn set_blocked_on(&self, w: Option<&Arc<crate::blocking::Waiter>>) {
+        *self.blocked_on.lock() = w.map(Arc::downgrade);
+    }
     /// Sets or clears one flag letter of [`FLAG_ORDER`], keeping Redis's order and the lone `N`.
     pub fn set_flag(&self, letter: char, on: bool) {
         let mut f = self.flags.lock();
@@ -265,6 +274,7 @@ impl ClientRegistry {
             ssub: AtomicUsize::new(0),
             multi: AtomicI64::new(-1),
             waker: Mutex::new(None),
+            blocked_on: Mutex::new(None),
         });
         self.clients.lock().insert(id, info.clone());
         self.total_connections.fetch_add(1, Ordering::Relaxed);

@@ -230,6 +230,16 @@ impl Table {
         b.touch_all_before_replace(Some(a), now);
         std::mem::swap(&mut a.map, &mut b.map);
         std::mem::swap(&mut a.expires, &mut b.expires);
+        // Clients blocked on keys that now exist may be served (Redis's "SWAPDB awakes blocked client").
+        for t in [a, b] {
+            let keys: Vec<Key> = match t.blocked.as_deref() {
+                Some(bl) => bl.keys().filter(|k| t.map.contains_key(&k[..])).cloned().collect(),
+                None => Vec::new(),
+            };
+            for k in keys {
+                t.signal_ready(&k);
+            }
+        }
     }
 
     /// Registers a WATCH on `key`. Returns the registration the client keeps.

@@ -300,6 +300,10 @@ impl Server {
             if pos.is_empty() { self.ks.lock_none() } else { self.ks.lock_keys(pos.iter().map(|&i| &args[i][..])) }
         };
         let reply = self.call_from(client, &mut locked, cmd, args, now, now_us);
+        // Blocked clients are served after the whole top-level command (a MULTI that pushes then
+        // deletes wakes nobody), before its locks are released. Reads count: a lazy expiry can free
+        // a lock that has waiters.
+        self.serve_ready(&mut locked, now);
         if let Some(req) = client.block.take() {
             self.block(client, &mut locked, cmd, args, req);
             return None;
@@ -349,8 +353,6 @@ impl Server {
         }
         client.info.db.store(client.db, Ordering::Relaxed);
         self.after_call(client, cmd, args, start_us, took);
-        // Reads can change keys too (lazy expiry of a lock with waiters).
-        self.serve_ready(locked, now);
         reply
     }
 
@@ -378,6 +380,7 @@ impl Server {
         for k in &keys {
             locked.shard_for(k).dbs[client.db].block(k, w.clone());
         }
+        client.info.set_blocked_on(Some(&w));
         client.blocked = Some(w);
         client.info.set_flag('b', true);
         self.blocked_clients.fetch_add(1, Ordering::Relaxed);
@@ -386,6 +389,7 @@ impl Server {
     /// The connection layer is done with a blocked client (served, timed out, or gone).
     pub fn unblocked(&self, client: &mut Client) {
         if client.blocked.take().is_some() {
+            client.info.set_blocked_on(None);
             client.info.set_flag('b', false);
             self.blocked_clients.fetch_sub(1, Ordering::Relaxed);
         }

@@ -527,6 +527,17 @@ mod tests {
         assert_eq!(w.run("LPUSH src2 v"), ":1");
         assert_eq!(a.blocked_reply().as_deref(), Some(r#""v""#));
         assert_eq!(w.run("LRANGE dst 0 -1"), r#"["v"]"#);
+        // Pushed then deleted inside one transaction: nobody is woken (served after the EXEC).
+        assert_eq!(a.run("BLPOP iso 0"), "(no reply)");
+        assert_eq!(w.run("MULTI"), "+OK");
+        assert_eq!(w.run("LPUSH iso x"), "+QUEUED");
+        assert_eq!(w.run("DEL iso"), "+QUEUED");
+        assert_eq!(w.run("EXEC"), "[:1, :1]");
+        assert_eq!(a.blocked_reply(), None);
+        let id = a.client.id;
+        assert_eq!(w.run(&format!("CLIENT UNBLOCK {id} ERROR")), ":1");
+        assert_eq!(a.blocked_reply().as_deref(), Some("-UNBLOCKED client unblocked via CLIENT UNBLOCK"));
+        assert_eq!(w.run(&format!("CLIENT UNBLOCK {id}")), ":0");
         // Sorted sets too.
         assert_eq!(a.run("BZPOPMIN zz 0"), "(no reply)");
         assert_eq!(w.run("ZADD zz 3 m"), ":1");

@@ -153,6 +153,18 @@ static CLIENT_SUBCOMMANDS: &[Command] = &[
         ..BASE
     },
     Command {
+        name: "client|unblock",
+        arity: -3,
+        flags: ADMIN_NLS,
+        group: "connection",
+        since: "5.0.0",
+        summary: "Unblocks a client blocked by a blocking command from a different connection.",
+        complexity: "O(log N) where N is the number of client connections",
+        syntax: "client-id [TIMEOUT | ERROR]",
+        handler: client_unblock,
+        ..BASE
+    },
+    Command {
         name: "client|trackinginfo",
         arity: 2,
         flags: NLS,
@@ -811,6 +823,28 @@ fn client_reply(ctx: &mut Ctx<'_, '_>) -> Frame {
 fn client_getredir(_ctx: &mut Ctx<'_, '_>) -> Frame {
     // Client-side caching is not supported: tracking is always off.
     Frame::Integer(-1)
+}
+
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: answers a blocked client now, with its timeout reply or an
+/// UNBLOCKED error.
+fn client_unblock(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let Some(id) = crate::args::parse_i64_strict(ctx.arg(2)) else { return crate::error::not_integer() };
+    let error = match ctx.argc() {
+        3 => false,
+        4 if eq_ic(ctx.arg(3), "timeout") => false,
+        4 if eq_ic(ctx.arg(3), "error") => true,
+        4 => return Frame::error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
+        _ => return crate::error::syntax(),
+    };
+    let waiter = u64::try_from(id).ok().and_then(|id| ctx.srv.clients.get(id)).and_then(|c| c.blocked_on());
+    let Some(w) = waiter else { return Frame::Integer(0) };
+    if !w.claim() {
+        return Frame::Integer(0);
+    }
+    let reply =
+        if error { Frame::error("UNBLOCKED client unblocked via CLIENT UNBLOCK") } else { w.timeout_reply.clone() };
+    w.finish(crate::blocking::WaitState::Served(reply));
+    Frame::Integer(1)
 }
 
 fn client_trackinginfo(_ctx: &mut Ctx<'_, '_>) -> Frame {
