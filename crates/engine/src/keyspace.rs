@@ -40,6 +40,9 @@ pub struct WatchedKey {
     pub expired: AtomicBool,
 }
 
+/// Orders ready keys across shards (only touched when a key with blocked clients changes).
+static READY_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 type WatchMap = HashMap<Key, Vec<Arc<WatchedKey>>, Hasher>;
 type BlockMap = HashMap<Key, std::collections::VecDeque<Arc<crate::blocking::Waiter>>, Hasher>;
 
@@ -54,8 +57,9 @@ pub struct Table {
     watch: Option<Box<WatchMap>>,
     /// Clients blocked on keys of this table, in arrival order; `None` until someone blocks.
     blocked: Option<Box<BlockMap>>,
-    /// Keys with blocked clients that were written since the last serving pass.
-    ready: Vec<Key>,
+    /// Keys with blocked clients that were written since the last serving pass, with the order in
+    /// which they became ready (served in that order, as Redis does).
+    ready: Vec<(u64, Key)>,
     /// Shared by the tables of one shard: set when any of them has ready keys, so the per-command
     /// check for blocked clients to serve is one load per shard, not one per database.
     shard_ready: Arc<AtomicBool>,
@@ -316,16 +320,16 @@ impl Table {
     pub fn signal_ready(&mut self, key: &[u8]) {
         if let Some(b) = self.blocked.as_deref()
             && b.contains_key(key)
-            && !self.ready.iter().any(|k| k[..] == *key)
+            && !self.ready.iter().any(|(_, k)| k[..] == *key)
         {
-            self.ready.push(Key::from_slice(key));
+            self.ready.push((READY_SEQ.fetch_add(1, Ordering::Relaxed), Key::from_slice(key)));
             self.shard_ready.store(true, Ordering::Relaxed);
         }
     }
 
     /// Forgets that `key` is ready (its first waiter cannot be served by the key's current state).
     pub fn unready(&mut self, key: &[u8]) {
-        self.ready.retain(|k| k[..] != *key);
+        self.ready.retain(|(_, k)| k[..] != *key);
     }
 
     /// True when written keys have blocked clients to serve.
@@ -333,8 +337,8 @@ impl Table {
         !self.ready.is_empty()
     }
 
-    /// Takes the keys to serve.
-    pub fn take_ready(&mut self) -> Vec<Key> {
+    /// Takes the keys to serve, with their readiness order.
+    pub fn take_ready(&mut self) -> Vec<(u64, Key)> {
         std::mem::take(&mut self.ready)
     }
 
@@ -430,15 +434,15 @@ pub struct Shard {
 }
 
 impl Shard {
-    /// Takes the keys whose blocked clients should be served, as (db, key).
-    pub fn take_ready(&mut self) -> Vec<(usize, Key)> {
+    /// Takes the keys whose blocked clients should be served, as (readiness order, db, key).
+    pub fn take_ready(&mut self) -> Vec<(u64, usize, Key)> {
         if !self.ready.swap(false, Ordering::Relaxed) {
             return Vec::new();
         }
         let mut out = Vec::new();
         for (db, t) in self.dbs.iter_mut().enumerate() {
             if t.has_ready() {
-                out.extend(t.take_ready().into_iter().map(|k| (db, k)));
+                out.extend(t.take_ready().into_iter().map(|(seq, k)| (seq, db, k)));
             }
         }
         out

@@ -431,17 +431,20 @@ impl Server {
 
     /// Serves clients blocked on keys written by the command that just ran, in arrival order, while
     /// the writer still holds the locks (see [`crate::blocking`]).
-    fn serve_ready(&self, locked: &mut crate::keyspace::Locked<'_>, now: u64) {
+    ///
+    /// Whoever takes its own locks (EXEC, scripts) must call this before releasing them.
+    pub fn serve_ready(&self, locked: &mut crate::keyspace::Locked<'_>, now: u64) {
         use crate::blocking::{Serve, WaitState};
         loop {
-            let mut work: Vec<(usize, crate::value::Key)> = Vec::new();
+            let mut work: Vec<(u64, usize, crate::value::Key)> = Vec::new();
             for s in locked.shards_mut() {
                 work.extend(s.take_ready());
             }
             if work.is_empty() {
                 return;
             }
-            for (db, key) in work {
+            work.sort_unstable_by_key(|(seq, _, _)| *seq);
+            for (_, db, key) in work {
                 while let Some(w) = locked.shard_for(&key).dbs[db].first_waiter(&key) {
                     if !w.claim() {
                         // Being served through another of its keys by another writer: keep order,

@@ -544,3 +544,24 @@ mod tests {
         assert_eq!(a.blocked_reply().as_deref(), Some(r#"["zz", "m", ,3]"#));
     }
 }
+
+#[cfg(test)]
+mod order_tests {
+    use crate::testkit::TestServer;
+
+    /// Keys made ready by one command are served in the order they became ready (Redis's
+    /// "BLMPOP with multiple blocked clients").
+    #[test]
+    fn ready_keys_are_served_in_order() {
+        let ts = TestServer::new();
+        let (mut a, mut b, mut w) = (ts.client(), ts.client(), ts.client());
+        assert_eq!(a.run("BLMPOP 0 2 blist blist2 LEFT COUNT 1"), "(no reply)");
+        assert_eq!(b.run("BLMPOP 0 2 blist blist2 RIGHT COUNT 10"), "(no reply)");
+        w.run("MULTI");
+        w.run("LPUSH blist a b c d e");
+        w.run("LPUSH blist2 1 2 3 4 5");
+        assert_eq!(w.run("EXEC"), "[:5, :5]");
+        assert_eq!(a.blocked_reply().as_deref(), Some(r#"["blist", ["e"]]"#));
+        assert_eq!(b.blocked_reply().as_deref(), Some(r#"["blist", ["a", "b", "c", "d"]]"#));
+    }
+}

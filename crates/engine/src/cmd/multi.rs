@@ -163,6 +163,8 @@ fn exec(ctx: &mut Ctx<'_, '_>) -> Frame {
         replies.push(srv.call(ctx.client, &mut locked, cmd, args, now));
     }
     ctx.client.deny_blocking = deny;
+    // Clients blocked on keys the transaction changed are served now, before its locks drop.
+    srv.serve_ready(&mut locked, now);
     Frame::Array(replies)
 }
 
