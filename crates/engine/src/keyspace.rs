@@ -225,6 +225,17 @@ impl Table {
         self.touch_all_before_replace(None, now);
         self.map = Default::default();
         self.expires = BTreeSet::new();
+        self.signal_all_blocked();
+    }
+
+    /// Marks every key with blocked clients ready (the whole table changed: FLUSHDB, SWAPDB); each
+    /// waiter's serve step decides whether the new state serves it (a freed lock does, an absent list
+    /// does not).
+    fn signal_all_blocked(&mut self) {
+        let keys: Vec<Key> = self.blocked.as_deref().map(|b| b.keys().cloned().collect()).unwrap_or_default();
+        for k in keys {
+            self.signal_ready(&k);
+        }
     }
 
     /// Swaps the data of two tables (SWAPDB) while each keeps its own watchers, telling them as Redis
@@ -234,16 +245,10 @@ impl Table {
         b.touch_all_before_replace(Some(a), now);
         std::mem::swap(&mut a.map, &mut b.map);
         std::mem::swap(&mut a.expires, &mut b.expires);
-        // Clients blocked on keys that now exist may be served (Redis's "SWAPDB awakes blocked client").
-        for t in [a, b] {
-            let keys: Vec<Key> = match t.blocked.as_deref() {
-                Some(bl) => bl.keys().filter(|k| t.map.contains_key(&k[..])).cloned().collect(),
-                None => Vec::new(),
-            };
-            for k in keys {
-                t.signal_ready(&k);
-            }
-        }
+        // Clients blocked on either side may be served now (Redis's "SWAPDB awakes blocked client";
+        // a lock that is absent after the swap is free).
+        a.signal_all_blocked();
+        b.signal_all_blocked();
     }
 
     /// Registers a WATCH on `key`. Returns the registration the client keeps.
@@ -306,9 +311,9 @@ impl Table {
 
     /// Queues a blocked client on `key`.
     pub fn block(&mut self, key: &[u8], w: Arc<crate::blocking::Waiter>) {
-        let q = self.blocked.get_or_insert_with(Default::default).entry(Key::from_slice(key)).or_default();
-        q.retain(|w| w.is_waiting());
-        q.push_back(w);
+        // Gone waiters are dropped from the front as queues are served, and everywhere by the cron's
+        // prune: no O(queue) scan per enqueue.
+        self.blocked.get_or_insert_with(Default::default).entry(Key::from_slice(key)).or_default().push_back(w);
     }
 
     /// True if clients are blocked on `key`.

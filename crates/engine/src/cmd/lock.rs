@@ -390,6 +390,22 @@ mod tests {
     }
 
     #[test]
+    fn flushall_and_swapdb_hand_freed_locks_to_waiters() {
+        let ts = TestServer::new();
+        let (mut h, mut w) = (ts.client(), ts.client());
+        token(&h.run("LOCK res h 10000"));
+        assert_eq!(w.run("LOCK res w 10000 WAIT 0"), "(no reply)");
+        assert_eq!(h.run("FLUSHALL"), "+OK");
+        served_token(&mut w);
+        assert!(h.run("LOCKINFO res").contains("\"owner\": \"w\""));
+        // SWAPDB with an empty database frees it as well.
+        assert_eq!(w.run("LOCK res w2 10000 WAIT 0"), "(no reply)");
+        assert_eq!(h.run("SWAPDB 0 1"), "+OK");
+        served_token(&mut w);
+        assert!(h.run("LOCKINFO res").contains("\"owner\": \"w2\""));
+    }
+
+    #[test]
     fn locks_in_transactions() {
         let ts = TestServer::new();
         let mut c = ts.client();
