@@ -17,7 +17,12 @@
 //! (`--redis-server PATH`) on loopback ports from `--port-base` (7640), or uses running ones given by
 //! `--latch URL` / `--redis URL`. Bounded: at most `--max-grants` grants per mode (default 5 M) and
 //! `--secs` (default 3, at most 60) per mode. `--modes native,polling-latch,polling-redis` selects.
-//! `--threads N` sets the client's tokio workers (default 1, leaving the other core to the server).
+//! `--threads N` sets the client's tokio workers (default 1, leaving the other core to the server);
+//! `--latch-io-threads N` the started latch-server's `io-threads` (default 0: one per core).
+//!
+//! FIFO is the server's arrival order; a client that is slow to send its next `LOCK` after its
+//! `UNLOCK` (descheduled on a busy machine) arrives behind a later releaser, which shows up as a
+//! round-robin miss although the server served the queue in order.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -291,7 +296,8 @@ fn main() {
             let me = std::env::current_exe().unwrap_or_else(|e| die(format!("current_exe: {e}")));
             let bin = o.get("latch-server").map(PathBuf::from).unwrap_or_else(|| me.with_file_name("latch-server"));
             let p = base.to_string();
-            let (s, u) = start(&bin, &["--bind", "127.0.0.1", "--port", &p], base);
+            let io = o.num("latch-io-threads", 0).to_string();
+            let (s, u) = start(&bin, &["--bind", "127.0.0.1", "--port", &p, "--io-threads", &io], base);
             keep.push(s);
             u
         }
