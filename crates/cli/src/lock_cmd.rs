@@ -1,7 +1,8 @@
 //! `latch-cli lock NAME [--ttl MS] [--wait MS] -- command args...`: runs a command while holding a
 //! lock, like `flock(1)` and `etcdctl lock`.
 //!
-//! The lock is `SET NAME <random token> NX PX ttl` on the server, kept alive by a watchdog
+//! The lock is taken through the `lock` crate: `LOCK NAME <random token> ttl WAIT ms` on Latch
+//! (queued in the server, FIFO), `SET NAME <random token> NX PX ttl` elsewhere, kept alive by a watchdog
 //! (extended every third of the TTL) while the command runs, and released (owner-checked) when it
 //! exits. SIGINT and SIGTERM received meanwhile are forwarded to the command; the lock is released
 //! once it has exited. If the lock is lost while the command runs (the server lost the key or was

@@ -57,22 +57,51 @@ struct Inner {
     backend: AtomicU8,
     /// Extension path: 0 = follow `backend`, 3 = Lua (the server refused `SET ... IFEQ`).
     extend: AtomicU8,
+    /// Native lock commands (`LOCK`/`UNLOCK`/`LOCKEXTEND`): 0 = not detected yet, 1 = yes, 2 = no.
+    native: AtomicU8,
+    /// Idle dedicated connections for blocking `LOCK ... WAIT` requests (a blocked request would
+    /// hold up every other request pipelined on the shared connection).
+    waiters: std::sync::Mutex<Vec<MultiplexedConnection>>,
     timeout: Option<Duration>,
+}
+
+/// At most this many idle dedicated connections are kept for `LOCK ... WAIT`.
+const IDLE_WAIT_CONNS: usize = 8;
+
+/// A lock's state as `LOCKINFO` reports it (native locks only).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockInfo {
+    /// The holder's owner token.
+    pub owner: String,
+    /// Remaining TTL in milliseconds (-1: none).
+    pub ttl_ms: i64,
+    /// The current grant's fencing token.
+    pub token: u64,
+    /// Clients queued in `LOCK ... WAIT`.
+    pub waiters: u64,
 }
 
 /// A connection to one Redis-compatible server, shared by every lock taken through it (cheap to
 /// clone). The connection is multiplexed (requests from many tasks are pipelined on one socket)
 /// and reopened after an I/O error. The server's release/extend capabilities are detected once,
-/// on first use, with `COMMAND INFO DELIFEQ DELEX`; an `unknown command` reply later also moves
-/// the client to the Lua path.
+/// on first use, with `COMMAND INFO DELIFEQ DELEX LOCK`; an `unknown command` reply later also
+/// moves the client to the Lua path. Where the server has the native lock commands (Latch: `LOCK`,
+/// `UNLOCK`, `LOCKEXTEND`), [`crate::Lock`] uses them instead of `SET NX PX` (see
+/// [`LockClient::native`]).
 #[derive(Clone)]
 pub struct LockClient {
     inner: Arc<Inner>,
 }
 
-fn is_unknown_command(e: &redis::RedisError) -> bool {
+pub(crate) fn is_unknown_command(e: &redis::RedisError) -> bool {
     let s = e.to_string();
     s.contains("unknown command") || s.contains("syntax error")
+}
+
+/// `WRONGTYPE`: the key holds something other than a native lock (for `LOCK`: held by a
+/// non-native holder; for `UNLOCK`/`LOCKEXTEND`: certainly not our lock any more).
+pub(crate) fn is_wrong_type(e: &redis::RedisError) -> bool {
+    e.code() == Some("WRONGTYPE")
 }
 
 impl LockClient {
@@ -92,6 +121,8 @@ impl LockClient {
                 conn: Mutex::new(None),
                 backend: AtomicU8::new(0),
                 extend: AtomicU8::new(0),
+                native: AtomicU8::new(0),
+                waiters: std::sync::Mutex::new(Vec::new()),
                 timeout,
             }),
         }
@@ -101,6 +132,18 @@ impl LockClient {
     pub fn with_backend(self, backend: Backend) -> LockClient {
         self.inner.backend.store(backend.code(), Ordering::Relaxed);
         self
+    }
+
+    /// Forces the lock path: `true` uses the native `LOCK`/`UNLOCK`/`LOCKEXTEND` commands (falling
+    /// back if the server answers `unknown command`), `false` the portable `SET NX PX` protocol
+    /// even on a server that has them. Without it the path is detected on first use.
+    pub fn with_native(self, on: bool) -> LockClient {
+        self.set_native(on);
+        self
+    }
+
+    pub(crate) fn set_native(&self, on: bool) {
+        self.inner.native.store(if on { 1 } else { 2 }, Ordering::Relaxed);
     }
 
     /// A lock named `key` on this server, with default options (TTL 30 s, no watchdog, no fencing).
@@ -155,21 +198,176 @@ impl LockClient {
         if let Some(b) = Backend::from_code(self.inner.backend.load(Ordering::Relaxed)) {
             return Ok(b);
         }
+        self.detect().await?;
+        Ok(Backend::from_code(self.inner.backend.load(Ordering::Relaxed)).unwrap_or(Backend::Lua))
+    }
+
+    /// Whether locks taken through this client use the server's native lock commands (`LOCK`,
+    /// `UNLOCK`, `LOCKEXTEND`: Latch), detected on first call unless forced with
+    /// [`LockClient::with_native`].
+    pub async fn native(&self) -> Result<bool> {
+        match self.inner.native.load(Ordering::Relaxed) {
+            1 => Ok(true),
+            2 => Ok(false),
+            _ => {
+                self.detect().await?;
+                Ok(self.inner.native.load(Ordering::Relaxed) == 1)
+            }
+        }
+    }
+
+    /// One `COMMAND INFO DELIFEQ DELEX LOCK`; stores what was not known (or forced) yet.
+    async fn detect(&self) -> Result<()> {
         let info = self
             .run(|mut c| async move {
-                redis::cmd("COMMAND").arg("INFO").arg("DELIFEQ").arg("DELEX").query_async::<Vec<Value>>(&mut c).await
+                redis::cmd("COMMAND")
+                    .arg("INFO")
+                    .arg("DELIFEQ")
+                    .arg("DELEX")
+                    .arg("LOCK")
+                    .query_async::<Vec<Value>>(&mut c)
+                    .await
             })
             .await;
-        let b = match info {
-            Ok(v) if matches!(v.first(), Some(x) if *x != Value::Nil) => Backend::Delifeq,
-            Ok(v) if matches!(v.get(1), Some(x) if *x != Value::Nil) => Backend::Delex,
-            Ok(_) => Backend::Lua,
+        let known = |v: &[Value], i: usize| matches!(v.get(i), Some(x) if *x != Value::Nil);
+        let (b, native) = match info {
+            Ok(v) if known(&v, 0) => (Backend::Delifeq, known(&v, 2)),
+            Ok(v) if known(&v, 1) => (Backend::Delex, known(&v, 2)),
+            Ok(v) => (Backend::Lua, known(&v, 2)),
             // COMMAND may be renamed or forbidden by ACL: try natively, fall back on the error.
-            Err(Error::Redis(e)) if e.code().is_some() => Backend::Delifeq,
+            Err(Error::Redis(e)) if e.code().is_some() => (Backend::Delifeq, true),
             Err(e) => return Err(e),
         };
-        self.inner.backend.store(b.code(), Ordering::Relaxed);
-        Ok(b)
+        let _ = self.inner.backend.compare_exchange(0, b.code(), Ordering::Relaxed, Ordering::Relaxed);
+        let _ = self.inner.native.compare_exchange(0, if native { 1 } else { 2 }, Ordering::Relaxed, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// `LOCK key owner ttl`: the fencing token if granted (or already held by `owner`, whose TTL is
+    /// then reset), `None` if another owner holds it. Errors as the server sends them (`WRONGTYPE`
+    /// if the key is not a native lock, `unknown command` on servers without native locks).
+    pub async fn native_lock(&self, key: &str, owner: &str, ttl: Duration) -> Result<Option<u64>> {
+        let ms = ttl.as_millis().max(1) as u64;
+        let r: Option<i64> = self
+            .run(|mut c| async move { redis::cmd("LOCK").arg(key).arg(owner).arg(ms).query_async(&mut c).await })
+            .await?;
+        Ok(r.map(|t| t.max(0) as u64))
+    }
+
+    /// `LOCK key owner ttl WAIT wait`: waits in the server's FIFO queue for the lock, on a dedicated
+    /// connection, without polling. `None` if `wait` passed first. A `wait` under 1 ms makes one
+    /// attempt (`WAIT 0` would wait forever). If this future is dropped while waiting, its
+    /// connection is closed, which takes the request out of the queue (a grant that raced with the
+    /// drop stays until its TTL runs out).
+    pub async fn native_lock_wait(&self, key: &str, owner: &str, ttl: Duration, wait: Duration) -> Result<Option<u64>> {
+        let wait_ms = wait.as_millis().min(u64::MAX as u128) as u64;
+        if wait_ms == 0 {
+            return self.native_lock(key, owner, ttl).await;
+        }
+        let ms = ttl.as_millis().max(1) as u64;
+        let mut c = self.wait_conn().await?;
+        let mut cmd = redis::cmd("LOCK");
+        cmd.arg(key).arg(owner).arg(ms).arg("WAIT").arg(wait_ms);
+        let req = cmd.query_async::<Option<i64>>(&mut c);
+        // The server replies when `wait` is over; the margin only guards against a lost server.
+        let limit = wait.saturating_add(Duration::from_secs(5)).min(Duration::from_secs(86_400 * 365));
+        let r = match tokio::time::timeout(limit, req).await {
+            Ok(r) => r,
+            Err(_) => return Err(Error::Unresponsive),
+        };
+        match r {
+            Ok(v) => {
+                self.put_wait_conn(c);
+                Ok(v.map(|t| t.max(0) as u64))
+            }
+            // A server error reply leaves the connection usable; an I/O error does not.
+            Err(e) => {
+                if e.code().is_some() {
+                    self.put_wait_conn(c);
+                }
+                Err(Error::Redis(e))
+            }
+        }
+    }
+
+    async fn wait_conn(&self) -> Result<MultiplexedConnection> {
+        if let Some(c) = self.inner.waiters.lock().ok().and_then(|mut v| v.pop()) {
+            return Ok(c);
+        }
+        let cfg = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.inner.timeout.unwrap_or(Duration::from_secs(2))))
+            .set_response_timeout(None);
+        Ok(self.inner.client.get_multiplexed_async_connection_with_config(&cfg).await?)
+    }
+
+    fn put_wait_conn(&self, c: MultiplexedConnection) {
+        if let Ok(mut v) = self.inner.waiters.lock()
+            && v.len() < IDLE_WAIT_CONNS
+        {
+            v.push(c);
+        }
+    }
+
+    /// `UNLOCK key owner`: whether the lock was `owner`'s and is now released (the server grants it
+    /// to the next waiter in the same step). A key that is not a native lock is not ours: `false`.
+    pub async fn native_unlock(&self, key: &str, owner: &str) -> Result<bool> {
+        let r: Result<i64> =
+            self.run(|mut c| async move { redis::cmd("UNLOCK").arg(key).arg(owner).query_async(&mut c).await }).await;
+        match r {
+            Err(Error::Redis(e)) if is_wrong_type(&e) => Ok(false),
+            r => r.map(|n| n == 1),
+        }
+    }
+
+    /// `LOCKEXTEND key owner ttl`: whether the lock was still `owner`'s (its TTL is then `ttl`).
+    pub async fn native_extend(&self, key: &str, owner: &str, ttl: Duration) -> Result<bool> {
+        let ms = ttl.as_millis().max(1) as u64;
+        let r: Result<i64> = self
+            .run(|mut c| async move { redis::cmd("LOCKEXTEND").arg(key).arg(owner).arg(ms).query_async(&mut c).await })
+            .await;
+        match r {
+            Err(Error::Redis(e)) if is_wrong_type(&e) => Ok(false),
+            r => r.map(|n| n == 1),
+        }
+    }
+
+    /// `LOCKINFO key`: the native lock's holder, TTL, token and queue length; `None` if free.
+    pub async fn lock_info(&self, key: &str) -> Result<Option<LockInfo>> {
+        let v: Value =
+            self.run(|mut c| async move { redis::cmd("LOCKINFO").arg(key).query_async(&mut c).await }).await?;
+        let pairs: Vec<(Value, Value)> = match v {
+            Value::Nil => return Ok(None),
+            Value::Map(m) => m,
+            Value::Array(a) => {
+                let mut it = a.into_iter();
+                let mut m = Vec::new();
+                while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                    m.push((k, v));
+                }
+                m
+            }
+            other => return Err(Error::Protocol(format!("{other:?}"))),
+        };
+        let text = |v: &Value| match v {
+            Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+            Value::SimpleString(s) => s.clone(),
+            _ => String::new(),
+        };
+        let int = |v: &Value| match v {
+            Value::Int(n) => *n,
+            _ => 0,
+        };
+        let mut info = LockInfo { owner: String::new(), ttl_ms: -1, token: 0, waiters: 0 };
+        for (k, v) in &pairs {
+            match text(k).as_str() {
+                "owner" => info.owner = text(v),
+                "ttl" => info.ttl_ms = int(v),
+                "token" => info.token = int(v).max(0) as u64,
+                "waiters" => info.waiters = int(v).max(0) as u64,
+                _ => {}
+            }
+        }
+        Ok(Some(info))
     }
 
     /// `SET key token NX PX ttl`, and with `fence_key`, in one `MULTI`/`EXEC` with

@@ -8,7 +8,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::backoff::Backoff;
-use crate::client::LockClient;
+use crate::client::{LockClient, is_unknown_command, is_wrong_type};
 use crate::{Error, Result, drift, new_token};
 
 /// A lock's name and options on one server; [`Lock::try_lock`] and [`Lock::lock`] take it.
@@ -41,8 +41,10 @@ impl Lock {
         self
     }
 
-    /// Hands out a fencing token with each acquisition: `INCR` of `<key>:fence` in the same
-    /// `MULTI`/`EXEC` as the `SET NX PX`, used only when the `SET` succeeded. Tokens of one lock
+    /// Hands out a fencing token with each acquisition. On the native path every grant carries the
+    /// server's token and this only makes [`LockGuard::fence`] report it. On the portable path it is
+    /// `INCR` of `<key>:fence` in the same `MULTI`/`EXEC` as the `SET NX PX`, used only when the
+    /// `SET` succeeded. Tokens of one lock
     /// strictly increase (numbers may be skipped, never repeated), as long as the server keeps the
     /// counter: a restart without persistence, a failover to a replica that missed the last writes
     /// or a `FLUSHALL` resets it, so the resource must also persist the highest token it saw.
@@ -51,7 +53,8 @@ impl Lock {
         self
     }
 
-    /// Like [`Lock::fencing`] with a counter key of the caller's choice.
+    /// Like [`Lock::fencing`] with a counter key of the caller's choice (portable path; the native
+    /// path uses the server's token).
     pub fn fence_key(mut self, key: impl Into<String>) -> Lock {
         self.fence_key = Some(key.into());
         self
@@ -65,7 +68,8 @@ impl Lock {
         self
     }
 
-    /// Retry pacing for [`Lock::lock`].
+    /// Retry pacing for [`Lock::lock`] on the portable path (the native path waits in the
+    /// server's queue; it backs off only after errors).
     pub fn backoff(mut self, b: Backoff) -> Lock {
         self.backoff = b;
         self
@@ -79,18 +83,41 @@ impl Lock {
     /// One attempt: the guard if the lock was free.
     pub async fn try_lock(&self) -> Result<Option<LockGuard>> {
         let token = new_token();
-        let start = Instant::now();
-        let got = self.client.acquire(&self.key, &token, self.ttl, self.fence_key.as_deref()).await?;
-        Ok(got.map(|fence| self.guard(token, fence, start)))
+        if self.client.native().await? {
+            let start = Instant::now();
+            match self.client.native_lock(&self.key, &token, self.ttl).await {
+                Ok(r) => return Ok(r.map(|fence| self.guard(token, fence, start, true))),
+                // Held by a key that is not a native lock (e.g. a portable client's): not free.
+                Err(Error::Redis(e)) if is_wrong_type(&e) => return Ok(None),
+                Err(Error::Redis(e)) if is_unknown_command(&e) => self.client.set_native(false),
+                Err(e) => return Err(e),
+            }
+        }
+        self.try_portable(token).await
     }
 
-    /// Retries with jittered exponential backoff until the lock is acquired or `wait` has passed
-    /// ([`Error::Timeout`]). Connection errors are retried too, until the deadline.
+    async fn try_portable(&self, token: String) -> Result<Option<LockGuard>> {
+        let start = Instant::now();
+        let got = self.client.acquire(&self.key, &token, self.ttl, self.fence_key.as_deref()).await?;
+        Ok(got.map(|fence| self.guard(token, fence, start, false)))
+    }
+
+    /// Waits until the lock is acquired or `wait` has passed ([`Error::Timeout`]). Natively this
+    /// is one `LOCK ... WAIT` on a dedicated connection: the server queues the request and grants
+    /// the lock to waiters in arrival order as soon as it is released or expires. On the portable
+    /// path it retries with jittered exponential backoff. Connection errors are retried too, until
+    /// the deadline.
     pub async fn lock(&self, wait: Duration) -> Result<LockGuard> {
         let deadline = Instant::now() + wait;
+        if self.client.native().await? {
+            match self.lock_native(wait, deadline).await {
+                Err(Error::Redis(e)) if is_unknown_command(&e) => self.client.set_native(false),
+                r => return r,
+            }
+        }
         let mut attempt = 0u32;
         loop {
-            let last = match self.try_lock().await {
+            let last = match self.try_portable(new_token()).await {
                 Ok(Some(g)) => return Ok(g),
                 Ok(None) => None,
                 Err(e) => Some(e),
@@ -108,15 +135,54 @@ impl Lock {
         }
     }
 
-    fn guard(&self, token: String, fence: u64, start: Instant) -> LockGuard {
+    /// The native wait. One owner token for the whole call, so that a request retried after a
+    /// lost reply finds the lock already ours (`LOCK` is idempotent for its owner).
+    async fn lock_native(&self, wait: Duration, deadline: Instant) -> Result<LockGuard> {
+        let token = new_token();
+        let mut attempt = 0u32;
+        loop {
+            let start = Instant::now();
+            let left = deadline.saturating_duration_since(start);
+            let last = match self.client.native_lock_wait(&self.key, &token, self.ttl, left).await {
+                Ok(Some(fence)) => {
+                    // The server granted the lock at most one network delay before this reply (it
+                    // grants and replies in the same step); for a waited grant, count the lease
+                    // from the reply minus the drift allowance rather than from the request.
+                    let now = Instant::now();
+                    let granted = if now - start > drift(self.ttl) { now - drift(self.ttl) } else { start };
+                    return Ok(self.guard(token, fence, granted, true));
+                }
+                Ok(None) => None,
+                Err(Error::Redis(e)) if is_unknown_command(&e) => return Err(Error::Redis(e)),
+                Err(e) => Some(e),
+            };
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(match last {
+                    Some(Error::Redis(e)) if !is_wrong_type(&e) => Error::Redis(e),
+                    _ => Error::Timeout(wait),
+                });
+            }
+            // Timed out early (rounding) or failed: wrong type (a non-native holder) or a
+            // connection error. Pause before trying again, except after a plain timeout.
+            if last.is_some() {
+                let pause = self.backoff.delay(attempt).min(deadline - now);
+                attempt = attempt.saturating_add(1);
+                tokio::time::sleep(pause).await;
+            }
+        }
+    }
+
+    fn guard(&self, token: String, fence: u64, start: Instant, native: bool) -> LockGuard {
         let (tx, rx) = watch::channel(false);
         let valid_until = Arc::new(Mutex::new(start + self.ttl.saturating_sub(drift(self.ttl))));
-        let state = Arc::new(State { client: self.client.clone(), key: self.key.clone(), token, tx, valid_until });
+        let state =
+            Arc::new(State { client: self.client.clone(), key: self.key.clone(), token, tx, valid_until, native });
         let watchdog = self.watchdog.then(|| tokio::spawn(watchdog(state.clone(), self.ttl)));
         LockGuard {
             state,
             ttl: self.ttl,
-            fence: self.fence_key.as_ref().map(|_| fence),
+            fence: (native || self.fence_key.is_some()).then_some(fence),
             lost: rx,
             watchdog,
             done: false,
@@ -132,6 +198,8 @@ struct State {
     /// Conservative end of the lease as this process knows it: start of the request that set the
     /// TTL + ttl - drift.
     valid_until: Arc<Mutex<Instant>>,
+    /// Taken with `LOCK`: released with `UNLOCK`, extended with `LOCKEXTEND`.
+    native: bool,
 }
 
 impl State {
@@ -145,9 +213,21 @@ impl State {
         self.valid_until.lock().map(|v| *v).unwrap_or_else(|_| Instant::now())
     }
 
+    async fn release(&self) -> Result<bool> {
+        if self.native {
+            self.client.native_unlock(&self.key, &self.token).await
+        } else {
+            self.client.release(&self.key, &self.token).await
+        }
+    }
+
     async fn extend(&self, ttl: Duration) -> Result<bool> {
         let start = Instant::now();
-        let ok = self.client.extend(&self.key, &self.token, ttl).await?;
+        let ok = if self.native {
+            self.client.native_extend(&self.key, &self.token, ttl).await?
+        } else {
+            self.client.extend(&self.key, &self.token, ttl).await?
+        };
         if ok {
             self.set_valid_until(start + ttl.saturating_sub(drift(ttl)));
         } else {
@@ -197,14 +277,21 @@ impl LockGuard {
         &self.state.key
     }
 
-    /// This holder's random owner token (the key's value while the lock is ours).
+    /// This holder's random owner token (the key's value while the lock is ours on the portable
+    /// path, the lock's owner on the native one).
     pub fn token(&self) -> &str {
         &self.state.token
     }
 
-    /// The fencing token handed out with this acquisition, if the lock uses fencing.
+    /// The fencing token handed out with this acquisition: always on the native path (the
+    /// server's token), with [`Lock::fencing`] on the portable path.
     pub fn fence(&self) -> Option<u64> {
         self.fence
+    }
+
+    /// True if the lock was taken with the server's native `LOCK` command.
+    pub fn is_native(&self) -> bool {
+        self.state.native
     }
 
     /// The TTL the lock was taken (and is extended) with.
@@ -256,7 +343,7 @@ impl LockGuard {
         if let Some(w) = self.watchdog.take() {
             w.abort();
         }
-        self.state.client.release(&self.state.key, &self.state.token).await
+        self.state.release().await
     }
 }
 
@@ -271,7 +358,7 @@ impl Drop for LockGuard {
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             let s = self.state.clone();
             rt.spawn(async move {
-                let _ = s.client.release(&s.key, &s.token).await;
+                let _ = s.release().await;
             });
         }
     }

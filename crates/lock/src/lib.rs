@@ -2,14 +2,18 @@
 //! ecosystem's `redis` crate (async, tokio).
 //!
 //! - [`LockClient`]: one server, one multiplexed connection, and the server's capabilities detected
-//!   once per connection (`COMMAND INFO DELIFEQ DELEX`): owner-checked release and extension use the
-//!   native `DELIFEQ` (Valkey 9, Latch), `DELEX key IFEQ` (Redis 8.4, Latch) and
-//!   `SET key token IFEQ token PX ms` where the server has them, and the classic Lua
-//!   compare-and-delete / compare-and-pexpire scripts otherwise.
-//! - [`Lock`] / [`LockGuard`]: `SET key token NX PX ttl` with a random owner token, `try_lock`,
-//!   `lock` with a deadline and jittered exponential backoff, `extend`, `release`, release-on-drop
-//!   (best effort, see [`LockGuard`]), an optional watchdog that keeps extending and reports loss,
-//!   and optional [fencing tokens](Lock::fencing).
+//!   once per connection (`COMMAND INFO DELIFEQ DELEX LOCK`).
+//! - [`Lock`] / [`LockGuard`]: `try_lock`, `lock` with a deadline, `extend`, `release`,
+//!   release-on-drop (best effort, see [`LockGuard`]), an optional watchdog that keeps extending
+//!   and reports loss, and fencing tokens. Two paths, chosen per server:
+//!   - **native** (Latch): `LOCK key owner ttl [WAIT ms]`, `UNLOCK`, `LOCKEXTEND`. Waiting is a
+//!     place in the server's FIFO queue (no polling, no backoff), and every grant carries the
+//!     server's fencing token.
+//!   - **portable** (Redis, Valkey...): `SET key token NX PX ttl` with a random owner token,
+//!     jittered exponential backoff while waiting, owner-checked release and extension through
+//!     `DELIFEQ` (Valkey 9), `DELEX key IFEQ` (Redis 8.4) and `SET key token IFEQ token PX ms`
+//!     where the server has them, and the classic Lua compare-and-delete / compare-and-pexpire
+//!     scripts otherwise; optional [fencing tokens](Lock::fencing) through `MULTI SET NX; INCR`.
 //! - [`Redlock`]: the multi-server algorithm (majority, validity = ttl - elapsed - drift).
 //!
 //! See `docs/locks.md` in the repository for the patterns, their failure modes and the limits of
@@ -35,7 +39,7 @@ mod guard;
 mod redlock;
 
 pub use backoff::Backoff;
-pub use client::{Backend, EXTEND_SCRIPT, LockClient, RELEASE_SCRIPT};
+pub use client::{Backend, EXTEND_SCRIPT, LockClient, LockInfo, RELEASE_SCRIPT};
 pub use guard::{Lock, LockGuard};
 pub use redlock::{Redlock, RedlockGuard};
 

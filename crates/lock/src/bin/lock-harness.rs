@@ -17,8 +17,13 @@
 //! from the number of completed sections. All must be zero. It reports cycles per second and
 //! acquire latency (p50/p99).
 //!
+//! Scenarios: `native` (Latch's LOCK ... WAIT / UNLOCK / LOCKEXTEND, the path the library picks on
+//! Latch: waiting in the server's FIFO queue, the server's fencing tokens), `latch` (the portable
+//! protocol forced on Latch: SET NX PX, DELIFEQ, MULTI/INCR fencing), `redis` (portable, Lua
+//! release) and `redlock` (five servers).
+//!
 //! Usage: `lock-harness [--secs 5] [--workers 8] [--kills 3] [--ttl-ms 400] [--hold-us 500]
-//! [--scenarios latch,redis,redlock] [--redlock-servers mixed|latch|redis] [--port-base 7620]
+//! [--scenarios native,latch,redis,redlock] [--redlock-servers mixed|latch|redis] [--port-base 7620]
 //! [--latch-server PATH] [--redis-server PATH]`. The scenario `nolock` (not in the default set)
 //! runs the workers without any lock, to show that the checks do detect violations.
 //! Exit status: 0 if every scenario is clean, 1 otherwise.
@@ -106,9 +111,20 @@ async fn worker(o: Opts) -> i32 {
         Err(e) => die(format!("worker: resource: {e}")),
     };
     let backoff = Backoff { base: Duration::from_millis(1), max: Duration::from_millis(20) };
+    let path = o.get("path", "auto");
     let single = match (mode.as_str(), urls.first()) {
         ("single", Some(u)) => match LockClient::connect(u).await {
-            Ok(c) => Some(c.lock("harness:lock").ttl(ttl).watchdog(true).fencing(true).backoff(backoff)),
+            Ok(c) => {
+                let c = match path.as_str() {
+                    "native" => c.with_native(true),
+                    "portable" => c.with_native(false),
+                    _ => c,
+                };
+                if path == "native" && !matches!(c.native().await, Ok(true)) {
+                    die(format!("worker: {u} has no native lock commands"));
+                }
+                Some(c.lock("harness:lock").ttl(ttl).watchdog(true).fencing(true).backoff(backoff))
+            }
             Err(e) => die(format!("worker: {u}: {e}")),
         },
         _ => None,
@@ -122,6 +138,9 @@ async fn worker(o: Opts) -> i32 {
         let (g1, g2, fence) = if let Some(l) = &single {
             match l.lock(Duration::from_secs(2)).await {
                 Ok(g) => {
+                    if path == "native" && !g.is_native() {
+                        die("worker: native path expected".into());
+                    }
                     let f = g.fence().unwrap_or(0);
                     (Some(g), None, f)
                 }
@@ -307,18 +326,19 @@ impl Report {
 fn coordinator(o: Opts) -> i32 {
     let bins = find_bins(&o);
     let base = u16::try_from(o.num("port-base", 7620)).unwrap_or_else(|_| die("--port-base".into()));
-    let scenarios = o.get("scenarios", "latch,redis,redlock");
+    let scenarios = o.get("scenarios", "native,latch,redis,redlock");
     let resource = Server::start(Kind::Latch, base, &bins);
     let mut reports = Vec::new();
     for sc in scenarios.split(',') {
         let mut rc = resource.conn();
         let _: () = redis::cmd("FLUSHALL").query(&mut rc).unwrap_or_else(|e| die(format!("FLUSHALL: {e}")));
         let rep = match sc {
-            "latch" | "redis" => {
-                let kind = if sc == "latch" { Kind::Latch } else { Kind::Redis };
+            "native" | "latch" | "redis" => {
+                let kind = if sc == "redis" { Kind::Redis } else { Kind::Latch };
                 let srv = Server::start(kind, base + 1, &bins);
                 let mut servers = vec![srv];
-                run_scenario(&o, &bins, sc, "single", &resource, &mut servers, false)
+                let path = if sc == "native" { "native" } else { "portable" };
+                run_scenario(&o, &bins, sc, "single", path, &resource, &mut servers, false)
             }
             "redlock" => {
                 let mix = o.get("redlock-servers", "mixed");
@@ -333,11 +353,11 @@ fn coordinator(o: Opts) -> i32 {
                         Server::start(kind, base + 2 + i, &bins)
                     })
                     .collect();
-                run_scenario(&o, &bins, "redlock", "redlock", &resource, &mut servers, true)
+                run_scenario(&o, &bins, "redlock", "redlock", "portable", &resource, &mut servers, true)
             }
             "nolock" => {
                 let mut servers = Vec::new();
-                run_scenario(&o, &bins, "nolock", "none", &resource, &mut servers, false)
+                run_scenario(&o, &bins, "nolock", "none", "portable", &resource, &mut servers, false)
             }
             other => die(format!("unknown scenario {other}")),
         };
@@ -372,9 +392,18 @@ fn coordinator(o: Opts) -> i32 {
     if clean { 0 } else { 1 }
 }
 
-fn spawn_worker(bins: &Bins, mode: &str, lock_urls: &str, resource: &str, until: u64, o: &Opts) -> Child {
+struct Spawn<'a> {
+    mode: &'a str,
+    path: &'a str,
+    lock_urls: &'a str,
+    resource: &'a str,
+    until: u64,
+}
+
+fn spawn_worker(bins: &Bins, w: &Spawn<'_>, o: &Opts) -> Child {
+    let Spawn { mode, path, lock_urls, resource, until } = *w;
     Command::new(&bins.me)
-        .args(["worker", "--mode", mode, "--lock", lock_urls, "--resource", resource])
+        .args(["worker", "--mode", mode, "--path", path, "--lock", lock_urls, "--resource", resource])
         .args(["--until-ms", &until.to_string()])
         .args(["--ttl-ms", &o.num("ttl-ms", 400).to_string(), "--hold-us", &o.num("hold-us", 500).to_string()])
         .stdout(Stdio::null())
@@ -382,11 +411,13 @@ fn spawn_worker(bins: &Bins, mode: &str, lock_urls: &str, resource: &str, until:
         .unwrap_or_else(|e| die(format!("spawn worker: {e}")))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_scenario(
     o: &Opts,
     bins: &Bins,
     name: &str,
     mode: &str,
+    path: &str,
     resource: &Server,
     servers: &mut [Server],
     disturb_servers: bool,
@@ -400,8 +431,9 @@ fn run_scenario(
     eprintln!("scenario {name}: {nworkers} workers for {secs} s, {nkills} kills, lock servers {kinds:?}");
     let start = Instant::now();
     let until = unix_ms() + secs * 1000;
-    let mut workers: Vec<Child> =
-        (0..nworkers).map(|_| spawn_worker(bins, mode, &lock_urls, &resource.url(), until, o)).collect();
+    let res_url = resource.url();
+    let spawn = Spawn { mode, path, lock_urls: &lock_urls, resource: &res_url, until };
+    let mut workers: Vec<Child> = (0..nworkers).map(|_| spawn_worker(bins, &spawn, o)).collect();
     let mut rc = resource.conn();
     let mut kills = 0;
     let mut note = String::new();
@@ -432,7 +464,7 @@ fn run_scenario(
             let _: () = redis::cmd("RPUSH").arg("log").arg(format!("D {pid}")).query(&mut rc).unwrap_or(());
             kills += 1;
             next_kill = Instant::now() + kill_every;
-            workers.push(spawn_worker(bins, mode, &lock_urls, &resource.url(), until, o));
+            workers.push(spawn_worker(bins, &spawn, o));
         }
     }
     let grace = Instant::now() + Duration::from_secs(8);
