@@ -532,12 +532,8 @@ fn lock_wait_grants_in_arrival_order_over_real_connections() {
     assert_eq!(holder.call(b"LOCKINFO k\r\n"), "$-1\r\n");
 }
 
-/// Engine bug (reported to the lead, not fixed here): `FLUSHALL`/`FLUSHDB` remove locks without
-/// marking their keys ready (`Table::clear` does not `signal_ready`), so queued waiters are never
-/// granted the freed lock, and while they wait a newcomer's `LOCK` (no WAIT) returns nil on a free
-/// lock. `DEL` and `UNLOCK` hand over correctly.
+/// `FLUSHALL` frees locks like `DEL` and `UNLOCK` do: the queued waiter is granted the freed lock.
 #[test]
-#[ignore = "engine bug: FLUSHALL does not hand freed locks to queued waiters"]
 fn flushall_hands_freed_locks_to_waiters() {
     let l = Latch::start(&[]);
     let mut holder = l.raw();
