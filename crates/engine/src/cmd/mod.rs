@@ -9,6 +9,7 @@ pub mod hash;
 pub mod introspection;
 pub mod keyspace;
 pub mod list;
+pub mod memory;
 pub mod lock;
 pub mod multi;
 pub mod scripting;
@@ -29,6 +30,7 @@ pub static FAMILIES: &[&[Command]] = &[
     string::COMMANDS,
     bits::COMMANDS,
     list::COMMANDS,
+    memory::COMMANDS,
     hash::COMMANDS,
     set::COMMANDS,
     zset::COMMANDS,
