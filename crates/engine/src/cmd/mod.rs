@@ -15,6 +15,7 @@ pub mod multi;
 pub mod scripting;
 pub mod server;
 pub mod set;
+pub mod sort;
 pub mod string;
 pub mod zset;
 
@@ -33,6 +34,7 @@ pub static FAMILIES: &[&[Command]] = &[
     memory::COMMANDS,
     hash::COMMANDS,
     set::COMMANDS,
+    sort::COMMANDS,
     zset::COMMANDS,
     multi::COMMANDS,
     blocking::COMMANDS,
@@ -61,6 +63,7 @@ pub const BASE: Command = Command {
     handler: container_handler,
     subcommands: &[],
     serve: None,
+    all_shards_if: None,
 };
 
 /// Flag shorthands for tables.

@@ -1242,10 +1242,9 @@ fn zsetop_generic(ctx: &mut Ctx<'_, '_>, dst: bool, op: SetOp, card_only: bool) 
             withscores = true;
             j += 1;
         } else if card_only && remaining >= 2 && eq_ic(a, "limit") {
-            match ctx.int_arg(j + 1) {
-                Ok(n) if n < 0 => return Frame::error("ERR LIMIT can't be negative"),
-                Ok(n) => limit = n as usize,
-                Err(e) => return e,
+            match parse_i64_strict(ctx.arg(j + 1)) {
+                Some(n) if n >= 0 => limit = n as usize,
+                _ => return Frame::error("ERR LIMIT can't be negative"),
             }
             j += 2;
         } else {
@@ -1353,8 +1352,7 @@ fn zintercard(ctx: &mut Ctx<'_, '_>) -> Frame {
 fn zmpop(ctx: &mut Ctx<'_, '_>) -> Frame {
     let gt0 = |b: &[u8], msg: &str| match parse_i64_strict(b) {
         Some(n) if n >= 1 => Ok(n as u64),
-        Some(_) => Err(Frame::error(format!("ERR {msg} should be greater than 0"))),
-        None => Err(error::not_integer()),
+        _ => Err(Frame::error(format!("ERR {msg} should be greater than 0"))),
     };
     let numkeys = match gt0(ctx.arg(1), "numkeys") {
         Ok(n) => n,
