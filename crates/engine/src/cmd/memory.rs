@@ -210,7 +210,7 @@ fn stats(ctx: &mut Ctx<'_, '_>) -> Frame {
     m.extend([
         (name("overhead.total"), int(t.overhead)),
         (name("keys.count"), int(t.keys)),
-        (name("keys.bytes-per-key"), int(if t.keys == 0 { 0 } else { used / t.keys })),
+        (name("keys.bytes-per-key"), int(used.checked_div(t.keys).unwrap_or(0))),
         (name("dataset.bytes"), int(t.dataset)),
         (name("dataset.percentage"), Frame::Double(ratio(t.dataset * 100, used))),
         (name("peak.percentage"), Frame::Double(if used == 0 { 0.0 } else { 100.0 })),
@@ -298,10 +298,12 @@ mod tests {
         let mut c = ts.client();
         c.run("set k v");
         let Frame::Array(h) = c.cmd(&["memory", "help"]).unwrap() else { panic!() };
-        assert_eq!(h.len(), 13);
+        assert_eq!(h.len(), 14);
         let Frame::Map(m) = c.cmd(&["memory", "stats"]).unwrap() else { panic!() };
         assert_eq!(m.len(), 28);
-        assert!(m.iter().any(|(k, v)| matches!(k, Frame::Bulk(b) if &b[..] == b"keys.count") && *v == Frame::Integer(1)));
+        assert!(
+            m.iter().any(|(k, v)| matches!(k, Frame::Bulk(b) if &b[..] == b"keys.count") && *v == Frame::Integer(1))
+        );
         assert!(matches!(c.cmd(&["memory", "doctor"]).unwrap(), Frame::Verbatim { .. }));
     }
 }

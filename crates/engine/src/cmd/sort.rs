@@ -354,4 +354,148 @@ mod tests {
         assert_eq!(sort_score(b"1x"), None);
         assert_eq!(sort_score(b" "), None);
     }
+
+    /// Replies verified byte for byte against redis-server 7.0.15 in RESP2 and RESP3.
+    #[test]
+    fn sort_transcript() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.client.proto = resp::Protocol::Resp3;
+        c.transcript(
+            r#"
+            > rpush l 3 1 2 10
+            :4
+            > sort l
+            ["1", "2", "3", "10"]
+            > sort l desc
+            ["10", "3", "2", "1"]
+            > sort l alpha
+            ["1", "10", "2", "3"]
+            > sort l limit 1 2
+            ["2", "3"]
+            > sort l limit -5 2
+            ["1", "2"]
+            > sort l limit 2 -1
+            ["3", "10"]
+            > sort l limit 10 2
+            []
+            > sort l limit x 2
+            -ERR value is not an integer or out of range
+            > sort l by nosort
+            ["3", "1", "2", "10"]
+            > sort l by nosort desc
+            ["10", "2", "1", "3"]
+            > sort l by nosort limit 1 2
+            ["1", "2"]
+            > sort l by nosort desc limit 1 2
+            ["2", "1"]
+            > mset w_3 30 w_1 100 w_2 20 o_1 one o_3 three
+            +OK
+            > hset h_1 f hf1
+            :1
+            > hset h_2 f hf2
+            :1
+            > sort l by w_*
+            ["10", "2", "3", "1"]
+            > sort l by w_* desc get # get o_* get h_*->f get h_*-> get nostar
+            ["1", "one", "hf1", (nil), (nil), "3", "three", (nil), (nil), (nil), "2", (nil), "hf2", (nil), (nil), "10", (nil), (nil), (nil), (nil)]
+            > sort l by h_*->f alpha
+            ["3", "10", "1", "2"]
+            > sort l by w_* alpha
+            ["10", "1", "2", "3"]
+            > sort l by w_* store dst
+            :4
+            > lrange dst 0 -1
+            ["10", "2", "3", "1"]
+            > sort l get o_* store dst
+            :4
+            > lrange dst 0 -1
+            ["one", "", "three", ""]
+            > sort nosuch store dst
+            :0
+            > exists dst
+            :0
+            > sadd s b a c
+            :3
+            > sort s alpha
+            ["a", "b", "c"]
+            > sort s
+            -ERR One or more scores can't be converted into double
+            > sort s by nosort store dst
+            :3
+            > lrange dst 0 -1
+            ["a", "b", "c"]
+            > zadd z 3 a 1 b 2 c
+            :3
+            > sort z by nosort
+            ["b", "c", "a"]
+            > sort z by nosort desc limit 0 2
+            ["a", "c"]
+            > sort z alpha desc
+            ["c", "b", "a"]
+            > rpush bad 1 x
+            :2
+            > sort bad
+            -ERR One or more scores can't be converted into double
+            > sort bad alpha
+            ["1", "x"]
+            > rpush e "" " 2" 0x10 1.5
+            :4
+            > sort e
+            ["", "1.5", " 2", "0x10"]
+            > set str x
+            +OK
+            > sort str
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > sort l foo
+            -ERR syntax error
+            > sort l store
+            -ERR syntax error
+            > sort_ro l store dst
+            -ERR syntax error
+            > sort_ro l by w_* get o_*
+            [(nil), (nil), "three", "one"]
+            > sort l get
+            -ERR syntax error
+            > sort l limit 1
+            -ERR syntax error
+            > rpush ties b a c
+            :3
+            > sort ties by nosuch_*
+            ["a", "b", "c"]
+            > sort ties by nosuch_* desc
+            ["c", "b", "a"]
+            "#,
+        );
+    }
+
+    #[test]
+    fn pattern_lookups_lock_every_shard() {
+        use super::{has_lookup_patterns, sort_keys};
+        let a = |s: &str| s.split(' ').map(|x| bytes::Bytes::copy_from_slice(x.as_bytes())).collect::<Vec<_>>();
+        assert!(!has_lookup_patterns(&a("sort l")));
+        assert!(!has_lookup_patterns(&a("sort l by nosort get # store d")));
+        assert!(has_lookup_patterns(&a("sort l by w_*")));
+        assert!(has_lookup_patterns(&a("sort l GET o_*->f")));
+        assert!(!has_lookup_patterns(&a("sort by_* alpha")));
+        assert_eq!(sort_keys(&a("sort l store d1 limit 0 1 get store store d2")), vec![1, 10]);
+        assert_eq!(sort_keys(&a("sort l by store")), vec![1]);
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        // Inside MULTI the transaction takes every shard too.
+        c.transcript(
+            r#"
+            > rpush l 2 1
+            :2
+            > set w_1 9
+            +OK
+            > multi
+            +OK
+            > sort l by w_* get w_*
+            +QUEUED
+            > exec
+            [[(nil), "9"]]
+            "#,
+        );
+    }
 }

@@ -9,7 +9,8 @@ use crate::args::{eq_ic, parse_f64, parse_i64_strict};
 use crate::command::{Command, Ctx, Flags, Keys};
 use crate::error;
 use crate::types::access::{
-    bulk, numkeys_keys, create_zset, parse_scan, read_zset, remove_if_empty, scan_match, scan_positions, scan_reply, write_zset,
+    bulk, create_zset, numkeys_keys, parse_scan, read_zset, remove_if_empty, scan_match, scan_positions, scan_reply,
+    write_zset,
 };
 use crate::types::zset::ZSet;
 use crate::value::{SmallBytes, Value};
@@ -1411,6 +1412,143 @@ fn zmpop(ctx: &mut Ctx<'_, '_>) -> Frame {
 #[cfg(test)]
 mod tests {
     use crate::testkit::TestServer;
+
+    /// ZUNION/ZINTER/ZDIFF(+STORE), ZINTERCARD, ZMPOP: replies verified byte for byte against
+    /// redis-server 7.0.15 in RESP2 and RESP3.
+    #[test]
+    fn zset_setops_and_zmpop() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.client.proto = resp::Protocol::Resp3;
+        c.transcript(
+            r#"
+            > zadd za 1 a 2 b 3 c
+            :3
+            > zadd zb 10 b 20 c 30 d
+            :3
+            > sadd s a d e
+            :3
+            > set str x
+            +OK
+            > zunionstore out 2 za zb
+            :4
+            > zrange out 0 -1 withscores
+            [["a", ,1], ["b", ,12], ["c", ,23], ["d", ,30]]
+            > zunionstore out 3 za zb s weights 1 2 3 aggregate max
+            :5
+            > zrange out 0 -1 withscores
+            [["a", ,3], ["e", ,3], ["b", ,20], ["c", ,40], ["d", ,60]]
+            > zinterstore out 2 za zb aggregate min
+            :2
+            > zrange out 0 -1 withscores
+            [["b", ,2], ["c", ,3]]
+            > zinterstore out 2 za nosuch
+            :0
+            > exists out
+            :0
+            > zdiffstore out 2 za zb
+            :1
+            > zrange out 0 -1 withscores
+            [["a", ,1]]
+            > zunion 2 za zb withscores
+            [["a", ,1], ["b", ,12], ["c", ,23], ["d", ,30]]
+            > zunion 3 za zb s weights 2 0.5 -1 withscores
+            [["e", ,-1], ["a", ,1], ["b", ,9], ["d", ,14], ["c", ,16]]
+            > zinter 2 za zb withscores
+            [["b", ,12], ["c", ,23]]
+            > zinter 3 za zb s
+            []
+            > zinter 2 za s withscores
+            [["a", ,2]]
+            > zdiff 3 za zb s withscores
+            []
+            > zdiff 1 nosuch
+            []
+            > zintercard 2 za zb
+            :2
+            > zintercard 2 za zb limit 1
+            :1
+            > zintercard 2 za zb limit 0
+            :2
+            > zintercard 2 za zb limit -1
+            -ERR LIMIT can't be negative
+            > zintercard 2 za zb limit x
+            -ERR LIMIT can't be negative
+            > zintercard 0 za
+            -ERR at least 1 input key is needed for 'zintercard' command
+            > zintercard x za
+            -ERR value is not an integer or out of range
+            > zunion 0 za
+            -ERR at least 1 input key is needed for 'zunion' command
+            > zunion 3 za zb
+            -ERR syntax error
+            > zunion 1 za weights
+            -ERR syntax error
+            > zunion 1 za weights x
+            -ERR weight value is not a float
+            > zunion 1 za aggregate foo
+            -ERR syntax error
+            > zunion 1 za foo
+            -ERR syntax error
+            > zunionstore out 1 za withscores
+            -ERR syntax error
+            > zdiff 2 za zb weights 1 2
+            -ERR syntax error
+            > zintercard 2 za zb withscores
+            -ERR syntax error
+            > zunion 2 za str
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > zinter 2 str nosuch
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > zunion 2 za str foo
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > zadd zi 1 x
+            :1
+            > zadd zj -inf x
+            :1
+            > zadd zk inf x
+            :1
+            > zunion 2 zj zk withscores
+            [["x", ,0]]
+            > zinter 2 zj zk weights 0 1 withscores
+            [["x", ,inf]]
+            > zunion 2 zi zk weights 0 1 withscores
+            [["x", ,inf]]
+            > zunion 2 zi zi aggregate max withscores
+            [["x", ,1]]
+            > zunionstore za 2 za za
+            :3
+            > zrange za 0 -1 withscores
+            [["a", ,2], ["b", ,4], ["c", ,6]]
+            > zmpop 1 za min
+            ["za", [["a", ,2]]]
+            > zmpop 2 nosuch za max count 10
+            ["za", [["c", ,6], ["b", ,4]]]
+            > exists za
+            :0
+            > zmpop 1 za min
+            (nil-array)
+            > zmpop 1 str min
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > zmpop 0 za min
+            -ERR numkeys should be greater than 0
+            > zmpop x za min
+            -ERR numkeys should be greater than 0
+            > zmpop 1 za foo
+            -ERR syntax error
+            > zmpop 1 za min count 0
+            -ERR count should be greater than 0
+            > zmpop 1 za min count x
+            -ERR count should be greater than 0
+            > zmpop 1 za min count 1 count 1
+            -ERR syntax error
+            > zmpop 5 za min
+            -ERR syntax error
+            > sort_ro nosuch
+            []
+            "#,
+        );
+    }
 
     /// Replies verified against redis-server 7.0.15 (RESP3).
     #[test]
