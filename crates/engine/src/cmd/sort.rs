@@ -36,7 +36,7 @@ pub static COMMANDS: &[Command] = &[
         name: "sort_ro",
         arity: -2,
         flags: Flags::READONLY,
-        keys: Keys::ONE,
+        keys: Keys::Custom { first: 1, last: 1, step: 1, find: sort_ro_keys },
         group: "generic",
         since: "7.0.0",
         summary: "Sort the elements in a list, set or sorted set. Read-only variant of SORT.",
@@ -48,24 +48,36 @@ pub static COMMANDS: &[Command] = &[
     },
 ];
 
-/// Redis's sortGetKeys: the sorted key and the last `STORE` destination.
+/// The sorted key and the `STORE` destination, found by the same walk as the handler's option
+/// parser (so the key locked is always the key written; Redis's sortGetKeys differs only for
+/// destinations named like an option, e.g. `STORE limit`). Stops where the parser would fail.
 fn sort_keys(args: &[Bytes]) -> Vec<usize> {
     let mut v = vec![1];
     let mut store = None;
-    let mut i = 2;
-    while i < args.len() {
-        let a = &args[i];
-        if eq_ic(a, "limit") {
-            i += 2;
-        } else if eq_ic(a, "get") || eq_ic(a, "by") {
-            i += 1;
-        } else if eq_ic(a, "store") && i + 1 < args.len() {
-            store = Some(i + 1);
+    let mut j = 2;
+    while j < args.len() {
+        let left = args.len() - j - 1;
+        let a = &args[j];
+        if eq_ic(a, "asc") || eq_ic(a, "desc") || eq_ic(a, "alpha") {
+        } else if eq_ic(a, "limit") && left >= 2 {
+            j += 2;
+        } else if eq_ic(a, "store") && left >= 1 {
+            store = Some(j + 1);
+            j += 1;
+        } else if (eq_ic(a, "by") || eq_ic(a, "get")) && left >= 1 {
+            j += 1;
+        } else {
+            break;
         }
-        i += 1;
+        j += 1;
     }
     v.extend(store);
     v
+}
+
+/// SORT_RO's key (declared as movable, as Redis does, because of the patterns).
+fn sort_ro_keys(_: &[Bytes]) -> Vec<usize> {
+    vec![1]
 }
 
 /// True if some `BY` or `GET` argument is a pattern that looks keys up (contains `*`). Errs on the
@@ -479,6 +491,9 @@ mod tests {
         assert!(has_lookup_patterns(&a("sort l GET o_*->f")));
         assert!(!has_lookup_patterns(&a("sort by_* alpha")));
         assert_eq!(sort_keys(&a("sort l store d1 limit 0 1 get store store d2")), vec![1, 10]);
+        assert_eq!(sort_keys(&a("sort l store limit store x")), vec![1, 5]);
+        assert_eq!(sort_keys(&a("sort l desc alpha store get")), vec![1, 5]);
+        assert_eq!(sort_keys(&a("sort l foo store x")), vec![1]);
         assert_eq!(sort_keys(&a("sort l by store")), vec![1]);
         let ts = TestServer::new();
         let mut c = ts.client();
