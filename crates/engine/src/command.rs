@@ -167,6 +167,10 @@ pub struct Command {
     /// ready (see [`crate::blocking`]). Runs with the waiter's arguments in `ctx.args` and a stand-in
     /// client with the waiter's db and protocol, against the writer's locks.
     pub serve: Option<ServeFn>,
+    /// For commands that need the whole keyspace only with some arguments (SORT with BY/GET
+    /// patterns): returns true when `args` (args[0] = name) needs every shard locked, like
+    /// [`Flags::ALL_SHARDS`]. Whoever locks for a command asks [`Command::needs_all_shards`].
+    pub all_shards_if: Option<fn(&[Bytes]) -> bool>,
 }
 
 /// See [`Command::serve`].
@@ -181,6 +185,11 @@ impl Command {
     /// The user-facing name (`config|get` -> `config|get`, as Redis prints in errors).
     pub fn full_name(&self) -> &'static str {
         self.name
+    }
+    /// True if running this command with `args` needs every shard locked: the
+    /// [`Flags::ALL_SHARDS`] flag, or [`Command::all_shards_if`] says so for these arguments.
+    pub fn needs_all_shards(&self, args: &[Bytes]) -> bool {
+        self.flags.has(Flags::ALL_SHARDS) || self.all_shards_if.is_some_and(|f| f(args))
     }
     /// Flags including the derived `movablekeys`.
     pub fn is_write(&self) -> bool {

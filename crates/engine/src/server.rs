@@ -293,7 +293,7 @@ impl Server {
             }
         }
         *client.info.last_cmd.lock() = cmd.name;
-        let mut locked = if cmd.flags.has(Flags::ALL_SHARDS) {
+        let mut locked = if cmd.needs_all_shards(args) {
             self.ks.lock_all()
         } else {
             let pos = cmd.keys.positions(args);

@@ -291,8 +291,8 @@ fn serve_bmove(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Serve {
 fn parse_mpop(ctx: &Ctx<'_, '_>, words: [&str; 2]) -> Result<(usize, usize, bool, usize), Frame> {
     let numkeys = match crate::args::parse_i64_strict(ctx.arg(2)) {
         Some(n) if n >= 1 => n as u64,
-        Some(_) => return Err(Frame::error("ERR numkeys should be greater than 0")),
-        None => return Err(error::not_integer()),
+        // Redis answers with the same message for a non-integer.
+        _ => return Err(Frame::error("ERR numkeys should be greater than 0")),
     };
     let where_idx = 3u64.saturating_add(numkeys);
     if where_idx >= ctx.argc() as u64 {

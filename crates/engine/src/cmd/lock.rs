@@ -97,7 +97,7 @@ fn fenced_keys(args: &[Bytes]) -> Vec<usize> {
     if args.len() > 3
         && let Ok(inner) = super::table().resolve(&args[3..])
         && inner.arity_ok(args.len() - 3)
-        && !inner.flags.has(Flags::ALL_SHARDS)
+        && !inner.needs_all_shards(&args[3..])
     {
         v.extend(inner.keys.positions(&args[3..]).into_iter().map(|i| i + 3));
     }
@@ -245,7 +245,7 @@ fn fenced(ctx: &mut Ctx<'_, '_>) -> Frame {
     if !inner.arity_ok(ctx.argc() - 3) {
         return error::wrong_arity(inner.name);
     }
-    if inner.flags.has(Flags::ALL_SHARDS) || inner.flags.has(Flags::NOSCRIPT) || inner.name == "fenced" {
+    if inner.needs_all_shards(&ctx.args[3..]) || inner.flags.has(Flags::NOSCRIPT) || inner.name == "fenced" {
         return Frame::error("ERR this command cannot be fenced");
     }
     match current(ctx, key) {

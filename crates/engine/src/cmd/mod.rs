@@ -10,10 +10,12 @@ pub mod introspection;
 pub mod keyspace;
 pub mod list;
 pub mod lock;
+pub mod memory;
 pub mod multi;
 pub mod scripting;
 pub mod server;
 pub mod set;
+pub mod sort;
 pub mod string;
 pub mod zset;
 
@@ -29,8 +31,10 @@ pub static FAMILIES: &[&[Command]] = &[
     string::COMMANDS,
     bits::COMMANDS,
     list::COMMANDS,
+    memory::COMMANDS,
     hash::COMMANDS,
     set::COMMANDS,
+    sort::COMMANDS,
     zset::COMMANDS,
     multi::COMMANDS,
     blocking::COMMANDS,
@@ -59,6 +63,7 @@ pub const BASE: Command = Command {
     handler: container_handler,
     subcommands: &[],
     serve: None,
+    all_shards_if: None,
 };
 
 /// Flag shorthands for tables.

@@ -127,7 +127,7 @@ fn exec(ctx: &mut Ctx<'_, '_>) -> Frame {
         return Frame::error("ERR EXEC without MULTI");
     };
     let srv = ctx.srv;
-    let all = queued.iter().any(|(c, _)| c.flags.has(Flags::ALL_SHARDS));
+    let all = queued.iter().any(|(c, args)| c.needs_all_shards(args));
     let mut locked = if all {
         srv.ks.lock_all()
     } else {

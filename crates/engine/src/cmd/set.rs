@@ -424,31 +424,34 @@ fn srandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
 fn smove(ctx: &mut Ctx<'_, '_>) -> Frame {
     let (src, dst, m) = (ctx.arg(1), ctx.arg(2), ctx.arg(3));
     let mut db = ctx.db();
-    match write_set(&mut db, src) {
-        Ok(Some(_)) => {}
-        Ok(None) => return Frame::Integer(0),
-        Err(e) => return e,
-    }
-    if let Err(e) = write_set(&mut db, dst) {
-        return e;
-    }
-    let Ok(Some(s)) = write_set(&mut db, src) else {
-        return Frame::Integer(0);
+    // Type checks and membership through `peek`: a key is only signalled (WATCH) when it changes,
+    // and the destination only when the member was actually added (Redis semantics).
+    let in_src = match db.peek(src).map(|e| &e.value) {
+        None => return Frame::Integer(0),
+        Some(Value::Set(s)) => s.contains(m),
+        Some(_) => return error::wrong_type(),
     };
-    if src == dst {
-        return Frame::Integer(s.contains(m) as i64);
+    let in_dst = match db.peek(dst).map(|e| &e.value) {
+        None => false,
+        Some(Value::Set(s)) => s.contains(m),
+        Some(_) => return error::wrong_type(),
+    };
+    if src == dst || !in_src {
+        return Frame::Integer(in_src as i64);
     }
-    if !s.swap_remove(m) {
-        return Frame::Integer(0);
+    if let Ok(Some(s)) = write_set(&mut db, src) {
+        s.swap_remove(m);
     }
     remove_if_empty(&mut db, src);
-    match create_set(&mut db, dst) {
-        Ok(d) => {
-            d.insert(sb(m));
-            Frame::Integer(1)
+    if !in_dst {
+        match create_set(&mut db, dst) {
+            Ok(d) => {
+                d.insert(sb(m));
+            }
+            Err(e) => return e,
         }
-        Err(e) => e,
     }
+    Frame::Integer(1)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -618,6 +621,64 @@ fn sscan(ctx: &mut Ctx<'_, '_>) -> Frame {
 #[cfg(test)]
 mod tests {
     use crate::testkit::TestServer;
+
+    /// SMOVE signals the destination (WATCH) only when the member was added (set.tcl).
+    #[test]
+    fn smove_touches_dst_only_when_added() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        let mut c2 = ts.client();
+        c.transcript(
+            r#"
+            > sadd src a b
+            :2
+            > sadd dst a
+            :1
+            > watch dst
+            +OK
+            > multi
+            +OK
+            > sadd dst c
+            +QUEUED
+            "#,
+        );
+        assert_eq!(c2.run("smove src dst a"), ":1");
+        assert_eq!(c2.run("smove src dst a"), ":0");
+        assert_eq!(c2.run("smove src src b"), ":1");
+        c.transcript(
+            r#"
+            > exec
+            [:1]
+            > scard dst
+            :2
+            > sismember src b
+            :1
+            > watch dst
+            +OK
+            > multi
+            +OK
+            > scard dst
+            +QUEUED
+            "#,
+        );
+        assert_eq!(c2.run("smove src dst b"), ":1");
+        c.transcript(
+            r#"
+            > exec
+            (nil-array)
+            > exists src
+            :0
+            > set str x
+            +OK
+            > smove str dst a
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > smove dst str a
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > smove nosuch str a
+            :0
+            "#,
+        );
+    }
 
     /// Replies verified against redis-server 7.0.15 (RESP3).
     #[test]

@@ -9,7 +9,8 @@ use crate::args::{eq_ic, parse_f64, parse_i64_strict};
 use crate::command::{Command, Ctx, Flags, Keys};
 use crate::error;
 use crate::types::access::{
-    bulk, create_zset, parse_scan, read_zset, remove_if_empty, scan_match, scan_positions, scan_reply, write_zset,
+    bulk, create_zset, numkeys_keys, parse_scan, read_zset, remove_if_empty, scan_match, scan_positions, scan_reply,
+    write_zset,
 };
 use crate::types::zset::ZSet;
 use crate::value::{SmallBytes, Value};
@@ -327,6 +328,110 @@ pub static COMMANDS: &[Command] = &[
         complexity: "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.",
         syntax: "key min max",
         handler: zremrangebylex,
+        ..BASE
+    },
+    Command {
+        name: "zunionstore",
+        arity: -4,
+        flags: Flags::WRITE.or(Flags::DENYOOM),
+        keys: Keys::Custom { first: 1, last: 1, step: 1, find: store_keys },
+        group: "sorted_set",
+        since: "2.0.0",
+        summary: "Add multiple sorted sets and store the resulting sorted set in a new key",
+        complexity: "O(N)+O(M log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.",
+        syntax: "destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>]",
+        handler: zunionstore,
+        ..BASE
+    },
+    Command {
+        name: "zinterstore",
+        arity: -4,
+        flags: Flags::WRITE.or(Flags::DENYOOM),
+        keys: Keys::Custom { first: 1, last: 1, step: 1, find: store_keys },
+        group: "sorted_set",
+        since: "2.0.0",
+        summary: "Intersect multiple sorted sets and store the resulting sorted set in a new key",
+        complexity: "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.",
+        syntax: "destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>]",
+        handler: zinterstore,
+        ..BASE
+    },
+    Command {
+        name: "zdiffstore",
+        arity: -4,
+        flags: Flags::WRITE.or(Flags::DENYOOM),
+        keys: Keys::Custom { first: 1, last: 1, step: 1, find: store_keys },
+        group: "sorted_set",
+        since: "6.2.0",
+        summary: "Subtract multiple sorted sets and store the resulting sorted set in a new key",
+        complexity: "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.",
+        syntax: "destination numkeys key [key ...]",
+        handler: zdiffstore,
+        ..BASE
+    },
+    Command {
+        name: "zunion",
+        arity: -3,
+        flags: Flags::READONLY,
+        keys: Keys::Custom { first: 0, last: 0, step: 0, find: numkeys_keys::<1> },
+        group: "sorted_set",
+        since: "6.2.0",
+        summary: "Add multiple sorted sets",
+        complexity: "O(N)+O(M*log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.",
+        syntax: "numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>] [WITHSCORES]",
+        handler: zunion,
+        ..BASE
+    },
+    Command {
+        name: "zinter",
+        arity: -3,
+        flags: Flags::READONLY,
+        keys: Keys::Custom { first: 0, last: 0, step: 0, find: numkeys_keys::<1> },
+        group: "sorted_set",
+        since: "6.2.0",
+        summary: "Intersect multiple sorted sets",
+        complexity: "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.",
+        syntax: "numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>] [WITHSCORES]",
+        handler: zinter,
+        ..BASE
+    },
+    Command {
+        name: "zdiff",
+        arity: -3,
+        flags: Flags::READONLY,
+        keys: Keys::Custom { first: 0, last: 0, step: 0, find: numkeys_keys::<1> },
+        group: "sorted_set",
+        since: "6.2.0",
+        summary: "Subtract multiple sorted sets",
+        complexity: "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.",
+        syntax: "numkeys key [key ...] [WITHSCORES]",
+        handler: zdiff,
+        ..BASE
+    },
+    Command {
+        name: "zintercard",
+        arity: -3,
+        flags: Flags::READONLY,
+        keys: Keys::Custom { first: 0, last: 0, step: 0, find: numkeys_keys::<1> },
+        group: "sorted_set",
+        since: "7.0.0",
+        summary: "Intersect multiple sorted sets and return the cardinality of the result",
+        complexity: "O(N*K) worst case with N being the smallest input sorted set, K being the number of input sorted sets.",
+        syntax: "numkeys key [key ...] [LIMIT limit]",
+        handler: zintercard,
+        ..BASE
+    },
+    Command {
+        name: "zmpop",
+        arity: -4,
+        flags: Flags::WRITE,
+        keys: Keys::Custom { first: 0, last: 0, step: 0, find: numkeys_keys::<1> },
+        group: "sorted_set",
+        since: "7.0.0",
+        summary: "Remove and return members with scores in a sorted set",
+        complexity: "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
+        syntax: "numkeys key [key ...] <MIN | MAX> [COUNT count]",
+        handler: zmpop,
         ..BASE
     },
 ];
@@ -1001,9 +1106,449 @@ fn zscan(ctx: &mut Ctx<'_, '_>) -> Frame {
     scan_reply(cursor, items)
 }
 
+// ---- ZUNION / ZINTER / ZDIFF (+STORE), ZINTERCARD, ZMPOP ----
+
+/// Keys of `destination numkeys key [key ...]`: the destination and the numkeys inputs.
+fn store_keys(args: &[bytes::Bytes]) -> Vec<usize> {
+    let mut v = vec![1];
+    v.extend(numkeys_keys::<2>(args));
+    v
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SetOp {
+    Union,
+    Inter,
+    Diff,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Aggregate {
+    Sum,
+    Min,
+    Max,
+}
+
+impl Aggregate {
+    /// Redis's zunionInterAggregate.
+    fn apply(self, target: &mut f64, v: f64) {
+        match self {
+            Aggregate::Sum => {
+                *target += v;
+                if target.is_nan() {
+                    *target = 0.0;
+                }
+            }
+            Aggregate::Min => *target = target.min(v),
+            Aggregate::Max => *target = target.max(v),
+        }
+    }
+}
+
+/// An input of the set operations: a sorted set, or a plain set whose members score 1.
+enum Src<'a> {
+    Missing,
+    ZSet(&'a ZSet),
+    Set(&'a crate::value::SetValue),
+}
+
+impl Src<'_> {
+    fn of(v: Option<&Value>) -> Src<'_> {
+        match v {
+            Some(Value::ZSet(z)) => Src::ZSet(z),
+            Some(Value::Set(s)) => Src::Set(s),
+            _ => Src::Missing,
+        }
+    }
+    fn find(&self, m: &[u8]) -> Option<f64> {
+        match self {
+            Src::Missing => None,
+            Src::ZSet(z) => z.score(m),
+            Src::Set(s) => s.contains(m).then_some(1.0),
+        }
+    }
+    fn for_each(&self, mut f: impl FnMut(&SmallBytes, f64)) {
+        match self {
+            Src::Missing => {}
+            Src::ZSet(z) => z.iter().for_each(|(m, s)| f(m, s)),
+            Src::Set(s) => s.iter().for_each(|m| f(m, 1.0)),
+        }
+    }
+}
+
+/// A weighted score; NaN (0 * inf) counts as 0, as in Redis.
+fn weighted(w: f64, s: f64) -> f64 {
+    let v = w * s;
+    if v.is_nan() { 0.0 } else { v }
+}
+
+/// Redis's zunionInterDiffGenericCommand: `numkeys` is at `idx`; `dst` is set for the STORE forms.
+fn zsetop_generic(ctx: &mut Ctx<'_, '_>, dst: bool, op: SetOp, card_only: bool) -> Frame {
+    let idx = if dst { 2 } else { 1 };
+    let setnum = match ctx.int_arg(idx) {
+        Ok(n) => n,
+        Err(e) => return e,
+    };
+    if setnum < 1 {
+        return Frame::error(format!("ERR at least 1 input key is needed for '{}' command", ctx.cmd.name));
+    }
+    if setnum as u64 > (ctx.argc() - idx - 1) as u64 {
+        return error::syntax();
+    }
+    let setnum = setnum as usize;
+    let args = ctx.args;
+    let keys = &args[idx + 1..idx + 1 + setnum];
+    // Inputs are looked up (and type-checked) before the options are parsed, as Redis does.
+    let mut card = Vec::with_capacity(setnum);
+    {
+        let mut db = ctx.db();
+        for k in keys {
+            match db.read(k).map(|e| &e.value) {
+                None => card.push(0),
+                Some(Value::ZSet(z)) => card.push(z.len()),
+                Some(Value::Set(s)) => card.push(s.len()),
+                Some(_) => return error::wrong_type(),
+            }
+        }
+    }
+    let mut weights = vec![1.0f64; setnum];
+    let mut aggregate = Aggregate::Sum;
+    let mut withscores = false;
+    let mut limit = 0usize;
+    let mut j = idx + 1 + setnum;
+    while j < ctx.argc() {
+        let remaining = ctx.argc() - j;
+        let a = ctx.arg(j);
+        if op != SetOp::Diff && !card_only && remaining > setnum && eq_ic(a, "weights") {
+            for (i, w) in weights.iter_mut().enumerate() {
+                match parse_f64(ctx.arg(j + 1 + i)) {
+                    Some(v) => *w = v,
+                    None => return Frame::error("ERR weight value is not a float"),
+                }
+            }
+            j += 1 + setnum;
+        } else if op != SetOp::Diff && !card_only && remaining >= 2 && eq_ic(a, "aggregate") {
+            let v = ctx.arg(j + 1);
+            aggregate = if eq_ic(v, "sum") {
+                Aggregate::Sum
+            } else if eq_ic(v, "min") {
+                Aggregate::Min
+            } else if eq_ic(v, "max") {
+                Aggregate::Max
+            } else {
+                return error::syntax();
+            };
+            j += 2;
+        } else if !dst && !card_only && eq_ic(a, "withscores") {
+            withscores = true;
+            j += 1;
+        } else if card_only && remaining >= 2 && eq_ic(a, "limit") {
+            match parse_i64_strict(ctx.arg(j + 1)) {
+                Some(n) if n >= 0 => limit = n as usize,
+                _ => return Frame::error("ERR LIMIT can't be negative"),
+            }
+            j += 2;
+        } else {
+            return error::syntax();
+        }
+    }
+    // Smallest inputs first (Redis's order, which also fixes the order scores are aggregated in).
+    let mut order: Vec<usize> = (0..setnum).collect();
+    if op != SetOp::Diff {
+        order.sort_by_key(|&i| card[i]);
+    }
+    let mut db = ctx.db();
+    let items: Vec<(SmallBytes, f64)> = match op {
+        SetOp::Inter => {
+            let first = order[0];
+            let mut acc = Vec::with_capacity(card[first]);
+            if card[first] > 0 {
+                Src::of(db.peek(&keys[first]).map(|e| &e.value))
+                    .for_each(|m, s| acc.push((m.clone(), weighted(weights[first], s))));
+                for &o in &order[1..] {
+                    let src = Src::of(db.peek(&keys[o]).map(|e| &e.value));
+                    acc.retain_mut(|(m, sc)| match src.find(m) {
+                        Some(v) => {
+                            aggregate.apply(sc, weighted(weights[o], v));
+                            true
+                        }
+                        None => false,
+                    });
+                }
+            }
+            acc
+        }
+        SetOp::Union => {
+            let mut acc: indexmap::IndexMap<SmallBytes, f64, crate::value::Hasher> = Default::default();
+            for &o in &order {
+                Src::of(db.peek(&keys[o]).map(|e| &e.value)).for_each(|m, s| {
+                    let v = weighted(weights[o], s);
+                    match acc.get_mut(&m[..]) {
+                        Some(t) => aggregate.apply(t, v),
+                        None => {
+                            acc.insert(m.clone(), v);
+                        }
+                    }
+                });
+            }
+            acc.into_iter().collect()
+        }
+        SetOp::Diff => {
+            let mut acc = Vec::new();
+            Src::of(db.peek(&keys[0]).map(|e| &e.value)).for_each(|m, s| acc.push((m.clone(), s)));
+            for k in &keys[1..] {
+                if acc.is_empty() {
+                    break;
+                }
+                let src = Src::of(db.peek(k).map(|e| &e.value));
+                acc.retain(|(m, _)| src.find(m).is_none());
+            }
+            acc
+        }
+    };
+    if card_only {
+        let n = if limit > 0 { items.len().min(limit) } else { items.len() };
+        return Frame::Integer(n as i64);
+    }
+    let mut z = ZSet::new();
+    for (m, s) in &items {
+        z.insert(m, *s);
+    }
+    if dst {
+        let dkey = &args[1];
+        if z.is_empty() {
+            db.remove(dkey);
+            return Frame::Integer(0);
+        }
+        let n = z.len();
+        db.set(dkey, Value::ZSet(Box::new(z)), false);
+        return Frame::Integer(n as i64);
+    }
+    let resp3 = ctx.client.proto == Protocol::Resp3;
+    members_reply(z.range(0, z.len()), withscores, resp3)
+}
+
+fn zunionstore(ctx: &mut Ctx<'_, '_>) -> Frame {
+    zsetop_generic(ctx, true, SetOp::Union, false)
+}
+fn zinterstore(ctx: &mut Ctx<'_, '_>) -> Frame {
+    zsetop_generic(ctx, true, SetOp::Inter, false)
+}
+fn zdiffstore(ctx: &mut Ctx<'_, '_>) -> Frame {
+    zsetop_generic(ctx, true, SetOp::Diff, false)
+}
+fn zunion(ctx: &mut Ctx<'_, '_>) -> Frame {
+    zsetop_generic(ctx, false, SetOp::Union, false)
+}
+fn zinter(ctx: &mut Ctx<'_, '_>) -> Frame {
+    zsetop_generic(ctx, false, SetOp::Inter, false)
+}
+fn zdiff(ctx: &mut Ctx<'_, '_>) -> Frame {
+    zsetop_generic(ctx, false, SetOp::Diff, false)
+}
+fn zintercard(ctx: &mut Ctx<'_, '_>) -> Frame {
+    zsetop_generic(ctx, false, SetOp::Inter, true)
+}
+
+fn zmpop(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let gt0 = |b: &[u8], msg: &str| match parse_i64_strict(b) {
+        Some(n) if n >= 1 => Ok(n as u64),
+        _ => Err(Frame::error(format!("ERR {msg} should be greater than 0"))),
+    };
+    let numkeys = match gt0(ctx.arg(1), "numkeys") {
+        Ok(n) => n,
+        Err(e) => return e,
+    };
+    let where_idx = 2u64.saturating_add(numkeys);
+    if where_idx >= ctx.argc() as u64 {
+        return error::syntax();
+    }
+    let w = where_idx as usize;
+    let max = if eq_ic(ctx.arg(w), "min") {
+        false
+    } else if eq_ic(ctx.arg(w), "max") {
+        true
+    } else {
+        return error::syntax();
+    };
+    let mut count = None;
+    let mut j = w + 1;
+    while j < ctx.argc() {
+        if count.is_none() && eq_ic(ctx.arg(j), "count") && j + 1 < ctx.argc() {
+            match gt0(ctx.arg(j + 1), "count") {
+                Ok(n) => count = Some(n),
+                Err(e) => return e,
+            }
+            j += 2;
+        } else {
+            return error::syntax();
+        }
+    }
+    let count = count.unwrap_or(1);
+    let args = ctx.args;
+    let mut db = ctx.db();
+    for key in &args[2..w] {
+        let z = match write_zset(&mut db, key) {
+            Ok(Some(z)) if !z.is_empty() => z,
+            Ok(_) => continue,
+            Err(e) => return e,
+        };
+        let len = z.len();
+        let n = count.min(len as u64) as usize;
+        let mut items = if max { z.range(len - n, len) } else { z.range(0, n) };
+        if max {
+            items.reverse();
+        }
+        for (m, _) in &items {
+            z.remove(m);
+        }
+        remove_if_empty(&mut db, key);
+        let pairs = items.iter().map(|(m, s)| Frame::Array(vec![bulk(m), score_frame(*s)])).collect();
+        return Frame::Array(vec![bulk(key), Frame::Array(pairs)]);
+    }
+    Frame::NullArray
+}
+
 #[cfg(test)]
 mod tests {
     use crate::testkit::TestServer;
+
+    /// ZUNION/ZINTER/ZDIFF(+STORE), ZINTERCARD, ZMPOP: replies verified byte for byte against
+    /// redis-server 7.0.15 in RESP2 and RESP3.
+    #[test]
+    fn zset_setops_and_zmpop() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.client.proto = resp::Protocol::Resp3;
+        c.transcript(
+            r#"
+            > zadd za 1 a 2 b 3 c
+            :3
+            > zadd zb 10 b 20 c 30 d
+            :3
+            > sadd s a d e
+            :3
+            > set str x
+            +OK
+            > zunionstore out 2 za zb
+            :4
+            > zrange out 0 -1 withscores
+            [["a", ,1], ["b", ,12], ["c", ,23], ["d", ,30]]
+            > zunionstore out 3 za zb s weights 1 2 3 aggregate max
+            :5
+            > zrange out 0 -1 withscores
+            [["a", ,3], ["e", ,3], ["b", ,20], ["c", ,40], ["d", ,60]]
+            > zinterstore out 2 za zb aggregate min
+            :2
+            > zrange out 0 -1 withscores
+            [["b", ,2], ["c", ,3]]
+            > zinterstore out 2 za nosuch
+            :0
+            > exists out
+            :0
+            > zdiffstore out 2 za zb
+            :1
+            > zrange out 0 -1 withscores
+            [["a", ,1]]
+            > zunion 2 za zb withscores
+            [["a", ,1], ["b", ,12], ["c", ,23], ["d", ,30]]
+            > zunion 3 za zb s weights 2 0.5 -1 withscores
+            [["e", ,-1], ["a", ,1], ["b", ,9], ["d", ,14], ["c", ,16]]
+            > zinter 2 za zb withscores
+            [["b", ,12], ["c", ,23]]
+            > zinter 3 za zb s
+            []
+            > zinter 2 za s withscores
+            [["a", ,2]]
+            > zdiff 3 za zb s withscores
+            []
+            > zdiff 1 nosuch
+            []
+            > zintercard 2 za zb
+            :2
+            > zintercard 2 za zb limit 1
+            :1
+            > zintercard 2 za zb limit 0
+            :2
+            > zintercard 2 za zb limit -1
+            -ERR LIMIT can't be negative
+            > zintercard 2 za zb limit x
+            -ERR LIMIT can't be negative
+            > zintercard 0 za
+            -ERR at least 1 input key is needed for 'zintercard' command
+            > zintercard x za
+            -ERR value is not an integer or out of range
+            > zunion 0 za
+            -ERR at least 1 input key is needed for 'zunion' command
+            > zunion 3 za zb
+            -ERR syntax error
+            > zunion 1 za weights
+            -ERR syntax error
+            > zunion 1 za weights x
+            -ERR weight value is not a float
+            > zunion 1 za aggregate foo
+            -ERR syntax error
+            > zunion 1 za foo
+            -ERR syntax error
+            > zunionstore out 1 za withscores
+            -ERR syntax error
+            > zdiff 2 za zb weights 1 2
+            -ERR syntax error
+            > zintercard 2 za zb withscores
+            -ERR syntax error
+            > zunion 2 za str
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > zinter 2 str nosuch
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > zunion 2 za str foo
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > zadd zi 1 x
+            :1
+            > zadd zj -inf x
+            :1
+            > zadd zk inf x
+            :1
+            > zunion 2 zj zk withscores
+            [["x", ,0]]
+            > zinter 2 zj zk weights 0 1 withscores
+            [["x", ,inf]]
+            > zunion 2 zi zk weights 0 1 withscores
+            [["x", ,inf]]
+            > zunion 2 zi zi aggregate max withscores
+            [["x", ,1]]
+            > zunionstore za 2 za za
+            :3
+            > zrange za 0 -1 withscores
+            [["a", ,2], ["b", ,4], ["c", ,6]]
+            > zmpop 1 za min
+            ["za", [["a", ,2]]]
+            > zmpop 2 nosuch za max count 10
+            ["za", [["c", ,6], ["b", ,4]]]
+            > exists za
+            :0
+            > zmpop 1 za min
+            (nil-array)
+            > zmpop 1 str min
+            -WRONGTYPE Operation against a key holding the wrong kind of value
+            > zmpop 0 za min
+            -ERR numkeys should be greater than 0
+            > zmpop x za min
+            -ERR numkeys should be greater than 0
+            > zmpop 1 za foo
+            -ERR syntax error
+            > zmpop 1 za min count 0
+            -ERR count should be greater than 0
+            > zmpop 1 za min count x
+            -ERR count should be greater than 0
+            > zmpop 1 za min count 1 count 1
+            -ERR syntax error
+            > zmpop 5 za min
+            -ERR syntax error
+            > sort_ro nosuch
+            []
+            "#,
+        );
+    }
 
     /// Replies verified against redis-server 7.0.15 (RESP3).
     #[test]

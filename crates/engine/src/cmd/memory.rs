@@ -1,0 +1,309 @@
+//! MEMORY: USAGE, STATS, DOCTOR, MALLOC-STATS, PURGE, HELP.
+//!
+//! Latch does not track allocations, so every figure here is an estimate computed from the data
+//! structures' sizes (see [`crate::value::Value::heap_size`] and `Table::overhead_bytes`):
+//! - `MEMORY USAGE key` = the table slot (key header + [`Entry`] + stored hash + index), the key's
+//!   heap bytes when it does not fit inline, the expiry index entry when the key has a TTL, and the
+//!   value's heap. `SAMPLES` is parsed and validated as Redis does but ignored: the estimate always
+//!   covers every element (it is O(N), like `SAMPLES 0`).
+//! - `MEMORY STATS` reports the same walk as `INFO memory` in Redis's map shape; the fields Latch has
+//!   no equivalent for (replication backlog, AOF buffer, allocator internals) are 0, ratios are 1.
+//! - `MEMORY MALLOC-STATS` answers as a Redis built without jemalloc; `MEMORY PURGE` is a no-op.
+
+use super::BASE;
+use crate::args::eq_ic;
+use crate::command::{Command, Ctx, Flags, Keys};
+use crate::error;
+use crate::value::{Entry, Key};
+use bytes::Bytes;
+use resp::Frame;
+
+/// Table entries.
+pub static COMMANDS: &[Command] = &[Command {
+    name: "memory",
+    arity: -2,
+    group: "server",
+    since: "4.0.0",
+    summary: "A container for memory diagnostics commands",
+    complexity: "Depends on subcommand.",
+    subcommands: SUBCOMMANDS,
+    ..BASE
+}];
+
+static SUBCOMMANDS: &[Command] = &[
+    Command {
+        name: "memory|doctor",
+        arity: 2,
+        flags: Flags::ALL_SHARDS,
+        group: "server",
+        since: "4.0.0",
+        summary: "Outputs memory problems report",
+        handler: doctor,
+        ..BASE
+    },
+    Command {
+        name: "memory|help",
+        arity: 2,
+        flags: Flags::LOADING.or(Flags::STALE),
+        group: "server",
+        since: "4.0.0",
+        summary: "Show helpful text about the different subcommands",
+        handler: help,
+        ..BASE
+    },
+    Command {
+        name: "memory|malloc-stats",
+        arity: 2,
+        group: "server",
+        since: "4.0.0",
+        summary: "Show allocator internal stats",
+        complexity: "Depends on how much memory is allocated, could be slow",
+        handler: malloc_stats,
+        ..BASE
+    },
+    Command {
+        name: "memory|purge",
+        arity: 2,
+        group: "server",
+        since: "4.0.0",
+        summary: "Ask the allocator to release memory",
+        complexity: "Depends on how much memory is allocated, could be slow",
+        handler: purge,
+        ..BASE
+    },
+    Command {
+        name: "memory|stats",
+        arity: 2,
+        flags: Flags::ALL_SHARDS,
+        group: "server",
+        since: "4.0.0",
+        summary: "Show memory usage details",
+        handler: stats,
+        ..BASE
+    },
+    Command {
+        name: "memory|usage",
+        arity: -3,
+        flags: Flags::READONLY,
+        keys: Keys::Range { first: 2, last: 2, step: 1 },
+        group: "server",
+        since: "4.0.0",
+        summary: "Estimate the memory usage of a key",
+        complexity: "O(N) where N is the number of samples.",
+        syntax: "key [SAMPLES count]",
+        handler: usage,
+        ..BASE
+    },
+];
+
+fn help(ctx: &mut Ctx<'_, '_>) -> Frame {
+    const HELP: &[&str] = &[
+        "DOCTOR",
+        "    Return memory problems reports.",
+        "MALLOC-STATS",
+        "    Return internal statistics report from the memory allocator.",
+        "PURGE",
+        "    Attempt to purge dirty pages for reclamation by the allocator.",
+        "STATS",
+        "    Return information about the memory usage of the server.",
+        "USAGE <key> [SAMPLES <count>]",
+        "    Return memory in bytes used by <key> and its value. Nested values are",
+        "    sampled up to <count> times (default: 5, 0 means sample all).",
+    ];
+    super::keyspace::help_reply(ctx.arg(0), HELP)
+}
+
+/// Bytes of one key's table slot: key header, entry, stored hash and index (as `Table` lays them out).
+const SLOT_BYTES: usize = std::mem::size_of::<Key>() + std::mem::size_of::<Entry>() + 8 + 9;
+/// Bytes of one entry of the expiry index.
+const EXPIRY_BYTES: usize = std::mem::size_of::<Key>() + 8 + 8;
+
+/// Estimated bytes used by a key and its value.
+pub fn key_usage(key: &[u8], e: &Entry) -> usize {
+    let key_heap = if key.len() > 16 { key.len() } else { 0 };
+    let ttl = if e.expire_at().is_some() { EXPIRY_BYTES } else { 0 };
+    SLOT_BYTES + key_heap + ttl + e.value.heap_size()
+}
+
+fn usage(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let mut j = 3;
+    while j < ctx.argc() {
+        if eq_ic(ctx.arg(j), "samples") && j + 1 < ctx.argc() {
+            match ctx.int_arg(j + 1) {
+                Ok(n) if n < 0 => return error::syntax(),
+                Ok(_) => {}
+                Err(e) => return e,
+            }
+            j += 2;
+        } else {
+            return error::syntax();
+        }
+    }
+    let key = ctx.arg(2);
+    match ctx.db().peek(key) {
+        Some(e) => Frame::Integer(key_usage(key, e) as i64),
+        None => Frame::Null,
+    }
+}
+
+/// Totals over the keyspace (every shard is locked: the subcommands carry ALL_SHARDS).
+#[derive(Default)]
+struct Totals {
+    overhead: u64,
+    dataset: u64,
+    keys: u64,
+    /// (db, main overhead, expires overhead) for non-empty databases.
+    dbs: Vec<(usize, u64, u64)>,
+}
+
+fn totals(ctx: &mut Ctx<'_, '_>) -> Totals {
+    let mut t = Totals::default();
+    let ndbs = ctx.srv.ks.ndbs();
+    let mut per_db = vec![(0u64, 0u64, 0u64); ndbs];
+    for s in ctx.locked.shards_mut() {
+        for (i, table) in s.dbs.iter().enumerate() {
+            let main = (table.len() * SLOT_BYTES) as u64;
+            let exp = (table.volatile_len() * EXPIRY_BYTES) as u64;
+            t.overhead += table.overhead_bytes() as u64;
+            t.keys += table.len() as u64;
+            if let Some(d) = per_db.get_mut(i) {
+                d.0 += table.len() as u64;
+                d.1 += main;
+                d.2 += exp;
+            }
+            for (k, e) in table.iter() {
+                t.dataset += (e.value.heap_size() + if k.len() > 16 { k.len() } else { 0 }) as u64;
+            }
+        }
+    }
+    t.dbs = per_db.into_iter().enumerate().filter(|(_, d)| d.0 > 0).map(|(i, d)| (i, d.1, d.2)).collect();
+    t
+}
+
+fn stats(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let t = totals(ctx);
+    let used = t.overhead + t.dataset;
+    let rss = ctx.srv.config.host().rss_bytes().max(used);
+    let int = |n: u64| Frame::Integer(n.min(i64::MAX as u64) as i64);
+    let name = |s: &str| Frame::Bulk(Bytes::copy_from_slice(s.as_bytes()));
+    let mut m: Vec<(Frame, Frame)> = vec![
+        (name("peak.allocated"), int(used)),
+        (name("total.allocated"), int(used)),
+        (name("startup.allocated"), int(0)),
+        (name("replication.backlog"), int(0)),
+        (name("clients.slaves"), int(0)),
+        (name("clients.normal"), int(0)),
+        (name("cluster.links"), int(0)),
+        (name("aof.buffer"), int(0)),
+        (name("lua.caches"), int(0)),
+        (name("functions.caches"), int(0)),
+    ];
+    for (db, main, exp) in &t.dbs {
+        let inner = vec![
+            (name("overhead.hashtable.main"), int(*main)),
+            (name("overhead.hashtable.expires"), int(*exp)),
+            (name("overhead.hashtable.slot-to-keys"), int(0)),
+        ];
+        m.push((name(&format!("db.{db}")), Frame::Map(inner)));
+    }
+    let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    m.extend([
+        (name("overhead.total"), int(t.overhead)),
+        (name("keys.count"), int(t.keys)),
+        (name("keys.bytes-per-key"), int(used.checked_div(t.keys).unwrap_or(0))),
+        (name("dataset.bytes"), int(t.dataset)),
+        (name("dataset.percentage"), Frame::Double(ratio(t.dataset * 100, used))),
+        (name("peak.percentage"), Frame::Double(if used == 0 { 0.0 } else { 100.0 })),
+        (name("allocator.allocated"), int(used)),
+        (name("allocator.active"), int(used)),
+        (name("allocator.resident"), int(rss)),
+        (name("allocator-fragmentation.ratio"), Frame::Double(1.0)),
+        (name("allocator-fragmentation.bytes"), int(0)),
+        (name("allocator-rss.ratio"), Frame::Double(1.0)),
+        (name("allocator-rss.bytes"), int(0)),
+        (name("rss-overhead.ratio"), Frame::Double(ratio(rss, used.max(1)))),
+        (name("rss-overhead.bytes"), int(rss.saturating_sub(used))),
+        (name("fragmentation"), Frame::Double(ratio(rss, used.max(1)))),
+        (name("fragmentation.bytes"), int(rss.saturating_sub(used))),
+    ]);
+    Frame::Map(m)
+}
+
+fn verbatim(s: &str) -> Frame {
+    Frame::Verbatim { format: *b"txt", text: Bytes::copy_from_slice(s.as_bytes()) }
+}
+
+fn doctor(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let t = totals(ctx);
+    // Redis's threshold for "too little data to say anything" is 5 MB.
+    if t.overhead + t.dataset < 5 * 1024 * 1024 {
+        return verbatim(
+            "Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting.",
+        );
+    }
+    verbatim("Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.")
+}
+
+fn malloc_stats(_: &mut Ctx<'_, '_>) -> Frame {
+    Frame::Bulk(Bytes::from_static(b"Stats not supported for the current allocator"))
+}
+
+fn purge(_: &mut Ctx<'_, '_>) -> Frame {
+    Frame::ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::TestServer;
+    use resp::Frame;
+
+    #[test]
+    fn memory_usage_and_errors() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.transcript(
+            r#"
+            > memory usage nokey
+            (nil)
+            > set k v
+            +OK
+            > memory usage k samples
+            -ERR syntax error
+            > memory usage k samples -1
+            -ERR syntax error
+            > memory usage k samples x
+            -ERR value is not an integer or out of range
+            > memory usage k foo 1
+            -ERR syntax error
+            > memory usage
+            -ERR wrong number of arguments for 'memory|usage' command
+            > memory foo
+            -ERR unknown subcommand 'foo'. Try MEMORY HELP.
+            > memory purge
+            +OK
+            > memory malloc-stats
+            "Stats not supported for the current allocator"
+            "#,
+        );
+        let small: i64 = c.run("memory usage k samples 0")[1..].parse().unwrap();
+        assert!(small > 0);
+        c.run("rpush l aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+        let big: i64 = c.run("memory usage l")[1..].parse().unwrap();
+        assert!(big > small + 80, "{big} vs {small}");
+    }
+
+    #[test]
+    fn memory_stats_help_doctor() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.run("set k v");
+        let Frame::Array(h) = c.cmd(&["memory", "help"]).unwrap() else { panic!() };
+        assert_eq!(h.len(), 14);
+        let Frame::Map(m) = c.cmd(&["memory", "stats"]).unwrap() else { panic!() };
+        assert_eq!(m.len(), 28);
+        assert!(
+            m.iter().any(|(k, v)| matches!(k, Frame::Bulk(b) if &b[..] == b"keys.count") && *v == Frame::Integer(1))
+        );
+        assert!(matches!(c.cmd(&["memory", "doctor"]).unwrap(), Frame::Verbatim { .. }));
+    }
+}
