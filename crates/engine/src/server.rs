@@ -141,6 +141,8 @@ pub struct Server {
     /// The configuration file the server was started with (CONFIG REWRITE, `INFO server`), set by the
     /// server crate.
     pub config_file: Mutex<Option<std::path::PathBuf>>,
+    /// Lua scripts, function libraries and the running script's state.
+    pub scripting: crate::lua::Scripting,
 }
 
 impl Server {
@@ -180,6 +182,7 @@ impl Server {
             lastsave: AtomicU64::new(unix_s),
             dirty: AtomicU64::new(0),
             config_file: Mutex::new(None),
+            scripting: Default::default(),
         }
     }
 
@@ -272,6 +275,11 @@ impl Server {
             client.multi.flag_error();
             return Some(crate::error::noauth());
         }
+        if let Some(e) = self.busy_error(cmd) {
+            self.reject(cmd);
+            client.multi.flag_error();
+            return Some(e);
+        }
         if client.multi.active() {
             if cmd.flags.has(Flags::NO_MULTI) {
                 self.reject(cmd);
@@ -287,11 +295,20 @@ impl Server {
             }
         }
         *client.info.last_cmd.lock() = cmd.name;
-        let mut locked = if cmd.flags.has(Flags::ALL_SHARDS) {
-            self.ks.lock_all()
+        let give_up = || self.busy_error(cmd).is_some();
+        let locked = if cmd.flags.has(Flags::ALL_SHARDS) {
+            self.ks.lock_all_until(&give_up)
         } else {
             let pos = cmd.keys.positions(args);
-            if pos.is_empty() { self.ks.lock_none() } else { self.ks.lock_keys(pos.iter().map(|&i| &args[i][..])) }
+            if pos.is_empty() {
+                Some(self.ks.lock_none())
+            } else {
+                self.ks.lock_shards_until(pos.iter().map(|&i| self.ks.shard_of(&args[i])).collect(), &give_up)
+            }
+        };
+        let Some(mut locked) = locked else {
+            self.reject(cmd);
+            return Some(self.busy_error(cmd).unwrap_or_else(|| Frame::error(crate::cmd::scripting::BUSY_EVAL)));
         };
         let reply = self.call(client, &mut locked, cmd, args, now);
         drop(locked);
@@ -328,6 +345,25 @@ impl Server {
         client.info.db.store(client.db, Ordering::Relaxed);
         self.after_call(client, cmd, args, start_us, took);
         reply
+    }
+
+    /// The `-BUSY` reply a command gets while a script has run past `busy-reply-threshold`
+    /// (commands flagged `allow_busy` never get it).
+    pub fn busy_error(&self, cmd: &Command) -> Option<Frame> {
+        let run = &self.scripting.run;
+        if !run.running.load(Ordering::Relaxed) || cmd.flags.has(Flags::ALLOW_BUSY) {
+            return None;
+        }
+        let threshold = self.config.get_i64("busy-reply-threshold");
+        let elapsed = self.clock.now_ms().saturating_sub(run.start_ms.load(Ordering::Relaxed));
+        if threshold <= 0 || (elapsed as i64) < threshold || !run.running.load(Ordering::SeqCst) {
+            return None;
+        }
+        Some(Frame::error(if run.eval.load(Ordering::Relaxed) {
+            crate::cmd::scripting::BUSY_EVAL
+        } else {
+            crate::cmd::scripting::BUSY_FUNCTION
+        }))
     }
 
     fn reject(&self, cmd: &Command) {
