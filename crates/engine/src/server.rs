@@ -128,6 +128,7 @@ pub struct Server {
     monitors: Mutex<Vec<(u64, MonitorSink)>>,
     has_monitors: AtomicBool,
     shutdown_hook: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
+    long_op_hook: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
     /// Random 40-hex run id.
     pub run_id: String,
     /// Start time (monotonic ms).
@@ -176,6 +177,7 @@ impl Server {
             monitors: Mutex::new(Vec::new()),
             has_monitors: AtomicBool::new(false),
             shutdown_hook: Mutex::new(None),
+            long_op_hook: Mutex::new(None),
             run_id,
             started_ms: now,
             tcp_port: AtomicU64::new(0),
@@ -203,6 +205,22 @@ impl Server {
     /// Installs what SHUTDOWN calls.
     pub fn set_shutdown_hook(&self, f: Box<dyn Fn() + Send + Sync>) {
         *self.shutdown_hook.lock() = Some(f);
+    }
+
+    /// Installs what the engine calls when the current command turns out to be long (a script running
+    /// for a while, or a command waiting for a script's locks): the network layer uses it to let other
+    /// connections run meanwhile (tokio's `block_in_place`). Called at most once per command.
+    pub fn set_long_op_hook(&self, f: Arc<dyn Fn() + Send + Sync>) {
+        *self.scripting.run.long_op.lock() = Some(f.clone());
+        *self.long_op_hook.lock() = Some(f);
+    }
+
+    /// Tells the network layer that the current command is long (see [`Server::set_long_op_hook`]).
+    pub fn long_op(&self) {
+        let hook = self.long_op_hook.lock().clone();
+        if let Some(h) = hook {
+            h();
+        }
     }
 
     /// Asks the server process to stop (SHUTDOWN). Returns false if nobody listens.
@@ -295,7 +313,13 @@ impl Server {
             }
         }
         *client.info.last_cmd.lock() = cmd.name;
-        let give_up = || self.busy_error(cmd).is_some();
+        let handed_off = std::cell::Cell::new(false);
+        let give_up = || {
+            if !handed_off.replace(true) {
+                self.long_op();
+            }
+            self.busy_error(cmd).is_some()
+        };
         let locked = if cmd.flags.has(Flags::ALL_SHARDS) {
             self.ks.lock_all_until(&give_up)
         } else {

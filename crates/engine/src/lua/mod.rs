@@ -60,6 +60,10 @@ pub struct RunState {
     pub resp: AtomicU8,
     /// Name and command of the running function (FUNCTION STATS).
     pub info: Mutex<(String, Vec<Bytes>)>,
+    /// The network layer was told this run is long.
+    pub handed_off: AtomicBool,
+    /// What to call when a run gets long (`Server::long_op`).
+    pub long_op: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
 }
 
 /// A cached EVAL script.
@@ -338,6 +342,12 @@ impl Vm {
         redis.raw_set("pcall", call_outside.clone())?;
         let r = run.clone();
         lua.set_hook(HookTriggers::new().every_nth_instruction(100_000), move |_, _| {
+            if !r.handed_off.swap(true, Ordering::Relaxed) {
+                let f = r.long_op.lock().clone();
+                if let Some(f) = f {
+                    f();
+                }
+            }
             if r.killed.load(Ordering::Relaxed) {
                 return Err(mlua::Error::runtime("Script killed by user with SCRIPT KILL..."));
             }
@@ -573,6 +583,7 @@ impl Scripting {
         run.killed.store(false, Ordering::Relaxed);
         run.wrote.store(false, Ordering::Relaxed);
         run.resp.store(2, Ordering::Relaxed);
+        run.handed_off.store(false, Ordering::Relaxed);
         *run.info.lock() = (name.clone(), a.command.to_vec());
         run.running.store(true, Ordering::SeqCst);
         let reply = run_in_vm(vm, run, func, &name, eval, a);
