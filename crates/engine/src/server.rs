@@ -295,8 +295,7 @@ impl Server {
         }
         if let Some(e) = self.busy_error(cmd) {
             self.reject(cmd);
-            client.multi.flag_error();
-            return Some(e);
+            return Some(self.reject_in_multi(client, cmd, e));
         }
         if client.multi.active() {
             if cmd.flags.has(Flags::NO_MULTI) {
@@ -332,7 +331,8 @@ impl Server {
         };
         let Some(mut locked) = locked else {
             self.reject(cmd);
-            return Some(self.busy_error(cmd).unwrap_or_else(|| Frame::error(crate::cmd::scripting::BUSY_EVAL)));
+            let e = self.busy_error(cmd).unwrap_or_else(|| Frame::error(crate::cmd::scripting::BUSY_EVAL));
+            return Some(self.reject_in_multi(client, cmd, e));
         };
         let reply = self.call(client, &mut locked, cmd, args, now);
         drop(locked);
@@ -388,6 +388,21 @@ impl Server {
         } else {
             crate::cmd::scripting::BUSY_FUNCTION
         }))
+    }
+
+    /// Redis's `rejectCommand` inside MULTI: flags the transaction, and a rejected EXEC discards it
+    /// with `-EXECABORT Transaction discarded because of: <error>`.
+    fn reject_in_multi(&self, client: &mut Client, cmd: &Command, e: Frame) -> Frame {
+        if cmd.name == "exec" && client.multi.active() {
+            client.multi.reset();
+            client.info.set_flag('x', false);
+            client.info.multi.store(-1, Ordering::Relaxed);
+            if let Frame::Error(m) = &e {
+                return Frame::error(format!("EXECABORT Transaction discarded because of: {}", String::from_utf8_lossy(m)));
+            }
+        }
+        client.multi.flag_error();
+        e
     }
 
     fn reject(&self, cmd: &Command) {
