@@ -5,6 +5,7 @@
 use mlua::{Lua, LightUserData, MultiValue, Table, Value};
 use parking_lot::Mutex;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 type R = mlua::Result<MultiValue>;
 
@@ -195,9 +196,23 @@ fn json_escape(s: &[u8], out: &mut Vec<u8>) {
     out.push(b'"');
 }
 
+/// cjson settings changed by `cjson.encode_max_depth` and friends (global, as in Redis).
+struct JsonCfg {
+    encode_max_depth: AtomicUsize,
+    decode_max_depth: AtomicUsize,
+    encode_invalid_numbers: AtomicBool,
+}
+
+static JSON_CFG: JsonCfg = JsonCfg {
+    encode_max_depth: AtomicUsize::new(1000),
+    decode_max_depth: AtomicUsize::new(1000),
+    encode_invalid_numbers: AtomicBool::new(false),
+};
+
 fn json_encode(v: &Value, depth: usize, out: &mut Vec<u8>) -> Result<(), String> {
-    if depth > 1000 {
-        return Err("Cannot serialise, excessive nesting (1001)".into());
+    let max = JSON_CFG.encode_max_depth.load(Ordering::Relaxed);
+    if depth > max {
+        return Err(format!("Cannot serialise, excessive nesting ({depth})"));
     }
     match v {
         Value::Nil => out.extend_from_slice(b"null"),
@@ -206,7 +221,11 @@ fn json_encode(v: &Value, depth: usize, out: &mut Vec<u8>) -> Result<(), String>
         Value::Integer(i) => out.extend_from_slice(i.to_string().as_bytes()),
         Value::Number(n) => {
             if n.is_nan() || n.is_infinite() {
-                return Err("Cannot serialise number: must not be NaN or Inf".into());
+                if !JSON_CFG.encode_invalid_numbers.load(Ordering::Relaxed) {
+                    return Err("Cannot serialise number: must not be NaN or Inf".into());
+                }
+                out.extend_from_slice(if n.is_nan() { b"nan" } else if *n > 0.0 { b"inf" } else { b"-inf" });
+                return Ok(());
             }
             out.extend_from_slice(fmt_num(*n).as_bytes())
         }
@@ -295,7 +314,7 @@ impl JsonParser<'_> {
         format!("Expected {expected} but found {} at character {}", self.token_name(), self.i + 1)
     }
     fn value(&mut self, lua: &Lua, depth: usize) -> Result<Value, String> {
-        if depth > 1000 {
+        if depth > JSON_CFG.decode_max_depth.load(Ordering::Relaxed) {
             return Err(format!("Found too many nested data structures ({depth}) at character {}", self.i + 1));
         }
         self.ws();
@@ -464,7 +483,31 @@ pub fn cjson(lua: &Lua, err: &Pending) -> mlua::Result<Table> {
         })?,
     )?;
     t.raw_set("null", Value::LightUserData(LightUserData(std::ptr::null_mut())))?;
-    for name in ["encode_keep_buffer", "encode_max_depth", "decode_max_depth", "encode_invalid_numbers", "decode_invalid_numbers", "encode_sparse_array", "encode_number_precision"] {
+    t.raw_set(
+        "encode_max_depth",
+        lua.create_function(|_, n: Option<f64>| {
+            let v = n.map(|n| n.max(1.0) as usize).unwrap_or(1000);
+            JSON_CFG.encode_max_depth.store(v, Ordering::Relaxed);
+            Ok(v)
+        })?,
+    )?;
+    t.raw_set(
+        "decode_max_depth",
+        lua.create_function(|_, n: Option<f64>| {
+            let v = n.map(|n| n.max(1.0) as usize).unwrap_or(1000);
+            JSON_CFG.decode_max_depth.store(v, Ordering::Relaxed);
+            Ok(v)
+        })?,
+    )?;
+    t.raw_set(
+        "encode_invalid_numbers",
+        lua.create_function(|_, b: Option<bool>| {
+            let v = b.unwrap_or(false);
+            JSON_CFG.encode_invalid_numbers.store(v, Ordering::Relaxed);
+            Ok(v)
+        })?,
+    )?;
+    for name in ["encode_keep_buffer", "decode_invalid_numbers", "encode_sparse_array", "encode_number_precision"] {
         t.raw_set(name, lua.create_function(|_, _: MultiValue| Ok(()))?)?;
     }
     Ok(t)
