@@ -398,7 +398,10 @@ impl Server {
             client.info.set_flag('x', false);
             client.info.multi.store(-1, Ordering::Relaxed);
             if let Frame::Error(m) = &e {
-                return Frame::error(format!("EXECABORT Transaction discarded because of: {}", String::from_utf8_lossy(m)));
+                return Frame::error(format!(
+                    "EXECABORT Transaction discarded because of: {}",
+                    String::from_utf8_lossy(m)
+                ));
             }
         }
         client.multi.flag_error();

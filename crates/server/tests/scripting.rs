@@ -5,7 +5,8 @@ mod common;
 use common::Latch;
 use std::time::{Duration, Instant};
 
-const RELEASE: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+const RELEASE: &str =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 
 #[test]
 fn lock_acquire_and_compare_and_delete_release() {

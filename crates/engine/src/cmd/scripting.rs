@@ -18,8 +18,12 @@ const RUN: Flags = Flags::NOSCRIPT
     .or(Flags::NO_MANDATORY_KEYS)
     .or(Flags::STALE)
     .or(Flags::ALL_SHARDS);
-const RUN_RO: Flags =
-    Flags::NOSCRIPT.or(Flags::SKIP_MONITOR).or(Flags::NO_MANDATORY_KEYS).or(Flags::STALE).or(Flags::READONLY).or(Flags::ALL_SHARDS);
+const RUN_RO: Flags = Flags::NOSCRIPT
+    .or(Flags::SKIP_MONITOR)
+    .or(Flags::NO_MANDATORY_KEYS)
+    .or(Flags::STALE)
+    .or(Flags::READONLY)
+    .or(Flags::ALL_SHARDS);
 
 /// Keys of EVAL/FCALL: `numkeys` at position 2, keys after it.
 fn numkeys_keys(args: &[Bytes]) -> Vec<usize> {
@@ -225,12 +229,47 @@ static FUNCTION_SUBCOMMANDS: &[Command] = &[
 
 /// Table entries.
 pub static COMMANDS: &[Command] = &[
-    run_cmd!("eval", RUN, "2.6.0", "Execute a Lua script server side", "script numkeys [key [key ...]] [arg [arg ...]]", eval),
-    run_cmd!("evalsha", RUN, "2.6.0", "Execute a Lua script server side", "sha1 numkeys [key [key ...]] [arg [arg ...]]", eval),
-    run_cmd!("eval_ro", RUN_RO, "7.0.0", "Execute a read-only Lua script server side", "script numkeys [key [key ...]] [arg [arg ...]]", eval),
-    run_cmd!("evalsha_ro", RUN_RO, "7.0.0", "Execute a read-only Lua script server side", "sha1 numkeys [key [key ...]] [arg [arg ...]]", eval),
+    run_cmd!(
+        "eval",
+        RUN,
+        "2.6.0",
+        "Execute a Lua script server side",
+        "script numkeys [key [key ...]] [arg [arg ...]]",
+        eval
+    ),
+    run_cmd!(
+        "evalsha",
+        RUN,
+        "2.6.0",
+        "Execute a Lua script server side",
+        "sha1 numkeys [key [key ...]] [arg [arg ...]]",
+        eval
+    ),
+    run_cmd!(
+        "eval_ro",
+        RUN_RO,
+        "7.0.0",
+        "Execute a read-only Lua script server side",
+        "script numkeys [key [key ...]] [arg [arg ...]]",
+        eval
+    ),
+    run_cmd!(
+        "evalsha_ro",
+        RUN_RO,
+        "7.0.0",
+        "Execute a read-only Lua script server side",
+        "sha1 numkeys [key [key ...]] [arg [arg ...]]",
+        eval
+    ),
     run_cmd!("fcall", RUN, "7.0.0", "Invoke a function", "function numkeys [key [key ...]] [arg [arg ...]]", fcall),
-    run_cmd!("fcall_ro", RUN_RO, "7.0.0", "Invoke a read-only function", "function numkeys [key [key ...]] [arg [arg ...]]", fcall),
+    run_cmd!(
+        "fcall_ro",
+        RUN_RO,
+        "7.0.0",
+        "Invoke a read-only function",
+        "function numkeys [key [key ...]] [arg [arg ...]]",
+        fcall
+    ),
     Command {
         name: "script",
         arity: -2,
@@ -299,16 +338,8 @@ fn eval(ctx: &mut Ctx<'_, '_>) -> Frame {
         return Frame::error("ERR Can not execute a script with write flag using *_ro command.");
     }
     let read_only = ro || (!compat && flags & FLAG_NO_WRITES != 0);
-    let a = RunArgs {
-        srv,
-        client: ctx.client,
-        locked: ctx.locked,
-        now: ctx.now,
-        keys,
-        argv,
-        read_only,
-        command: ctx.args,
-    };
+    let a =
+        RunArgs { srv, client: ctx.client, locked: ctx.locked, now: ctx.now, keys, argv, read_only, command: ctx.args };
     sc.run(Callable::Eval(&sha), a)
 }
 
@@ -418,7 +449,8 @@ fn kill(ctx: &mut Ctx<'_, '_>, is_eval: bool) -> Frame {
 /// `-BUSY` while an EVAL script runs.
 pub const BUSY_EVAL: &str = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
 /// `-BUSY` while a function runs.
-pub const BUSY_FUNCTION: &str = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+pub const BUSY_FUNCTION: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
 
 fn script_kill(ctx: &mut Ctx<'_, '_>) -> Frame {
     kill(ctx, true)

@@ -2,7 +2,7 @@
 //! Functions report errors as `(ERR, message)`; the bootstrap's wrappers raise them with the
 //! caller's position, as `luaL_error` does in the C originals.
 
-use mlua::{Lua, LightUserData, MultiValue, Table, Value};
+use mlua::{LightUserData, Lua, MultiValue, Table, Value};
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -91,7 +91,11 @@ pub fn bit(lua: &Lua, err: &Pending) -> mlua::Result<Table> {
                 let mut acc: Option<i32> = None;
                 for (i, a) in args.iter().enumerate() {
                     let Some(n) = num(a) else {
-                        return fail(lua, &e, format!("bad argument #{} to '{name}' (number expected, got {})", i + 1, type_name(a)));
+                        return fail(
+                            lua,
+                            &e,
+                            format!("bad argument #{} to '{name}' (number expected, got {})", i + 1, type_name(a)),
+                        );
                     };
                     let v = tobit(n);
                     acc = Some(acc.map_or(v, |x| op(x, v)));
@@ -116,10 +120,18 @@ pub fn bit(lua: &Lua, err: &Pending) -> mlua::Result<Table> {
             name,
             lua.create_function(move |lua, (a, b): (Value, Value)| {
                 let Some(x) = num(&a) else {
-                    return fail(lua, &e, format!("bad argument #1 to '{name}' (number expected, got {})", type_name(&a)));
+                    return fail(
+                        lua,
+                        &e,
+                        format!("bad argument #1 to '{name}' (number expected, got {})", type_name(&a)),
+                    );
                 };
                 let Some(y) = num(&b) else {
-                    return fail(lua, &e, format!("bad argument #2 to '{name}' (number expected, got {})", type_name(&b)));
+                    return fail(
+                        lua,
+                        &e,
+                        format!("bad argument #2 to '{name}' (number expected, got {})", type_name(&b)),
+                    );
                 };
                 one(Value::Number(op(tobit(x), tobit(y)) as f64))
             })?,
@@ -224,7 +236,13 @@ fn json_encode(v: &Value, depth: usize, out: &mut Vec<u8>) -> Result<(), String>
                 if !JSON_CFG.encode_invalid_numbers.load(Ordering::Relaxed) {
                     return Err("Cannot serialise number: must not be NaN or Inf".into());
                 }
-                out.extend_from_slice(if n.is_nan() { b"nan" } else if *n > 0.0 { b"inf" } else { b"-inf" });
+                out.extend_from_slice(if n.is_nan() {
+                    b"nan"
+                } else if *n > 0.0 {
+                    b"inf"
+                } else {
+                    b"-inf"
+                });
                 return Ok(());
             }
             out.extend_from_slice(fmt_num(*n).as_bytes())
@@ -394,7 +412,8 @@ impl JsonParser<'_> {
             }
             b'-' | b'0'..=b'9' => {
                 let start = self.i;
-                while self.i < self.s.len() && matches!(self.s[self.i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+                while self.i < self.s.len() && matches!(self.s[self.i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
                     self.i += 1;
                 }
                 let txt = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("");
@@ -433,7 +452,10 @@ impl JsonParser<'_> {
                         b'u' => {
                             let hex = self.s.get(self.i..self.i + 4).and_then(|h| std::str::from_utf8(h).ok());
                             let Some(cp) = hex.and_then(|h| u32::from_str_radix(h, 16).ok()) else {
-                                return Err(format!("Expected value but found invalid unicode escape code at character {}", start + 1));
+                                return Err(format!(
+                                    "Expected value but found invalid unicode escape code at character {}",
+                                    start + 1
+                                ));
                             };
                             self.i += 4;
                             let ch = char::from_u32(cp).unwrap_or('\u{fffd}');
@@ -527,7 +549,12 @@ fn stub(lua: &Lua, err: &Pending, names: &[&str], lib: &'static str) -> mlua::Re
     let t = lua.create_table()?;
     for &n in names {
         let e = err.clone();
-        t.raw_set(n, lua.create_function(move |lua, _: MultiValue| fail(lua, &e, format!("{lib} is not supported by Latch yet")))?)?;
+        t.raw_set(
+            n,
+            lua.create_function(move |lua, _: MultiValue| {
+                fail(lua, &e, format!("{lib} is not supported by Latch yet"))
+            })?,
+        )?;
     }
     Ok(t)
 }

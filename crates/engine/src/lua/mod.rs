@@ -164,10 +164,7 @@ impl Vm {
         let err = raised.clone();
         let rt = lua.create_table()?;
         let p = raised.clone();
-        rt.raw_set(
-            "take_raised",
-            lua.create_function(move |_, ()| Ok(p.lock().take().unwrap_or(Value::Nil)))?,
-        )?;
+        rt.raw_set("take_raised", lua.create_function(move |_, ()| Ok(p.lock().take().unwrap_or(Value::Nil)))?)?;
         rt.raw_set("version", crate::server::REDIS_VERSION)?;
         let e1 = raised.clone();
         rt.raw_set("version_num", 0x07000f)?;
@@ -221,7 +218,11 @@ impl Vm {
                 }
                 let v = lua_tonumber(&args[0]).unwrap_or(0.0) as i64;
                 if !(0..=3).contains(&v) {
-                    return Err(raise_err(lua, &e, "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE."));
+                    return Err(raise_err(
+                        lua,
+                        &e,
+                        "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
+                    ));
                 }
                 Ok(())
             })?,
@@ -266,8 +267,12 @@ impl Vm {
                             .ok()
                             .and_then(|s| s.trim().parse::<f64>().ok())
                             .map(|f| f as i64)
-                            .ok_or_else(|| mlua::Error::runtime(format!("bad argument #{} to 'random' (number expected)", i + 1))),
-                        _ => Err(mlua::Error::runtime(format!("bad argument #{} to 'random' (number expected)", i + 1))),
+                            .ok_or_else(|| {
+                                mlua::Error::runtime(format!("bad argument #{} to 'random' (number expected)", i + 1))
+                            }),
+                        _ => {
+                            Err(mlua::Error::runtime(format!("bad argument #{} to 'random' (number expected)", i + 1)))
+                        }
                     }
                 };
                 match args.len() {
@@ -291,7 +296,13 @@ impl Vm {
             })?,
         )?;
         let g = rng;
-        rt.raw_set("randomseed", lua.create_function(move |_, s: f64| Ok(g.lock().seed(s as i64 as i32)))?)?;
+        rt.raw_set(
+            "randomseed",
+            lua.create_function(move |_, s: f64| {
+                g.lock().seed(s as i64 as i32);
+                Ok(())
+            })?,
+        )?;
         rt.raw_set("bit", libs::bit(&lua, &err)?)?;
         rt.raw_set("cjson", libs::cjson(&lua, &err)?)?;
         rt.raw_set("struct", libs::structlib(&lua, &err)?)?;
@@ -329,7 +340,11 @@ impl Vm {
                 Ok(lua
                     .inspect_stack(level, |d| {
                         let src = d.source();
-                        (src.what.to_string(), src.source.map(|s| s.into_owned()), d.current_line().map(|l| l as i64).unwrap_or(-1))
+                        (
+                            src.what.to_string(),
+                            src.source.map(|s| s.into_owned()),
+                            d.current_line().map(|l| l as i64).unwrap_or(-1),
+                        )
                     })
                     .map(|(w, s, l)| (Some(w), s, Some(l)))
                     .unwrap_or((None, None, None)))
@@ -397,11 +412,17 @@ fn register_args(args: &MultiValue) -> Result<(FunctionMeta, Function), String> 
                     "function_name" => match v {
                         Value::String(s) => name = Some(s.to_string_lossy()),
                         Value::Number(n) => name = Some(lua_num_str(n)),
-                        _ => return Err("function_name argument given to redis.register_function must be a string".into()),
+                        _ => {
+                            return Err(
+                                "function_name argument given to redis.register_function must be a string".into()
+                            );
+                        }
                     },
                     "description" => match v {
                         Value::String(s) => desc = Some(s.to_string_lossy()),
-                        _ => return Err("description argument given to redis.register_function must be a string".into()),
+                        _ => {
+                            return Err("description argument given to redis.register_function must be a string".into());
+                        }
                     },
                     "callback" => match v {
                         Value::Function(f) => cb = Some(f),
@@ -409,7 +430,10 @@ fn register_args(args: &MultiValue) -> Result<(FunctionMeta, Function), String> 
                     },
                     "flags" => {
                         let Value::Table(ft) = v else {
-                            return Err("flags argument to redis.register_function must be a table representing function flags".into());
+                            return Err(
+                                "flags argument to redis.register_function must be a table representing function flags"
+                                    .into(),
+                            );
                         };
                         for i in 1.. {
                             let f: Value = ft.raw_get(i).map_err(|e| e.to_string())?;
@@ -427,7 +451,9 @@ fn register_args(args: &MultiValue) -> Result<(FunctionMeta, Function), String> 
                     _ => return Err("unknown argument given to redis.register_function".into()),
                 }
             }
-            let Some(name) = name else { return Err("redis.register_function must get a function name argument".into()) };
+            let Some(name) = name else {
+                return Err("redis.register_function must get a function name argument".into());
+            };
             let Some(cb) = cb else { return Err("redis.register_function must get a callback argument".into()) };
             Ok((FunctionMeta { name, desc, flags }, cb))
         }
@@ -584,7 +610,10 @@ impl Scripting {
         run.wrote.store(false, Ordering::Relaxed);
         run.resp.store(2, Ordering::Relaxed);
         run.handed_off.store(false, Ordering::Relaxed);
-        *run.info.lock() = (name.clone(), a.command.to_vec());
+        if !eval {
+            // FUNCTION STATS shows the running function (it answers BUSY during EVAL).
+            *run.info.lock() = (name.clone(), a.command.to_vec());
+        }
         run.running.store(true, Ordering::SeqCst);
         let reply = run_in_vm(vm, run, func, &name, eval, a);
         run.running.store(false, Ordering::SeqCst);
@@ -719,7 +748,8 @@ pub fn lua_to_frame(v: &Value, resp3: bool, depth: usize) -> Frame {
                 return Frame::BigNumber(Bytes::from(s.to_string_lossy().replace(['\r', '\n'], " ")));
             }
             if let Value::Table(vt) = get("verbatim_string")
-                && let (Ok(Value::String(f)), Ok(Value::String(s))) = (vt.raw_get::<Value>("format"), vt.raw_get::<Value>("string"))
+                && let (Ok(Value::String(f)), Ok(Value::String(s))) =
+                    (vt.raw_get::<Value>("format"), vt.raw_get::<Value>("string"))
             {
                 let mut fmt = [b' '; 3];
                 for (i, c) in f.as_bytes().iter().take(3).enumerate() {
@@ -1040,7 +1070,11 @@ impl Scripting {
 
     /// Installs compiled libraries, replacing those of the same name. Checks function name clashes
     /// with other libraries first.
-    pub fn install_libraries(&self, libs: Vec<(Library, Vec<(String, Function)>)>, replace: bool) -> Result<(), String> {
+    pub fn install_libraries(
+        &self,
+        libs: Vec<(Library, Vec<(String, Function)>)>,
+        replace: bool,
+    ) -> Result<(), String> {
         let mut libraries = self.libraries.lock();
         let mut functions = self.functions.lock();
         for (lib, _) in &libs {

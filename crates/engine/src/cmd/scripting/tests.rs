@@ -262,7 +262,10 @@ fn functions() {
 fn function_dump_restore_roundtrip() {
     let ts = TestServer::new();
     let mut c = ts.client();
-    assert_eq!(c.run("FUNCTION LOAD \"#!lua name=l1\\nredis.register_function('g', function() return 7 end)\""), "\"l1\"");
+    assert_eq!(
+        c.run("FUNCTION LOAD \"#!lua name=l1\\nredis.register_function('g', function() return 7 end)\""),
+        "\"l1\""
+    );
     let Some(resp::Frame::Bulk(dump)) = c.cmd(&["FUNCTION", "DUMP"]) else { panic!("dump") };
     assert_eq!(c.run("FUNCTION FLUSH"), "+OK");
     assert_eq!(c.run("FCALL g 0"), "-ERR Function not found");
@@ -272,7 +275,10 @@ fn function_dump_restore_roundtrip() {
         c.cmd(&[&b"FUNCTION"[..], b"RESTORE", &dump]).map(|f| crate::testkit::show(&f)).unwrap(),
         "-ERR Library l1 already exists"
     );
-    assert_eq!(c.cmd(&[&b"FUNCTION"[..], b"RESTORE", &dump, b"REPLACE"]).map(|f| crate::testkit::show(&f)).unwrap(), "+OK");
+    assert_eq!(
+        c.cmd(&[&b"FUNCTION"[..], b"RESTORE", &dump, b"REPLACE"]).map(|f| crate::testkit::show(&f)).unwrap(),
+        "+OK"
+    );
 }
 
 #[test]
@@ -286,8 +292,14 @@ fn busy_and_kill_flags() {
     run.start_ms.store(crate::clock::Clock::now_ms(&*ts.clock), std::sync::atomic::Ordering::SeqCst);
     assert_eq!(c.run("PING"), "+PONG");
     ts.clock.advance_ms(6000);
-    assert_eq!(c.run("PING"), "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.");
-    assert_eq!(c.run("FUNCTION KILL"), "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.");
+    assert_eq!(
+        c.run("PING"),
+        "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+    );
+    assert_eq!(
+        c.run("FUNCTION KILL"),
+        "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+    );
     run.wrote.store(true, std::sync::atomic::Ordering::SeqCst);
     assert!(c.run("SCRIPT KILL").starts_with("-UNKILLABLE Sorry the script already executed write commands"));
     run.wrote.store(false, std::sync::atomic::Ordering::SeqCst);
