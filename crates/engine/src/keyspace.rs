@@ -519,6 +519,44 @@ impl Keyspace {
         Locked { ks: self, guards, all: true }
     }
 
+    /// Like [`Keyspace::lock_shards`], but never waits unboundedly: on contention it retries in short
+    /// timed waits and gives up (returning `None`, every lock released) as soon as `give_up` says so.
+    /// The uncontended path is one `try_lock` per shard, as cheap as `lock`. Used while a script may
+    /// hold every shard, so a waiting command can answer `-BUSY` instead of blocking its thread.
+    pub fn lock_shards_until(&self, mut idx: Vec<usize>, give_up: &dyn Fn() -> bool) -> Option<Locked<'_>> {
+        idx.sort_unstable();
+        idx.dedup();
+        let all = idx.len() == self.shards.len();
+        let mut guards = Vec::with_capacity(idx.len());
+        for i in idx {
+            guards.push((i, self.lock_one_until(i, give_up)?));
+        }
+        Some(Locked { ks: self, guards, all })
+    }
+
+    /// [`Keyspace::lock_all`] with the bounded waits of [`Keyspace::lock_shards_until`].
+    pub fn lock_all_until(&self, give_up: &dyn Fn() -> bool) -> Option<Locked<'_>> {
+        let mut guards = Vec::with_capacity(self.shards.len());
+        for i in 0..self.shards.len() {
+            guards.push((i, self.lock_one_until(i, give_up)?));
+        }
+        Some(Locked { ks: self, guards, all: true })
+    }
+
+    fn lock_one_until(&self, i: usize, give_up: &dyn Fn() -> bool) -> Option<MutexGuard<'_, Shard>> {
+        if let Some(g) = self.shards[i].try_lock() {
+            return Some(g);
+        }
+        loop {
+            if let Some(g) = self.shards[i].try_lock_for(std::time::Duration::from_millis(2)) {
+                return Some(g);
+            }
+            if give_up() {
+                return None;
+            }
+        }
+    }
+
     /// Locks nothing (commands that touch no key).
     pub fn lock_none(&self) -> Locked<'_> {
         Locked { ks: self, guards: Vec::new(), all: false }

@@ -27,6 +27,7 @@ pub mod error;
 pub mod glob;
 pub mod host;
 pub mod keyspace;
+pub mod lua;
 pub mod multi;
 pub mod server;
 pub mod testkit;

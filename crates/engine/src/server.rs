@@ -128,6 +128,7 @@ pub struct Server {
     monitors: Mutex<Vec<(u64, MonitorSink)>>,
     has_monitors: AtomicBool,
     shutdown_hook: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
+    long_op_hook: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
     /// Random 40-hex run id.
     pub run_id: String,
     /// Start time (monotonic ms).
@@ -145,6 +146,8 @@ pub struct Server {
     /// The configuration file the server was started with (CONFIG REWRITE, `INFO server`), set by the
     /// server crate.
     pub config_file: Mutex<Option<std::path::PathBuf>>,
+    /// Lua scripts, function libraries and the running script's state.
+    pub scripting: crate::lua::Scripting,
 }
 
 impl Server {
@@ -178,6 +181,7 @@ impl Server {
             monitors: Mutex::new(Vec::new()),
             has_monitors: AtomicBool::new(false),
             shutdown_hook: Mutex::new(None),
+            long_op_hook: Mutex::new(None),
             run_id,
             started_ms: now,
             tcp_port: AtomicU64::new(0),
@@ -186,6 +190,7 @@ impl Server {
             blocked_clients: AtomicU64::new(0),
             fence: AtomicU64::new(0),
             config_file: Mutex::new(None),
+            scripting: Default::default(),
         }
     }
 
@@ -206,6 +211,22 @@ impl Server {
     /// Installs what SHUTDOWN calls.
     pub fn set_shutdown_hook(&self, f: Box<dyn Fn() + Send + Sync>) {
         *self.shutdown_hook.lock() = Some(f);
+    }
+
+    /// Installs what the engine calls when the current command turns out to be long (a script running
+    /// for a while, or a command waiting for a script's locks): the network layer uses it to let other
+    /// connections run meanwhile (tokio's `block_in_place`). Called at most once per command.
+    pub fn set_long_op_hook(&self, f: Arc<dyn Fn() + Send + Sync>) {
+        *self.scripting.run.long_op.lock() = Some(f.clone());
+        *self.long_op_hook.lock() = Some(f);
+    }
+
+    /// Tells the network layer that the current command is long (see [`Server::set_long_op_hook`]).
+    pub fn long_op(&self) {
+        let hook = self.long_op_hook.lock().clone();
+        if let Some(h) = hook {
+            h();
+        }
     }
 
     /// Asks the server process to stop (SHUTDOWN). Returns false if nobody listens.
@@ -278,6 +299,10 @@ impl Server {
             client.multi.flag_error();
             return Some(crate::error::noauth());
         }
+        if let Some(e) = self.busy_error(cmd) {
+            self.reject(cmd);
+            return Some(self.reject_in_multi(client, cmd, e));
+        }
         if client.multi.active() {
             if cmd.flags.has(Flags::NO_MULTI) {
                 self.reject(cmd);
@@ -293,11 +318,27 @@ impl Server {
             }
         }
         *client.info.last_cmd.lock() = cmd.name;
-        let mut locked = if cmd.needs_all_shards(args) {
-            self.ks.lock_all()
+        let handed_off = std::cell::Cell::new(false);
+        let give_up = || {
+            if !handed_off.replace(true) {
+                self.long_op();
+            }
+            self.busy_error(cmd).is_some()
+        };
+        let locked = if cmd.needs_all_shards(args) {
+            self.ks.lock_all_until(&give_up)
         } else {
             let pos = cmd.keys.positions(args);
-            if pos.is_empty() { self.ks.lock_none() } else { self.ks.lock_keys(pos.iter().map(|&i| &args[i][..])) }
+            if pos.is_empty() {
+                Some(self.ks.lock_none())
+            } else {
+                self.ks.lock_shards_until(pos.iter().map(|&i| self.ks.shard_of(&args[i])).collect(), &give_up)
+            }
+        };
+        let Some(mut locked) = locked else {
+            self.reject(cmd);
+            let e = self.busy_error(cmd).unwrap_or_else(|| Frame::error(crate::cmd::scripting::BUSY_EVAL));
+            return Some(self.reject_in_multi(client, cmd, e));
         };
         let reply = self.call_from(client, &mut locked, cmd, args, now, now_us);
         // Blocked clients are served after the whole top-level command (a MULTI that pushes then
@@ -473,6 +514,43 @@ impl Server {
                 }
             }
         }
+    }
+
+    /// The `-BUSY` reply a command gets while a script has run past `busy-reply-threshold`
+    /// (commands flagged `allow_busy` never get it).
+    pub fn busy_error(&self, cmd: &Command) -> Option<Frame> {
+        let run = &self.scripting.run;
+        if !run.running.load(Ordering::Relaxed) || cmd.flags.has(Flags::ALLOW_BUSY) {
+            return None;
+        }
+        let threshold = self.config.get_i64("busy-reply-threshold");
+        let elapsed = self.clock.now_ms().saturating_sub(run.start_ms.load(Ordering::Relaxed));
+        if threshold <= 0 || (elapsed as i64) < threshold || !run.running.load(Ordering::SeqCst) {
+            return None;
+        }
+        Some(Frame::error(if run.eval.load(Ordering::Relaxed) {
+            crate::cmd::scripting::BUSY_EVAL
+        } else {
+            crate::cmd::scripting::BUSY_FUNCTION
+        }))
+    }
+
+    /// Redis's `rejectCommand` inside MULTI: flags the transaction, and a rejected EXEC discards it
+    /// with `-EXECABORT Transaction discarded because of: <error>`.
+    fn reject_in_multi(&self, client: &mut Client, cmd: &Command, e: Frame) -> Frame {
+        if cmd.name == "exec" && client.multi.active() {
+            client.multi.reset();
+            client.info.set_flag('x', false);
+            client.info.multi.store(-1, Ordering::Relaxed);
+            if let Frame::Error(m) = &e {
+                return Frame::error(format!(
+                    "EXECABORT Transaction discarded because of: {}",
+                    String::from_utf8_lossy(m)
+                ));
+            }
+        }
+        client.multi.flag_error();
+        e
     }
 
     fn reject(&self, cmd: &Command) {

@@ -146,6 +146,17 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     {
         let s = stop.clone();
         srv.set_shutdown_hook(Box::new(move || s.notify_one()));
+        // A long script (or a command waiting for its locks) must not keep this worker's other
+        // tasks and the IO driver from running: hand the worker off to another thread.
+        srv.set_long_op_hook(std::sync::Arc::new(|| {
+            if tokio::runtime::Handle::try_current()
+                .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
+            {
+                // The pause gives the blocking pool's thread time to take this worker's core; the
+                // command then goes on here, outside the runtime's workers.
+                tokio::task::block_in_place(|| std::thread::sleep(std::time::Duration::from_millis(5)));
+            }
+        }));
     }
     let conns_stop = Arc::new(Notify::new());
     for l in listeners {

@@ -565,3 +565,21 @@ mod order_tests {
         assert_eq!(b.blocked_reply().as_deref(), Some(r#"["blist", ["a", "b", "c", "d"]]"#));
     }
 }
+
+#[cfg(test)]
+mod script_tests {
+    use crate::testkit::TestServer;
+
+    /// A blocking command inside a script answers at once, like inside MULTI.
+    #[test]
+    fn blocking_in_scripts_does_not_block() {
+        TestServer::new().transcript(
+            r#"
+            > EVAL "return redis.call('blpop', 'nolist', 0)" 0
+            (nil)
+            > EVAL "redis.call('rpush', 'l', 'a'); return redis.call('blpop', 'l', 0)" 0
+            ["l", "a"]
+            "#,
+        );
+    }
+}

@@ -128,15 +128,25 @@ fn exec(ctx: &mut Ctx<'_, '_>) -> Frame {
     };
     let srv = ctx.srv;
     let all = queued.iter().any(|(c, args)| c.needs_all_shards(args));
-    let mut locked = if all {
-        srv.ks.lock_all()
+    // Waits for locks are bounded like any command's: a script running past busy-reply-threshold
+    // makes the EXEC fail with BUSY instead of waiting for it.
+    let cmd = ctx.cmd;
+    let give_up = || srv.busy_error(cmd).is_some();
+    let locked = if all {
+        srv.ks.lock_all_until(&give_up)
     } else {
         let mut shards: Vec<usize> = Vec::new();
         for (c, args) in &queued {
             shards.extend(c.keys.positions(args).into_iter().map(|i| srv.ks.shard_of(&args[i])));
         }
         shards.extend(ctx.client.multi.watched.iter().map(|(_, k, _)| srv.ks.shard_of(k)));
-        srv.ks.lock_shards(shards)
+        srv.ks.lock_shards_until(shards, &give_up)
+    };
+    let Some(mut locked) = locked else {
+        leave(ctx);
+        let why = srv.busy_error(cmd).unwrap_or_else(|| Frame::error(crate::cmd::scripting::BUSY_EVAL));
+        let Frame::Error(m) = why else { return why };
+        return Frame::error(format!("EXECABORT Transaction discarded because of: {}", String::from_utf8_lossy(&m)));
     };
     let now = ctx.now;
     // A watched key that expired since WATCH counts as modified (Redis's isWatchedKeyExpired).

@@ -1,0 +1,309 @@
+//! Transcripts checked against redis-server 7.0.15.
+
+use crate::testkit::TestServer;
+
+#[test]
+fn eval_conversions() {
+    TestServer::new().transcript(
+        r##"
+        > EVAL "return 'hello'" 0
+        "hello"
+        > EVAL "return {1,2,3,'ciao',{1,2}}" 0
+        [:1, :2, :3, "ciao", [:1, :2]]
+        > EVAL "return {1, true, false, 3.99, 'x', {ok='fine'}, redis.call('ping')}" 0
+        [:1, :1, (nil), :3, "x", +fine, +PONG]
+        > EVAL "local a = {} a[1]=1 a[3]=3 return a" 0
+        [:1]
+        > EVAL "return {err='x'}" 0
+        -x
+        > EVAL "return redis.error_reply('My Error')" 0
+        -My Error
+        > EVAL "return redis.status_reply('X')" 0
+        +X
+        > EVAL "return {double=1.5}" 0
+        ,1.5
+        > EVAL "return {map={a=1}}" 0
+        {"a": :1}
+        > EVAL "return _G" 0
+        []
+        > EVAL "return {redis.REDIS_VERSION, redis.REDIS_VERSION_NUM}" 0
+        ["7.0.15", :458767]
+        > EVAL "return pcall(error, {x=1})" 0
+        (nil)
+        > EVAL "return redis.sha1hex('Pizza & Mandolino')" 0
+        "74822d82031af7493c20eefa13bd07ec4fada82f"
+        "##,
+    );
+}
+
+#[test]
+fn redis_call_errors() {
+    TestServer::new().transcript(
+        r##"
+        > SET str a
+        +OK
+        > EVAL "return {pcall(redis.call,'incr',KEYS[1])}" 1 str
+        [(nil), "ERR value is not an integer or out of range"]
+        > EVAL "return redis.call('incr', KEYS[1])" 1 str
+        -ERR value is not an integer or out of range script: 2bab3b661081db58bd2341920e0ba7cf5dc77b25, on @user_script:1.
+        > EVAL "return redis.pcall('nosuch')" 0
+        -ERR Unknown Redis command called from script
+        > EVAL "return redis.call('nosuch')" 0
+        -ERR Unknown Redis command called from script script: 206396248e12c6e742fd7296250433c8d7343b74, on @user_script:1.
+        > EVAL "return redis.call()" 0
+        -ERR Please specify at least one argument for this redis lib call script: 0a907e1429221a4d85516cab7fd219a82a9439d8, on @user_script:1.
+        > EVAL "return redis.call({})" 0
+        -ERR Lua redis lib command arguments must be strings or integers script: 80747816df1f4411f7c442b928fce6a814214839, on @user_script:1.
+        > EVAL "return redis.call('multi')" 0
+        -ERR This Redis command is not allowed from script script: c329a1a294be6bf95b44144f7502610661ae925a, on @user_script:1.
+        > EVAL "return redis.call('get')" 0
+        -ERR Wrong number of args calling Redis command from script script: f187dee77f607f7cff00bbabc9df38507582c78d, on @user_script:1.
+        > EVAL_RO "return redis.call('set','x','y')" 1 x
+        -ERR Write commands are not allowed from read-only scripts. script: 71e6319f97b0fe8bdfa1c5df3ce4489946dda479, on @user_script:1.
+        > EVAL "#!lua flags=no-writes\nreturn redis.call('set','x','y')" 1 x
+        -ERR Write commands are not allowed from read-only scripts. script: 43f5fe910d84b5ee2ef496f122831920e4095915, on @user_script:2.
+        > EVAL "return redis.setresp(4)" 0
+        -ERR RESP version must be 2 or 3. script: 921c0a48021d97dfd5884aeea41875972c7804d9, on @user_script:1.
+        > EVAL "return redis.setresp(3, 4)" 0
+        -ERR redis.setresp() requires one argument. script: da2320ee9fcab3537eb1ee9e51df792ad3394c5c, on @user_script:1.
+        > EVAL "return redis.sha1hex()" 0
+        -ERR wrong number of arguments script: 3c7ce947ae74a835cc575b6ee87fb27503cb7ba4, on @user_script:1.
+        > EVAL "return redis.log(1)" 0
+        -ERR redis.log() requires two arguments or more. script: f5438245431406aa19fc387d93c6d03a0d5bcb0f, on @user_script:1.
+        "##,
+    );
+}
+
+#[test]
+fn sandbox_and_script_errors() {
+    TestServer::new().transcript(
+        r##"
+        > EVAL "error('x')" 0
+        -ERR user_script:1: x script: 9851144f39f03a0d597a980c5aa79c80cb696891, on @user_script:1.
+        > EVAL "error({err='MY x'})" 0
+        -MY x script: 892d3143709ed90870061a291d50ce1f009cd7bf, on @user_script:1.
+        > EVAL "return nil + 1" 0
+        -ERR user_script:1: attempt to perform arithmetic on a nil value script: d13bc48d895ba57f297c4db70c1d256548a54e2d, on @user_script:1.
+        > EVAL "return 1 +" 0
+        -ERR Error compiling script (new function): user_script:1: unexpected symbol near '<eof>'
+        > EVAL "a=1" 0
+        -ERR user_script:1: Attempt to modify a readonly table script: 86eda770a6060824b090dd4df091e3bd4121279c, on @user_script:1.
+        > EVAL "return a" 0
+        -ERR user_script:1: Script attempted to access nonexistent global variable 'a' script: bbfcd1ececc90deec823f7fb730e4bfb2a4ba625, on @user_script:1.
+        > EVAL "redis.call = 1" 0
+        -ERR user_script:1: Attempt to modify a readonly table script: 69f883616b1814e2dc95cf801f324e38c5cc5ed2, on @user_script:1.
+        > EVAL "setmetatable(_G, {})" 0
+        -ERR Attempt to modify a readonly table script: 0bf0a51fbb051c942113de0105d3f8e18cdcddb5, on @user_script:1.
+        > EVAL "local g = getmetatable(_G) g.__index = {}" 0
+        -ERR user_script:1: Attempt to modify a readonly table script: b1a7e4ca615906790500da2b26a313f2ce643b80, on @user_script:1.
+        > EVAL "print('x')" 0
+        -ERR user_script:1: Script attempted to access nonexistent global variable 'print' script: af544869f07ee0ff98e955508566826cfc6fcf49, on @user_script:1.
+        > EVAL "return loadstring(string.dump(function() return 1 end))()" 0
+        -ERR user_script:1: attempt to call a nil value script: 5dcb142d767eb350dbcc8f0ae66433b0e227f5a2, on @user_script:1.
+        > EVAL "return {getmetatable(_G) ~= nil, rawget(_G, 'redis') ~= nil, type(os), type(print)}" 0
+        -ERR user_script:1: Script attempted to access nonexistent global variable 'os' script: c2a6dc27451fbacf886e838d32576c0f903e4eaf, on @user_script:1.
+        "##,
+    );
+}
+
+#[test]
+fn libraries() {
+    TestServer::new().transcript(
+        r##"
+        > EVAL "return cjson.encode({1,2,{a=1.5}, 'x/y', {}})" 0
+        "[1,2,{\"a\":1.5},\"x\\/y\",{}]"
+        > EVAL "return cjson.encode({[1]=1,[3]=3})" 0
+        "[1,null,3]"
+        > EVAL "return cjson.encode({1/3, 1e20, 100, -0.0, 'a\\1'})" 0
+        "[0.33333333333333,1e+20,100,-0,\"a\\u0001\"]"
+        > EVAL "return cjson.decode('{')" 0
+        -ERR user_script:1: Expected object key string but found T_END at character 2 script: 6c60bbb22c4b71b0415e4e539d6dc66cc27df21d, on @user_script:1.
+        > EVAL "return bit.tohex(65535, -4)" 0
+        "FFFF"
+        > EVAL "return bit.band('x')" 0
+        -ERR user_script:1: bad argument #1 to 'band' (number expected, got string) script: d35c9a1d4f4825ae2c0656c3cb8c9f397ca6d9b1, on @user_script:1.
+        > EVAL "return tostring(math.random())" 0
+        "0.39646477363839"
+        > EVAL "return math.random(100)" 0
+        :85
+        "##,
+    );
+}
+
+#[test]
+fn eval_arguments_shebang_and_script_commands() {
+    TestServer::new().transcript(
+        r##"
+        > EVAL "return 1" -1
+        -ERR Number of keys can't be negative
+        > EVAL "return 1" 2 a
+        -ERR Number of keys can't be greater than number of args
+        > EVAL "return 1" x
+        -ERR value is not an integer or out of range
+        > EVAL "#!lua flags=bad\nreturn 1" 0
+        -ERR Unexpected flag in script shebang: bad
+        > EVAL "#!lua x=1\nreturn 1" 0
+        -ERR Unknown lua shebang option: x=1
+        > EVAL "#!lua\nreturn 1" 0
+        :1
+        > EVAL "#!luax\nreturn 1" 0
+        -ERR Unexpected engine in script shebang: #!luax
+        > EVAL "#!lua" 0
+        -ERR Invalid script shebang
+        > EVALSHA_RO ffffffffffffffffffffffffffffffffffffffff 0
+        -NOSCRIPT No matching script. Please use EVAL.
+        > EVALSHA abc 0
+        -NOSCRIPT No matching script. Please use EVAL.
+        > SCRIPT LOAD "return 1"
+        "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"
+        > SCRIPT EXISTS e0e1f9fabfc9d4800c877a703b823ac0578ff8db ffffffffffffffffffffffffffffffffffffffff
+        [:1, :0]
+        > EVALSHA E0E1F9FABFC9D4800C877A703B823AC0578FF8DB 0
+        :1
+        > EVAL "return {KEYS[1], ARGV[1], ARGV[2]}" 1 k a b
+        ["k", "a", "b"]
+        > SCRIPT KILL
+        -NOTBUSY No scripts in execution right now.
+        > FUNCTION KILL
+        -NOTBUSY No scripts in execution right now.
+        > SCRIPT FLUSH x
+        -ERR SCRIPT FLUSH only support SYNC|ASYNC option
+        > SCRIPT FLUSH
+        +OK
+        > SCRIPT EXISTS e0e1f9fabfc9d4800c877a703b823ac0578ff8db
+        [:0]
+        > SCRIPT EXISTS
+        -ERR wrong number of arguments for 'script|exists' command
+        > SCRIPT x
+        -ERR unknown subcommand 'x'. Try SCRIPT HELP.
+        > EVAL "return redis.call('select', 1)" 0
+        +OK
+        > SET k v
+        +OK
+        > EVAL "redis.setresp(3) return {redis.call('hgetall','nokey'), redis.call('get', 'nokey')}" 0
+        [{}]
+        "##,
+    );
+}
+
+#[test]
+fn multi_queues_eval() {
+    TestServer::new().transcript(
+        r##"
+        > MULTI
+        +OK
+        > EVAL "return redis.call('incr', KEYS[1])" 1 c
+        +QUEUED
+        > EVAL "return redis.call('incr', KEYS[1])" 1 c
+        +QUEUED
+        > EXEC
+        [:1, :2]
+        "##,
+    );
+}
+
+#[test]
+fn functions() {
+    TestServer::new().transcript(
+        r##"
+        > FUNCTION LOAD "#!lua name=mylib\nredis.register_function('f1', function(keys, args) return {keys[1], args[1]} end)\nredis.register_function{function_name='f2', callback=function() return redis.call('set','x','1') end, flags={'no-writes'}, description='d'}"
+        "mylib"
+        > FCALL f1 1 k a
+        ["k", "a"]
+        > FCALL f2 0
+        -ERR Write commands are not allowed from read-only scripts. script: f2, on @user_function:3.
+        > FCALL_RO f1 0
+        -ERR Can not execute a script with write flag using *_ro command.
+        > FCALL nosuch 0
+        -ERR Function not found
+        > FCALL f1 x
+        -ERR Bad number of keys provided
+        > FUNCTION LOAD "#!lua name=mylib\nredis.register_function('f1', function() return 1 end)"
+        -ERR Library 'mylib' already exists
+        > FUNCTION LOAD "#!lua name=lib2\nreturn math.random()"
+        -ERR Error registering functions: ERR user_function:2: Script attempted to access nonexistent global variable 'math'
+        > FUNCTION LOAD "#!lua name=lib2\nredis.call('ping')"
+        -ERR Error registering functions: ERR user_function:2: Script attempted to access nonexistent global variable 'call'
+        > FUNCTION LOAD "#!lua name=lib2\nlocal a = 1"
+        -ERR No functions registered
+        > FUNCTION LOAD "redis.register_function('f1', function() return 1 end)"
+        -ERR Missing library metadata
+        > FUNCTION LOAD "#!lua name=lib2\nredis.register_function('f1', function() return 1 end)"
+        -ERR Function f1 already exists
+        > FUNCTION LIST
+        [{"library_name": "mylib", "engine": "LUA", "functions": [{"name": "f1", "description": (nil), "flags": ~[]}, {"name": "f2", "description": "d", "flags": ~["no-writes"]}]}]
+        > FUNCTION LIST LIBRARYNAME nomatch*
+        []
+        > FUNCTION LIST WITHCODE LIBRARYNAME
+        -ERR library name argument was not given
+        > FUNCTION STATS
+        {"running_script": (nil), "engines": {"LUA": {"libraries_count": :1, "functions_count": :2}}}
+        > FUNCTION DELETE nosuch
+        -ERR Library not found
+        > FUNCTION RESTORE bad
+        -ERR DUMP payload version or checksum are wrong
+        > FUNCTION RESTORE x BAD
+        -ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.
+        > FUNCTION DELETE mylib
+        +OK
+        > FCALL f1 0
+        -ERR Function not found
+        > FUNCTION FLUSH now
+        -ERR FUNCTION FLUSH only supports SYNC|ASYNC option
+        > FUNCTION FLUSH a b
+        -ERR unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION HELP.
+        > FUNCTION FLUSH
+        +OK
+        "##,
+    );
+}
+
+#[test]
+fn function_dump_restore_roundtrip() {
+    let ts = TestServer::new();
+    let mut c = ts.client();
+    assert_eq!(
+        c.run("FUNCTION LOAD \"#!lua name=l1\\nredis.register_function('g', function() return 7 end)\""),
+        "\"l1\""
+    );
+    let Some(resp::Frame::Bulk(dump)) = c.cmd(&["FUNCTION", "DUMP"]) else { panic!("dump") };
+    assert_eq!(c.run("FUNCTION FLUSH"), "+OK");
+    assert_eq!(c.run("FCALL g 0"), "-ERR Function not found");
+    assert_eq!(c.cmd(&[&b"FUNCTION"[..], b"RESTORE", &dump]).map(|f| crate::testkit::show(&f)).unwrap(), "+OK");
+    assert_eq!(c.run("FCALL g 0"), ":7");
+    assert_eq!(
+        c.cmd(&[&b"FUNCTION"[..], b"RESTORE", &dump]).map(|f| crate::testkit::show(&f)).unwrap(),
+        "-ERR Library l1 already exists"
+    );
+    assert_eq!(
+        c.cmd(&[&b"FUNCTION"[..], b"RESTORE", &dump, b"REPLACE"]).map(|f| crate::testkit::show(&f)).unwrap(),
+        "+OK"
+    );
+}
+
+#[test]
+fn busy_and_kill_flags() {
+    // The run state other clients see while a script runs.
+    let ts = TestServer::new();
+    let mut c = ts.client();
+    let run = &ts.srv.scripting.run;
+    run.running.store(true, std::sync::atomic::Ordering::SeqCst);
+    run.eval.store(true, std::sync::atomic::Ordering::SeqCst);
+    run.start_ms.store(crate::clock::Clock::now_ms(&*ts.clock), std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(c.run("PING"), "+PONG");
+    ts.clock.advance_ms(6000);
+    assert_eq!(
+        c.run("PING"),
+        "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+    );
+    assert_eq!(
+        c.run("FUNCTION KILL"),
+        "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+    );
+    run.wrote.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(c.run("SCRIPT KILL").starts_with("-UNKILLABLE Sorry the script already executed write commands"));
+    run.wrote.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(c.run("SCRIPT KILL"), "+OK");
+    run.running.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(c.run("PING"), "+PONG");
+}

@@ -1,0 +1,219 @@
+-- Latch's Lua sandbox, run once when the VM is created (chunk name "@latch_internal": the error
+-- handler skips frames from this chunk so positions point at the user's script, as in Redis).
+local rt, G = ...
+local rt_getinfo = rt.getinfo
+local type, tostring, error, rawpcall, select, rawget, rawset_ = type, tostring, error, pcall, select, rawget, rawset
+local setmetatable_, getmetatable_, loadstring_, load_, setfenv_ = setmetatable, getmetatable, loadstring, load, setfenv
+local sub, find = string.sub, string.find
+
+-- Read-only proxies. Lua 5.1 has no read-only tables (Redis patches its Lua for that), so every
+-- protected table is an empty proxy reading through to the real one.
+local protected = setmetatable_({}, { __mode = 'k' })
+local proxy_mt_of = setmetatable_({}, { __mode = 'k' })
+
+local function ro_error()
+  error('Attempt to modify a readonly table', 2)
+end
+
+local function missing(k)
+  error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 3)
+end
+
+local function protect(t, strict, seen)
+  seen = seen or {}
+  if seen[t] then return seen[t] end
+  local p = {}
+  seen[t] = p
+  for k, v in next, t do
+    if type(v) == 'table' and v ~= G then t[k] = protect(v, false, seen) end
+  end
+  local mt
+  if strict then
+    mt = { __index = function(_, k)
+      local v = t[k]
+      if v == nil then missing(k) end
+      return v
+    end, __newindex = ro_error }
+    proxy_mt_of[p] = protect({ __index = mt.__index }, false, seen)
+  else
+    mt = { __index = t, __newindex = ro_error }
+  end
+  setmetatable_(p, mt)
+  protected[p] = t
+  return p
+end
+
+local function pusherr(buf)
+  local code, msg = 'ERR', buf
+  if sub(buf, 1, 1) == '-' then
+    local sp = find(buf, ' ', 1, true)
+    if sp then
+      code, msg = sub(buf, 2, sp - 1), sub(buf, sp + 1)
+    else
+      msg = sub(buf, 2)
+    end
+  end
+  msg = msg:gsub('^[\r\n]+', ''):gsub('[\r\n]+$', '')
+  return { err = code .. ' ' .. msg }
+end
+
+local function raise(msg)
+  error(pusherr(msg), 0) -- only used by Lua-side helpers
+end
+
+local function handler(err)
+  local lvl, i = 2, nil
+  while true do
+    local what, source, line = rt_getinfo(lvl)
+    if not what then i = nil break end
+    i = { what = what, source = source, currentline = line }
+    if what ~= 'C' and what ~= 'tail' and source ~= '@latch_internal' then break end
+    lvl = lvl + 1
+  end
+  if type(err) == 'userdata' then
+    local r = rt.take_raised()
+    if r ~= nil then err = r end
+  end
+  if type(err) ~= 'table' then
+    if rt.killed() then
+      err = { err = 'ERR Script killed by user with SCRIPT KILL...' }
+    else
+      err = { err = 'ERR ' .. tostring(err) }
+    end
+  end
+  if i then
+    err['source'] = i.source
+    err['line'] = i.currentline
+  end
+  return err
+end
+
+local redis = {
+  REDIS_VERSION = rt.version,
+  REDIS_VERSION_NUM = rt.version_num,
+  LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+  REPL_NONE = 0, REPL_AOF = 1, REPL_SLAVE = 2, REPL_REPLICA = 2, REPL_ALL = 3,
+}
+
+redis.sha1hex = rt.sha1hex
+
+function redis.error_reply(...)
+  if select('#', ...) ~= 1 or type((...)) ~= 'string' then return pusherr('wrong number or type of arguments') end
+  local e = ...
+  if sub(e, 1, 1) ~= '-' then e = '-' .. e end
+  return pusherr(e)
+end
+
+function redis.status_reply(...)
+  if select('#', ...) ~= 1 or type((...)) ~= 'string' then return pusherr('wrong number or type of arguments') end
+  return { ok = (...) }
+end
+
+local log = rt.log
+redis.log = log
+redis.setresp = rt.setresp
+redis.set_repl = rt.set_repl
+
+function redis.replicate_commands() return true end
+function redis.breakpoint() return false end
+function redis.debug() end
+
+function redis.acl_check_cmd(...)
+  if not rt.running() then raise('redis.acl_check_cmd can only be called inside a script invocation') end
+  if select('#', ...) == 0 then raise('Please specify at least one argument for this redis lib call') end
+  if not rt.command_exists(...) then raise('Invalid command passed to redis.acl_check_cmd()') end
+  return true
+end
+
+G.redis = redis
+G.bit = rt.bit
+G.cjson = rt.cjson
+G.struct = rt.struct
+G.cmsgpack = rt.cmsgpack
+G.math.random = rt.random
+G.math.randomseed = rt.randomseed
+
+G.pcall = function(f, ...)
+  local function fix(ok, ...)
+    if ok then return ok, ... end
+    if rt.killed() then error((...), 0) end
+    local e = ...
+    if type(e) == 'userdata' then
+      local r = rt.take_raised()
+      if r ~= nil then e = r end
+    end
+    if type(e) == 'table' then
+      local m = rawget(e, 'err')
+      if type(m) == 'string' or type(m) == 'number' then e = m end
+    end
+    return false, e
+  end
+  return fix(rawpcall(f, ...))
+end
+
+local PG -- the protected globals
+G.setmetatable = function(t, mt)
+  if protected[t] then error('Attempt to modify a readonly table', 0) end
+  return setmetatable_(t, mt)
+end
+G.getmetatable = function(t)
+  if protected[t] then return proxy_mt_of[t] end
+  return getmetatable_(t)
+end
+G.rawset = function(t, k, v)
+  if protected[t] then error('Attempt to modify a readonly table', 0) end
+  return rawset_(t, k, v)
+end
+G.loadstring = function(s, name)
+  if type(s) == 'string' and sub(s, 1, 1) == '\27' then return nil, 'binary chunks are not allowed' end
+  local f, e = loadstring_(s, name)
+  if f then setfenv_(f, PG) end
+  return f, e
+end
+G.load = function(fn, name)
+  local f, e = load_(fn, name)
+  if f then setfenv_(f, PG) end
+  return f, e
+end
+G.getfenv, G.setfenv, G.print, G.dofile, G.loadfile, G.module, G.require = nil, nil, nil, nil, nil, nil, nil
+G.debug, G.os, G.io, G.package = nil, nil, nil, nil
+
+PG = protect(G, true)
+rawset_(G, '_G', PG)
+
+-- Function libraries: during FUNCTION LOAD the globals are only `redis` with register_function,
+-- log and the version; when functions run they are the ordinary globals.
+local load_redis = protect({
+  register_function = rt.register_function,
+  log = log,
+  LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+  REDIS_VERSION = rt.version,
+  REDIS_VERSION_NUM = rt.version_num,
+}, true)
+local load_globals = { redis = load_redis }
+local fsrc = G
+local FG = setmetatable_({}, { __index = function(_, k)
+  local v = fsrc[k]
+  if v == nil then missing(k) end
+  if v == G then return PG end
+  return v
+end, __newindex = ro_error })
+protected[FG] = G
+proxy_mt_of[FG] = proxy_mt_of[PG]
+
+local function set_load_mode(on)
+  if on then fsrc = load_globals else fsrc = G end
+end
+
+local function run(f, keys, args)
+  if keys then
+    return xpcall(function() return f(keys, args) end, handler)
+  end
+  return xpcall(f, handler)
+end
+
+local function run_load(f)
+  return xpcall(f, handler)
+end
+
+return PG, FG, run, run_load, set_load_mode, redis

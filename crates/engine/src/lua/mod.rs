@@ -1,0 +1,1146 @@
+//! The Lua scripting engine behind EVAL and FCALL: one Lua 5.1 VM (through `mlua`) for the whole
+//! server, Redis's sandbox and `redis.*` API, and the Lua <-> RESP conversions.
+//!
+//! A script runs while its command holds every shard lock (EVAL, FCALL, SCRIPT LOAD, FUNCTION LOAD...
+//! carry `Flags::ALL_SHARDS`), so the VM mutex is never contended and scripts are atomic against every
+//! client on every core. [`RunState`] is readable without locks: `Server::execute` uses it to answer
+//! `-BUSY` once a script has run past `busy-reply-threshold`, and SCRIPT KILL / FUNCTION KILL set its
+//! kill flag, checked by a count hook every 100k instructions.
+
+pub mod libs;
+
+use crate::client::Client;
+use crate::command::Flags;
+use crate::keyspace::Locked;
+use crate::server::Server;
+use bytes::Bytes;
+use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
+use parking_lot::Mutex;
+use resp::{Frame, Protocol};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+
+/// Script flag: no shebang (EVAL compatibility mode).
+pub const FLAG_COMPAT: u32 = 1;
+/// `no-writes`
+pub const FLAG_NO_WRITES: u32 = 2;
+/// `allow-oom`
+pub const FLAG_ALLOW_OOM: u32 = 4;
+/// `allow-stale`
+pub const FLAG_ALLOW_STALE: u32 = 8;
+/// `no-cluster`
+pub const FLAG_NO_CLUSTER: u32 = 16;
+/// `allow-cross-slot-keys`
+pub const FLAG_ALLOW_CROSS_SLOT: u32 = 32;
+
+/// Flag names, as in shebangs and FUNCTION LIST.
+pub const FLAG_NAMES: &[(u32, &str)] = &[
+    (FLAG_NO_WRITES, "no-writes"),
+    (FLAG_ALLOW_OOM, "allow-oom"),
+    (FLAG_ALLOW_STALE, "allow-stale"),
+    (FLAG_NO_CLUSTER, "no-cluster"),
+    (FLAG_ALLOW_CROSS_SLOT, "allow-cross-slot-keys"),
+];
+
+/// What a running script exposes to other threads.
+#[derive(Default)]
+pub struct RunState {
+    /// A script is running.
+    pub running: AtomicBool,
+    /// Monotonic ms when it started.
+    pub start_ms: AtomicU64,
+    /// It was started by EVAL (as opposed to FCALL).
+    pub eval: AtomicBool,
+    /// SCRIPT KILL / FUNCTION KILL asked it to stop.
+    pub killed: AtomicBool,
+    /// It ran a write command (it can no longer be killed).
+    pub wrote: AtomicBool,
+    /// RESP version of its redis.call replies (redis.setresp).
+    pub resp: AtomicU8,
+    /// Name and command of the running function (FUNCTION STATS).
+    pub info: Mutex<(String, Vec<Bytes>)>,
+    /// The network layer was told this run is long.
+    pub handed_off: AtomicBool,
+    /// What to call when a run gets long (`Server::long_op`).
+    pub long_op: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
+}
+
+/// A cached EVAL script.
+pub struct ScriptMeta {
+    /// The body as sent.
+    pub body: Bytes,
+    /// `FLAG_*` bits.
+    pub flags: u32,
+}
+
+/// A registered function.
+#[derive(Clone)]
+pub struct FunctionMeta {
+    /// Name.
+    pub name: String,
+    /// Description, if given.
+    pub desc: Option<String>,
+    /// `FLAG_*` bits.
+    pub flags: u32,
+}
+
+/// A function library.
+#[derive(Clone)]
+pub struct Library {
+    /// Library name.
+    pub name: String,
+    /// Full code, shebang included.
+    pub code: Bytes,
+    /// Functions by name.
+    pub functions: BTreeMap<String, FunctionMeta>,
+}
+
+/// Scripting state of a server.
+#[derive(Default)]
+pub struct Scripting {
+    vm: Mutex<Option<Vm>>,
+    /// The running script, readable without locks.
+    pub run: Arc<RunState>,
+    /// EVAL script cache by lowercase sha1.
+    pub scripts: Mutex<HashMap<String, ScriptMeta>>,
+    /// Function libraries by name.
+    pub libraries: Mutex<BTreeMap<String, Library>>,
+    /// Function name -> library name.
+    pub functions: Mutex<HashMap<String, String>>,
+}
+
+type Pending = Arc<Mutex<Option<Vec<(FunctionMeta, Function)>>>>;
+
+struct Vm {
+    lua: Lua,
+    redis: Table,
+    raised: libs::Pending,
+    call_outside: Function,
+    globals: Table,
+    pg: Table,
+    fg: Table,
+    run: Function,
+    run_load: Function,
+    set_load_mode: Function,
+    scripts: HashMap<String, Function>,
+    callbacks: HashMap<String, Function>,
+    loading: Pending,
+}
+
+/// Redis's `redisLrand48`, the generator behind `math.random` (its state is never reseeded between
+/// scripts in Redis 7.0).
+struct Rand48(u64);
+
+impl Rand48 {
+    fn next(&mut self) -> i32 {
+        self.0 = (self.0.wrapping_mul(0x5DEECE66D).wrapping_add(0xB)) & 0xFFFF_FFFF_FFFF;
+        (self.0 >> 17) as i32
+    }
+    fn seed(&mut self, s: i32) {
+        self.0 = ((s as u32 as u64) << 16) | 0x330E;
+    }
+}
+
+fn sha1hex(b: &[u8]) -> String {
+    use sha1::Digest;
+    let d = sha1::Sha1::digest(b);
+    let mut s = String::with_capacity(40);
+    for x in d.iter() {
+        s.push_str(&format!("{x:02x}"));
+    }
+    s
+}
+
+/// SHA1 of a script body, lowercase hex.
+pub fn script_sha(body: &[u8]) -> String {
+    sha1hex(body)
+}
+
+impl Vm {
+    fn new(run: Arc<RunState>) -> mlua::Result<Vm> {
+        let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())?;
+        let raised: libs::Pending = Arc::new(Mutex::new(None));
+        let err = raised.clone();
+        let rt = lua.create_table()?;
+        let p = raised.clone();
+        rt.raw_set("take_raised", lua.create_function(move |_, ()| Ok(p.lock().take().unwrap_or(Value::Nil)))?)?;
+        rt.raw_set("version", crate::server::REDIS_VERSION)?;
+        let e1 = raised.clone();
+        rt.raw_set("version_num", 0x07000f)?;
+        rt.raw_set(
+            "sha1hex",
+            lua.create_function(move |lua, args: MultiValue| {
+                if args.len() != 1 {
+                    return Err(raise_err(lua, &e1, "wrong number of arguments"));
+                }
+                let v = &args[0];
+                let b = match v {
+                    Value::String(s) => s.as_bytes().to_vec(),
+                    Value::Number(n) => lua_num_str(*n).into_bytes(),
+                    Value::Integer(i) => i.to_string().into_bytes(),
+                    _ => Vec::new(),
+                };
+                lua.create_string(sha1hex(&b))
+            })?,
+        )?;
+        let r = run.clone();
+        rt.raw_set("killed", lua.create_function(move |_, ()| Ok(r.killed.load(Ordering::Relaxed)))?)?;
+        let r = run.clone();
+        rt.raw_set("running", lua.create_function(move |_, ()| Ok(r.running.load(Ordering::Relaxed)))?)?;
+        let (r, e) = (run.clone(), raised.clone());
+        rt.raw_set(
+            "setresp",
+            lua.create_function(move |lua, args: MultiValue| {
+                if !r.running.load(Ordering::Relaxed) {
+                    return Err(raise_err(lua, &e, "redis.setresp can only be called inside a script invocation"));
+                }
+                if args.len() != 1 {
+                    return Err(raise_err(lua, &e, "redis.setresp() requires one argument."));
+                }
+                let v = lua_tonumber(&args[0]).unwrap_or(0.0) as i64;
+                if v != 2 && v != 3 {
+                    return Err(raise_err(lua, &e, "RESP version must be 2 or 3."));
+                }
+                r.resp.store(v as u8, Ordering::Relaxed);
+                Ok(())
+            })?,
+        )?;
+        let (r, e) = (run.clone(), raised.clone());
+        rt.raw_set(
+            "set_repl",
+            lua.create_function(move |lua, args: MultiValue| {
+                if !r.running.load(Ordering::Relaxed) {
+                    return Err(raise_err(lua, &e, "redis.set_repl can only be called inside a script invocation"));
+                }
+                if args.len() != 1 {
+                    return Err(raise_err(lua, &e, "redis.set_repl() requires two arguments."));
+                }
+                let v = lua_tonumber(&args[0]).unwrap_or(0.0) as i64;
+                if !(0..=3).contains(&v) {
+                    return Err(raise_err(
+                        lua,
+                        &e,
+                        "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
+                    ));
+                }
+                Ok(())
+            })?,
+        )?;
+        let e = raised.clone();
+        rt.raw_set(
+            "log",
+            lua.create_function(move |lua, args: MultiValue| {
+                if args.len() < 2 {
+                    return Err(raise_err(lua, &e, "redis.log() requires two arguments or more."));
+                }
+                let Some(level) = lua_tonumber(&args[0]) else {
+                    return Err(raise_err(lua, &e, "First argument must be a number (log level)."));
+                };
+                if !(0.0..4.0).contains(&level) {
+                    return Err(raise_err(lua, &e, "Invalid debug level."));
+                }
+                Ok(())
+            })?,
+        )?;
+        let e = raised.clone();
+        let call_outside = lua.create_function(move |lua, _: MultiValue| -> mlua::Result<()> {
+            Err(raise_err(lua, &e, "redis.call/pcall can only be called inside a script invocation"))
+        })?;
+        rt.raw_set(
+            "command_exists",
+            lua.create_function(|_, _: MultiValue| Ok(true))?, // refined per run by `call`
+        )?;
+        let rng = Arc::new(Mutex::new(Rand48(0x1234_ABCD_330E)));
+        let g = rng.clone();
+        rt.raw_set(
+            "random",
+            lua.create_function(move |_, args: MultiValue| {
+                const MAX: i64 = i32::MAX as i64;
+                let r = (g.lock().next() as i64 % MAX) as f64 / MAX as f64;
+                let arg = |i: usize| -> mlua::Result<i64> {
+                    match args.get(i) {
+                        Some(Value::Number(n)) => Ok(*n as i64),
+                        Some(Value::Integer(n)) => Ok(*n),
+                        Some(Value::String(s)) => s
+                            .to_str()
+                            .ok()
+                            .and_then(|s| s.trim().parse::<f64>().ok())
+                            .map(|f| f as i64)
+                            .ok_or_else(|| {
+                                mlua::Error::runtime(format!("bad argument #{} to 'random' (number expected)", i + 1))
+                            }),
+                        _ => {
+                            Err(mlua::Error::runtime(format!("bad argument #{} to 'random' (number expected)", i + 1)))
+                        }
+                    }
+                };
+                match args.len() {
+                    0 => Ok(r),
+                    1 => {
+                        let u = arg(0)?;
+                        if u < 1 {
+                            return Err(mlua::Error::runtime("bad argument #1 to 'random' (interval is empty)"));
+                        }
+                        Ok((r * u as f64).floor() + 1.0)
+                    }
+                    2 => {
+                        let (l, u) = (arg(0)?, arg(1)?);
+                        if l > u {
+                            return Err(mlua::Error::runtime("bad argument #2 to 'random' (interval is empty)"));
+                        }
+                        Ok((r * (u - l + 1) as f64).floor() + l as f64)
+                    }
+                    _ => Err(mlua::Error::runtime("wrong number of arguments")),
+                }
+            })?,
+        )?;
+        let g = rng;
+        rt.raw_set(
+            "randomseed",
+            lua.create_function(move |_, s: f64| {
+                g.lock().seed(s as i64 as i32);
+                Ok(())
+            })?,
+        )?;
+        rt.raw_set("bit", libs::bit(&lua, &err)?)?;
+        rt.raw_set("cjson", libs::cjson(&lua, &err)?)?;
+        rt.raw_set("struct", libs::structlib(&lua, &err)?)?;
+        rt.raw_set("cmsgpack", libs::cmsgpack(&lua, &err)?)?;
+        let loading: Pending = Arc::new(Mutex::new(None));
+        let p = loading.clone();
+        let e = raised.clone();
+        rt.raw_set(
+            "register_function",
+            lua.create_function(move |lua, args: MultiValue| {
+                let fail = |m: &str| -> mlua::Result<MultiValue> { Err(raise_err(lua, &e, m)) };
+                let mut guard = p.lock();
+                let Some(list) = guard.as_mut() else {
+                    return fail("redis.register_function can only be called on FUNCTION LOAD command");
+                };
+                match register_args(&args) {
+                    Ok((meta, f)) => {
+                        if let Err(m) = check_function_name(&meta.name) {
+                            return fail(&m);
+                        }
+                        if list.iter().any(|(m, _)| m.name == meta.name) {
+                            return fail("Function already exists in the library");
+                        }
+                        list.push((meta, f));
+                        Ok(MultiValue::new())
+                    }
+                    Err(m) => fail(&m),
+                }
+            })?,
+        )?;
+        let globals = lua.globals();
+        rt.raw_set(
+            "getinfo",
+            lua.create_function(|lua, level: usize| {
+                Ok(lua
+                    .inspect_stack(level, |d| {
+                        let src = d.source();
+                        (
+                            src.what.to_string(),
+                            src.source.map(|s| s.into_owned()),
+                            d.current_line().map(|l| l as i64).unwrap_or(-1),
+                        )
+                    })
+                    .map(|(w, s, l)| (Some(w), s, Some(l)))
+                    .unwrap_or((None, None, None)))
+            })?,
+        )?;
+        let boot = lua.load(include_str!("bootstrap.lua")).set_name("@latch_internal").into_function()?;
+        let (pg, fg, run_fn, run_load, set_load_mode, redis): (Table, Table, Function, Function, Function, Table) =
+            boot.call((rt.clone(), globals.clone()))?;
+        redis.raw_set("call", call_outside.clone())?;
+        redis.raw_set("pcall", call_outside.clone())?;
+        let r = run.clone();
+        lua.set_hook(HookTriggers::new().every_nth_instruction(100_000), move |_, _| {
+            if !r.handed_off.swap(true, Ordering::Relaxed) {
+                let f = r.long_op.lock().clone();
+                if let Some(f) = f {
+                    f();
+                }
+            }
+            if r.killed.load(Ordering::Relaxed) {
+                return Err(mlua::Error::runtime("Script killed by user with SCRIPT KILL..."));
+            }
+            Ok(VmState::Continue)
+        })?;
+        Ok(Vm {
+            lua,
+            redis,
+            raised,
+            call_outside,
+            globals,
+            pg,
+            fg,
+            run: run_fn,
+            run_load,
+            set_load_mode,
+            scripts: HashMap::new(),
+            callbacks: HashMap::new(),
+            loading,
+        })
+    }
+}
+
+fn check_function_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || !name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
+        return Err("Function names can only contain letters, numbers, or underscores(_) and must be at least one character long".into());
+    }
+    Ok(())
+}
+
+fn register_args(args: &MultiValue) -> Result<(FunctionMeta, Function), String> {
+    match args.len() {
+        1 => {
+            let Some(Value::Table(t)) = args.front() else {
+                return Err("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).".into());
+            };
+            let (mut name, mut desc, mut cb, mut flags) = (None, None, None, 0u32);
+            for pair in t.pairs::<Value, Value>() {
+                let (k, v) = pair.map_err(|e| e.to_string())?;
+                let key = match &k {
+                    Value::String(s) => s.to_string_lossy(),
+                    Value::Number(n) => lua_num_str(*n),
+                    Value::Integer(i) => i.to_string(),
+                    _ => return Err("named argument key given to redis.register_function is not a string".into()),
+                };
+                match key.to_ascii_lowercase().as_str() {
+                    "function_name" => match v {
+                        Value::String(s) => name = Some(s.to_string_lossy()),
+                        Value::Number(n) => name = Some(lua_num_str(n)),
+                        _ => {
+                            return Err(
+                                "function_name argument given to redis.register_function must be a string".into()
+                            );
+                        }
+                    },
+                    "description" => match v {
+                        Value::String(s) => desc = Some(s.to_string_lossy()),
+                        _ => {
+                            return Err("description argument given to redis.register_function must be a string".into());
+                        }
+                    },
+                    "callback" => match v {
+                        Value::Function(f) => cb = Some(f),
+                        _ => return Err("callback argument given to redis.register_function must be a function".into()),
+                    },
+                    "flags" => {
+                        let Value::Table(ft) = v else {
+                            return Err(
+                                "flags argument to redis.register_function must be a table representing function flags"
+                                    .into(),
+                            );
+                        };
+                        for i in 1.. {
+                            let f: Value = ft.raw_get(i).map_err(|e| e.to_string())?;
+                            let s = match f {
+                                Value::Nil => break,
+                                Value::String(s) => s.to_string_lossy(),
+                                _ => return Err("unknown flag given".into()),
+                            };
+                            match FLAG_NAMES.iter().find(|(_, n)| n.eq_ignore_ascii_case(&s)) {
+                                Some((b, _)) => flags |= b,
+                                None => return Err("unknown flag given".into()),
+                            }
+                        }
+                    }
+                    _ => return Err("unknown argument given to redis.register_function".into()),
+                }
+            }
+            let Some(name) = name else {
+                return Err("redis.register_function must get a function name argument".into());
+            };
+            let Some(cb) = cb else { return Err("redis.register_function must get a callback argument".into()) };
+            Ok((FunctionMeta { name, desc, flags }, cb))
+        }
+        2 => {
+            let name = match &args[0] {
+                Value::String(s) => s.to_string_lossy(),
+                Value::Number(n) => lua_num_str(*n),
+                _ => return Err("first argument to redis.register_function must be a string".into()),
+            };
+            let Value::Function(f) = &args[1] else {
+                return Err("second argument to redis.register_function must be a function".into());
+            };
+            Ok((FunctionMeta { name, desc: None, flags: 0 }, f.clone()))
+        }
+        _ => Err("wrong number of arguments to redis.register_function".into()),
+    }
+}
+
+/// Lua's own number-to-string (`%.14g`).
+fn lua_num_str(n: f64) -> String {
+    let mut out = Vec::new();
+    resp::format_double_g(n, 14, &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Parses a shebang line: returns (flags, length of the shebang line).
+pub fn parse_shebang(body: &[u8]) -> Result<(u32, usize), String> {
+    if !body.starts_with(b"#!") {
+        return Ok((FLAG_COMPAT, 0));
+    }
+    let Some(end) = body.iter().position(|&c| c == b'\n') else {
+        return Err("Invalid script shebang".into());
+    };
+    let parts = resp::split_args(&body[..end]).unwrap_or_default();
+    if parts.is_empty() {
+        return Err("Invalid engine in script shebang".into());
+    }
+    if &parts[0][..] != b"#!lua" {
+        return Err(format!("Unexpected engine in script shebang: {}", String::from_utf8_lossy(&parts[0])));
+    }
+    let mut flags = 0;
+    for p in &parts[1..] {
+        if let Some(list) = p.strip_prefix(b"flags=") {
+            if list.is_empty() {
+                continue;
+            }
+            for f in list.split(|&c| c == b',') {
+                match FLAG_NAMES.iter().find(|(_, n)| n.as_bytes() == f) {
+                    Some((b, _)) => flags |= b,
+                    None => return Err(format!("Unexpected flag in script shebang: {}", String::from_utf8_lossy(f))),
+                }
+            }
+        } else {
+            return Err(format!("Unknown lua shebang option: {}", String::from_utf8_lossy(p)));
+        }
+    }
+    Ok((flags, end))
+}
+
+/// Which kind of script runs.
+pub enum Callable<'a> {
+    /// EVAL / EVALSHA: the cached script with this sha.
+    Eval(&'a str),
+    /// FCALL: the function with this name.
+    Function(&'a str),
+}
+
+/// Everything a run needs from the calling command.
+pub struct RunArgs<'a, 'k> {
+    /// The server.
+    pub srv: &'a Server,
+    /// The caller.
+    pub client: &'a mut Client,
+    /// Every shard, locked.
+    pub locked: &'a mut Locked<'k>,
+    /// The command's time.
+    pub now: u64,
+    /// KEYS.
+    pub keys: &'a [Bytes],
+    /// ARGV.
+    pub argv: &'a [Bytes],
+    /// Refuse write commands.
+    pub read_only: bool,
+    /// The calling command's arguments (FUNCTION STATS).
+    pub command: &'a [Bytes],
+}
+
+impl Scripting {
+    fn with_vm<T>(&self, f: impl FnOnce(&mut Vm) -> T) -> Result<T, Frame> {
+        let mut g = self.vm.lock();
+        if g.is_none() {
+            match Vm::new(self.run.clone()) {
+                Ok(vm) => *g = Some(vm),
+                Err(e) => return Err(Frame::error(format!("ERR Lua initialisation failed: {e}"))),
+            }
+        }
+        Ok(f(g.as_mut().expect("just created")))
+    }
+
+    /// Compiles and caches an EVAL script (no-op if cached). Returns its sha.
+    pub fn create_script(&self, body: &Bytes) -> Result<String, Frame> {
+        let sha = sha1hex(body);
+        if self.scripts.lock().contains_key(&sha) {
+            return Ok(sha);
+        }
+        let (flags, skip) = parse_shebang(body).map_err(|m| Frame::error(format!("ERR {m}")))?;
+        let f = self.with_vm(|vm| {
+            vm.lua.load(&body[skip..]).set_name("@user_script").set_environment(vm.pg.clone()).into_function()
+        })?;
+        match f {
+            Ok(f) => {
+                self.with_vm(|vm| vm.scripts.insert(sha.clone(), f))?;
+                self.scripts.lock().insert(sha.clone(), ScriptMeta { body: body.clone(), flags });
+                Ok(sha)
+            }
+            Err(e) => Err(Frame::error(format!("ERR Error compiling script (new function): {}", lua_error_text(&e)))),
+        }
+    }
+
+    /// Forgets every EVAL script (SCRIPT FLUSH).
+    pub fn flush_scripts(&self) {
+        self.scripts.lock().clear();
+        let mut g = self.vm.lock();
+        if let Some(vm) = g.as_mut() {
+            vm.scripts.clear();
+            let _ = vm.lua.gc_collect();
+        }
+    }
+
+    /// Runs a cached script or a function. The caller holds every shard.
+    pub fn run(&self, what: Callable<'_>, a: RunArgs<'_, '_>) -> Frame {
+        let mut g = self.vm.lock();
+        if g.is_none() {
+            match Vm::new(self.run.clone()) {
+                Ok(vm) => *g = Some(vm),
+                Err(e) => return Frame::error(format!("ERR Lua initialisation failed: {e}")),
+            }
+        }
+        let vm = g.as_mut().expect("just created");
+        let (func, name, eval) = match what {
+            Callable::Eval(sha) => match vm.scripts.get(sha) {
+                Some(f) => (f.clone(), sha.to_string(), true),
+                None => return Frame::error("NOSCRIPT No matching script. Please use EVAL."),
+            },
+            Callable::Function(n) => match vm.callbacks.get(n) {
+                Some(f) => (f.clone(), n.to_string(), false),
+                None => return Frame::error("ERR Function not found"),
+            },
+        };
+        let run = &self.run;
+        run.start_ms.store(a.srv.clock.now_ms(), Ordering::Relaxed);
+        run.eval.store(eval, Ordering::Relaxed);
+        run.killed.store(false, Ordering::Relaxed);
+        run.wrote.store(false, Ordering::Relaxed);
+        run.resp.store(2, Ordering::Relaxed);
+        run.handed_off.store(false, Ordering::Relaxed);
+        if !eval {
+            // FUNCTION STATS shows the running function (it answers BUSY during EVAL).
+            *run.info.lock() = (name.clone(), a.command.to_vec());
+        }
+        run.running.store(true, Ordering::SeqCst);
+        let reply = run_in_vm(vm, run, func, &name, eval, a);
+        run.running.store(false, Ordering::SeqCst);
+        reply
+    }
+}
+
+fn run_in_vm(vm: &mut Vm, run: &RunState, func: Function, name: &str, eval: bool, a: RunArgs<'_, '_>) -> Frame {
+    let RunArgs { srv, client, locked, now, keys, argv, read_only, .. } = a;
+    let saved_db = client.db;
+    let saved_proto = client.proto;
+    // Blocking commands called from a script answer at once, as if timed out (Redis).
+    let saved_deny = std::mem::replace(&mut client.deny_blocking, true);
+    let lua = &vm.lua;
+    let mk = |items: &[Bytes]| -> mlua::Result<Table> {
+        let t = lua.create_table_with_capacity(items.len(), 0)?;
+        for (i, it) in items.iter().enumerate() {
+            t.raw_set(i + 1, lua.create_string(it)?)?;
+        }
+        Ok(t)
+    };
+    let ctx = std::cell::RefCell::new((client, locked));
+    let result = (|| -> mlua::Result<Frame> {
+        let kt = mk(keys)?;
+        let at = mk(argv)?;
+        if eval {
+            vm.globals.raw_set("KEYS", kt.clone())?;
+            vm.globals.raw_set("ARGV", at.clone())?;
+        }
+        let raised = vm.raised.clone();
+        let redis = vm.redis.clone();
+        let out = lua.scope(|scope| {
+            let call = scope.create_function(|lua, args: MultiValue| {
+                let mut g = ctx.try_borrow_mut().map_err(|_| mlua::Error::runtime("recursive redis.call"))?;
+                let (c, l) = &mut *g;
+                redis_call(lua, &raised, srv, c, l, now, read_only, run, true, args)
+            })?;
+            let pcall = scope.create_function(|lua, args: MultiValue| {
+                let mut g = ctx.try_borrow_mut().map_err(|_| mlua::Error::runtime("recursive redis.call"))?;
+                let (c, l) = &mut *g;
+                redis_call(lua, &raised, srv, c, l, now, read_only, run, false, args)
+            })?;
+            redis.raw_set("call", call)?;
+            redis.raw_set("pcall", pcall)?;
+            let r: mlua::Result<(bool, Value)> =
+                if eval { vm.run.call((func.clone(),)) } else { vm.run.call((func.clone(), kt, at)) };
+            redis.raw_set("call", vm.call_outside.clone())?;
+            redis.raw_set("pcall", vm.call_outside.clone())?;
+            let r = r?;
+            let resp3 = run.resp.load(Ordering::Relaxed) == 3;
+            Ok(if r.0 { lua_to_frame(&r.1, resp3, 0) } else { error_frame(&r.1, name) })
+        });
+        if eval {
+            vm.globals.raw_set("KEYS", Value::Nil)?;
+            vm.globals.raw_set("ARGV", Value::Nil)?;
+        }
+        out
+    })();
+    let (client, _) = ctx.into_inner();
+    client.db = saved_db;
+    client.proto = saved_proto;
+    client.deny_blocking = saved_deny;
+    match result {
+        Ok(f) => f,
+        Err(e) => Frame::error(format!("ERR Error running script {name}, {}", lua_error_text(&e))),
+    }
+}
+
+/// The message of an mlua error without mlua's decorations.
+fn lua_error_text(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::SyntaxError { message, .. } => message.clone(),
+        mlua::Error::RuntimeError(m) => m.clone(),
+        mlua::Error::CallbackError { cause, .. } => lua_error_text(cause),
+        other => other.to_string(),
+    }
+}
+
+fn error_frame(v: &Value, name: &str) -> Frame {
+    let Value::Table(t) = v else {
+        let msg = match v {
+            Value::String(s) => s.to_string_lossy(),
+            _ => "execution failure".into(),
+        };
+        let msg: String = msg.chars().take(100).collect();
+        return Frame::error(format!("ERR Error running script {name}, {msg}"));
+    };
+    let s = |k: &str| -> Option<String> {
+        match t.raw_get::<Value>(k).ok()? {
+            Value::String(s) => Some(s.to_string_lossy()),
+            Value::Number(n) => Some(lua_num_str(n)),
+            Value::Integer(i) => Some(i.to_string()),
+            _ => None,
+        }
+    };
+    let mut msg = s("err").unwrap_or_default();
+    if let (Some(src), Some(line)) = (s("source"), s("line")) {
+        msg.push_str(&format!(" script: {name}, on {src}:{line}."));
+    }
+    Frame::error(msg.replace(['\r', '\n'], " "))
+}
+
+/// Converts a script's return value to a reply (Redis's `luaReplyToRedisReply`).
+pub fn lua_to_frame(v: &Value, resp3: bool, depth: usize) -> Frame {
+    if depth > 2000 {
+        return Frame::error("ERR reached lua stack limit");
+    }
+    match v {
+        Value::String(s) => Frame::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
+        Value::Boolean(b) => {
+            if resp3 {
+                Frame::Boolean(*b)
+            } else if *b {
+                Frame::Integer(1)
+            } else {
+                Frame::Null
+            }
+        }
+        Value::Number(n) => Frame::Integer(*n as i64),
+        Value::Integer(i) => Frame::Integer(*i),
+        Value::Table(t) => {
+            let get = |k: &str| t.raw_get::<Value>(k).unwrap_or(Value::Nil);
+            if let Value::String(e) = get("err") {
+                return Frame::error(e.to_string_lossy().replace(['\r', '\n'], " "));
+            }
+            if let Value::String(s) = get("ok") {
+                return Frame::Simple(Bytes::from(s.to_string_lossy().replace(['\r', '\n'], " ")));
+            }
+            match get("double") {
+                Value::Number(n) => return Frame::Double(n),
+                Value::Integer(i) => return Frame::Double(i as f64),
+                _ => {}
+            }
+            if let Value::String(s) = get("big_number") {
+                return Frame::BigNumber(Bytes::from(s.to_string_lossy().replace(['\r', '\n'], " ")));
+            }
+            if let Value::Table(vt) = get("verbatim_string")
+                && let (Ok(Value::String(f)), Ok(Value::String(s))) =
+                    (vt.raw_get::<Value>("format"), vt.raw_get::<Value>("string"))
+            {
+                let mut fmt = [b' '; 3];
+                for (i, c) in f.as_bytes().iter().take(3).enumerate() {
+                    fmt[i] = *c;
+                }
+                return Frame::Verbatim { format: fmt, text: Bytes::copy_from_slice(&s.as_bytes()) };
+            }
+            if let Value::Table(m) = get("map") {
+                let mut v = Vec::new();
+                for (k, val) in m.pairs::<Value, Value>().flatten() {
+                    v.push((lua_to_frame(&k, resp3, depth + 1), lua_to_frame(&val, resp3, depth + 1)));
+                }
+                return Frame::Map(v);
+            }
+            if let Value::Table(m) = get("set") {
+                let mut v = Vec::new();
+                for (k, _) in m.pairs::<Value, Value>().flatten() {
+                    v.push(lua_to_frame(&k, resp3, depth + 1));
+                }
+                return Frame::Set(v);
+            }
+            let mut out = Vec::new();
+            for i in 1.. {
+                match t.raw_get::<Value>(i) {
+                    Ok(Value::Nil) | Err(_) => break,
+                    Ok(x) => out.push(lua_to_frame(&x, resp3, depth + 1)),
+                }
+            }
+            Frame::Array(out)
+        }
+        _ => Frame::Null,
+    }
+}
+
+/// An `{err=...}` table from a reply error or a message (Redis's `luaPushErrorBuff`).
+fn err_table(lua: &Lua, msg: &[u8], from_reply: bool) -> mlua::Result<Table> {
+    let (code, rest): (&[u8], &[u8]) = if from_reply {
+        match msg.iter().position(|&c| c == b' ') {
+            Some(p) => (&msg[..p], &msg[p + 1..]),
+            None => (b"ERR", msg),
+        }
+    } else {
+        (b"ERR", msg)
+    };
+    let mut rest = rest;
+    while let [b'\r' | b'\n', r @ ..] = rest {
+        rest = r;
+    }
+    while let [r @ .., b'\r' | b'\n'] = rest {
+        rest = r;
+    }
+    let mut full = code.to_vec();
+    full.push(b' ');
+    full.extend_from_slice(rest);
+    let t = lua.create_table()?;
+    t.raw_set("err", lua.create_string(&full)?)?;
+    Ok(t)
+}
+
+/// A reply converted for Lua (Redis's `redisProtocolToLuaType`).
+fn frame_to_lua(lua: &Lua, f: Frame, resp3: bool) -> mlua::Result<Value> {
+    Ok(match f {
+        Frame::Simple(s) => {
+            let t = lua.create_table()?;
+            t.raw_set("ok", lua.create_string(&s)?)?;
+            Value::Table(t)
+        }
+        Frame::Error(e) => Value::Table(err_table(lua, &e, true)?),
+        Frame::Integer(i) => Value::Number(i as f64),
+        Frame::Bulk(b) => Value::String(lua.create_string(&b)?),
+        Frame::Null | Frame::NullArray => {
+            if resp3 {
+                Value::Nil
+            } else {
+                Value::Boolean(false)
+            }
+        }
+        Frame::Array(v) | Frame::Push(v) => {
+            let t = lua.create_table_with_capacity(v.len(), 0)?;
+            for (i, x) in v.into_iter().enumerate() {
+                t.raw_set(i + 1, frame_to_lua(lua, x, resp3)?)?;
+            }
+            Value::Table(t)
+        }
+        Frame::Map(v) => {
+            if resp3 {
+                let m = lua.create_table()?;
+                for (k, x) in v {
+                    m.raw_set(frame_to_lua(lua, k, resp3)?, frame_to_lua(lua, x, resp3)?)?;
+                }
+                let t = lua.create_table()?;
+                t.raw_set("map", m)?;
+                Value::Table(t)
+            } else {
+                let t = lua.create_table_with_capacity(v.len() * 2, 0)?;
+                let mut i = 1;
+                for (k, x) in v {
+                    t.raw_set(i, frame_to_lua(lua, k, resp3)?)?;
+                    t.raw_set(i + 1, frame_to_lua(lua, x, resp3)?)?;
+                    i += 2;
+                }
+                Value::Table(t)
+            }
+        }
+        Frame::Set(v) => {
+            if resp3 {
+                let m = lua.create_table()?;
+                for k in v {
+                    m.raw_set(frame_to_lua(lua, k, resp3)?, true)?;
+                }
+                let t = lua.create_table()?;
+                t.raw_set("set", m)?;
+                Value::Table(t)
+            } else {
+                frame_to_lua(lua, Frame::Array(v), resp3)?
+            }
+        }
+        Frame::Double(d) => {
+            if resp3 {
+                let t = lua.create_table()?;
+                t.raw_set("double", d)?;
+                Value::Table(t)
+            } else {
+                let mut o = Vec::new();
+                resp::format_double(d, &mut o);
+                Value::String(lua.create_string(&o)?)
+            }
+        }
+        Frame::Boolean(b) => {
+            if resp3 {
+                Value::Boolean(b)
+            } else {
+                Value::Number(if b { 1.0 } else { 0.0 })
+            }
+        }
+        Frame::BigNumber(b) => {
+            if resp3 {
+                let t = lua.create_table()?;
+                t.raw_set("big_number", lua.create_string(&b)?)?;
+                Value::Table(t)
+            } else {
+                Value::String(lua.create_string(&b)?)
+            }
+        }
+        Frame::Verbatim { format, text } => {
+            if resp3 {
+                let inner = lua.create_table()?;
+                inner.raw_set("format", lua.create_string(format)?)?;
+                inner.raw_set("string", lua.create_string(&text)?)?;
+                let t = lua.create_table()?;
+                t.raw_set("verbatim_string", inner)?;
+                Value::Table(t)
+            } else {
+                Value::String(lua.create_string(&text)?)
+            }
+        }
+        Frame::Attribute { value, .. } => frame_to_lua(lua, *value, resp3)?,
+    })
+}
+
+/// `redis.call` (`raise`) / `redis.pcall`.
+#[allow(clippy::too_many_arguments)]
+fn redis_call(
+    lua: &Lua,
+    raised: &libs::Pending,
+    srv: &Server,
+    client: &mut Client,
+    locked: &mut Locked<'_>,
+    now: u64,
+    read_only: bool,
+    run: &RunState,
+    raise: bool,
+    args: MultiValue,
+) -> mlua::Result<Value> {
+    let it = args.into_iter();
+    let fail = |t: Table| -> mlua::Result<Value> {
+        if raise { Err(libs::raise_value(raised, Value::Table(t))) } else { Ok(Value::Table(t)) }
+    };
+    let mut argv: Vec<Bytes> = Vec::new();
+    for v in it {
+        match v {
+            Value::String(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
+            Value::Number(n) => {
+                let mut o = Vec::new();
+                resp::format_double(n, &mut o);
+                argv.push(Bytes::from(o));
+            }
+            Value::Integer(i) => argv.push(Bytes::from(i.to_string())),
+            _ => return fail(err_table(lua, b"Lua redis lib command arguments must be strings or integers", false)?),
+        }
+    }
+    if argv.is_empty() {
+        return fail(err_table(lua, b"Please specify at least one argument for this redis lib call", false)?);
+    }
+    let cmd = match srv.table.resolve(&argv) {
+        Ok(c) if c.arity_ok(argv.len()) => c,
+        Ok(_) => return fail(err_table(lua, b"Wrong number of args calling Redis command from script", false)?),
+        Err(_) => return fail(err_table(lua, b"Unknown Redis command called from script", false)?),
+    };
+    if cmd.flags.has(Flags::NOSCRIPT) {
+        return fail(err_table(lua, b"This Redis command is not allowed from script", false)?);
+    }
+    if read_only && (cmd.flags.has(Flags::WRITE) || cmd.flags.has(Flags::MAY_REPLICATE)) {
+        return fail(err_table(lua, b"Write commands are not allowed from read-only scripts.", false)?);
+    }
+    if cmd.flags.has(Flags::WRITE) {
+        run.wrote.store(true, Ordering::Relaxed);
+    }
+    let resp3 = run.resp.load(Ordering::Relaxed) == 3;
+    client.proto = if resp3 { Protocol::Resp3 } else { Protocol::Resp2 };
+    let reply = srv.call(client, locked, cmd, &argv, now);
+    let is_err = reply.is_error();
+    let v = frame_to_lua(lua, reply, resp3)?;
+    if is_err && raise {
+        return Err(libs::raise_value(raised, v));
+    }
+    Ok(v)
+}
+
+/// Raises an `{err="ERR msg"}` table.
+fn raise_err(lua: &Lua, p: &libs::Pending, msg: &str) -> mlua::Error {
+    match err_table(lua, msg.as_bytes(), false) {
+        Ok(t) => libs::raise_value(p, Value::Table(t)),
+        Err(e) => e,
+    }
+}
+
+/// Lua's `lua_tonumber`: numbers and numeric strings.
+fn lua_tonumber(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => Some(*n),
+        Value::Integer(i) => Some(*i as f64),
+        Value::String(s) => s.to_str().ok()?.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// Parses a library's shebang (`#!lua name=mylib`): returns (name, shebang length).
+pub fn parse_library_shebang(code: &[u8]) -> Result<(String, usize), String> {
+    if !code.starts_with(b"#!") {
+        return Err("Missing library metadata".into());
+    }
+    let Some(end) = code.iter().position(|&c| c == b'\n') else {
+        return Err("Invalid library metadata".into());
+    };
+    let parts = resp::split_args(&code[..end]).unwrap_or_default();
+    if parts.is_empty() {
+        return Err("Invalid library metadata".into());
+    }
+    let mut name = None;
+    for p in &parts[1..] {
+        if p.len() >= 5 && p[..5].eq_ignore_ascii_case(b"name=") {
+            if name.is_some() {
+                return Err("Invalid metadata value, name argument was given multiple times".into());
+            }
+            name = Some(String::from_utf8_lossy(&p[5..]).into_owned());
+            continue;
+        }
+        return Err(format!("Invalid metadata value given: {}", String::from_utf8_lossy(p)));
+    }
+    let Some(name) = name else { return Err("Library name was not given".into()) };
+    if name.is_empty() || !name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
+        return Err("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long".into());
+    }
+    if &parts[0][..] != b"#!lua" {
+        return Err(format!("Engine '{}' not found", String::from_utf8_lossy(&parts[0][2..])));
+    }
+    Ok((name, end))
+}
+
+impl Scripting {
+    /// Compiles and runs a library's code, collecting its functions (FUNCTION LOAD). Does not install it.
+    pub fn compile_library(&self, code: &Bytes) -> Result<(Library, Vec<(String, Function)>), String> {
+        let (name, skip) = parse_library_shebang(code)?;
+        let r = self
+            .with_vm(|vm| -> Result<Vec<(FunctionMeta, Function)>, String> {
+                let f = vm
+                    .lua
+                    .load(&code[skip..])
+                    .set_name("@user_function")
+                    .set_environment(vm.fg.clone())
+                    .into_function()
+                    .map_err(|e| format!("Error compiling function: {}", lua_error_text(&e)))?;
+                *vm.loading.lock() = Some(Vec::new());
+                let _ = vm.set_load_mode.call::<()>(true);
+                let r: mlua::Result<(bool, Value)> = vm.run_load.call((f,));
+                let _ = vm.set_load_mode.call::<()>(false);
+                let list = vm.loading.lock().take().unwrap_or_default();
+                match r {
+                    Ok((true, _)) => Ok(list),
+                    Ok((false, Value::Table(t))) => {
+                        let m = t.raw_get::<Value>("err").ok();
+                        let m = match m {
+                            Some(Value::String(s)) => s.to_string_lossy(),
+                            _ => String::new(),
+                        };
+                        Err(format!("Error registering functions: {m}"))
+                    }
+                    Ok((false, _)) => Err("Error registering functions: ".into()),
+                    Err(e) => Err(format!("Error registering functions: {}", lua_error_text(&e))),
+                }
+            })
+            .map_err(|f| match f {
+                Frame::Error(e) => String::from_utf8_lossy(&e).into_owned(),
+                _ => String::new(),
+            })??;
+        if r.is_empty() {
+            return Err("No functions registered".into());
+        }
+        let mut lib = Library { name, code: code.clone(), functions: BTreeMap::new() };
+        let mut cbs = Vec::new();
+        for (meta, f) in r {
+            cbs.push((meta.name.clone(), f));
+            lib.functions.insert(meta.name.clone(), meta);
+        }
+        Ok((lib, cbs))
+    }
+
+    /// Installs compiled libraries, replacing those of the same name. Checks function name clashes
+    /// with other libraries first.
+    pub fn install_libraries(
+        &self,
+        libs: Vec<(Library, Vec<(String, Function)>)>,
+        replace: bool,
+    ) -> Result<(), String> {
+        let mut libraries = self.libraries.lock();
+        let mut functions = self.functions.lock();
+        for (lib, _) in &libs {
+            if libraries.contains_key(&lib.name) && !replace {
+                return Err(format!("Library '{}' already exists", lib.name));
+            }
+            for f in lib.functions.keys() {
+                if let Some(owner) = functions.get(f)
+                    && owner != &lib.name
+                {
+                    return Err(format!("Function {f} already exists"));
+                }
+            }
+        }
+        for (lib, cbs) in libs {
+            if let Some(old) = libraries.remove(&lib.name) {
+                let _ = self.with_vm(|vm| {
+                    for f in old.functions.keys() {
+                        vm.callbacks.remove(f);
+                    }
+                });
+                for f in old.functions.keys() {
+                    functions.remove(f);
+                }
+            }
+            let _ = self.with_vm(|vm| {
+                for (n, f) in cbs {
+                    vm.callbacks.insert(n, f);
+                }
+            });
+            for f in lib.functions.keys() {
+                functions.insert(f.clone(), lib.name.clone());
+            }
+            libraries.insert(lib.name.clone(), lib);
+        }
+        Ok(())
+    }
+
+    /// Deletes a library; false if absent.
+    pub fn delete_library(&self, name: &str) -> bool {
+        let Some(old) = self.libraries.lock().remove(name) else { return false };
+        let mut functions = self.functions.lock();
+        let _ = self.with_vm(|vm| {
+            for f in old.functions.keys() {
+                vm.callbacks.remove(f);
+                functions.remove(f);
+            }
+        });
+        true
+    }
+
+    /// Deletes every library.
+    pub fn flush_functions(&self) {
+        self.libraries.lock().clear();
+        self.functions.lock().clear();
+        if let Some(vm) = self.vm.lock().as_mut() {
+            vm.callbacks.clear();
+        }
+    }
+
+    /// Flags of a function and its library name.
+    pub fn function_flags(&self, name: &str) -> Option<u32> {
+        let lib = self.functions.lock().get(name)?.clone();
+        self.libraries.lock().get(&lib)?.functions.get(name).map(|f| f.flags)
+    }
+}

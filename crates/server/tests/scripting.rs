@@ -1,0 +1,61 @@
+//! Scripting over the wire: the lock pattern of the seeds (SET NX PX + Lua compare-and-delete via
+//! `redis::Script`, i.e. EVALSHA with an EVAL fallback), and -BUSY / SCRIPT KILL with two clients.
+
+mod common;
+use common::Latch;
+use std::time::{Duration, Instant};
+
+const RELEASE: &str =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+
+#[test]
+fn lock_acquire_and_compare_and_delete_release() {
+    let l = Latch::start(&[]);
+    let mut c = l.conn();
+    let release = redis::Script::new(RELEASE);
+    let ok: Option<String> =
+        redis::cmd("SET").arg("lock:a").arg("token-1").arg("NX").arg("PX").arg(30000).query(&mut c).unwrap();
+    assert_eq!(ok.as_deref(), Some("OK"));
+    let again: Option<String> =
+        redis::cmd("SET").arg("lock:a").arg("token-2").arg("NX").arg("PX").arg(30000).query(&mut c).unwrap();
+    assert_eq!(again, None);
+    // Wrong token: nothing deleted (first call loads the script through the EVALSHA -> EVAL fallback).
+    let n: i64 = release.key("lock:a").arg("token-2").invoke(&mut c).unwrap();
+    assert_eq!(n, 0);
+    let n: i64 = release.key("lock:a").arg("token-1").invoke(&mut c).unwrap();
+    assert_eq!(n, 1);
+    let exists: i64 = redis::cmd("EXISTS").arg("lock:a").query(&mut c).unwrap();
+    assert_eq!(exists, 0);
+    let loaded: Vec<i64> = redis::cmd("SCRIPT").arg("EXISTS").arg(release.get_hash()).query(&mut c).unwrap();
+    assert_eq!(loaded, vec![1]);
+}
+
+#[test]
+fn busy_script_then_script_kill() {
+    let l = Latch::start(&[]);
+    let mut admin = l.conn();
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("busy-reply-threshold").arg(50).query(&mut admin).unwrap();
+    let url = l.url();
+    let runner = std::thread::spawn(move || {
+        let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
+        redis::cmd("EVAL").arg("local i = 0 while true do i = i + 1 end").arg(0).query::<redis::Value>(&mut c)
+    });
+    // Other clients get -BUSY (bounded: they never block on the script's locks for long).
+    let start = Instant::now();
+    let busy = loop {
+        let r: redis::RedisResult<Option<String>> = redis::cmd("GET").arg("x").query(&mut admin);
+        if let Err(e) = r {
+            break e.to_string();
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "never got BUSY");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(busy.contains("BUSY"), "{busy}");
+    let killed: String = redis::cmd("SCRIPT").arg("KILL").query(&mut admin).unwrap();
+    assert_eq!(killed, "OK");
+    let err = runner.join().unwrap().unwrap_err().to_string();
+    assert!(err.contains("Script killed by user with SCRIPT KILL"), "{err}");
+    let pong: String = redis::cmd("PING").query(&mut admin).unwrap();
+    assert_eq!(pong, "PONG");
+    assert!(start.elapsed() < Duration::from_secs(10));
+}
