@@ -583,3 +583,21 @@ mod script_tests {
         );
     }
 }
+
+#[cfg(test)]
+mod script_lock_tests {
+    use crate::testkit::TestServer;
+
+    /// Scripts lock the shards of their declared keys; an undeclared key is taken on the fly.
+    #[test]
+    fn undeclared_keys_are_taken_on_the_fly() {
+        TestServer::new().transcript(
+            r#"
+            > EVAL "redis.call('set', KEYS[1], 1); return redis.call('incr', 'undeclared')" 1 declared
+            :1
+            > EVAL "return redis.call('dbsize')" 1 declared
+            :2
+            "#,
+        );
+    }
+}

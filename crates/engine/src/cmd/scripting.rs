@@ -1,7 +1,11 @@
 //! Scripting and functions: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT *, FCALL, FCALL_RO,
-//! FUNCTION *. The Lua engine lives in [`crate::lua`]; commands that run Lua or change the VM carry
-//! `Flags::ALL_SHARDS`, so a script holds every shard for its whole run (atomic, as in Redis) and the
-//! VM is never used by two threads at once.
+//! FUNCTION *. The Lua engine lives in [`crate::lua`].
+//!
+//! A script runs holding the shards of the keys it declares (every shard when it declares none), plus
+//! the VM mutex, which serialises scripts. Scripts are atomic for the keys they touch: a key the script
+//! did not declare is taken on the fly with a non-waiting lock (see `lua::ensure_shards`), and if
+//! another command holds it for too long the call fails instead of risking a lock-order deadlock.
+//! Commands that change the VM (SCRIPT FLUSH, FUNCTION LOAD...) lock every shard.
 
 use super::BASE;
 use super::server::{help_reply, subcommand_syntax_error};
@@ -12,18 +16,15 @@ use bytes::Bytes;
 use resp::Frame;
 use std::sync::atomic::Ordering;
 
-const RUN: Flags = Flags::NOSCRIPT
-    .or(Flags::SKIP_MONITOR)
-    .or(Flags::MAY_REPLICATE)
-    .or(Flags::NO_MANDATORY_KEYS)
-    .or(Flags::STALE)
-    .or(Flags::ALL_SHARDS);
-const RUN_RO: Flags = Flags::NOSCRIPT
-    .or(Flags::SKIP_MONITOR)
-    .or(Flags::NO_MANDATORY_KEYS)
-    .or(Flags::STALE)
-    .or(Flags::READONLY)
-    .or(Flags::ALL_SHARDS);
+const RUN: Flags =
+    Flags::NOSCRIPT.or(Flags::SKIP_MONITOR).or(Flags::MAY_REPLICATE).or(Flags::NO_MANDATORY_KEYS).or(Flags::STALE);
+const RUN_RO: Flags =
+    Flags::NOSCRIPT.or(Flags::SKIP_MONITOR).or(Flags::NO_MANDATORY_KEYS).or(Flags::STALE).or(Flags::READONLY);
+
+/// A script that declares no key may touch any: it runs holding every shard.
+fn declares_no_key(args: &[Bytes]) -> bool {
+    numkeys_keys(args).is_empty()
+}
 
 /// Keys of EVAL/FCALL: `numkeys` at position 2, keys after it.
 fn numkeys_keys(args: &[Bytes]) -> Vec<usize> {
@@ -43,6 +44,7 @@ macro_rules! run_cmd {
             arity: -3,
             flags: $flags,
             keys: KEYS,
+            all_shards_if: Some(declares_no_key),
             group: "scripting",
             since: $since,
             summary: $summary,
@@ -338,8 +340,17 @@ fn eval(ctx: &mut Ctx<'_, '_>) -> Frame {
         return Frame::error("ERR Can not execute a script with write flag using *_ro command.");
     }
     let read_only = ro || (!compat && flags & FLAG_NO_WRITES != 0);
-    let a =
-        RunArgs { srv, client: ctx.client, locked: ctx.locked, now: ctx.now, keys, argv, read_only, command: ctx.args };
+    let a = RunArgs {
+        srv,
+        client: ctx.client,
+        locked: ctx.locked,
+        now: ctx.now,
+        keys,
+        argv,
+        read_only,
+        command: ctx.args,
+        cmd: ctx.cmd,
+    };
     sc.run(Callable::Eval(&sha), a)
 }
 
@@ -366,6 +377,7 @@ fn fcall(ctx: &mut Ctx<'_, '_>) -> Frame {
         argv,
         read_only: ro || flags & FLAG_NO_WRITES != 0,
         command: ctx.args,
+        cmd: ctx.cmd,
     };
     srv.scripting.run(Callable::Function(&fname), a)
 }

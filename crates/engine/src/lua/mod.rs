@@ -10,7 +10,7 @@
 pub mod libs;
 
 use crate::client::Client;
-use crate::command::Flags;
+use crate::command::{Command, Flags};
 use crate::keyspace::Locked;
 use crate::server::Server;
 use bytes::Bytes;
@@ -539,6 +539,8 @@ pub struct RunArgs<'a, 'k> {
     pub read_only: bool,
     /// The calling command's arguments (FUNCTION STATS).
     pub command: &'a [Bytes],
+    /// The calling command (for the BUSY check while waiting for the VM).
+    pub cmd: &'static Command,
 }
 
 impl Scripting {
@@ -583,9 +585,22 @@ impl Scripting {
         }
     }
 
-    /// Runs a cached script or a function. The caller holds every shard.
+    /// Runs a cached script or a function. The caller holds the shards of the declared keys. Scripts
+    /// queue on the VM mutex; the wait is bounded like a shard wait (BUSY past the threshold).
     pub fn run(&self, what: Callable<'_>, a: RunArgs<'_, '_>) -> Frame {
-        let mut g = self.vm.lock();
+        let mut handed_off = false;
+        let mut g = loop {
+            if let Some(g) = self.vm.try_lock_for(std::time::Duration::from_millis(2)) {
+                break g;
+            }
+            if !handed_off {
+                handed_off = true;
+                a.srv.long_op();
+            }
+            if let Some(e) = a.srv.busy_error(a.cmd) {
+                return e;
+            }
+        };
         if g.is_none() {
             match Vm::new(self.run.clone()) {
                 Ok(vm) => *g = Some(vm),
@@ -619,6 +634,30 @@ impl Scripting {
         run.running.store(false, Ordering::SeqCst);
         reply
     }
+}
+
+/// Makes sure the script holds the shards `cmd` will touch. Declared keys are locked before the
+/// script starts; others are taken here without waiting in line (a blocking wait out of shard order
+/// could deadlock), retrying for a short while. Returns the key that could not be had.
+fn ensure_shards(srv: &Server, locked: &mut Locked<'_>, cmd: &'static Command, argv: &[Bytes]) -> Result<(), Vec<u8>> {
+    if locked.is_all() {
+        return Ok(());
+    }
+    let wanted: Vec<(usize, &[u8])> = if cmd.needs_all_shards(argv) {
+        (0..srv.ks.nshards()).map(|i| (i, &b"*"[..])).collect()
+    } else {
+        cmd.keys.positions(argv).into_iter().map(|i| (srv.ks.shard_of(&argv[i]), &argv[i][..])).collect()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(50);
+    for (shard, key) in wanted {
+        while !locked.try_add(shard) {
+            if std::time::Instant::now() >= deadline {
+                return Err(key.to_vec());
+            }
+            std::thread::yield_now();
+        }
+    }
+    Ok(())
 }
 
 fn run_in_vm(vm: &mut Vm, run: &RunState, func: Function, name: &str, eval: bool, a: RunArgs<'_, '_>) -> Frame {
@@ -960,6 +999,14 @@ fn redis_call(
     }
     if cmd.flags.has(Flags::WRITE) {
         run.wrote.store(true, Ordering::Relaxed);
+    }
+    if let Err(key) = ensure_shards(srv, locked, cmd, &argv) {
+        let msg = format!(
+            "ERR the script accessed key '{}', which it did not declare, while another client held it; \
+             declare every key the script uses in KEYS",
+            String::from_utf8_lossy(&key)
+        );
+        return fail(err_table(lua, msg.as_bytes(), false)?);
     }
     let resp3 = run.resp.load(Ordering::Relaxed) == 3;
     client.proto = if resp3 { Protocol::Resp3 } else { Protocol::Resp2 };
