@@ -63,24 +63,7 @@ impl Client {
     /// A new client registered in `registry`.
     pub fn new(registry: &ClientRegistry, addr: String, laddr: String, now_ms: u64, authenticated: bool) -> Client {
         let info = registry.register(addr, laddr, now_ms);
-        Client {
-            id: info.id,
-            db: 0,
-            proto: Protocol::Resp2,
-            authenticated,
-            reply_mode: ReplyMode::On,
-            close_after_reply: false,
-            no_touch: false,
-            no_evict: false,
-            monitor: false,
-            suppress_reply: false,
-            multi: Default::default(),
-            block: None,
-            blocked: None,
-            block_waker: None,
-            deny_blocking: false,
-            info,
-        }
+        Client { authenticated, deny_blocking: false, ..Client::detached(info, 0, Protocol::Resp2) }
     }
 }
 

@@ -84,8 +84,8 @@ impl Table {
         self.expires.len()
     }
 
-    /// Finds a live key, reclaiming it first if its TTL passed.
-    pub fn lookup(&mut self, key: &[u8], now: u64) -> Option<&mut Entry> {
+    /// Position of a live key, reclaiming it first if its TTL passed.
+    fn live_index(&mut self, key: &[u8], now: u64) -> Option<usize> {
         let idx = self.map.get_index_of(key)?;
         if is_expired(&self.map[idx], now) {
             self.remove_index(idx);
@@ -94,19 +94,18 @@ impl Table {
             self.signal_ready(key);
             return None;
         }
+        Some(idx)
+    }
+
+    /// Finds a live key, reclaiming it first if its TTL passed.
+    pub fn lookup(&mut self, key: &[u8], now: u64) -> Option<&mut Entry> {
+        let idx = self.live_index(key, now)?;
         Some(&mut self.map[idx])
     }
 
     /// Like [`Table::lookup`], for a caller about to modify the value in place: WATCH is told first.
     pub fn lookup_for_write(&mut self, key: &[u8], now: u64) -> Option<&mut Entry> {
-        let idx = self.map.get_index_of(key)?;
-        if is_expired(&self.map[idx], now) {
-            self.remove_index(idx);
-            self.expired += 1;
-            self.touch(key);
-            self.signal_ready(key);
-            return None;
-        }
+        let idx = self.live_index(key, now)?;
         self.touch(key);
         self.signal_ready(key);
         Some(&mut self.map[idx])

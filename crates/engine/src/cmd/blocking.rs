@@ -136,21 +136,7 @@ pub static COMMANDS: &[Command] = &[
     },
 ];
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum End {
-    Left,
-    Right,
-}
-
-fn parse_end(b: &[u8]) -> Result<End, Frame> {
-    if eq_ic(b, "left") {
-        Ok(End::Left)
-    } else if eq_ic(b, "right") {
-        Ok(End::Right)
-    } else {
-        Err(error::syntax())
-    }
-}
+use super::list::{End, parse_end};
 
 /// Asks to block on `keys` (or answers `timeout_reply` at once when blocking is denied).
 fn block(ctx: &mut Ctx<'_, '_>, keys: Vec<Bytes>, deadline: Option<u64>, timeout_reply: Frame) -> Frame {

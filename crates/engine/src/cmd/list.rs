@@ -235,12 +235,15 @@ pub static COMMANDS: &[Command] = &[
 
 /// Which end of a list.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum End {
+pub(crate) enum End {
+    /// The head (LEFT).
     Left,
+    /// The tail (RIGHT).
     Right,
 }
 
-fn parse_end(b: &[u8]) -> Result<End, Frame> {
+/// Parses `LEFT` / `RIGHT`.
+pub(crate) fn parse_end(b: &[u8]) -> Result<End, Frame> {
     if eq_ic(b, "left") {
         Ok(End::Left)
     } else if eq_ic(b, "right") {
