@@ -556,6 +556,12 @@ impl Keyspace {
         }
     }
 
+    /// Locks shard `i` if nobody holds it.
+    pub fn try_lock_shard(&self, i: usize) -> Option<Locked<'_>> {
+        let g = self.shards.get(i)?.try_lock()?;
+        Some(Locked { ks: self, guards: vec![(i, g)], all: self.shards.len() == 1 })
+    }
+
     /// Locks nothing (commands that touch no key).
     pub fn lock_none(&self) -> Locked<'_> {
         Locked { ks: self, guards: Vec::new(), all: false }

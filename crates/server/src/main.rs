@@ -164,6 +164,7 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
         tracing::info!("Ready to accept connections tcp on {addr}");
         tokio::spawn(accept_loop(l, srv.clone(), conns_stop.clone()));
     }
+    tokio::spawn(waiter_timer(srv.clone(), clock.clone()));
     tokio::spawn(cron(srv.clone(), clock));
 
     let why = signals.wait(stop).await;
@@ -244,6 +245,20 @@ async fn accept_loop(l: TcpListener, srv: Arc<Server>, stop: Arc<Notify>) {
         }
         let _ = sock.set_nodelay(true);
         tokio::spawn(conn::serve(srv.clone(), sock, peer.to_string(), local.clone(), stop.clone()));
+    }
+}
+
+/// While clients are blocked, expires their keys (dead lock holders) every 10 ms instead of every
+/// `1000/hz` ms, so the next waiter gets the lock within milliseconds of the TTL.
+async fn waiter_timer(srv: Arc<Server>, clock: Arc<SystemClock>) {
+    loop {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        if srv.blocked_clients.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+            continue;
+        }
+        let now = clock.now_ms();
+        let srv2 = srv.clone();
+        let _ = tokio::task::spawn_blocking(move || srv2.expire_for_waiters(now)).await;
     }
 }
 

@@ -429,3 +429,21 @@ mod tests {
         assert!(r.starts_with("[:") && r.ends_with(", (nil), :1]"), "{r}");
     }
 }
+
+#[cfg(test)]
+mod expiry_tests {
+    use crate::testkit::TestServer;
+
+    /// The fast waiter pass hands an expired lock to its waiter (what the server runs every 10 ms).
+    #[test]
+    fn fast_pass_hands_expired_locks_over() {
+        let ts = TestServer::new();
+        let (mut h, mut w) = (ts.client(), ts.client());
+        assert!(h.run("LOCK res h 50").starts_with(':'));
+        assert_eq!(w.run("LOCK res w 1000 WAIT 0"), "(no reply)");
+        ts.clock.advance_ms(51);
+        ts.srv.expire_for_waiters(crate::clock::Clock::now_ms(&*ts.clock));
+        assert!(w.blocked_reply().is_some_and(|r| r.starts_with(':')));
+        assert!(h.run("LOCKINFO res").contains("\"owner\": \"w\""));
+    }
+}
