@@ -1,7 +1,6 @@
 //! `latch-cli lock` against a real latch-server, found next to this test's latch-cli
 //! (`target/<profile>/latch-server`; `cargo test --workspace` builds it).
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -18,25 +17,28 @@ fn latch_server() -> PathBuf {
     p
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 struct Server(Child, u16);
 
 impl Server {
+    /// Starts latch-server on an ephemeral port (`--port 0`) and reads the port from its
+    /// "Ready to accept connections" line: no window in which another test can take the port.
     fn start() -> Server {
-        let port = free_port();
-        let child = Command::new(latch_server())
-            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-            .stdout(Stdio::null())
+        let mut child = Command::new(latch_server())
+            .args(["--bind", "127.0.0.1", "--port", "0"])
+            .stdout(Stdio::piped())
             .spawn()
             .expect("spawn latch-server");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "latch-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let out = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                if let Some(addr) = line.split("Ready to accept connections tcp on ").nth(1) {
+                    let _ = tx.send(addr.rsplit(':').next().and_then(|p| p.trim().parse::<u16>().ok()));
+                }
+            }
+        });
+        let port = rx.recv_timeout(Duration::from_secs(20)).ok().flatten().expect("latch-server did not start");
         Server(child, port)
     }
 

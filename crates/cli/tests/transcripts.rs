@@ -112,21 +112,32 @@ impl Drop for Server {
     }
 }
 
+/// Starts redis-server on a free port. redis-server has no "port 0", so a port picked here can be
+/// taken by another test's server first; the answer to INFO tells whether the server on the port is
+/// ours (same process id), and another port is tried if not.
 fn start_redis() -> Option<Server> {
-    let port = TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
-    let child = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--save", "", "--appendonly", "no"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let server = Server { child, port };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "redis-server did not start");
-        std::thread::sleep(Duration::from_millis(20));
+    for _ in 0..5 {
+        let port = TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let mut server = Server { child, port };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let info = latch_cli(&["-p".into(), port.to_string(), "INFO".into(), "server".into()], b"");
+        let ours = format!("process_id:{}", server.child.id());
+        if String::from_utf8_lossy(&info.stdout).lines().any(|l| l.trim() == ours) {
+            return Some(server);
+        }
+        let _ = server.child.kill();
     }
-    Some(server)
+    panic!("could not start a redis-server of our own");
 }
 
 fn latch_cli(args: &[String], stdin: &[u8]) -> std::process::Output {
@@ -154,20 +165,25 @@ fn start_latch() -> Server {
         "{} is not built: run `cargo build --bin latch-server` (cargo test --workspace does)",
         bin.display()
     );
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new(bin)
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-        .stdout(Stdio::null())
+    // Port 0: the server picks a free port and prints it, so no other test can take it first.
+    let mut child = Command::new(bin)
+        .args(["--port", "0", "--bind", "127.0.0.1"])
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let server = Server { child, port };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "latch-server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    server
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if let Some(addr) = line.split("Ready to accept connections tcp on ").nth(1) {
+                let _ = tx.send(addr.rsplit(':').next().and_then(|p| p.trim().parse::<u16>().ok()));
+            }
+        }
+    });
+    let port = rx.recv_timeout(Duration::from_secs(20)).ok().flatten().expect("latch-server did not start");
+    Server { child, port }
 }
 
 #[test]

@@ -184,19 +184,32 @@ async fn redlock_majority_and_failures() {
 struct Redis(Child, u16);
 
 impl Redis {
+    /// redis-server has no "port 0": a port picked here can be taken by another test's server first,
+    /// so the server answering on it must report our child's process id, or another port is tried.
     fn start() -> Option<Redis> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
-        let child = Command::new("redis-server")
-            .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .spawn()
-            .ok()?;
-        let r = Redis(child, port);
-        for _ in 0..200 {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Some(r);
+        for _ in 0..5 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
+            let child = Command::new("redis-server")
+                .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+                .stdout(Stdio::null())
+                .spawn()
+                .ok()?;
+            let r = Redis(child, port);
+            for _ in 0..200 {
+                if let Ok(mut c) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+                    use std::io::{Read, Write};
+                    let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
+                    let _ = c.write_all(b"INFO server\r\n");
+                    let mut buf = vec![0u8; 16384];
+                    let n = c.read(&mut buf).unwrap_or(0);
+                    let ours = format!("process_id:{}\r\n", r.0.id());
+                    if String::from_utf8_lossy(&buf[..n]).contains(&ours) {
+                        return Some(r);
+                    }
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
             }
-            std::thread::sleep(Duration::from_millis(10));
         }
         None
     }
