@@ -1,11 +1,12 @@
 //! Scripting and functions: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT *, FCALL, FCALL_RO,
 //! FUNCTION *. The Lua engine lives in [`crate::lua`].
 //!
-//! A script runs holding the shards of the keys it declares (every shard when it declares none), plus
-//! the VM mutex, which serialises scripts. Scripts are atomic for the keys they touch: a key the script
+//! A script runs holding the shards of the keys it declares (every shard when it declares none), on a
+//! free VM of the pool (scripts on different keys run in parallel). Scripts are atomic for the keys they touch: a key the script
 //! did not declare is taken on the fly with a non-waiting lock (see `lua::ensure_shards`), and if
 //! another command holds it for too long the call fails instead of risking a lock-order deadlock.
-//! Commands that change the VM (SCRIPT FLUSH, FUNCTION LOAD...) lock every shard.
+//! Commands that change the script cache or the libraries (SCRIPT FLUSH, FUNCTION LOAD...) lock every
+//! shard; the VMs catch up lazily (generation counters, see `crate::lua`).
 
 use super::BASE;
 use super::server::{help_reply, subcommand_syntax_error};
