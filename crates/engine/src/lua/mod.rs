@@ -160,6 +160,8 @@ struct Vm {
     scripts: HashMap<String, Function>,
     callbacks: HashMap<String, Function>,
     loading: Pending,
+    /// Interned keys set on every run: "call", "pcall", "KEYS", "ARGV".
+    keys: [mlua::LuaString; 4],
     /// `Scripting::script_gen` its `scripts` match.
     script_gen: u64,
     /// `Scripting::lib_gen` its `callbacks` match (`u64::MAX`: never loaded).
@@ -408,7 +410,6 @@ impl Vm {
             Ok(VmState::Continue)
         })?;
         Ok(Vm {
-            lua,
             redis,
             raised,
             call_outside,
@@ -423,6 +424,13 @@ impl Vm {
             loading,
             script_gen: 0,
             lib_gen: u64::MAX,
+            keys: [
+                lua.create_string("call")?,
+                lua.create_string("pcall")?,
+                lua.create_string("KEYS")?,
+                lua.create_string("ARGV")?,
+            ],
+            lua,
         })
     }
 }
@@ -807,12 +815,13 @@ fn run_in_vm(vm: &mut Vm, run: &RunState, func: Function, name: &str, eval: bool
         Ok(t)
     };
     let ctx = std::cell::RefCell::new((client, locked));
+    let [k_call, k_pcall, k_keys, k_argv] = &vm.keys;
     let result = (|| -> mlua::Result<Frame> {
         let kt = mk(keys)?;
         let at = mk(argv)?;
         if eval {
-            vm.globals.raw_set("KEYS", kt.clone())?;
-            vm.globals.raw_set("ARGV", at.clone())?;
+            vm.globals.raw_set(k_keys, kt.clone())?;
+            vm.globals.raw_set(k_argv, at.clone())?;
         }
         let raised = vm.raised.clone();
         let redis = vm.redis.clone();
@@ -827,19 +836,19 @@ fn run_in_vm(vm: &mut Vm, run: &RunState, func: Function, name: &str, eval: bool
                 let (c, l) = &mut *g;
                 redis_call(lua, &raised, srv, c, l, now, read_only, run, false, args)
             })?;
-            redis.raw_set("call", call)?;
-            redis.raw_set("pcall", pcall)?;
+            redis.raw_set(k_call, call)?;
+            redis.raw_set(k_pcall, pcall)?;
             let r: mlua::Result<(bool, Value)> =
                 if eval { vm.run.call((func.clone(),)) } else { vm.run.call((func.clone(), kt, at)) };
-            redis.raw_set("call", vm.call_outside.clone())?;
-            redis.raw_set("pcall", vm.call_outside.clone())?;
+            redis.raw_set(k_call, vm.call_outside.clone())?;
+            redis.raw_set(k_pcall, vm.call_outside.clone())?;
             let r = r?;
             let resp3 = run.resp.load(Ordering::Relaxed) == 3;
             Ok(if r.0 { lua_to_frame(&r.1, resp3, 0) } else { error_frame(&r.1, name) })
         });
         if eval {
-            vm.globals.raw_set("KEYS", Value::Nil)?;
-            vm.globals.raw_set("ARGV", Value::Nil)?;
+            vm.globals.raw_set(k_keys, Value::Nil)?;
+            vm.globals.raw_set(k_argv, Value::Nil)?;
         }
         out
     })();
