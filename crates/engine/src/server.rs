@@ -217,7 +217,7 @@ impl Server {
     /// for a while, or a command waiting for a script's locks): the network layer uses it to let other
     /// connections run meanwhile (tokio's `block_in_place`). Called at most once per command.
     pub fn set_long_op_hook(&self, f: Arc<dyn Fn() + Send + Sync>) {
-        *self.scripting.run.long_op.lock() = Some(f.clone());
+        self.scripting.set_long_op_hook(f.clone());
         *self.long_op_hook.lock() = Some(f);
     }
 
@@ -542,15 +542,19 @@ impl Server {
     /// The `-BUSY` reply a command gets while a script has run past `busy-reply-threshold`
     /// (commands flagged `allow_busy` never get it).
     pub fn busy_error(&self, cmd: &Command) -> Option<Frame> {
-        let run = &self.scripting.run;
-        if !run.running.load(Ordering::Relaxed) || cmd.flags.has(Flags::ALLOW_BUSY) {
+        if !self.scripting.any_running() || cmd.flags.has(Flags::ALLOW_BUSY) {
             return None;
         }
         let threshold = self.config.get_i64("busy-reply-threshold");
-        let elapsed = self.clock.now_ms().saturating_sub(run.start_ms.load(Ordering::Relaxed));
-        if threshold <= 0 || (elapsed as i64) < threshold || !run.running.load(Ordering::SeqCst) {
+        if threshold <= 0 {
             return None;
         }
+        let now = self.clock.now_ms();
+        let run = self.scripting.states().find(|run| {
+            run.running.load(Ordering::Relaxed)
+                && (now.saturating_sub(run.start_ms.load(Ordering::Relaxed)) as i64) >= threshold
+                && run.running.load(Ordering::SeqCst)
+        })?;
         Some(Frame::error(if run.eval.load(Ordering::Relaxed) {
             crate::cmd::scripting::BUSY_EVAL
         } else {

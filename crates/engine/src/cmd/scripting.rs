@@ -1,11 +1,12 @@
 //! Scripting and functions: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT *, FCALL, FCALL_RO,
 //! FUNCTION *. The Lua engine lives in [`crate::lua`].
 //!
-//! A script runs holding the shards of the keys it declares (every shard when it declares none), plus
-//! the VM mutex, which serialises scripts. Scripts are atomic for the keys they touch: a key the script
+//! A script runs holding the shards of the keys it declares (every shard when it declares none), on a
+//! free VM of the pool (scripts on different keys run in parallel). Scripts are atomic for the keys they touch: a key the script
 //! did not declare is taken on the fly with a non-waiting lock (see `lua::ensure_shards`), and if
 //! another command holds it for too long the call fails instead of risking a lock-order deadlock.
-//! Commands that change the VM (SCRIPT FLUSH, FUNCTION LOAD...) lock every shard.
+//! Commands that change the script cache or the libraries (SCRIPT FLUSH, FUNCTION LOAD...) lock every
+//! shard; the VMs catch up lazily (generation counters, see `crate::lua`).
 
 use super::BASE;
 use super::server::{help_reply, subcommand_syntax_error};
@@ -435,27 +436,31 @@ fn script_help(_: &mut Ctx<'_, '_>) -> Frame {
     )
 }
 
-/// SCRIPT KILL / FUNCTION KILL (Redis's `scriptKill`). Takes no lock.
+/// SCRIPT KILL / FUNCTION KILL (Redis's `scriptKill`). Takes no lock. Kills every running script of
+/// the matching kind that did not write yet (scripts on different keys run in parallel on the VM pool).
 fn kill(ctx: &mut Ctx<'_, '_>, is_eval: bool) -> Frame {
-    let run = &ctx.srv.scripting.run;
-    if !run.running.load(Ordering::SeqCst) {
+    const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You \
+                              can either wait the script termination or kill the server in a hard way using the \
+                              SHUTDOWN NOSAVE command.";
+    let running: Vec<_> = ctx.srv.scripting.states().filter(|r| r.running.load(Ordering::SeqCst)).collect();
+    if running.is_empty() {
         return Frame::error("NOTBUSY No scripts in execution right now.");
     }
-    if run.wrote.load(Ordering::Relaxed) {
-        return Frame::error(
-            "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the \
-             script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
-        );
+    let (mine, other): (Vec<_>, Vec<_>) = running.into_iter().partition(|r| r.eval.load(Ordering::Relaxed) == is_eval);
+    if mine.is_empty() {
+        if other.iter().all(|r| r.wrote.load(Ordering::Relaxed)) {
+            return Frame::error(UNKILLABLE);
+        }
+        return Frame::error(if is_eval { BUSY_FUNCTION } else { BUSY_EVAL });
     }
-    let running_eval = run.eval.load(Ordering::Relaxed);
-    if is_eval && !running_eval {
-        return Frame::error(BUSY_FUNCTION);
+    let mut killed = false;
+    for r in mine {
+        if !r.wrote.load(Ordering::Relaxed) {
+            r.killed.store(true, Ordering::SeqCst);
+            killed = true;
+        }
     }
-    if !is_eval && running_eval {
-        return Frame::error(BUSY_EVAL);
-    }
-    run.killed.store(true, Ordering::SeqCst);
-    Frame::ok()
+    if killed { Frame::ok() } else { Frame::error(UNKILLABLE) }
 }
 
 /// `-BUSY` while an EVAL script runs.
@@ -505,7 +510,7 @@ fn function_load(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(c) => c,
         Err(e) => return Frame::error(format!("ERR {e}")),
     };
-    let name = compiled.0.name.clone();
+    let name = compiled.name.clone();
     match sc.install_libraries(vec![compiled], replace) {
         Ok(()) => {
             ctx.srv.dirty.fetch_add(1, Ordering::Relaxed);
@@ -640,12 +645,12 @@ fn function_list(ctx: &mut Ctx<'_, '_>) -> Frame {
 
 fn function_stats(ctx: &mut Ctx<'_, '_>) -> Frame {
     let sc = &ctx.srv.scripting;
-    let run = &sc.run;
-    let running = run.running.load(Ordering::SeqCst);
-    if running && run.eval.load(Ordering::Relaxed) {
+    let running: Vec<_> = sc.states().filter(|r| r.running.load(Ordering::SeqCst)).collect();
+    let function = running.iter().find(|r| !r.eval.load(Ordering::Relaxed));
+    if function.is_none() && !running.is_empty() {
         return Frame::error(BUSY_EVAL);
     }
-    let script = if running {
+    let script = if let Some(run) = function {
         let (name, cmd) = run.info.lock().clone();
         let dur = ctx.srv.clock.now_ms().saturating_sub(run.start_ms.load(Ordering::Relaxed));
         Frame::Map(vec![
@@ -747,7 +752,7 @@ fn function_restore(ctx: &mut Ctx<'_, '_>) -> Frame {
     }
     if policy == "append" {
         let libs = sc.libraries.lock();
-        for (l, _) in &compiled {
+        for l in &compiled {
             if libs.contains_key(&l.name) {
                 return Frame::error(format!("ERR Library {} already exists", l.name));
             }

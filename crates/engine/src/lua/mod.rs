@@ -1,11 +1,15 @@
-//! The Lua scripting engine behind EVAL and FCALL: one Lua 5.1 VM (through `mlua`) for the whole
-//! server, Redis's sandbox and `redis.*` API, and the Lua <-> RESP conversions.
+//! The Lua scripting engine behind EVAL and FCALL: a pool of Lua 5.1 VMs (through `mlua`), Redis's
+//! sandbox and `redis.*` API, and the Lua <-> RESP conversions.
 //!
-//! A script runs while its command holds every shard lock (EVAL, FCALL, SCRIPT LOAD, FUNCTION LOAD...
-//! carry `Flags::ALL_SHARDS`), so the VM mutex is never contended and scripts are atomic against every
-//! client on every core. [`RunState`] is readable without locks: `Server::execute` uses it to answer
-//! `-BUSY` once a script has run past `busy-reply-threshold`, and SCRIPT KILL / FUNCTION KILL set its
-//! kill flag, checked by a count hook every 100k instructions.
+//! A script locks only the shards of its declared keys (undeclared ones are taken on the fly, see
+//! [`ensure_shards`]), so atomicity does not depend on which VM runs it: two scripts on different keys
+//! run in parallel, each on its own VM of the pool (a thread first tries the VM it used last). The
+//! global `scripts` / `libraries` maps are the source of truth; each VM compiles a script the first
+//! time it runs it, and drops its compiled scripts / reloads every library when the matching
+//! generation counter moved (SCRIPT FLUSH, FUNCTION LOAD/DELETE/FLUSH/RESTORE). Each VM has its own
+//! [`RunState`], readable without locks: `Server::execute` uses them to answer `-BUSY` once a script
+//! has run past `busy-reply-threshold`, and SCRIPT KILL / FUNCTION KILL set the kill flag, checked by
+//! a count hook every 100k instructions.
 
 pub mod libs;
 
@@ -19,7 +23,7 @@ use parking_lot::Mutex;
 use resp::{Frame, Protocol};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
 /// Script flag: no shebang (EVAL compatibility mode).
 pub const FLAG_COMPAT: u32 = 1;
@@ -96,12 +100,20 @@ pub struct Library {
     pub functions: BTreeMap<String, FunctionMeta>,
 }
 
-/// Scripting state of a server.
-#[derive(Default)]
-pub struct Scripting {
+/// One VM of the pool and what it exposes while running.
+#[repr(align(128))]
+struct Slot {
     vm: Mutex<Option<Vm>>,
-    /// The running script, readable without locks.
-    pub run: Arc<RunState>,
+    run: Arc<RunState>,
+}
+
+/// Scripting state of a server.
+pub struct Scripting {
+    pool: Box<[Slot]>,
+    /// Bumped by SCRIPT FLUSH: VMs with an older one drop their compiled scripts.
+    script_gen: AtomicU64,
+    /// Bumped when the libraries change: VMs with an older one reload them all before an FCALL.
+    lib_gen: AtomicU64,
     /// EVAL script cache by lowercase sha1.
     pub scripts: Mutex<HashMap<String, ScriptMeta>>,
     /// Function libraries by name.
@@ -109,6 +121,28 @@ pub struct Scripting {
     /// Function name -> library name.
     pub functions: Mutex<HashMap<String, String>>,
 }
+
+impl Default for Scripting {
+    fn default() -> Self {
+        let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).saturating_mul(2).max(2);
+        Scripting {
+            pool: (0..n).map(|_| Slot { vm: Mutex::new(None), run: Arc::default() }).collect(),
+            script_gen: AtomicU64::new(0),
+            lib_gen: AtomicU64::new(0),
+            scripts: Mutex::default(),
+            libraries: Mutex::default(),
+            functions: Mutex::default(),
+        }
+    }
+}
+
+thread_local! {
+    /// The pool slot this thread tried first last time (cache affinity); `usize::MAX` until set.
+    static HOME: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
+}
+
+/// Hands out home slots round-robin to new threads.
+static NEXT_HOME: AtomicUsize = AtomicUsize::new(0);
 
 type Pending = Arc<Mutex<Option<Vec<(FunctionMeta, Function)>>>>;
 
@@ -126,10 +160,17 @@ struct Vm {
     scripts: HashMap<String, Function>,
     callbacks: HashMap<String, Function>,
     loading: Pending,
+    /// Interned keys set on every run: "call", "pcall", "KEYS", "ARGV".
+    keys: [mlua::LuaString; 4],
+    /// `Scripting::script_gen` its `scripts` match.
+    script_gen: u64,
+    /// `Scripting::lib_gen` its `callbacks` match (`u64::MAX`: never loaded).
+    lib_gen: u64,
 }
 
 /// Redis's `redisLrand48`, the generator behind `math.random` (its state is never reseeded between
-/// scripts in Redis 7.0).
+/// scripts in Redis 7.0). Each VM of the pool has its own state, so the sequence a client sees
+/// depends on the VM that runs its scripts (Redis has a single one).
 struct Rand48(u64);
 
 impl Rand48 {
@@ -369,7 +410,6 @@ impl Vm {
             Ok(VmState::Continue)
         })?;
         Ok(Vm {
-            lua,
             redis,
             raised,
             call_outside,
@@ -382,6 +422,15 @@ impl Vm {
             scripts: HashMap::new(),
             callbacks: HashMap::new(),
             loading,
+            script_gen: 0,
+            lib_gen: u64::MAX,
+            keys: [
+                lua.create_string("call")?,
+                lua.create_string("pcall")?,
+                lua.create_string("KEYS")?,
+                lua.create_string("ARGV")?,
+            ],
+            lua,
         })
     }
 }
@@ -543,16 +592,74 @@ pub struct RunArgs<'a, 'k> {
     pub cmd: &'static Command,
 }
 
+/// A VM of the pool, locked (created on first use).
+type VmGuard<'a> = (parking_lot::MappedMutexGuard<'a, Vm>, &'a Arc<RunState>);
+
 impl Scripting {
-    fn with_vm<T>(&self, f: impl FnOnce(&mut Vm) -> T) -> Result<T, Frame> {
-        let mut g = self.vm.lock();
+    /// Takes a free VM: every slot is tried without waiting, starting with the thread's home slot;
+    /// when all are busy, waits on the home slot in short steps, calling `give_up` between them (an
+    /// error reply from it ends the wait).
+    fn acquire(&self, mut give_up: impl FnMut() -> Option<Frame>) -> Result<VmGuard<'_>, Frame> {
+        let n = self.pool.len();
+        let home = HOME.with(|h| {
+            if h.get() == usize::MAX {
+                h.set(NEXT_HOME.fetch_add(1, Ordering::Relaxed) % n);
+            }
+            h.get() % n
+        });
+        let (i, mut g) = 'found: {
+            for k in 0..n {
+                let i = (home + k) % n;
+                if let Some(g) = self.pool[i].vm.try_lock() {
+                    break 'found (i, g);
+                }
+            }
+            loop {
+                if let Some(g) = self.pool[home].vm.try_lock_for(std::time::Duration::from_millis(2)) {
+                    break 'found (home, g);
+                }
+                if let Some(e) = give_up() {
+                    return Err(e);
+                }
+            }
+        };
+        if i != home {
+            HOME.with(|h| h.set(i));
+        }
+        let slot = &self.pool[i];
         if g.is_none() {
-            match Vm::new(self.run.clone()) {
+            match Vm::new(slot.run.clone()) {
                 Ok(vm) => *g = Some(vm),
                 Err(e) => return Err(Frame::error(format!("ERR Lua initialisation failed: {e}"))),
             }
         }
-        Ok(f(g.as_mut().expect("just created")))
+        let mut vm = parking_lot::MutexGuard::map(g, |v| v.as_mut().expect("just created"));
+        let gen_now = self.script_gen.load(Ordering::Acquire);
+        if vm.script_gen != gen_now {
+            vm.script_gen = gen_now;
+            if !vm.scripts.is_empty() {
+                vm.scripts.clear();
+                let _ = vm.lua.gc_collect();
+            }
+        }
+        Ok((vm, &slot.run))
+    }
+
+    /// Run states of the pool's VMs.
+    pub fn states(&self) -> impl Iterator<Item = &RunState> {
+        self.pool.iter().map(|s| &*s.run)
+    }
+
+    /// Some script is running on some VM.
+    pub fn any_running(&self) -> bool {
+        self.pool.iter().any(|s| s.run.running.load(Ordering::Relaxed))
+    }
+
+    /// Installs what a VM calls when its run gets long (`Server::set_long_op_hook`).
+    pub fn set_long_op_hook(&self, f: Arc<dyn Fn() + Send + Sync>) {
+        for s in self.pool.iter() {
+            *s.run.long_op.lock() = Some(f.clone());
+        }
     }
 
     /// Compiles and caches an EVAL script (no-op if cached). Returns its sha.
@@ -562,12 +669,11 @@ impl Scripting {
             return Ok(sha);
         }
         let (flags, skip) = parse_shebang(body).map_err(|m| Frame::error(format!("ERR {m}")))?;
-        let f = self.with_vm(|vm| {
-            vm.lua.load(&body[skip..]).set_name("@user_script").set_environment(vm.pg.clone()).into_function()
-        })?;
+        let (mut vm, _) = self.acquire(|| None)?;
+        let f = vm.lua.load(&body[skip..]).set_name("@user_script").set_environment(vm.pg.clone()).into_function();
         match f {
             Ok(f) => {
-                self.with_vm(|vm| vm.scripts.insert(sha.clone(), f))?;
+                vm.scripts.insert(sha.clone(), f);
                 self.scripts.lock().insert(sha.clone(), ScriptMeta { body: body.clone(), flags });
                 Ok(sha)
             }
@@ -575,50 +681,84 @@ impl Scripting {
         }
     }
 
-    /// Forgets every EVAL script (SCRIPT FLUSH).
+    /// Forgets every EVAL script (SCRIPT FLUSH); each VM drops its compiled ones at its next run.
     pub fn flush_scripts(&self) {
-        self.scripts.lock().clear();
-        let mut g = self.vm.lock();
-        if let Some(vm) = g.as_mut() {
-            vm.scripts.clear();
-            let _ = vm.lua.gc_collect();
-        }
+        let mut g = self.scripts.lock();
+        g.clear();
+        self.script_gen.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Runs a cached script or a function. The caller holds the shards of the declared keys. Scripts
-    /// queue on the VM mutex; the wait is bounded like a shard wait (BUSY past the threshold).
+    /// Reloads every library into `vm` if they changed since it last loaded them.
+    fn sync_libraries(&self, vm: &mut Vm) {
+        let gen_now = self.lib_gen.load(Ordering::Acquire);
+        if vm.lib_gen == gen_now {
+            return;
+        }
+        let codes: Vec<Bytes> = self.libraries.lock().values().map(|l| l.code.clone()).collect();
+        vm.callbacks.clear();
+        for code in codes {
+            let Ok((_, skip)) = parse_library_shebang(&code) else { continue };
+            if let Ok(list) = vm.load_library(&code, skip) {
+                for (meta, f) in list {
+                    vm.callbacks.insert(meta.name, f);
+                }
+            }
+        }
+        vm.lib_gen = gen_now;
+    }
+
+    /// Runs a cached script or a function on a free VM of the pool. The caller holds the shards of the
+    /// declared keys. When every VM is busy the wait is bounded like a shard wait (BUSY past the
+    /// threshold).
     pub fn run(&self, what: Callable<'_>, a: RunArgs<'_, '_>) -> Frame {
         let mut handed_off = false;
-        let mut g = loop {
-            if let Some(g) = self.vm.try_lock_for(std::time::Duration::from_millis(2)) {
-                break g;
-            }
+        let (mut vm, run) = match self.acquire(|| {
             if !handed_off {
                 handed_off = true;
                 a.srv.long_op();
             }
-            if let Some(e) = a.srv.busy_error(a.cmd) {
-                return e;
-            }
+            a.srv.busy_error(a.cmd)
+        }) {
+            Ok(x) => x,
+            Err(e) => return e,
         };
-        if g.is_none() {
-            match Vm::new(self.run.clone()) {
-                Ok(vm) => *g = Some(vm),
-                Err(e) => return Frame::error(format!("ERR Lua initialisation failed: {e}")),
-            }
-        }
-        let vm = g.as_mut().expect("just created");
         let (func, name, eval) = match what {
             Callable::Eval(sha) => match vm.scripts.get(sha) {
                 Some(f) => (f.clone(), sha.to_string(), true),
-                None => return Frame::error("NOSCRIPT No matching script. Please use EVAL."),
+                None => {
+                    let Some(body) = self.scripts.lock().get(sha).map(|m| m.body.clone()) else {
+                        return Frame::error("NOSCRIPT No matching script. Please use EVAL.");
+                    };
+                    let skip = parse_shebang(&body).map(|(_, s)| s).unwrap_or(0);
+                    let f = vm
+                        .lua
+                        .load(&body[skip..])
+                        .set_name("@user_script")
+                        .set_environment(vm.pg.clone())
+                        .into_function();
+                    match f {
+                        Ok(f) => {
+                            vm.scripts.insert(sha.to_string(), f.clone());
+                            (f, sha.to_string(), true)
+                        }
+                        Err(e) => {
+                            return Frame::error(format!(
+                                "ERR Error compiling script (new function): {}",
+                                lua_error_text(&e)
+                            ));
+                        }
+                    }
+                }
             },
-            Callable::Function(n) => match vm.callbacks.get(n) {
-                Some(f) => (f.clone(), n.to_string(), false),
-                None => return Frame::error("ERR Function not found"),
-            },
+            Callable::Function(n) => {
+                self.sync_libraries(&mut vm);
+                match vm.callbacks.get(n) {
+                    Some(f) => (f.clone(), n.to_string(), false),
+                    None => return Frame::error("ERR Function not found"),
+                }
+            }
         };
-        let run = &self.run;
+        let run = &**run;
         run.start_ms.store(a.srv.clock.now_ms(), Ordering::Relaxed);
         run.eval.store(eval, Ordering::Relaxed);
         run.killed.store(false, Ordering::Relaxed);
@@ -630,7 +770,7 @@ impl Scripting {
             *run.info.lock() = (name.clone(), a.command.to_vec());
         }
         run.running.store(true, Ordering::SeqCst);
-        let reply = run_in_vm(vm, run, func, &name, eval, a);
+        let reply = run_in_vm(&mut vm, run, func, &name, eval, a);
         run.running.store(false, Ordering::SeqCst);
         reply
     }
@@ -675,12 +815,13 @@ fn run_in_vm(vm: &mut Vm, run: &RunState, func: Function, name: &str, eval: bool
         Ok(t)
     };
     let ctx = std::cell::RefCell::new((client, locked));
+    let [k_call, k_pcall, k_keys, k_argv] = &vm.keys;
     let result = (|| -> mlua::Result<Frame> {
         let kt = mk(keys)?;
         let at = mk(argv)?;
         if eval {
-            vm.globals.raw_set("KEYS", kt.clone())?;
-            vm.globals.raw_set("ARGV", at.clone())?;
+            vm.globals.raw_set(k_keys, kt.clone())?;
+            vm.globals.raw_set(k_argv, at.clone())?;
         }
         let raised = vm.raised.clone();
         let redis = vm.redis.clone();
@@ -695,19 +836,19 @@ fn run_in_vm(vm: &mut Vm, run: &RunState, func: Function, name: &str, eval: bool
                 let (c, l) = &mut *g;
                 redis_call(lua, &raised, srv, c, l, now, read_only, run, false, args)
             })?;
-            redis.raw_set("call", call)?;
-            redis.raw_set("pcall", pcall)?;
+            redis.raw_set(k_call, call)?;
+            redis.raw_set(k_pcall, pcall)?;
             let r: mlua::Result<(bool, Value)> =
                 if eval { vm.run.call((func.clone(),)) } else { vm.run.call((func.clone(), kt, at)) };
-            redis.raw_set("call", vm.call_outside.clone())?;
-            redis.raw_set("pcall", vm.call_outside.clone())?;
+            redis.raw_set(k_call, vm.call_outside.clone())?;
+            redis.raw_set(k_pcall, vm.call_outside.clone())?;
             let r = r?;
             let resp3 = run.resp.load(Ordering::Relaxed) == 3;
             Ok(if r.0 { lua_to_frame(&r.1, resp3, 0) } else { error_frame(&r.1, name) })
         });
         if eval {
-            vm.globals.raw_set("KEYS", Value::Nil)?;
-            vm.globals.raw_set("ARGV", Value::Nil)?;
+            vm.globals.raw_set(k_keys, Value::Nil)?;
+            vm.globals.raw_set(k_argv, Value::Nil)?;
         }
         out
     })();
@@ -1070,64 +1211,67 @@ pub fn parse_library_shebang(code: &[u8]) -> Result<(String, usize), String> {
     Ok((name, end))
 }
 
+impl Vm {
+    /// Runs a library's code (after its shebang, at `skip`) in load mode, collecting the functions it
+    /// registers.
+    fn load_library(&mut self, code: &[u8], skip: usize) -> Result<Vec<(FunctionMeta, Function)>, String> {
+        let f = self
+            .lua
+            .load(&code[skip..])
+            .set_name("@user_function")
+            .set_environment(self.fg.clone())
+            .into_function()
+            .map_err(|e| format!("Error compiling function: {}", lua_error_text(&e)))?;
+        *self.loading.lock() = Some(Vec::new());
+        let _ = self.set_load_mode.call::<()>(true);
+        let r: mlua::Result<(bool, Value)> = self.run_load.call((f,));
+        let _ = self.set_load_mode.call::<()>(false);
+        let list = self.loading.lock().take().unwrap_or_default();
+        match r {
+            Ok((true, _)) => Ok(list),
+            Ok((false, Value::Table(t))) => {
+                let m = t.raw_get::<Value>("err").ok();
+                let m = match m {
+                    Some(Value::String(s)) => s.to_string_lossy(),
+                    _ => String::new(),
+                };
+                Err(format!("Error registering functions: {m}"))
+            }
+            Ok((false, _)) => Err("Error registering functions: ".into()),
+            Err(e) => Err(format!("Error registering functions: {}", lua_error_text(&e))),
+        }
+    }
+}
+
 impl Scripting {
-    /// Compiles and runs a library's code, collecting its functions (FUNCTION LOAD). Does not install it.
-    pub fn compile_library(&self, code: &Bytes) -> Result<(Library, Vec<(String, Function)>), String> {
+    /// Compiles and runs a library's code in one VM of the pool, collecting its functions (FUNCTION
+    /// LOAD validation). Does not install it.
+    pub fn compile_library(&self, code: &Bytes) -> Result<Library, String> {
         let (name, skip) = parse_library_shebang(code)?;
-        let r = self
-            .with_vm(|vm| -> Result<Vec<(FunctionMeta, Function)>, String> {
-                let f = vm
-                    .lua
-                    .load(&code[skip..])
-                    .set_name("@user_function")
-                    .set_environment(vm.fg.clone())
-                    .into_function()
-                    .map_err(|e| format!("Error compiling function: {}", lua_error_text(&e)))?;
-                *vm.loading.lock() = Some(Vec::new());
-                let _ = vm.set_load_mode.call::<()>(true);
-                let r: mlua::Result<(bool, Value)> = vm.run_load.call((f,));
-                let _ = vm.set_load_mode.call::<()>(false);
-                let list = vm.loading.lock().take().unwrap_or_default();
-                match r {
-                    Ok((true, _)) => Ok(list),
-                    Ok((false, Value::Table(t))) => {
-                        let m = t.raw_get::<Value>("err").ok();
-                        let m = match m {
-                            Some(Value::String(s)) => s.to_string_lossy(),
-                            _ => String::new(),
-                        };
-                        Err(format!("Error registering functions: {m}"))
-                    }
-                    Ok((false, _)) => Err("Error registering functions: ".into()),
-                    Err(e) => Err(format!("Error registering functions: {}", lua_error_text(&e))),
-                }
-            })
-            .map_err(|f| match f {
+        let r = {
+            let (mut vm, _) = self.acquire(|| None).map_err(|f| match f {
                 Frame::Error(e) => String::from_utf8_lossy(&e).into_owned(),
                 _ => String::new(),
-            })??;
+            })?;
+            // The compiled functions die with the VM lock held (they belong to that VM).
+            vm.load_library(code, skip)?.into_iter().map(|(meta, _)| meta).collect::<Vec<_>>()
+        };
         if r.is_empty() {
             return Err("No functions registered".into());
         }
         let mut lib = Library { name, code: code.clone(), functions: BTreeMap::new() };
-        let mut cbs = Vec::new();
-        for (meta, f) in r {
-            cbs.push((meta.name.clone(), f));
+        for meta in r {
             lib.functions.insert(meta.name.clone(), meta);
         }
-        Ok((lib, cbs))
+        Ok(lib)
     }
 
     /// Installs compiled libraries, replacing those of the same name. Checks function name clashes
-    /// with other libraries first.
-    pub fn install_libraries(
-        &self,
-        libs: Vec<(Library, Vec<(String, Function)>)>,
-        replace: bool,
-    ) -> Result<(), String> {
+    /// with other libraries first. VMs load them at their next FCALL.
+    pub fn install_libraries(&self, libs: Vec<Library>, replace: bool) -> Result<(), String> {
         let mut libraries = self.libraries.lock();
         let mut functions = self.functions.lock();
-        for (lib, _) in &libs {
+        for lib in &libs {
             if libraries.contains_key(&lib.name) && !replace {
                 return Err(format!("Library '{}' already exists", lib.name));
             }
@@ -1139,55 +1283,70 @@ impl Scripting {
                 }
             }
         }
-        for (lib, cbs) in libs {
+        for lib in libs {
             if let Some(old) = libraries.remove(&lib.name) {
-                let _ = self.with_vm(|vm| {
-                    for f in old.functions.keys() {
-                        vm.callbacks.remove(f);
-                    }
-                });
                 for f in old.functions.keys() {
                     functions.remove(f);
                 }
             }
-            let _ = self.with_vm(|vm| {
-                for (n, f) in cbs {
-                    vm.callbacks.insert(n, f);
-                }
-            });
             for f in lib.functions.keys() {
                 functions.insert(f.clone(), lib.name.clone());
             }
             libraries.insert(lib.name.clone(), lib);
         }
+        self.lib_gen.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
 
     /// Deletes a library; false if absent.
     pub fn delete_library(&self, name: &str) -> bool {
-        let Some(old) = self.libraries.lock().remove(name) else { return false };
+        let mut libraries = self.libraries.lock();
+        let Some(old) = libraries.remove(name) else { return false };
         let mut functions = self.functions.lock();
-        let _ = self.with_vm(|vm| {
-            for f in old.functions.keys() {
-                vm.callbacks.remove(f);
-                functions.remove(f);
-            }
-        });
+        for f in old.functions.keys() {
+            functions.remove(f);
+        }
+        self.lib_gen.fetch_add(1, Ordering::AcqRel);
         true
     }
 
     /// Deletes every library.
     pub fn flush_functions(&self) {
-        self.libraries.lock().clear();
+        let mut libraries = self.libraries.lock();
+        libraries.clear();
         self.functions.lock().clear();
-        if let Some(vm) = self.vm.lock().as_mut() {
-            vm.callbacks.clear();
-        }
+        self.lib_gen.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Flags of a function and its library name.
     pub fn function_flags(&self, name: &str) -> Option<u32> {
         let lib = self.functions.lock().get(name)?.clone();
         self.libraries.lock().get(&lib)?.functions.get(name).map(|f| f.flags)
+    }
+}
+
+#[cfg(test)]
+mod pool_tests {
+    use crate::testkit::TestServer;
+
+    #[test]
+    fn a_busy_vm_does_not_block_other_scripts() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        assert_eq!(c.run("EVAL \"return 1\" 0"), ":1");
+        assert_eq!(
+            c.run("FUNCTION LOAD \"#!lua name=l\\nredis.register_function('f', function() return 2 end)\""),
+            "\"l\""
+        );
+        // Hold every VM but one (as long scripts would): scripts still run, compiling lazily.
+        let sc = &ts.srv.scripting;
+        let held: Vec<_> =
+            (1..sc.pool.len()).map(|_| sc.acquire(|| None).unwrap_or_else(|_| panic!("free VM"))).collect();
+        assert_eq!(c.run("EVAL \"return 1\" 0"), ":1");
+        assert_eq!(c.run("FCALL f 0"), ":2");
+        assert_eq!(c.run("FUNCTION DELETE l"), "+OK");
+        assert_eq!(c.run("FCALL f 0"), "-ERR Function not found");
+        drop(held);
+        assert!(sc.pool.len() >= 2);
     }
 }

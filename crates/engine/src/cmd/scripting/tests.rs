@@ -286,7 +286,7 @@ fn busy_and_kill_flags() {
     // The run state other clients see while a script runs.
     let ts = TestServer::new();
     let mut c = ts.client();
-    let run = &ts.srv.scripting.run;
+    let run = ts.srv.scripting.states().next().expect("a VM");
     run.running.store(true, std::sync::atomic::Ordering::SeqCst);
     run.eval.store(true, std::sync::atomic::Ordering::SeqCst);
     run.start_ms.store(crate::clock::Clock::now_ms(&*ts.clock), std::sync::atomic::Ordering::SeqCst);
@@ -306,4 +306,49 @@ fn busy_and_kill_flags() {
     assert_eq!(c.run("SCRIPT KILL"), "+OK");
     run.running.store(false, std::sync::atomic::Ordering::SeqCst);
     assert_eq!(c.run("PING"), "+PONG");
+}
+
+#[test]
+fn scripts_on_different_keys_run_concurrently() {
+    // Two threads hammer EVALSHA on their own keys through the VM pool: no deadlock, no lost update.
+    let ts = TestServer::new();
+    let mut c = ts.client();
+    let sha = c.run("SCRIPT LOAD \"return redis.call('incr', KEYS[1])\"");
+    let sha = sha.trim_matches('"').to_string();
+    let threads: Vec<_> = ["ka", "kb"]
+        .into_iter()
+        .map(|key| {
+            let mut c = ts.client();
+            let sha = sha.clone();
+            std::thread::spawn(move || {
+                for i in 1..=1000 {
+                    assert_eq!(c.run(&format!("EVALSHA {sha} 1 {key}")), format!(":{i}"));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("no panic");
+    }
+    assert_eq!(c.run("MGET ka kb"), "[\"1000\", \"1000\"]");
+    // Functions too: every VM loads the libraries it missed.
+    c.run("FUNCTION LOAD \"#!lua name=l\\nredis.register_function('f', function(k) return redis.call('incr', k[1]) end)\"");
+    let threads: Vec<_> = ["fa", "fb"]
+        .into_iter()
+        .map(|key| {
+            let mut c = ts.client();
+            std::thread::spawn(move || {
+                for i in 1..=300 {
+                    assert_eq!(c.run(&format!("FCALL f 1 {key}")), format!(":{i}"));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("no panic");
+    }
+    assert_eq!(c.run("SCRIPT FLUSH"), "+OK");
+    assert_eq!(c.run(&format!("EVALSHA {sha} 1 ka")), "-NOSCRIPT No matching script. Please use EVAL.");
+    assert_eq!(c.run("FUNCTION FLUSH"), "+OK");
+    assert_eq!(c.run("FCALL f 1 fa"), "-ERR Function not found");
 }
