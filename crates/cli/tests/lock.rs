@@ -1,44 +1,17 @@
 //! `latch-cli lock` against a real latch-server, found next to this test's latch-cli
 //! (`target/<profile>/latch-server`; `cargo test --workspace` builds it).
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod common;
+use common::{LATCH_CLI, start_latch};
+use std::path::Path;
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
-
-const LATCH_CLI: &str = env!("CARGO_BIN_EXE_latch-cli");
-
-fn latch_server() -> PathBuf {
-    let p = Path::new(LATCH_CLI).with_file_name("latch-server");
-    assert!(
-        p.exists(),
-        "{} is missing: build it first (cargo build -p server, or run cargo test --workspace)",
-        p.display()
-    );
-    p
-}
 
 struct Server(Child, u16);
 
 impl Server {
-    /// Starts latch-server on an ephemeral port (`--port 0`) and reads the port from its
-    /// "Ready to accept connections" line: no window in which another test can take the port.
     fn start() -> Server {
-        let mut child = Command::new(latch_server())
-            .args(["--bind", "127.0.0.1", "--port", "0"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn latch-server");
-        let out = child.stdout.take().expect("stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-                if let Some(addr) = line.split("Ready to accept connections tcp on ").nth(1) {
-                    let _ = tx.send(addr.rsplit(':').next().and_then(|p| p.trim().parse::<u16>().ok()));
-                }
-            }
-        });
-        let port = rx.recv_timeout(Duration::from_secs(20)).ok().flatten().expect("latch-server did not start");
+        let (child, port) = start_latch();
         Server(child, port)
     }
 

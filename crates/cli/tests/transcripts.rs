@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const LATCH_CLI: &str = env!("CARGO_BIN_EXE_latch-cli");
+mod common;
+use common::LATCH_CLI;
 
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
@@ -158,34 +159,6 @@ fn latch_cli(args: &[String], stdin: &[u8]) -> std::process::Output {
     child.wait_with_output().unwrap()
 }
 
-fn start_latch() -> Server {
-    let bin = Path::new(LATCH_CLI).with_file_name("latch-server");
-    assert!(
-        bin.exists(),
-        "{} is not built: run `cargo build --bin latch-server` (cargo test --workspace does)",
-        bin.display()
-    );
-    // Port 0: the server picks a free port and prints it, so no other test can take it first.
-    let mut child = Command::new(bin)
-        .args(["--port", "0", "--bind", "127.0.0.1"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-            if let Some(addr) = line.split("Ready to accept connections tcp on ").nth(1) {
-                let _ = tx.send(addr.rsplit(':').next().and_then(|p| p.trim().parse::<u16>().ok()));
-            }
-        }
-    });
-    let port = rx.recv_timeout(Duration::from_secs(20)).ok().flatten().expect("latch-server did not start");
-    Server { child, port }
-}
-
 #[test]
 fn redis_cli_transcripts() {
     let Some(server) = start_redis() else {
@@ -200,7 +173,8 @@ fn redis_cli_transcripts() {
 /// documentation for HELP) are listed with the reason.
 #[test]
 fn redis_cli_transcripts_against_latch() {
-    let server = start_latch();
+    let (child, port) = common::start_latch();
+    let server = Server { child, port };
     check_transcripts(&server, LATCH_SKIPS);
 }
 
