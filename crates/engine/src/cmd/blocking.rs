@@ -7,11 +7,9 @@
 //! timeout reply comes at once, as in Redis.
 
 use super::BASE;
-use crate::args::eq_ic;
 use crate::blocking::{BlockRequest, Serve, parse_timeout};
 use crate::command::{Command, Ctx, Flags, Keys};
-use crate::error;
-use crate::types::access::{bulk, create_list, remove_if_empty, write_list, write_zset};
+use crate::types::access::{MPop, bulk, create_list, parse_mpop, remove_if_empty, write_list, write_zset};
 use crate::value::SmallBytes;
 use bytes::Bytes;
 use resp::Frame;
@@ -272,65 +270,29 @@ fn serve_bmove(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Serve {
     }
 }
 
-/// Parses `... numkeys key [key ...] <word> [COUNT count]` starting at argument 2 (after the
-/// timeout): returns the keys' range, the word's index and the count.
-fn parse_mpop(ctx: &Ctx<'_, '_>, words: [&str; 2]) -> Result<(usize, usize, bool, usize), Frame> {
-    let numkeys = match crate::args::parse_i64_strict(ctx.arg(2)) {
-        Some(n) if n >= 1 => n as u64,
-        // Redis answers with the same message for a non-integer.
-        _ => return Err(Frame::error("ERR numkeys should be greater than 0")),
-    };
-    let where_idx = 3u64.saturating_add(numkeys);
-    if where_idx >= ctx.argc() as u64 {
-        return Err(error::syntax());
-    }
-    let w = where_idx as usize;
-    let first = if eq_ic(ctx.arg(w), words[0]) {
-        true
-    } else if eq_ic(ctx.arg(w), words[1]) {
-        false
-    } else {
-        return Err(error::syntax());
-    };
-    let mut count = None;
-    let mut j = w + 1;
-    while j < ctx.argc() {
-        if count.is_none() && eq_ic(ctx.arg(j), "count") && j + 1 < ctx.argc() {
-            match crate::args::parse_i64_strict(ctx.arg(j + 1)) {
-                Some(n) if n >= 1 => count = Some(n as usize),
-                _ => return Err(Frame::error("ERR count should be greater than 0")),
-            }
-            j += 2;
-        } else {
-            return Err(error::syntax());
-        }
-    }
-    Ok((3, w, first, count.unwrap_or(1)))
-}
-
 fn blmpop(ctx: &mut Ctx<'_, '_>) -> Frame {
     let deadline = match parse_timeout(ctx.arg(1), ctx.now) {
         Ok(d) => d,
         Err(e) => return e,
     };
-    let (k0, w, left, count) = match parse_mpop(ctx, ["left", "right"]) {
+    let MPop { keys, first: left, count } = match parse_mpop(ctx.args, 2, ["left", "right"]) {
         Ok(x) => x,
         Err(e) => return e,
     };
     let end = if left { End::Left } else { End::Right };
     let args = ctx.args;
-    for key in &args[k0..w] {
+    for key in &args[keys.clone()] {
         match pop_list(ctx, key, end, count) {
             Ok(Some(v)) => return Frame::Array(vec![bulk(key), Frame::Array(v.iter().map(|x| bulk(x)).collect())]),
             Ok(None) => {}
             Err(e) => return e,
         }
     }
-    block(ctx, args[k0..w].to_vec(), deadline, Frame::NullArray)
+    block(ctx, args[keys].to_vec(), deadline, Frame::NullArray)
 }
 
 fn serve_bmpop(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Serve {
-    let Ok((_, _, left, count)) = parse_mpop(ctx, ["left", "right"]) else { return Serve::NotNow };
+    let Ok(MPop { first: left, count, .. }) = parse_mpop(ctx.args, 2, ["left", "right"]) else { return Serve::NotNow };
     let end = if left { End::Left } else { End::Right };
     match pop_list(ctx, key, end, count) {
         Ok(Some(v)) => Serve::Reply(Frame::Array(vec![bulk(key), Frame::Array(v.iter().map(|x| bulk(x)).collect())])),
@@ -411,23 +373,23 @@ fn bzmpop(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(d) => d,
         Err(e) => return e,
     };
-    let (k0, w, min, count) = match parse_mpop(ctx, ["min", "max"]) {
+    let MPop { keys, first: min, count } = match parse_mpop(ctx.args, 2, ["min", "max"]) {
         Ok(x) => x,
         Err(e) => return e,
     };
     let args = ctx.args;
-    for key in &args[k0..w] {
+    for key in &args[keys.clone()] {
         match pop_zset(ctx, key, !min, count) {
             Ok(Some(v)) => return bzmpop_reply(key, &v),
             Ok(None) => {}
             Err(e) => return e,
         }
     }
-    block(ctx, args[k0..w].to_vec(), deadline, Frame::NullArray)
+    block(ctx, args[keys].to_vec(), deadline, Frame::NullArray)
 }
 
 fn serve_bzmpop(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Serve {
-    let Ok((_, _, min, count)) = parse_mpop(ctx, ["min", "max"]) else { return Serve::NotNow };
+    let Ok(MPop { first: min, count, .. }) = parse_mpop(ctx.args, 2, ["min", "max"]) else { return Serve::NotNow };
     match pop_zset(ctx, key, !min, count) {
         Ok(Some(v)) => Serve::Reply(bzmpop_reply(key, &v)),
         _ => Serve::NotNow,

@@ -4,7 +4,9 @@ use super::BASE;
 use crate::args::eq_ic;
 use crate::command::{Command, Ctx, Flags, Keys};
 use crate::error;
-use crate::types::access::{bulk, create_list, numkeys_keys, read_list, remove_if_empty, sb, write_list};
+use crate::types::access::{
+    MPop, bulk, create_list, numkeys_keys, parse_mpop, read_list, remove_if_empty, sb, write_list,
+};
 use crate::value::ListValue;
 use resp::Frame;
 
@@ -639,36 +641,14 @@ fn rpoplpush(ctx: &mut Ctx<'_, '_>) -> Frame {
 }
 
 fn lmpop(ctx: &mut Ctx<'_, '_>) -> Frame {
-    let numkeys = match crate::args::parse_i64_strict(ctx.arg(1)) {
-        Some(n) if n >= 1 => n as u64,
-        _ => return Frame::error("ERR numkeys should be greater than 0"),
-    };
-    let where_idx = 2u64.saturating_add(numkeys);
-    if where_idx >= ctx.argc() as u64 {
-        return error::syntax();
-    }
-    let where_idx = where_idx as usize;
-    let end = match parse_end(ctx.arg(where_idx)) {
-        Ok(e) => e,
+    let MPop { keys, first: left, count } = match parse_mpop(ctx.args, 1, ["left", "right"]) {
+        Ok(x) => x,
         Err(e) => return e,
     };
-    let mut count: Option<usize> = None;
-    let mut j = where_idx + 1;
-    while j < ctx.argc() {
-        if count.is_none() && eq_ic(ctx.arg(j), "count") && j + 1 < ctx.argc() {
-            match crate::args::parse_i64_strict(ctx.arg(j + 1)) {
-                Some(n) if n >= 1 => count = Some(n as usize),
-                _ => return Frame::error("ERR count should be greater than 0"),
-            }
-            j += 2;
-        } else {
-            return error::syntax();
-        }
-    }
-    let count = count.unwrap_or(1);
+    let end = if left { End::Left } else { End::Right };
     let args = ctx.args;
     let mut db = ctx.db();
-    for key in &args[2..where_idx] {
+    for key in &args[keys] {
         let l = match write_list(&mut db, key) {
             Ok(Some(l)) if !l.is_empty() => l,
             Ok(_) => continue,

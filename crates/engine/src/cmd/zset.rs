@@ -9,8 +9,8 @@ use crate::args::{eq_ic, parse_f64, parse_i64_strict};
 use crate::command::{Command, Ctx, Flags, Keys};
 use crate::error;
 use crate::types::access::{
-    bulk, create_zset, numkeys_keys, parse_scan, read_zset, remove_if_empty, scan_match, scan_positions, scan_reply,
-    write_zset,
+    MPop, bulk, create_zset, numkeys_keys, parse_mpop, parse_scan, read_zset, remove_if_empty, scan_match,
+    scan_positions, scan_reply, write_zset,
 };
 use crate::types::zset::ZSet;
 use crate::value::{SmallBytes, Value};
@@ -1351,50 +1351,21 @@ fn zintercard(ctx: &mut Ctx<'_, '_>) -> Frame {
 }
 
 fn zmpop(ctx: &mut Ctx<'_, '_>) -> Frame {
-    let gt0 = |b: &[u8], msg: &str| match parse_i64_strict(b) {
-        Some(n) if n >= 1 => Ok(n as u64),
-        _ => Err(Frame::error(format!("ERR {msg} should be greater than 0"))),
-    };
-    let numkeys = match gt0(ctx.arg(1), "numkeys") {
-        Ok(n) => n,
+    let MPop { keys, first: min, count } = match parse_mpop(ctx.args, 1, ["min", "max"]) {
+        Ok(x) => x,
         Err(e) => return e,
     };
-    let where_idx = 2u64.saturating_add(numkeys);
-    if where_idx >= ctx.argc() as u64 {
-        return error::syntax();
-    }
-    let w = where_idx as usize;
-    let max = if eq_ic(ctx.arg(w), "min") {
-        false
-    } else if eq_ic(ctx.arg(w), "max") {
-        true
-    } else {
-        return error::syntax();
-    };
-    let mut count = None;
-    let mut j = w + 1;
-    while j < ctx.argc() {
-        if count.is_none() && eq_ic(ctx.arg(j), "count") && j + 1 < ctx.argc() {
-            match gt0(ctx.arg(j + 1), "count") {
-                Ok(n) => count = Some(n),
-                Err(e) => return e,
-            }
-            j += 2;
-        } else {
-            return error::syntax();
-        }
-    }
-    let count = count.unwrap_or(1);
+    let max = !min;
     let args = ctx.args;
     let mut db = ctx.db();
-    for key in &args[2..w] {
+    for key in &args[keys] {
         let z = match write_zset(&mut db, key) {
             Ok(Some(z)) if !z.is_empty() => z,
             Ok(_) => continue,
             Err(e) => return e,
         };
         let len = z.len();
-        let n = count.min(len as u64) as usize;
+        let n = count.min(len);
         let mut items = if max { z.range(len - n, len) } else { z.range(0, n) };
         if max {
             items.reverse();

@@ -157,3 +157,49 @@ pub fn numkeys_keys<const I: usize>(args: &[Bytes]) -> Vec<usize> {
     }
     (I + 1..I + 1 + n as usize).filter(|&i| i < args.len()).collect()
 }
+
+/// The arguments of LMPOP, ZMPOP, BLMPOP and BZMPOP: `numkeys key [key ...] <word0 | word1> [COUNT n]`.
+pub struct MPop {
+    /// Positions of the keys in the arguments.
+    pub keys: std::ops::Range<usize>,
+    /// True if the first of the two words was given (LEFT, MIN).
+    pub first: bool,
+    /// Elements to pop (COUNT, default 1).
+    pub count: usize,
+}
+
+/// Parses `numkeys key [key ...] <words[0] | words[1]> [COUNT n]` with `numkeys` at `numkeys_at`,
+/// with Redis's messages ("numkeys should be greater than 0" also for a non-integer).
+pub fn parse_mpop(args: &[Bytes], numkeys_at: usize, words: [&str; 2]) -> Result<MPop, Frame> {
+    let eq = crate::args::eq_ic;
+    let numkeys = match args.get(numkeys_at).and_then(|a| crate::args::parse_i64_strict(a)) {
+        Some(n) if n >= 1 => n as u64,
+        _ => return Err(Frame::error("ERR numkeys should be greater than 0")),
+    };
+    let w = (numkeys_at as u64 + 1).saturating_add(numkeys);
+    if w >= args.len() as u64 {
+        return Err(error::syntax());
+    }
+    let w = w as usize;
+    let first = if eq(&args[w], words[0]) {
+        true
+    } else if eq(&args[w], words[1]) {
+        false
+    } else {
+        return Err(error::syntax());
+    };
+    let mut count = None;
+    let mut j = w + 1;
+    while j < args.len() {
+        if count.is_none() && eq(&args[j], "count") && j + 1 < args.len() {
+            match crate::args::parse_i64_strict(&args[j + 1]) {
+                Some(n) if n >= 1 => count = Some(n as usize),
+                _ => return Err(Frame::error("ERR count should be greater than 0")),
+            }
+            j += 2;
+        } else {
+            return Err(error::syntax());
+        }
+    }
+    Ok(MPop { keys: numkeys_at + 1..w, first, count: count.unwrap_or(1) })
+}
