@@ -25,7 +25,7 @@ pub static COMMANDS: &[Command] = &[
     Command {
         name: "blpop",
         arity: -3,
-        flags: BLOCKING_WRITE,
+        flags: BLOCKING_WRITE.or(Flags::NOSCRIPT),
         keys: Keys::Range { first: 1, last: -2, step: 1 },
         group: "list",
         since: "2.0.0",
@@ -39,7 +39,7 @@ pub static COMMANDS: &[Command] = &[
     Command {
         name: "brpop",
         arity: -3,
-        flags: BLOCKING_WRITE,
+        flags: BLOCKING_WRITE.or(Flags::NOSCRIPT),
         keys: Keys::Range { first: 1, last: -2, step: 1 },
         group: "list",
         since: "2.0.0",
@@ -53,7 +53,7 @@ pub static COMMANDS: &[Command] = &[
     Command {
         name: "blmove",
         arity: 6,
-        flags: BLOCKING_WRITE.or(Flags::DENYOOM),
+        flags: BLOCKING_WRITE.or(Flags::DENYOOM).or(Flags::NOSCRIPT),
         keys: Keys::Range { first: 1, last: 2, step: 1 },
         group: "list",
         since: "6.2.0",
@@ -66,7 +66,7 @@ pub static COMMANDS: &[Command] = &[
     Command {
         name: "brpoplpush",
         arity: 4,
-        flags: BLOCKING_WRITE.or(Flags::DENYOOM),
+        flags: BLOCKING_WRITE.or(Flags::DENYOOM).or(Flags::NOSCRIPT),
         keys: Keys::Range { first: 1, last: 2, step: 1 },
         group: "list",
         since: "2.2.0",
@@ -93,7 +93,7 @@ pub static COMMANDS: &[Command] = &[
     Command {
         name: "bzpopmin",
         arity: -3,
-        flags: BLOCKING_WRITE.or(Flags::FAST),
+        flags: BLOCKING_WRITE.or(Flags::FAST).or(Flags::NOSCRIPT),
         keys: Keys::Range { first: 1, last: -2, step: 1 },
         group: "sorted-set",
         since: "5.0.0",
@@ -107,7 +107,7 @@ pub static COMMANDS: &[Command] = &[
     Command {
         name: "bzpopmax",
         arity: -3,
-        flags: BLOCKING_WRITE.or(Flags::FAST),
+        flags: BLOCKING_WRITE.or(Flags::FAST).or(Flags::NOSCRIPT),
         keys: Keys::Range { first: 1, last: -2, step: 1 },
         group: "sorted-set",
         since: "5.0.0",
@@ -518,15 +518,22 @@ mod order_tests {
 mod script_tests {
     use crate::testkit::TestServer;
 
-    /// A blocking command inside a script answers at once, like inside MULTI.
+    /// BLMPOP and BZMPOP inside a script answer at once, like inside MULTI; the older blocking
+    /// commands are `noscript` (Redis 7.0.15).
     #[test]
     fn blocking_in_scripts_does_not_block() {
         TestServer::new().transcript(
             r#"
-            > EVAL "return redis.call('blpop', 'nolist', 0)" 0
+            > EVAL "return redis.call('blmpop', 0, 1, 'nolist', 'LEFT')" 0
             (nil)
-            > EVAL "redis.call('rpush', 'l', 'a'); return redis.call('blpop', 'l', 0)" 0
-            ["l", "a"]
+            > EVAL "redis.call('rpush', 'l', 'a'); return redis.call('blmpop', 0, 1, 'l', 'LEFT')" 0
+            ["l", ["a"]]
+            > EVAL "return redis.call('bzmpop', 0, 1, 'nozset', 'MIN')" 0
+            (nil)
+            > EVAL "return redis.pcall('blpop', 'l', 0)" 0
+            -ERR This Redis command is not allowed from script
+            > EVAL "return redis.pcall('bzpopmin', 'l', 0)" 0
+            -ERR This Redis command is not allowed from script
             "#,
         );
     }
