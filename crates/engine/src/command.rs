@@ -32,6 +32,8 @@ impl Flags {
     pub const NO_MANDATORY_KEYS: Flags = Flags(1 << 14);
     pub const ALLOW_BUSY: Flags = Flags(1 << 15);
     pub const NO_MULTI: Flags = Flags(1 << 16);
+    /// Denied while a replica loads a dataset asynchronously (`no_async_loading`).
+    pub const NO_ASYNC_LOADING: Flags = Flags(1 << 17);
     /// Latch-internal: the command needs every shard of the keyspace locked (KEYS, SCAN, FLUSHALL...).
     pub const ALL_SHARDS: Flags = Flags(1 << 24);
 
@@ -54,6 +56,7 @@ impl Flags {
         (Flags::NO_MANDATORY_KEYS, "no_mandatory_keys"),
         (Flags::ALLOW_BUSY, "allow_busy"),
         (Flags::NO_MULTI, "no_multi"),
+        (Flags::NO_ASYNC_LOADING, "no_async_loading"),
     ];
 
     /// True if every flag of `other` is set.

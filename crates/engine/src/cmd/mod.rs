@@ -3,6 +3,7 @@
 
 pub mod bits;
 pub mod blocking;
+pub mod cluster;
 pub mod connection;
 pub mod expire;
 pub mod hash;
@@ -39,6 +40,7 @@ pub static FAMILIES: &[&[Command]] = &[
     multi::COMMANDS,
     blocking::COMMANDS,
     lock::COMMANDS,
+    cluster::COMMANDS,
     scripting::COMMANDS,
 ];
 
