@@ -55,6 +55,8 @@ pub struct Client {
     pub block_waker: Option<Arc<dyn Fn() + Send + Sync>>,
     /// Blocking commands answer at once as if timed out (inside EXEC and scripts, as in Redis).
     pub deny_blocking: bool,
+    /// Running inside a script (Redis's `CLIENT_SCRIPT`): SORT orders unsorted set output.
+    pub in_script: bool,
     /// Shared, externally visible information.
     pub info: Arc<ClientInfo>,
 }
@@ -87,6 +89,7 @@ impl Client {
             blocked: None,
             block_waker: None,
             deny_blocking: true,
+            in_script: false,
             info,
         }
     }

@@ -631,6 +631,8 @@ impl<'a> Locked<'a> {
         let Some(g) = self.ks.shards[i].try_lock() else { return false };
         let pos = self.guards.binary_search_by_key(&i, |(j, _)| *j).unwrap_or_else(|p| p);
         self.guards.insert(pos, (i, g));
+        // Every shard held (in index order): the same as a whole-keyspace lock.
+        self.all = self.guards.len() == self.ks.shards.len();
         true
     }
 

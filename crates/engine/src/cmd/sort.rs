@@ -244,9 +244,9 @@ fn sort_generic(ctx: &mut Ctx<'_, '_>, readonly: bool) -> Frame {
             Some(_) => return error::wrong_type(),
         }
     };
-    // An unsorted set result would depend on the hash order: STORE sorts it (Redis does the same,
-    // also for scripts).
-    if dontsort && matches!(kind, Kind::Set) && store.is_some() {
+    // An unsorted set result would depend on the hash order: with STORE or inside a script it is
+    // sorted (ALPHA, no BY), so replicas and replays see the same order, as in Redis.
+    if dontsort && matches!(kind, Kind::Set) && (store.is_some() || ctx.client.in_script) {
         dontsort = false;
         alpha = true;
         sortby = None;
@@ -510,6 +510,24 @@ mod tests {
             +QUEUED
             > exec
             [[(nil), "9"]]
+            "#,
+        );
+    }
+
+    #[test]
+    fn scripts_get_set_output_sorted_and_can_use_patterns() {
+        // Redis 7.0.15: inside a script, SORT of a set BY a constant is ALPHA-sorted; GET patterns
+        // reach keys the script did not declare.
+        TestServer::new().transcript(
+            r#"
+            > sadd myset c a b aa
+            :4
+            > set _:b x
+            +OK
+            > eval "return redis.call('sort',KEYS[1],'by','_')" 1 myset
+            ["a", "aa", "b", "c"]
+            > eval "return redis.call('sort',KEYS[1],'by','_','get','#','get','_:*')" 1 myset
+            ["a", (nil), "aa", (nil), "b", "x", "c", (nil)]
             "#,
         );
     }

@@ -595,6 +595,50 @@ pub struct RunArgs<'a, 'k> {
 /// A VM of the pool, locked (created on first use).
 type VmGuard<'a> = (parking_lot::MappedMutexGuard<'a, Vm>, &'a Arc<RunState>);
 
+/// What `INFO memory` reports about scripting.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryInfo {
+    /// Bytes held by the pool's idle Lua VMs (a VM that is running a script is skipped). Latch's VMs
+    /// host both EVAL scripts and function libraries, so this is the total.
+    pub vm_bytes: u64,
+    /// Scripts in the EVAL cache.
+    pub scripts: u64,
+    /// Bytes of their bodies.
+    pub script_bytes: u64,
+    /// Registered functions.
+    pub functions: u64,
+    /// Loaded libraries.
+    pub libraries: u64,
+    /// Bytes of the libraries' code.
+    pub library_bytes: u64,
+}
+
+impl Scripting {
+    /// Counts for `INFO memory`.
+    pub fn memory_info(&self) -> MemoryInfo {
+        let mut m = MemoryInfo::default();
+        for slot in self.pool.iter() {
+            if let Some(guard) = slot.vm.try_lock()
+                && let Some(vm) = guard.as_ref()
+            {
+                m.vm_bytes += vm.lua.used_memory() as u64;
+            }
+        }
+        {
+            let scripts = self.scripts.lock();
+            m.scripts = scripts.len() as u64;
+            m.script_bytes = scripts.values().map(|s| s.body.len() as u64).sum();
+        }
+        {
+            let libs = self.libraries.lock();
+            m.libraries = libs.len() as u64;
+            m.functions = libs.values().map(|l| l.functions.len() as u64).sum();
+            m.library_bytes = libs.values().map(|l| l.code.len() as u64).sum();
+        }
+        m
+    }
+}
+
 impl Scripting {
     /// Takes a free VM: every slot is tried without waiting, starting with the thread's home slot;
     /// when all are busy, waits on the home slot in short steps, calling `give_up` between them (an
@@ -806,6 +850,7 @@ fn run_in_vm(vm: &mut Vm, run: &RunState, func: Function, name: &str, eval: bool
     let saved_proto = client.proto;
     // Blocking commands called from a script answer at once, as if timed out (Redis).
     let saved_deny = std::mem::replace(&mut client.deny_blocking, true);
+    let saved_in_script = std::mem::replace(&mut client.in_script, true);
     let lua = &vm.lua;
     let mk = |items: &[Bytes]| -> mlua::Result<Table> {
         let t = lua.create_table_with_capacity(items.len(), 0)?;
@@ -856,6 +901,7 @@ fn run_in_vm(vm: &mut Vm, run: &RunState, func: Function, name: &str, eval: bool
     client.db = saved_db;
     client.proto = saved_proto;
     client.deny_blocking = saved_deny;
+    client.in_script = saved_in_script;
     match result {
         Ok(f) => f,
         Err(e) => Frame::error(format!("ERR Error running script {name}, {}", lua_error_text(&e))),
@@ -1139,6 +1185,9 @@ fn redis_call(
         return fail(err_table(lua, b"Write commands are not allowed from read-only scripts.", false)?);
     }
     if cmd.flags.has(Flags::WRITE) {
+        if srv.config.writes_need_replicas() {
+            return fail(err_table(lua, crate::error::NOREPLICAS.as_bytes(), true)?);
+        }
         run.wrote.store(true, Ordering::Relaxed);
     }
     if let Err(key) = ensure_shards(srv, locked, cmd, &argv) {
