@@ -502,6 +502,10 @@ pub struct Config {
     pub hz: AtomicU64,
     /// True when `requirepass` is non-empty.
     pub has_password: AtomicBool,
+    /// `min-replicas-to-write` (0 = off).
+    min_replicas_to_write: AtomicI64,
+    /// `min-replicas-max-lag` (0 = the check is off).
+    min_replicas_max_lag: AtomicI64,
     requirepass: RwLock<Vec<u8>>,
     host: std::sync::Arc<dyn crate::host::Host>,
 }
@@ -863,6 +867,8 @@ impl Config {
             timeout: AtomicI64::new(0),
             hz: AtomicU64::new(10),
             has_password: AtomicBool::new(false),
+            min_replicas_to_write: AtomicI64::new(0),
+            min_replicas_max_lag: AtomicI64::new(0),
             requirepass: RwLock::new(Vec::new()),
             host,
         };
@@ -974,6 +980,13 @@ impl Config {
         self.values.write().insert(p.name, v);
     }
 
+    /// True when writes must be refused with `NOREPLICAS`: `min-replicas-to-write` and
+    /// `min-replicas-max-lag` are both set, and Latch, having no replication, never has a good
+    /// replica (Redis's `checkGoodReplicasStatus` on a primary with none connected).
+    pub fn writes_need_replicas(&self) -> bool {
+        self.min_replicas_to_write.load(Ordering::Relaxed) > 0 && self.min_replicas_max_lag.load(Ordering::Relaxed) > 0
+    }
+
     fn apply(&self, name: &str, v: &str) {
         let i = || v.parse::<i64>().unwrap_or(0);
         match name {
@@ -984,6 +997,8 @@ impl Config {
             "maxclients" => self.maxclients.store(i(), Ordering::Relaxed),
             "timeout" => self.timeout.store(i(), Ordering::Relaxed),
             "hz" => self.hz.store(i().clamp(1, 500) as u64, Ordering::Relaxed),
+            "min-replicas-to-write" => self.min_replicas_to_write.store(i(), Ordering::Relaxed),
+            "min-replicas-max-lag" => self.min_replicas_max_lag.store(i(), Ordering::Relaxed),
             "requirepass" => {
                 *self.requirepass.write() = v.as_bytes().to_vec();
                 self.has_password.store(!v.is_empty(), Ordering::Relaxed);

@@ -85,3 +85,6 @@ pub fn same_object() -> Frame {
 pub fn value_range(min: i64, max: i64) -> Frame {
     Frame::error(format!("ERR value is out of range, value must between {min} and {max}"))
 }
+
+/// A write refused because `min-replicas-to-write` good replicas are not connected.
+pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";

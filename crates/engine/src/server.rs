@@ -299,6 +299,10 @@ impl Server {
             client.multi.flag_error();
             return Some(crate::error::noauth());
         }
+        if self.config.writes_need_replicas() && self.is_write(client, cmd) {
+            self.reject(cmd);
+            return Some(self.reject_in_multi(client, cmd, Frame::error(crate::error::NOREPLICAS)));
+        }
         if let Some(e) = self.busy_error(cmd) {
             self.reject(cmd);
             return Some(self.reject_in_multi(client, cmd, e));
@@ -564,6 +568,13 @@ impl Server {
 
     /// Redis's `rejectCommand` inside MULTI: flags the transaction, and a rejected EXEC discards it
     /// with `-EXECABORT Transaction discarded because of: <error>`.
+    /// Redis's `is_write_command`: a write command, or an EXEC whose queue holds one.
+    fn is_write(&self, client: &Client, cmd: &Command) -> bool {
+        cmd.flags.has(Flags::WRITE)
+            || (cmd.name == "exec"
+                && client.multi.queued.as_ref().is_some_and(|q| q.iter().any(|(c, _)| c.flags.has(Flags::WRITE))))
+    }
+
     fn reject_in_multi(&self, client: &mut Client, cmd: &Command, e: Frame) -> Frame {
         if cmd.name == "exec" && client.multi.active() {
             client.multi.reset();

@@ -12,6 +12,7 @@ use super::BASE;
 use super::server::{help_reply, subcommand_syntax_error};
 use crate::args::eq_ic;
 use crate::command::{Command, Ctx, Flags, Keys, container_handler};
+use crate::error;
 use crate::lua::{Callable, FLAG_COMPAT, FLAG_NAMES, FLAG_NO_WRITES, RunArgs};
 use bytes::Bytes;
 use resp::Frame;
@@ -340,6 +341,9 @@ fn eval(ctx: &mut Ctx<'_, '_>) -> Frame {
     if !compat && flags & FLAG_NO_WRITES == 0 && ro {
         return Frame::error("ERR Can not execute a script with write flag using *_ro command.");
     }
+    if !compat && flags & FLAG_NO_WRITES == 0 && srv.config.writes_need_replicas() {
+        return Frame::error(error::NOREPLICAS);
+    }
     let read_only = ro || (!compat && flags & FLAG_NO_WRITES != 0);
     let a = RunArgs {
         srv,
@@ -368,6 +372,9 @@ fn fcall(ctx: &mut Ctx<'_, '_>) -> Frame {
     };
     if ro && flags & FLAG_NO_WRITES == 0 {
         return Frame::error("ERR Can not execute a script with write flag using *_ro command.");
+    }
+    if flags & FLAG_NO_WRITES == 0 && srv.config.writes_need_replicas() {
+        return Frame::error(error::NOREPLICAS);
     }
     let a = RunArgs {
         srv,

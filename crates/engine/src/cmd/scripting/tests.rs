@@ -352,3 +352,64 @@ fn scripts_on_different_keys_run_concurrently() {
     assert_eq!(c.run("FUNCTION FLUSH"), "+OK");
     assert_eq!(c.run("FCALL f 1 fa"), "-ERR Function not found");
 }
+
+#[test]
+fn min_replicas_to_write_refuses_writes() {
+    // Latch has no replicas: with min-replicas-to-write and min-replicas-max-lag set, writes get
+    // NOREPLICAS as on a Redis 7.0.15 primary with none connected (replies recorded there).
+    TestServer::new().transcript(
+        r##"
+        > set x v
+        +OK
+        > config set min-replicas-to-write 1
+        +OK
+        > set x 1
+        -NOREPLICAS Not enough good replicas to write.
+        > get x
+        "v"
+        > multi
+        +OK
+        > set x 2
+        -NOREPLICAS Not enough good replicas to write.
+        > get x
+        +QUEUED
+        > exec
+        -EXECABORT Transaction discarded because of previous errors.
+        > eval "return redis.call('get','x')" 1 x
+        "v"
+        > eval "#!lua flags=no-writes\nreturn redis.call('get','x')" 1 x
+        "v"
+        > eval "#!lua\nreturn redis.call('get','x')" 1 x
+        -NOREPLICAS Not enough good replicas to write.
+        > eval "return redis.call('set','x',1)" 1 x
+        -NOREPLICAS Not enough good replicas to write. script: 4cb91861d207e5689edc816618ab68f9d6de3b44, on @user_script:1.
+        > eval "return redis.pcall('set','x',1)['err']" 1 x
+        "NOREPLICAS Not enough good replicas to write."
+        > config set min-replicas-max-lag 0
+        +OK
+        > set x 1
+        +OK
+        "##,
+    );
+}
+
+#[test]
+fn info_memory_counts_scripts_and_functions() {
+    let ts = TestServer::new();
+    let mut c = ts.client();
+    assert_eq!(ts.srv.scripting.memory_info().scripts, 0);
+    for j in 0..3 {
+        c.run(&format!("SCRIPT LOAD \"return {j}\""));
+    }
+    c.run("FUNCTION LOAD \"#!lua name=lib\nredis.register_function('f1', function() return 1 end)\nredis.register_function('f2', function() return 2 end)\"");
+    let m = ts.srv.scripting.memory_info();
+    assert_eq!((m.scripts, m.script_bytes, m.functions, m.libraries), (3, 24, 2, 1));
+    let Some(resp::Frame::Verbatim { text: info, .. }) = c.cmd(&["INFO", "memory"]) else { panic!("INFO reply") };
+    let info = String::from_utf8_lossy(&info).into_owned();
+    assert!(
+        info.contains("number_of_cached_scripts:3\r\nnumber_of_functions:2\r\nnumber_of_libraries:1\r\n"),
+        "{info}"
+    );
+    c.run("SCRIPT FLUSH ASYNC");
+    assert_eq!(ts.srv.scripting.memory_info().scripts, 0);
+}
