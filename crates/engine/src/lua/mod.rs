@@ -23,7 +23,7 @@ use parking_lot::Mutex;
 use resp::{Frame, Protocol};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
 /// Script flag: no shebang (EVAL compatibility mode).
 pub const FLAG_COMPAT: u32 = 1;
@@ -146,11 +146,65 @@ static NEXT_HOME: AtomicUsize = AtomicUsize::new(0);
 
 type Pending = Arc<Mutex<Option<Vec<(FunctionMeta, Function)>>>>;
 
+/// What `redis.call` / `redis.pcall` act on while one script runs.
+struct CallCtx<'a, 'k> {
+    srv: &'a Server,
+    client: &'a mut Client,
+    locked: &'a mut Locked<'k>,
+    now: u64,
+    read_only: bool,
+    run: &'a RunState,
+}
+
+/// The run a VM is executing, published to its `redis.call` / `redis.pcall` callbacks. The callbacks
+/// are created once per VM (creating them per run through `Lua::scope` cost about a tenth of an
+/// EVALSHA); they reach the running command's client and locked shards through this slot.
+#[derive(Default)]
+struct ActiveRun(AtomicPtr<()>);
+
+impl ActiveRun {
+    /// Runs `f` (which runs Lua code) with `ctx` published to the callbacks.
+    fn publish<R>(&self, ctx: &mut CallCtx<'_, '_>, f: impl FnOnce() -> R) -> R {
+        struct Clear<'a>(&'a AtomicPtr<()>);
+        impl Drop for Clear<'_> {
+            fn drop(&mut self) {
+                self.0.store(std::ptr::null_mut(), Ordering::Release);
+            }
+        }
+        self.0.store((ctx as *mut CallCtx<'_, '_>).cast(), Ordering::Release);
+        let _clear = Clear(&self.0);
+        f()
+    }
+
+    /// Calls `f` on the published context; None outside a run (or inside `f` itself).
+    fn with<R>(&self, f: impl FnOnce(&mut CallCtx<'_, '_>) -> R) -> Option<R> {
+        struct Restore<'a>(&'a AtomicPtr<()>, *mut ());
+        impl Drop for Restore<'_> {
+            fn drop(&mut self) {
+                self.0.store(self.1, Ordering::Release);
+            }
+        }
+        let p = self.0.swap(std::ptr::null_mut(), Ordering::Acquire);
+        if p.is_null() {
+            return None;
+        }
+        let _restore = Restore(&self.0, p);
+        // SAFETY: a non-null pointer was stored by `publish` from a `&mut CallCtx` that `publish`
+        // holds exclusively borrowed until its `Clear` guard nulls the slot, so the pointee is alive
+        // and nothing else uses it while the slot is non-null. The callbacks that reach here run only
+        // synchronously inside `publish`'s `f`, on the thread that holds this VM's lock (mlua's Lua
+        // state is not used concurrently), so `publish` cannot return before `Restore` runs. The swap
+        // to null makes this the only `&mut` at a time: a nested call sees null and gets `None`. The
+        // lifetimes are erased: `f` is generic over them, so it cannot keep any reference it reaches
+        // through `ctx` past this call, and `R` cannot borrow from it.
+        let ctx = unsafe { &mut *p.cast::<CallCtx<'_, '_>>() };
+        Some(f(ctx))
+    }
+}
+
 struct Vm {
     lua: Lua,
-    redis: Table,
-    raised: libs::Pending,
-    call_outside: Function,
+    active: Arc<ActiveRun>,
     globals: Table,
     pg: Table,
     fg: Table,
@@ -160,8 +214,8 @@ struct Vm {
     scripts: HashMap<String, Function>,
     callbacks: HashMap<String, Function>,
     loading: Pending,
-    /// Interned keys set on every run: "call", "pcall", "KEYS", "ARGV".
-    keys: [mlua::LuaString; 4],
+    /// Interned keys set on every run: "KEYS", "ARGV".
+    keys: [mlua::LuaString; 2],
     /// `Scripting::script_gen` its `scripts` match.
     script_gen: u64,
     /// `Scripting::lib_gen` its `callbacks` match (`u64::MAX`: never loaded).
@@ -284,10 +338,17 @@ impl Vm {
                 Ok(())
             })?,
         )?;
-        let e = raised.clone();
-        let call_outside = lua.create_function(move |lua, _: MultiValue| -> mlua::Result<()> {
-            Err(raise_err(lua, &e, "redis.call/pcall can only be called inside a script invocation"))
-        })?;
+        let active = Arc::new(ActiveRun::default());
+        let call_fn = |raise: bool| {
+            let (a, e) = (active.clone(), raised.clone());
+            lua.create_function(move |lua, args: MultiValue| {
+                a.with(|c| redis_call(lua, &e, c.srv, c.client, c.locked, c.now, c.read_only, c.run, raise, args))
+                    .unwrap_or_else(|| {
+                        Err(raise_err(lua, &e, "redis.call/pcall can only be called inside a script invocation"))
+                    })
+            })
+        };
+        let (call, pcall) = (call_fn(true)?, call_fn(false)?);
         rt.raw_set(
             "command_exists",
             lua.create_function(|_, _: MultiValue| Ok(true))?, // refined per run by `call`
@@ -394,8 +455,8 @@ impl Vm {
         let boot = lua.load(include_str!("bootstrap.lua")).set_name("@latch_internal").into_function()?;
         let (pg, fg, run_fn, run_load, set_load_mode, redis): (Table, Table, Function, Function, Function, Table) =
             boot.call((rt.clone(), globals.clone()))?;
-        redis.raw_set("call", call_outside.clone())?;
-        redis.raw_set("pcall", call_outside.clone())?;
+        redis.raw_set("call", call)?;
+        redis.raw_set("pcall", pcall)?;
         let r = run.clone();
         lua.set_hook(HookTriggers::new().every_nth_instruction(100_000), move |_, _| {
             if !r.handed_off.swap(true, Ordering::Relaxed) {
@@ -410,9 +471,7 @@ impl Vm {
             Ok(VmState::Continue)
         })?;
         Ok(Vm {
-            redis,
-            raised,
-            call_outside,
+            active,
             globals,
             pg,
             fg,
@@ -424,12 +483,7 @@ impl Vm {
             loading,
             script_gen: 0,
             lib_gen: u64::MAX,
-            keys: [
-                lua.create_string("call")?,
-                lua.create_string("pcall")?,
-                lua.create_string("KEYS")?,
-                lua.create_string("ARGV")?,
-            ],
+            keys: [lua.create_string("KEYS")?, lua.create_string("ARGV")?],
             lua,
         })
     }
@@ -859,45 +913,26 @@ fn run_in_vm(vm: &mut Vm, run: &RunState, func: Function, name: &str, eval: bool
         }
         Ok(t)
     };
-    let ctx = std::cell::RefCell::new((client, locked));
-    let [k_call, k_pcall, k_keys, k_argv] = &vm.keys;
-    let result = (|| -> mlua::Result<Frame> {
+    let [k_keys, k_argv] = &vm.keys;
+    let mut cctx = CallCtx { srv, client, locked, now, read_only, run };
+    let result = vm.active.publish(&mut cctx, || -> mlua::Result<Frame> {
         let kt = mk(keys)?;
         let at = mk(argv)?;
         if eval {
             vm.globals.raw_set(k_keys, kt.clone())?;
             vm.globals.raw_set(k_argv, at.clone())?;
         }
-        let raised = vm.raised.clone();
-        let redis = vm.redis.clone();
-        let out = lua.scope(|scope| {
-            let call = scope.create_function(|lua, args: MultiValue| {
-                let mut g = ctx.try_borrow_mut().map_err(|_| mlua::Error::runtime("recursive redis.call"))?;
-                let (c, l) = &mut *g;
-                redis_call(lua, &raised, srv, c, l, now, read_only, run, true, args)
-            })?;
-            let pcall = scope.create_function(|lua, args: MultiValue| {
-                let mut g = ctx.try_borrow_mut().map_err(|_| mlua::Error::runtime("recursive redis.call"))?;
-                let (c, l) = &mut *g;
-                redis_call(lua, &raised, srv, c, l, now, read_only, run, false, args)
-            })?;
-            redis.raw_set(k_call, call)?;
-            redis.raw_set(k_pcall, pcall)?;
-            let r: mlua::Result<(bool, Value)> =
-                if eval { vm.run.call((func.clone(),)) } else { vm.run.call((func.clone(), kt, at)) };
-            redis.raw_set(k_call, vm.call_outside.clone())?;
-            redis.raw_set(k_pcall, vm.call_outside.clone())?;
-            let r = r?;
-            let resp3 = run.resp.load(Ordering::Relaxed) == 3;
-            Ok(if r.0 { lua_to_frame(&r.1, resp3, 0) } else { error_frame(&r.1, name) })
-        });
+        let r: mlua::Result<(bool, Value)> =
+            if eval { vm.run.call((func.clone(),)) } else { vm.run.call((func.clone(), kt, at)) };
         if eval {
             vm.globals.raw_set(k_keys, Value::Nil)?;
             vm.globals.raw_set(k_argv, Value::Nil)?;
         }
-        out
-    })();
-    let (client, _) = ctx.into_inner();
+        let r = r?;
+        let resp3 = run.resp.load(Ordering::Relaxed) == 3;
+        Ok(if r.0 { lua_to_frame(&r.1, resp3, 0) } else { error_frame(&r.1, name) })
+    });
+    let client = cctx.client;
     client.db = saved_db;
     client.proto = saved_proto;
     client.deny_blocking = saved_deny;

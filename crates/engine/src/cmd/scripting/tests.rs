@@ -413,3 +413,23 @@ fn info_memory_counts_scripts_and_functions() {
     c.run("SCRIPT FLUSH ASYNC");
     assert_eq!(ts.srv.scripting.memory_info().scripts, 0);
 }
+
+#[test]
+fn redis_call_kept_by_a_library_works_in_later_calls() {
+    // The callbacks are created once per VM; a reference kept from an earlier FCALL must act on the
+    // current call's client and keys (redis-server 7.0.15 answers the same).
+    TestServer::new().transcript(
+        r##"
+        > FUNCTION LOAD "#!lua name=kept\nlocal saved = {}\nredis.register_function('keep', function() saved.c = redis.call return 1 end)\nredis.register_function('use', function(keys) return saved.c('get', keys[1]) end)"
+        "kept"
+        > SET kx hello
+        +OK
+        > FCALL keep 0
+        :1
+        > FCALL use 1 kx
+        "hello"
+        > FUNCTION LOAD "#!lua name=bad\nredis.call('ping')\nredis.register_function('f', function() return 1 end)"
+        -ERR Error registering functions: ERR user_function:2: Script attempted to access nonexistent global variable 'call'
+        "##,
+    );
+}
