@@ -37,6 +37,57 @@ pub fn raise_msg(lua: &Lua, p: &Pending, msg: &str) -> mlua::Error {
     }
 }
 
+/// Raises a byte-string error with the caller's position, as `luaL_error` does.
+pub fn raise_bytes(lua: &Lua, p: &Pending, msg: &[u8]) -> mlua::Error {
+    let mut text = where_prefix(lua).into_bytes();
+    text.extend_from_slice(msg);
+    match lua.create_string(&text) {
+        Ok(s) => raise_value(p, Value::String(s)),
+        Err(e) => e,
+    }
+}
+
+/// `luaL_argerror`: `bad argument #N to 'f' (msg)`, naming the function as the caller's code
+/// does (`?` when unknown; `calling 'f' on bad self` for a method call's receiver).
+pub fn arg_error(lua: &Lua, p: &Pending, narg: i64, msg: &[u8]) -> mlua::Error {
+    let (name, method) = lua
+        .inspect_stack(0, |d| {
+            let n = d.names();
+            (n.name.map(|s| s.into_owned()), n.name_what == Some("method"))
+        })
+        .unwrap_or((None, false));
+    let name = name.unwrap_or_else(|| "?".to_string());
+    let mut narg = narg;
+    let mut text = Vec::new();
+    if method {
+        narg -= 1;
+        if narg == 0 {
+            text.extend_from_slice(format!("calling '{name}' on bad self (").as_bytes());
+        }
+    }
+    if text.is_empty() {
+        text.extend_from_slice(format!("bad argument #{narg} to '{name}' (").as_bytes());
+    }
+    text.extend_from_slice(msg);
+    text.push(b')');
+    raise_bytes(lua, p, &text)
+}
+
+/// `luaL_typename` of argument `v` (`None`: the argument is absent).
+pub fn arg_type_name(v: Option<&Value>) -> &'static str {
+    match v {
+        None => "no value",
+        Some(Value::Nil) => "nil",
+        Some(Value::Thread(_)) => "thread",
+        Some(v) => type_name(v),
+    }
+}
+
+/// `luaL_typerror`: `bad argument #N to 'f' (T expected, got U)`.
+pub fn type_error(lua: &Lua, p: &Pending, narg: i64, expected: &str, got: Option<&Value>) -> mlua::Error {
+    arg_error(lua, p, narg, format!("{expected} expected, got {}", arg_type_name(got)).as_bytes())
+}
+
 fn fail(lua: &Lua, err: &Pending, msg: String) -> R {
     Err(raise_msg(lua, err, &msg))
 }
@@ -531,30 +582,6 @@ pub fn cjson(lua: &Lua, err: &Pending) -> mlua::Result<Table> {
     )?;
     for name in ["encode_keep_buffer", "decode_invalid_numbers", "encode_sparse_array", "encode_number_precision"] {
         t.raw_set(name, lua.create_function(|_, _: MultiValue| Ok(()))?)?;
-    }
-    Ok(t)
-}
-
-/// Builds the `struct` table (not implemented yet: every call reports it).
-pub fn structlib(lua: &Lua, err: &Pending) -> mlua::Result<Table> {
-    stub(lua, err, &["pack", "unpack", "size"], "struct")
-}
-
-/// Builds the `cmsgpack` table (not implemented yet: every call reports it).
-pub fn cmsgpack(lua: &Lua, err: &Pending) -> mlua::Result<Table> {
-    stub(lua, err, &["pack", "unpack", "unpack_one", "unpack_limit"], "cmsgpack")
-}
-
-fn stub(lua: &Lua, err: &Pending, names: &[&str], lib: &'static str) -> mlua::Result<Table> {
-    let t = lua.create_table()?;
-    for &n in names {
-        let e = err.clone();
-        t.raw_set(
-            n,
-            lua.create_function(move |lua, _: MultiValue| {
-                fail(lua, &e, format!("{lib} is not supported by Latch yet"))
-            })?,
-        )?;
     }
     Ok(t)
 }

@@ -12,6 +12,8 @@
 //! a count hook every 100k instructions.
 
 pub mod libs;
+mod lstruct;
+mod msgpack;
 
 use crate::client::Client;
 use crate::command::{Command, Flags};
@@ -407,8 +409,8 @@ impl Vm {
         )?;
         rt.raw_set("bit", libs::bit(&lua, &err)?)?;
         rt.raw_set("cjson", libs::cjson(&lua, &err)?)?;
-        rt.raw_set("struct", libs::structlib(&lua, &err)?)?;
-        rt.raw_set("cmsgpack", libs::cmsgpack(&lua, &err)?)?;
+        rt.raw_set("struct", lstruct::structlib(&lua, &err)?)?;
+        rt.raw_set("cmsgpack", msgpack::cmsgpack(&lua, &err)?)?;
         let loading: Pending = Arc::new(Mutex::new(None));
         let p = loading.clone();
         let e = raised.clone();
@@ -993,7 +995,8 @@ pub fn lua_to_frame(v: &Value, resp3: bool, depth: usize) -> Frame {
                 Frame::Null
             }
         }
-        Value::Number(n) => Frame::Integer(*n as i64),
+        // `(long long)n` as x86-64 computes it: NaN and out-of-range numbers give LLONG_MIN.
+        Value::Number(n) => Frame::Integer(lstruct::c_long(*n)),
         Value::Integer(i) => Frame::Integer(*i),
         Value::Table(t) => {
             let get = |k: &str| t.raw_get::<Value>(k).unwrap_or(Value::Nil);
