@@ -57,8 +57,15 @@ fn main() {
         0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         n => n as usize,
     };
-    let rt =
-        tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build().unwrap_or_else(|e| {
+    // Replies nest up to the 2000 levels a script may return (then "reached lua stack limit"), and
+    // converting, encoding and dropping them recurses: 16 MiB stacks (reserved, touched only as used)
+    // leave room for that in unoptimised builds too, where frames are several times larger.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .thread_stack_size(16 << 20)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| {
             eprintln!("cannot start runtime: {e}");
             std::process::exit(1)
         });
