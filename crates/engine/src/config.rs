@@ -502,6 +502,8 @@ pub struct Config {
     pub hz: AtomicU64,
     /// True when `requirepass` is non-empty.
     pub has_password: AtomicBool,
+    /// Hot copy of `busy-reply-threshold` (alias `lua-time-limit`), milliseconds.
+    pub busy_reply_threshold: AtomicI64,
     /// `min-replicas-to-write` (0 = off).
     min_replicas_to_write: AtomicI64,
     /// `min-replicas-max-lag` (0 = the check is off).
@@ -867,6 +869,7 @@ impl Config {
             timeout: AtomicI64::new(0),
             hz: AtomicU64::new(10),
             has_password: AtomicBool::new(false),
+            busy_reply_threshold: AtomicI64::new(0),
             min_replicas_to_write: AtomicI64::new(0),
             min_replicas_max_lag: AtomicI64::new(0),
             requirepass: RwLock::new(Vec::new()),
@@ -997,6 +1000,7 @@ impl Config {
             "maxclients" => self.maxclients.store(i(), Ordering::Relaxed),
             "timeout" => self.timeout.store(i(), Ordering::Relaxed),
             "hz" => self.hz.store(i().clamp(1, 500) as u64, Ordering::Relaxed),
+            "busy-reply-threshold" => self.busy_reply_threshold.store(i(), Ordering::Relaxed),
             "min-replicas-to-write" => self.min_replicas_to_write.store(i(), Ordering::Relaxed),
             "min-replicas-max-lag" => self.min_replicas_max_lag.store(i(), Ordering::Relaxed),
             "requirepass" => {

@@ -549,7 +549,7 @@ impl Server {
         if !self.scripting.any_running() || cmd.flags.has(Flags::ALLOW_BUSY) {
             return None;
         }
-        let threshold = self.config.get_i64("busy-reply-threshold");
+        let threshold = self.config.busy_reply_threshold.load(Ordering::Relaxed);
         if threshold <= 0 {
             return None;
         }
@@ -566,8 +566,6 @@ impl Server {
         }))
     }
 
-    /// Redis's `rejectCommand` inside MULTI: flags the transaction, and a rejected EXEC discards it
-    /// with `-EXECABORT Transaction discarded because of: <error>`.
     /// Redis's `is_write_command`: a write command, or an EXEC whose queue holds one.
     fn is_write(&self, client: &Client, cmd: &Command) -> bool {
         cmd.flags.has(Flags::WRITE)
@@ -575,6 +573,8 @@ impl Server {
                 && client.multi.queued.as_ref().is_some_and(|q| q.iter().any(|(c, _)| c.flags.has(Flags::WRITE))))
     }
 
+    /// Redis's `rejectCommand` inside MULTI: flags the transaction, and a rejected EXEC discards it
+    /// with `-EXECABORT Transaction discarded because of: <error>`.
     fn reject_in_multi(&self, client: &mut Client, cmd: &Command, e: Frame) -> Frame {
         if cmd.name == "exec" && client.multi.active() {
             client.multi.reset();

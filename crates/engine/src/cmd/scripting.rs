@@ -13,7 +13,7 @@ use super::server::{help_reply, subcommand_syntax_error};
 use crate::args::eq_ic;
 use crate::command::{Command, Ctx, Flags, Keys, container_handler};
 use crate::error;
-use crate::lua::{Callable, FLAG_COMPAT, FLAG_NAMES, FLAG_NO_WRITES, RunArgs};
+use crate::lua::{Callable, FLAG_NAMES, FLAG_NO_WRITES, RunArgs};
 use bytes::Bytes;
 use resp::Frame;
 use std::sync::atomic::Ordering;
@@ -322,29 +322,27 @@ fn eval(ctx: &mut Ctx<'_, '_>) -> Frame {
     };
     let srv = ctx.srv;
     let sc = &srv.scripting;
-    let sha = if evalsha {
+    let created;
+    let mut lower = [0u8; 40];
+    let sha: &str = if evalsha {
         let s = ctx.arg(1);
         if s.len() != 40 {
             return Frame::error("NOSCRIPT No matching script. Please use EVAL.");
         }
-        String::from_utf8_lossy(s).to_ascii_lowercase()
+        lower.copy_from_slice(s);
+        lower.make_ascii_lowercase();
+        match std::str::from_utf8(&lower) {
+            Ok(s) => s,
+            Err(_) => return Frame::error("NOSCRIPT No matching script. Please use EVAL."),
+        }
     } else {
-        match sc.create_script(&ctx.args[1]) {
+        created = match sc.create_script(&ctx.args[1]) {
             Ok(s) => s,
             Err(e) => return e,
-        }
+        };
+        &created
     };
-    let Some(flags) = sc.scripts.lock().get(&sha).map(|m| m.flags) else {
-        return Frame::error("NOSCRIPT No matching script. Please use EVAL.");
-    };
-    let compat = flags & FLAG_COMPAT != 0;
-    if !compat && flags & FLAG_NO_WRITES == 0 && ro {
-        return Frame::error("ERR Can not execute a script with write flag using *_ro command.");
-    }
-    if !compat && flags & FLAG_NO_WRITES == 0 && srv.config.writes_need_replicas() {
-        return Frame::error(error::NOREPLICAS);
-    }
-    let read_only = ro || (!compat && flags & FLAG_NO_WRITES != 0);
+    // The script's flags decide `read_only` (see `lua::eval_policy`), once a VM has it.
     let a = RunArgs {
         srv,
         client: ctx.client,
@@ -352,11 +350,11 @@ fn eval(ctx: &mut Ctx<'_, '_>) -> Frame {
         now: ctx.now,
         keys,
         argv,
-        read_only,
+        read_only: ro,
         command: ctx.args,
         cmd: ctx.cmd,
     };
-    sc.run(Callable::Eval(&sha), a)
+    sc.run(Callable::Eval { sha, ro }, a)
 }
 
 fn fcall(ctx: &mut Ctx<'_, '_>) -> Frame {

@@ -213,7 +213,8 @@ struct Vm {
     run: Function,
     run_load: Function,
     set_load_mode: Function,
-    scripts: HashMap<String, Function>,
+    /// Compiled EVAL scripts and their `FLAG_*` bits, by sha.
+    scripts: HashMap<String, (Function, u32), foldhash::fast::RandomState>,
     callbacks: HashMap<String, Function>,
     loading: Pending,
     /// Interned keys set on every run: "KEYS", "ARGV".
@@ -480,7 +481,7 @@ impl Vm {
             run: run_fn,
             run_load,
             set_load_mode,
-            scripts: HashMap::new(),
+            scripts: HashMap::default(),
             callbacks: HashMap::new(),
             loading,
             script_gen: 0,
@@ -618,10 +619,29 @@ pub fn parse_shebang(body: &[u8]) -> Result<(u32, usize), String> {
     Ok((flags, end))
 }
 
+/// Whether an EVAL script with these `FLAG_*` bits may run, called plainly or through an `_RO`
+/// variant (`ro`): `Ok(read_only)`, or the error refusing it.
+pub fn eval_policy(flags: u32, ro: bool, srv: &Server) -> Result<bool, Frame> {
+    let compat = flags & FLAG_COMPAT != 0;
+    let may_write = !compat && flags & FLAG_NO_WRITES == 0;
+    if may_write && ro {
+        return Err(Frame::error("ERR Can not execute a script with write flag using *_ro command."));
+    }
+    if may_write && srv.config.writes_need_replicas() {
+        return Err(Frame::error(crate::error::NOREPLICAS));
+    }
+    Ok(ro || (!compat && flags & FLAG_NO_WRITES != 0))
+}
+
 /// Which kind of script runs.
 pub enum Callable<'a> {
-    /// EVAL / EVALSHA: the cached script with this sha.
-    Eval(&'a str),
+    /// EVAL / EVALSHA (`ro`: the `_RO` variants): the cached script with this sha (lowercase).
+    Eval {
+        /// The script's sha1, lowercase hex.
+        sha: &'a str,
+        /// Called through EVAL_RO / EVALSHA_RO.
+        ro: bool,
+    },
     /// FCALL: the function with this name.
     Function(&'a str),
 }
@@ -773,7 +793,7 @@ impl Scripting {
         let f = vm.lua.load(&body[skip..]).set_name("@user_script").set_environment(vm.pg.clone()).into_function();
         match f {
             Ok(f) => {
-                vm.scripts.insert(sha.clone(), f);
+                vm.scripts.insert(sha.clone(), (f, flags));
                 self.scripts.lock().insert(sha.clone(), ScriptMeta { body: body.clone(), flags });
                 Ok(sha)
             }
@@ -810,7 +830,7 @@ impl Scripting {
     /// Runs a cached script or a function on a free VM of the pool. The caller holds the shards of the
     /// declared keys. When every VM is busy the wait is bounded like a shard wait (BUSY past the
     /// threshold).
-    pub fn run(&self, what: Callable<'_>, a: RunArgs<'_, '_>) -> Frame {
+    pub fn run(&self, what: Callable<'_>, mut a: RunArgs<'_, '_>) -> Frame {
         let mut handed_off = false;
         let (mut vm, run) = match self.acquire(|| {
             if !handed_off {
@@ -823,37 +843,45 @@ impl Scripting {
             Err(e) => return e,
         };
         let (func, name, eval) = match what {
-            Callable::Eval(sha) => match vm.scripts.get(sha) {
-                Some(f) => (f.clone(), sha.to_string(), true),
-                None => {
-                    let Some(body) = self.scripts.lock().get(sha).map(|m| m.body.clone()) else {
-                        return Frame::error("NOSCRIPT No matching script. Please use EVAL.");
-                    };
-                    let skip = parse_shebang(&body).map(|(_, s)| s).unwrap_or(0);
-                    let f = vm
-                        .lua
-                        .load(&body[skip..])
-                        .set_name("@user_script")
-                        .set_environment(vm.pg.clone())
-                        .into_function();
-                    match f {
-                        Ok(f) => {
-                            vm.scripts.insert(sha.to_string(), f.clone());
-                            (f, sha.to_string(), true)
-                        }
-                        Err(e) => {
-                            return Frame::error(format!(
-                                "ERR Error compiling script (new function): {}",
-                                lua_error_text(&e)
-                            ));
+            Callable::Eval { sha, ro } => {
+                let (f, flags) = match vm.scripts.get(sha) {
+                    Some((f, flags)) => (f.clone(), *flags),
+                    None => {
+                        let Some((body, flags)) = self.scripts.lock().get(sha).map(|m| (m.body.clone(), m.flags))
+                        else {
+                            return Frame::error("NOSCRIPT No matching script. Please use EVAL.");
+                        };
+                        let skip = parse_shebang(&body).map(|(_, s)| s).unwrap_or(0);
+                        let f = vm
+                            .lua
+                            .load(&body[skip..])
+                            .set_name("@user_script")
+                            .set_environment(vm.pg.clone())
+                            .into_function();
+                        match f {
+                            Ok(f) => {
+                                vm.scripts.insert(sha.to_string(), (f.clone(), flags));
+                                (f, flags)
+                            }
+                            Err(e) => {
+                                return Frame::error(format!(
+                                    "ERR Error compiling script (new function): {}",
+                                    lua_error_text(&e)
+                                ));
+                            }
                         }
                     }
+                };
+                match eval_policy(flags, ro, a.srv) {
+                    Ok(read_only) => a.read_only = read_only,
+                    Err(e) => return e,
                 }
-            },
+                (f, sha, true)
+            }
             Callable::Function(n) => {
                 self.sync_libraries(&mut vm);
                 match vm.callbacks.get(n) {
-                    Some(f) => (f.clone(), n.to_string(), false),
+                    Some(f) => (f.clone(), n, false),
                     None => return Frame::error("ERR Function not found"),
                 }
             }
@@ -867,10 +895,10 @@ impl Scripting {
         run.handed_off.store(false, Ordering::Relaxed);
         if !eval {
             // FUNCTION STATS shows the running function (it answers BUSY during EVAL).
-            *run.info.lock() = (name.clone(), a.command.to_vec());
+            *run.info.lock() = (name.to_string(), a.command.to_vec());
         }
         run.running.store(true, Ordering::SeqCst);
-        let reply = run_in_vm(&mut vm, run, func, &name, eval, a);
+        let reply = run_in_vm(&mut vm, run, func, name, eval, a);
         run.running.store(false, Ordering::SeqCst);
         reply
     }
