@@ -12,6 +12,7 @@
 //! **Architecture invariant:** this crate knows nothing about sockets, tokio or threads; the `server`
 //! crate owns IO and calls [`server::Server::execute`].
 
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod args;

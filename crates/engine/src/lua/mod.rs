@@ -179,6 +179,7 @@ impl ActiveRun {
     }
 
     /// Calls `f` on the published context; None outside a run (or inside `f` itself).
+    #[allow(unsafe_code)]
     fn with<R>(&self, f: impl FnOnce(&mut CallCtx<'_, '_>) -> R) -> Option<R> {
         struct Restore<'a>(&'a AtomicPtr<()>, *mut ());
         impl Drop for Restore<'_> {
