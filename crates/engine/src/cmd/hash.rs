@@ -1,7 +1,7 @@
 //! The hash family: HSET, HGET, HGETALL, HINCRBY, HRANDFIELD, HSCAN...
 
 use super::BASE;
-use crate::args::{eq_ic, parse_i64_strict};
+use crate::args::parse_i64_strict;
 use crate::command::{Command, Ctx, Flags, Keys};
 use crate::error;
 use crate::types::access::{
@@ -423,17 +423,10 @@ fn hrandfield(ctx: &mut Ctx<'_, '_>) -> Frame {
             Err(e) => e,
         };
     }
-    let l = match super::set::random_count(ctx.arg(2)) {
-        Ok(l) => l,
+    let (l, withvalues) = match super::set::random_count_with(ctx, "withvalues") {
+        Ok(x) => x,
         Err(e) => return e,
     };
-    if ctx.argc() > 4 || (ctx.argc() == 4 && !eq_ic(ctx.arg(3), "withvalues")) {
-        return error::syntax();
-    }
-    let withvalues = ctx.argc() == 4;
-    if withvalues && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&l) {
-        return Frame::error("ERR value is out of range");
-    }
     let resp3 = ctx.client.proto == Protocol::Resp3;
     let mut db = ctx.db();
     let h = match read_hash(&mut db, key) {

@@ -1,7 +1,7 @@
 //! The set family: SADD, SREM, SPOP, SRANDMEMBER, SINTER/SUNION/SDIFF and their STORE forms, SSCAN...
 
 use super::BASE;
-use crate::args::parse_i64_strict;
+use crate::args::{eq_ic, parse_i64_strict};
 use crate::command::{Command, Ctx, Flags, Keys};
 use crate::db::Db;
 use crate::error;
@@ -269,6 +269,20 @@ pub(crate) fn random_count(b: &[u8]) -> Result<i64, Frame> {
         Some(l) => Ok(l),
         None => Err(error::not_integer()),
     }
+}
+
+/// The `count [WITH<word>]` arguments of HRANDFIELD and ZRANDMEMBER (at 2 and 3): the count and
+/// whether the option was given, or the error Redis checks them in order with.
+pub(crate) fn random_count_with(ctx: &Ctx<'_, '_>, word: &str) -> Result<(i64, bool), Frame> {
+    let l = random_count(ctx.arg(2))?;
+    if ctx.argc() > 4 || (ctx.argc() == 4 && !eq_ic(ctx.arg(3), word)) {
+        return Err(error::syntax());
+    }
+    let with = ctx.argc() == 4;
+    if with && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&l) {
+        return Err(Frame::error("ERR value is out of range"));
+    }
+    Ok((l, with))
 }
 
 /// Members in reply order: small all-integer sets (Redis's intset encoding) are sorted numerically,

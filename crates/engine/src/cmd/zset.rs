@@ -1039,17 +1039,10 @@ fn zrandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
             Err(e) => e,
         };
     }
-    let l = match super::set::random_count(ctx.arg(2)) {
-        Ok(l) => l,
+    let (l, withscores) = match super::set::random_count_with(ctx, "withscores") {
+        Ok(x) => x,
         Err(e) => return e,
     };
-    if ctx.argc() > 4 || (ctx.argc() == 4 && !eq_ic(ctx.arg(3), "withscores")) {
-        return error::syntax();
-    }
-    let withscores = ctx.argc() == 4;
-    if withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&l) {
-        return Frame::error("ERR value is out of range");
-    }
     let resp3 = ctx.client.proto == Protocol::Resp3;
     let mut db = ctx.db();
     let z = match read_zset(&mut db, key) {
