@@ -177,6 +177,9 @@ G.load = function(fn, name)
 end
 G.getfenv, G.setfenv, G.print, G.dofile, G.loadfile, G.module, G.require = nil, nil, nil, nil, nil, nil, nil
 G.debug, G.os, G.io, G.package = nil, nil, nil, nil
+-- Redis's Lua has no newproxy: it is the only way a script could make userdata, whose __gc would
+-- run at any later allocation (and could loop there, out of reach of SCRIPT KILL).
+G.newproxy = nil
 
 PG = protect(G, true)
 rawset_(G, '_G', PG)

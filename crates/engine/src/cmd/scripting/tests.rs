@@ -102,6 +102,8 @@ fn sandbox_and_script_errors() {
         -ERR user_script:1: attempt to call a nil value script: 5dcb142d767eb350dbcc8f0ae66433b0e227f5a2, on @user_script:1.
         > EVAL "return {getmetatable(_G) ~= nil, rawget(_G, 'redis') ~= nil, type(os), type(print)}" 0
         -ERR user_script:1: Script attempted to access nonexistent global variable 'os' script: c2a6dc27451fbacf886e838d32576c0f903e4eaf, on @user_script:1.
+        > EVAL "return type(newproxy)" 0
+        -ERR user_script:1: Script attempted to access nonexistent global variable 'newproxy' script: 2db8cbf73e97a4b7d8d1a7ce472bf57302f0f369, on @user_script:1.
         "##,
     );
 }
