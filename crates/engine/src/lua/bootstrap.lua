@@ -208,15 +208,8 @@ local function set_load_mode(on)
   if on then fsrc = load_globals else fsrc = G end
 end
 
-local function run(f, keys, args)
-  if keys then
-    return xpcall(function() return f(keys, args) end, handler)
-  end
-  return xpcall(f, handler)
-end
-
 local function run_load(f)
   return xpcall(f, handler)
 end
 
-return PG, FG, run, run_load, set_load_mode, redis
+return PG, FG, handler, run_load, set_load_mode, redis

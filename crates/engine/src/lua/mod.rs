@@ -14,15 +14,16 @@
 pub mod libs;
 mod lstruct;
 mod msgpack;
+mod raw;
 
 use crate::client::Client;
-use crate::command::{Command, Flags};
+use crate::command::Command;
 use crate::keyspace::Locked;
 use crate::server::Server;
 use bytes::Bytes;
-use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
+use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, RegistryKey, StdLib, Table, Value, VmState};
 use parking_lot::Mutex;
-use resp::{Frame, Protocol};
+use resp::Frame;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering};
@@ -158,9 +159,8 @@ struct CallCtx<'a, 'k> {
     run: &'a RunState,
 }
 
-/// The run a VM is executing, published to its `redis.call` / `redis.pcall` callbacks. The callbacks
-/// are created once per VM (creating them per run through `Lua::scope` cost about a tenth of an
-/// EVALSHA); they reach the running command's client and locked shards through this slot.
+/// The run a VM is executing, published to its `redis.call` / `redis.pcall` C functions (made once
+/// per VM, see [`raw`]); they reach the running command's client and locked shards through this slot.
 #[derive(Default)]
 struct ActiveRun(AtomicPtr<()>);
 
@@ -207,19 +207,21 @@ impl ActiveRun {
 
 struct Vm {
     lua: Lua,
-    active: Arc<ActiveRun>,
-    globals: Table,
+    /// The same state, for the per-run hot path ([`raw`]).
+    raw: raw::RawState,
+    /// What `redis.call` / `redis.pcall` reach while a run is active.
+    host: Arc<raw::Host>,
+    /// The error handler every run is called under (bootstrap.lua's `handler`).
+    handler: RegistryKey,
     pg: Table,
     fg: Table,
-    run: Function,
     run_load: Function,
     set_load_mode: Function,
     /// Compiled EVAL scripts and their `FLAG_*` bits, by sha.
-    scripts: HashMap<String, (Function, u32), foldhash::fast::RandomState>,
-    callbacks: HashMap<String, Function>,
+    scripts: HashMap<String, (RegistryKey, u32), foldhash::fast::RandomState>,
+    /// Functions of the loaded libraries, by name.
+    callbacks: HashMap<String, RegistryKey>,
     loading: Pending,
-    /// Interned keys set on every run: "KEYS", "ARGV".
-    keys: [mlua::LuaString; 2],
     /// `Scripting::script_gen` its `scripts` match.
     script_gen: u64,
     /// `Scripting::lib_gen` its `callbacks` match (`u64::MAX`: never loaded).
@@ -342,17 +344,6 @@ impl Vm {
                 Ok(())
             })?,
         )?;
-        let active = Arc::new(ActiveRun::default());
-        let call_fn = |raise: bool| {
-            let (a, e) = (active.clone(), raised.clone());
-            lua.create_function(move |lua, args: MultiValue| {
-                a.with(|c| redis_call(lua, &e, c.srv, c.client, c.locked, c.now, c.read_only, c.run, raise, args))
-                    .unwrap_or_else(|| {
-                        Err(raise_err(lua, &e, "redis.call/pcall can only be called inside a script invocation"))
-                    })
-            })
-        };
-        let (call, pcall) = (call_fn(true)?, call_fn(false)?);
         rt.raw_set(
             "command_exists",
             lua.create_function(|_, _: MultiValue| Ok(true))?, // refined per run by `call`
@@ -457,10 +448,11 @@ impl Vm {
             })?,
         )?;
         let boot = lua.load(include_str!("bootstrap.lua")).set_name("@latch_internal").into_function()?;
-        let (pg, fg, run_fn, run_load, set_load_mode, redis): (Table, Table, Function, Function, Function, Table) =
+        let (pg, fg, handler, run_load, set_load_mode, redis): (Table, Table, Function, Function, Function, Table) =
             boot.call((rt.clone(), globals.clone()))?;
-        redis.raw_set("call", call)?;
-        redis.raw_set("pcall", pcall)?;
+        let raw = raw::RawState::of(&lua)?;
+        let host = Arc::new(raw::Host::default());
+        raw.install_call(lua.create_registry_value(redis)?.id(), &host);
         let r = run.clone();
         lua.set_hook(HookTriggers::new().every_nth_instruction(100_000), move |_, _| {
             if !r.handed_off.swap(true, Ordering::Relaxed) {
@@ -475,11 +467,11 @@ impl Vm {
             Ok(VmState::Continue)
         })?;
         Ok(Vm {
-            active,
-            globals,
+            raw,
+            host,
+            handler: lua.create_registry_value(handler)?,
             pg,
             fg,
-            run: run_fn,
             run_load,
             set_load_mode,
             scripts: HashMap::default(),
@@ -487,7 +479,6 @@ impl Vm {
             loading,
             script_gen: 0,
             lib_gen: u64::MAX,
-            keys: [lua.create_string("KEYS")?, lua.create_string("ARGV")?],
             lua,
         })
     }
@@ -760,6 +751,7 @@ impl Scripting {
             vm.script_gen = gen_now;
             if !vm.scripts.is_empty() {
                 vm.scripts.clear();
+                vm.lua.expire_registry_values();
                 let _ = vm.lua.gc_collect();
             }
         }
@@ -792,7 +784,7 @@ impl Scripting {
         let (flags, skip) = parse_shebang(body).map_err(|m| Frame::error(format!("ERR {m}")))?;
         let (mut vm, _) = self.acquire(|| None)?;
         let f = vm.lua.load(&body[skip..]).set_name("@user_script").set_environment(vm.pg.clone()).into_function();
-        match f {
+        match f.and_then(|f| vm.lua.create_registry_value(f)) {
             Ok(f) => {
                 vm.scripts.insert(sha.clone(), (f, flags));
                 self.scripts.lock().insert(sha.clone(), ScriptMeta { body: body.clone(), flags });
@@ -817,11 +809,14 @@ impl Scripting {
         }
         let codes: Vec<Bytes> = self.libraries.lock().values().map(|l| l.code.clone()).collect();
         vm.callbacks.clear();
+        vm.lua.expire_registry_values();
         for code in codes {
             let Ok((_, skip)) = parse_library_shebang(&code) else { continue };
             if let Ok(list) = vm.load_library(&code, skip) {
                 for (meta, f) in list {
-                    vm.callbacks.insert(meta.name, f);
+                    if let Ok(key) = vm.lua.create_registry_value(f) {
+                        vm.callbacks.insert(meta.name, key);
+                    }
                 }
             }
         }
@@ -846,7 +841,7 @@ impl Scripting {
         let (func, name, eval) = match what {
             Callable::Eval { sha, ro } => {
                 let (f, flags) = match vm.scripts.get(sha) {
-                    Some((f, flags)) => (f.clone(), *flags),
+                    Some((f, flags)) => (f.id(), *flags),
                     None => {
                         let Some((body, flags)) = self.scripts.lock().get(sha).map(|m| (m.body.clone(), m.flags))
                         else {
@@ -858,11 +853,13 @@ impl Scripting {
                             .load(&body[skip..])
                             .set_name("@user_script")
                             .set_environment(vm.pg.clone())
-                            .into_function();
+                            .into_function()
+                            .and_then(|f| vm.lua.create_registry_value(f));
                         match f {
                             Ok(f) => {
-                                vm.scripts.insert(sha.to_string(), (f.clone(), flags));
-                                (f, flags)
+                                let id = f.id();
+                                vm.scripts.insert(sha.to_string(), (f, flags));
+                                (id, flags)
                             }
                             Err(e) => {
                                 return Frame::error(format!(
@@ -882,7 +879,7 @@ impl Scripting {
             Callable::Function(n) => {
                 self.sync_libraries(&mut vm);
                 match vm.callbacks.get(n) {
-                    Some(f) => (f.clone(), n, false),
+                    Some(f) => (f.id(), n, false),
                     None => return Frame::error("ERR Function not found"),
                 }
             }
@@ -929,49 +926,25 @@ fn ensure_shards(srv: &Server, locked: &mut Locked<'_>, cmd: &'static Command, a
     Ok(())
 }
 
-fn run_in_vm(vm: &mut Vm, run: &RunState, func: Function, name: &str, eval: bool, a: RunArgs<'_, '_>) -> Frame {
+/// Runs the function in registry slot `func` with the caller's context published to `redis.call`.
+fn run_in_vm(vm: &mut Vm, run: &RunState, func: std::ffi::c_int, name: &str, eval: bool, a: RunArgs<'_, '_>) -> Frame {
     let RunArgs { srv, client, locked, now, keys, argv, read_only, .. } = a;
     let saved_db = client.db;
     let saved_proto = client.proto;
     // Blocking commands called from a script answer at once, as if timed out (Redis).
     let saved_deny = std::mem::replace(&mut client.deny_blocking, true);
     let saved_in_script = std::mem::replace(&mut client.in_script, true);
-    let lua = &vm.lua;
-    let mk = |items: &[Bytes]| -> mlua::Result<Table> {
-        let t = lua.create_table_with_capacity(items.len(), 0)?;
-        for (i, it) in items.iter().enumerate() {
-            t.raw_set(i + 1, lua.create_string(it)?)?;
-        }
-        Ok(t)
-    };
-    let [k_keys, k_argv] = &vm.keys;
     let mut cctx = CallCtx { srv, client, locked, now, read_only, run };
-    let result = vm.active.publish(&mut cctx, || -> mlua::Result<Frame> {
-        let kt = mk(keys)?;
-        let at = mk(argv)?;
-        if eval {
-            vm.globals.raw_set(k_keys, kt.clone())?;
-            vm.globals.raw_set(k_argv, at.clone())?;
-        }
-        let r: mlua::Result<(bool, Value)> =
-            if eval { vm.run.call((func.clone(),)) } else { vm.run.call((func.clone(), kt, at)) };
-        if eval {
-            vm.globals.raw_set(k_keys, Value::Nil)?;
-            vm.globals.raw_set(k_argv, Value::Nil)?;
-        }
-        let r = r?;
-        let resp3 = run.resp.load(Ordering::Relaxed) == 3;
-        Ok(if r.0 { lua_to_frame(&r.1, resp3, 0) } else { error_frame(&r.1, name) })
+    let (raw, host, handler) = (&vm.raw, &vm.host, vm.handler.id());
+    let reply = host.active.publish(&mut cctx, || {
+        raw.call(host, handler, func, keys, argv, eval, || run.resp.load(Ordering::Relaxed) == 3, name)
     });
     let client = cctx.client;
     client.db = saved_db;
     client.proto = saved_proto;
     client.deny_blocking = saved_deny;
     client.in_script = saved_in_script;
-    match result {
-        Ok(f) => f,
-        Err(e) => Frame::error(format!("ERR Error running script {name}, {}", lua_error_text(&e))),
-    }
+    reply
 }
 
 /// The message of an mlua error without mlua's decorations.
@@ -984,301 +957,16 @@ fn lua_error_text(e: &mlua::Error) -> String {
     }
 }
 
-fn error_frame(v: &Value, name: &str) -> Frame {
-    let Value::Table(t) = v else {
-        let msg = match v {
-            Value::String(s) => s.to_string_lossy(),
-            _ => "execution failure".into(),
-        };
-        let msg: String = msg.chars().take(100).collect();
-        return Frame::error(format!("ERR Error running script {name}, {msg}"));
-    };
-    let s = |k: &str| -> Option<String> {
-        match t.raw_get::<Value>(k).ok()? {
-            Value::String(s) => Some(s.to_string_lossy()),
-            Value::Number(n) => Some(lua_num_str(n)),
-            Value::Integer(i) => Some(i.to_string()),
-            _ => None,
-        }
-    };
-    let mut msg = s("err").unwrap_or_default();
-    if let (Some(src), Some(line)) = (s("source"), s("line")) {
-        msg.push_str(&format!(" script: {name}, on {src}:{line}."));
-    }
-    Frame::error(msg.replace(['\r', '\n'], " "))
-}
-
-/// Converts a script's return value to a reply (Redis's `luaReplyToRedisReply`).
-pub fn lua_to_frame(v: &Value, resp3: bool, depth: usize) -> Frame {
-    if depth > 2000 {
-        return Frame::error("ERR reached lua stack limit");
-    }
-    match v {
-        Value::String(s) => Frame::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
-        Value::Boolean(b) => {
-            if resp3 {
-                Frame::Boolean(*b)
-            } else if *b {
-                Frame::Integer(1)
-            } else {
-                Frame::Null
-            }
-        }
-        // `(long long)n` as x86-64 computes it: NaN and out-of-range numbers give LLONG_MIN.
-        Value::Number(n) => Frame::Integer(lstruct::c_long(*n)),
-        Value::Integer(i) => Frame::Integer(*i),
-        Value::Table(t) => {
-            let get = |k: &str| t.raw_get::<Value>(k).unwrap_or(Value::Nil);
-            if let Value::String(e) = get("err") {
-                return Frame::error(e.to_string_lossy().replace(['\r', '\n'], " "));
-            }
-            if let Value::String(s) = get("ok") {
-                return Frame::Simple(Bytes::from(s.to_string_lossy().replace(['\r', '\n'], " ")));
-            }
-            match get("double") {
-                Value::Number(n) => return Frame::Double(n),
-                Value::Integer(i) => return Frame::Double(i as f64),
-                _ => {}
-            }
-            if let Value::String(s) = get("big_number") {
-                return Frame::BigNumber(Bytes::from(s.to_string_lossy().replace(['\r', '\n'], " ")));
-            }
-            if let Value::Table(vt) = get("verbatim_string")
-                && let (Ok(Value::String(f)), Ok(Value::String(s))) =
-                    (vt.raw_get::<Value>("format"), vt.raw_get::<Value>("string"))
-            {
-                let mut fmt = [b' '; 3];
-                for (i, c) in f.as_bytes().iter().take(3).enumerate() {
-                    fmt[i] = *c;
-                }
-                return Frame::Verbatim { format: fmt, text: Bytes::copy_from_slice(&s.as_bytes()) };
-            }
-            if let Value::Table(m) = get("map") {
-                let mut v = Vec::new();
-                for (k, val) in m.pairs::<Value, Value>().flatten() {
-                    v.push((lua_to_frame(&k, resp3, depth + 1), lua_to_frame(&val, resp3, depth + 1)));
-                }
-                return Frame::Map(v);
-            }
-            if let Value::Table(m) = get("set") {
-                let mut v = Vec::new();
-                for (k, _) in m.pairs::<Value, Value>().flatten() {
-                    v.push(lua_to_frame(&k, resp3, depth + 1));
-                }
-                return Frame::Set(v);
-            }
-            let mut out = Vec::new();
-            for i in 1.. {
-                match t.raw_get::<Value>(i) {
-                    Ok(Value::Nil) | Err(_) => break,
-                    Ok(x) => out.push(lua_to_frame(&x, resp3, depth + 1)),
-                }
-            }
-            Frame::Array(out)
-        }
-        _ => Frame::Null,
-    }
-}
-
-/// An `{err=...}` table from a reply error or a message (Redis's `luaPushErrorBuff`).
-fn err_table(lua: &Lua, msg: &[u8], from_reply: bool) -> mlua::Result<Table> {
-    let (code, rest): (&[u8], &[u8]) = if from_reply {
-        match msg.iter().position(|&c| c == b' ') {
-            Some(p) => (&msg[..p], &msg[p + 1..]),
-            None => (b"ERR", msg),
-        }
-    } else {
-        (b"ERR", msg)
-    };
-    let mut rest = rest;
-    while let [b'\r' | b'\n', r @ ..] = rest {
-        rest = r;
-    }
-    while let [r @ .., b'\r' | b'\n'] = rest {
-        rest = r;
-    }
-    let mut full = code.to_vec();
-    full.push(b' ');
-    full.extend_from_slice(rest);
+/// An `{err="ERR msg"}` table (Redis's `luaPushError`).
+fn err_table(lua: &Lua, msg: &str) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    t.raw_set("err", lua.create_string(&full)?)?;
+    t.raw_set("err", lua.create_string(format!("ERR {}", msg.trim_matches(['\r', '\n'])))?)?;
     Ok(t)
-}
-
-/// A reply converted for Lua (Redis's `redisProtocolToLuaType`).
-fn frame_to_lua(lua: &Lua, f: Frame, resp3: bool) -> mlua::Result<Value> {
-    Ok(match f {
-        Frame::Simple(s) => {
-            let t = lua.create_table()?;
-            t.raw_set("ok", lua.create_string(&s)?)?;
-            Value::Table(t)
-        }
-        Frame::Error(e) => Value::Table(err_table(lua, &e, true)?),
-        Frame::Integer(i) => Value::Number(i as f64),
-        Frame::Bulk(b) => Value::String(lua.create_string(&b)?),
-        Frame::Null | Frame::NullArray => {
-            if resp3 {
-                Value::Nil
-            } else {
-                Value::Boolean(false)
-            }
-        }
-        Frame::Array(v) | Frame::Push(v) => {
-            let t = lua.create_table_with_capacity(v.len(), 0)?;
-            for (i, x) in v.into_iter().enumerate() {
-                t.raw_set(i + 1, frame_to_lua(lua, x, resp3)?)?;
-            }
-            Value::Table(t)
-        }
-        Frame::Map(v) => {
-            if resp3 {
-                let m = lua.create_table()?;
-                for (k, x) in v {
-                    m.raw_set(frame_to_lua(lua, k, resp3)?, frame_to_lua(lua, x, resp3)?)?;
-                }
-                let t = lua.create_table()?;
-                t.raw_set("map", m)?;
-                Value::Table(t)
-            } else {
-                let t = lua.create_table_with_capacity(v.len() * 2, 0)?;
-                let mut i = 1;
-                for (k, x) in v {
-                    t.raw_set(i, frame_to_lua(lua, k, resp3)?)?;
-                    t.raw_set(i + 1, frame_to_lua(lua, x, resp3)?)?;
-                    i += 2;
-                }
-                Value::Table(t)
-            }
-        }
-        Frame::Set(v) => {
-            if resp3 {
-                let m = lua.create_table()?;
-                for k in v {
-                    m.raw_set(frame_to_lua(lua, k, resp3)?, true)?;
-                }
-                let t = lua.create_table()?;
-                t.raw_set("set", m)?;
-                Value::Table(t)
-            } else {
-                frame_to_lua(lua, Frame::Array(v), resp3)?
-            }
-        }
-        Frame::Double(d) => {
-            if resp3 {
-                let t = lua.create_table()?;
-                t.raw_set("double", d)?;
-                Value::Table(t)
-            } else {
-                let mut o = Vec::new();
-                resp::format_double(d, &mut o);
-                Value::String(lua.create_string(&o)?)
-            }
-        }
-        Frame::Boolean(b) => {
-            if resp3 {
-                Value::Boolean(b)
-            } else {
-                Value::Number(if b { 1.0 } else { 0.0 })
-            }
-        }
-        Frame::BigNumber(b) => {
-            if resp3 {
-                let t = lua.create_table()?;
-                t.raw_set("big_number", lua.create_string(&b)?)?;
-                Value::Table(t)
-            } else {
-                Value::String(lua.create_string(&b)?)
-            }
-        }
-        Frame::Verbatim { format, text } => {
-            if resp3 {
-                let inner = lua.create_table()?;
-                inner.raw_set("format", lua.create_string(format)?)?;
-                inner.raw_set("string", lua.create_string(&text)?)?;
-                let t = lua.create_table()?;
-                t.raw_set("verbatim_string", inner)?;
-                Value::Table(t)
-            } else {
-                Value::String(lua.create_string(&text)?)
-            }
-        }
-        Frame::Attribute { value, .. } => frame_to_lua(lua, *value, resp3)?,
-    })
-}
-
-/// `redis.call` (`raise`) / `redis.pcall`.
-#[allow(clippy::too_many_arguments)]
-fn redis_call(
-    lua: &Lua,
-    raised: &libs::Pending,
-    srv: &Server,
-    client: &mut Client,
-    locked: &mut Locked<'_>,
-    now: u64,
-    read_only: bool,
-    run: &RunState,
-    raise: bool,
-    args: MultiValue,
-) -> mlua::Result<Value> {
-    let it = args.into_iter();
-    let fail = |t: Table| -> mlua::Result<Value> {
-        if raise { Err(libs::raise_value(raised, Value::Table(t))) } else { Ok(Value::Table(t)) }
-    };
-    let mut argv: Vec<Bytes> = Vec::new();
-    for v in it {
-        match v {
-            Value::String(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
-            Value::Number(n) => {
-                let mut o = Vec::new();
-                resp::format_double(n, &mut o);
-                argv.push(Bytes::from(o));
-            }
-            Value::Integer(i) => argv.push(Bytes::from(i.to_string())),
-            _ => return fail(err_table(lua, b"Lua redis lib command arguments must be strings or integers", false)?),
-        }
-    }
-    if argv.is_empty() {
-        return fail(err_table(lua, b"Please specify at least one argument for this redis lib call", false)?);
-    }
-    let cmd = match srv.table.resolve(&argv) {
-        Ok(c) if c.arity_ok(argv.len()) => c,
-        Ok(_) => return fail(err_table(lua, b"Wrong number of args calling Redis command from script", false)?),
-        Err(_) => return fail(err_table(lua, b"Unknown Redis command called from script", false)?),
-    };
-    if cmd.flags.has(Flags::NOSCRIPT) {
-        return fail(err_table(lua, b"This Redis command is not allowed from script", false)?);
-    }
-    if read_only && (cmd.flags.has(Flags::WRITE) || cmd.flags.has(Flags::MAY_REPLICATE)) {
-        return fail(err_table(lua, b"Write commands are not allowed from read-only scripts.", false)?);
-    }
-    if cmd.flags.has(Flags::WRITE) {
-        if srv.config.writes_need_replicas() {
-            return fail(err_table(lua, crate::error::NOREPLICAS.as_bytes(), true)?);
-        }
-        run.wrote.store(true, Ordering::Relaxed);
-    }
-    if let Err(key) = ensure_shards(srv, locked, cmd, &argv) {
-        let msg = format!(
-            "ERR the script accessed key '{}', which it did not declare, while another client held it; \
-             declare every key the script uses in KEYS",
-            String::from_utf8_lossy(&key)
-        );
-        return fail(err_table(lua, msg.as_bytes(), false)?);
-    }
-    let resp3 = run.resp.load(Ordering::Relaxed) == 3;
-    client.proto = if resp3 { Protocol::Resp3 } else { Protocol::Resp2 };
-    let reply = srv.call(client, locked, cmd, &argv, now);
-    let is_err = reply.is_error();
-    let v = frame_to_lua(lua, reply, resp3)?;
-    if is_err && raise {
-        return Err(libs::raise_value(raised, v));
-    }
-    Ok(v)
 }
 
 /// Raises an `{err="ERR msg"}` table.
 fn raise_err(lua: &Lua, p: &libs::Pending, msg: &str) -> mlua::Error {
-    match err_table(lua, msg.as_bytes(), false) {
+    match err_table(lua, msg) {
         Ok(t) => libs::raise_value(p, Value::Table(t)),
         Err(e) => e,
     }

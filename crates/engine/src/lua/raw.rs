@@ -1,0 +1,624 @@
+//! The per-run hot path on Lua's C API: calling a script or function, building KEYS / ARGV,
+//! `redis.call` / `redis.pcall`, and the Lua <-> RESP conversions.
+//!
+//! Through mlua every value crossing the boundary is an owned handle (a slot on an auxiliary thread,
+//! released on drop) and every call takes mlua's lock and a protected frame: about half of an
+//! EVALSHA's cost. Here values stay on the Lua stack, as in Redis's own `eval.c`.
+//!
+//! # Soundness
+//! Everything unsafe in Latch's engine is in this module and `ActiveRun::with`. The arguments:
+//!
+//! 1. **Exclusive use of the state.** A [`RawState`] is a field of its VM, and a VM is only used
+//!    by the thread holding its pool slot's lock ([`super::Scripting::acquire`]), with no mlua call
+//!    in progress on it while this module drives it. So no two threads ever touch one `lua_State`,
+//!    which is what mlua's own `Send` rests on too. mlua callbacks reached from inside a run (cjson,
+//!    `redis.sha1hex`...) are called by Lua on this same thread.
+//! 2. **No longjmp over Rust frames that own anything.** Lua reports errors with `longjmp`, which
+//!    must not cross a Rust frame holding values with destructors. The API calls used outside a
+//!    protected call can raise only (a) memory errors and (b) errors from `__gc` metamethods run by
+//!    a collection step. (a) cannot happen: mlua's allocator aborts the process instead of returning
+//!    NULL when no memory limit is set, and Latch never sets one. (b) cannot happen: only userdata
+//!    have `__gc` in Lua 5.1, scripts cannot make userdata (the sandbox has no `newproxy`), and the
+//!    only userdata in a VM are mlua's callback handles, whose `__gc` only drops Rust closures.
+//!    The one deliberate longjmp, `lua_error` in the `redis.call` C function, happens after every
+//!    owned value of that call was dropped (see [`redis_call`]).
+//! 3. **Stack space.** Every push is covered by a `lua_checkstack` on the same path.
+//! 4. **Panics never unwind into Lua's C frames.** The Rust part of `redis.call` runs under
+//!    `catch_unwind`; a panic is parked in [`Host`], turned into a Lua error, and resumed by the
+//!    runner once Lua has returned.
+//! 5. **Pointers.** String pointers from `lua_tolstring` are read while the value is on the stack.
+//!    The light userdata upvalue of the C functions points to the VM's [`Host`], which lives in an
+//!    `Arc` owned by the VM, and so outlives the Lua state that can call them.
+
+#![allow(unsafe_code)]
+
+use super::{ActiveRun, CallCtx, ensure_shards, lstruct, lua_num_str};
+use crate::command::Flags;
+use bytes::Bytes;
+use mlua::ffi;
+use resp::{Frame, Protocol};
+use std::any::Any;
+use std::ffi::c_int;
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+/// Deepest Lua table nesting converted to a reply (Redis: "reached lua stack limit").
+const MAX_DEPTH: usize = 2000;
+
+/// The main `lua_State` of one VM.
+pub(super) struct RawState(NonNull<ffi::lua_State>);
+
+// SAFETY: see the module docs, point 1: the state is only used by the thread that holds its VM's
+// lock, so moving the handle between threads along with that lock is fine.
+unsafe impl Send for RawState {}
+
+/// What the `redis.call` / `redis.pcall` C functions reach through their upvalue.
+#[derive(Default)]
+pub(super) struct Host {
+    /// The run being executed.
+    pub active: ActiveRun,
+    /// A panic caught inside `redis.call`, resumed when the script returns.
+    pub panic: parking_lot::Mutex<Option<Box<dyn Any + Send>>>,
+}
+
+impl RawState {
+    /// The main state of `lua` (read once, while creating the VM).
+    pub fn of(lua: &mlua::Lua) -> mlua::Result<RawState> {
+        let mut p: *mut ffi::lua_State = std::ptr::null_mut();
+        // SAFETY: the closure only copies the pointer it is given.
+        unsafe { lua.exec_raw::<()>((), |state| p = state)? };
+        NonNull::new(p).map(RawState).ok_or_else(|| mlua::Error::runtime("no Lua state"))
+    }
+
+    fn l(&self) -> *mut ffi::lua_State {
+        self.0.as_ptr()
+    }
+
+    /// Sets `redis.call` and `redis.pcall` in the table held by registry slot `redis_ref`.
+    pub fn install_call(&self, redis_ref: c_int, host: &Arc<Host>) {
+        let l = self.l();
+        // SAFETY: points 1-3 of the module docs; `host` outlives the state (point 5).
+        unsafe {
+            ffi::lua_checkstack(l, 4);
+            ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, redis_ref);
+            for (name, f) in [
+                ("call", redis_call::<true> as ffi::lua_CFunction),
+                ("pcall", redis_call::<false> as ffi::lua_CFunction),
+            ] {
+                push_bytes(l, name.as_bytes());
+                ffi::lua_pushlightuserdata(l, Arc::as_ptr(host) as *mut std::ffi::c_void);
+                ffi::lua_pushcclosure(l, f, 1);
+                ffi::lua_rawset(l, -3);
+            }
+            ffi::lua_settop(l, -2);
+        }
+    }
+
+    /// Calls the function in registry slot `func` under the error handler in slot `handler`. An EVAL
+    /// script (`as_globals`) sees `keys` / `argv` as the globals KEYS and ARGV; a function gets them
+    /// as its two arguments. Returns the reply, or for an error the handler's value turned into one.
+    #[allow(clippy::too_many_arguments)]
+    pub fn call(
+        &self,
+        host: &Host,
+        handler: c_int,
+        func: c_int,
+        keys: &[Bytes],
+        argv: &[Bytes],
+        as_globals: bool,
+        resp3: impl FnOnce() -> bool,
+        name: &str,
+    ) -> Frame {
+        let l = self.l();
+        // SAFETY: points 1-3 of the module docs. The script runs inside `lua_pcall`, so its errors
+        // come back as a status; Rust panics inside it were caught (point 4) and are resumed below.
+        let reply = unsafe {
+            let top = ffi::lua_gettop(l);
+            ffi::lua_checkstack(l, 6);
+            ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, handler);
+            ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, func);
+            push_array(l, keys);
+            push_array(l, argv);
+            let nargs = if as_globals {
+                set_global(l, b"ARGV");
+                set_global(l, b"KEYS");
+                0
+            } else {
+                2
+            };
+            let status = ffi::lua_pcall(l, nargs, 1, top + 1);
+            let reply = if status == 0 { to_frame(l, -1, resp3(), 0) } else { error_frame(l, -1, name) };
+            if as_globals {
+                ffi::lua_pushnil(l);
+                set_global(l, b"KEYS");
+                ffi::lua_pushnil(l);
+                set_global(l, b"ARGV");
+            }
+            ffi::lua_settop(l, top);
+            reply
+        };
+        if let Some(p) = host.panic.lock().take() {
+            std::panic::resume_unwind(p);
+        }
+        reply
+    }
+}
+
+/// Pushes a Lua string.
+///
+/// # Safety
+/// `l` is usable (module docs) and has a free stack slot.
+unsafe fn push_bytes(l: *mut ffi::lua_State, b: &[u8]) {
+    unsafe { ffi::lua_pushlstring_(l, b.as_ptr().cast(), b.len()) }
+}
+
+/// Pushes `{items...}`.
+///
+/// # Safety
+/// As [`push_bytes`], with two free slots.
+unsafe fn push_array(l: *mut ffi::lua_State, items: &[Bytes]) {
+    unsafe {
+        ffi::lua_createtable(l, c_int::try_from(items.len()).unwrap_or(0), 0);
+        for (i, it) in items.iter().enumerate() {
+            push_bytes(l, it);
+            ffi::lua_rawseti_(l, -2, (i + 1) as c_int);
+        }
+    }
+}
+
+/// Pops the top value into the global `name` (raw: the globals table has no metatable).
+///
+/// # Safety
+/// As [`push_bytes`], with two free slots.
+unsafe fn set_global(l: *mut ffi::lua_State, name: &[u8]) {
+    unsafe {
+        push_bytes(l, name);
+        ffi::lua_insert(l, -2);
+        ffi::lua_rawset(l, ffi::LUA_GLOBALSINDEX);
+    }
+}
+
+/// The string at `idx` (no conversion: strings only).
+///
+/// # Safety
+/// `l` is usable and `idx` is a string; the slice lives as long as that value stays on the stack.
+unsafe fn str_at<'a>(l: *mut ffi::lua_State, idx: c_int) -> &'a [u8] {
+    unsafe {
+        let mut len = 0usize;
+        let p = ffi::lua_tolstring(l, idx, &mut len);
+        if p.is_null() { &[] } else { std::slice::from_raw_parts(p.cast::<u8>(), len) }
+    }
+}
+
+/// Pushes `t[key]` (raw) of the table at `idx` and returns its type.
+///
+/// # Safety
+/// `l` is usable, has two free slots, `idx` is a table given as an absolute index.
+unsafe fn field(l: *mut ffi::lua_State, idx: c_int, key: &[u8]) -> c_int {
+    unsafe {
+        push_bytes(l, key);
+        ffi::lua_rawget_(l, idx);
+        ffi::lua_type(l, -1)
+    }
+}
+
+/// `\r` and `\n` become spaces (status and error lines).
+fn one_line(b: &[u8]) -> Bytes {
+    Bytes::from(b.iter().map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }).collect::<Vec<u8>>())
+}
+
+/// Converts the value at `idx` to a reply (Redis's `luaReplyToRedisReply`).
+///
+/// # Safety
+/// `l` is usable (module docs); `idx` is a valid index.
+unsafe fn to_frame(l: *mut ffi::lua_State, idx: c_int, resp3: bool, depth: usize) -> Frame {
+    unsafe {
+        if depth > MAX_DEPTH || ffi::lua_checkstack(l, 4) == 0 {
+            return Frame::error("ERR reached lua stack limit");
+        }
+        let idx = if idx < 0 { ffi::lua_gettop(l) + idx + 1 } else { idx };
+        match ffi::lua_type(l, idx) {
+            ffi::LUA_TSTRING => Frame::Bulk(Bytes::copy_from_slice(str_at(l, idx))),
+            ffi::LUA_TBOOLEAN => {
+                let b = ffi::lua_toboolean(l, idx) != 0;
+                if resp3 {
+                    Frame::Boolean(b)
+                } else if b {
+                    Frame::Integer(1)
+                } else {
+                    Frame::Null
+                }
+            }
+            // `(long long)n` as x86-64 computes it: NaN and out-of-range numbers give LLONG_MIN.
+            ffi::LUA_TNUMBER => Frame::Integer(lstruct::c_long(ffi::lua_tonumber(l, idx))),
+            ffi::LUA_TTABLE => {
+                let top = ffi::lua_gettop(l);
+                let out = table_to_frame(l, idx, resp3, depth);
+                ffi::lua_settop(l, top);
+                out
+            }
+            _ => Frame::Null,
+        }
+    }
+}
+
+/// [`to_frame`] for a table at absolute index `t`; may leave values on the stack.
+///
+/// # Safety
+/// As [`to_frame`], with four free slots.
+unsafe fn table_to_frame(l: *mut ffi::lua_State, t: c_int, resp3: bool, depth: usize) -> Frame {
+    unsafe {
+        if field(l, t, b"err") == ffi::LUA_TSTRING {
+            return Frame::Error(one_line(str_at(l, -1)));
+        }
+        if field(l, t, b"ok") == ffi::LUA_TSTRING {
+            return Frame::Simple(one_line(str_at(l, -1)));
+        }
+        if field(l, t, b"double") == ffi::LUA_TNUMBER {
+            return Frame::Double(ffi::lua_tonumber(l, -1));
+        }
+        if field(l, t, b"big_number") == ffi::LUA_TSTRING {
+            return Frame::BigNumber(one_line(str_at(l, -1)));
+        }
+        if field(l, t, b"verbatim_string") == ffi::LUA_TTABLE {
+            let vt = ffi::lua_gettop(l);
+            if field(l, vt, b"format") == ffi::LUA_TSTRING && field(l, vt, b"string") == ffi::LUA_TSTRING {
+                let mut fmt = [b' '; 3];
+                for (i, c) in str_at(l, -2).iter().take(3).enumerate() {
+                    fmt[i] = *c;
+                }
+                return Frame::Verbatim { format: fmt, text: Bytes::copy_from_slice(str_at(l, -1)) };
+            }
+        }
+        if field(l, t, b"map") == ffi::LUA_TTABLE {
+            let m = ffi::lua_gettop(l);
+            let mut v = Vec::new();
+            ffi::lua_pushnil(l);
+            while ffi::lua_next(l, m) != 0 {
+                let k = to_frame(l, -2, resp3, depth + 1);
+                let x = to_frame(l, -1, resp3, depth + 1);
+                v.push((k, x));
+                ffi::lua_settop(l, -2);
+            }
+            return Frame::Map(v);
+        }
+        if field(l, t, b"set") == ffi::LUA_TTABLE {
+            let m = ffi::lua_gettop(l);
+            let mut v = Vec::new();
+            ffi::lua_pushnil(l);
+            while ffi::lua_next(l, m) != 0 {
+                v.push(to_frame(l, -2, resp3, depth + 1));
+                ffi::lua_settop(l, -2);
+            }
+            return Frame::Set(v);
+        }
+        let mut out = Vec::new();
+        let mut i: c_int = 1;
+        loop {
+            ffi::lua_rawgeti_(l, t, i);
+            if ffi::lua_type(l, -1) == ffi::LUA_TNIL {
+                break;
+            }
+            out.push(to_frame(l, -1, resp3, depth + 1));
+            ffi::lua_settop(l, -2);
+            i = match i.checked_add(1) {
+                Some(n) => n,
+                None => break,
+            };
+        }
+        Frame::Array(out)
+    }
+}
+
+/// The reply for a failed run: the error handler's `{err=..., source=..., line=...}` table, or
+/// whatever else was raised.
+///
+/// # Safety
+/// As [`to_frame`].
+unsafe fn error_frame(l: *mut ffi::lua_State, idx: c_int, name: &str) -> Frame {
+    unsafe {
+        let idx = if idx < 0 { ffi::lua_gettop(l) + idx + 1 } else { idx };
+        if ffi::lua_type(l, idx) != ffi::LUA_TTABLE {
+            let msg = if ffi::lua_type(l, idx) == ffi::LUA_TSTRING {
+                String::from_utf8_lossy(str_at(l, idx)).chars().take(100).collect()
+            } else {
+                "execution failure".to_string()
+            };
+            return Frame::error(format!("ERR Error running script {name}, {msg}"));
+        }
+        ffi::lua_checkstack(l, 4);
+        let top = ffi::lua_gettop(l);
+        let s = |key: &[u8]| -> Option<String> {
+            let v = match field(l, idx, key) {
+                ffi::LUA_TSTRING => Some(String::from_utf8_lossy(str_at(l, -1)).into_owned()),
+                ffi::LUA_TNUMBER => Some(lua_num_str(ffi::lua_tonumber(l, -1))),
+                _ => None,
+            };
+            ffi::lua_settop(l, top);
+            v
+        };
+        let mut msg = s(b"err").unwrap_or_default();
+        if let (Some(src), Some(line)) = (s(b"source"), s(b"line")) {
+            msg.push_str(&format!(" script: {name}, on {src}:{line}."));
+        }
+        Frame::error(msg.replace(['\r', '\n'], " "))
+    }
+}
+
+/// Pushes `{err = "CODE message"}` (Redis's `luaPushErrorBuff`): with `from_reply` the code is the
+/// error's first word, otherwise ERR.
+///
+/// # Safety
+/// `l` is usable, with three free slots.
+unsafe fn push_err_table(l: *mut ffi::lua_State, msg: &[u8], from_reply: bool) {
+    let (code, rest): (&[u8], &[u8]) = if from_reply {
+        match msg.iter().position(|&c| c == b' ') {
+            Some(p) => (&msg[..p], &msg[p + 1..]),
+            None => (b"ERR", msg),
+        }
+    } else {
+        (b"ERR", msg)
+    };
+    let mut rest = rest;
+    while let [b'\r' | b'\n', r @ ..] = rest {
+        rest = r;
+    }
+    while let [r @ .., b'\r' | b'\n'] = rest {
+        rest = r;
+    }
+    let mut full = Vec::with_capacity(code.len() + 1 + rest.len());
+    full.extend_from_slice(code);
+    full.push(b' ');
+    full.extend_from_slice(rest);
+    unsafe {
+        ffi::lua_createtable(l, 0, 1);
+        push_bytes(l, b"err");
+        push_bytes(l, &full);
+        ffi::lua_rawset(l, -3);
+    }
+}
+
+/// Pushes a reply converted for Lua (Redis's `redisProtocolToLuaType`).
+///
+/// # Safety
+/// `l` is usable (module docs).
+unsafe fn push_frame(l: *mut ffi::lua_State, f: &Frame, resp3: bool) {
+    unsafe {
+        // Replies nest only a few levels; a deeper one still gets a slot per level.
+        ffi::lua_checkstack(l, 4);
+        match f {
+            Frame::Simple(s) => {
+                ffi::lua_createtable(l, 0, 1);
+                push_bytes(l, b"ok");
+                push_bytes(l, s);
+                ffi::lua_rawset(l, -3);
+            }
+            Frame::Error(e) => push_err_table(l, e, true),
+            Frame::Integer(i) => ffi::lua_pushnumber(l, *i as f64),
+            Frame::Bulk(b) => push_bytes(l, b),
+            Frame::Null | Frame::NullArray => {
+                if resp3 {
+                    ffi::lua_pushnil(l)
+                } else {
+                    ffi::lua_pushboolean(l, 0)
+                }
+            }
+            Frame::Array(v) | Frame::Push(v) => push_list(l, v.iter(), v.len(), resp3),
+            Frame::Map(v) => {
+                if resp3 {
+                    ffi::lua_createtable(l, 0, 1);
+                    push_bytes(l, b"map");
+                    ffi::lua_createtable(l, 0, c_int::try_from(v.len()).unwrap_or(0));
+                    for (k, x) in v {
+                        push_frame(l, k, resp3);
+                        push_frame(l, x, resp3);
+                        ffi::lua_rawset(l, -3);
+                    }
+                    ffi::lua_rawset(l, -3);
+                } else {
+                    push_list(l, v.iter().flat_map(|(k, x)| [k, x]), v.len() * 2, resp3);
+                }
+            }
+            Frame::Set(v) => {
+                if resp3 {
+                    ffi::lua_createtable(l, 0, 1);
+                    push_bytes(l, b"set");
+                    ffi::lua_createtable(l, 0, c_int::try_from(v.len()).unwrap_or(0));
+                    for k in v {
+                        push_frame(l, k, resp3);
+                        ffi::lua_pushboolean(l, 1);
+                        ffi::lua_rawset(l, -3);
+                    }
+                    ffi::lua_rawset(l, -3);
+                } else {
+                    push_list(l, v.iter(), v.len(), resp3);
+                }
+            }
+            Frame::Double(d) => {
+                if resp3 {
+                    ffi::lua_createtable(l, 0, 1);
+                    push_bytes(l, b"double");
+                    ffi::lua_pushnumber(l, *d);
+                    ffi::lua_rawset(l, -3);
+                } else {
+                    let mut o = Vec::new();
+                    resp::format_double(*d, &mut o);
+                    push_bytes(l, &o);
+                }
+            }
+            Frame::Boolean(b) => {
+                if resp3 {
+                    ffi::lua_pushboolean(l, c_int::from(*b))
+                } else {
+                    ffi::lua_pushnumber(l, if *b { 1.0 } else { 0.0 })
+                }
+            }
+            Frame::BigNumber(b) => {
+                if resp3 {
+                    ffi::lua_createtable(l, 0, 1);
+                    push_bytes(l, b"big_number");
+                    push_bytes(l, b);
+                    ffi::lua_rawset(l, -3);
+                } else {
+                    push_bytes(l, b)
+                }
+            }
+            Frame::Verbatim { format, text } => {
+                if resp3 {
+                    ffi::lua_createtable(l, 0, 1);
+                    push_bytes(l, b"verbatim_string");
+                    ffi::lua_createtable(l, 0, 2);
+                    push_bytes(l, b"format");
+                    push_bytes(l, format);
+                    ffi::lua_rawset(l, -3);
+                    push_bytes(l, b"string");
+                    push_bytes(l, text);
+                    ffi::lua_rawset(l, -3);
+                    ffi::lua_rawset(l, -3);
+                } else {
+                    push_bytes(l, text)
+                }
+            }
+            Frame::Attribute { value, .. } => push_frame(l, value, resp3),
+        }
+    }
+}
+
+/// Pushes `{items...}` converted with [`push_frame`].
+///
+/// # Safety
+/// As [`push_frame`].
+unsafe fn push_list<'a>(l: *mut ffi::lua_State, items: impl Iterator<Item = &'a Frame>, n: usize, resp3: bool) {
+    unsafe {
+        ffi::lua_createtable(l, c_int::try_from(n).unwrap_or(0), 0);
+        for (i, x) in items.enumerate() {
+            push_frame(l, x, resp3);
+            ffi::lua_rawseti_(l, -2, c_int::try_from(i + 1).unwrap_or(c_int::MAX));
+        }
+    }
+}
+
+/// What one `redis.call` came to, before it is pushed.
+enum Outcome {
+    /// The command ran: its reply, and whether the script asked for RESP3 (redis.setresp).
+    Reply(Frame, bool),
+    /// Refused before running: message, and whether its first word is the error code.
+    Refused(Vec<u8>, bool),
+    /// Called outside a run.
+    Outside,
+    /// A Rust panic, parked in the host.
+    Panicked,
+}
+
+/// `redis.call` (`RAISE`) and `redis.pcall` (Redis's `luaRedisGenericCommand`), as a Lua C function
+/// whose upvalue is the VM's [`Host`].
+///
+/// # Safety
+/// Called by Lua only, as a C closure made by [`RawState::install_call`].
+unsafe extern "C-unwind" fn redis_call<const RAISE: bool>(l: *mut ffi::lua_State) -> c_int {
+    // SAFETY: the upvalue was set by `install_call` to the VM's `Host`, alive as long as the state
+    // (module docs, point 5). The Rust work runs in `outcome`, under `catch_unwind`; pushing the
+    // result needs only the stack space Lua guarantees a C function (LUA_MINSTACK) plus the
+    // `lua_checkstack` calls inside `push_frame`.
+    unsafe {
+        let host = &*(ffi::lua_touserdata(l, ffi::lua_upvalueindex(1)) as *const Host);
+        let outcome = outcome(l, host);
+        let raise = match &outcome {
+            Outcome::Reply(f, resp3) => {
+                push_frame(l, f, *resp3);
+                RAISE && f.is_error()
+            }
+            Outcome::Refused(msg, from_reply) => {
+                push_err_table(l, msg, *from_reply);
+                RAISE
+            }
+            Outcome::Outside => {
+                push_err_table(l, b"redis.call/pcall can only be called inside a script invocation", false);
+                true
+            }
+            Outcome::Panicked => {
+                push_bytes(l, b"panic in redis.call");
+                true
+            }
+        };
+        drop(outcome);
+        if raise {
+            // Nothing with a destructor is alive in this frame (module docs, point 2).
+            ffi::lua_error(l);
+        }
+        1
+    }
+}
+
+/// Reads the arguments and runs the command; never unwinds.
+///
+/// # Safety
+/// `l` is the state of a running `redis.call`.
+unsafe fn outcome(l: *mut ffi::lua_State, host: &Host) -> Outcome {
+    let n = unsafe { ffi::lua_gettop(l) };
+    let mut argv: smallvec::SmallVec<[Bytes; 8]> = smallvec::SmallVec::new();
+    for i in 1..=n {
+        // SAFETY: `i` is a valid index; strings are copied while on the stack.
+        match unsafe { ffi::lua_type(l, i) } {
+            ffi::LUA_TSTRING => argv.push(Bytes::copy_from_slice(unsafe { str_at(l, i) })),
+            ffi::LUA_TNUMBER => {
+                let mut o = Vec::new();
+                resp::format_double(unsafe { ffi::lua_tonumber(l, i) }, &mut o);
+                argv.push(Bytes::from(o));
+            }
+            _ => {
+                return Outcome::Refused(
+                    b"Lua redis lib command arguments must be strings or integers".to_vec(),
+                    false,
+                );
+            }
+        }
+    }
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        host.active.with(|c| dispatch(c, &argv)).unwrap_or(Outcome::Outside)
+    }));
+    match run {
+        Ok(o) => o,
+        Err(p) => {
+            *host.panic.lock() = Some(p);
+            Outcome::Panicked
+        }
+    }
+}
+
+/// Checks and runs one command for a script.
+fn dispatch(c: &mut CallCtx<'_, '_>, argv: &[Bytes]) -> Outcome {
+    let refuse = |m: &[u8]| Outcome::Refused(m.to_vec(), false);
+    if argv.is_empty() {
+        return refuse(b"Please specify at least one argument for this redis lib call");
+    }
+    let cmd = match c.srv.table.resolve(argv) {
+        Ok(cmd) if cmd.arity_ok(argv.len()) => cmd,
+        Ok(_) => return refuse(b"Wrong number of args calling Redis command from script"),
+        Err(_) => return refuse(b"Unknown Redis command called from script"),
+    };
+    if cmd.flags.has(Flags::NOSCRIPT) {
+        return refuse(b"This Redis command is not allowed from script");
+    }
+    if c.read_only && (cmd.flags.has(Flags::WRITE) || cmd.flags.has(Flags::MAY_REPLICATE)) {
+        return refuse(b"Write commands are not allowed from read-only scripts.");
+    }
+    if cmd.flags.has(Flags::WRITE) {
+        if c.srv.config.writes_need_replicas() {
+            return Outcome::Refused(crate::error::NOREPLICAS.as_bytes().to_vec(), true);
+        }
+        c.run.wrote.store(true, Ordering::Relaxed);
+    }
+    if let Err(key) = ensure_shards(c.srv, c.locked, cmd, argv) {
+        let msg = format!(
+            "ERR the script accessed key '{}', which it did not declare, while another client held it; \
+             declare every key the script uses in KEYS",
+            String::from_utf8_lossy(&key)
+        );
+        return Outcome::Refused(msg.into_bytes(), false);
+    }
+    let resp3 = c.run.resp.load(Ordering::Relaxed) == 3;
+    c.client.proto = if resp3 { Protocol::Resp3 } else { Protocol::Resp2 };
+    Outcome::Reply(c.srv.call(c.client, c.locked, cmd, argv, c.now), resp3)
+}
