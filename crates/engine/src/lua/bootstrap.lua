@@ -29,12 +29,12 @@ local function protect(t, strict, seen)
   end
   local mt
   if strict then
-    mt = { __index = function(_, k)
-      local v = t[k]
-      if v == nil then missing(k) end
-      return v
-    end, __newindex = ro_error }
-    proxy_mt_of[p] = protect({ __index = mt.__index }, false, seen)
+    -- Hits are plain table reads through the proxy's __index table; only a miss reaches the
+    -- function, set as the metatable of the protected table itself (which scripts cannot reach).
+    local function index(_, k) missing(k) end
+    setmetatable_(t, { __index = index })
+    mt = { __index = t, __newindex = ro_error }
+    proxy_mt_of[p] = protect({ __index = index }, false, seen)
   else
     mt = { __index = t, __newindex = ro_error }
   end
@@ -196,7 +196,7 @@ local load_redis = protect({
 local load_globals = { redis = load_redis }
 local fsrc = G
 local FG = setmetatable_({}, { __index = function(_, k)
-  local v = fsrc[k]
+  local v = rawget(fsrc, k)
   if v == nil then missing(k) end
   if v == G then return PG end
   return v
