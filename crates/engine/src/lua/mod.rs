@@ -885,7 +885,9 @@ impl Scripting {
             }
         };
         let run = &**run;
-        run.start_ms.store(a.srv.clock.now_ms(), Ordering::Relaxed);
+        // The command's own start time, unless it had to wait for a VM.
+        let start_ms = if handed_off { a.srv.clock.now_ms() } else { a.now };
+        run.start_ms.store(start_ms, Ordering::Relaxed);
         run.eval.store(eval, Ordering::Relaxed);
         run.killed.store(false, Ordering::Relaxed);
         run.wrote.store(false, Ordering::Relaxed);

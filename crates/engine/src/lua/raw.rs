@@ -47,7 +47,11 @@ use std::sync::atomic::Ordering;
 const MAX_DEPTH: usize = 2000;
 
 /// The main `lua_State` of one VM.
-pub(super) struct RawState(NonNull<ffi::lua_State>);
+pub(super) struct RawState {
+    state: NonNull<ffi::lua_State>,
+    /// Registry slots of the strings "KEYS" and "ARGV" (set and cleared on every EVAL run).
+    names: [c_int; 2],
+}
 
 // SAFETY: see the module docs, point 1: the state is only used by the thread that holds its VM's
 // lock, so moving the handle between threads along with that lock is fine.
@@ -66,13 +70,24 @@ impl RawState {
     /// The main state of `lua` (read once, while creating the VM).
     pub fn of(lua: &mlua::Lua) -> mlua::Result<RawState> {
         let mut p: *mut ffi::lua_State = std::ptr::null_mut();
-        // SAFETY: the closure only copies the pointer it is given.
-        unsafe { lua.exec_raw::<()>((), |state| p = state)? };
-        NonNull::new(p).map(RawState).ok_or_else(|| mlua::Error::runtime("no Lua state"))
+        let mut names = [0; 2];
+        // SAFETY: the closure runs protected (inside mlua's pcall) on `state`, which has the
+        // LUA_MINSTACK free slots of a C function; it copies the pointer and anchors two strings.
+        unsafe {
+            lua.exec_raw::<()>((), |state| {
+                p = state;
+                for (slot, name) in names.iter_mut().zip([&b"KEYS"[..], b"ARGV"]) {
+                    push_bytes(state, name);
+                    *slot = ffi::luaL_ref(state, ffi::LUA_REGISTRYINDEX);
+                }
+            })?
+        };
+        let state = NonNull::new(p).ok_or_else(|| mlua::Error::runtime("no Lua state"))?;
+        Ok(RawState { state, names })
     }
 
     fn l(&self) -> *mut ffi::lua_State {
-        self.0.as_ptr()
+        self.state.as_ptr()
     }
 
     /// Sets `redis.call` and `redis.pcall` in the table held by registry slot `redis_ref`.
@@ -120,9 +135,10 @@ impl RawState {
             ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, func);
             push_array(l, keys);
             push_array(l, argv);
+            let [keys_name, argv_name] = self.names;
             let nargs = if as_globals {
-                set_global(l, b"ARGV");
-                set_global(l, b"KEYS");
+                set_global(l, argv_name);
+                set_global(l, keys_name);
                 0
             } else {
                 2
@@ -131,9 +147,9 @@ impl RawState {
             let reply = if status == 0 { to_frame(l, -1, resp3(), 0) } else { error_frame(l, -1, name) };
             if as_globals {
                 ffi::lua_pushnil(l);
-                set_global(l, b"KEYS");
+                set_global(l, keys_name);
                 ffi::lua_pushnil(l);
-                set_global(l, b"ARGV");
+                set_global(l, argv_name);
             }
             ffi::lua_settop(l, top);
             reply
@@ -167,13 +183,14 @@ unsafe fn push_array(l: *mut ffi::lua_State, items: &[Bytes]) {
     }
 }
 
-/// Pops the top value into the global `name` (raw: the globals table has no metatable).
+/// Pops the top value into the global named by the string in registry slot `name` (raw: scripts
+/// cannot write the globals table).
 ///
 /// # Safety
 /// As [`push_bytes`], with two free slots.
-unsafe fn set_global(l: *mut ffi::lua_State, name: &[u8]) {
+unsafe fn set_global(l: *mut ffi::lua_State, name: c_int) {
     unsafe {
-        push_bytes(l, name);
+        ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, name);
         ffi::lua_insert(l, -2);
         ffi::lua_rawset(l, ffi::LUA_GLOBALSINDEX);
     }
