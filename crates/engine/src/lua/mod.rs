@@ -118,7 +118,7 @@ pub struct Scripting {
     /// Bumped when the libraries change: VMs with an older one reload them all before an FCALL.
     lib_gen: AtomicU64,
     /// EVAL script cache by lowercase sha1.
-    pub scripts: Mutex<HashMap<String, ScriptMeta>>,
+    pub scripts: Mutex<HashMap<String, ScriptMeta, foldhash::fast::RandomState>>,
     /// Function libraries by name.
     pub libraries: Mutex<BTreeMap<String, Library>>,
     /// Function name -> library name.
@@ -245,10 +245,12 @@ impl Rand48 {
 
 fn sha1hex(b: &[u8]) -> String {
     use sha1::Digest;
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let d = sha1::Sha1::digest(b);
     let mut s = String::with_capacity(40);
     for x in d.iter() {
-        s.push_str(&format!("{x:02x}"));
+        s.push(HEX[usize::from(x >> 4)] as char);
+        s.push(HEX[usize::from(x & 15)] as char);
     }
     s
 }
@@ -916,10 +918,11 @@ fn ensure_shards(srv: &Server, locked: &mut Locked<'_>, cmd: &'static Command, a
     } else {
         cmd.keys.positions(argv).into_iter().map(|i| (srv.ks.shard_of(&argv[i]), &argv[i][..])).collect()
     };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(50);
+    let mut deadline = None; // read the clock only once a shard is contended
     for (shard, key) in wanted {
         while !locked.try_add(shard) {
-            if std::time::Instant::now() >= deadline {
+            let now = std::time::Instant::now();
+            if now >= *deadline.get_or_insert(now + std::time::Duration::from_millis(50)) {
                 return Err(key.to_vec());
             }
             std::thread::yield_now();

@@ -133,23 +133,21 @@ impl RawState {
             ffi::lua_checkstack(l, 6);
             ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, handler);
             ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, func);
-            push_array(l, keys);
-            push_array(l, argv);
             let [keys_name, argv_name] = self.names;
             let nargs = if as_globals {
-                set_global(l, argv_name);
-                set_global(l, keys_name);
+                set_global(l, keys_name, Some(keys));
+                set_global(l, argv_name, Some(argv));
                 0
             } else {
+                push_array(l, keys);
+                push_array(l, argv);
                 2
             };
             let status = ffi::lua_pcall(l, nargs, 1, top + 1);
             let reply = if status == 0 { to_frame(l, -1, resp3(), 0) } else { error_frame(l, -1, name) };
             if as_globals {
-                ffi::lua_pushnil(l);
-                set_global(l, keys_name);
-                ffi::lua_pushnil(l);
-                set_global(l, argv_name);
+                set_global(l, keys_name, None);
+                set_global(l, argv_name, None);
             }
             ffi::lua_settop(l, top);
             reply
@@ -183,15 +181,18 @@ unsafe fn push_array(l: *mut ffi::lua_State, items: &[Bytes]) {
     }
 }
 
-/// Pops the top value into the global named by the string in registry slot `name` (raw: scripts
-/// cannot write the globals table).
+/// Sets the global named by the string in registry slot `name` to `{items...}`, or to nil (raw:
+/// scripts cannot write the globals table).
 ///
 /// # Safety
-/// As [`push_bytes`], with two free slots.
-unsafe fn set_global(l: *mut ffi::lua_State, name: c_int) {
+/// As [`push_bytes`], with three free slots.
+unsafe fn set_global(l: *mut ffi::lua_State, name: c_int, items: Option<&[Bytes]>) {
     unsafe {
         ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, name);
-        ffi::lua_insert(l, -2);
+        match items {
+            Some(items) => push_array(l, items),
+            None => ffi::lua_pushnil(l),
+        }
         ffi::lua_rawset(l, ffi::LUA_GLOBALSINDEX);
     }
 }
