@@ -913,13 +913,8 @@ fn ensure_shards(srv: &Server, locked: &mut Locked<'_>, cmd: &'static Command, a
     if locked.is_all() {
         return Ok(());
     }
-    let wanted: Vec<(usize, &[u8])> = if cmd.needs_all_shards(argv) {
-        (0..srv.ks.nshards()).map(|i| (i, &b"*"[..])).collect()
-    } else {
-        cmd.keys.positions(argv).into_iter().map(|i| (srv.ks.shard_of(&argv[i]), &argv[i][..])).collect()
-    };
     let mut deadline = None; // read the clock only once a shard is contended
-    for (shard, key) in wanted {
+    let mut take = |shard: usize, key: &[u8]| -> Result<(), Vec<u8>> {
         while !locked.try_add(shard) {
             let now = std::time::Instant::now();
             if now >= *deadline.get_or_insert(now + std::time::Duration::from_millis(50)) {
@@ -927,8 +922,13 @@ fn ensure_shards(srv: &Server, locked: &mut Locked<'_>, cmd: &'static Command, a
             }
             std::thread::yield_now();
         }
+        Ok(())
+    };
+    if cmd.needs_all_shards(argv) {
+        (0..srv.ks.nshards()).try_for_each(|i| take(i, b"*"))
+    } else {
+        cmd.keys.positions(argv).into_iter().try_for_each(|i| take(srv.ks.shard_of(&argv[i]), &argv[i]))
     }
-    Ok(())
 }
 
 /// Runs the function in registry slot `func` with the caller's context published to `redis.call`.
