@@ -73,7 +73,9 @@ fn main() {
         for t in [1, threads] {
             let r: Vec<(f64, f64)> = (0..rounds).map(|_| run(&srv, t, n, cmd)).collect();
             let (wall, cpu) = (median(r.iter().map(|p| p.0).collect()), median(r.iter().map(|p| p.1).collect()));
-            println!("{cmd} x{t} threads: {wall:6.0} ns/op wall, {cpu:6.0} ns/op CPU, per thread (median of {rounds} rounds of {n})");
+            println!(
+                "{cmd} x{t} threads: {wall:6.0} ns/op wall, {cpu:6.0} ns/op CPU, per thread (median of {rounds} rounds of {n})"
+            );
         }
     }
 }

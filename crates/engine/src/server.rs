@@ -11,7 +11,7 @@ use crate::keyspace::Keyspace;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use resp::Frame;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -46,11 +46,21 @@ pub struct Stats {
     pub error_replies: AtomicU64,
     /// Error replies by prefix (`ERR`, `WRONGTYPE`...).
     pub errors: Mutex<BTreeMap<String, u64>>,
-    /// Per-command counters, keyed by full command name.
-    pub cmd: HashMap<&'static str, CmdStats>,
+    /// Per-command counters, indexed by [`Command::id`].
+    cmd: Box<[CmdStats]>,
 }
 
 impl Stats {
+    /// Statistics for the `ncmds` commands of a command table ([`CommandTable::id_count`]).
+    pub fn new(ncmds: usize) -> Stats {
+        Stats { cmd: (0..ncmds).map(|_| CmdStats::default()).collect(), ..Default::default() }
+    }
+
+    /// The counters of `cmd` (None for a command no table numbered).
+    pub fn cmd(&self, cmd: &Command) -> Option<&CmdStats> {
+        self.cmd.get(usize::from(cmd.id))
+    }
+
     fn count_error(&self, f: &Frame) {
         if let Frame::Error(msg) = f {
             self.error_replies.fetch_add(1, Ordering::Relaxed);
@@ -66,7 +76,7 @@ impl Stats {
 
     /// Clears counters (CONFIG RESETSTAT).
     pub fn reset(&self) {
-        for c in self.cmd.values() {
+        for c in self.cmd.iter() {
             c.calls.store(0, Ordering::Relaxed);
             c.usec.store(0, Ordering::Relaxed);
             c.rejected.store(0, Ordering::Relaxed);
@@ -121,8 +131,8 @@ pub struct Server {
     pub clients: ClientRegistry,
     /// Counters.
     pub stats: Stats,
-    /// The command table.
-    pub table: CommandTable,
+    /// The command table (the process-wide one, [`crate::cmd::table`]).
+    pub table: &'static CommandTable,
     /// Slow log.
     pub slowlog: Mutex<SlowLog>,
     monitors: Mutex<Vec<(u64, MonitorSink)>>,
@@ -159,14 +169,7 @@ impl Server {
             let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
             nshards = (cores * 16).clamp(16, 1024);
         }
-        let table = CommandTable::new(crate::cmd::FAMILIES);
-        let mut cmd = HashMap::new();
-        for c in table.all() {
-            cmd.insert(c.name, CmdStats::default());
-            for s in c.subcommands {
-                cmd.insert(s.name, CmdStats::default());
-            }
-        }
+        let table = crate::cmd::table();
         let run_id = (0..40).map(|_| format!("{:x}", rand::random::<u8>() % 16)).collect();
         let now = clock.now_ms();
         let unix_s = (clock.unix_ms() / 1000) as u64;
@@ -175,7 +178,7 @@ impl Server {
             clock,
             config,
             clients: ClientRegistry::default(),
-            stats: Stats { cmd, ..Default::default() },
+            stats: Stats::new(table.id_count()),
             table,
             slowlog: Mutex::new(SlowLog::default()),
             monitors: Mutex::new(Vec::new()),
@@ -389,7 +392,7 @@ impl Server {
             (cmd.handler)(&mut ctx)
         };
         let took = self.clock.now_us().saturating_sub(start_us);
-        if let Some(s) = self.stats.cmd.get(cmd.name) {
+        if let Some(s) = self.stats.cmd(cmd) {
             s.calls.fetch_add(1, Ordering::Relaxed);
             s.usec.fetch_add(took, Ordering::Relaxed);
             if reply.is_error() {
@@ -592,7 +595,7 @@ impl Server {
     }
 
     fn reject(&self, cmd: &Command) {
-        if let Some(s) = self.stats.cmd.get(cmd.name) {
+        if let Some(s) = self.stats.cmd(cmd) {
             s.rejected.fetch_add(1, Ordering::Relaxed);
         }
     }

@@ -728,7 +728,7 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("# Commandstats");
             for c in srv.table.all() {
                 for cmd in std::iter::once(*c).chain(c.subcommands.iter()) {
-                    let Some(s) = srv.stats.cmd.get(cmd.name) else {
+                    let Some(s) = srv.stats.cmd(cmd) else {
                         continue;
                     };
                     let (calls, usec) = (s.calls.load(Ordering::Relaxed), s.usec.load(Ordering::Relaxed));
