@@ -34,10 +34,13 @@ fn run(srv: &Arc<Server>, threads: usize, n: usize, cmd: &'static str) -> (f64, 
             let barrier = barrier.clone();
             std::thread::spawn(move || {
                 let mut c = srv.new_client(format!("127.0.0.1:{}", 50000 + t), "127.0.0.1:6379".into());
-                // Keys whose shards belong to this thread only: shard locks are not shared either.
+                // Keys whose shards belong to this thread only (a contiguous range of them, so that
+                // neighbouring shards, which may share cache lines, are not split between threads
+                // either): shard locks are not shared.
+                let nshards = srv.ks.nshards();
                 let keys: Vec<String> = (0..)
                     .map(|i| format!("t{t}:k{i}"))
-                    .filter(|k| srv.ks.shard_of(k.as_bytes()) % threads == t)
+                    .filter(|k| srv.ks.shard_of(k.as_bytes()) * threads / nshards == t)
                     .take(64)
                     .collect();
                 let cmds: Vec<Vec<Bytes>> = keys

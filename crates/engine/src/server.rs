@@ -8,10 +8,11 @@ use crate::clock::Clock;
 use crate::command::{Command, CommandTable, Ctx, Flags};
 use crate::config::Config;
 use crate::keyspace::Keyspace;
+pub use crate::stats::{CmdStats, Stats};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use resp::Frame;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -19,76 +20,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 pub const REDIS_VERSION: &str = "7.0.15";
 /// Latch's own version.
 pub const LATCH_VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// Per-command counters (`INFO commandstats`).
-#[derive(Default)]
-pub struct CmdStats {
-    /// Calls that ran the handler.
-    pub calls: AtomicU64,
-    /// Total microseconds in the handler.
-    pub usec: AtomicU64,
-    /// Calls refused before running (arity, auth...).
-    pub rejected: AtomicU64,
-    /// Calls whose handler replied with an error.
-    pub failed: AtomicU64,
-}
-
-/// Server statistics.
-#[derive(Default)]
-pub struct Stats {
-    /// Commands processed.
-    pub commands: AtomicU64,
-    /// Bytes read from clients.
-    pub net_input_bytes: AtomicU64,
-    /// Bytes written to clients.
-    pub net_output_bytes: AtomicU64,
-    /// Error replies sent.
-    pub error_replies: AtomicU64,
-    /// Error replies by prefix (`ERR`, `WRONGTYPE`...).
-    pub errors: Mutex<BTreeMap<String, u64>>,
-    /// Per-command counters, indexed by [`Command::id`].
-    cmd: Box<[CmdStats]>,
-}
-
-impl Stats {
-    /// Statistics for the `ncmds` commands of a command table ([`CommandTable::id_count`]).
-    pub fn new(ncmds: usize) -> Stats {
-        Stats { cmd: (0..ncmds).map(|_| CmdStats::default()).collect(), ..Default::default() }
-    }
-
-    /// The counters of `cmd` (None for a command no table numbered).
-    pub fn cmd(&self, cmd: &Command) -> Option<&CmdStats> {
-        self.cmd.get(usize::from(cmd.id))
-    }
-
-    fn count_error(&self, f: &Frame) {
-        if let Frame::Error(msg) = f {
-            self.error_replies.fetch_add(1, Ordering::Relaxed);
-            let prefix = msg.split(|b| *b == b' ').next().unwrap_or(b"ERR");
-            let prefix = String::from_utf8_lossy(&prefix[..prefix.len().min(64)]).into_owned();
-            let mut errs = self.errors.lock();
-            // Redis caps the number of distinct error prefixes tracked at 128.
-            if errs.len() < 128 || errs.contains_key(&prefix) {
-                *errs.entry(prefix).or_insert(0) += 1;
-            }
-        }
-    }
-
-    /// Clears counters (CONFIG RESETSTAT).
-    pub fn reset(&self) {
-        for c in self.cmd.iter() {
-            c.calls.store(0, Ordering::Relaxed);
-            c.usec.store(0, Ordering::Relaxed);
-            c.rejected.store(0, Ordering::Relaxed);
-            c.failed.store(0, Ordering::Relaxed);
-        }
-        self.errors.lock().clear();
-        self.error_replies.store(0, Ordering::Relaxed);
-        self.commands.store(0, Ordering::Relaxed);
-        self.net_input_bytes.store(0, Ordering::Relaxed);
-        self.net_output_bytes.store(0, Ordering::Relaxed);
-    }
-}
 
 /// One slow log entry.
 #[derive(Clone, Debug)]
@@ -281,7 +212,7 @@ impl Server {
         let now_us = self.clock.now_us();
         let now = now_us / 1000;
         client.info.last_active_ms.store(now, Ordering::Relaxed);
-        self.stats.commands.fetch_add(1, Ordering::Relaxed);
+        self.stats.count_command();
         let cmd = match self.table.resolve(args) {
             Ok(c) => c,
             Err(e) => {
@@ -392,13 +323,7 @@ impl Server {
             (cmd.handler)(&mut ctx)
         };
         let took = self.clock.now_us().saturating_sub(start_us);
-        if let Some(s) = self.stats.cmd(cmd) {
-            s.calls.fetch_add(1, Ordering::Relaxed);
-            s.usec.fetch_add(took, Ordering::Relaxed);
-            if reply.is_error() {
-                s.failed.fetch_add(1, Ordering::Relaxed);
-            }
-        }
+        self.stats.count_call(cmd, took, reply.is_error());
         client.info.db.store(client.db, Ordering::Relaxed);
         self.after_call(client, cmd, args, start_us, took);
         reply
@@ -595,9 +520,7 @@ impl Server {
     }
 
     fn reject(&self, cmd: &Command) {
-        if let Some(s) = self.stats.cmd(cmd) {
-            s.rejected.fetch_add(1, Ordering::Relaxed);
-        }
+        self.stats.count_rejected(cmd);
     }
 
     fn after_call(&self, client: &Client, cmd: &Command, args: &[Bytes], start_us: u64, took: u64) {

@@ -665,10 +665,10 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             let st = &srv.stats;
             line!("# Stats");
             line!("total_connections_received:{}", srv.clients.total_connections.load(Ordering::Relaxed));
-            line!("total_commands_processed:{}", st.commands.load(Ordering::Relaxed));
+            line!("total_commands_processed:{}", st.commands());
             line!("instantaneous_ops_per_sec:0");
-            line!("total_net_input_bytes:{}", st.net_input_bytes.load(Ordering::Relaxed));
-            line!("total_net_output_bytes:{}", st.net_output_bytes.load(Ordering::Relaxed));
+            line!("total_net_input_bytes:{}", st.net_input_bytes());
+            line!("total_net_output_bytes:{}", st.net_output_bytes());
             line!("total_net_repl_input_bytes:0");
             line!("total_net_repl_output_bytes:0");
             line!("instantaneous_input_kbps:0.00");
@@ -731,8 +731,7 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
                     let Some(s) = srv.stats.cmd(cmd) else {
                         continue;
                     };
-                    let (calls, usec) = (s.calls.load(Ordering::Relaxed), s.usec.load(Ordering::Relaxed));
-                    let (rej, fail) = (s.rejected.load(Ordering::Relaxed), s.failed.load(Ordering::Relaxed));
+                    let crate::stats::CmdStats { calls, usec, rejected: rej, failed: fail } = s;
                     if calls == 0 && rej == 0 && fail == 0 {
                         continue;
                     }
