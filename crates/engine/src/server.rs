@@ -237,7 +237,7 @@ impl Server {
             self.reject(cmd);
             return Some(self.reject_in_multi(client, cmd, Frame::error(crate::error::NOREPLICAS)));
         }
-        if let Some(e) = self.busy_error(cmd) {
+        if let Some(e) = self.busy_error_at(cmd, Some(now)) {
             self.reject(cmd);
             return Some(self.reject_in_multi(client, cmd, e));
         }
@@ -472,8 +472,14 @@ impl Server {
     }
 
     /// The `-BUSY` reply a command gets while a script has run past `busy-reply-threshold`
-    /// (commands flagged `allow_busy` never get it).
+    /// (commands flagged `allow_busy` never get it), now.
     pub fn busy_error(&self, cmd: &Command) -> Option<Frame> {
+        self.busy_error_at(cmd, None)
+    }
+
+    /// [`Server::busy_error`] at monotonic time `now` (ms) if given (a command checking as it
+    /// starts: a script that started later has run for 0 ms), else at the clock's current time.
+    pub fn busy_error_at(&self, cmd: &Command, now: Option<u64>) -> Option<Frame> {
         if !self.scripting.any_running() || cmd.flags.has(Flags::ALLOW_BUSY) {
             return None;
         }
@@ -481,7 +487,7 @@ impl Server {
         if threshold <= 0 {
             return None;
         }
-        let now = self.clock.now_ms();
+        let now = now.unwrap_or_else(|| self.clock.now_ms());
         let run = self.scripting.states().find(|run| {
             run.running.load(Ordering::Relaxed)
                 && (now.saturating_sub(run.start_ms.load(Ordering::Relaxed)) as i64) >= threshold
