@@ -219,7 +219,8 @@ pub fn container_handler(_: &mut Ctx<'_, '_>) -> Frame {
 /// `&'static Command` it hands out, subcommands included, carries a dense id. The copies live for the
 /// rest of the process, so the table is meant to be built once: [`crate::cmd::table`].
 pub struct CommandTable {
-    by_name: HashMap<Vec<u8>, &'static Command>,
+    /// Keyed by lowercase name. The keys are the table's own, so a fast unkeyed hash is safe here.
+    by_name: HashMap<Vec<u8>, &'static Command, foldhash::fast::FixedState>,
     all: Vec<&'static Command>,
     ids: usize,
 }
@@ -246,7 +247,7 @@ impl CommandTable {
             copies.push(c);
         }
         let copies: &'static [Command] = Box::leak(copies.into_boxed_slice());
-        let mut by_name = HashMap::new();
+        let mut by_name = HashMap::with_hasher(foldhash::fast::FixedState::default());
         for c in copies {
             let prev = by_name.insert(c.name.as_bytes().to_vec(), c);
             assert!(prev.is_none(), "duplicate command {}", c.name);
