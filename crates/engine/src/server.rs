@@ -78,8 +78,8 @@ pub struct Server {
     pub tcp_port: AtomicU64,
     /// Unix seconds of the last successful save (LASTSAVE).
     pub lastsave: AtomicU64,
-    /// Writes since the last save (`rdb_changes_since_last_save`).
-    pub dirty: AtomicU64,
+    /// Writes since the last save (`rdb_changes_since_last_save`), added to by every write command.
+    pub dirty: crate::stats::Counter,
     /// Clients currently blocked on keys (`blocked_clients`).
     pub blocked_clients: AtomicU64,
     /// Last fencing token handed out by LOCK.
@@ -120,7 +120,7 @@ impl Server {
             started_ms: now,
             tcp_port: AtomicU64::new(0),
             lastsave: AtomicU64::new(unix_s),
-            dirty: AtomicU64::new(0),
+            dirty: Default::default(),
             blocked_clients: AtomicU64::new(0),
             fence: AtomicU64::new(0),
             config_file: Mutex::new(None),

@@ -84,6 +84,49 @@ fn thread_number() -> usize {
         .unwrap_or(0)
 }
 
+/// Stripes for this machine: twice the cores, so that the runtime's workers, plus the odd blocking or
+/// cron thread, rarely share one.
+fn default_stripes() -> usize {
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    (cores * 2).clamp(1, 64)
+}
+
+/// A counter that any thread adds to and that is read rarely (`rdb_changes_since_last_save`), striped
+/// like the statistics.
+pub struct Counter {
+    slots: Box<[Slot]>,
+    mask: usize,
+}
+
+/// One stripe of a [`Counter`], alone in its pair of cache lines.
+#[derive(Default)]
+#[repr(align(128))]
+struct Slot(AtomicU64);
+
+impl Default for Counter {
+    fn default() -> Counter {
+        Counter::with_stripes(default_stripes())
+    }
+}
+
+impl Counter {
+    /// A counter at 0 with `stripes` stripes (rounded up to a power of two).
+    pub fn with_stripes(stripes: usize) -> Counter {
+        let n = stripes.clamp(1, 1024).next_power_of_two();
+        Counter { slots: (0..n).map(|_| Slot::default()).collect(), mask: n - 1 }
+    }
+
+    /// Adds `n`.
+    pub fn add(&self, n: u64) {
+        self.slots[thread_number() & self.mask].0.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The sum of what was added.
+    pub fn get(&self) -> u64 {
+        self.slots.iter().fold(0u64, |acc, s| acc.wrapping_add(s.0.load(Ordering::Relaxed)))
+    }
+}
+
 /// Server statistics.
 pub struct Stats {
     stripes: Box<[Stripe]>,
@@ -106,9 +149,7 @@ impl Stats {
     /// Statistics for the `ncmds` commands of a command table
     /// ([`crate::command::CommandTable::id_count`]), striped for the machine's cores.
     pub fn new(ncmds: usize) -> Stats {
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-        // Twice the cores: the runtime's workers, plus the odd blocking or cron thread, rarely collide.
-        Stats::with_stripes(ncmds, (cores * 2).clamp(1, 64))
+        Stats::with_stripes(ncmds, default_stripes())
     }
 
     /// [`Stats::new`] with `stripes` stripes (rounded up to a power of two).
@@ -319,6 +360,22 @@ mod tests {
             "{info}"
         );
         assert_eq!(c.run("GET k"), "\"1000\"");
+    }
+
+    #[test]
+    fn counter_sums_the_adds_of_every_thread() {
+        for stripes in [1, 3, 64] {
+            let c = Counter::with_stripes(stripes);
+            std::thread::scope(|s| {
+                for t in 1..=6 {
+                    let c = &c;
+                    s.spawn(move || (0..500).for_each(|_| c.add(t)));
+                }
+            });
+            c.add(1);
+            assert_eq!(c.get(), 500 * 21 + 1, "{stripes} stripes");
+        }
+        assert_eq!(Counter::default().get(), 0);
     }
 
     #[test]

@@ -643,7 +643,7 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("current_cow_peak:0");
             line!("current_cow_size:0");
             line!("current_fork_perc:0.00");
-            line!("rdb_changes_since_last_save:{}", srv.dirty.load(Ordering::Relaxed));
+            line!("rdb_changes_since_last_save:{}", srv.dirty.get());
             line!("rdb_bgsave_in_progress:0");
             line!("rdb_last_save_time:{}", srv.lastsave.load(Ordering::Relaxed));
             line!("rdb_last_bgsave_status:ok");
