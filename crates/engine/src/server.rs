@@ -212,7 +212,6 @@ impl Server {
         let now_us = self.clock.now_us();
         let now = now_us / 1000;
         client.info.last_active_ms.store(now, Ordering::Relaxed);
-        self.stats.count_command();
         let cmd = match self.table.resolve(args) {
             Ok(c) => c,
             Err(e) => {
@@ -323,6 +322,9 @@ impl Server {
             (cmd.handler)(&mut ctx)
         };
         let took = self.clock.now_us().saturating_sub(start_us);
+        // Also total_commands_processed, as Redis's call() counts it: commands that ran, EXEC's and
+        // scripts' included, once they ran (not the rejected, unknown or queued ones; INFO does not
+        // count itself).
         self.stats.count_call(cmd, took, reply.is_error());
         client.info.db.store(client.db, Ordering::Relaxed);
         self.after_call(client, cmd, args, start_us, took);

@@ -876,6 +876,31 @@ mod tests {
     }
 
     #[test]
+    fn total_commands_processed_counts_what_ran() {
+        // Values from Redis 7.0.15: commands count once they ran, those run by EXEC and scripts
+        // included; rejected, unknown and queued ones do not, nor does INFO itself.
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        let total = |c: &mut crate::testkit::TestClient| {
+            field(&info_text(c, &["stats"]), "total_commands_processed").map(str::to_string)
+        };
+        for (script, expected) in [
+            (&["MULTI", "SET a 1", "GET a", "EXEC"][..], "5"),
+            (&["EVAL \"redis.call('set','a','1'); return redis.call('get','a')\" 0"][..], "4"),
+            (&["NOSUCH", "GET", "MULTI", "SET a", "EXEC"][..], "3"),
+            (&["MULTI", "SET a 1", "DISCARD"][..], "3"),
+        ] {
+            assert_eq!(c.run("CONFIG RESETSTAT"), "+OK");
+            for line in script {
+                c.run(line);
+            }
+            assert_eq!(total(&mut c).as_deref(), Some(expected), "{script:?}");
+        }
+        // INFO itself counted once it ran.
+        assert_eq!(total(&mut c).as_deref(), Some("4"));
+    }
+
+    #[test]
     fn config_resetstat_clears_counters_not_slowlog() {
         let ts = TestServer::new();
         let mut c = ts.client();
