@@ -142,6 +142,7 @@ impl Keys {
 pub type Handler = fn(&mut Ctx<'_, '_>) -> Frame;
 
 /// One entry of the command table.
+#[derive(Clone)]
 pub struct Command {
     /// Lowercase name; subcommands are named `container|sub` as in Redis.
     pub name: &'static str,
@@ -174,12 +175,19 @@ pub struct Command {
     /// patterns): returns true when `args` (args[0] = name) needs every shard locked, like
     /// [`Flags::ALL_SHARDS`]. Whoever locks for a command asks [`Command::needs_all_shards`].
     pub all_shards_if: Option<fn(&[Bytes]) -> bool>,
+    /// Dense index of this command among all commands and subcommands of the [`CommandTable`] it
+    /// came from (`0..CommandTable::id_count()`), for per-command state kept in arrays (statistics).
+    /// The table numbers its own copies of the definitions; the definitions keep [`Command::NO_ID`].
+    pub id: u16,
 }
 
 /// See [`Command::serve`].
 pub type ServeFn = fn(&mut Ctx<'_, '_>, &[u8]) -> crate::blocking::Serve;
 
 impl Command {
+    /// [`Command::id`] of a definition no table has numbered.
+    pub const NO_ID: u16 = u16::MAX;
+
     /// True if arity allows `argc` arguments (name included).
     pub fn arity_ok(&self, argc: usize) -> bool {
         let a = self.arity;
@@ -206,25 +214,50 @@ pub fn container_handler(_: &mut Ctx<'_, '_>) -> Frame {
 }
 
 /// All commands, indexed by lowercase name.
+///
+/// The table holds numbered copies of the families' definitions (see [`Command::id`]): every
+/// `&'static Command` it hands out, subcommands included, carries a dense id. The copies live for the
+/// rest of the process, so the table is meant to be built once: [`crate::cmd::table`].
 pub struct CommandTable {
-    by_name: HashMap<Vec<u8>, &'static Command, foldhash::fast::RandomState>,
+    /// Keyed by lowercase name. The keys are the table's own, so a fast unkeyed hash is safe here.
+    by_name: HashMap<Vec<u8>, &'static Command, foldhash::fast::FixedState>,
     all: Vec<&'static Command>,
+    ids: usize,
 }
 
 impl CommandTable {
-    /// Builds the table from the families' slices.
+    /// Builds the table from the families' slices, numbering the commands in name order, each
+    /// container followed by its subcommands.
     pub fn new(families: &[&'static [Command]]) -> CommandTable {
-        let mut by_name = HashMap::default();
-        let mut all = Vec::new();
-        for fam in families {
-            for c in fam.iter() {
-                let prev = by_name.insert(c.name.as_bytes().to_vec(), c);
-                assert!(prev.is_none(), "duplicate command {}", c.name);
-                all.push(c);
+        let mut defs: Vec<&'static Command> = families.iter().flat_map(|f| f.iter()).collect();
+        defs.sort_by_key(|c| c.name);
+        let mut next: usize = 0;
+        let mut number = |c: &Command| {
+            let id = u16::try_from(next).ok().filter(|&id| id != Command::NO_ID).expect("too many commands");
+            next += 1;
+            Command { id, ..c.clone() }
+        };
+        let mut copies = Vec::with_capacity(defs.len());
+        for def in &defs {
+            let mut c = number(def);
+            let subs: Vec<Command> = def.subcommands.iter().map(&mut number).collect();
+            if !subs.is_empty() {
+                c.subcommands = Box::leak(subs.into_boxed_slice());
             }
+            copies.push(c);
         }
-        all.sort_by_key(|c| c.name);
-        CommandTable { by_name, all }
+        let copies: &'static [Command] = Box::leak(copies.into_boxed_slice());
+        let mut by_name = HashMap::with_hasher(foldhash::fast::FixedState::default());
+        for c in copies {
+            let prev = by_name.insert(c.name.as_bytes().to_vec(), c);
+            assert!(prev.is_none(), "duplicate command {}", c.name);
+        }
+        CommandTable { by_name, all: copies.iter().collect(), ids: next }
+    }
+
+    /// Number of ids handed out: every [`Command::id`] from this table is below it.
+    pub fn id_count(&self) -> usize {
+        self.ids
     }
 
     /// Finds a top-level command by name, case-insensitively.
@@ -313,5 +346,40 @@ impl<'a, 'k> Ctx<'a, 'k> {
     /// Unix time in ms matching `self.now`.
     pub fn unix_ms(&self) -> i64 {
         self.now as i64 + self.srv.clock.wall_offset_ms()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_numbers_every_command_and_subcommand_densely() {
+        let t = crate::cmd::table();
+        let mut seen = vec![false; t.id_count()];
+        for c in t.all() {
+            for c in std::iter::once(*c).chain(c.subcommands.iter()) {
+                let id = usize::from(c.id);
+                assert!(id < seen.len(), "{} has id {id}", c.name);
+                assert!(!seen[id], "{} reuses id {id}", c.name);
+                seen[id] = true;
+            }
+        }
+        assert!(seen.iter().all(|s| *s), "ids not dense");
+        // What dispatch hands out is numbered, subcommands included, and agrees with `all`.
+        let args = |v: &[&str]| v.iter().map(|s| Bytes::copy_from_slice(s.as_bytes())).collect::<Vec<_>>();
+        let get = t.resolve(&args(&["GeT", "k"])).expect("get");
+        assert!(std::ptr::eq(get, t.get(b"get").expect("get")));
+        assert!(t.all().iter().any(|c| std::ptr::eq(*c, get)));
+        let cg = t.resolve(&args(&["CONFIG", "get", "hz"])).expect("config|get");
+        assert_eq!(cg.name, "config|get");
+        let config = t.get(b"config").expect("config");
+        assert!(config.subcommands.iter().any(|s| std::ptr::eq(s, cg)));
+        assert!(usize::from(config.id) < usize::from(cg.id) && usize::from(cg.id) < t.id_count());
+        // The definitions themselves stay unnumbered.
+        assert!(crate::cmd::FAMILIES.iter().flat_map(|f| f.iter()).all(|c| c.id == Command::NO_ID));
+        // A server uses the process-wide table.
+        let srv = Server::new(crate::config::Config::new(), std::sync::Arc::new(crate::clock::ManualClock::new(0)));
+        assert!(std::ptr::eq(srv.table, t));
     }
 }

@@ -7,6 +7,7 @@
 //! * [`command`]: the command table and the handler context.
 //! * [`cmd`]: the command families (one module each) and their handlers.
 //! * [`server`]: shared state and [`server::Server::execute`], the single entry point.
+//! * [`stats`]: counters behind `INFO stats`/`commandstats`/`errorstats`, striped per thread.
 //! * [`config`], [`client`], [`error`], [`args`], [`glob`]: supporting pieces.
 //!
 //! **Architecture invariant:** this crate knows nothing about sockets, tokio or threads; the `server`
@@ -31,6 +32,7 @@ pub mod keyspace;
 pub mod lua;
 pub mod multi;
 pub mod server;
+pub mod stats;
 pub mod testkit;
 pub mod types;
 pub mod value;

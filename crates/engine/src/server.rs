@@ -8,10 +8,11 @@ use crate::clock::Clock;
 use crate::command::{Command, CommandTable, Ctx, Flags};
 use crate::config::Config;
 use crate::keyspace::Keyspace;
+pub use crate::stats::{CmdStats, Stats};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use resp::Frame;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -19,66 +20,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 pub const REDIS_VERSION: &str = "7.0.15";
 /// Latch's own version.
 pub const LATCH_VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// Per-command counters (`INFO commandstats`).
-#[derive(Default)]
-pub struct CmdStats {
-    /// Calls that ran the handler.
-    pub calls: AtomicU64,
-    /// Total microseconds in the handler.
-    pub usec: AtomicU64,
-    /// Calls refused before running (arity, auth...).
-    pub rejected: AtomicU64,
-    /// Calls whose handler replied with an error.
-    pub failed: AtomicU64,
-}
-
-/// Server statistics.
-#[derive(Default)]
-pub struct Stats {
-    /// Commands processed.
-    pub commands: AtomicU64,
-    /// Bytes read from clients.
-    pub net_input_bytes: AtomicU64,
-    /// Bytes written to clients.
-    pub net_output_bytes: AtomicU64,
-    /// Error replies sent.
-    pub error_replies: AtomicU64,
-    /// Error replies by prefix (`ERR`, `WRONGTYPE`...).
-    pub errors: Mutex<BTreeMap<String, u64>>,
-    /// Per-command counters, keyed by full command name.
-    pub cmd: HashMap<&'static str, CmdStats>,
-}
-
-impl Stats {
-    fn count_error(&self, f: &Frame) {
-        if let Frame::Error(msg) = f {
-            self.error_replies.fetch_add(1, Ordering::Relaxed);
-            let prefix = msg.split(|b| *b == b' ').next().unwrap_or(b"ERR");
-            let prefix = String::from_utf8_lossy(&prefix[..prefix.len().min(64)]).into_owned();
-            let mut errs = self.errors.lock();
-            // Redis caps the number of distinct error prefixes tracked at 128.
-            if errs.len() < 128 || errs.contains_key(&prefix) {
-                *errs.entry(prefix).or_insert(0) += 1;
-            }
-        }
-    }
-
-    /// Clears counters (CONFIG RESETSTAT).
-    pub fn reset(&self) {
-        for c in self.cmd.values() {
-            c.calls.store(0, Ordering::Relaxed);
-            c.usec.store(0, Ordering::Relaxed);
-            c.rejected.store(0, Ordering::Relaxed);
-            c.failed.store(0, Ordering::Relaxed);
-        }
-        self.errors.lock().clear();
-        self.error_replies.store(0, Ordering::Relaxed);
-        self.commands.store(0, Ordering::Relaxed);
-        self.net_input_bytes.store(0, Ordering::Relaxed);
-        self.net_output_bytes.store(0, Ordering::Relaxed);
-    }
-}
 
 /// One slow log entry.
 #[derive(Clone, Debug)]
@@ -121,8 +62,8 @@ pub struct Server {
     pub clients: ClientRegistry,
     /// Counters.
     pub stats: Stats,
-    /// The command table.
-    pub table: CommandTable,
+    /// The command table (the process-wide one, [`crate::cmd::table`]).
+    pub table: &'static CommandTable,
     /// Slow log.
     pub slowlog: Mutex<SlowLog>,
     monitors: Mutex<Vec<(u64, MonitorSink)>>,
@@ -137,8 +78,8 @@ pub struct Server {
     pub tcp_port: AtomicU64,
     /// Unix seconds of the last successful save (LASTSAVE).
     pub lastsave: AtomicU64,
-    /// Writes since the last save (`rdb_changes_since_last_save`).
-    pub dirty: AtomicU64,
+    /// Writes since the last save (`rdb_changes_since_last_save`), added to by every write command.
+    pub dirty: crate::stats::Counter,
     /// Clients currently blocked on keys (`blocked_clients`).
     pub blocked_clients: AtomicU64,
     /// Last fencing token handed out by LOCK.
@@ -159,14 +100,7 @@ impl Server {
             let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
             nshards = (cores * 16).clamp(16, 1024);
         }
-        let table = CommandTable::new(crate::cmd::FAMILIES);
-        let mut cmd = HashMap::new();
-        for c in table.all() {
-            cmd.insert(c.name, CmdStats::default());
-            for s in c.subcommands {
-                cmd.insert(s.name, CmdStats::default());
-            }
-        }
+        let table = crate::cmd::table();
         let run_id = (0..40).map(|_| format!("{:x}", rand::random::<u8>() % 16)).collect();
         let now = clock.now_ms();
         let unix_s = (clock.unix_ms() / 1000) as u64;
@@ -175,7 +109,7 @@ impl Server {
             clock,
             config,
             clients: ClientRegistry::default(),
-            stats: Stats { cmd, ..Default::default() },
+            stats: Stats::new(table.id_count()),
             table,
             slowlog: Mutex::new(SlowLog::default()),
             monitors: Mutex::new(Vec::new()),
@@ -186,7 +120,7 @@ impl Server {
             started_ms: now,
             tcp_port: AtomicU64::new(0),
             lastsave: AtomicU64::new(unix_s),
-            dirty: AtomicU64::new(0),
+            dirty: Default::default(),
             blocked_clients: AtomicU64::new(0),
             fence: AtomicU64::new(0),
             config_file: Mutex::new(None),
@@ -278,7 +212,6 @@ impl Server {
         let now_us = self.clock.now_us();
         let now = now_us / 1000;
         client.info.last_active_ms.store(now, Ordering::Relaxed);
-        self.stats.commands.fetch_add(1, Ordering::Relaxed);
         let cmd = match self.table.resolve(args) {
             Ok(c) => c,
             Err(e) => {
@@ -303,7 +236,7 @@ impl Server {
             self.reject(cmd);
             return Some(self.reject_in_multi(client, cmd, Frame::error(crate::error::NOREPLICAS)));
         }
-        if let Some(e) = self.busy_error(cmd) {
+        if let Some(e) = self.busy_error_at(cmd, Some(now)) {
             self.reject(cmd);
             return Some(self.reject_in_multi(client, cmd, e));
         }
@@ -389,13 +322,10 @@ impl Server {
             (cmd.handler)(&mut ctx)
         };
         let took = self.clock.now_us().saturating_sub(start_us);
-        if let Some(s) = self.stats.cmd.get(cmd.name) {
-            s.calls.fetch_add(1, Ordering::Relaxed);
-            s.usec.fetch_add(took, Ordering::Relaxed);
-            if reply.is_error() {
-                s.failed.fetch_add(1, Ordering::Relaxed);
-            }
-        }
+        // Also total_commands_processed, as Redis's call() counts it: commands that ran, EXEC's and
+        // scripts' included, once they ran (not the rejected, unknown or queued ones; INFO does not
+        // count itself).
+        self.stats.count_call(cmd, took, reply.is_error());
         client.info.db.store(client.db, Ordering::Relaxed);
         self.after_call(client, cmd, args, start_us, took);
         reply
@@ -544,8 +474,14 @@ impl Server {
     }
 
     /// The `-BUSY` reply a command gets while a script has run past `busy-reply-threshold`
-    /// (commands flagged `allow_busy` never get it).
+    /// (commands flagged `allow_busy` never get it), now.
     pub fn busy_error(&self, cmd: &Command) -> Option<Frame> {
+        self.busy_error_at(cmd, None)
+    }
+
+    /// [`Server::busy_error`] at monotonic time `now` (ms) if given (a command checking as it
+    /// starts: a script that started later has run for 0 ms), else at the clock's current time.
+    pub fn busy_error_at(&self, cmd: &Command, now: Option<u64>) -> Option<Frame> {
         if !self.scripting.any_running() || cmd.flags.has(Flags::ALLOW_BUSY) {
             return None;
         }
@@ -553,7 +489,7 @@ impl Server {
         if threshold <= 0 {
             return None;
         }
-        let now = self.clock.now_ms();
+        let now = now.unwrap_or_else(|| self.clock.now_ms());
         let run = self.scripting.states().find(|run| {
             run.running.load(Ordering::Relaxed)
                 && (now.saturating_sub(run.start_ms.load(Ordering::Relaxed)) as i64) >= threshold
@@ -592,9 +528,7 @@ impl Server {
     }
 
     fn reject(&self, cmd: &Command) {
-        if let Some(s) = self.stats.cmd.get(cmd.name) {
-            s.rejected.fetch_add(1, Ordering::Relaxed);
-        }
+        self.stats.count_rejected(cmd);
     }
 
     fn after_call(&self, client: &Client, cmd: &Command, args: &[Bytes], start_us: u64, took: u64) {

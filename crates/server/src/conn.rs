@@ -106,7 +106,7 @@ where
         tokio::select! {
             r = rd.read_buf(&mut rbuf) => match r {
                 Ok(0) | Err(_) => break,
-                Ok(n) => { srv.stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed); }
+                Ok(n) => { srv.stats.add_net_input(n as u64); }
             },
             _ = kill.notified() => break,
             _ = shutdown.notified() => break,
@@ -171,7 +171,7 @@ async fn wait_blocked<R: AsyncRead + Unpin>(
             r = rd.read_buf(rbuf) => match r {
                 Ok(0) | Err(_) => { w.cancel(); return Blocked::Gone; }
                 Ok(n) => {
-                    srv.stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                    srv.stats.add_net_input(n as u64);
                     let limit = srv.config.client_query_buffer_limit.load(Ordering::Relaxed).max(0) as usize;
                     if rbuf.len() > limit {
                         w.cancel();
@@ -189,7 +189,7 @@ async fn flush<W: AsyncWrite + Unpin>(srv: &Server, wr: &mut W, wbuf: &mut Bytes
     }
     let n = wbuf.len();
     let r = wr.write_all(wbuf).await;
-    srv.stats.net_output_bytes.fetch_add(n as u64, Ordering::Relaxed);
+    srv.stats.add_net_output(n as u64);
     if wbuf.capacity() > KEEP_BUF {
         *wbuf = BytesMut::with_capacity(READ_CHUNK);
     } else {

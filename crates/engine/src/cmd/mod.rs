@@ -66,6 +66,7 @@ pub const BASE: Command = Command {
     subcommands: &[],
     serve: None,
     all_shards_if: None,
+    id: Command::NO_ID,
 };
 
 /// Flag shorthands for tables.

@@ -329,7 +329,7 @@ pub(crate) fn value_eq(v: &Value, b: &[u8]) -> bool {
 
 /// Counts `n` changes for `rdb_changes_since_last_save`.
 pub(crate) fn dirty(ctx: &Ctx<'_, '_>, n: u64) {
-    ctx.srv.dirty.fetch_add(n, Ordering::Relaxed);
+    ctx.srv.dirty.add(n);
 }
 
 /// The configured `proto-max-bulk-len`.

@@ -2,7 +2,6 @@
 
 use crate::cmd::string::tests::put_list;
 use crate::testkit::TestServer;
-use std::sync::atomic::Ordering;
 
 #[test]
 fn setbit_getbit_bitcount_bitpos_bitop() {
@@ -591,7 +590,7 @@ fn wrong_type() {
 #[test]
 fn dirty_only_on_change() {
     let ts = TestServer::new();
-    let dirty = || ts.srv.dirty.load(Ordering::Relaxed);
+    let dirty = || ts.srv.dirty.get();
     let mut c = ts.client();
     let d0 = dirty();
     c.run("SETBIT foo 0 0");

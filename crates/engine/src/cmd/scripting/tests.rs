@@ -311,6 +311,57 @@ fn busy_and_kill_flags() {
 }
 
 #[test]
+fn busy_check_at_command_start_uses_the_start_time() {
+    // A command checks for BUSY at the time it read when it started, not by reading the clock
+    // again: a script that started after that time has run for 0 ms.
+    let ts = TestServer::new();
+    let run = ts.srv.scripting.states().next().expect("a VM");
+    run.running.store(true, std::sync::atomic::Ordering::SeqCst);
+    run.eval.store(false, std::sync::atomic::Ordering::SeqCst);
+    run.start_ms.store(10_000, std::sync::atomic::Ordering::SeqCst);
+    ts.clock.advance_ms(1_000_000);
+    let ping = ts.srv.table.get(b"ping").expect("ping");
+    let busy = "-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+    let show = |f: Option<resp::Frame>| f.map(|f| crate::testkit::show(&f));
+    assert_eq!(show(ts.srv.busy_error(ping)).as_deref(), Some(busy));
+    assert_eq!(show(ts.srv.busy_error_at(ping, Some(9_000))), None);
+    assert_eq!(show(ts.srv.busy_error_at(ping, Some(14_999))), None);
+    assert_eq!(show(ts.srv.busy_error_at(ping, Some(15_000))).as_deref(), Some(busy));
+    assert_eq!(show(ts.srv.busy_error_at(ts.srv.table.get(b"shutdown").expect("shutdown"), Some(15_000))), None);
+    run.running.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(show(ts.srv.busy_error(ping)), None);
+
+    // Through `execute`, on a clock that moves 3 s at every read: the script has run 4 s at the
+    // command's start (below the 5 s threshold), 7 s at the next read.
+    struct Stepping(std::sync::atomic::AtomicU64);
+    impl crate::clock::Clock for Stepping {
+        fn now_ms(&self) -> u64 {
+            self.now_us() / 1000
+        }
+        fn now_us(&self) -> u64 {
+            self.0.fetch_add(3_000_000, std::sync::atomic::Ordering::SeqCst)
+        }
+        fn wall_offset_ms(&self) -> i64 {
+            0
+        }
+    }
+    let clock = std::sync::Arc::new(Stepping(std::sync::atomic::AtomicU64::new(100_000_000)));
+    let srv = crate::server::Server::new(crate::config::Config::new(), clock.clone());
+    let mut c = srv.new_client("127.0.0.1:1".into(), "127.0.0.1:2".into());
+    let run = srv.scripting.states().next().expect("a VM");
+    run.running.store(true, std::sync::atomic::Ordering::SeqCst);
+    let start = clock.0.load(std::sync::atomic::Ordering::SeqCst) / 1000 - 4000;
+    run.start_ms.store(start, std::sync::atomic::Ordering::SeqCst);
+    let ping = [bytes::Bytes::from_static(b"PING")];
+    assert_eq!(show(srv.execute(&mut c, &ping)).as_deref(), Some("+PONG"));
+    // Two reads: the start, and the end for the command's duration.
+    assert_eq!(clock.0.load(std::sync::atomic::Ordering::SeqCst) / 1000 - start, 4000 + 6000);
+    run.start_ms.store(start - 6000, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(show(srv.execute(&mut c, &ping)).as_deref(), Some(busy));
+    run.running.store(false, std::sync::atomic::Ordering::SeqCst);
+}
+
+#[test]
 fn scripts_on_different_keys_run_concurrently() {
     // Two threads hammer EVALSHA on their own keys through the VM pool: no deadlock, no lost update.
     let ts = TestServer::new();
