@@ -267,19 +267,25 @@ unsafe fn to_frame(l: *mut ffi::lua_State, idx: c_int, resp3: bool, depth: usize
 /// As [`to_frame`], with four free slots.
 unsafe fn table_to_frame(l: *mut ffi::lua_State, t: c_int, resp3: bool, depth: usize) -> Frame {
     unsafe {
-        if field(l, t, b"err") == ffi::LUA_TSTRING {
+        let top = ffi::lua_gettop(l);
+        // Each probe leaves one value; the stack goes back to `top` after every miss.
+        let probe = |key: &[u8], want: c_int| -> bool {
+            ffi::lua_settop(l, top);
+            field(l, t, key) == want
+        };
+        if probe(b"err", ffi::LUA_TSTRING) {
             return Frame::Error(one_line(str_at(l, -1)));
         }
-        if field(l, t, b"ok") == ffi::LUA_TSTRING {
+        if probe(b"ok", ffi::LUA_TSTRING) {
             return Frame::Simple(one_line(str_at(l, -1)));
         }
-        if field(l, t, b"double") == ffi::LUA_TNUMBER {
+        if probe(b"double", ffi::LUA_TNUMBER) {
             return Frame::Double(ffi::lua_tonumber(l, -1));
         }
-        if field(l, t, b"big_number") == ffi::LUA_TSTRING {
+        if probe(b"big_number", ffi::LUA_TSTRING) {
             return Frame::BigNumber(one_line(str_at(l, -1)));
         }
-        if field(l, t, b"verbatim_string") == ffi::LUA_TTABLE {
+        if probe(b"verbatim_string", ffi::LUA_TTABLE) {
             let vt = ffi::lua_gettop(l);
             if field(l, vt, b"format") == ffi::LUA_TSTRING && field(l, vt, b"string") == ffi::LUA_TSTRING {
                 let mut fmt = [b' '; 3];
@@ -289,7 +295,7 @@ unsafe fn table_to_frame(l: *mut ffi::lua_State, t: c_int, resp3: bool, depth: u
                 return Frame::Verbatim { format: fmt, text: Bytes::copy_from_slice(str_at(l, -1)) };
             }
         }
-        if field(l, t, b"map") == ffi::LUA_TTABLE {
+        if probe(b"map", ffi::LUA_TTABLE) {
             let m = ffi::lua_gettop(l);
             let mut v = Vec::new();
             ffi::lua_pushnil(l);
@@ -301,7 +307,7 @@ unsafe fn table_to_frame(l: *mut ffi::lua_State, t: c_int, resp3: bool, depth: u
             }
             return Frame::Map(v);
         }
-        if field(l, t, b"set") == ffi::LUA_TTABLE {
+        if probe(b"set", ffi::LUA_TTABLE) {
             let m = ffi::lua_gettop(l);
             let mut v = Vec::new();
             ffi::lua_pushnil(l);
@@ -311,6 +317,7 @@ unsafe fn table_to_frame(l: *mut ffi::lua_State, t: c_int, resp3: bool, depth: u
             }
             return Frame::Set(v);
         }
+        ffi::lua_settop(l, top);
         let mut out = Vec::new();
         let mut i: c_int = 1;
         loop {
@@ -403,8 +410,8 @@ unsafe fn push_err_table(l: *mut ffi::lua_State, msg: &[u8], from_reply: bool) {
 /// `l` is usable (module docs).
 unsafe fn push_frame(l: *mut ffi::lua_State, f: &Frame, resp3: bool) {
     unsafe {
-        // Replies nest only a few levels; a deeper one still gets a slot per level.
-        ffi::lua_checkstack(l, 4);
+        // Room for this level: a map entry holds wrapper, key, inner table, key and value.
+        ffi::lua_checkstack(l, 8);
         match f {
             Frame::Simple(s) => {
                 ffi::lua_createtable(l, 0, 1);

@@ -486,3 +486,27 @@ fn redis_call_kept_by_a_library_works_in_later_calls() {
         "##,
     );
 }
+
+#[test]
+fn nested_conversions_stay_within_the_lua_stack() {
+    // Debug builds of Lua check every push against the stack space reserved for it: these nest
+    // RESP3 maps from redis.call inside Lua tables, and Lua tables inside replies, deep enough to
+    // need that space at every level.
+    TestServer::new().transcript(
+        r##"
+        > HSET h a 1
+        :1
+        > EVAL "redis.setresp(3) local r = redis.call('hgetall', KEYS[1]) return {r, {r}, {{r, {map={x={double=2}}}}}}" 1 h
+        [{"a": "1"}, [{"a": "1"}], [[{"a": "1"}, {"x": ,2}]]]
+        > EVAL "return {ok='fine', err=5}" 0
+        +fine
+        > EVAL "return {double=1.5, 'x'}" 0
+        ,1.5
+        > EVAL "return {verbatim_string={format='txt', string='v'}, 'x'}" 0
+        "v"
+        "##,
+    );
+    let deep = "local t = {} local c = t for i = 1, 100 do c[1] = {} c = c[1] end c[1] = 'deep' return t";
+    let want = format!("{}\"deep\"{}", "[".repeat(101), "]".repeat(101));
+    assert_eq!(TestServer::new().client().run(&format!("EVAL \"{deep}\" 0")), want);
+}
