@@ -1158,4 +1158,23 @@ mod pool_tests {
         drop(held);
         assert!(sc.pool.len() >= 2);
     }
+
+    #[test]
+    fn only_a_long_run_is_handed_off() {
+        // The count hook fires every 100k instructions of one run: 10k short scripts on one VM
+        // (about 25 instructions each, 250k in all) never look long, one looping past 100k does.
+        let ts = TestServer::new();
+        let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = calls.clone();
+        ts.srv.set_long_op_hook(std::sync::Arc::new(move || {
+            seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }));
+        let mut c = ts.client();
+        for _ in 0..10_000 {
+            assert_eq!(c.run("EVAL \"local n = 0 for i = 1, 10 do n = n + 1 end return n\" 0"), ":10");
+        }
+        assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 0);
+        assert_eq!(c.run("EVAL \"local n = 0 for i = 1, 200000 do n = n + 1 end return n\" 0"), ":200000");
+        assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 1);
+    }
 }

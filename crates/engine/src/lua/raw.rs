@@ -143,6 +143,12 @@ impl RawState {
                 push_array(l, argv);
                 2
             };
+            // Restart the count hook's instruction count: it checks for SCRIPT KILL and hands a long
+            // run off every 100k instructions of this run, not of the VM's lifetime (which would
+            // treat every few thousandth short script as long).
+            if let Some(hook) = ffi::lua_gethook(l) {
+                ffi::lua_sethook(l, Some(hook), ffi::lua_gethookmask(l), ffi::lua_gethookcount(l));
+            }
             let status = ffi::lua_pcall(l, nargs, 1, top + 1);
             let reply = if status == 0 { to_frame(l, -1, resp3(), 0) } else { error_frame(l, -1, name) };
             if as_globals {
