@@ -303,7 +303,7 @@ pub static PARAMS: &[Param] = &[
     P { name: "propagation-error-behavior", alias: None, flags: 0, kind: Kind::Enum(E_PROPAGATION), default: "ignore" },
     P { name: "shutdown-on-sigint", alias: None, flags: MULTI, kind: Kind::EnumFlags(E_SHUTDOWN), default: "default" },
     P { name: "shutdown-on-sigterm", alias: None, flags: MULTI, kind: Kind::EnumFlags(E_SHUTDOWN), default: "default" },
-    // Integers. Live: `databases`, `port`, `io-threads` (Latch: 0 = one per core), `timeout`, `hz`,
+    // Integers. Live: `databases`, `port`, `io-threads` (Latch: 0 = one per core but one), `timeout`, `hz`,
     // `maxclients`, `slowlog-*`, `proto-max-bulk-len`, `client-query-buffer-limit`. Encoding thresholds,
     // cluster, replication, defrag, AOF and RDB knobs are accepted-but-inert. `port` and `bind` cannot
     // be changed at runtime in Latch (no re-listen), so they are immutable here.

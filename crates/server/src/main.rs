@@ -53,8 +53,11 @@ fn main() {
         std::process::exit(1);
     }
     init_logging(&config);
+    // Auto: a worker per core but one. The spare core is for the kernel's network processing, the
+    // cron and whatever else runs on the box: on 2 cores with the client alongside, one worker beat
+    // two on 9 of bench-compare's 10 workloads at -P 1 and on 6 at -P 16 (docs/performance.md).
     let threads = match config.get_i64("io-threads") {
-        0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        0 => std::thread::available_parallelism().map(|n| n.get().saturating_sub(1).max(1)).unwrap_or(1),
         n => n as usize,
     };
     // Replies nest up to the 2000 levels a script may return (then "reached lua stack limit"), and

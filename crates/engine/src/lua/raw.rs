@@ -130,7 +130,9 @@ impl RawState {
         // come back as a status; Rust panics inside it were caught (point 4) and are resumed below.
         let reply = unsafe {
             let top = ffi::lua_gettop(l);
-            ffi::lua_checkstack(l, 6);
+            if ffi::lua_checkstack(l, 6) == 0 {
+                return Frame::error("ERR reached lua stack limit");
+            }
             ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, handler);
             ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, func);
             let [keys_name, argv_name] = self.names;
@@ -416,7 +418,9 @@ unsafe fn push_err_table(l: *mut ffi::lua_State, msg: &[u8], from_reply: bool) {
 /// `l` is usable (module docs).
 unsafe fn push_frame(l: *mut ffi::lua_State, f: &Frame, resp3: bool) {
     unsafe {
-        // Room for this level: a map entry holds wrapper, key, inner table, key and value.
+        // Room for this level: a map entry holds wrapper, key, inner table, key and value. Replies
+        // of commands nest a handful of levels (COMMAND DOCS is the deepest), far below the 8000
+        // slots a C function may reserve, so this cannot fail.
         ffi::lua_checkstack(l, 8);
         match f {
             Frame::Simple(s) => {
