@@ -156,9 +156,12 @@ G.setmetatable = function(t, mt)
   if protected[t] then error('Attempt to modify a readonly table', 0) end
   return setmetatable_(t, mt)
 end
+local string_mt, string_mt_proxy = getmetatable_(''), nil -- the strings' shared metatable
 G.getmetatable = function(t)
   if protected[t] then return proxy_mt_of[t] end
-  return getmetatable_(t)
+  local mt = getmetatable_(t)
+  if mt == string_mt then return string_mt_proxy end
+  return mt
 end
 G.rawset = function(t, k, v)
   if protected[t] then error('Attempt to modify a readonly table', 0) end
@@ -183,6 +186,12 @@ G.newproxy = nil
 
 PG = protect(G, true)
 rawset_(G, '_G', PG)
+-- Strings share one metatable, reachable from any script through getmetatable(''): scripts get a
+-- read-only view of it, whose __index is the read-only string library (as in Redis), so no script
+-- can change string methods for the scripts after it.
+local string_proxy = rawget(G, 'string')
+string_mt.__index = string_proxy
+string_mt_proxy = protect(string_mt, false, { [string_proxy] = string_proxy })
 
 -- Function libraries: during FUNCTION LOAD the globals are only `redis` with register_function,
 -- log and the version; when functions run they are the ordinary globals.

@@ -104,6 +104,14 @@ fn sandbox_and_script_errors() {
         -ERR user_script:1: Script attempted to access nonexistent global variable 'os' script: c2a6dc27451fbacf886e838d32576c0f903e4eaf, on @user_script:1.
         > EVAL "return type(newproxy)" 0
         -ERR user_script:1: Script attempted to access nonexistent global variable 'newproxy' script: 2db8cbf73e97a4b7d8d1a7ce472bf57302f0f369, on @user_script:1.
+        > EVAL "getmetatable('').__index.upper = nil return 1" 0
+        -ERR user_script:1: Attempt to modify a readonly table script: ac075ac18a268146edb19e945f6c06d3e450c70a, on @user_script:1.
+        > EVAL "local mt = getmetatable('') mt.__index = {} return 1" 0
+        -ERR user_script:1: Attempt to modify a readonly table script: d80bd7f1539b3be49b922de0f9fdd61d5504cdef, on @user_script:1.
+        > EVAL "setmetatable(getmetatable(''), {}) return 1" 0
+        -ERR Attempt to modify a readonly table script: 3a5fd6d398c3ccb169da079b30fcef86b616ca80, on @user_script:1.
+        > EVAL "return {('x'):upper(), getmetatable('').__index == string}" 0
+        ["X", :1]
         "##,
     );
 }
