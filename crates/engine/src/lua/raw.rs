@@ -33,7 +33,7 @@
 #![allow(unsafe_code)]
 
 use super::{ActiveRun, CallCtx, ensure_shards, lstruct, lua_num_str};
-use crate::command::Flags;
+use crate::command::{Command, Flags};
 use bytes::Bytes;
 use mlua::ffi;
 use resp::{Frame, Protocol};
@@ -593,10 +593,25 @@ unsafe extern "C-unwind" fn redis_call<const RAISE: bool>(l: *mut ffi::lua_State
 unsafe fn outcome(l: *mut ffi::lua_State, host: &Host) -> Outcome {
     let n = unsafe { ffi::lua_gettop(l) };
     let mut argv: smallvec::SmallVec<[Bytes; 8]> = smallvec::SmallVec::new();
+    // The command, when the name is exactly a top-level command's (lowercase, as scripts usually
+    // write it): its argv[0] is then the table's own static name, not a copy.
+    let mut named = None;
     for i in 1..=n {
         // SAFETY: `i` is a valid index; strings are copied while on the stack.
         match unsafe { ffi::lua_type(l, i) } {
-            ffi::LUA_TSTRING => argv.push(Bytes::copy_from_slice(unsafe { str_at(l, i) })),
+            ffi::LUA_TSTRING => {
+                let b = unsafe { str_at(l, i) };
+                if i == 1
+                    && let Some(cmd) = crate::cmd::table().get(b)
+                    && cmd.subcommands.is_empty()
+                    && cmd.name.as_bytes() == b
+                {
+                    named = Some(cmd);
+                    argv.push(Bytes::from_static(cmd.name.as_bytes()));
+                } else {
+                    argv.push(Bytes::copy_from_slice(b));
+                }
+            }
             ffi::LUA_TNUMBER => {
                 let mut o = Vec::new();
                 resp::format_double(unsafe { ffi::lua_tonumber(l, i) }, &mut o);
@@ -611,7 +626,7 @@ unsafe fn outcome(l: *mut ffi::lua_State, host: &Host) -> Outcome {
         }
     }
     let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        host.active.with(|c| dispatch(c, &argv)).unwrap_or(Outcome::Outside)
+        host.active.with(|c| dispatch(c, named, &argv)).unwrap_or(Outcome::Outside)
     }));
     match run {
         Ok(o) => o,
@@ -622,13 +637,17 @@ unsafe fn outcome(l: *mut ffi::lua_State, host: &Host) -> Outcome {
     }
 }
 
-/// Checks and runs one command for a script.
-fn dispatch(c: &mut CallCtx<'_, '_>, argv: &[Bytes]) -> Outcome {
+/// Checks and runs one command for a script (`named`: argv[0]'s command, already looked up).
+fn dispatch(c: &mut CallCtx<'_, '_>, named: Option<&'static Command>, argv: &[Bytes]) -> Outcome {
     let refuse = |m: &[u8]| Outcome::Refused(m.to_vec(), false);
     if argv.is_empty() {
         return refuse(b"Please specify at least one argument for this redis lib call");
     }
-    let cmd = match c.srv.table.resolve(argv) {
+    let resolved = match named {
+        Some(cmd) => Ok(cmd),
+        None => c.srv.table.resolve(argv),
+    };
+    let cmd = match resolved {
         Ok(cmd) if cmd.arity_ok(argv.len()) => cmd,
         Ok(_) => return refuse(b"Wrong number of args calling Redis command from script"),
         Err(_) => return refuse(b"Unknown Redis command called from script"),
