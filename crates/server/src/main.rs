@@ -113,7 +113,7 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     let srv = Arc::new(Server::new(config, clock.clone()));
     *srv.config_file.lock() = config_file;
     tracing::info!(
-        "Latch {} (Redis {} compatible) starting, pid={}, {} threads, {} shards",
+        "Latch {} (Redis {} compatible) starting, pid={}, io-threads={}, shards={}",
         engine::server::LATCH_VERSION,
         engine::server::REDIS_VERSION,
         std::process::id(),
