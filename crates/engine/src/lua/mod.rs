@@ -785,15 +785,9 @@ impl Scripting {
         }
         let (flags, skip) = parse_shebang(body).map_err(|m| Frame::error(format!("ERR {m}")))?;
         let (mut vm, _) = self.acquire(|| None)?;
-        let f = vm.lua.load(&body[skip..]).set_name("@user_script").set_environment(vm.pg.clone()).into_function();
-        match f.and_then(|f| vm.lua.create_registry_value(f)) {
-            Ok(f) => {
-                vm.scripts.insert(sha.clone(), (f, flags));
-                self.scripts.lock().insert(sha.clone(), ScriptMeta { body: body.clone(), flags });
-                Ok(sha)
-            }
-            Err(e) => Err(Frame::error(format!("ERR Error compiling script (new function): {}", lua_error_text(&e)))),
-        }
+        vm.compile_script(&sha, &body[skip..], flags)?;
+        self.scripts.lock().insert(sha.clone(), ScriptMeta { body: body.clone(), flags });
+        Ok(sha)
     }
 
     /// Forgets every EVAL script (SCRIPT FLUSH); each VM drops its compiled ones at its next run.
@@ -850,25 +844,9 @@ impl Scripting {
                             return Frame::error("NOSCRIPT No matching script. Please use EVAL.");
                         };
                         let skip = parse_shebang(&body).map(|(_, s)| s).unwrap_or(0);
-                        let f = vm
-                            .lua
-                            .load(&body[skip..])
-                            .set_name("@user_script")
-                            .set_environment(vm.pg.clone())
-                            .into_function()
-                            .and_then(|f| vm.lua.create_registry_value(f));
-                        match f {
-                            Ok(f) => {
-                                let id = f.id();
-                                vm.scripts.insert(sha.to_string(), (f, flags));
-                                (id, flags)
-                            }
-                            Err(e) => {
-                                return Frame::error(format!(
-                                    "ERR Error compiling script (new function): {}",
-                                    lua_error_text(&e)
-                                ));
-                            }
+                        match vm.compile_script(sha, &body[skip..], flags) {
+                            Ok(id) => (id, flags),
+                            Err(e) => return e,
                         }
                     }
                 };
@@ -1021,6 +999,20 @@ pub fn parse_library_shebang(code: &[u8]) -> Result<(String, usize), String> {
 }
 
 impl Vm {
+    /// Compiles an EVAL script's code (after its shebang) in the sandbox and caches it with its
+    /// flags under `sha`; returns its registry slot.
+    fn compile_script(&mut self, sha: &str, code: &[u8], flags: u32) -> Result<std::ffi::c_int, Frame> {
+        let f = self.lua.load(code).set_name("@user_script").set_environment(self.pg.clone()).into_function();
+        match f.and_then(|f| self.lua.create_registry_value(f)) {
+            Ok(key) => {
+                let id = key.id();
+                self.scripts.insert(sha.to_string(), (key, flags));
+                Ok(id)
+            }
+            Err(e) => Err(Frame::error(format!("ERR Error compiling script (new function): {}", lua_error_text(&e)))),
+        }
+    }
+
     /// Runs a library's code (after its shebang, at `skip`) in load mode, collecting the functions it
     /// registers.
     fn load_library(&mut self, code: &[u8], skip: usize) -> Result<Vec<(FunctionMeta, Function)>, String> {

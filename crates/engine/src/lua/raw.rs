@@ -375,7 +375,7 @@ unsafe fn error_frame(l: *mut ffi::lua_State, idx: c_int, name: &str) -> Frame {
         if let (Some(src), Some(line)) = (s(b"source"), s(b"line")) {
             msg.push_str(&format!(" script: {name}, on {src}:{line}."));
         }
-        Frame::error(msg.replace(['\r', '\n'], " "))
+        Frame::Error(one_line(msg.as_bytes()))
     }
 }
 
