@@ -48,33 +48,8 @@ use tokio::net::TcpStream;
 const KEY: &str = "bench:lock";
 const TTL_MS: u64 = 10_000;
 
-fn die(msg: String) -> ! {
-    eprintln!("lock-bench: {msg}");
-    std::process::exit(2)
-}
-
-struct Opts(HashMap<String, String>);
-
-impl Opts {
-    fn parse(args: &[String]) -> Opts {
-        let mut m = HashMap::new();
-        let mut it = args.iter();
-        while let Some(a) = it.next() {
-            let Some(name) = a.strip_prefix("--") else { die(format!("unexpected argument {a}")) };
-            let Some(v) = it.next() else { die(format!("--{name} needs a value")) };
-            m.insert(name.to_string(), v.clone());
-        }
-        Opts(m)
-    }
-
-    fn get(&self, k: &str) -> Option<&str> {
-        self.0.get(k).map(String::as_str)
-    }
-
-    fn num(&self, k: &str, default: u64) -> u64 {
-        self.0.get(k).map_or(default, |v| v.parse().unwrap_or_else(|_| die(format!("--{k}: not a number: {v}"))))
-    }
-}
+mod common;
+use common::{Opts, die};
 
 /// A server this process started; killed on drop.
 struct Spawned(Child);
@@ -402,7 +377,7 @@ fn main() {
     }
     let o = Opts::parse(&args);
     let base = u16::try_from(o.num("port-base", 7640)).unwrap_or_else(|_| die("--port-base".into()));
-    let modes = o.get("modes").unwrap_or("native,polling-latch,polling-redis").to_string();
+    let modes = o.get_or("modes", "native,polling-latch,polling-redis");
     let need_latch = modes.contains("native") || modes.contains("-latch");
     let need_redis = modes.contains("-redis");
     let mut keep = Vec::new();

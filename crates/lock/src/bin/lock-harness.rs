@@ -28,7 +28,6 @@
 //! runs the workers without any lock, to show that the checks do detect violations.
 //! Exit status: 0 if every scenario is clean, 1 otherwise.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -41,34 +40,8 @@ fn unix_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
-fn die(msg: String) -> ! {
-    eprintln!("lock-harness: {msg}");
-    std::process::exit(2)
-}
-
-/// Command-line options as `--name value` pairs.
-struct Opts(HashMap<String, String>);
-
-impl Opts {
-    fn parse(args: &[String]) -> Opts {
-        let mut m = HashMap::new();
-        let mut it = args.iter();
-        while let Some(a) = it.next() {
-            let Some(name) = a.strip_prefix("--") else { die(format!("unexpected argument {a}")) };
-            let Some(v) = it.next() else { die(format!("--{name} needs a value")) };
-            m.insert(name.to_string(), v.clone());
-        }
-        Opts(m)
-    }
-
-    fn get(&self, k: &str, default: &str) -> String {
-        self.0.get(k).cloned().unwrap_or_else(|| default.to_string())
-    }
-
-    fn num(&self, k: &str, default: u64) -> u64 {
-        self.0.get(k).map_or(default, |v| v.parse().unwrap_or_else(|_| die(format!("--{k}: not a number: {v}"))))
-    }
-}
+mod common;
+use common::{Opts, die};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -96,13 +69,13 @@ fn main() {
 // Worker
 
 async fn worker(o: Opts) -> i32 {
-    let mode = o.get("mode", "single");
-    let urls: Vec<String> = o.get("lock", "").split(',').filter(|s| !s.is_empty()).map(String::from).collect();
+    let mode = o.get_or("mode", "single");
+    let urls: Vec<String> = o.get_or("lock", "").split(',').filter(|s| !s.is_empty()).map(String::from).collect();
     let until = o.num("until-ms", 0);
     let ttl = Duration::from_millis(o.num("ttl-ms", 400));
     let hold = Duration::from_micros(o.num("hold-us", 500));
     let pid = std::process::id();
-    let res = match redis::Client::open(o.get("resource", "")) {
+    let res = match redis::Client::open(o.get_or("resource", "")) {
         Ok(c) => c,
         Err(e) => die(format!("worker: resource: {e}")),
     };
@@ -111,7 +84,7 @@ async fn worker(o: Opts) -> i32 {
         Err(e) => die(format!("worker: resource: {e}")),
     };
     let backoff = Backoff { base: Duration::from_millis(1), max: Duration::from_millis(20) };
-    let path = o.get("path", "auto");
+    let path = o.get_or("path", "auto");
     let single = match (mode.as_str(), urls.first()) {
         ("single", Some(u)) => match LockClient::connect(u).await {
             Ok(c) => {
@@ -289,14 +262,14 @@ struct Bins {
 
 fn find_bins(o: &Opts) -> Bins {
     let me = std::env::current_exe().unwrap_or_else(|e| die(format!("current_exe: {e}")));
-    let latch = o.0.get("latch-server").map(PathBuf::from).unwrap_or_else(|| me.with_file_name("latch-server"));
+    let latch = o.get("latch-server").map(PathBuf::from).unwrap_or_else(|| me.with_file_name("latch-server"));
     if !latch.exists() {
         die(format!(
             "latch-server not found at {} (build it: cargo build -p server, or pass --latch-server PATH)",
             latch.display()
         ));
     }
-    let redis = PathBuf::from(o.get("redis-server", "redis-server"));
+    let redis = PathBuf::from(o.get_or("redis-server", "redis-server"));
     Bins { latch, redis, me }
 }
 
@@ -326,7 +299,7 @@ impl Report {
 fn coordinator(o: Opts) -> i32 {
     let bins = find_bins(&o);
     let base = u16::try_from(o.num("port-base", 7620)).unwrap_or_else(|_| die("--port-base".into()));
-    let scenarios = o.get("scenarios", "native,latch,redis,redlock");
+    let scenarios = o.get_or("scenarios", "native,latch,redis,redlock");
     let resource = Server::start(Kind::Latch, base, &bins);
     let mut reports = Vec::new();
     for sc in scenarios.split(',') {
@@ -341,7 +314,7 @@ fn coordinator(o: Opts) -> i32 {
                 run_scenario(&o, &bins, sc, "single", path, &resource, &mut servers, false)
             }
             "redlock" => {
-                let mix = o.get("redlock-servers", "mixed");
+                let mix = o.get_or("redlock-servers", "mixed");
                 let mut servers: Vec<Server> = (0..5u16)
                     .map(|i| {
                         let kind = match mix.as_str() {
