@@ -209,8 +209,8 @@ impl Server {
     }
 
     fn execute_inner(&self, client: &mut Client, args: &[Bytes]) -> Option<Frame> {
-        let now_us = self.clock.now_us();
-        let now = now_us / 1000;
+        let now = self.clock.now_ms();
+        let start = self.clock.ticks_us();
         client.info.last_active_ms.store(now, Ordering::Relaxed);
         let cmd = match self.table.resolve(args) {
             Ok(c) => c,
@@ -277,7 +277,7 @@ impl Server {
             let e = self.busy_error(cmd).unwrap_or_else(|| Frame::error(crate::cmd::scripting::BUSY_EVAL));
             return Some(self.reject_in_multi(client, cmd, e));
         };
-        let reply = self.call_from(client, &mut locked, cmd, args, now, now_us);
+        let reply = self.call_from(client, &mut locked, cmd, args, now, start);
         // Blocked clients are served after the whole top-level command (a MULTI that pushes then
         // deletes wakes nobody), before its locks are released. Reads count: a lazy expiry can free
         // a lock that has waiters.
@@ -304,10 +304,11 @@ impl Server {
         args: &[Bytes],
         now: u64,
     ) -> Frame {
-        self.call_from(client, locked, cmd, args, now, self.clock.now_us())
+        self.call_from(client, locked, cmd, args, now, self.clock.ticks_us())
     }
 
-    /// [`Server::call`] with the start time already read (one clock read per command saved).
+    /// [`Server::call`] with the start already read (`start_ticks`, [`Clock::ticks_us`]; one clock read
+    /// per command saved).
     fn call_from(
         &self,
         client: &mut Client,
@@ -315,19 +316,19 @@ impl Server {
         cmd: &'static Command,
         args: &[Bytes],
         now: u64,
-        start_us: u64,
+        start_ticks: u64,
     ) -> Frame {
         let reply = {
             let mut ctx = Ctx { srv: self, client, locked, args, now, cmd };
             (cmd.handler)(&mut ctx)
         };
-        let took = self.clock.now_us().saturating_sub(start_us);
+        let took = self.clock.ticks_us().saturating_sub(start_ticks);
         // Also total_commands_processed, as Redis's call() counts it: commands that ran, EXEC's and
         // scripts' included, once they ran (not the rejected, unknown or queued ones; INFO does not
         // count itself).
         self.stats.count_call(cmd, took, reply.is_error());
         client.info.db.store(client.db, Ordering::Relaxed);
-        self.after_call(client, cmd, args, start_us, took);
+        self.after_call(client, cmd, args, took);
         reply
     }
 
@@ -531,23 +532,24 @@ impl Server {
         self.stats.count_rejected(cmd);
     }
 
-    fn after_call(&self, client: &Client, cmd: &Command, args: &[Bytes], start_us: u64, took: u64) {
+    /// Slow log and MONITOR, stamped with the time the command finished (as Redis stamps both).
+    fn after_call(&self, client: &Client, cmd: &Command, args: &[Bytes], took: u64) {
         let threshold = self.config.slowlog_log_slower_than.load(Ordering::Relaxed);
         if threshold >= 0 && took as i64 >= threshold && !cmd.flags.has(Flags::SKIP_SLOWLOG) {
-            self.slowlog_push(client, args, start_us, took);
+            self.slowlog_push(client, args, self.clock.now_us(), took);
         }
         if self.has_monitors.load(Ordering::Relaxed)
             && !cmd.flags.has(Flags::SKIP_MONITOR)
             && !cmd.flags.has(Flags::ADMIN)
         {
-            let line = monitor_line(self.clock.wall_offset_ms(), start_us, client, args);
+            let line = monitor_line(self.clock.wall_offset_ms(), self.clock.now_us(), client, args);
             for (_, sink) in self.monitors.lock().iter() {
                 sink(line.clone());
             }
         }
     }
 
-    fn slowlog_push(&self, client: &Client, args: &[Bytes], start_us: u64, took: u64) {
+    fn slowlog_push(&self, client: &Client, args: &[Bytes], now_us: u64, took: u64) {
         const MAX_ARGS: usize = 32;
         const MAX_LEN: usize = 128;
         let mut v = Vec::new();
@@ -568,7 +570,7 @@ impl Server {
         let mut log = self.slowlog.lock();
         let id = log.next_id;
         log.next_id += 1;
-        let time = (start_us as i64 / 1000 + self.clock.wall_offset_ms()) / 1000;
+        let time = (now_us as i64 / 1000 + self.clock.wall_offset_ms()) / 1000;
         log.entries.push_front(SlowEntry {
             id,
             time,
