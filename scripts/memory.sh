@@ -3,10 +3,13 @@
 # and redis-server started side by side, and prints RSS growth per key for both.
 #   scripts/memory.sh            # N=1000000
 #   N=200000 TTL=60000 scripts/memory.sh
+#   SETTLE=15 scripts/memory.sh  # seconds to wait after loading before reading RSS (default 1); jemalloc
+#                                # (both servers) returns freed pages to the OS over ~10 s
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-1000000}
 TTL=${TTL:-}
+SETTLE=${SETTLE:-1}
 LATCH_PORT=${LATCH_PORT:-7103}
 REDIS_PORT=${REDIS_PORT:-7104}
 command -v redis-server >/dev/null || { echo "redis-server not installed" >&2; exit 2; }
@@ -40,7 +43,7 @@ for t in "latch:$LATCH_PORT:$LPID" "redis:$REDIS_PORT:$RPID"; do
   IFS=: read -r name port pid <<<"$t"
   before=$(rss_kb "$pid")
   redis-cli -p "$port" --pipe <"$payload" >/dev/null
-  sleep 1
+  sleep "$SETTLE"
   after=$(rss_kb "$pid")
   keys=$(redis-cli -p "$port" dbsize)
   awk -v n="$name" -v k="$keys" -v b="$before" -v a="$after" 'BEGIN { printf "%-8s %12d %12.1f %10.1f\n", n, k, (a-b)/1024, (a-b)*1024/k }'

@@ -29,6 +29,10 @@ pub trait Host: Send + Sync + 'static {
     /// Checks that `path` names a directory and returns its absolute form, or Redis's reason
     /// ("No such file or directory", "Not a directory", "Permission denied").
     fn resolve_dir(&self, path: &str) -> Result<String, String>;
+    /// The memory allocator, as INFO's `mem_allocator` names it (Redis: `libc` or `jemalloc-<version>`).
+    fn allocator(&self) -> &'static str {
+        "libc"
+    }
 }
 
 /// A host with no operating system behind it: process figures are zero and the file system lives in

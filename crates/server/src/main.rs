@@ -17,6 +17,15 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
+/// jemalloc, as Redis uses. Its per-thread caches make the request path's small, short-lived
+/// allocations (argument buffers, Lua strings and tables) cheap: glibc malloc took ~16% of the CPU
+/// of the EVALSHA benchmark (docs/performance.md). The `background_threads` feature turns on
+/// jemalloc's purging thread (Redis's `jemalloc-bg-thread yes`): without it the pages a growing table
+/// freed stay resident until the next burst of allocations, ~25% more RSS per key after a bulk load.
+/// Set in the binary only; test binaries keep the system allocator.
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {

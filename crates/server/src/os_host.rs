@@ -12,6 +12,12 @@ fn read(path: &str) -> Option<String> {
 }
 
 impl Host for OsHost {
+    /// The binary's global allocator (main.rs). Without a version: the jemalloc crate does not expose
+    /// it, and Redis's own tests only look for the word (`*jemalloc*`).
+    fn allocator(&self) -> &'static str {
+        "jemalloc"
+    }
+
     /// Second field of `/proc/self/statm`, in 4 KiB pages.
     fn rss_bytes(&self) -> u64 {
         read("/proc/self/statm")

@@ -630,7 +630,7 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("maxmemory_human:{}", bytes_to_human(maxmemory));
             line!("maxmemory_policy:{}", cfg.get("maxmemory-policy").unwrap_or_default());
             line!("mem_fragmentation_ratio:{:.2}", if used == 0 { 0.0 } else { rss as f64 / used as f64 });
-            line!("mem_allocator:libc");
+            line!("mem_allocator:{}", cfg.host().allocator());
             line!("active_defrag_running:0");
             line!("lazyfree_pending_objects:0");
             line!("lazyfreed_objects:0");
