@@ -15,8 +15,9 @@ const READ_CHUNK: usize = 16 * 1024;
 /// Read buffers larger than this are released once drained (a big MSET should not pin memory).
 const KEEP_BUF: usize = 64 * 1024;
 
-/// Serves one connection until the peer closes, a protocol error, QUIT, CLIENT KILL or shutdown.
-pub async fn serve<S>(srv: Arc<Server>, stream: S, peer: String, local: String, shutdown: Arc<Notify>)
+/// Serves one connection until the peer closes, a protocol error, QUIT, CLIENT KILL or shutdown (which
+/// kills every client).
+pub async fn serve<S>(srv: Arc<Server>, stream: S, peer: String, local: String)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -55,7 +56,7 @@ where
                             srv.unblocked(&mut client);
                             break 'conn;
                         }
-                        let outcome = wait_blocked(&srv, &w, &mut rd, &mut rbuf, &unblock, &kill, &shutdown).await;
+                        let outcome = wait_blocked(&srv, &w, &mut rd, &mut rbuf, &unblock, &kill).await;
                         srv.unblocked(&mut client);
                         match outcome {
                             Blocked::Reply(f) => reply = Some(f),
@@ -112,14 +113,16 @@ where
         }
         let want = dec.pending_bulk_remaining(&rbuf).unwrap_or(0).max(READ_CHUNK);
         rbuf.reserve(want);
+        // Biased: the socket first, and the kill and MONITOR branches are polled (a Notify and a
+        // channel registering this task) only when it has nothing to read.
         tokio::select! {
+            biased;
             r = rd.read_buf(&mut rbuf) => match r {
                 Ok(0) | Err(_) => break,
                 Ok(n) => { srv.stats.add_net_input(n as u64); }
             },
             _ = kill.notified() => break,
-            _ = shutdown.notified() => break,
-            Some(line) = mon_rx.recv() => {
+            Some(line) = mon_rx.recv(), if client.monitor => {
                 resp::encode(&Frame::Simple(line), client.proto, &mut wbuf);
                 while let Ok(line) = mon_rx.try_recv() {
                     resp::encode(&Frame::Simple(line), client.proto, &mut wbuf);
@@ -149,7 +152,6 @@ async fn wait_blocked<R: AsyncRead + Unpin>(
     rbuf: &mut BytesMut,
     unblock: &Notify,
     kill: &Notify,
-    shutdown: &Notify,
 ) -> Blocked {
     use engine::blocking::WaitState;
     loop {
@@ -176,7 +178,6 @@ async fn wait_blocked<R: AsyncRead + Unpin>(
                 // A writer is serving it right now: its outcome is coming.
             }
             _ = kill.notified() => { w.cancel(); return Blocked::Gone; }
-            _ = shutdown.notified() => { w.cancel(); return Blocked::Gone; }
             r = rd.read_buf(rbuf) => match r {
                 Ok(0) | Err(_) => { w.cancel(); return Blocked::Gone; }
                 Ok(n) => {

@@ -177,18 +177,16 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
             }
         }));
     }
-    let conns_stop = Arc::new(Notify::new());
     for l in listeners {
         let addr = l.local_addr().map(|a| a.to_string()).unwrap_or_default();
         tracing::info!("Ready to accept connections tcp on {addr}");
-        tokio::spawn(accept_loop(l, srv.clone(), conns_stop.clone()));
+        tokio::spawn(accept_loop(l, srv.clone()));
     }
     tokio::spawn(waiter_timer(srv.clone(), clock.clone()));
     tokio::spawn(cron(srv.clone(), clock));
 
     let why = signals.wait(stop).await;
     tracing::info!("{why}: shutting down, closing {} client(s)", srv.clients.len());
-    conns_stop.notify_waiters();
     for c in srv.clients.snapshot() {
         c.kill();
     }
@@ -240,7 +238,7 @@ impl Signals {
     }
 }
 
-async fn accept_loop(l: TcpListener, srv: Arc<Server>, stop: Arc<Notify>) {
+async fn accept_loop(l: TcpListener, srv: Arc<Server>) {
     let local = l.local_addr().map(|a| a.to_string()).unwrap_or_default();
     loop {
         let (sock, peer) = match l.accept().await {
@@ -263,7 +261,7 @@ async fn accept_loop(l: TcpListener, srv: Arc<Server>, stop: Arc<Notify>) {
             continue;
         }
         let _ = sock.set_nodelay(true);
-        tokio::spawn(conn::serve(srv.clone(), sock, peer.to_string(), local.clone(), stop.clone()));
+        tokio::spawn(conn::serve(srv.clone(), sock, peer.to_string(), local.clone()));
     }
 }
 
