@@ -790,11 +790,19 @@ impl Scripting {
         Ok(sha)
     }
 
-    /// Forgets every EVAL script (SCRIPT FLUSH); each VM drops its compiled ones at its next run.
+    /// Forgets every EVAL script (SCRIPT FLUSH). Like Redis, which starts a new Lua interpreter, the
+    /// idle VMs are dropped (a new one is made on next use, reloading the function libraries), so the
+    /// memory they held is freed now; a VM in use drops its compiled scripts at its next run.
     pub fn flush_scripts(&self) {
         let mut g = self.scripts.lock();
         g.clear();
         self.script_gen.fetch_add(1, Ordering::AcqRel);
+        drop(g);
+        for slot in self.pool.iter() {
+            if let Some(mut vm) = slot.vm.try_lock() {
+                *vm = None;
+            }
+        }
     }
 
     /// Reloads every library into `vm` if they changed since it last loaded them.
@@ -817,6 +825,10 @@ impl Scripting {
             }
         }
         vm.lib_gen = gen_now;
+        // The old libraries are garbage now: collect them at once, as after SCRIPT FLUSH, rather than
+        // let a VM whose libraries keep changing (FUNCTION LOAD REPLACE in a loop) grow until Lua's
+        // collector catches up.
+        let _ = vm.lua.gc_collect();
     }
 
     /// Runs a cached script or a function on a free VM of the pool. The caller holds the shards of the
