@@ -114,7 +114,11 @@ where
         let want = dec.pending_bulk_remaining(&rbuf).unwrap_or(0).max(READ_CHUNK);
         rbuf.reserve(want);
         // Biased: the socket first, and the kill and MONITOR branches are polled (a Notify and a
-        // channel registering this task) only when it has nothing to read.
+        // channel registering this task) only when it has nothing to read. A client that always has
+        // bytes ready (a large argument arriving) is still seen killed through the flag.
+        if client.info.killed.load(Ordering::Relaxed) {
+            break;
+        }
         tokio::select! {
             biased;
             r = rd.read_buf(&mut rbuf) => match r {

@@ -50,3 +50,48 @@ fn shutdown_command_stops_the_server() {
     assert!(st.success());
     assert!(!l.alive());
 }
+
+/// The id CLIENT ID gives for `raw`'s connection.
+fn client_id(raw: &mut common::Raw) -> String {
+    raw.call(b"CLIENT ID\r\n").trim_start_matches(':').trim_end().to_string()
+}
+
+#[test]
+fn client_kill_closes_idle_blocked_and_uploading_connections() {
+    let l = Latch::start(&[]);
+    let mut admin = l.raw();
+
+    let mut idle = l.raw();
+    let id = client_id(&mut idle);
+    assert_eq!(admin.call(format!("CLIENT KILL ID {id}\r\n").as_bytes()), ":1\r\n");
+    assert!(idle.closed());
+
+    let mut blocked = l.raw();
+    let id = client_id(&mut blocked);
+    blocked.send(b"BLPOP nolist 0\r\n");
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(admin.call(format!("CLIENT KILL ID {id}\r\n").as_bytes()), ":1\r\n");
+    assert!(blocked.closed());
+
+    // A client in the middle of a large argument always has bytes ready to read: the kill must
+    // still close it. Its writes fail once the server has closed (bounded: 60 s of 64 KiB writes).
+    let mut up = l.raw();
+    let id = client_id(&mut up);
+    up.send(b"*2\r\n$4\r\nECHO\r\n$400000000\r\n");
+    let mut s = up.s.try_clone().unwrap();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let chunk = vec![b'x'; 65536];
+        let start = std::time::Instant::now();
+        while start.elapsed() < Duration::from_secs(60) {
+            if s.write_all(&chunk).is_err() {
+                return true;
+            }
+        }
+        false
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(admin.call(format!("CLIENT KILL ID {id}\r\n").as_bytes()), ":1\r\n");
+    assert!(writer.join().unwrap(), "the uploading client was never disconnected");
+    assert_eq!(admin.call(b"PING\r\n"), "+PONG\r\n");
+}
