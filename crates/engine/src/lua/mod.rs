@@ -6,7 +6,9 @@
 //! run in parallel, each on its own VM of the pool (a thread first tries the VM it used last). The
 //! global `scripts` / `libraries` maps are the source of truth; each VM compiles a script the first
 //! time it runs it, and drops its compiled scripts / reloads every library when the matching
-//! generation counter moved (SCRIPT FLUSH, FUNCTION LOAD/DELETE/FLUSH/RESTORE). Each VM has its own
+//! generation counter moved (SCRIPT FLUSH, FUNCTION LOAD/DELETE/FLUSH/RESTORE), collecting the garbage
+//! at once. SCRIPT FLUSH also drops the idle VMs outright, as Redis starts a new interpreter; a new VM
+//! is made on the next run. Each VM has its own
 //! [`RunState`], readable without locks: `Server::execute` uses them to answer `-BUSY` once a script
 //! has run past `busy-reply-threshold`, and SCRIPT KILL / FUNCTION KILL set the kill flag, checked by
 //! a count hook every 100k instructions.
