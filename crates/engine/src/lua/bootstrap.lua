@@ -184,6 +184,9 @@ G.debug, G.os, G.io, G.package = nil, nil, nil, nil
 -- run at any later allocation (and could loop there, out of reach of SCRIPT KILL).
 G.newproxy = nil
 
+-- Redis's EVAL error handler is a global of that name (scripts can see and call it).
+G.__redis__err__handler = handler
+
 PG = protect(G, true)
 rawset_(G, '_G', PG)
 -- Strings share one metatable, reachable from any script through getmetatable(''): scripts get a
@@ -203,6 +206,7 @@ local load_redis = protect({
   REDIS_VERSION_NUM = rt.version_num,
 }, true)
 local load_globals = { redis = load_redis }
+local fglobals = G -- replaced by seal_functions_env
 local fsrc = G
 local FG = setmetatable_({}, { __index = function(_, k)
   local v = rawget(fsrc, k)
@@ -214,11 +218,23 @@ protected[FG] = G
 proxy_mt_of[FG] = proxy_mt_of[PG]
 
 local function set_load_mode(on)
-  if on then fsrc = load_globals else fsrc = G end
+  if on then fsrc = load_globals else fsrc = fglobals end
+end
+
+-- Functions see the globals without EVAL's error handler (Redis runs them in a VM of their own).
+-- Called by the host once the globals are final.
+local function seal_functions_env()
+  local fg = {}
+  for k, v in next, G do
+    if k ~= '__redis__err__handler' then fg[k] = v end
+  end
+  fg._G = FG
+  fglobals, fsrc = fg, fg
+  protected[FG] = fg
 end
 
 local function run_load(f)
   return xpcall(f, handler)
 end
 
-return PG, FG, handler, run_load, set_load_mode, redis
+return PG, FG, handler, run_load, set_load_mode, redis, protected, seal_functions_env

@@ -452,11 +452,22 @@ impl Vm {
             })?,
         )?;
         let boot = lua.load(include_str!("bootstrap.lua")).set_name("@latch_internal").into_function()?;
-        let (pg, fg, handler, run_load, set_load_mode, redis): (Table, Table, Function, Function, Function, Table) =
-            boot.call((rt.clone(), globals.clone()))?;
+        #[allow(clippy::type_complexity)]
+        let (pg, fg, handler, run_load, set_load_mode, redis, protected, seal_functions_env): (
+            Table,
+            Table,
+            Function,
+            Function,
+            Function,
+            Table,
+            Table,
+            Function,
+        ) = boot.call((rt.clone(), globals.clone()))?;
         let raw = raw::RawState::of(&lua)?;
         let host = Arc::new(raw::Host::default());
         raw.install_call(lua.create_registry_value(redis)?.id(), &host);
+        raw.install_iterators(lua.create_registry_value(globals)?.id(), lua.create_registry_value(protected)?.id());
+        seal_functions_env.call::<()>(())?;
         let r = run.clone();
         lua.set_hook(HookTriggers::new().every_nth_instruction(100_000), move |_, _| {
             if !r.handed_off.swap(true, Ordering::Relaxed) {

@@ -1,5 +1,6 @@
 //! The per-run hot path on Lua's C API: calling a script or function, building KEYS / ARGV,
-//! `redis.call` / `redis.pcall`, and the Lua <-> RESP conversions.
+//! `redis.call` / `redis.pcall`, and the Lua <-> RESP conversions; also `next`, `pairs` and `rawget`
+//! that see through the sandbox's read-only proxies.
 //!
 //! Through mlua every value crossing the boundary is an owned handle (a slot on an auxiliary thread,
 //! released on drop) and every call takes mlua's lock and a protected frame: about half of an
@@ -20,8 +21,9 @@
 //!    NULL when no memory limit is set, and Latch never sets one. (b) cannot happen: only userdata
 //!    have `__gc` in Lua 5.1, scripts cannot make userdata (the sandbox has no `newproxy`), and the
 //!    only userdata in a VM are mlua's callback handles, whose `__gc` only drops Rust closures.
-//!    The one deliberate longjmp, `lua_error` in the `redis.call` C function, happens after every
-//!    owned value of that call was dropped (see [`redis_call`]).
+//!    The deliberate longjmps: `lua_error` in the `redis.call` C function, after every owned value
+//!    of that call was dropped (see [`redis_call`]), and the argument errors of the `next`, `pairs`
+//!    and `rawget` C functions ([`seen_next`]), whose frames own nothing.
 //! 3. **Stack space.** Every push is covered by a `lua_checkstack` on the same path.
 //! 4. **Panics never unwind into Lua's C frames.** The Rust part of `redis.call` runs under
 //!    `catch_unwind`; a panic is parked in [`Host`], turned into a Lua error, and resumed by the
@@ -106,6 +108,39 @@ impl RawState {
                 ffi::lua_pushcclosure(l, f, 1);
                 ffi::lua_rawset(l, -3);
             }
+            ffi::lua_settop(l, -2);
+        }
+    }
+
+    /// Replaces the globals `next`, `pairs` and `rawget` (read through the real globals table, held
+    /// by registry slot `globals_ref`) with versions that look through the sandbox's read-only
+    /// proxies: `protected_ref` is bootstrap.lua's weak map from each proxy to the table it guards.
+    /// Redis marks the real tables read-only instead, so `pairs(_G)` or `next(redis)` list their
+    /// contents there; on an empty proxy they would list nothing.
+    pub fn install_iterators(&self, globals_ref: c_int, protected_ref: c_int) {
+        let l = self.l();
+        // SAFETY: points 1-3 of the module docs (five slots reserved, all pushes counted).
+        unsafe {
+            ffi::lua_checkstack(l, 5);
+            ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, globals_ref);
+            ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, protected_ref);
+            push_bytes(l, b"next");
+            ffi::lua_pushvalue(l, -2);
+            ffi::lua_pushcclosure(l, seen_next, 1);
+            // globals, protected, "next", next: keep a copy of `next` for pairs' upvalue.
+            ffi::lua_pushvalue(l, -1);
+            ffi::lua_insert(l, -3);
+            ffi::lua_rawset(l, -5);
+            // globals, protected, next
+            push_bytes(l, b"pairs");
+            ffi::lua_insert(l, -2);
+            ffi::lua_pushcclosure(l, seen_pairs, 1);
+            ffi::lua_rawset(l, -4);
+            // globals, protected
+            push_bytes(l, b"rawget");
+            ffi::lua_insert(l, -2);
+            ffi::lua_pushcclosure(l, seen_rawget, 1);
+            ffi::lua_rawset(l, -3);
             ffi::lua_settop(l, -2);
         }
     }
@@ -544,6 +579,72 @@ enum Outcome {
     Outside,
     /// A Rust panic, parked in the host.
     Panicked,
+}
+
+/// Replaces the table at stack index 1 by the table it guards when it is a read-only proxy (upvalue 1
+/// is the proxy -> table map). Leaves the stack as it was otherwise.
+///
+/// # Safety
+/// Called from the C functions below, with a table at index 1 and a free stack slot.
+unsafe fn unproxy_first(l: *mut ffi::lua_State) {
+    unsafe {
+        ffi::lua_pushvalue(l, 1);
+        ffi::lua_rawget(l, ffi::lua_upvalueindex(1));
+        if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
+            ffi::lua_replace(l, 1);
+        } else {
+            ffi::lua_settop(l, -2);
+        }
+    }
+}
+
+/// `next` that sees through read-only proxies (Lua 5.1's `luaB_next` otherwise).
+///
+/// # Safety
+/// Called by Lua only, as a C closure made by [`RawState::install_iterators`]. Its errors (a
+/// non-table argument, an invalid key) longjmp over this frame, which owns nothing (module docs,
+/// point 2); it uses at most the LUA_MINSTACK slots Lua guarantees a C function.
+unsafe extern "C-unwind" fn seen_next(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+        ffi::lua_settop(l, 2);
+        unproxy_first(l);
+        if ffi::lua_next(l, 1) != 0 {
+            2
+        } else {
+            ffi::lua_pushnil(l);
+            1
+        }
+    }
+}
+
+/// `pairs`, whose generator is [`seen_next`] (upvalue 1), as `luaB_pairs` returns `next`.
+///
+/// # Safety
+/// As [`seen_next`].
+unsafe extern "C-unwind" fn seen_pairs(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+        ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
+        ffi::lua_pushvalue(l, 1);
+        ffi::lua_pushnil(l);
+        3
+    }
+}
+
+/// `rawget` that sees through read-only proxies (`luaB_rawget` otherwise).
+///
+/// # Safety
+/// As [`seen_next`].
+unsafe extern "C-unwind" fn seen_rawget(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+        ffi::luaL_checkany(l, 2);
+        ffi::lua_settop(l, 2);
+        unproxy_first(l);
+        ffi::lua_rawget(l, 1);
+        1
+    }
 }
 
 /// `redis.call` (`RAISE`) and `redis.pcall` (Redis's `luaRedisGenericCommand`), as a Lua C function

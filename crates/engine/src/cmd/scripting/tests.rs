@@ -479,6 +479,40 @@ fn info_memory_counts_scripts_and_functions() {
 }
 
 #[test]
+fn globals_and_protected_tables_iterate_as_in_redis() {
+    // Redis marks its tables read-only; Latch guards them with proxies, which `next`, `pairs` and
+    // `rawget` see through. Lists, counts and errors as redis-server 7.0.15 gives them.
+    TestServer::new().transcript(
+        r##"
+        > EVAL "local t={} for k in pairs(_G) do t[#t+1]=k end table.sort(t) return t" 0
+        ["ARGV", "KEYS", "_G", "_VERSION", "__redis__err__handler", "assert", "bit", "cjson", "cmsgpack", "collectgarbage", "coroutine", "error", "gcinfo", "getmetatable", "ipairs", "load", "loadstring", "math", "next", "pairs", "pcall", "rawequal", "rawget", "rawset", "redis", "select", "setmetatable", "string", "struct", "table", "tonumber", "tostring", "type", "unpack", "xpcall"]
+        > EVAL "local t={} for k in pairs(string) do t[#t+1]=k end table.sort(t) return t" 0
+        ["byte", "char", "dump", "find", "format", "gfind", "gmatch", "gsub", "len", "lower", "match", "rep", "reverse", "sub", "upper"]
+        > EVAL "return {rawget(_G, 'redis') ~= nil, next(_G) ~= nil, next(redis) ~= nil, rawget(_G, 'nope')}" 0
+        [:1, :1, :1]
+        > EVAL "return next(1)" 0
+        -ERR user_script:1: bad argument #1 to 'next' (table expected, got number) script: 3f89bafea3b9a9791a5e0a9b6b2cb2beafa74b80, on @user_script:1.
+        > EVAL "return pairs(nil)" 0
+        -ERR user_script:1: bad argument #1 to 'pairs' (table expected, got nil) script: a535da6440828f635b77339d464e26606059706b, on @user_script:1.
+        > EVAL "return rawget(_G)" 0
+        -ERR user_script:1: bad argument #2 to 'rawget' (value expected) script: 03807a84f33becc95d25104ad9d60cedca0a48eb, on @user_script:1.
+        > EVAL "return next({}, 'nokey')" 0
+        -ERR invalid key to 'next' script: f27dc2a9951ade42a5f85a8b584e0390da6ce499, on @user_script:1.
+        > EVAL "return {pcall(next, 5)}" 0
+        [(nil), "bad argument #1 to '?' (table expected, got number)"]
+        > EVAL "return __redis__err__handler('x')" 0
+        -ERR x
+        > FUNCTION LOAD "#!lua name=gl\nredis.register_function('gl', function(k, a) local t={} for x in pairs(_G) do t[#t+1]=x end table.sort(t) return t end)\nredis.register_function('eh', function(k, a) return __redis__err__handler end)"
+        "gl"
+        > FCALL gl 0
+        ["_G", "_VERSION", "assert", "bit", "cjson", "cmsgpack", "collectgarbage", "coroutine", "error", "gcinfo", "getmetatable", "ipairs", "load", "loadstring", "math", "next", "pairs", "pcall", "rawequal", "rawget", "rawset", "redis", "select", "setmetatable", "string", "struct", "table", "tonumber", "tostring", "type", "unpack", "xpcall"]
+        > FCALL eh 0
+        -ERR user_function:3: Script attempted to access nonexistent global variable '__redis__err__handler' script: eh, on @user_function:3.
+        "##,
+    );
+}
+
+#[test]
 fn script_flush_frees_the_vms_memory() {
     // Redis starts a new interpreter on SCRIPT FLUSH (its used_memory_lua falls back to ~30 KB); the
     // idle VMs holding the old scripts are dropped here, and the functions still answer afterwards.
