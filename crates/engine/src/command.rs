@@ -83,7 +83,7 @@ pub enum Keys {
     None,
     /// Redis's legacy (first, last, step) triple; `last` negative counts from the end.
     Range {
-        /// Index of the first key (1-based, as argv[0] is the name).
+        /// Index of the first key (1-based, as `argv[0]` is the name).
         first: i32,
         /// Index of the last key; -1 = last argument, -2 = the one before...
         last: i32,
@@ -110,7 +110,7 @@ impl Keys {
     /// Shorthand for every argument from position 1 being a key.
     pub const ALL: Keys = Keys::Range { first: 1, last: -1, step: 1 };
 
-    /// Positions of the keys in `args` (args[0] is the command name).
+    /// Positions of the keys in `args` (`args[0]` is the command name).
     pub fn positions(&self, args: &[Bytes]) -> Vec<usize> {
         match *self {
             Keys::None => Vec::new(),
@@ -172,7 +172,7 @@ pub struct Command {
     /// client with the waiter's db and protocol, against the writer's locks.
     pub serve: Option<ServeFn>,
     /// For commands that need the whole keyspace only with some arguments (SORT with BY/GET
-    /// patterns): returns true when `args` (args[0] = name) needs every shard locked, like
+    /// patterns): returns true when `args` (`args[0]` = name) needs every shard locked, like
     /// [`Flags::ALL_SHARDS`]. Whoever locks for a command asks [`Command::needs_all_shards`].
     pub all_shards_if: Option<fn(&[Bytes]) -> bool>,
     /// Dense index of this command among all commands and subcommands of the [`CommandTable`] it
@@ -273,7 +273,7 @@ impl CommandTable {
     }
 
     /// Resolves `args` to the command that will run: a top-level command or, for containers, the
-    /// subcommand named by args[1].
+    /// subcommand named by `args[1]`.
     pub fn resolve(&self, args: &[Bytes]) -> Result<&'static Command, Frame> {
         let Some(cmd) = self.get(&args[0]) else {
             return Err(crate::error::unknown_command(args));
@@ -309,7 +309,7 @@ pub struct Ctx<'a, 'k> {
     pub client: &'a mut Client,
     /// The locked shards.
     pub locked: &'a mut Locked<'k>,
-    /// The arguments, args[0] being the command name as sent.
+    /// The arguments, `args[0]` being the command name as sent.
     pub args: &'a [Bytes],
     /// Monotonic milliseconds, fixed for the duration of the command (and of a whole EXEC or script,
     /// as in Redis).
