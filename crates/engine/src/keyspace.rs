@@ -146,10 +146,10 @@ impl Table {
             && o.expire_at != 0
             && o.expire_at != at
         {
-            self.expires.remove(&self.expiry(o.expire_at, key));
+            self.expires.remove(&self.expiry(o.expire_at, Key::from_slice(key)));
         }
         if at != 0 && old.as_ref().is_none_or(|o| o.expire_at != at) {
-            self.expires.insert(self.expiry(at, key));
+            self.expires.insert(self.expiry(at, Key::from_slice(key)));
         }
         self.touch(key);
         self.signal_ready(key);
@@ -168,15 +168,14 @@ impl Table {
     fn remove_index(&mut self, idx: usize) -> Entry {
         let (key, e) = self.map.swap_remove_index(idx).expect("index from get_index_of");
         if e.expire_at != 0 {
-            let hash = self.map.hasher().hash_one(&key[..]);
-            self.expires.remove(&Expiry { at: e.expire_at, hash, key });
+            self.expires.remove(&self.expiry(e.expire_at, key));
         }
         e
     }
 
     /// The expiry index's entry for `key` with deadline `at`.
-    fn expiry(&self, at: u64, key: &[u8]) -> Expiry {
-        Expiry { at, hash: self.map.hasher().hash_one(key), key: Key::from_slice(key) }
+    fn expiry(&self, at: u64, key: Key) -> Expiry {
+        Expiry { at, hash: self.map.hasher().hash_one(&key[..]), key }
     }
 
     /// Sets (or with 0 clears) the TTL deadline of an existing key. Returns false if the key is absent.
@@ -185,10 +184,10 @@ impl Table {
         let old = std::mem::replace(&mut e.expire_at, at);
         if old != at {
             if old != 0 {
-                self.expires.remove(&self.expiry(old, key));
+                self.expires.remove(&self.expiry(old, Key::from_slice(key)));
             }
             if at != 0 {
-                self.expires.insert(self.expiry(at, key));
+                self.expires.insert(self.expiry(at, Key::from_slice(key)));
             }
         }
         self.touch(key);
