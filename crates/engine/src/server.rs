@@ -536,7 +536,7 @@ impl Server {
     fn after_call(&self, client: &Client, cmd: &Command, args: &[Bytes], took: u64) {
         let threshold = self.config.slowlog_log_slower_than.load(Ordering::Relaxed);
         if threshold >= 0 && took as i64 >= threshold && !cmd.flags.has(Flags::SKIP_SLOWLOG) {
-            self.slowlog_push(client, args, self.clock.now_us(), took);
+            self.slowlog_push(client, args, took);
         }
         if self.has_monitors.load(Ordering::Relaxed)
             && !cmd.flags.has(Flags::SKIP_MONITOR)
@@ -549,7 +549,7 @@ impl Server {
         }
     }
 
-    fn slowlog_push(&self, client: &Client, args: &[Bytes], now_us: u64, took: u64) {
+    fn slowlog_push(&self, client: &Client, args: &[Bytes], took: u64) {
         const MAX_ARGS: usize = 32;
         const MAX_LEN: usize = 128;
         let mut v = Vec::new();
@@ -570,7 +570,7 @@ impl Server {
         let mut log = self.slowlog.lock();
         let id = log.next_id;
         log.next_id += 1;
-        let time = (now_us as i64 / 1000 + self.clock.wall_offset_ms()) / 1000;
+        let time = self.clock.unix_ms() / 1000;
         log.entries.push_front(SlowEntry {
             id,
             time,
