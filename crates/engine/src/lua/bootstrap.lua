@@ -211,10 +211,8 @@ local fsrc = G
 local FG = setmetatable_({}, { __index = function(_, k)
   local v = rawget(fsrc, k)
   if v == nil then missing(k) end
-  if v == G then return PG end
   return v
 end, __newindex = ro_error })
-protected[FG] = G
 proxy_mt_of[FG] = proxy_mt_of[PG]
 
 local function set_load_mode(on)
