@@ -13,6 +13,7 @@
 //! has run past `busy-reply-threshold`, and SCRIPT KILL / FUNCTION KILL set the kill flag, checked by
 //! a count hook every 100k instructions.
 
+mod chunk;
 pub mod libs;
 mod lstruct;
 mod msgpack;
@@ -466,10 +467,13 @@ impl Vm {
         let raw = raw::RawState::of(&lua)?;
         let host = Arc::new(raw::Host::default());
         raw.install_call(lua.create_registry_value(redis)?.id(), &host);
-        raw.install_iterators(lua.create_registry_value(globals)?.id(), lua.create_registry_value(protected)?.id());
+        let globals_ref = lua.create_registry_value(globals)?;
+        raw.install_iterators(globals_ref.id(), lua.create_registry_value(protected)?.id());
+        let handler = lua.create_registry_value(handler)?;
+        raw.install_loaders(globals_ref.id(), lua.create_registry_value(pg.clone())?.id(), handler.id());
         seal_functions_env.call::<()>(())?;
         let r = run.clone();
-        lua.set_hook(HookTriggers::new().every_nth_instruction(100_000), move |_, _| {
+        lua.set_global_hook(HookTriggers::new().every_nth_instruction(100_000), move |_, _| {
             if !r.handed_off.swap(true, Ordering::Relaxed) {
                 let f = r.long_op.lock().clone();
                 if let Some(f) = f {
@@ -484,7 +488,7 @@ impl Vm {
         Ok(Vm {
             raw,
             host,
-            handler: lua.create_registry_value(handler)?,
+            handler,
             pg,
             fg,
             run_load,
@@ -1027,8 +1031,9 @@ impl Vm {
     /// Compiles an EVAL script's code (after its shebang) in the sandbox and caches it with its
     /// flags under `sha`; returns its registry slot.
     fn compile_script(&mut self, sha: &str, code: &[u8], flags: u32) -> Result<std::ffi::c_int, Frame> {
-        let f = self.lua.load(code).set_name("@user_script").set_environment(self.pg.clone()).into_function();
-        match f.and_then(|f| self.lua.create_registry_value(f)) {
+        let f = chunk::compile(&self.lua, code, "@user_script", self.pg.clone())
+            .map_err(|e| Frame::error(format!("ERR Error compiling script (new function): {e}")))?;
+        match self.lua.create_registry_value(f) {
             Ok(key) => {
                 let id = key.id();
                 self.scripts.insert(sha.to_string(), (key, flags));
@@ -1041,13 +1046,8 @@ impl Vm {
     /// Runs a library's code (after its shebang, at `skip`) in load mode, collecting the functions it
     /// registers.
     fn load_library(&mut self, code: &[u8], skip: usize) -> Result<Vec<(FunctionMeta, Function)>, String> {
-        let f = self
-            .lua
-            .load(&code[skip..])
-            .set_name("@user_function")
-            .set_environment(self.fg.clone())
-            .into_function()
-            .map_err(|e| format!("Error compiling function: {}", lua_error_text(&e)))?;
+        let f = chunk::compile(&self.lua, &code[skip..], "@user_function", self.fg.clone())
+            .map_err(|e| format!("Error compiling function: {e}"))?;
         *self.loading.lock() = Some(Vec::new());
         let _ = self.set_load_mode.call::<()>(true);
         let r: mlua::Result<(bool, Value)> = self.run_load.call((f,));

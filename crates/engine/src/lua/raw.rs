@@ -145,6 +145,30 @@ impl RawState {
         }
     }
 
+    /// Replaces the globals `loadstring` and `load` (in the real globals table, registry slot
+    /// `globals_ref`) with [`sandbox_loadstring`] and [`sandbox_load`], whose chunks get the globals in
+    /// registry slot `env_ref` (the scripts' read-only view); `handler_ref` holds the scripts' error
+    /// handler, which Lua's `load` applies to its reader's errors (they are raised while the script's
+    /// handler is the current one).
+    pub fn install_loaders(&self, globals_ref: c_int, env_ref: c_int, handler_ref: c_int) {
+        let l = self.l();
+        // SAFETY: points 1-3 of the module docs (five slots reserved, all pushes counted).
+        unsafe {
+            ffi::lua_checkstack(l, 5);
+            ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, globals_ref);
+            for (name, f) in
+                [("loadstring", sandbox_loadstring as ffi::lua_CFunction), ("load", sandbox_load as ffi::lua_CFunction)]
+            {
+                push_bytes(l, name.as_bytes());
+                ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, env_ref);
+                ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, handler_ref);
+                ffi::lua_pushcclosure(l, f, 2);
+                ffi::lua_rawset(l, -3);
+            }
+            ffi::lua_settop(l, -2);
+        }
+    }
+
     /// Calls the function in registry slot `func` under the error handler in slot `handler`. An EVAL
     /// script (`as_globals`) sees `keys` / `argv` as the globals KEYS and ARGV; a function gets them
     /// as its two arguments. Returns the reply, or for an error the handler's value turned into one.
@@ -644,6 +668,141 @@ unsafe extern "C-unwind" fn seen_rawget(l: *mut ffi::lua_State) -> c_int {
         unproxy_first(l);
         ffi::lua_rawget(l, 1);
         1
+    }
+}
+
+/// Compiles the string at stack index `code` as Lua text named `name`, through
+/// [`super::chunk::refuse_binary`], and returns what `loadstring` returns: the function (its globals
+/// set to upvalue 1) or nil and the message.
+///
+/// # Safety
+/// Called from the loaders below, with a string at `code`, `name` a NUL-terminated string that stays
+/// alive during the call, and two free stack slots. `luaL_loadbuffer` runs Lua's parser protected:
+/// its syntax errors come back as a status, never as a longjmp.
+unsafe fn load_text(l: *mut ffi::lua_State, code: c_int, name: *const std::ffi::c_char) -> c_int {
+    unsafe {
+        let mut len = 0;
+        let p = ffi::lua_tolstring(l, code, &mut len);
+        let text = std::slice::from_raw_parts(p.cast::<u8>(), len);
+        let chunkname = std::ffi::CStr::from_ptr(name).to_bytes();
+        if let Err(msg) = super::chunk::refuse_binary(text, chunkname) {
+            ffi::lua_pushnil(l);
+            push_bytes(l, &msg);
+            return 2;
+        }
+        if ffi::luaL_loadbuffer(l, p, len, name) != 0 {
+            ffi::lua_pushnil(l);
+            ffi::lua_insert(l, -2);
+            return 2;
+        }
+        ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
+        ffi::lua_setfenv(l, -2);
+        1
+    }
+}
+
+/// `loadstring(s [, chunkname])` (Lua 5.1's `luaB_loadstring`), text only.
+///
+/// # Safety
+/// Called by Lua only, as a C closure made by [`RawState::install_loaders`]. Its argument errors
+/// longjmp over this frame, which owns nothing (module docs, point 2).
+unsafe extern "C-unwind" fn sandbox_loadstring(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        ffi::luaL_checklstring(l, 1, std::ptr::null_mut());
+        let name = ffi::luaL_optlstring(l, 2, ffi::lua_tolstring(l, 1, std::ptr::null_mut()), std::ptr::null_mut());
+        ffi::lua_settop(l, 2);
+        load_text(l, 1, name)
+    }
+}
+
+/// Reader pieces concatenated at a time while collecting them, to bound the stack.
+const LOAD_PIECES: c_int = 32;
+
+/// `load(reader [, chunkname])` (Lua 5.1's `luaB_load`), text only. Lua's own `load` feeds the
+/// reader's pieces to `lua_load` one at a time, and would look only at the first piece to choose
+/// the undumper; here the pieces are collected first and the whole chunk goes through
+/// [`load_text`], the same check as `loadstring`. As in Lua, an error raised by the reader, or a
+/// piece that is not a string, makes `load` return nil and the error, which has passed through the
+/// script's error handler (upvalue 2), as Lua's `load` does under Redis's `lua_pcall`.
+///
+/// # Safety
+/// As [`sandbox_loadstring`]. The reader and the handler run under `lua_pcall`, so their errors do
+/// not cross this frame; at most `LOAD_PIECES` + 6 slots are used, all reserved first.
+unsafe extern "C-unwind" fn sandbox_load(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        ffi::luaL_optlstring(l, 2, c"=(load)".as_ptr(), std::ptr::null_mut());
+        ffi::luaL_checktype(l, 1, ffi::LUA_TFUNCTION);
+        ffi::lua_settop(l, 2);
+        if ffi::lua_checkstack(l, LOAD_PIECES + 6) == 0 {
+            return ffi::luaL_error(l, c"too many nested functions".as_ptr());
+        }
+        // The default name as a Lua string on the stack, not a C literal: stock Lua 5.1's parser
+        // interns the name without anchoring it, and a collection during parsing could free it
+        // (CVE-2025-49844). A name that is already a live string is interned to that string.
+        if ffi::lua_type(l, 2) <= ffi::LUA_TNIL {
+            ffi::lua_settop(l, 1);
+            push_bytes(l, b"=(load)");
+        }
+        let name = ffi::lua_tolstring(l, 2, std::ptr::null_mut());
+        // 1 reader, 2 name, 3 handler, then the pieces.
+        ffi::lua_pushvalue(l, ffi::lua_upvalueindex(2));
+        let mut pieces = 0;
+        // Lua 5.1's `f_parser` peeks at the first character (`luaZ_lookahead`) and the lexer then
+        // reads on, so an end of input (nil or "") from the reader's first call is passed over;
+        // from then on the first end of input ends the chunk.
+        let mut first = true;
+        loop {
+            ffi::lua_pushvalue(l, 1);
+            if ffi::lua_pcall(l, 0, 1, 3) != 0 {
+                ffi::lua_pushnil(l);
+                ffi::lua_insert(l, -2);
+                return 2;
+            }
+            match ffi::lua_type(l, -1) {
+                ffi::LUA_TNIL => {
+                    ffi::lua_settop(l, -2);
+                    if std::mem::take(&mut first) {
+                        continue;
+                    }
+                    break;
+                }
+                ffi::LUA_TSTRING | ffi::LUA_TNUMBER => {
+                    let mut len = 0;
+                    ffi::lua_tolstring(l, -1, &mut len);
+                    if len == 0 {
+                        ffi::lua_settop(l, -2);
+                        if std::mem::take(&mut first) {
+                            continue;
+                        }
+                        break;
+                    }
+                    first = false;
+                    pieces += 1;
+                    if pieces == LOAD_PIECES {
+                        ffi::lua_concat(l, pieces);
+                        pieces = 1;
+                    }
+                }
+                _ => {
+                    // `luaL_error` from the reader: the caller's position, then the handler.
+                    ffi::lua_pushvalue(l, 3);
+                    ffi::luaL_where(l, 1);
+                    push_bytes(l, b"reader function must return a string");
+                    ffi::lua_concat(l, 2);
+                    ffi::lua_pcall(l, 1, 1, 0);
+                    ffi::lua_pushnil(l);
+                    ffi::lua_insert(l, -2);
+                    return 2;
+                }
+            }
+        }
+        match pieces {
+            0 => push_bytes(l, b""),
+            1 => {}
+            n => ffi::lua_concat(l, n),
+        }
+        let code = ffi::lua_gettop(l);
+        load_text(l, code, name)
     }
 }
 

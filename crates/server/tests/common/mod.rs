@@ -139,6 +139,23 @@ impl Raw {
         String::from_utf8_lossy(&self.reply_bytes()).into_owned()
     }
 
+    /// Sends `args` as one RESP command and returns the reply's exact bytes.
+    pub fn cmd_bytes(&mut self, args: &[&[u8]]) -> Vec<u8> {
+        let mut b = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            b.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            b.extend_from_slice(a);
+            b.extend_from_slice(b"\r\n");
+        }
+        self.send(&b);
+        self.reply_bytes()
+    }
+
+    /// Sends `args` as one RESP command and returns the reply bytes as a (lossy) string.
+    pub fn cmd(&mut self, args: &[&[u8]]) -> String {
+        String::from_utf8_lossy(&self.cmd_bytes(args)).into_owned()
+    }
+
     /// True if the server closed the connection (after reading any pending bytes).
     pub fn closed(&mut self) -> bool {
         let mut chunk = [0u8; 4096];
