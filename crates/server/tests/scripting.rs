@@ -32,13 +32,36 @@ fn lock_acquire_and_compare_and_delete_release() {
 
 #[test]
 fn busy_script_then_script_kill() {
+    expect_killed("local i = 0 while true do i = i + 1 end");
+}
+
+/// The busy check and SCRIPT KILL reach code running in a coroutine, and an endless `pcall` loop
+/// (which catches each kill error) still ends.
+#[test]
+fn busy_coroutine_and_pcall_loops_are_killed() {
+    // As in Redis, the kill error ends the coroutine, `resume` returns it, and the script returns.
+    let ended = busy_then_killed("local co = coroutine.create(function() while true do end end) coroutine.resume(co)");
+    assert_eq!(ended.unwrap(), redis::Value::Nil);
+    expect_killed("while true do pcall(function() while true do end end) end");
+    expect_killed(
+        "local co = coroutine.wrap(function() while true do pcall(function() while true do end end) end end) co()",
+    );
+}
+
+fn expect_killed(script: &'static str) {
+    let err = busy_then_killed(script).unwrap_err().to_string();
+    assert!(err.contains("Script killed by user with SCRIPT KILL"), "{err}");
+}
+
+/// Runs `script` until other clients get -BUSY, kills it and returns what its caller got.
+fn busy_then_killed(script: &'static str) -> redis::RedisResult<redis::Value> {
     let l = Latch::start(&[]);
     let mut admin = l.conn();
     let _: () = redis::cmd("CONFIG").arg("SET").arg("busy-reply-threshold").arg(50).query(&mut admin).unwrap();
     let url = l.url();
     let runner = std::thread::spawn(move || {
         let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
-        redis::cmd("EVAL").arg("local i = 0 while true do i = i + 1 end").arg(0).query::<redis::Value>(&mut c)
+        redis::cmd("EVAL").arg(script).arg(0).query::<redis::Value>(&mut c)
     });
     // Other clients get -BUSY (bounded: they never block on the script's locks for long).
     let start = Instant::now();
@@ -53,9 +76,9 @@ fn busy_script_then_script_kill() {
     assert!(busy.contains("BUSY"), "{busy}");
     let killed: String = redis::cmd("SCRIPT").arg("KILL").query(&mut admin).unwrap();
     assert_eq!(killed, "OK");
-    let err = runner.join().unwrap().unwrap_err().to_string();
-    assert!(err.contains("Script killed by user with SCRIPT KILL"), "{err}");
+    let ended = runner.join().unwrap();
     let pong: String = redis::cmd("PING").query(&mut admin).unwrap();
     assert_eq!(pong, "PONG");
     assert!(start.elapsed() < Duration::from_secs(10));
+    ended
 }
