@@ -57,10 +57,6 @@ local function pusherr(buf)
   return { err = code .. ' ' .. msg }
 end
 
-local function raise(msg)
-  error(pusherr(msg), 0) -- only used by Lua-side helpers
-end
-
 local function handler(err)
   local lvl, i = 2, nil
   while true do
@@ -118,12 +114,7 @@ function redis.replicate_commands() return true end
 function redis.breakpoint() return false end
 function redis.debug() end
 
-function redis.acl_check_cmd(...)
-  if not rt.running() then raise('redis.acl_check_cmd can only be called inside a script invocation') end
-  if select('#', ...) == 0 then raise('Please specify at least one argument for this redis lib call') end
-  if not rt.command_exists(...) then raise('Invalid command passed to redis.acl_check_cmd()') end
-  return true
-end
+redis.acl_check_cmd = rt.acl_check_cmd
 
 G.redis = redis
 G.bit = rt.bit
@@ -152,21 +143,10 @@ G.pcall = function(f, ...)
 end
 
 local PG -- the protected globals
-G.setmetatable = function(t, mt)
-  if protected[t] then error('Attempt to modify a readonly table', 0) end
-  return setmetatable_(t, mt)
-end
 local string_mt, string_mt_proxy = getmetatable_(''), nil -- the strings' shared metatable
-G.getmetatable = function(t)
-  if protected[t] then return proxy_mt_of[t] end
-  local mt = getmetatable_(t)
-  if mt == string_mt then return string_mt_proxy end
-  return mt
-end
-G.rawset = function(t, k, v)
-  if protected[t] then error('Attempt to modify a readonly table', 0) end
-  return rawset_(t, k, v)
-end
+-- setmetatable, getmetatable and rawset are C functions set by the host (raw.rs) after this chunk:
+-- they refuse to change what `protected` holds and show the views of the proxies' and strings'
+-- metatables, with Lua's own argument errors.
 -- loadstring and load are C functions set by the host (raw.rs) after this chunk: text chunks only,
 -- through the one check every compiled chunk passes (chunk.rs), with PG as their globals.
 G.getfenv, G.setfenv, G.print, G.dofile, G.loadfile, G.module, G.require = nil, nil, nil, nil, nil, nil, nil
@@ -226,4 +206,7 @@ local function run_load(f)
   return xpcall(f, handler)
 end
 
-return PG, FG, handler, run_load, set_load_mode, redis, protected, seal_functions_env
+local sandbox = {
+  protected = protected, proxy_mt_of = proxy_mt_of, string_mt = string_mt, string_mt_proxy = string_mt_proxy,
+}
+return PG, FG, handler, run_load, set_load_mode, redis, protected, seal_functions_env, sandbox

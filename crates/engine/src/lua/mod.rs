@@ -349,9 +349,19 @@ impl Vm {
                 Ok(())
             })?,
         )?;
+        let (r, e) = (run.clone(), raised.clone());
         rt.raw_set(
-            "command_exists",
-            lua.create_function(|_, _: MultiValue| Ok(true))?, // refined per run by `call`
+            "acl_check_cmd",
+            lua.create_function(move |lua, args: MultiValue| {
+                if !r.running.load(Ordering::Relaxed) {
+                    return Err(raise_err(
+                        lua,
+                        &e,
+                        "redis.acl_check_cmd can only be called inside a script invocation",
+                    ));
+                }
+                acl_check_cmd(&args).map_err(|m| raise_err(lua, &e, m))
+            })?,
         )?;
         let rng = Arc::new(Mutex::new(Rand48(0x1234_ABCD_330E)));
         let g = rng.clone();
@@ -454,7 +464,7 @@ impl Vm {
         )?;
         let boot = lua.load(include_str!("bootstrap.lua")).set_name("@latch_internal").into_function()?;
         #[allow(clippy::type_complexity)]
-        let (pg, fg, handler, run_load, set_load_mode, redis, protected, seal_functions_env): (
+        let (pg, fg, handler, run_load, set_load_mode, redis, protected, seal_functions_env, sandbox): (
             Table,
             Table,
             Function,
@@ -463,6 +473,7 @@ impl Vm {
             Table,
             Table,
             Function,
+            Table,
         ) = boot.call((rt.clone(), globals.clone()))?;
         let raw = raw::RawState::of(&lua)?;
         let host = Arc::new(raw::Host::default());
@@ -471,6 +482,7 @@ impl Vm {
         raw.install_iterators(globals_ref.id(), lua.create_registry_value(protected)?.id());
         let handler = lua.create_registry_value(handler)?;
         raw.install_loaders(globals_ref.id(), lua.create_registry_value(pg.clone())?.id(), handler.id());
+        raw.install_metatable_access(globals_ref.id(), lua.create_registry_value(sandbox)?.id());
         seal_functions_env.call::<()>(())?;
         let r = run.clone();
         lua.set_global_hook(HookTriggers::new().every_nth_instruction(100_000), move |_, _| {
@@ -982,6 +994,36 @@ fn raise_err(lua: &Lua, p: &libs::Pending, msg: &str) -> mlua::Error {
         Ok(t) => libs::raise_value(p, Value::Table(t)),
         Err(e) => e,
     }
+}
+
+/// `redis.acl_check_cmd(cmd, ...)` (Redis's `luaRedisAclCheckCmdPermissionsCommand`): whether the
+/// command would pass the caller's ACL. Latch has the default user only, whose permissions cover
+/// every command, so the answer is true for any command that exists: a top-level command, or a
+/// container's subcommand when one is named.
+fn acl_check_cmd(args: &MultiValue) -> Result<bool, &'static str> {
+    let mut argv = Vec::with_capacity(args.len());
+    for a in args.iter() {
+        match a {
+            Value::String(s) => argv.push(s.as_bytes().to_vec()),
+            Value::Integer(_) | Value::Number(_) => {
+                let mut o = Vec::new();
+                resp::format_double(lua_tonumber(a).unwrap_or(0.0), &mut o);
+                argv.push(o);
+            }
+            _ => return Err("Lua redis lib command arguments must be strings or integers"),
+        }
+    }
+    let Some(name) = argv.first() else {
+        return Err("Please specify at least one argument for this redis lib call");
+    };
+    let exists = crate::cmd::table().get(name).is_some_and(|cmd| {
+        cmd.subcommands.is_empty()
+            || argv.len() == 1
+            || cmd.subcommands.iter().any(|s| {
+                s.name.rsplit('|').next().is_some_and(|n| n.eq_ignore_ascii_case(&String::from_utf8_lossy(&argv[1])))
+            })
+    });
+    if exists { Ok(true) } else { Err("Invalid command passed to redis.acl_check_cmd()") }
 }
 
 /// Lua's `lua_tonumber`: numbers and numeric strings.

@@ -145,6 +145,38 @@ impl RawState {
         }
     }
 
+    /// Replaces the globals `setmetatable`, `getmetatable` and `rawset` (in the real globals table,
+    /// registry slot `globals_ref`) with C functions that refuse to change read-only tables, as
+    /// Redis's patched Lua does, and report every other error as Lua's own functions do (a Lua
+    /// wrapper would name itself and its chunk in them). `sandbox_ref` holds the sandbox's
+    /// bookkeeping: `protected` (proxy -> table), `proxy_mt_of` (proxy -> the read-only view of its
+    /// metatable), `string_mt` and `string_mt_proxy` (the strings' metatable and its view).
+    pub fn install_metatable_access(&self, globals_ref: c_int, sandbox_ref: c_int) {
+        let l = self.l();
+        // SAFETY: points 1-3 of the module docs (eight slots reserved, all pushes counted).
+        unsafe {
+            ffi::lua_checkstack(l, 8);
+            ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, globals_ref);
+            ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, sandbox_ref);
+            // globals, sandbox
+            let fields = [c"protected", c"proxy_mt_of", c"string_mt", c"string_mt_proxy"];
+            for (name, f, upvalues) in [
+                ("setmetatable", sandbox_setmetatable as ffi::lua_CFunction, 1),
+                ("getmetatable", sandbox_getmetatable as ffi::lua_CFunction, 4),
+                ("rawset", sandbox_rawset as ffi::lua_CFunction, 1),
+            ] {
+                push_bytes(l, name.as_bytes());
+                // globals, sandbox, name, then the fields pushed so far.
+                for (i, field) in fields[..upvalues].iter().enumerate() {
+                    ffi::lua_getfield(l, -2 - i as c_int, field.as_ptr());
+                }
+                ffi::lua_pushcclosure(l, f, upvalues as c_int);
+                ffi::lua_rawset(l, -4);
+            }
+            ffi::lua_settop(l, -3);
+        }
+    }
+
     /// Replaces the globals `loadstring` and `load` (in the real globals table, registry slot
     /// `globals_ref`) with [`sandbox_loadstring`] and [`sandbox_load`], whose chunks get the globals in
     /// registry slot `env_ref` (the scripts' read-only view); `handler_ref` holds the scripts' error
@@ -667,6 +699,101 @@ unsafe extern "C-unwind" fn seen_rawget(l: *mut ffi::lua_State) -> c_int {
         ffi::lua_settop(l, 2);
         unproxy_first(l);
         ffi::lua_rawget(l, 1);
+        1
+    }
+}
+
+/// Whether the value at `idx` is a read-only proxy (a key of the `protected` table, upvalue 1).
+///
+/// # Safety
+/// In a C closure made by [`RawState::install_metatable_access`], with a free stack slot.
+unsafe fn is_protected(l: *mut ffi::lua_State, idx: c_int) -> bool {
+    unsafe {
+        ffi::lua_pushvalue(l, idx);
+        ffi::lua_rawget(l, ffi::lua_upvalueindex(1));
+        let found = ffi::lua_type(l, -1) != ffi::LUA_TNIL;
+        ffi::lua_settop(l, -2);
+        found
+    }
+}
+
+/// Raises Redis's error for a write to a read-only table. Like Redis's (raised inside the Lua API
+/// by a C function), it carries no position.
+///
+/// # Safety
+/// In a C function called by Lua, with a free stack slot; longjmps.
+unsafe fn readonly_error(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        push_bytes(l, b"Attempt to modify a readonly table");
+        ffi::lua_error(l)
+    }
+}
+
+/// `setmetatable(t, mt)`: Lua 5.1's `luaB_setmetatable`, and a read-only table refused.
+///
+/// # Safety
+/// Called by Lua only, as a C closure made by [`RawState::install_metatable_access`]. Its errors
+/// longjmp over this frame, which owns nothing (module docs, point 2).
+unsafe extern "C-unwind" fn sandbox_setmetatable(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        let t = ffi::lua_type(l, 2);
+        ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+        if t != ffi::LUA_TNIL && t != ffi::LUA_TTABLE {
+            ffi::luaL_argerror(l, 2, c"nil or table expected".as_ptr());
+        }
+        if ffi::luaL_getmetafield(l, 1, c"__metatable".as_ptr()) != ffi::LUA_TNIL {
+            return ffi::luaL_error(l, c"cannot change a protected metatable".as_ptr());
+        }
+        if is_protected(l, 1) {
+            return readonly_error(l);
+        }
+        ffi::lua_settop(l, 2);
+        ffi::lua_setmetatable(l, 1);
+        1
+    }
+}
+
+/// `getmetatable(v)`: Lua 5.1's `luaB_getmetatable`, except that a read-only proxy's metatable and
+/// the strings' shared metatable are given as their read-only views (upvalues 2 and 4).
+///
+/// # Safety
+/// As [`sandbox_setmetatable`].
+unsafe extern "C-unwind" fn sandbox_getmetatable(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        ffi::luaL_checkany(l, 1);
+        ffi::lua_settop(l, 1);
+        if is_protected(l, 1) {
+            ffi::lua_pushvalue(l, 1);
+            ffi::lua_rawget(l, ffi::lua_upvalueindex(2));
+            return 1;
+        }
+        if ffi::lua_getmetatable(l, 1) == 0 {
+            ffi::lua_pushnil(l);
+            return 1;
+        }
+        if ffi::lua_rawequal(l, -1, ffi::lua_upvalueindex(3)) != 0 {
+            ffi::lua_pushvalue(l, ffi::lua_upvalueindex(4));
+            return 1;
+        }
+        ffi::luaL_getmetafield(l, 1, c"__metatable".as_ptr());
+        1
+    }
+}
+
+/// `rawset(t, k, v)`: Lua 5.1's `luaB_rawset`, and a read-only table refused.
+///
+/// # Safety
+/// As [`sandbox_setmetatable`].
+unsafe extern "C-unwind" fn sandbox_rawset(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+        ffi::luaL_checkany(l, 2);
+        ffi::luaL_checkany(l, 3);
+        ffi::lua_settop(l, 3);
+        if is_protected(l, 1) {
+            return readonly_error(l);
+        }
+        ffi::lua_rawset(l, 1);
         1
     }
 }
