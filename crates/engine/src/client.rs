@@ -121,10 +121,14 @@ pub struct ClientInfo {
     pub resp: AtomicUsize,
     /// Query buffer length, kept by the connection layer.
     pub qbuf: AtomicUsize,
+    /// Query buffer allocation (length plus free room), kept by the connection layer.
+    pub qbuf_cap: AtomicUsize,
     /// Output buffer bytes pending, kept by the connection layer.
     pub omem: AtomicUsize,
     /// Flag letters for CLIENT LIST (`N`, `M` for monitor, `x` in MULTI...), kept by the engine.
     pub flags: Mutex<String>,
+    /// Set by [`ClientInfo::trim_query_buffer`], cleared by the connection task.
+    pub trim_qbuf: AtomicBool,
     /// Set when the client must be disconnected (CLIENT KILL, SHUTDOWN).
     pub killed: AtomicBool,
     /// A stable, small per-connection number shown as `fd=` (the lowest free one, like a file
@@ -191,6 +195,14 @@ impl ClientInfo {
     pub fn set_waker(&self, f: Box<dyn Fn() + Send + Sync>) {
         *self.waker.lock() = Some(f);
     }
+    /// Asks the connection task to give its (drained) query buffer back, as Redis's clientsCron
+    /// does for a client idle over 2 seconds.
+    pub fn trim_query_buffer(&self) {
+        self.trim_qbuf.store(true, Ordering::Relaxed);
+        if let Some(w) = &*self.waker.lock() {
+            w();
+        }
+    }
     /// Marks the client killed and wakes its connection task.
     pub fn kill(&self) {
         self.killed.store(true, Ordering::SeqCst);
@@ -251,6 +263,8 @@ impl ClientRegistry {
             db: AtomicUsize::new(0),
             resp: AtomicUsize::new(2),
             qbuf: AtomicUsize::new(0),
+            qbuf_cap: AtomicUsize::new(0),
+            trim_qbuf: AtomicBool::new(false),
             omem: AtomicUsize::new(0),
             flags: Mutex::new(String::from("N")),
             killed: AtomicBool::new(false),

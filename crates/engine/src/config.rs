@@ -888,6 +888,18 @@ impl Config {
         self.values.read().get(p.name).cloned()
     }
 
+    /// The normal class's `client-output-buffer-limit`: hard bytes, soft bytes, soft seconds
+    /// (0 = no limit). Parsed from the stored value, so call it only when a buffer could be over.
+    pub fn normal_obuf_limits(&self) -> (u64, u64, u64) {
+        let v = self.get("client-output-buffer-limit").unwrap_or_default();
+        let words: Vec<&str> = v.split_whitespace().collect();
+        words
+            .chunks(4)
+            .find(|c| c.first() == Some(&"normal"))
+            .and_then(|c| Some((c.get(1)?.parse().ok()?, c.get(2)?.parse().ok()?, c.get(3)?.parse().ok()?)))
+            .unwrap_or((0, 0, 0))
+    }
+
     /// An integer parameter (0 if unset or not numeric).
     pub fn get_i64(&self, name: &str) -> i64 {
         self.get(name).and_then(|v| v.parse().ok()).unwrap_or(0)

@@ -134,6 +134,22 @@ impl Server {
         Client::new(&self.clients, addr, laddr, self.clock.now_ms(), authenticated)
     }
 
+    /// Redis's clientsCron for idle connections, run by the server's cron: a client idle past
+    /// `timeout` seconds is closed (blocked and MONITOR clients excepted, as Redis exempts blocked
+    /// clients and replicas), and one idle over 2 seconds with an empty query buffer gives the buffer
+    /// back (`clientsCronResizeQueryBuffer`).
+    pub fn clients_cron(&self, now_ms: u64) {
+        let timeout_ms = (self.config.timeout.load(Ordering::Relaxed).max(0) as u64).saturating_mul(1000);
+        for c in self.clients.snapshot() {
+            let idle = now_ms.saturating_sub(c.last_active_ms.load(Ordering::Relaxed));
+            if timeout_ms > 0 && idle > timeout_ms && !c.has_flag('b') && !c.has_flag('O') {
+                c.kill();
+            } else if idle > 2000 && c.qbuf_cap.load(Ordering::Relaxed) > 0 && c.qbuf.load(Ordering::Relaxed) == 0 {
+                c.trim_query_buffer();
+            }
+        }
+    }
+
     /// Forgets a closed connection.
     pub fn client_closed(&self, client: &Client) {
         self.clients.unregister(client.id);

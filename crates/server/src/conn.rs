@@ -2,6 +2,12 @@
 //!
 //! Every complete request in the read buffer is executed before replies are written with one
 //! `write_all`, so a pipeline of N commands costs one read and one write.
+//!
+//! Output is bounded. Replies are written out once `FLUSH_AT` bytes are waiting, before more
+//! requests run, so a client that pipelines large replies and never reads stalls itself rather than
+//! growing the server (Redis would keep buffering them). When the normal class of
+//! `client-output-buffer-limit` has a hard limit, replies are held back until the batch ends, as
+//! Redis holds them, and a client over a limit is closed without the replies (`Obuf`).
 
 use bytes::BytesMut;
 use engine::server::Server;
@@ -12,8 +18,46 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Notify, mpsc};
 
 const READ_CHUNK: usize = 16 * 1024;
-/// Read buffers larger than this are released once drained (a big MSET should not pin memory).
+/// Write buffers larger than this are released once written.
 const KEEP_BUF: usize = 64 * 1024;
+/// A query buffer over this size shrinks to its recent peak (Redis's `PROTO_RESIZE_THRESHOLD`).
+const RESIZE_THRESHOLD: usize = 32 * 1024;
+/// Redis's per-client static reply buffer (`PROTO_REPLY_CHUNK_BYTES`): only output beyond it counts
+/// against `client-output-buffer-limit` (and shows as `omem`).
+const REPLY_CHUNK: usize = 16 * 1024;
+/// Pending output that is written out before the next request runs (no hard limit configured).
+const FLUSH_AT: usize = 64 * 1024;
+
+/// `client-output-buffer-limit` for one connection (the normal class: Latch has no pub/sub or
+/// replica clients): Redis's `checkClientOutputBufferLimits`.
+#[derive(Default)]
+struct Obuf {
+    /// Unix second the soft limit was first seen reached, while it stays reached.
+    soft_since: Option<u64>,
+}
+
+impl Obuf {
+    /// Whether `pending` bytes of output put the client over its limits (hard at once, soft when
+    /// reached continuously for more than its seconds).
+    fn over(&mut self, srv: &Server, pending: usize) -> bool {
+        let used = pending.saturating_sub(REPLY_CHUNK) as u64;
+        if used == 0 {
+            self.soft_since = None;
+            return false;
+        }
+        let (hard, soft, secs) = srv.config.normal_obuf_limits();
+        if hard != 0 && used >= hard {
+            return true;
+        }
+        if soft == 0 || used < soft {
+            self.soft_since = None;
+            return false;
+        }
+        let now = srv.clock.now_ms() / 1000;
+        let since = *self.soft_since.get_or_insert(now);
+        now - since > secs
+    }
+}
 
 /// Serves one connection until the peer closes, a protocol error, QUIT, CLIENT KILL or shutdown (which
 /// kills every client).
@@ -37,6 +81,11 @@ where
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut wbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut dec = RequestDecoder::new();
+    let mut obuf = Obuf::default();
+    // The largest the query buffer has been since the last resize pass, and whether the buffer was
+    // given back while idle (it is allocated again by the next read).
+    let mut peak = 0usize;
+    let mut idle_released = false;
     'conn: loop {
         // Execute everything already buffered.
         loop {
@@ -51,12 +100,13 @@ where
                     // A blocking command that found nothing: wait for a writer to serve it, the
                     // timeout, or the client to go away. Later pipelined commands wait behind it.
                     while let Some(w) = client.blocked.clone() {
-                        if flush(&srv, &mut wr, &mut wbuf).await.is_err() {
+                        if flush(&srv, &client.info, &mut wr, &mut wbuf).await.is_err() {
                             w.cancel();
                             srv.unblocked(&mut client);
                             break 'conn;
                         }
-                        let outcome = wait_blocked(&srv, &w, &mut rd, &mut rbuf, &unblock, &kill).await;
+                        let outcome =
+                            wait_blocked(&srv, &w, &mut rd, &mut rbuf, &unblock, &kill, &client.info.killed).await;
                         srv.unblocked(&mut client);
                         match outcome {
                             Blocked::Reply(f) => reply = Some(f),
@@ -66,6 +116,23 @@ where
                     }
                     if let Some(reply) = reply {
                         resp::encode(&reply, client.proto, &mut wbuf);
+                        if wbuf.len() > REPLY_CHUNK {
+                            if obuf.over(&srv, wbuf.len()) {
+                                tracing::warn!(
+                                    client = client.id,
+                                    addr = %client.info.addr,
+                                    omem = wbuf.len() - REPLY_CHUNK,
+                                    "Client scheduled to be closed ASAP for overcoming of output buffer limits."
+                                );
+                                break 'conn;
+                            }
+                            if wbuf.len() >= FLUSH_AT
+                                && srv.config.normal_obuf_limits().0 == 0
+                                && flush(&srv, &client.info, &mut wr, &mut wbuf).await.is_err()
+                            {
+                                break 'conn;
+                            }
+                        }
                     }
                     if client.monitor && !was_monitor {
                         let tx = mon_tx.clone();
@@ -77,7 +144,7 @@ where
                         );
                     }
                     if client.close_after_reply || client.info.killed.load(Ordering::Relaxed) {
-                        let _ = flush(&srv, &mut wr, &mut wbuf).await;
+                        let _ = flush(&srv, &client.info, &mut wr, &mut wbuf).await;
                         break 'conn;
                     }
                 }
@@ -85,7 +152,7 @@ where
                 Err(e) => {
                     tracing::debug!(client = client.id, "protocol error: {e}");
                     resp::encode(&Frame::error(format!("ERR {}", e.message())), client.proto, &mut wbuf);
-                    let _ = flush(&srv, &mut wr, &mut wbuf).await;
+                    let _ = flush(&srv, &client.info, &mut wr, &mut wbuf).await;
                     break 'conn;
                 }
             }
@@ -98,7 +165,7 @@ where
             // fell from 34% to 23% with the yield, and EVALSHA at -P 16 went from 0.99x to 1.2x
             // Redis's rate (docs/performance.md).
             tokio::task::yield_now().await;
-            if flush(&srv, &mut wr, &mut wbuf).await.is_err() {
+            if flush(&srv, &client.info, &mut wr, &mut wbuf).await.is_err() {
                 break;
             }
         }
@@ -108,24 +175,44 @@ where
             break;
         }
         client.info.qbuf.store(rbuf.len(), Ordering::Relaxed);
-        if rbuf.is_empty() && rbuf.capacity() > KEEP_BUF {
-            rbuf = BytesMut::with_capacity(READ_CHUNK);
+        // The query buffer follows its recent peak (Redis's clientsCronResizeQueryBuffer): one
+        // over 32 KiB whose half is more than the largest request seen since the last pass shrinks
+        // to that peak, and the cron asks for an idle client's drained buffer back.
+        if client.info.trim_qbuf.swap(false, Ordering::Relaxed) && rbuf.is_empty() {
+            rbuf = BytesMut::new();
+            idle_released = true;
+        } else if rbuf.capacity() > RESIZE_THRESHOLD
+            && rbuf.capacity() - rbuf.len() > 4096
+            && rbuf.capacity() / 2 > peak
+        {
+            let mut smaller = BytesMut::with_capacity(peak.max(rbuf.len()));
+            smaller.extend_from_slice(&rbuf);
+            rbuf = smaller;
         }
-        let want = dec.pending_bulk_remaining(&rbuf).unwrap_or(0).max(READ_CHUNK);
-        rbuf.reserve(want);
+        peak = rbuf.len();
         // Biased: the socket first, and the kill and MONITOR branches are polled (a Notify and a
         // channel registering this task) only when it has nothing to read. A client that always has
         // bytes ready (a large argument arriving) is still seen killed through the flag.
         if client.info.killed.load(Ordering::Relaxed) {
             break;
         }
+        if !idle_released {
+            let want = dec.pending_bulk_remaining(&rbuf).unwrap_or(0).max(READ_CHUNK);
+            rbuf.reserve(want);
+        }
+        client.info.qbuf_cap.store(rbuf.capacity(), Ordering::Relaxed);
         tokio::select! {
             biased;
             r = rd.read_buf(&mut rbuf) => match r {
                 Ok(0) | Err(_) => break,
-                Ok(n) => { srv.stats.add_net_input(n as u64); }
+                Ok(n) => {
+                    srv.stats.add_net_input(n as u64);
+                    peak = peak.max(rbuf.len());
+                    idle_released = false;
+                }
             },
-            _ = kill.notified() => break,
+            // A kill, or the server's cron asking for the query buffer back (`trim_qbuf`).
+            _ = kill.notified() => if client.info.killed.load(Ordering::Relaxed) { break },
             Some(line) = mon_rx.recv(), if client.monitor => {
                 resp::encode(&Frame::Simple(line), client.proto, &mut wbuf);
                 while let Ok(line) = mon_rx.try_recv() {
@@ -156,6 +243,7 @@ async fn wait_blocked<R: AsyncRead + Unpin>(
     rbuf: &mut BytesMut,
     unblock: &Notify,
     kill: &Notify,
+    killed: &std::sync::atomic::AtomicBool,
 ) -> Blocked {
     use engine::blocking::WaitState;
     loop {
@@ -181,7 +269,7 @@ async fn wait_blocked<R: AsyncRead + Unpin>(
                 }
                 // A writer is serving it right now: its outcome is coming.
             }
-            _ = kill.notified() => { w.cancel(); return Blocked::Gone; }
+            _ = kill.notified() => if killed.load(Ordering::Relaxed) { w.cancel(); return Blocked::Gone; },
             r = rd.read_buf(rbuf) => match r {
                 Ok(0) | Err(_) => { w.cancel(); return Blocked::Gone; }
                 Ok(n) => {
@@ -197,13 +285,36 @@ async fn wait_blocked<R: AsyncRead + Unpin>(
     }
 }
 
-async fn flush<W: AsyncWrite + Unpin>(srv: &Server, wr: &mut W, wbuf: &mut BytesMut) -> std::io::Result<()> {
+/// Writes out `wbuf`; while the client is not reading, CLIENT LIST's `omem` shows what is still
+/// waiting beyond Redis's static reply buffer.
+async fn flush<W: AsyncWrite + Unpin>(
+    srv: &Server,
+    info: &engine::client::ClientInfo,
+    wr: &mut W,
+    wbuf: &mut BytesMut,
+) -> std::io::Result<()> {
     if wbuf.is_empty() {
         return Ok(());
     }
     let n = wbuf.len();
-    let r = wr.write_all(wbuf).await;
-    srv.stats.add_net_output(n as u64);
+    let mut r = Ok(());
+    let mut off = 0;
+    while off < n {
+        info.omem.store((n - off).saturating_sub(REPLY_CHUNK), Ordering::Relaxed);
+        match wr.write(&wbuf[off..]).await {
+            Ok(0) => {
+                r = Err(std::io::ErrorKind::WriteZero.into());
+                break;
+            }
+            Ok(w) => off += w,
+            Err(e) => {
+                r = Err(e);
+                break;
+            }
+        }
+    }
+    info.omem.store(0, Ordering::Relaxed);
+    srv.stats.add_net_output(off as u64);
     if wbuf.capacity() > KEEP_BUF {
         *wbuf = BytesMut::with_capacity(READ_CHUNK);
     } else {

@@ -286,6 +286,7 @@ async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>) {
         tokio::time::sleep(Duration::from_millis(1000 / hz)).await;
         clock.resync();
         let now = clock.now_ms();
+        srv.clients_cron(now);
         let srv2 = srv.clone();
         // Expiry takes shard locks; keep it off the async workers' hot path.
         let _ = tokio::task::spawn_blocking(move || srv2.active_expire_cycle(now, 1000)).await;

@@ -348,8 +348,6 @@ fn request_len(args: &[Bytes]) -> usize {
     n
 }
 
-/// Redis's default query buffer allocation (`qbuf` + `qbuf-free`).
-const QBUF_ALLOC: usize = 20474;
 /// Memory a client costs besides its buffers, so `tot-mem` looks like Redis's.
 const CLIENT_BASE_MEM: usize = 790;
 
@@ -378,12 +376,11 @@ fn client_line(out: &mut String, info: &ClientInfo, now: u64, me: Option<&Ctx<'_
             0,
         ),
     };
-    let qbuf_free = QBUF_ALLOC.saturating_sub(qbuf);
-    let tot_mem = CLIENT_BASE_MEM
-        .saturating_add(rbs)
-        .saturating_add(qbuf.max(QBUF_ALLOC))
-        .saturating_add(argv_mem)
-        .saturating_add(omem);
+    // The query buffer as the connection layer last saw it (its running command included).
+    let qbuf_alloc = info.qbuf_cap.load(Ordering::Relaxed).max(qbuf);
+    let qbuf_free = qbuf_alloc - qbuf;
+    let tot_mem =
+        CLIENT_BASE_MEM.saturating_add(rbs).saturating_add(qbuf_alloc).saturating_add(argv_mem).saturating_add(omem);
     let _ = write!(
         out,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} \
@@ -1155,7 +1152,7 @@ mod tests {
             > HELLO 3 setname "a b"
             -ERR Client names cannot contain spaces, newlines or special characters.
             > CLIENT INFO
-            "id=1 addr=127.0.0.1:50000 laddr=127.0.0.1:6379 fd=8 name= age=0 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=26 qbuf-free=20448 argv-mem=10 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=37658 events=r cmd=client|info user=default redir=-1 resp=2 lib-name= lib-ver=\n"
+            "id=1 addr=127.0.0.1:50000 laddr=127.0.0.1:6379 fd=8 name= age=0 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=26 qbuf-free=0 argv-mem=10 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=17210 events=r cmd=client|info user=default redir=-1 resp=2 lib-name= lib-ver=\n"
             > HELLO 3 AUTH default whatever SETNAME n1
             {"server": "redis", "version": "7.0.15", "proto": :3, "id": :1, "mode": "standalone", "role": "master", "modules": []}
             > HELLO
@@ -1197,7 +1194,7 @@ mod tests {
             > RESET
             +RESET
             > CLIENT INFO
-            "id=1 addr=127.0.0.1:50000 laddr=127.0.0.1:6379 fd=8 name= age=0 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=26 qbuf-free=20448 argv-mem=10 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=37658 events=r cmd=client|info user=default redir=-1 resp=2 lib-name=mylib lib-ver=\n"
+            "id=1 addr=127.0.0.1:50000 laddr=127.0.0.1:6379 fd=8 name= age=0 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=26 qbuf-free=0 argv-mem=10 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=17210 events=r cmd=client|info user=default redir=-1 resp=2 lib-name=mylib lib-ver=\n"
             > RESET x
             -ERR wrong number of arguments for 'reset' command
             "#,
@@ -1321,13 +1318,13 @@ mod tests {
             > CLIENT SETINFO lib-name
             -ERR wrong number of arguments for 'client|setinfo' command
             > CLIENT INFO
-            "id=2 addr=127.0.0.1:50000 laddr=127.0.0.1:6379 fd=9 name= age=0 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=26 qbuf-free=20448 argv-mem=10 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=37658 events=r cmd=client|info user=default redir=-1 resp=2 lib-name=redis-py lib-ver=5.0.1\n"
+            "id=2 addr=127.0.0.1:50000 laddr=127.0.0.1:6379 fd=9 name= age=0 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=26 qbuf-free=0 argv-mem=10 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=17210 events=r cmd=client|info user=default redir=-1 resp=2 lib-name=redis-py lib-ver=5.0.1\n"
             > CLIENT SETINFO lib-ver ""
             +OK
             > CLIENT SETNAME n
             +OK
             > CLIENT INFO
-            "id=2 addr=127.0.0.1:50000 laddr=127.0.0.1:6379 fd=9 name=n age=0 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=26 qbuf-free=20448 argv-mem=10 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=37658 events=r cmd=client|info user=default redir=-1 resp=2 lib-name=redis-py lib-ver=\n"
+            "id=2 addr=127.0.0.1:50000 laddr=127.0.0.1:6379 fd=9 name=n age=0 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=26 qbuf-free=0 argv-mem=10 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=17210 events=r cmd=client|info user=default redir=-1 resp=2 lib-name=redis-py lib-ver=\n"
             > CLIENT INFO x
             -ERR wrong number of arguments for 'client|info' command
             "#,
@@ -1348,26 +1345,26 @@ mod tests {
             2,
             "10.0.0.1:1111",
             8,
-            "name= age=7 idle=7 flags=N db=3 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=20474 argv-mem=0 \
-             multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 tot-mem=22288 events=r cmd=select user=default redir=-1 \
+            "name= age=7 idle=7 flags=N db=3 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 \
+             multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 tot-mem=1814 events=r cmd=select user=default redir=-1 \
              resp=2 lib-name= lib-ver=",
         );
         let lb = line(
             4,
             "10.0.0.2:2222",
             9,
-            "name= age=7 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=26 qbuf-free=20448 argv-mem=10 \
-             multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=37658 events=r cmd=client|list \
+            "name= age=7 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=26 qbuf-free=0 argv-mem=10 \
+             multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=17210 events=r cmd=client|list \
              user=default redir=-1 resp=3 lib-name= lib-ver=",
         );
         assert_eq!(b.run("CLIENT LIST"), crate::cmd::repr(format!("{la}\n{lb}\n").as_bytes()));
-        let lb48 = lb.replace("qbuf=26 qbuf-free=20448 argv-mem=10", "qbuf=48 qbuf-free=20426 argv-mem=20");
-        let lb48 = lb48.replace("tot-mem=37658", "tot-mem=37668");
+        let lb48 = lb.replace("qbuf=26 qbuf-free=0 argv-mem=10", "qbuf=48 qbuf-free=0 argv-mem=20");
+        let lb48 = lb48.replace("tot-mem=17210", "tot-mem=17242");
         assert_eq!(b.run("CLIENT LIST TYPE normal"), crate::cmd::repr(format!("{la}\n{lb48}\n").as_bytes()));
         assert_eq!(b.run("CLIENT LIST TYPE NORMAL"), crate::cmd::repr(format!("{la}\n{lb48}\n").as_bytes()));
         let lbid = lb
-            .replace("qbuf=26 qbuf-free=20448 argv-mem=10", "qbuf=71 qbuf-free=20403 argv-mem=19")
-            .replace("tot-mem=37658", "tot-mem=37667");
+            .replace("qbuf=26 qbuf-free=0 argv-mem=10", "qbuf=71 qbuf-free=0 argv-mem=19")
+            .replace("tot-mem=17210", "tot-mem=17264");
         assert_eq!(b.run("CLIENT LIST ID 4 99 -5 2 4"), crate::cmd::repr(format!("{lbid}\n{la}\n{lbid}\n").as_bytes()));
         b.transcript(
             r#"

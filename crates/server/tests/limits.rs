@@ -1,0 +1,182 @@
+//! Client limits through the real binary, as Redis enforces them: `client-output-buffer-limit`
+//! (normal class), output that stalls a non-reading client instead of growing the server,
+//! `client-query-buffer-limit`, `proto-max-bulk-len`, `timeout`, and the query buffer given back by
+//! idle clients. The expected behaviour is redis-server 7.0.15's (its unit/obuf-limits, unit/querybuf
+//! and unit/limits cases, replayed by hand against it).
+
+mod common;
+use common::{Latch, Raw};
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+fn client_list(r: &mut Raw) -> String {
+    r.cmd(&[b"CLIENT", b"LIST"])
+}
+
+/// The CLIENT LIST line of the client named `name`.
+fn line_of(r: &mut Raw, name: &str) -> Option<String> {
+    client_list(r).lines().find(|l| l.contains(&format!(" name={name} "))).map(str::to_string)
+}
+
+fn field(line: &str, key: &str) -> u64 {
+    let at = line.find(&format!(" {key}=")).unwrap_or_else(|| panic!("{key} in {line}")) + key.len() + 2;
+    line[at..].split(' ').next().unwrap().parse().unwrap()
+}
+
+/// Waits (bounded) until `f` holds.
+fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// Reads what the server sent before closing; `None` if it did not close within the limit.
+fn until_closed(r: &mut Raw) -> Option<Vec<u8>> {
+    r.s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 65536];
+    loop {
+        match r.s.read(&mut chunk) {
+            Ok(0) => return Some(got),
+            Ok(n) => got.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Some(got),
+            Err(_) => return None,
+        }
+    }
+}
+
+#[test]
+fn output_buffer_hard_limit_closes_without_a_reply() {
+    let l = Latch::start(&[]);
+    let mut admin = l.raw();
+    assert_eq!(admin.cmd(&[b"CONFIG", b"SET", b"client-output-buffer-limit", b"normal 100000 0 0"]), "+OK\r\n");
+    let item = vec![b'x'; 1000];
+    for _ in 0..150 {
+        admin.cmd(&[b"LPUSH", b"mylist", &item]);
+    }
+    // One reply over the limit: the client is closed, and nothing of the reply is sent.
+    let mut c = l.raw();
+    assert_eq!(c.cmd(&[b"CLIENT", b"SETNAME", b"mybiglist"]), "+OK\r\n");
+    c.send(b"*4\r\n$6\r\nLRANGE\r\n$6\r\nmylist\r\n$1\r\n0\r\n$2\r\n-1\r\n");
+    assert_eq!(until_closed(&mut c), Some(Vec::new()));
+    assert_eq!(line_of(&mut admin, "mybiglist"), None);
+
+    // A pipeline whose replies add up over the limit: none of them is sent.
+    admin.cmd(&[b"SET", b"bigkey", &[b'x'; 10000]]);
+    let mut p = l.raw();
+    assert_eq!(p.cmd(&[b"CLIENT", b"SETNAME", b"multicommands"]), "+OK\r\n");
+    let mut buf = Vec::new();
+    for i in 0..15 {
+        buf.extend_from_slice(format!("set {i} {i}\r\nget {i}\r\ndel {i}\r\nget bigkey\r\n").as_bytes());
+    }
+    p.send(&buf);
+    assert_eq!(until_closed(&mut p), Some(Vec::new()));
+
+    // A transaction runs to its end even though its reply closes the client.
+    let mut t = l.raw();
+    assert_eq!(t.cmd(&[b"SET", b"k1", b"v1"]), "+OK\r\n");
+    assert_eq!(t.cmd(&[b"MULTI"]), "+OK\r\n");
+    assert_eq!(t.cmd(&[b"SET", b"k2", b"v2"]), "+QUEUED\r\n");
+    assert_eq!(t.cmd(&[b"LRANGE", b"mylist", b"0", b"-1"]), "+QUEUED\r\n");
+    assert_eq!(t.cmd(&[b"SET", b"k3", b"v3"]), "+QUEUED\r\n");
+    assert_eq!(t.cmd(&[b"DEL", b"k1"]), "+QUEUED\r\n");
+    t.send(b"*1\r\n$4\r\nEXEC\r\n");
+    assert_eq!(until_closed(&mut t), Some(Vec::new()));
+    assert_eq!(admin.cmd(&[b"MGET", b"k1", b"k2", b"k3"]), "*3\r\n$-1\r\n$2\r\nv2\r\n$2\r\nv3\r\n");
+
+    // Under the limit, replies flow as usual.
+    assert_eq!(admin.cmd(&[b"CONFIG", b"SET", b"client-output-buffer-limit", b"normal 0 0 0"]), "+OK\r\n");
+    let mut ok = l.raw();
+    let reply = ok.cmd_bytes(&[b"LRANGE", b"mylist", b"0", b"-1"]);
+    assert!(reply.starts_with(b"*150\r\n"));
+}
+
+/// A client that pipelines large replies and never reads stalls on its own socket: the server keeps
+/// serving others, and CLIENT LIST's `omem` shows the output waiting for it.
+#[test]
+fn unread_replies_wait_in_the_socket_not_the_server() {
+    let l = Latch::start(&[]);
+    let mut admin = l.raw();
+    admin.cmd(&[b"SET", b"big", &vec![b'x'; 1 << 20]]);
+    let mut lazy = l.raw();
+    assert_eq!(lazy.cmd(&[b"CLIENT", b"SETNAME", b"lazy"]), "+OK\r\n");
+    let get = b"*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n".repeat(64);
+    lazy.s.set_nonblocking(true).unwrap();
+    let mut sent = 0;
+    let start = Instant::now();
+    // Keep pipelining until the server stops taking requests (it stopped reading them), bounded.
+    while start.elapsed() < Duration::from_secs(3) {
+        match std::io::Write::write(&mut lazy.s, &get) {
+            Ok(n) => sent += n,
+            Err(_) => break,
+        }
+    }
+    assert!(sent > 0);
+    let waiting = eventually(Duration::from_secs(5), || {
+        line_of(&mut admin, "lazy").is_some_and(|l| field(&l, "omem") > 0 && field(&l, "tot-mem") > field(&l, "omem"))
+    });
+    assert!(waiting, "{:?}", line_of(&mut admin, "lazy"));
+    // The server is not stuck behind it.
+    assert_eq!(admin.cmd(&[b"PING"]), "+PONG\r\n");
+    // Far fewer replies are buffered than were requested: 64 MB of GET replies per 1.5 KB sent.
+    let omem = field(&line_of(&mut admin, "lazy").unwrap(), "omem");
+    assert!(omem <= 4 << 20, "omem {omem}");
+}
+
+#[test]
+fn query_buffer_and_bulk_limits() {
+    let l = Latch::start(&[]);
+    let mut admin = l.raw();
+    // proto-max-bulk-len: a longer bulk is refused before it is read, with Redis's error.
+    assert_eq!(admin.cmd(&[b"CONFIG", b"SET", b"proto-max-bulk-len", b"1048576"]), "+OK\r\n");
+    let mut c = l.raw();
+    c.send(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1048577\r\n");
+    assert_eq!(until_closed(&mut c), Some(b"-ERR Protocol error: invalid bulk length\r\n".to_vec()));
+    assert_eq!(admin.cmd(&[b"CONFIG", b"SET", b"proto-max-bulk-len", b"536870912"]), "+OK\r\n");
+    // client-query-buffer-limit: a client whose unfinished request outgrows it is closed.
+    assert_eq!(admin.cmd(&[b"CONFIG", b"SET", b"client-query-buffer-limit", b"1048576"]), "+OK\r\n");
+    let mut q = l.raw();
+    q.send(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$4000000\r\n");
+    let chunk = vec![b'x'; 64 * 1024];
+    for _ in 0..40 {
+        if std::io::Write::write_all(&mut q.s, &chunk).is_err() {
+            break;
+        }
+    }
+    assert!(until_closed(&mut q).is_some());
+    assert_eq!(admin.cmd(&[b"EXISTS", b"k"]), ":0\r\n");
+}
+
+/// `timeout`: an idle client is closed; a blocked one is not. An idle client's query buffer is
+/// given back after 2 seconds (Redis's unit/querybuf).
+#[test]
+fn idle_clients_are_closed_and_trimmed() {
+    let l = Latch::start(&[]);
+    let mut admin = l.raw();
+    let mut idle = l.raw();
+    assert_eq!(idle.cmd(&[b"CLIENT", b"SETNAME", b"idle"]), "+OK\r\n");
+    let qbuf = |r: &mut Raw| line_of(r, "idle").map(|l| field(&l, "qbuf") + field(&l, "qbuf-free"));
+    let first = qbuf(&mut admin).unwrap();
+    assert!((16384..32768).contains(&first), "{first}");
+    assert!(eventually(Duration::from_secs(6), || qbuf(&mut admin) == Some(0)));
+    // It still works: the buffer comes back with the next request.
+    assert_eq!(idle.cmd(&[b"PING"]), "+PONG\r\n");
+
+    let mut blocked = l.raw();
+    assert_eq!(blocked.cmd(&[b"CLIENT", b"SETNAME", b"blocked"]), "+OK\r\n");
+    blocked.send(b"*3\r\n$5\r\nBLPOP\r\n$6\r\nnolist\r\n$1\r\n0\r\n");
+    assert!(
+        eventually(Duration::from_secs(2), || line_of(&mut admin, "blocked").is_some_and(|l| l.contains("flags=b")))
+    );
+    assert_eq!(admin.cmd(&[b"CONFIG", b"SET", b"timeout", b"1"]), "+OK\r\n");
+    assert_eq!(until_closed(&mut idle), Some(Vec::new()));
+    // The admin connection went idle too; a fresh one sees the blocked client still there.
+    let mut fresh = l.raw();
+    assert!(line_of(&mut fresh, "blocked").is_some());
+    assert_eq!(fresh.cmd(&[b"CONFIG", b"SET", b"timeout", b"0"]), "+OK\r\n");
+}
