@@ -116,6 +116,7 @@ fn tty(f: &Frame, prefix: &[u8], out: &mut Vec<u8>) {
         Frame::Push(v) => tty_list(v, b')', b"(empty push)\n", prefix, out),
         Frame::Map(pairs) => tty_map(pairs, prefix, out),
         Frame::Attribute { .. } => unreachable!("strip_attrs removed every attribute"),
+        Frame::Encoded(_) => unreachable!("replies read from the wire are decoded, never Encoded"),
     }
 }
 
@@ -212,6 +213,7 @@ pub fn format_raw(f: &Frame, mb_delim: &[u8], out: &mut Vec<u8>) {
             }
         }
         Frame::Attribute { .. } => unreachable!("strip_attrs removed every attribute"),
+        Frame::Encoded(_) => unreachable!("replies read from the wire are decoded, never Encoded"),
     }
 }
 

@@ -73,7 +73,7 @@ impl TestClient {
     /// Runs a command given as separate arguments.
     pub fn cmd<A: AsRef<[u8]>>(&mut self, args: &[A]) -> Option<Frame> {
         let args: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a.as_ref())).collect();
-        self.srv.execute(&mut self.client, &args)
+        self.srv.execute(&mut self.client, &args).map(decoded)
     }
 
     /// Runs a command line split like redis-cli/inline commands do; returns the reply in [`show`] form.
@@ -120,6 +120,18 @@ impl TestClient {
     }
 }
 
+/// A reply as a client decodes it: one built as its wire bytes ([`Frame::Encoded`]) is read back
+/// into frames, so tests see the same shapes whichever way a handler built its reply.
+pub fn decoded(f: Frame) -> Frame {
+    match f {
+        Frame::Encoded(b) => match resp::decode_reply(&mut resp::BytesMut::from(&b[..])) {
+            Ok(Some(f)) => f,
+            other => panic!("bad encoded reply {:?}: {other:?}", crate::cmd::repr(&b)),
+        },
+        f => f,
+    }
+}
+
 /// The compact one-line form of a reply used by transcripts.
 pub fn show(f: &Frame) -> String {
     fn pairs(v: &[(Frame, Frame)]) -> String {
@@ -148,6 +160,7 @@ pub fn show(f: &Frame) -> String {
         Frame::BigNumber(b) => format!("({}", String::from_utf8_lossy(b)),
         Frame::Verbatim { text, .. } => crate::cmd::repr(text),
         Frame::Attribute { value, .. } => show(value),
+        Frame::Encoded(_) => show(&decoded(f.clone())),
     }
 }
 

@@ -97,6 +97,108 @@ pub fn encode(frame: &Frame, proto: Protocol, out: &mut BytesMut) {
             }
             encode(value, proto, out);
         }
+        Frame::Encoded(b) => out.extend_from_slice(b),
+    }
+}
+
+/// An aggregate of bulk strings encoded straight into its wire bytes, for replies that can be
+/// large (KEYS, LRANGE, SRANDMEMBER with a negative count...): what the connection will write, no
+/// more, allocated once when the caller knows the size (the sum of [`BulkArray::bulk_size`],
+/// [`BulkArray::pair_size`] or [`BulkArray::scored_size`] of its elements).
+pub struct BulkArray {
+    out: BytesMut,
+    proto: Protocol,
+}
+
+impl BulkArray {
+    fn with_header(prefix: u8, n: usize, body: usize, proto: Protocol) -> BulkArray {
+        let mut out = BytesMut::with_capacity(body.saturating_add(24));
+        header_len(prefix, n, &mut out);
+        BulkArray { out, proto }
+    }
+
+    /// An array of `count` elements taking `body` bytes.
+    pub fn array(count: usize, body: usize, proto: Protocol) -> BulkArray {
+        BulkArray::with_header(b'*', count, body, proto)
+    }
+
+    /// An array of `pairs` elements pushed with [`BulkArray::push_pair`] or
+    /// [`BulkArray::push_scored`]: in RESP3 each is a two-element array, in RESP2 the two are
+    /// flattened into the array.
+    pub fn pairs(pairs: usize, body: usize, proto: Protocol) -> BulkArray {
+        let n = if proto == Protocol::Resp3 { pairs } else { pairs.saturating_mul(2) };
+        BulkArray::with_header(b'*', n, body, proto)
+    }
+
+    /// A map of `pairs` entries (RESP2: a flat array), each pushed as two [`BulkArray::push`].
+    pub fn map(pairs: usize, body: usize, proto: Protocol) -> BulkArray {
+        match proto {
+            Protocol::Resp3 => BulkArray::with_header(b'%', pairs, body, proto),
+            Protocol::Resp2 => BulkArray::with_header(b'*', pairs.saturating_mul(2), body, proto),
+        }
+    }
+
+    /// A set of `count` members (RESP2: an array).
+    pub fn set(count: usize, body: usize, proto: Protocol) -> BulkArray {
+        let prefix = if proto == Protocol::Resp3 { b'~' } else { b'*' };
+        BulkArray::with_header(prefix, count, body, proto)
+    }
+
+    /// The bytes of a bulk string of `n` bytes on the wire (`$n\r\n...\r\n`).
+    pub fn bulk_size(n: usize) -> usize {
+        let mut ib = itoa::Buffer::new();
+        1 + ib.format(n).len() + 2 + n + 2
+    }
+
+    /// The bytes [`BulkArray::push_pair`] writes.
+    pub fn pair_size(k: usize, v: usize, proto: Protocol) -> usize {
+        let wrap = if proto == Protocol::Resp3 { 4 } else { 0 };
+        wrap + BulkArray::bulk_size(k) + BulkArray::bulk_size(v)
+    }
+
+    /// The bytes [`BulkArray::push_scored`] writes.
+    pub fn scored_size(m: usize, score: f64, proto: Protocol) -> usize {
+        let mut d = Vec::new();
+        format_double(score, &mut d);
+        match proto {
+            Protocol::Resp3 => 4 + BulkArray::bulk_size(m) + 1 + d.len() + 2,
+            Protocol::Resp2 => BulkArray::bulk_size(m) + BulkArray::bulk_size(d.len()),
+        }
+    }
+
+    /// Appends a bulk string.
+    pub fn push(&mut self, b: &[u8]) {
+        header_len(b'$', b.len(), &mut self.out);
+        self.out.extend_from_slice(b);
+        self.out.extend_from_slice(b"\r\n");
+    }
+
+    /// Appends a key and its value (see [`BulkArray::pairs`]).
+    pub fn push_pair(&mut self, k: &[u8], v: &[u8]) {
+        if self.proto == Protocol::Resp3 {
+            self.out.extend_from_slice(b"*2\r\n");
+        }
+        self.push(k);
+        self.push(v);
+    }
+
+    /// Appends a member and its score: a double in RESP3, its `%.17g` text in RESP2.
+    pub fn push_scored(&mut self, m: &[u8], score: f64) {
+        if self.proto == Protocol::Resp3 {
+            self.out.extend_from_slice(b"*2\r\n");
+            self.push(m);
+            encode(&Frame::Double(score), Protocol::Resp3, &mut self.out);
+        } else {
+            self.push(m);
+            let mut d = Vec::new();
+            format_double(score, &mut d);
+            self.push(&d);
+        }
+    }
+
+    /// The reply.
+    pub fn finish(self) -> Frame {
+        Frame::Encoded(self.out.freeze())
     }
 }
 

@@ -50,6 +50,10 @@ pub enum Frame {
         /// The reply the attributes are attached to.
         value: Box<Frame>,
     },
+    /// A reply already encoded for the protocol of the client it answers, written as it is: large
+    /// replies are built this way ([`crate::BulkArray`]), at the size of their bytes on the wire
+    /// rather than a frame per element. The decoder never produces it.
+    Encoded(Bytes),
 }
 
 impl Frame {

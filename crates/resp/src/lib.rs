@@ -18,7 +18,7 @@ mod request;
 pub use bytes::{Bytes, BytesMut};
 
 pub use double::{format_double, format_double_g};
-pub use encode::encode;
+pub use encode::{BulkArray, encode};
 pub use frame::Frame;
 pub use reply::{MAX_REPLY_DEPTH, ReplyError, decode_reply, encode_request};
 pub use request::{

@@ -114,7 +114,30 @@ where
                             Blocked::Gone => break 'conn,
                         }
                     }
-                    if let Some(reply) = reply {
+                    if let Some(Frame::Encoded(big)) = &reply
+                        && big.len() >= FLUSH_AT
+                    {
+                        // A large reply built as its wire bytes (resp::BulkArray) goes out as it is,
+                        // after what is buffered, rather than through a copy into `wbuf`.
+                        if obuf.over(&srv, wbuf.len() + big.len()) {
+                            tracing::warn!(
+                                client = client.id,
+                                addr = %client.info.addr,
+                                omem = wbuf.len() + big.len() - REPLY_CHUNK,
+                                "Client scheduled to be closed ASAP for overcoming of output buffer limits."
+                            );
+                            break 'conn;
+                        }
+                        if srv.config.normal_obuf_limits().0 == 0 {
+                            if flush(&srv, &client.info, &mut wr, &mut wbuf).await.is_err()
+                                || write_out(&srv, &client.info, &mut wr, big).await.is_err()
+                            {
+                                break 'conn;
+                            }
+                        } else {
+                            wbuf.extend_from_slice(big);
+                        }
+                    } else if let Some(reply) = reply {
                         resp::encode(&reply, client.proto, &mut wbuf);
                         if wbuf.len() > REPLY_CHUNK {
                             if obuf.over(&srv, wbuf.len()) {
@@ -285,23 +308,19 @@ async fn wait_blocked<R: AsyncRead + Unpin>(
     }
 }
 
-/// Writes out `wbuf`; while the client is not reading, CLIENT LIST's `omem` shows what is still
-/// waiting beyond Redis's static reply buffer.
-async fn flush<W: AsyncWrite + Unpin>(
+/// Writes `out`; while the client is not reading, CLIENT LIST's `omem` shows what is still waiting
+/// beyond Redis's static reply buffer.
+async fn write_out<W: AsyncWrite + Unpin>(
     srv: &Server,
     info: &engine::client::ClientInfo,
     wr: &mut W,
-    wbuf: &mut BytesMut,
+    out: &[u8],
 ) -> std::io::Result<()> {
-    if wbuf.is_empty() {
-        return Ok(());
-    }
-    let n = wbuf.len();
     let mut r = Ok(());
     let mut off = 0;
-    while off < n {
-        info.omem.store((n - off).saturating_sub(REPLY_CHUNK), Ordering::Relaxed);
-        match wr.write(&wbuf[off..]).await {
+    while off < out.len() {
+        info.omem.store((out.len() - off).saturating_sub(REPLY_CHUNK), Ordering::Relaxed);
+        match wr.write(&out[off..]).await {
             Ok(0) => {
                 r = Err(std::io::ErrorKind::WriteZero.into());
                 break;
@@ -315,6 +334,20 @@ async fn flush<W: AsyncWrite + Unpin>(
     }
     info.omem.store(0, Ordering::Relaxed);
     srv.stats.add_net_output(off as u64);
+    r
+}
+
+/// Writes out `wbuf` and empties it.
+async fn flush<W: AsyncWrite + Unpin>(
+    srv: &Server,
+    info: &engine::client::ClientInfo,
+    wr: &mut W,
+    wbuf: &mut BytesMut,
+) -> std::io::Result<()> {
+    if wbuf.is_empty() {
+        return Ok(());
+    }
+    let r = write_out(srv, info, wr, wbuf).await;
     if wbuf.capacity() > KEEP_BUF {
         *wbuf = BytesMut::with_capacity(READ_CHUNK);
     } else {

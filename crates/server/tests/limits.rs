@@ -180,3 +180,45 @@ fn idle_clients_are_closed_and_trimmed() {
     assert!(line_of(&mut fresh, "blocked").is_some());
     assert_eq!(fresh.cmd(&[b"CONFIG", b"SET", b"timeout", b"0"]), "+OK\r\n");
 }
+
+/// Replies built straight into their wire bytes (SRANDMEMBER/HRANDFIELD/ZRANDMEMBER with a count,
+/// KEYS, LRANGE, SMEMBERS, HGETALL...) read back as Redis's: every element, the right shapes.
+#[test]
+fn large_replies_are_whole() {
+    let l = Latch::start(&[]);
+    let mut c = l.conn();
+    let _: () = redis::cmd("SADD").arg("s").arg(&["a", "b", "c"]).query(&mut c).unwrap();
+    let picks: Vec<String> = redis::cmd("SRANDMEMBER").arg("s").arg(-200_000).query(&mut c).unwrap();
+    assert_eq!(picks.len(), 200_000);
+    assert!(picks.iter().all(|m| ["a", "b", "c"].contains(&m.as_str())));
+    for m in ["a", "b", "c"] {
+        // 200k uniform picks among 3: each member far from absent.
+        assert!(picks.iter().filter(|p| *p == m).count() > 50_000, "{m}");
+    }
+    let _: () = redis::cmd("HSET").arg("h").arg(&["f1", "v1", "f2", "v2"]).query(&mut c).unwrap();
+    let flat: Vec<String> = redis::cmd("HRANDFIELD").arg("h").arg(-1000).arg("WITHVALUES").query(&mut c).unwrap();
+    assert_eq!(flat.len(), 2000);
+    assert!(flat.chunks(2).all(|p| (p[0] == "f1" && p[1] == "v1") || (p[0] == "f2" && p[1] == "v2")));
+    let _: () = redis::cmd("ZADD").arg("z").arg(&["1.5", "m"]).query(&mut c).unwrap();
+    let scored: Vec<String> = redis::cmd("ZRANDMEMBER").arg("z").arg(-3).arg("WITHSCORES").query(&mut c).unwrap();
+    assert_eq!(scored, ["m", "1.5", "m", "1.5", "m", "1.5"]);
+    let _: () = redis::cmd("EVAL")
+        .arg("for i = 1, 20000 do redis.call('set', 'k:' .. i, i) redis.call('rpush', 'list', i) end")
+        .arg(0)
+        .query(&mut c)
+        .unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS").arg("k:*").query(&mut c).unwrap();
+    assert_eq!(keys.len(), 20_000);
+    let range: Vec<i64> = redis::cmd("LRANGE").arg("list").arg(0).arg(-1).query(&mut c).unwrap();
+    assert_eq!(range, (1..=20_000).collect::<Vec<_>>());
+    // Inside a script, the same replies are Lua tables.
+    let n: i64 = redis::cmd("EVAL").arg("return #redis.call('keys', 'k:*')").arg(0).query(&mut c).unwrap();
+    assert_eq!(n, 20_000);
+    // And inside a transaction.
+    let _: () = redis::cmd("MULTI").query(&mut c).unwrap();
+    let _: () = redis::cmd("LRANGE").arg("list").arg(0).arg(2).query(&mut c).unwrap();
+    let _: () = redis::cmd("HGETALL").arg("h").query(&mut c).unwrap();
+    let (r, h): (Vec<i64>, std::collections::HashMap<String, String>) = redis::cmd("EXEC").query(&mut c).unwrap();
+    assert_eq!(r, [1, 2, 3]);
+    assert_eq!(h.len(), 2);
+}

@@ -7,7 +7,7 @@ use crate::error;
 use crate::types::access::{
     bulk, create_hash, parse_scan, read_hash, remove_if_empty, sb, scan_match, scan_positions, scan_reply, write_hash,
 };
-use resp::{Frame, Protocol};
+use resp::Frame;
 
 /// Table entries.
 pub static COMMANDS: &[Command] = &[
@@ -285,25 +285,51 @@ fn hmget(ctx: &mut Ctx<'_, '_>) -> Frame {
 
 fn hgetall(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(1);
+    let proto = ctx.client.proto;
     match read_hash(&mut ctx.db(), key) {
-        Ok(Some(h)) => Frame::Map(h.iter().map(|(k, v)| (bulk(k), bulk(v))).collect()),
+        Ok(Some(h)) => {
+            let body = h.iter().map(|(k, v)| resp::BulkArray::bulk_size(k.len()) + resp::BulkArray::bulk_size(v.len()));
+            let mut out = resp::BulkArray::map(h.len(), body.sum(), proto);
+            for (k, v) in h.iter() {
+                out.push(k);
+                out.push(v);
+            }
+            out.finish()
+        }
         Ok(None) => Frame::Map(Vec::new()),
         Err(e) => e,
     }
 }
 
+/// The bulk strings `items` yields, encoded straight into an array reply (see [`resp::BulkArray`]).
+pub(crate) fn encoded_array<'a, I>(items: impl Fn() -> I, proto: resp::Protocol) -> Frame
+where
+    I: Iterator<Item = &'a [u8]>,
+{
+    let (n, body) = items().fold((0, 0), |(n, b), x| (n + 1, b + resp::BulkArray::bulk_size(x.len())));
+    let mut out = resp::BulkArray::array(n, body, proto);
+    for x in items() {
+        out.push(x);
+    }
+    out.finish()
+}
+
 fn hkeys(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(1);
+    let proto = ctx.client.proto;
     match read_hash(&mut ctx.db(), key) {
-        Ok(h) => Frame::Array(h.map(|h| h.keys().map(|k| bulk(k)).collect()).unwrap_or_default()),
+        Ok(Some(h)) => encoded_array(|| h.keys().map(|k| &k[..]), proto),
+        Ok(None) => Frame::Array(Vec::new()),
         Err(e) => e,
     }
 }
 
 fn hvals(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(1);
+    let proto = ctx.client.proto;
     match read_hash(&mut ctx.db(), key) {
-        Ok(h) => Frame::Array(h.map(|h| h.values().map(|k| bulk(k)).collect()).unwrap_or_default()),
+        Ok(Some(h)) => encoded_array(|| h.values().map(|v| &v[..]), proto),
+        Ok(None) => Frame::Array(Vec::new()),
         Err(e) => e,
     }
 }
@@ -427,29 +453,31 @@ fn hrandfield(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(x) => x,
         Err(e) => return e,
     };
-    let resp3 = ctx.client.proto == Protocol::Resp3;
+    let proto = ctx.client.proto;
     let mut db = ctx.db();
     let h = match read_hash(&mut db, key) {
         Ok(Some(h)) => h,
         Ok(None) => return Frame::Array(Vec::new()),
         Err(e) => return e,
     };
-    let picks = super::set::random_positions(h.len(), l);
-    let mut out = Vec::with_capacity(picks.len() * if withvalues && !resp3 { 2 } else { 1 });
-    for i in picks {
-        let Some((k, v)) = h.get_index(i) else {
-            continue;
-        };
-        if !withvalues {
-            out.push(bulk(k));
-        } else if resp3 {
-            out.push(Frame::Array(vec![bulk(k), bulk(v)]));
-        } else {
-            out.push(bulk(k));
-            out.push(bulk(v));
-        }
+    let entry = |i: usize| h.get_index(i).map_or((&[][..], &[][..]), |(k, v)| (&k[..], &v[..]));
+    if withvalues {
+        super::set::random_reply(
+            h.len(),
+            l,
+            |i| resp::BulkArray::pair_size(entry(i).0.len(), entry(i).1.len(), proto),
+            |n, body| resp::BulkArray::pairs(n, body, proto),
+            |out, i| out.push_pair(entry(i).0, entry(i).1),
+        )
+    } else {
+        super::set::random_reply(
+            h.len(),
+            l,
+            |i| resp::BulkArray::bulk_size(entry(i).0.len()),
+            |n, body| resp::BulkArray::array(n, body, proto),
+            |out, i| out.push(entry(i).0),
+        )
     }
-    Frame::Array(out)
 }
 
 fn hscan(ctx: &mut Ctx<'_, '_>) -> Frame {

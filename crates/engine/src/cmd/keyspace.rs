@@ -328,16 +328,33 @@ fn keys(ctx: &mut Ctx<'_, '_>) -> Frame {
     let pat = ctx.arg(1);
     let all = pat == b"*";
     let now = ctx.now;
-    let mut out = Vec::new();
-    for t in ctx.db().tables() {
-        // One full downward walk per table: O(N), and it reclaims expired keys on the way.
+    let proto = ctx.client.proto;
+    let mut db = ctx.db();
+    // Two full downward walks per table, O(N) each: the first sizes the reply (and reclaims expired
+    // keys on the way), the second writes it, straight into its wire bytes (a reply of millions
+    // of keys costs what Redis's output buffer would hold, not a frame per key). `now` is fixed, so
+    // both walks see the same keys.
+    let (mut count, mut body) = (0usize, 0usize);
+    for t in db.tables() {
         t.scan(None, usize::MAX, now, &mut |k, _| {
             if all || glob::matches(pat, k, false) {
-                out.push(bulk(k));
+                count += 1;
+                body += resp::BulkArray::bulk_size(k.len());
             }
         });
     }
-    Frame::Array(out)
+    let mut out = resp::BulkArray::array(count, body, proto);
+    let mut left = count;
+    for t in db.tables() {
+        t.scan(None, usize::MAX, now, &mut |k, _| {
+            if left > 0 && (all || glob::matches(pat, k, false)) {
+                left -= 1;
+                out.push(k);
+            }
+        });
+    }
+    debug_assert_eq!(left, 0);
+    out.finish()
 }
 
 fn scan(ctx: &mut Ctx<'_, '_>) -> Frame {

@@ -379,23 +379,14 @@ fn lrange(ctx: &mut Ctx<'_, '_>) -> Frame {
         (Err(e), _) | (_, Err(e)) => return e,
     };
     let key = ctx.arg(1);
-    let l = match read_list(&mut ctx.db(), key) {
-        Ok(Some(l)) => l.clone_range(start, end),
-        Ok(None) => Vec::new(),
-        Err(e) => return e,
-    };
-    Frame::Array(l)
-}
-
-trait CloneRange {
-    fn clone_range(&self, start: i64, end: i64) -> Vec<Frame>;
-}
-impl CloneRange for ListValue {
-    fn clone_range(&self, start: i64, end: i64) -> Vec<Frame> {
-        match norm_range(start, end, self.len()) {
-            Some((s, e)) => self.range(s..=e).map(|v| bulk(v)).collect(),
-            None => Vec::new(),
-        }
+    let proto = ctx.client.proto;
+    match read_list(&mut ctx.db(), key) {
+        Ok(Some(l)) => match norm_range(start, end, l.len()) {
+            Some((s, e)) => super::hash::encoded_array(|| l.range(s..=e).map(|v| &v[..]), proto),
+            None => Frame::Array(Vec::new()),
+        },
+        Ok(None) => Frame::Array(Vec::new()),
+        Err(e) => e,
     }
 }
 

@@ -258,6 +258,40 @@ pub(crate) fn random_positions(len: usize, l: i64) -> Vec<usize> {
     rand::seq::index::sample(&mut rng, len, n as usize).into_vec()
 }
 
+/// The replies of SRANDMEMBER, HRANDFIELD and ZRANDMEMBER with a count `l` over `len` elements,
+/// encoded straight into the reply's bytes as Redis streams them to the output buffer: a count of
+/// -40M costs the reply's bytes, not a frame or even a position per element. `size(i)` is what
+/// element `i` takes on the wire, `start(picks, bytes)` opens the reply and `push` writes element
+/// `i`. Negative counts (picks with repetition) draw the same sequence twice from one seed, once to
+/// size the reply and once to write it.
+pub(crate) fn random_reply(
+    len: usize,
+    l: i64,
+    size: impl Fn(usize) -> usize,
+    start: impl FnOnce(usize, usize) -> resp::BulkArray,
+    mut push: impl FnMut(&mut resp::BulkArray, usize),
+) -> Frame {
+    use rand::{Rng, SeedableRng};
+    if l >= 0 || len == 0 {
+        let picks = random_positions(len, l);
+        let mut out = start(picks.len(), picks.iter().map(|&i| size(i)).sum());
+        for i in picks {
+            push(&mut out, i);
+        }
+        return out.finish();
+    }
+    let n = l.unsigned_abs() as usize;
+    let seed = rand::rngs::StdRng::from_rng(&mut rand::rng());
+    let mut rng = seed.clone();
+    let body = (0..n).map(|_| size(rng.random_range(0..len))).fold(0usize, usize::saturating_add);
+    let mut out = start(n, body);
+    let mut rng = seed;
+    for _ in 0..n {
+        push(&mut out, rng.random_range(0..len));
+    }
+    out.finish()
+}
+
 /// `ERR value is out of range, value must between ...` for counts of the random-member commands.
 pub(crate) fn random_count(b: &[u8]) -> Result<i64, Frame> {
     match parse_i64_strict(b) {
@@ -325,7 +359,18 @@ fn srem(ctx: &mut Ctx<'_, '_>) -> Frame {
 
 fn smembers(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(1);
+    let proto = ctx.client.proto;
     match read_set(&mut ctx.db(), key) {
+        // Large sets straight into their wire bytes (see `resp::BulkArray`); small ones may need
+        // sorting (`ordered`).
+        Ok(Some(s)) if s.len() > 512 => {
+            let body = s.iter().map(|m| resp::BulkArray::bulk_size(m.len())).sum();
+            let mut out = resp::BulkArray::set(s.len(), body, proto);
+            for m in s.iter() {
+                out.push(m);
+            }
+            out.finish()
+        }
         Ok(s) => Frame::Set(s.map(|s| ordered(s)).unwrap_or_default()),
         Err(e) => e,
     }
@@ -426,10 +471,18 @@ fn srandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(l) => l,
         Err(e) => return e,
     };
+    let proto = ctx.client.proto;
     match read_set(&mut ctx.db(), key) {
-        Ok(Some(s)) => Frame::Array(
-            random_positions(s.len(), l).into_iter().filter_map(|i| s.get_index(i)).map(|m| bulk(m)).collect(),
-        ),
+        Ok(Some(s)) => {
+            let member = |i: usize| s.get_index(i).map_or(&[][..], |m| &m[..]);
+            random_reply(
+                s.len(),
+                l,
+                |i| resp::BulkArray::bulk_size(member(i).len()),
+                |n, body| resp::BulkArray::array(n, body, proto),
+                |out, i| out.push(member(i)),
+            )
+        }
         Ok(None) => Frame::Array(Vec::new()),
         Err(e) => e,
     }

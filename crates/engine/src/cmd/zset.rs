@@ -551,6 +551,31 @@ fn score_frame(s: f64) -> Frame {
 }
 
 /// Builds a member list reply: with scores, RESP2 gets a flat array, RESP3 an array of pairs.
+/// The ZRANGE-family reply for ranks `s..e` of `z` (descending with `rev`), written straight
+/// into its wire bytes: a range of millions of members costs what Redis's output buffer would hold.
+fn range_reply(z: &ZSet, s: usize, e: usize, rev: bool, withscores: bool, proto: Protocol) -> Frame {
+    let each = |f: &mut dyn FnMut(&[u8], f64)| {
+        if rev {
+            z.range_iter(s, e).rev().for_each(|(m, sc)| f(m, sc));
+        } else {
+            z.range_iter(s, e).for_each(|(m, sc)| f(m, sc));
+        }
+    };
+    let (mut n, mut body) = (0usize, 0usize);
+    each(&mut |m, sc| {
+        n += 1;
+        body += if withscores {
+            resp::BulkArray::scored_size(m.len(), sc, proto)
+        } else {
+            resp::BulkArray::bulk_size(m.len())
+        };
+    });
+    let mut out =
+        if withscores { resp::BulkArray::pairs(n, body, proto) } else { resp::BulkArray::array(n, body, proto) };
+    each(&mut |m, sc| if withscores { out.push_scored(m, sc) } else { out.push(m) });
+    out.finish()
+}
+
 fn members_reply(items: Vec<(SmallBytes, f64)>, withscores: bool, resp3: bool) -> Frame {
     let mut out = Vec::with_capacity(items.len() * if withscores && !resp3 { 2 } else { 1 });
     for (m, s) in items {
@@ -854,6 +879,7 @@ fn zrange_generic(
         },
     };
     let resp3 = ctx.client.proto == Protocol::Resp3;
+    let proto = ctx.client.proto;
     let key = ctx.arg(start);
     let mut db = ctx.db();
     let items = match read_zset(&mut db, key) {
@@ -884,6 +910,9 @@ fn zrange_generic(
                 let take = if limit < 0 { n - off } else { (limit as u64).min((n - off) as u64) as usize };
                 if rev { (e - off - take, e - off) } else { (s + off, s + off + take) }
             };
+            if dst.is_none() {
+                return range_reply(z, s, e, rev, withscores, proto);
+            }
             let mut v = z.range(s, e);
             if rev {
                 v.reverse();
@@ -1043,24 +1072,35 @@ fn zrandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(x) => x,
         Err(e) => return e,
     };
-    let resp3 = ctx.client.proto == Protocol::Resp3;
+    let proto = ctx.client.proto;
     let mut db = ctx.db();
     let z = match read_zset(&mut db, key) {
         Ok(Some(z)) => z,
         Ok(None) => return Frame::Array(Vec::new()),
         Err(e) => return e,
     };
-    let items: Vec<(SmallBytes, f64)> = if l as u64 >= z.len() as u64 && l > 0 {
+    if l > 0 && l as u64 >= z.len() as u64 {
         // The whole set, in order (as Redis does for its listpack encoding).
-        z.iter().map(|(m, s)| (m.clone(), s)).collect()
+        return range_reply(z, 0, z.len(), false, withscores, proto);
+    }
+    let entry = |i: usize| z.by_index(i).map_or((&[][..], 0.0), |(m, s)| (&m[..], s));
+    if withscores {
+        super::set::random_reply(
+            z.len(),
+            l,
+            |i| resp::BulkArray::scored_size(entry(i).0.len(), entry(i).1, proto),
+            |n, body| resp::BulkArray::pairs(n, body, proto),
+            |out, i| out.push_scored(entry(i).0, entry(i).1),
+        )
     } else {
-        super::set::random_positions(z.len(), l)
-            .into_iter()
-            .filter_map(|i| z.by_index(i))
-            .map(|(m, s)| (m.clone(), s))
-            .collect()
-    };
-    members_reply(items, withscores, resp3)
+        super::set::random_reply(
+            z.len(),
+            l,
+            |i| resp::BulkArray::bulk_size(entry(i).0.len()),
+            |n, body| resp::BulkArray::array(n, body, proto),
+            |out, i| out.push(entry(i).0),
+        )
+    }
 }
 
 fn zscan(ctx: &mut Ctx<'_, '_>) -> Frame {
@@ -1874,7 +1914,7 @@ mod tests {
             > zadd z 1 a 2.5 b
             :2
             > zrange z 0 -1 withscores
-            ["a", ,1, "b", ,2.5]
+            ["a", "1", "b", "2.5"]
             > zpopmin z 1
             ["a", ,1]
             > zadd z 1 a
@@ -1882,7 +1922,7 @@ mod tests {
             > zpopmax z
             ["b", ,2.5]
             > zrandmember z -2 withscores
-            ["a", ,1, "a", ,1]
+            ["a", "1", "a", "1"]
             > zscore z a
             ,1
             > zincrby z 0.1 a

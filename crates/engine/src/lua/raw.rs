@@ -607,6 +607,11 @@ unsafe fn push_frame(l: *mut ffi::lua_State, f: &Frame, resp3: bool) {
                 }
             }
             Frame::Attribute { value, .. } => push_frame(l, value, resp3),
+            // A reply built as its wire bytes: the script gets what a client would decode.
+            Frame::Encoded(b) => match resp::decode_reply(&mut resp::BytesMut::from(&b[..])) {
+                Ok(Some(f)) => push_frame(l, &f, resp3),
+                _ => ffi::lua_pushnil(l),
+            },
         }
     }
 }

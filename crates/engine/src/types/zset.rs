@@ -171,6 +171,31 @@ impl ZSet {
         out
     }
 
+    /// The elements of ranks `start..end` (clamped), ascending; `.rev()` walks them descending.
+    /// Borrowing, unlike [`ZSet::range`]: large ZRANGE replies are written from it directly.
+    pub fn range_iter(&self, start: usize, end: usize) -> impl DoubleEndedIterator<Item = (&SmallBytes, f64)> + Clone {
+        let end = end.min(self.len());
+        let start = start.min(end);
+        // (block, offset) of a rank; `end` as the exclusive bound inside the block before it.
+        let locate = |mut rank: usize| {
+            let mut b = 0;
+            while b < self.blocks.len() && rank >= self.blocks[b].len() {
+                rank -= self.blocks[b].len();
+                b += 1;
+            }
+            (b, rank)
+        };
+        let (b0, off0) = locate(start);
+        let (b1, off1) = if end > start { locate(end - 1) } else { (b0, off0) };
+        let blocks = if end > start { b0..b1 + 1 } else { b0..b0 };
+        blocks.flat_map(move |b| {
+            let blk = &self.blocks[b];
+            let lo = if b == b0 { off0 } else { 0 };
+            let hi = if b == b1 { off1 + 1 } else { blk.len() };
+            blk[lo..hi].iter().map(|it| (&it.1, it.0))
+        })
+    }
+
     /// Every element in ascending order.
     pub fn iter(&self) -> impl Iterator<Item = (&SmallBytes, f64)> {
         self.blocks.iter().flatten().map(|it| (&it.1, it.0))
@@ -187,6 +212,26 @@ impl ZSet {
 mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn range_iter_is_range_borrowed_both_ways() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let mut z = ZSet::new();
+        for i in 0..3000 {
+            z.insert(format!("m{i}").as_bytes(), rng.random_range(0..500) as f64);
+        }
+        for _ in 0..300 {
+            let s = rng.random_range(0..3100);
+            let e = rng.random_range(0..3100);
+            let want = z.range(s, e);
+            let got: Vec<(SmallBytes, f64)> = z.range_iter(s, e).map(|(m, sc)| (m.clone(), sc)).collect();
+            assert_eq!(got, want, "{s}..{e}");
+            let mut back: Vec<(SmallBytes, f64)> = z.range_iter(s, e).rev().map(|(m, sc)| (m.clone(), sc)).collect();
+            back.reverse();
+            assert_eq!(back, want, "rev {s}..{e}");
+        }
+        assert_eq!(ZSet::new().range_iter(0, 10).count(), 0);
+    }
 
     #[test]
     fn matches_a_sorted_model() {
