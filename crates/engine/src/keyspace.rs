@@ -652,6 +652,22 @@ impl<'a> Locked<'a> {
         true
     }
 
+    /// Adds shard `i`, waiting for it, when that keeps this set's locks in index order (every shard
+    /// held is below `i`): the order every other locker follows, so the wait cannot close a cycle.
+    /// False (nothing taken) when a higher shard is held: the caller must not wait.
+    pub fn add_in_order(&mut self, i: usize) -> bool {
+        if self.holds(i) {
+            return true;
+        }
+        if self.guards.last().is_some_and(|(j, _)| *j > i) {
+            return false;
+        }
+        let g = self.ks.shards[i].lock();
+        self.guards.push((i, g));
+        self.all = self.guards.len() == self.ks.shards.len();
+        true
+    }
+
     /// Indices of the locked shards.
     pub fn shard_indices(&self) -> Vec<usize> {
         self.guards.iter().map(|(i, _)| *i).collect()

@@ -278,7 +278,7 @@ impl Server {
             }
             self.busy_error(cmd).is_some()
         };
-        let locked = if cmd.needs_all_shards(args) {
+        let locked = if cmd.needs_all_shards(args) || self.scripting.needs_all_shards(cmd, args) {
             self.ks.lock_all_until(&give_up)
         } else {
             let pos = cmd.keys.positions(args);

@@ -82,3 +82,54 @@ fn busy_then_killed(script: &'static str) -> redis::RedisResult<redis::Value> {
     assert!(start.elapsed() < Duration::from_secs(10));
     ended
 }
+
+/// Scripts touching keys they did not declare run atomically and without error under contention
+/// from many connections and IO threads (Redis, outside cluster mode, runs them): after its first
+/// such access, a script runs with every shard locked.
+#[test]
+fn undeclared_keys_under_contention() {
+    let l = Latch::start(&["--io-threads", "4"]);
+    let url = l.url();
+    let workers: Vec<_> = (0..8)
+        .map(|w| {
+            let url = url.clone();
+            std::thread::spawn(move || {
+                let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
+                let mut errors = Vec::new();
+                for i in 0..300u64 {
+                    let (a, b) = ((i * 7 + w) % 64, (i * 13 + w * 5) % 64);
+                    let r: redis::RedisResult<i64> = if i % 2 == 0 {
+                        redis::cmd("EVAL")
+                            .arg(
+                                "for i = 1, 20 do redis.call('incr', ARGV[1]) redis.call('incr', ARGV[2]) end return 1",
+                            )
+                            .arg(0)
+                            .arg(format!("u:{a}"))
+                            .arg(format!("u:{b}"))
+                            .query(&mut c)
+                    } else {
+                        redis::cmd("EVAL")
+                            .arg(
+                                "for i = 1, 20 do redis.call('incr', KEYS[1]) redis.call('incr', ARGV[1]) end return 1",
+                            )
+                            .arg(1)
+                            .arg(format!("u:{a}"))
+                            .arg(format!("u:{b}"))
+                            .query(&mut c)
+                    };
+                    if let Err(e) = r {
+                        errors.push(e.to_string());
+                    }
+                }
+                errors
+            })
+        })
+        .collect();
+    let errors: Vec<String> = workers.into_iter().flat_map(|w| w.join().unwrap()).collect();
+    assert!(errors.is_empty(), "{} errors, first: {:?}", errors.len(), errors.first());
+    // Every increment happened: 8 workers x 300 runs x 40 increments.
+    let mut c = l.conn();
+    let keys: Vec<String> = redis::cmd("KEYS").arg("u:*").query(&mut c).unwrap();
+    let total: i64 = keys.iter().map(|k| redis::cmd("GET").arg(k).query::<i64>(&mut c).unwrap()).sum();
+    assert_eq!(total, 8 * 300 * 40);
+}

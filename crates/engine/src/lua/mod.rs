@@ -126,6 +126,26 @@ pub struct Scripting {
     pub libraries: Mutex<BTreeMap<String, Library>>,
     /// Function name -> library name.
     pub functions: Mutex<HashMap<String, String>>,
+    /// Scripts and functions seen touching keys they did not declare ([`script_id`]): they run
+    /// with every shard locked from then on, as a whole-keyspace command (Redis runs every script
+    /// that way), so they never meet a lock they cannot take in order.
+    escalated: parking_lot::RwLock<std::collections::HashSet<u64, foldhash::fast::RandomState>>,
+    /// True once `escalated` has a member: the only check other scripts pay for.
+    any_escalated: AtomicBool,
+}
+
+/// Identifies the script an EVAL/EVALSHA/FCALL (or an `_RO` form, `name` in lowercase) runs: a
+/// hash of the command's kind and its body, sha (lowercased) or function name.
+fn script_id(name: &[u8], what: &[u8]) -> Option<u64> {
+    let kind = name.strip_suffix(b"_ro").unwrap_or(name);
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    match kind {
+        b"eval" | b"fcall" => h.update(what),
+        b"evalsha" => h.update(&what.to_ascii_lowercase()),
+        _ => return None,
+    }
+    h.update(kind);
+    Some(h.digest())
 }
 
 impl Default for Scripting {
@@ -138,6 +158,8 @@ impl Default for Scripting {
             scripts: Mutex::default(),
             libraries: Mutex::default(),
             functions: Mutex::default(),
+            escalated: Default::default(),
+            any_escalated: AtomicBool::new(false),
         }
     }
 }
@@ -155,6 +177,8 @@ type Pending = Arc<Mutex<Option<Vec<(FunctionMeta, Function)>>>>;
 /// What `redis.call` / `redis.pcall` act on while one script runs.
 struct CallCtx<'a, 'k> {
     srv: &'a Server,
+    /// The EVAL/EVALSHA/FCALL running the script.
+    command: &'a [Bytes],
     client: &'a mut Client,
     locked: &'a mut Locked<'k>,
     now: u64,
@@ -713,6 +737,26 @@ pub struct MemoryInfo {
 }
 
 impl Scripting {
+    /// Whether this EVAL/EVALSHA/FCALL runs a script seen touching undeclared keys, so it must lock
+    /// every shard (see `escalated`).
+    pub fn needs_all_shards(&self, cmd: &Command, args: &[Bytes]) -> bool {
+        self.any_escalated.load(Ordering::Relaxed)
+            && args.len() > 1
+            && script_id(cmd.name.as_bytes(), &args[1]).is_some_and(|id| self.escalated.read().contains(&id))
+    }
+
+    /// Records that the script `command` runs touched a key it did not declare.
+    fn escalate(&self, command: &[Bytes]) {
+        let (Some(name), Some(what)) = (command.first(), command.get(1)) else { return };
+        if let Some(id) = script_id(&name.to_ascii_lowercase(), what)
+            && self.escalated.write().insert(id)
+        {
+            self.any_escalated.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Scripting {
     /// Counts for `INFO memory`.
     pub fn memory_info(&self) -> MemoryInfo {
         let mut m = MemoryInfo::default();
@@ -825,6 +869,9 @@ impl Scripting {
     pub fn flush_scripts(&self) {
         let mut g = self.scripts.lock();
         g.clear();
+        // What was learned about the flushed scripts' keys goes with them (it grows with EVAL
+        // bodies, as the cache does).
+        self.escalated.write().clear();
         self.script_gen.fetch_add(1, Ordering::AcqRel);
         drop(g);
         for slot in self.pool.iter() {
@@ -928,12 +975,28 @@ impl Scripting {
 /// Makes sure the script holds the shards `cmd` will touch. Declared keys are locked before the
 /// script starts; others are taken here without waiting in line (a blocking wait out of shard order
 /// could deadlock), retrying for a short while. Returns the key that could not be had.
-fn ensure_shards(srv: &Server, locked: &mut Locked<'_>, cmd: &'static Command, argv: &[Bytes]) -> Result<(), Vec<u8>> {
+fn ensure_shards(
+    srv: &Server,
+    command: &[Bytes],
+    locked: &mut Locked<'_>,
+    cmd: &'static Command,
+    argv: &[Bytes],
+) -> Result<(), Vec<u8>> {
     if locked.is_all() {
         return Ok(());
     }
     let mut deadline = None; // read the clock only once a shard is contended
     let mut take = |shard: usize, key: &[u8]| -> Result<(), Vec<u8>> {
+        if locked.holds(shard) {
+            return Ok(());
+        }
+        // A key the script did not declare: its later runs lock every shard up front.
+        srv.scripting.escalate(command);
+        // Above every shard held: wait for it, in the order all lockers follow. Below one: only a
+        // bounded spin is safe (its holder may be waiting, in order, for a shard this run holds).
+        if locked.try_add(shard) || locked.add_in_order(shard) {
+            return Ok(());
+        }
         while !locked.try_add(shard) {
             let now = std::time::Instant::now();
             if now >= *deadline.get_or_insert(now + std::time::Duration::from_millis(50)) {
@@ -952,13 +1015,13 @@ fn ensure_shards(srv: &Server, locked: &mut Locked<'_>, cmd: &'static Command, a
 
 /// Runs the function in registry slot `func` with the caller's context published to `redis.call`.
 fn run_in_vm(vm: &mut Vm, run: &RunState, func: std::ffi::c_int, name: &str, eval: bool, a: RunArgs<'_, '_>) -> Frame {
-    let RunArgs { srv, client, locked, now, keys, argv, read_only, .. } = a;
+    let RunArgs { srv, client, locked, now, keys, argv, read_only, command, .. } = a;
     let saved_db = client.db;
     let saved_proto = client.proto;
     // Blocking commands called from a script answer at once, as if timed out (Redis).
     let saved_deny = std::mem::replace(&mut client.deny_blocking, true);
     let saved_in_script = std::mem::replace(&mut client.in_script, true);
-    let mut cctx = CallCtx { srv, client, locked, now, read_only, run };
+    let mut cctx = CallCtx { srv, command, client, locked, now, read_only, run };
     let (raw, host, handler) = (&vm.raw, &vm.host, vm.handler.id());
     let reply = host.active.publish(&mut cctx, || {
         raw.call(host, handler, func, keys, argv, eval, || run.resp.load(Ordering::Relaxed) == 3, name)

@@ -1056,7 +1056,7 @@ fn dispatch(c: &mut CallCtx<'_, '_>, named: Option<&'static Command>, argv: &[By
         }
         c.run.wrote.store(true, Ordering::Relaxed);
     }
-    if let Err(key) = ensure_shards(c.srv, c.locked, cmd, argv) {
+    if let Err(key) = ensure_shards(c.srv, c.command, c.locked, cmd, argv) {
         let msg = format!(
             "ERR the script accessed key '{}', which it did not declare, while another client held it; \
              declare every key the script uses in KEYS",
