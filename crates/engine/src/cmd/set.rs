@@ -332,6 +332,20 @@ fn ordered(s: &SetValue) -> Vec<Frame> {
     s.iter().map(|m| bulk(m)).collect()
 }
 
+/// A set's members as a set reply: large sets straight into their wire bytes (see
+/// `resp::BulkArray`), small ones in Redis's order (`ordered`).
+fn set_reply(s: &SetValue, proto: resp::Protocol) -> Frame {
+    if s.len() <= 512 {
+        return Frame::Set(ordered(s));
+    }
+    let body = s.iter().map(|m| resp::BulkArray::bulk_size(m.len())).sum();
+    let mut out = resp::BulkArray::set(s.len(), body, proto);
+    for m in s.iter() {
+        out.push(m);
+    }
+    out.finish()
+}
+
 fn sadd(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(1);
     let args = ctx.args;
@@ -361,17 +375,8 @@ fn smembers(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(1);
     let proto = ctx.client.proto;
     match read_set(&mut ctx.db(), key) {
-        // Large sets straight into their wire bytes (see `resp::BulkArray`); small ones may need
-        // sorting (`ordered`).
-        Ok(Some(s)) if s.len() > 512 => {
-            let body = s.iter().map(|m| resp::BulkArray::bulk_size(m.len())).sum();
-            let mut out = resp::BulkArray::set(s.len(), body, proto);
-            for m in s.iter() {
-                out.push(m);
-            }
-            out.finish()
-        }
-        Ok(s) => Frame::Set(s.map(|s| ordered(s)).unwrap_or_default()),
+        Ok(Some(s)) => set_reply(s, proto),
+        Ok(None) => Frame::Set(Vec::new()),
         Err(e) => e,
     }
 }
@@ -585,8 +590,9 @@ fn set_op(db: &mut Db<'_, '_>, keys: &[Bytes], op: SetOp, limit: usize) -> Resul
 
 fn set_op_reply(ctx: &mut Ctx<'_, '_>, op: SetOp) -> Frame {
     let keys = &ctx.args[1..];
+    let proto = ctx.client.proto;
     match set_op(&mut ctx.db(), keys, op, 0) {
-        Ok(s) => Frame::Set(ordered(&s)),
+        Ok(s) => set_reply(&s, proto),
         Err(e) => e,
     }
 }
