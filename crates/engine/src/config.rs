@@ -458,7 +458,8 @@ pub static PARAMS: &[Param] = &[
         default: "2097152",
     },
     // Parameters with their own syntax. `bind` is live (startup); `dir` is used by CONFIG REWRITE and
-    // reported; `save`, `client-output-buffer-limit`, `oom-score-adj-values`, `replicaof` and
+    // reported; `client-output-buffer-limit` is live for its normal class (Latch has no pub/sub or
+    // replica clients); `save`, `oom-score-adj-values`, `replicaof` and
     // `latency-tracking-info-percentiles` are validated and stored but inert; `notify-keyspace-events` is
     // validated and normalised as Redis does.
     P { name: "dir", alias: None, flags: PROT, kind: Kind::Special, default: "." },
