@@ -281,17 +281,22 @@ fn sort_generic(ctx: &mut Ctx<'_, '_>, readonly: bool) -> Frame {
     let mut conversion_error = false;
     if !dontsort {
         for it in items.iter_mut() {
-            let byval = match &sortby {
-                Some(p) => match lookup(ctx, p, &it.elem) {
-                    Looked::Val(v) => v,
-                    Looked::None => continue,
-                },
-                None => it.elem.clone(),
+            let Some(p) = &sortby else {
+                // By the element itself: ALPHA compares the elements, numeric sorts parse them.
+                if !alpha {
+                    match sort_score(&it.elem) {
+                        Some(s) => it.score = s,
+                        None => conversion_error = true,
+                    }
+                }
+                continue;
+            };
+            let byval = match lookup(ctx, p, &it.elem) {
+                Looked::Val(v) => v,
+                Looked::None => continue,
             };
             if alpha {
-                if sortby.is_some() {
-                    it.cmp = Some(byval);
-                }
+                it.cmp = Some(byval);
             } else {
                 match sort_score(&byval) {
                     Some(s) => it.score = s,
@@ -320,6 +325,15 @@ fn sort_generic(ctx: &mut Ctx<'_, '_>, readonly: bool) -> Frame {
         return Frame::error("ERR One or more scores can't be converted into double");
     }
     let range: &[Item] = if end >= start { &items[start as usize..=end as usize] } else { &[] };
+    if gets.is_empty() && store.is_none() {
+        // The sorted elements straight into the reply's wire bytes (see `resp::BulkArray`).
+        let body = range.iter().map(|it| resp::BulkArray::bulk_size(it.elem.len())).sum();
+        let mut reply = resp::BulkArray::array(range.len(), body, ctx.client.proto);
+        for it in range {
+            reply.push(&it.elem);
+        }
+        return reply.finish();
+    }
     let mut out: Vec<Option<SmallBytes>> = Vec::with_capacity(range.len() * gets.len().max(1));
     for it in range {
         if gets.is_empty() {
