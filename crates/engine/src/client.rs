@@ -37,6 +37,9 @@ pub struct Client {
     pub reply_mode: ReplyMode,
     /// Close the connection once the current reply is written (QUIT, protocol errors, CLIENT KILL self).
     pub close_after_reply: bool,
+    /// A reply would have gone over `client-output-buffer-limit`: close the connection now, without
+    /// the replies still buffered (Redis stops such a reply mid-run).
+    pub obuf_overflow: bool,
     /// `CLIENT NO-TOUCH on`: reads do not update access times.
     pub no_touch: bool,
     /// `CLIENT NO-EVICT on`.
@@ -80,6 +83,7 @@ impl Client {
             authenticated: true,
             reply_mode: ReplyMode::On,
             close_after_reply: false,
+            obuf_overflow: false,
             no_touch: false,
             no_evict: false,
             monitor: false,

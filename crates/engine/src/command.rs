@@ -319,6 +319,25 @@ pub struct Ctx<'a, 'k> {
 }
 
 impl<'a, 'k> Ctx<'a, 'k> {
+    /// The most bytes a reply to this client may take: what `client-output-buffer-limit`'s hard
+    /// limit for the normal class lets through beyond Redis's 16 KiB reply buffer, or no bound
+    /// (none set, or a script's call, whose result is checked when the script replies). Commands
+    /// that can build huge replies size them first and refuse them with [`Ctx::reply_too_large`].
+    pub fn reply_cap(&self) -> usize {
+        let (hard, _, _) = self.srv.config.normal_obuf_limits();
+        if hard == 0 || self.client.in_script {
+            return usize::MAX;
+        }
+        usize::try_from(hard).unwrap_or(usize::MAX).saturating_add(16 * 1024)
+    }
+
+    /// Gives up a reply over [`Ctx::reply_cap`] before building it: the client is closed without
+    /// it, as Redis closes a client whose reply outgrows the limit mid-run.
+    pub fn reply_too_large(&mut self) -> Frame {
+        self.client.obuf_overflow = true;
+        Frame::Null
+    }
+
     /// The client's selected database.
     pub fn db(&mut self) -> crate::db::Db<'_, 'k> {
         crate::db::Db::new(self.locked, self.client.db, self.now, self.client.no_touch)

@@ -114,6 +114,14 @@ where
                             Blocked::Gone => break 'conn,
                         }
                     }
+                    if client.obuf_overflow {
+                        tracing::warn!(
+                            client = client.id,
+                            addr = %client.info.addr,
+                            "Client scheduled to be closed ASAP for overcoming of output buffer limits."
+                        );
+                        break 'conn;
+                    }
                     if let Some(Frame::Encoded(big)) = &reply
                         && big.len() >= FLUSH_AT
                     {

@@ -222,3 +222,31 @@ fn large_replies_are_whole() {
     assert_eq!(r, [1, 2, 3]);
     assert_eq!(h.len(), 2);
 }
+
+/// A reply that would pass the hard output limit is given up before it is built, as Redis stops it
+/// mid-run (its unit/obuf-limits "HRANDFIELD with huge count" and "KEYS stopped mid-run").
+#[test]
+fn huge_replies_stop_at_the_output_limit() {
+    let l = Latch::start(&[]);
+    let mut admin = l.raw();
+    assert_eq!(admin.cmd(&[b"CONFIG", b"SET", b"client-output-buffer-limit", b"normal 1000000 0 0"]), "+OK\r\n");
+    admin.cmd(&[b"HSET", b"myhash", b"a", b"b"]);
+    let mut c = l.raw();
+    // 999,999,999 picks would be 7 GB: the client is closed without a reply, and quickly (the
+    // sizing stops once over the limit).
+    let start = Instant::now();
+    c.send(b"*3\r\n$10\r\nHRANDFIELD\r\n$6\r\nmyhash\r\n$10\r\n-999999999\r\n");
+    assert_eq!(until_closed(&mut c), Some(Vec::new()));
+    assert!(start.elapsed() < Duration::from_secs(5));
+    let prefix = vec![b'k'; 100];
+    for i in 0..1500 {
+        let mut k = prefix.clone();
+        k.extend_from_slice(i.to_string().as_bytes());
+        admin.cmd(&[b"SET", &k, b"v"]);
+    }
+    assert_eq!(admin.cmd(&[b"CONFIG", b"SET", b"client-output-buffer-limit", b"normal 100000 0 0"]), "+OK\r\n");
+    let mut k = l.raw();
+    k.send(b"*2\r\n$4\r\nKEYS\r\n$1\r\n*\r\n");
+    assert_eq!(until_closed(&mut k), Some(Vec::new()));
+    assert_eq!(admin.cmd(&[b"PING"]), "+PONG\r\n");
+}

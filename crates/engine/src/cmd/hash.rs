@@ -454,30 +454,36 @@ fn hrandfield(ctx: &mut Ctx<'_, '_>) -> Frame {
         Err(e) => return e,
     };
     let proto = ctx.client.proto;
-    let mut db = ctx.db();
-    let h = match read_hash(&mut db, key) {
-        Ok(Some(h)) => h,
-        Ok(None) => return Frame::Array(Vec::new()),
-        Err(e) => return e,
+    let cap = ctx.reply_cap();
+    let reply = {
+        let mut db = ctx.db();
+        let h = match read_hash(&mut db, key) {
+            Ok(Some(h)) => h,
+            Ok(None) => return Frame::Array(Vec::new()),
+            Err(e) => return e,
+        };
+        let entry = |i: usize| h.get_index(i).map_or((&[][..], &[][..]), |(k, v)| (&k[..], &v[..]));
+        if withvalues {
+            super::set::random_reply(
+                h.len(),
+                l,
+                cap,
+                |i| resp::BulkArray::pair_size(entry(i).0.len(), entry(i).1.len(), proto),
+                |n, body| resp::BulkArray::pairs(n, body, proto),
+                |out, i| out.push_pair(entry(i).0, entry(i).1),
+            )
+        } else {
+            super::set::random_reply(
+                h.len(),
+                l,
+                cap,
+                |i| resp::BulkArray::bulk_size(entry(i).0.len()),
+                |n, body| resp::BulkArray::array(n, body, proto),
+                |out, i| out.push(entry(i).0),
+            )
+        }
     };
-    let entry = |i: usize| h.get_index(i).map_or((&[][..], &[][..]), |(k, v)| (&k[..], &v[..]));
-    if withvalues {
-        super::set::random_reply(
-            h.len(),
-            l,
-            |i| resp::BulkArray::pair_size(entry(i).0.len(), entry(i).1.len(), proto),
-            |n, body| resp::BulkArray::pairs(n, body, proto),
-            |out, i| out.push_pair(entry(i).0, entry(i).1),
-        )
-    } else {
-        super::set::random_reply(
-            h.len(),
-            l,
-            |i| resp::BulkArray::bulk_size(entry(i).0.len()),
-            |n, body| resp::BulkArray::array(n, body, proto),
-            |out, i| out.push(entry(i).0),
-        )
-    }
+    reply.unwrap_or_else(|| ctx.reply_too_large())
 }
 
 fn hscan(ctx: &mut Ctx<'_, '_>) -> Frame {

@@ -329,6 +329,7 @@ fn keys(ctx: &mut Ctx<'_, '_>) -> Frame {
     let all = pat == b"*";
     let now = ctx.now;
     let proto = ctx.client.proto;
+    let cap = ctx.reply_cap();
     let mut db = ctx.db();
     // Two full downward walks per table, O(N) each: the first sizes the reply (and reclaims expired
     // keys on the way), the second writes it, straight into its wire bytes (a reply of millions
@@ -342,6 +343,9 @@ fn keys(ctx: &mut Ctx<'_, '_>) -> Frame {
                 body += resp::BulkArray::bulk_size(k.len());
             }
         });
+    }
+    if body > cap {
+        return ctx.reply_too_large();
     }
     let mut out = resp::BulkArray::array(count, body, proto);
     let mut left = count;

@@ -258,7 +258,8 @@ pub(crate) fn random_positions(len: usize, l: i64) -> Vec<usize> {
     rand::seq::index::sample(&mut rng, len, n as usize).into_vec()
 }
 
-/// The replies of SRANDMEMBER, HRANDFIELD and ZRANDMEMBER with a count `l` over `len` elements,
+/// The replies of SRANDMEMBER, HRANDFIELD and ZRANDMEMBER with a count `l` over `len` elements
+/// (`None`: the reply would pass `cap` bytes, see `Ctx::reply_cap`),
 /// encoded straight into the reply's bytes as Redis streams them to the output buffer: a count of
 /// -40M costs the reply's bytes, not a frame or even a position per element. `size(i)` is what
 /// element `i` takes on the wire, `start(picks, bytes)` opens the reply and `push` writes element
@@ -267,29 +268,41 @@ pub(crate) fn random_positions(len: usize, l: i64) -> Vec<usize> {
 pub(crate) fn random_reply(
     len: usize,
     l: i64,
+    cap: usize,
     size: impl Fn(usize) -> usize,
     start: impl FnOnce(usize, usize) -> resp::BulkArray,
     mut push: impl FnMut(&mut resp::BulkArray, usize),
-) -> Frame {
+) -> Option<Frame> {
     use rand::{Rng, SeedableRng};
     if l >= 0 || len == 0 {
         let picks = random_positions(len, l);
-        let mut out = start(picks.len(), picks.iter().map(|&i| size(i)).sum());
+        let body: usize = picks.iter().map(|&i| size(i)).sum();
+        if body > cap {
+            return None;
+        }
+        let mut out = start(picks.len(), body);
         for i in picks {
             push(&mut out, i);
         }
-        return out.finish();
+        return Some(out.finish());
     }
     let n = l.unsigned_abs() as usize;
     let seed = rand::rngs::StdRng::from_rng(&mut rand::rng());
     let mut rng = seed.clone();
-    let body = (0..n).map(|_| size(rng.random_range(0..len))).fold(0usize, usize::saturating_add);
+    let mut body = 0usize;
+    for _ in 0..n {
+        body = body.saturating_add(size(rng.random_range(0..len)));
+        if body > cap {
+            // Stopped mid-run, as Redis stops writing it once over the limit.
+            return None;
+        }
+    }
     let mut out = start(n, body);
     let mut rng = seed;
     for _ in 0..n {
         push(&mut out, rng.random_range(0..len));
     }
-    out.finish()
+    Some(out.finish())
 }
 
 /// `ERR value is out of range, value must between ...` for counts of the random-member commands.
@@ -477,20 +490,23 @@ fn srandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
         Err(e) => return e,
     };
     let proto = ctx.client.proto;
-    match read_set(&mut ctx.db(), key) {
+    let cap = ctx.reply_cap();
+    let reply = match read_set(&mut ctx.db(), key) {
         Ok(Some(s)) => {
             let member = |i: usize| s.get_index(i).map_or(&[][..], |m| &m[..]);
             random_reply(
                 s.len(),
                 l,
+                cap,
                 |i| resp::BulkArray::bulk_size(member(i).len()),
                 |n, body| resp::BulkArray::array(n, body, proto),
                 |out, i| out.push(member(i)),
             )
         }
-        Ok(None) => Frame::Array(Vec::new()),
-        Err(e) => e,
-    }
+        Ok(None) => Some(Frame::Array(Vec::new())),
+        Err(e) => Some(e),
+    };
+    reply.unwrap_or_else(|| ctx.reply_too_large())
 }
 
 fn smove(ctx: &mut Ctx<'_, '_>) -> Frame {

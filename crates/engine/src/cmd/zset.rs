@@ -1073,34 +1073,40 @@ fn zrandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
         Err(e) => return e,
     };
     let proto = ctx.client.proto;
-    let mut db = ctx.db();
-    let z = match read_zset(&mut db, key) {
-        Ok(Some(z)) => z,
-        Ok(None) => return Frame::Array(Vec::new()),
-        Err(e) => return e,
+    let cap = ctx.reply_cap();
+    let reply = {
+        let mut db = ctx.db();
+        let z = match read_zset(&mut db, key) {
+            Ok(Some(z)) => z,
+            Ok(None) => return Frame::Array(Vec::new()),
+            Err(e) => return e,
+        };
+        if l > 0 && l as u64 >= z.len() as u64 {
+            // The whole set, in order (as Redis does for its listpack encoding).
+            return range_reply(z, 0, z.len(), false, withscores, proto);
+        }
+        let entry = |i: usize| z.by_index(i).map_or((&[][..], 0.0), |(m, s)| (&m[..], s));
+        if withscores {
+            super::set::random_reply(
+                z.len(),
+                l,
+                cap,
+                |i| resp::BulkArray::scored_size(entry(i).0.len(), entry(i).1, proto),
+                |n, body| resp::BulkArray::pairs(n, body, proto),
+                |out, i| out.push_scored(entry(i).0, entry(i).1),
+            )
+        } else {
+            super::set::random_reply(
+                z.len(),
+                l,
+                cap,
+                |i| resp::BulkArray::bulk_size(entry(i).0.len()),
+                |n, body| resp::BulkArray::array(n, body, proto),
+                |out, i| out.push(entry(i).0),
+            )
+        }
     };
-    if l > 0 && l as u64 >= z.len() as u64 {
-        // The whole set, in order (as Redis does for its listpack encoding).
-        return range_reply(z, 0, z.len(), false, withscores, proto);
-    }
-    let entry = |i: usize| z.by_index(i).map_or((&[][..], 0.0), |(m, s)| (&m[..], s));
-    if withscores {
-        super::set::random_reply(
-            z.len(),
-            l,
-            |i| resp::BulkArray::scored_size(entry(i).0.len(), entry(i).1, proto),
-            |n, body| resp::BulkArray::pairs(n, body, proto),
-            |out, i| out.push_scored(entry(i).0, entry(i).1),
-        )
-    } else {
-        super::set::random_reply(
-            z.len(),
-            l,
-            |i| resp::BulkArray::bulk_size(entry(i).0.len()),
-            |n, body| resp::BulkArray::array(n, body, proto),
-            |out, i| out.push(entry(i).0),
-        )
-    }
+    reply.unwrap_or_else(|| ctx.reply_too_large())
 }
 
 fn zscan(ctx: &mut Ctx<'_, '_>) -> Frame {
