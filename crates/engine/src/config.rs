@@ -473,7 +473,7 @@ pub static PARAMS: &[Param] = &[
     },
     P { name: "oom-score-adj-values", alias: None, flags: MULTI, kind: Kind::Special, default: "0 200 800" },
     P { name: "notify-keyspace-events", alias: None, flags: 0, kind: Kind::Special, default: "" },
-    P { name: "bind", alias: None, flags: IMM | MULTI, kind: Kind::Special, default: "127.0.0.1 -::1" },
+    P { name: "bind", alias: None, flags: IMM | MULTI, kind: Kind::Special, default: "* -::*" },
     P { name: "replicaof", alias: Some("slaveof"), flags: IMM | MULTI, kind: Kind::Special, default: "" },
     P {
         name: "latency-tracking-info-percentiles",
@@ -1165,6 +1165,9 @@ mod tests {
     fn defaults_and_validation() {
         let c = Config::new();
         assert_eq!(c.get("port").as_deref(), Some("6379"));
+        // Redis 7's: every interface, protected mode on.
+        assert_eq!(c.get("bind").as_deref(), Some("* -::*"));
+        assert_eq!(c.get("protected-mode").as_deref(), Some("yes"));
         assert_eq!(c.proto_max_bulk_len.load(Ordering::Relaxed), 512 * 1024 * 1024);
         c.set("maxmemory", "1mb", false).unwrap();
         assert_eq!(c.get("maxmemory").as_deref(), Some("1048576"));

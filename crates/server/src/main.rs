@@ -6,12 +6,12 @@
 
 mod config_file;
 mod conn;
+mod net;
 mod os_host;
 
 use engine::clock::{Clock, SystemClock};
 use engine::config::Config;
 use engine::server::Server;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -130,21 +130,19 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
         srv.ks.nshards()
     );
 
+    let backlog = srv.config.get_i64("tcp-backlog").clamp(0, i32::MAX as i64) as i32;
+    if let Some(max) = net::somaxconn().filter(|&m| m < backlog) {
+        tracing::warn!(
+            "WARNING: The TCP backlog setting of {backlog} cannot be enforced because /proc/sys/net/core/somaxconn is set to the lower value of {max}."
+        );
+    }
     let mut listeners = Vec::new();
     for b in binds.split_whitespace() {
-        let (optional, host) = match b.strip_prefix('-') {
-            Some(h) => (true, h),
-            None => (false, b),
+        let Some((addr, optional)) = net::bind_addr(b, port) else {
+            tracing::error!("Invalid bind address '{b}'");
+            return 1;
         };
-        let host = if host == "*" { "0.0.0.0" } else { host };
-        let addr: SocketAddr = match format!("{host}:{port}").parse().or_else(|_| format!("[{host}]:{port}").parse()) {
-            Ok(a) => a,
-            Err(_) => {
-                tracing::error!("Invalid bind address '{b}'");
-                return 1;
-            }
-        };
-        match TcpListener::bind(addr).await {
+        match net::listen(addr, backlog) {
             Ok(l) => listeners.push(l),
             Err(e) if optional => tracing::info!("Skipping optional bind {addr}: {e}"),
             Err(e) => {
@@ -250,6 +248,20 @@ async fn accept_loop(l: TcpListener, srv: Arc<Server>) {
                 continue;
             }
         };
+        let refused = net::protected_refuses(
+            srv.config.get("protected-mode").as_deref() == Some("yes"),
+            srv.config.has_password.load(std::sync::atomic::Ordering::Relaxed),
+            peer.ip(),
+        );
+        if refused {
+            srv.clients.rejected_connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            tokio::spawn(async move {
+                use tokio::io::AsyncWriteExt;
+                let mut sock = sock;
+                let _ = sock.write_all(net::DENIED).await;
+            });
+            continue;
+        }
         let max = srv.config.maxclients.load(std::sync::atomic::Ordering::Relaxed) as usize;
         if srv.clients.len() >= max {
             srv.clients.rejected_connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -261,6 +273,9 @@ async fn accept_loop(l: TcpListener, srv: Arc<Server>) {
             continue;
         }
         let _ = sock.set_nodelay(true);
+        if let Err(e) = net::keepalive(&sock, srv.config.get_i64("tcp-keepalive")) {
+            tracing::debug!("tcp-keepalive on {peer}: {e}");
+        }
         tokio::spawn(conn::serve(srv.clone(), sock, peer.to_string(), local.clone()));
     }
 }
