@@ -1,7 +1,7 @@
 //! `latch-server [config-file] [--name value ...]`: a Redis-compatible server.
 //!
 //! Startup mirrors redis-server: configuration from an optional file then `--name value` arguments,
-//! defaults of port 6379 on 127.0.0.1 and ::1, a log line with the version and every bound address,
+//! defaults of port 6379 on every interface (`bind * -::*`, protected mode), a log line with the version and every bound address,
 //! and a clean exit on SIGINT, SIGTERM or SHUTDOWN.
 
 mod config_file;
@@ -118,6 +118,16 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     let signals = Signals::install();
     let port = config.get_i64("port") as u16;
     let binds = config.get("bind").unwrap_or_default();
+    match net::adjust_open_files_limit(config.get_i64("maxclients").max(1) as u64) {
+        Ok(n) if n != config.get_i64("maxclients") as u64 => {
+            let _ = config.set("maxclients", &n.to_string(), true);
+        }
+        Ok(_) => {}
+        Err(e) => {
+            tracing::error!("{e}");
+            return 1;
+        }
+    }
     let clock = Arc::new(SystemClock::new());
     let srv = Arc::new(Server::new(config, clock.clone()));
     *srv.config_file.lock() = config_file;

@@ -84,6 +84,66 @@ pub fn protected_refuses(protected: bool, has_password: bool, peer: IpAddr) -> b
     protected && !has_password && !local
 }
 
+/// File descriptors Redis keeps for itself beyond one per client (`CONFIG_MIN_RESERVED_FDS`).
+const RESERVED_FDS: u64 = 32;
+
+/// Redis's `adjustOpenFilesLimit` at startup: raises the open-files limit to `maxclients` + 32 if it
+/// is lower (down in steps of 16 to what the OS allows). Returns the `maxclients` the limit allows
+/// (`maxclients` itself, or the limit minus 32), or `Err` with Redis's message when even that is
+/// impossible; logs as Redis does.
+pub fn adjust_open_files_limit(maxclients: u64) -> Result<u64, String> {
+    let maxfiles = maxclients + RESERVED_FDS;
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes the current limits into the struct it is given, a valid local.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == -1 {
+        let e = io::Error::last_os_error();
+        tracing::warn!(
+            "Unable to obtain the current NOFILE limit ({e}), assuming 1024 and setting the max clients configuration accordingly."
+        );
+        return Ok(1024 - RESERVED_FDS);
+    }
+    let old = limit.rlim_cur;
+    if old >= maxfiles {
+        return Ok(maxclients);
+    }
+    let mut best = maxfiles;
+    let mut error = None;
+    while best > old {
+        let want = libc::rlimit { rlim_cur: best, rlim_max: best };
+        // SAFETY: setrlimit reads the struct it is given, a valid local; it changes only this
+        // process's limit.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) } != -1 {
+            break;
+        }
+        error = Some(io::Error::last_os_error());
+        if best < 16 {
+            best = old;
+            break;
+        }
+        best -= 16;
+    }
+    best = best.max(old);
+    if best >= maxfiles {
+        tracing::info!("Increased maximum number of open files to {maxfiles} (it was originally set to {old}).");
+        return Ok(maxclients);
+    }
+    if best <= RESERVED_FDS {
+        return Err(format!(
+            "Your current 'ulimit -n' of {old} is not enough for the server to start. Please increase your open file limit to at least {maxfiles}. Exiting."
+        ));
+    }
+    let reduced = best - RESERVED_FDS;
+    // strerror's text, as Redis logs it (io::Error adds " (os error N)").
+    let why = error.map(|e| e.to_string()).unwrap_or_default();
+    let why = why.split(" (os error").next().unwrap_or_default();
+    tracing::warn!("You requested maxclients of {maxclients} requiring at least {maxfiles} max file descriptors.");
+    tracing::warn!("Server can't set maximum open files to {maxfiles} because of OS error: {why}.");
+    tracing::warn!(
+        "Current maximum open files is {best}. maxclients has been reduced to {reduced} to compensate for low ulimit. If you need higher maxclients increase 'ulimit -n'."
+    );
+    Ok(reduced)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

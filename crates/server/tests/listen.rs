@@ -28,3 +28,52 @@ fn invalid_bind_stops_startup() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("Invalid bind address 'nonsense-address'"));
     assert_eq!(r.cmd(&[b"PING"]), "+PONG\r\n");
 }
+
+/// Under a low open-files limit, maxclients is lowered to the limit minus Redis's 32 reserved
+/// descriptors, with Redis's log lines; clients beyond maxclients get Redis's error at once.
+#[test]
+fn maxclients_follows_the_open_files_limit() {
+    use std::io::{BufRead, BufReader};
+    let bin = env!("CARGO_BIN_EXE_latch-server");
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", &format!("ulimit -n 100 && exec '{bin}' --bind 127.0.0.1 --port 0")])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut log = String::new();
+    let port: u16 = loop {
+        let line = lines.next().expect("server output").unwrap();
+        log.push_str(&line);
+        log.push('\n');
+        if let Some(addr) = line.split("Ready to accept connections tcp on ").nth(1) {
+            break addr.rsplit(':').next().unwrap().trim().parse().unwrap();
+        }
+    };
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    std::io::Write::write_all(&mut s, b"*3\r\n$6\r\nCONFIG\r\n$3\r\nGET\r\n$10\r\nmaxclients\r\n").unwrap();
+    let mut reply = [0u8; 64];
+    let n = std::io::Read::read(&mut s, &mut reply).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(&reply[..n], b"*2\r\n$10\r\nmaxclients\r\n$2\r\n68\r\n");
+    assert!(log.contains("You requested maxclients of 10000 requiring at least 10032 max file descriptors."), "{log}");
+    assert!(
+        log.contains(
+            "Current maximum open files is 100. maxclients has been reduced to 68 to compensate for low ulimit. \
+             If you need higher maxclients increase 'ulimit -n'."
+        ),
+        "{log}"
+    );
+
+    let l = Latch::start(&["--maxclients", "2"]);
+    let (mut a, mut b) = (l.raw(), l.raw());
+    assert_eq!(a.cmd(&[b"PING"]), "+PONG\r\n");
+    assert_eq!(b.cmd(&[b"PING"]), "+PONG\r\n");
+    let mut c = l.raw();
+    let mut got = Vec::new();
+    std::io::Read::read_to_end(&mut c.s, &mut got).unwrap();
+    assert_eq!(got, b"-ERR max number of clients reached\r\n");
+    let stats = a.cmd(&[b"INFO", b"stats"]);
+    assert!(stats.contains("rejected_connections:1"), "{stats}");
+}
