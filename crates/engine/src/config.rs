@@ -966,6 +966,19 @@ impl Config {
             for (p, (_, v)) in found.iter().zip(pairs) {
                 let cur = vals.get(p.name).map(String::as_str).unwrap_or("");
                 match self.check(p, &String::from_utf8_lossy(v), cur) {
+                    // More clients need more file descriptors (Redis's updateMaxclients).
+                    Ok(n) if p.name == "maxclients" && n.parse::<u64>().unwrap_or(0) > cur.parse().unwrap_or(0) => {
+                        let want: u64 = n.parse().unwrap_or(0);
+                        match self.host().open_files_for(want) {
+                            Ok(got) if got < want => {
+                                return Err(format!(
+                                    "ERR CONFIG SET failed (possibly related to argument 'maxclients') - The operating \
+                                     system is not able to handle the specified number of clients, try with {got}"
+                                ));
+                            }
+                            _ => normalized.push(n),
+                        }
+                    }
                     Ok(n) => normalized.push(n),
                     Err(e) => {
                         return Err(format!("ERR CONFIG SET failed (possibly related to argument '{}') - {e}", p.name));

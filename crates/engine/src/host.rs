@@ -33,6 +33,11 @@ pub trait Host: Send + Sync + 'static {
     fn allocator(&self) -> &'static str {
         "libc"
     }
+    /// Makes room for `maxclients` connections in the process's open-files limit (Redis's
+    /// `adjustOpenFilesLimit`) and returns how many it allows: `maxclients`, or fewer.
+    fn open_files_for(&self, maxclients: u64) -> Result<u64, String> {
+        Ok(maxclients)
+    }
 }
 
 /// A host with no operating system behind it: process figures are zero and the file system lives in

@@ -18,6 +18,10 @@ impl Host for OsHost {
         "jemalloc"
     }
 
+    fn open_files_for(&self, maxclients: u64) -> Result<u64, String> {
+        crate::net::adjust_open_files_limit(maxclients)
+    }
+
     /// Second field of `/proc/self/statm`, in 4 KiB pages.
     fn rss_bytes(&self) -> u64 {
         read("/proc/self/statm")

@@ -54,9 +54,20 @@ fn maxclients_follows_the_open_files_limit() {
     std::io::Write::write_all(&mut s, b"*3\r\n$6\r\nCONFIG\r\n$3\r\nGET\r\n$10\r\nmaxclients\r\n").unwrap();
     let mut reply = [0u8; 64];
     let n = std::io::Read::read(&mut s, &mut reply).unwrap();
+    let got_max = reply[..n].to_vec();
+    // More clients than the limit allows: Redis's error, and the value unchanged.
+    std::io::Write::write_all(&mut s, b"*4\r\n$6\r\nCONFIG\r\n$3\r\nSET\r\n$10\r\nmaxclients\r\n$3\r\n100\r\n")
+        .unwrap();
+    let mut set = [0u8; 256];
+    let m = std::io::Read::read(&mut s, &mut set).unwrap();
     let _ = child.kill();
     let _ = child.wait();
-    assert_eq!(&reply[..n], b"*2\r\n$10\r\nmaxclients\r\n$2\r\n68\r\n");
+    assert_eq!(got_max, b"*2\r\n$10\r\nmaxclients\r\n$2\r\n68\r\n");
+    assert_eq!(
+        String::from_utf8_lossy(&set[..m]),
+        "-ERR CONFIG SET failed (possibly related to argument 'maxclients') - The operating system is not able \
+         to handle the specified number of clients, try with 68\r\n"
+    );
     assert!(log.contains("You requested maxclients of 10000 requiring at least 10032 max file descriptors."), "{log}");
     assert!(
         log.contains(
