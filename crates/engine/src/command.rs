@@ -255,6 +255,24 @@ impl CommandTable {
         CommandTable { by_name, all: copies.iter().collect(), ids: next }
     }
 
+    /// This table after the config file's `rename-command old new` lines, in order, as Redis applies
+    /// them: `old` must name a command ("No such command in rename-command"), leaves the table, and
+    /// comes back under `new` unless `new` is empty ("Target command name already exists" if taken).
+    /// A renamed command keeps its own name in COMMAND's replies, as in Redis.
+    pub fn renamed(&self, renames: &[(String, String)]) -> Result<CommandTable, String> {
+        let mut by_name = self.by_name.clone();
+        for (old, new) in renames {
+            let Some(cmd) = by_name.remove(old.to_ascii_lowercase().as_bytes()) else {
+                return Err("No such command in rename-command".into());
+            };
+            if !new.is_empty() && by_name.insert(new.to_ascii_lowercase().into_bytes(), cmd).is_some() {
+                return Err("Target command name already exists".into());
+            }
+        }
+        let all = self.all.iter().copied().filter(|c| by_name.values().any(|v| std::ptr::eq(*v, *c))).collect();
+        Ok(CommandTable { by_name, all, ids: self.ids })
+    }
+
     /// Number of ids handed out: every [`Command::id`] from this table is below it.
     pub fn id_count(&self) -> usize {
         self.ids

@@ -495,6 +495,9 @@ pub struct Config {
     pub slowlog_log_slower_than: AtomicI64,
     /// Hot copy of `slowlog-max-len`.
     pub slowlog_max_len: AtomicI64,
+    /// The config file's `rename-command` lines, in order (the server builds its command table
+    /// from them).
+    pub renames: parking_lot::Mutex<Vec<(String, String)>>,
     /// Hot copy of `maxclients`.
     pub maxclients: AtomicI64,
     /// Hot copy of `timeout` (seconds, 0 = never).
@@ -866,6 +869,7 @@ impl Config {
             client_query_buffer_limit: AtomicI64::new(0),
             slowlog_log_slower_than: AtomicI64::new(0),
             slowlog_max_len: AtomicI64::new(0),
+            renames: parking_lot::Mutex::default(),
             maxclients: AtomicI64::new(0),
             timeout: AtomicI64::new(0),
             hz: AtomicU64::new(10),

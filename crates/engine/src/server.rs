@@ -100,7 +100,15 @@ impl Server {
             let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
             nshards = (cores * 16).clamp(16, 1024);
         }
-        let table = crate::cmd::table();
+        let renames = config.renames.lock().clone();
+        let table: &'static CommandTable = if renames.is_empty() {
+            crate::cmd::table()
+        } else {
+            // Built once per server started with `rename-command` (validated when the file was
+            // read), and kept for the process's life like the default table.
+            let t = crate::cmd::table().renamed(&renames);
+            Box::leak(Box::new(t.expect("rename-command lines are checked when the configuration is read")))
+        };
         let run_id = (0..40).map(|_| format!("{:x}", rand::random::<u8>() % 16)).collect();
         let now = clock.now_ms();
         let unix_s = (clock.unix_ms() / 1000) as u64;

@@ -99,6 +99,15 @@ pub fn apply(config: &Config, text: &str) -> Result<(), ConfigError> {
         if values.is_empty() {
             return Err(err("wrong number of arguments".into()));
         }
+        if name.eq_ignore_ascii_case("rename-command") {
+            let [old, new] = values else {
+                return Err(err("wrong number of arguments".into()));
+            };
+            let mut renames = config.renames.lock();
+            renames.push((old.clone(), new.clone()));
+            engine::cmd::table().renamed(&renames).map_err(err)?;
+            continue;
+        }
         let value = values.join(" ");
         config.set(&name.to_ascii_lowercase(), &value, true).map_err(|reason| {
             if reason.starts_with("Unknown option") {

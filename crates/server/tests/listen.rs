@@ -88,3 +88,34 @@ fn maxclients_follows_the_open_files_limit() {
     let stats = a.cmd(&[b"INFO", b"stats"]);
     assert!(stats.contains("rejected_connections:1"), "{stats}");
 }
+
+/// `rename-command` in the configuration, as in Redis: the old name is unknown (to clients and to
+/// scripts), the new one runs the command, an empty name disables it, and bad lines stop startup.
+#[test]
+fn rename_command() {
+    let l = Latch::start(&["--rename-command", "config", "", "--rename-command", "set", "myset"]);
+    let mut r = l.raw();
+    assert_eq!(r.cmd(&[b"SET", b"a", b"1"]), "-ERR unknown command 'SET', with args beginning with: 'a' '1' \r\n");
+    assert_eq!(r.cmd(&[b"MYSET", b"a", b"1"]), "+OK\r\n");
+    assert_eq!(
+        r.cmd(&[b"CONFIG", b"GET", b"port"]),
+        "-ERR unknown command 'CONFIG', with args beginning with: 'GET' 'port' \r\n"
+    );
+    assert!(
+        r.cmd(&[b"EVAL", b"return redis.call('set','b',1)", b"0"])
+            .starts_with("-ERR Unknown Redis command called from script")
+    );
+    assert_eq!(r.cmd(&[b"EVAL", b"return redis.call('myset','b',1)", b"0"]), "+OK\r\n");
+    // COMMAND INFO finds it by its new name and reports its own, as Redis does.
+    assert!(r.cmd(&[b"COMMAND", b"INFO", b"myset"]).starts_with("*1\r\n*10\r\n$3\r\nset\r\n"));
+    assert_eq!(r.cmd(&[b"COMMAND", b"INFO", b"config"]), "*1\r\n*-1\r\n");
+    for (args, why) in [
+        (["--rename-command", "nosuch", "x"], "No such command in rename-command"),
+        (["--rename-command", "get", "set"], "Target command name already exists"),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_latch-server")).args(args).output().unwrap();
+        assert!(!out.status.success());
+        let text = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(why), "{text}");
+    }
+}

@@ -1036,8 +1036,9 @@ fn dispatch(c: &mut CallCtx<'_, '_>, named: Option<&'static Command>, argv: &[By
         return refuse(b"Please specify at least one argument for this redis lib call");
     }
     let resolved = match named {
-        Some(cmd) => Ok(cmd),
-        None => c.srv.table.resolve(argv),
+        // The default table's command: right unless this server renamed commands.
+        Some(cmd) if std::ptr::eq(c.srv.table, crate::cmd::table()) => Ok(cmd),
+        _ => c.srv.table.resolve(argv),
     };
     let cmd = match resolved {
         Ok(cmd) if cmd.arity_ok(argv.len()) => cmd,
