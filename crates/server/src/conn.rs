@@ -78,6 +78,8 @@ where
         client.block_waker = Some(Arc::new(move || u.notify_one()));
     }
     let (mon_tx, mut mon_rx) = mpsc::unbounded_channel::<bytes::Bytes>();
+    // Bytes of MONITOR lines sent to `mon_tx` and not yet encoded.
+    let mon_queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut wbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut dec = RequestDecoder::new();
@@ -100,7 +102,7 @@ where
                     // A blocking command that found nothing: wait for a writer to serve it, the
                     // timeout, or the client to go away. Later pipelined commands wait behind it.
                     while let Some(w) = client.blocked.clone() {
-                        if flush(&srv, &client.info, &mut wr, &mut wbuf).await.is_err() {
+                        if flush(&srv, &client.info, &kill, &mut wr, &mut wbuf).await.is_err() {
                             w.cancel();
                             srv.unblocked(&mut client);
                             break 'conn;
@@ -137,8 +139,8 @@ where
                             break 'conn;
                         }
                         if srv.config.normal_obuf_limits().0 == 0 {
-                            if flush(&srv, &client.info, &mut wr, &mut wbuf).await.is_err()
-                                || write_out(&srv, &client.info, &mut wr, big).await.is_err()
+                            if flush(&srv, &client.info, &kill, &mut wr, &mut wbuf).await.is_err()
+                                || write_out(&srv, &client.info, &kill, &mut wr, big).await.is_err()
                             {
                                 break 'conn;
                             }
@@ -159,23 +161,39 @@ where
                             }
                             if wbuf.len() >= FLUSH_AT
                                 && srv.config.normal_obuf_limits().0 == 0
-                                && flush(&srv, &client.info, &mut wr, &mut wbuf).await.is_err()
+                                && flush(&srv, &client.info, &kill, &mut wr, &mut wbuf).await.is_err()
                             {
                                 break 'conn;
                             }
                         }
                     }
                     if client.monitor && !was_monitor {
-                        let tx = mon_tx.clone();
+                        let (tx, queued, info, srv2) =
+                            (mon_tx.clone(), mon_queued.clone(), client.info.clone(), srv.clone());
                         srv.add_monitor(
                             client.id,
                             Box::new(move |line| {
+                                // A MONITOR client is a normal one: lines waiting for it count
+                                // against client-output-buffer-limit's hard limit.
+                                let n = queued.fetch_add(line.len() + 3, Ordering::Relaxed) + line.len() + 3;
+                                let (hard, _, _) = srv2.config.normal_obuf_limits();
+                                if hard != 0 && n.saturating_sub(REPLY_CHUNK) as u64 >= hard {
+                                    if !info.killed.load(Ordering::Relaxed) {
+                                        tracing::warn!(
+                                            client = info.id,
+                                            addr = %info.addr,
+                                            "Client scheduled to be closed ASAP for overcoming of output buffer limits."
+                                        );
+                                        info.kill();
+                                    }
+                                    return;
+                                }
                                 let _ = tx.send(line);
                             }),
                         );
                     }
                     if client.close_after_reply || client.info.killed.load(Ordering::Relaxed) {
-                        let _ = flush(&srv, &client.info, &mut wr, &mut wbuf).await;
+                        let _ = flush(&srv, &client.info, &kill, &mut wr, &mut wbuf).await;
                         break 'conn;
                     }
                 }
@@ -183,7 +201,7 @@ where
                 Err(e) => {
                     tracing::debug!(client = client.id, "protocol error: {e}");
                     resp::encode(&Frame::error(format!("ERR {}", e.message())), client.proto, &mut wbuf);
-                    let _ = flush(&srv, &client.info, &mut wr, &mut wbuf).await;
+                    let _ = flush(&srv, &client.info, &kill, &mut wr, &mut wbuf).await;
                     break 'conn;
                 }
             }
@@ -196,7 +214,7 @@ where
             // fell from 34% to 23% with the yield, and EVALSHA at -P 16 went from 0.99x to 1.2x
             // Redis's rate (docs/performance.md).
             tokio::task::yield_now().await;
-            if flush(&srv, &client.info, &mut wr, &mut wbuf).await.is_err() {
+            if flush(&srv, &client.info, &kill, &mut wr, &mut wbuf).await.is_err() {
                 break;
             }
         }
@@ -245,8 +263,10 @@ where
             // A kill, or the server's cron asking for the query buffer back (`trim_qbuf`).
             _ = kill.notified() => if client.info.killed.load(Ordering::Relaxed) { break },
             Some(line) = mon_rx.recv(), if client.monitor => {
+                mon_queued.fetch_sub(line.len() + 3, Ordering::Relaxed);
                 resp::encode(&Frame::Simple(line), client.proto, &mut wbuf);
                 while let Ok(line) = mon_rx.try_recv() {
+                    mon_queued.fetch_sub(line.len() + 3, Ordering::Relaxed);
                     resp::encode(&Frame::Simple(line), client.proto, &mut wbuf);
                 }
             }
@@ -318,9 +338,11 @@ async fn wait_blocked<R: AsyncRead + Unpin>(
 
 /// Writes `out`; while the client is not reading, CLIENT LIST's `omem` shows what is still waiting
 /// beyond Redis's static reply buffer.
+/// A client killed meanwhile (CLIENT KILL, a MONITOR over its limit, shutdown) stops the write.
 async fn write_out<W: AsyncWrite + Unpin>(
     srv: &Server,
     info: &engine::client::ClientInfo,
+    kill: &Notify,
     wr: &mut W,
     out: &[u8],
 ) -> std::io::Result<()> {
@@ -328,7 +350,18 @@ async fn write_out<W: AsyncWrite + Unpin>(
     let mut off = 0;
     while off < out.len() {
         info.omem.store((out.len() - off).saturating_sub(REPLY_CHUNK), Ordering::Relaxed);
-        match wr.write(&out[off..]).await {
+        let wrote = tokio::select! {
+            biased;
+            w = wr.write(&out[off..]) => w,
+            _ = kill.notified() => {
+                if info.killed.load(Ordering::Relaxed) {
+                    Err(std::io::ErrorKind::ConnectionAborted.into())
+                } else {
+                    continue;
+                }
+            }
+        };
+        match wrote {
             Ok(0) => {
                 r = Err(std::io::ErrorKind::WriteZero.into());
                 break;
@@ -349,13 +382,14 @@ async fn write_out<W: AsyncWrite + Unpin>(
 async fn flush<W: AsyncWrite + Unpin>(
     srv: &Server,
     info: &engine::client::ClientInfo,
+    kill: &Notify,
     wr: &mut W,
     wbuf: &mut BytesMut,
 ) -> std::io::Result<()> {
     if wbuf.is_empty() {
         return Ok(());
     }
-    let r = write_out(srv, info, wr, wbuf).await;
+    let r = write_out(srv, info, kill, wr, wbuf).await;
     if wbuf.capacity() > KEEP_BUF {
         *wbuf = BytesMut::with_capacity(READ_CHUNK);
     } else {

@@ -250,3 +250,22 @@ fn huge_replies_stop_at_the_output_limit() {
     assert_eq!(until_closed(&mut k), Some(Vec::new()));
     assert_eq!(admin.cmd(&[b"PING"]), "+PONG\r\n");
 }
+
+/// A MONITOR client that does not read is closed once the lines waiting for it pass the hard limit
+/// (a monitor is a normal client); without it, a kill still ends a client stuck writing.
+#[test]
+fn monitor_that_never_reads_is_closed_at_the_limit() {
+    let l = Latch::start(&[]);
+    let mut admin = l.raw();
+    assert_eq!(admin.cmd(&[b"CONFIG", b"SET", b"client-output-buffer-limit", b"normal 100000 0 0"]), "+OK\r\n");
+    let mut m = l.raw();
+    assert_eq!(m.cmd(&[b"CLIENT", b"SETNAME", b"watcher"]), "+OK\r\n");
+    assert_eq!(m.cmd(&[b"MONITOR"]), "+OK\r\n");
+    // 40 MB of lines: more than the kernel's socket buffers hold for the idle reader.
+    let value = vec![b'v'; 20_000];
+    for i in 0..2000 {
+        admin.cmd(&[b"SET", format!("k{i}").as_bytes(), &value]);
+    }
+    assert!(eventually(Duration::from_secs(5), || line_of(&mut admin, "watcher").is_none()));
+    assert_eq!(admin.cmd(&[b"PING"]), "+PONG\r\n");
+}
