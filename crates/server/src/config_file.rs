@@ -41,6 +41,10 @@ pub fn assemble(args: &[String], read_file: impl Fn(&str) -> std::io::Result<Str
             i = 1;
         }
     }
+    // Redis appends the options after a newline, file or not: without a file they start at line 2.
+    if i == 0 && !args.is_empty() {
+        text.push('\n');
+    }
     let mut line = String::new();
     while i < args.len() {
         let a = &args[i];
@@ -96,17 +100,17 @@ pub fn apply(config: &Config, text: &str) -> Result<(), ConfigError> {
         };
         let parts: Vec<String> = parts.into_iter().map(|p| String::from_utf8_lossy(&p).into_owned()).collect();
         let Some((name, values)) = parts.split_first() else { continue };
-        if values.is_empty() {
-            return Err(err("wrong number of arguments".into()));
-        }
         if name.eq_ignore_ascii_case("rename-command") {
             let [old, new] = values else {
-                return Err(err("wrong number of arguments".into()));
+                return Err(err("Bad directive or wrong number of arguments".into()));
             };
             let mut renames = config.renames.lock();
             renames.push((old.clone(), new.clone()));
             engine::cmd::table().renamed(&renames).map_err(err)?;
             continue;
+        }
+        if values.is_empty() {
+            return Err(err("wrong number of arguments".into()));
         }
         let value = values.join(" ");
         config.set(&name.to_ascii_lowercase(), &value, true).map_err(|reason| {
@@ -129,7 +133,7 @@ mod tests {
         let args: Vec<String> =
             ["--port", "7000", "--save", "", "--bind", "127.0.0.1", "::1"].iter().map(|s| s.to_string()).collect();
         let text = assemble(&args, |_| unreachable!()).unwrap();
-        assert_eq!(text, "port \"7000\"\nsave \"\"\nbind \"127.0.0.1\" \"::1\"\n");
+        assert_eq!(text, "\nport \"7000\"\nsave \"\"\nbind \"127.0.0.1\" \"::1\"\n");
         let c = Config::new();
         apply(&c, &text).unwrap();
         assert_eq!(c.get("port").as_deref(), Some("7000"));

@@ -141,28 +141,26 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     );
 
     let backlog = srv.config.get_i64("tcp-backlog").clamp(0, i32::MAX as i64) as i32;
-    if let Some(max) = net::somaxconn().filter(|&m| m < backlog) {
-        tracing::warn!(
-            "WARNING: The TCP backlog setting of {backlog} cannot be enforced because /proc/sys/net/core/somaxconn is set to the lower value of {max}."
-        );
+    if let Some(warning) = net::backlog_warning(backlog, net::somaxconn()) {
+        tracing::warn!("{warning}");
     }
+    // Redis's listenToPort: every bind word in turn; a failure is logged, then skipped or fatal.
     let mut listeners = Vec::new();
-    for b in binds.split_whitespace() {
-        let Some((addr, optional)) = net::bind_addr(b, port) else {
-            tracing::error!("Invalid bind address '{b}'");
-            return 1;
-        };
-        match net::listen(addr, backlog) {
+    for word in binds.split_whitespace() {
+        let (host, optional) = net::bind_word(word);
+        match net::listen(host, port, backlog) {
             Ok(l) => listeners.push(l),
-            Err(e) if optional => tracing::info!("Skipping optional bind {addr}: {e}"),
             Err(e) => {
-                tracing::error!("Failed listening on {addr}: {e}");
-                return 1;
+                tracing::warn!("Warning: Could not create server TCP listening socket {host}:{port}: {}", e.msg);
+                if !e.skippable(optional) {
+                    tracing::error!("Failed listening on port {port} (TCP), aborting.");
+                    return 1;
+                }
             }
         }
     }
     if listeners.is_empty() {
-        tracing::error!("No address to listen on (bind '{binds}')");
+        tracing::error!("Configured to not listen anywhere, exiting.");
         return 1;
     }
     if let Ok(a) = listeners[0].local_addr() {
@@ -258,6 +256,18 @@ async fn accept_loop(l: TcpListener, srv: Arc<Server>) {
                 continue;
             }
         };
+        // Redis's order: the client limit at accept (acceptCommonHandler), then protected mode
+        // (clientAcceptHandler); both count in rejected_connections.
+        let max = srv.config.maxclients.load(std::sync::atomic::Ordering::Relaxed) as usize;
+        if srv.clients.len() >= max {
+            srv.clients.rejected_connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            tokio::spawn(async move {
+                use tokio::io::AsyncWriteExt;
+                let mut sock = sock;
+                let _ = sock.write_all(b"-ERR max number of clients reached\r\n").await;
+            });
+            continue;
+        }
         let refused = net::protected_refuses(
             srv.config.get("protected-mode").as_deref() == Some("yes"),
             srv.config.has_password.load(std::sync::atomic::Ordering::Relaxed),
@@ -269,16 +279,6 @@ async fn accept_loop(l: TcpListener, srv: Arc<Server>) {
                 use tokio::io::AsyncWriteExt;
                 let mut sock = sock;
                 let _ = sock.write_all(net::DENIED).await;
-            });
-            continue;
-        }
-        let max = srv.config.maxclients.load(std::sync::atomic::Ordering::Relaxed) as usize;
-        if srv.clients.len() >= max {
-            srv.clients.rejected_connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            tokio::spawn(async move {
-                use tokio::io::AsyncWriteExt;
-                let mut sock = sock;
-                let _ = sock.write_all(b"-ERR max number of clients reached\r\n").await;
             });
             continue;
         }

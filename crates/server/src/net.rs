@@ -28,39 +28,120 @@ it with the '--protected-mode no' option. \
 NOTE: You only need to do one of the above things in order for \
 the server to start accepting connections from the outside.\r\n";
 
-/// One `bind` word: the socket address for `port`, and whether it may be missing (`-addr`).
-pub fn bind_addr(word: &str, port: u16) -> Option<(SocketAddr, bool)> {
-    let (optional, host) = match word.strip_prefix('-') {
-        Some(h) => (true, h),
-        None => (false, word),
-    };
-    let ip: IpAddr = match host {
-        "*" => Ipv4Addr::UNSPECIFIED.into(),
-        "::*" => Ipv6Addr::UNSPECIFIED.into(),
-        h => h.parse().ok()?,
-    };
-    Some((SocketAddr::new(ip, port), optional))
+/// One `bind` word: the address to listen on, and whether it may be missing (a leading `-`).
+pub fn bind_word(word: &str) -> (&str, bool) {
+    match word.strip_prefix('-') {
+        Some(host) => (host, true),
+        None => (word, false),
+    }
 }
 
-/// A listening socket on `addr` as Redis makes one (`anetTcpServer`): SO_REUSEADDR, IPv6 sockets
-/// IPv6-only (so `*` and `::*` can share a port), and `backlog` pending connections.
-pub fn listen(addr: SocketAddr, backlog: i32) -> io::Result<TcpListener> {
-    use socket2::{Domain, Protocol, Socket, Type};
-    let domain = if addr.is_ipv6() { Domain::IPV6 } else { Domain::IPV4 };
-    let s = Socket::new(domain, Type::STREAM, Some(Protocol::TCP))?;
-    if addr.is_ipv6() {
-        s.set_only_v6(true)?;
+/// Why a listening socket could not be made: Redis's `neterr` text (`bind: Cannot assign requested
+/// address`, a name lookup's `Name or service not known`...) and the errno it left, if any.
+#[derive(Debug)]
+pub struct ListenError {
+    /// The text Redis logs after "Could not create server TCP listening socket host:port: ".
+    pub msg: String,
+    /// The OS error; none after a failed name lookup.
+    pub errno: Option<i32>,
+}
+
+impl ListenError {
+    fn os(what: &str, e: io::Error) -> ListenError {
+        ListenError { msg: format!("{what}: {}", strerror(&e)), errno: e.raw_os_error() }
     }
-    s.set_reuse_address(true)?;
-    s.set_nonblocking(true)?;
-    s.bind(&addr.into())?;
-    s.listen(backlog)?;
-    TcpListener::from_std(s.into())
+
+    /// Whether startup goes on without this address, as Redis's `listenToPort` decides: an optional
+    /// address (`-addr`) the machine does not have, or an address family or protocol the machine does
+    /// not support (optional or not).
+    pub fn skippable(&self, optional: bool) -> bool {
+        match self.errno {
+            Some(libc::EADDRNOTAVAIL) => optional,
+            Some(e) => [
+                libc::ENOPROTOOPT,
+                libc::EPROTONOSUPPORT,
+                libc::ESOCKTNOSUPPORT,
+                libc::EPFNOSUPPORT,
+                libc::EAFNOSUPPORT,
+            ]
+            .contains(&e),
+            None => false,
+        }
+    }
+}
+
+/// strerror's text for an OS error (io::Error's Display adds " (os error N)").
+fn strerror(e: &io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// A listening socket on `host`:`port` as Redis's `_anetTcpServer` makes one: an IPv6 socket when the
+/// address has a `:`, IPv4 otherwise; `*` (and `::*` for IPv6) is every interface, anything else goes
+/// through `getaddrinfo` (so host names work) and the first address a socket can be made for is used.
+/// SO_REUSEADDR, IPv6 sockets IPv6-only (so `*` and `::*` share a port), `backlog` pending connections.
+pub fn listen(host: &str, port: u16, backlog: i32) -> Result<TcpListener, ListenError> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let v6 = host.contains(':');
+    let addrs = match host {
+        "*" if !v6 => vec![SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), port)],
+        "::*" => vec![SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), port)],
+        h => resolve(h, port, v6)?,
+    };
+    let mut last = None;
+    for addr in addrs {
+        let domain = if addr.is_ipv6() { Domain::IPV6 } else { Domain::IPV4 };
+        let s = match Socket::new(domain, Type::STREAM, Some(Protocol::TCP)) {
+            Ok(s) => s,
+            Err(e) => {
+                last = e.raw_os_error();
+                continue;
+            }
+        };
+        if v6 {
+            s.set_only_v6(true).map_err(|e| ListenError::os("setsockopt", e))?;
+        }
+        s.set_reuse_address(true).map_err(|e| ListenError::os("setsockopt SO_REUSEADDR", e))?;
+        s.bind(&addr.into()).map_err(|e| ListenError::os("bind", e))?;
+        s.listen(backlog).map_err(|e| ListenError::os("listen", e))?;
+        s.set_nonblocking(true).map_err(|e| ListenError::os("fcntl(F_SETFL,O_NONBLOCK)", e))?;
+        return TcpListener::from_std(s.into()).map_err(|e| ListenError::os("listen", e));
+    }
+    Err(ListenError { msg: format!("unable to bind socket, errno: {}", last.unwrap_or(0)), errno: last })
+}
+
+/// The addresses `host` names for a TCP socket of one family (std's lookup is `getaddrinfo`); a
+/// failure is `gai_strerror`'s text, as Redis logs it.
+fn resolve(host: &str, port: u16, v6: bool) -> Result<Vec<SocketAddr>, ListenError> {
+    use std::net::ToSocketAddrs;
+    let addrs = (host, port).to_socket_addrs().map_err(|e| {
+        let text = e.to_string();
+        let msg = text.strip_prefix("failed to lookup address information: ").unwrap_or(&text).to_string();
+        ListenError { msg, errno: None }
+    })?;
+    let out: Vec<SocketAddr> = addrs.filter(|a| a.is_ipv6() == v6).collect();
+    if out.is_empty() {
+        // getaddrinfo with the family in its hints fails this way when the name has no such address.
+        return Err(ListenError { msg: "Address family for hostname not supported".into(), errno: None });
+    }
+    Ok(out)
 }
 
 /// `/proc/sys/net/core/somaxconn`, which caps every listen backlog on Linux.
+/// The value Redis's `checkTcpBacklogSettings` warns about: positive and lower than `backlog`.
 pub fn somaxconn() -> Option<i32> {
     std::fs::read_to_string("/proc/sys/net/core/somaxconn").ok()?.trim().parse().ok()
+}
+
+/// Redis's startup warning when `/proc/sys/net/core/somaxconn` caps the `tcp-backlog`, if it does.
+pub fn backlog_warning(backlog: i32, somaxconn: Option<i32>) -> Option<String> {
+    let max = somaxconn.filter(|&m| m > 0 && m < backlog)?;
+    Some(format!(
+        "WARNING: The TCP backlog setting of {backlog} cannot be enforced because /proc/sys/net/core/somaxconn is set to the lower value of {max}."
+    ))
 }
 
 /// `tcp-keepalive` on an accepted connection, as Redis's `anetKeepAlive`: probes after `secs` idle,
@@ -133,9 +214,7 @@ pub fn adjust_open_files_limit(maxclients: u64) -> Result<u64, String> {
         ));
     }
     let reduced = best - RESERVED_FDS;
-    // strerror's text, as Redis logs it (io::Error adds " (os error N)").
-    let why = error.map(|e| e.to_string()).unwrap_or_default();
-    let why = why.split(" (os error").next().unwrap_or_default();
+    let why = error.map(|e| strerror(&e)).unwrap_or_default();
     tracing::warn!("You requested maxclients of {maxclients} requiring at least {maxfiles} max file descriptors.");
     tracing::warn!("Server can't set maximum open files to {maxfiles} because of OS error: {why}.");
     tracing::warn!(
@@ -150,11 +229,37 @@ mod tests {
 
     #[test]
     fn bind_words_as_redis_reads_them() {
-        assert_eq!(bind_addr("*", 6379), Some(("0.0.0.0:6379".parse().unwrap(), false)));
-        assert_eq!(bind_addr("-::*", 6379), Some(("[::]:6379".parse().unwrap(), true)));
-        assert_eq!(bind_addr("127.0.0.1", 1), Some(("127.0.0.1:1".parse().unwrap(), false)));
-        assert_eq!(bind_addr("-::1", 1), Some(("[::1]:1".parse().unwrap(), true)));
-        assert_eq!(bind_addr("nonsense", 1), None);
+        assert_eq!(bind_word("*"), ("*", false));
+        assert_eq!(bind_word("-::*"), ("::*", true));
+        assert_eq!(bind_word("-::1"), ("::1", true));
+    }
+
+    #[tokio::test]
+    async fn listen_resolves_and_fails_as_redis() {
+        // Names resolve, in the family the word asks for (no ':' is IPv4).
+        let l = listen("localhost", 0, 16).unwrap();
+        assert_eq!(l.local_addr().unwrap().ip(), IpAddr::V4(Ipv4Addr::LOCALHOST));
+        let l = listen("127.0.0.1", 0, 16).unwrap();
+        assert!(l.local_addr().unwrap().port() > 0);
+        // An address this machine does not have (TEST-NET-1): EADDRNOTAVAIL, skipped only if optional.
+        let e = listen("192.0.2.1", 0, 16).unwrap_err();
+        assert_eq!(e.msg, "bind: Cannot assign requested address");
+        assert!(e.skippable(true) && !e.skippable(false));
+        // The port taken: not skippable even if optional.
+        let e = listen("127.0.0.1", l.local_addr().unwrap().port(), 16).unwrap_err();
+        assert_eq!(e.msg, "bind: Address already in use");
+        assert!(!e.skippable(true));
+    }
+
+    #[test]
+    fn backlog_warning_as_redis() {
+        assert_eq!(
+            backlog_warning(511, Some(128)).unwrap(),
+            "WARNING: The TCP backlog setting of 511 cannot be enforced because /proc/sys/net/core/somaxconn is set to the lower value of 128."
+        );
+        assert_eq!(backlog_warning(511, Some(4096)), None);
+        assert_eq!(backlog_warning(511, Some(0)), None);
+        assert_eq!(backlog_warning(511, None), None);
     }
 
     #[test]
@@ -175,10 +280,10 @@ mod tests {
 
     #[tokio::test]
     async fn ipv4_and_ipv6_any_share_a_port_and_keepalive_applies() {
-        let v4 = listen("0.0.0.0:0".parse().unwrap(), 511).unwrap();
+        let v4 = listen("*", 0, 511).unwrap();
         let port = v4.local_addr().unwrap().port();
         // IPv6-only: the same port on [::] does not collide with 0.0.0.0 (skipped without IPv6).
-        if let Ok(v6) = listen(SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), port), 511) {
+        if let Ok(v6) = listen("::*", port, 511) {
             assert_eq!(v6.local_addr().unwrap().port(), port);
         }
         let client = TcpStream::connect(("127.0.0.1", port)).await.unwrap();

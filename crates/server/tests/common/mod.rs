@@ -21,16 +21,23 @@ pub struct Latch {
 
 impl Latch {
     /// Starts a server with `--bind 127.0.0.1 --port 0` plus `args` (a config file path, if any, first).
-    #[allow(clippy::zombie_processes)] // the child is reaped in Drop
     pub fn start(args: &[&str]) -> Latch {
         let (file, opts) = match args.first() {
             Some(f) if !f.starts_with("--") => (Some(*f), &args[1..]),
             _ => (None, args),
         };
+        let mut all: Vec<&str> = file.into_iter().collect();
+        all.extend(["--bind", "127.0.0.1", "--port", "0"]);
+        all.extend(opts);
+        Latch::start_exact(&all).0
+    }
+
+    /// Starts a server with exactly `args` (no defaults added); it must report a TCP port. Returns it
+    /// with the log it printed up to "Ready to accept connections".
+    #[allow(clippy::zombie_processes)] // the child is reaped in Drop
+    pub fn start_exact(args: &[&str]) -> (Latch, String) {
         let mut child = Command::new(env!("CARGO_BIN_EXE_latch-server"))
-            .args(file)
-            .args(["--bind", "127.0.0.1", "--port", "0"])
-            .args(opts)
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -46,12 +53,19 @@ impl Latch {
             }
         });
         let deadline = Instant::now() + Duration::from_secs(20);
+        let mut log = String::new();
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let line = rx.recv_timeout(left).expect("latch-server did not report its address");
+            let Ok(line) = rx.recv_timeout(left) else {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("latch-server did not report its address; log:\n{log}");
+            };
+            log.push_str(&line);
+            log.push('\n');
             if let Some(addr) = line.split("Ready to accept connections tcp on ").nth(1) {
                 let port = addr.rsplit(':').next().and_then(|p| p.trim().parse().ok()).expect("port");
-                return Latch { child, port, log: rx };
+                return (Latch { child, port, log: rx }, log);
             }
         }
     }
