@@ -60,6 +60,9 @@ pub struct Client {
     pub deny_blocking: bool,
     /// Running inside a script (Redis's `CLIENT_SCRIPT`): SORT orders unsorted set output.
     pub in_script: bool,
+    /// Memory was over `maxmemory`, with nothing to evict, when the current command started (Redis's
+    /// `pre_command_oom_state`): scripts and EXEC check their writes against it.
+    pub oom: bool,
     /// Shared, externally visible information.
     pub info: Arc<ClientInfo>,
 }
@@ -94,6 +97,7 @@ impl Client {
             block_waker: None,
             deny_blocking: true,
             in_script: false,
+            oom: false,
             info,
         }
     }

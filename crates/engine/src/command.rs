@@ -358,11 +358,25 @@ impl<'a, 'k> Ctx<'a, 'k> {
 
     /// The client's selected database.
     pub fn db(&mut self) -> crate::db::Db<'_, 'k> {
-        crate::db::Db::new(self.locked, self.client.db, self.now, self.client.no_touch)
+        crate::db::Db::new(
+            self.locked,
+            self.client.db,
+            self.now,
+            self.srv.config.access(),
+            self.client.no_touch,
+            crate::evict::TableEviction::for_server(self.srv),
+        )
     }
     /// Another database (MOVE, COPY ... DB).
     pub fn db_at(&mut self, index: usize) -> crate::db::Db<'_, 'k> {
-        crate::db::Db::new(self.locked, index, self.now, self.client.no_touch)
+        crate::db::Db::new(
+            self.locked,
+            index,
+            self.now,
+            self.srv.config.access(),
+            self.client.no_touch,
+            crate::evict::TableEviction::for_server(self.srv),
+        )
     }
     /// Argument `i`.
     pub fn arg(&self, i: usize) -> &'a [u8] {

@@ -8,7 +8,7 @@
 
 use parking_lot::RwLock;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, Ordering};
 
 /// How a parameter's value is validated and normalised.
 #[derive(Clone, Copy, Debug)]
@@ -169,6 +169,9 @@ fn valid_proc_title(v: &str) -> Result<(), &'static str> {
 pub static PARAMS: &[Param] = &[
     // Latch's own: number of keyspace shards (0 = 16 per core). Immutable.
     P { name: "shards", alias: None, flags: IMM, kind: Kind::Int(0, 4096), default: "0" },
+    // Latch's own: whether eviction may remove native locks (LOCK). No by default: a held lock that
+    // disappears breaks mutual exclusion (docs/locks.md).
+    P { name: "evict-native-locks", alias: None, flags: 0, kind: Kind::Bool, default: "no" },
     // Booleans. Latch acts on none of these except `appendonly` (reported in INFO, no AOF is written) and
     // `latency-tracking`; the rest are accepted-but-inert: stored and reported so clients and Redis's test
     // suite can set them.
@@ -508,6 +511,16 @@ pub struct Config {
     pub has_password: AtomicBool,
     /// Hot copy of `busy-reply-threshold` (alias `lua-time-limit`), milliseconds.
     pub busy_reply_threshold: AtomicI64,
+    /// Hot copy of `maxmemory` (bytes, 0 = no limit).
+    pub maxmemory: AtomicU64,
+    /// Hot copy of `maxmemory-policy`: [`crate::evict::Policy`] as its index in `MAXMEMORY_POLICIES`.
+    pub maxmemory_policy: AtomicU8,
+    /// Hot copy of `lfu-log-factor`.
+    pub lfu_log_factor: AtomicI64,
+    /// Hot copy of `lfu-decay-time` (minutes per point of decay, 0 = none).
+    pub lfu_decay_time: AtomicI64,
+    /// Hot copy of `evict-native-locks`.
+    pub evict_native_locks: AtomicBool,
     /// `min-replicas-to-write` (0 = off).
     min_replicas_to_write: AtomicI64,
     /// `min-replicas-max-lag` (0 = the check is off).
@@ -875,6 +888,11 @@ impl Config {
             hz: AtomicU64::new(10),
             has_password: AtomicBool::new(false),
             busy_reply_threshold: AtomicI64::new(0),
+            maxmemory: AtomicU64::new(0),
+            maxmemory_policy: AtomicU8::new(0),
+            lfu_log_factor: AtomicI64::new(0),
+            lfu_decay_time: AtomicI64::new(0),
+            evict_native_locks: AtomicBool::new(false),
             min_replicas_to_write: AtomicI64::new(0),
             min_replicas_max_lag: AtomicI64::new(0),
             requirepass: RwLock::new(Vec::new()),
@@ -1013,6 +1031,23 @@ impl Config {
         self.values.write().insert(p.name, v);
     }
 
+    /// What an access to a key records: the LFU counter too under an LFU policy.
+    pub fn access(&self) -> crate::types::Access {
+        if self.policy().is_lfu() {
+            crate::types::Access::Lfu {
+                log_factor: self.lfu_log_factor.load(Ordering::Relaxed).clamp(0, u32::MAX as i64) as u32,
+                decay_minutes: self.lfu_decay_time.load(Ordering::Relaxed).clamp(0, u32::MAX as i64) as u32,
+            }
+        } else {
+            crate::types::Access::Lru
+        }
+    }
+
+    /// The eviction policy (`maxmemory-policy`).
+    pub fn policy(&self) -> crate::evict::Policy {
+        crate::evict::Policy::from_index(self.maxmemory_policy.load(Ordering::Relaxed))
+    }
+
     /// True when writes must be refused with `NOREPLICAS`: `min-replicas-to-write` and
     /// `min-replicas-max-lag` are both set, and Latch, having no replication, never has a good
     /// replica (Redis's `checkGoodReplicasStatus` on a primary with none connected).
@@ -1037,9 +1072,14 @@ impl Config {
                 *self.requirepass.write() = v.as_bytes().to_vec();
                 self.has_password.store(!v.is_empty(), Ordering::Relaxed);
             }
+            "maxmemory" => self.maxmemory.store(i().max(0) as u64, Ordering::Relaxed),
             "maxmemory-policy" => {
-                crate::types::LFU_ENABLED.store(v.ends_with("lfu"), Ordering::Relaxed);
+                let p = crate::evict::Policy::parse(v).unwrap_or(crate::evict::Policy::NoEviction);
+                self.maxmemory_policy.store(p as u8, Ordering::Relaxed);
             }
+            "lfu-log-factor" => self.lfu_log_factor.store(i(), Ordering::Relaxed),
+            "lfu-decay-time" => self.lfu_decay_time.store(i(), Ordering::Relaxed),
+            "evict-native-locks" => self.evict_native_locks.store(v == "yes", Ordering::Relaxed),
             _ => {}
         }
     }

@@ -16,12 +16,34 @@ pub struct Db<'l, 'k> {
     pub index: usize,
     /// The command's time (monotonic ms).
     pub now: u64,
+    /// What reads and writes record on the keys they reach; none for a CLIENT NO-TOUCH client's reads.
+    access: crate::types::Access,
     no_touch: bool,
+    /// Set under `maxmemory` with an evicting policy: new keys evict rather than grow a full table.
+    evict: Option<crate::evict::TableEviction<'l>>,
 }
 
 impl<'l, 'k> Db<'l, 'k> {
-    pub(crate) fn new(locked: &'l mut Locked<'k>, index: usize, now: u64, no_touch: bool) -> Self {
-        Db { locked, index, now, no_touch }
+    pub(crate) fn new(
+        locked: &'l mut Locked<'k>,
+        index: usize,
+        now: u64,
+        access: crate::types::Access,
+        no_touch: bool,
+        evict: Option<crate::evict::TableEviction<'l>>,
+    ) -> Self {
+        Db { locked, index, now, access, no_touch, evict }
+    }
+
+    /// The table for a key about to be stored: room made first if it is new to a full table (see
+    /// [`crate::evict::TableEviction`]).
+    fn table_for_insert(&mut self, key: &[u8]) -> &mut Table {
+        let (now, evict) = (self.now, self.evict);
+        let t = self.table(key);
+        if let Some(e) = evict {
+            e.make_room(t, key, now);
+        }
+        t
     }
 
     /// The table holding `key` in this database.
@@ -32,13 +54,13 @@ impl<'l, 'k> Db<'l, 'k> {
 
     /// Looks a key up for reading: counts a keyspace hit or miss and refreshes its access time.
     pub fn read(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        let (now, i, no_touch) = (self.now, self.index, self.no_touch);
+        let (now, i, no_touch, access) = (self.now, self.index, self.no_touch, self.access);
         let crate::keyspace::Shard { dbs, hits, misses, .. } = self.locked.shard_for(key);
         match dbs[i].lookup(key, now) {
             Some(e) => {
                 *hits += 1;
                 if !no_touch {
-                    touch(e, now);
+                    access.touch(e, now);
                 }
                 Some(e)
             }
@@ -68,9 +90,9 @@ impl<'l, 'k> Db<'l, 'k> {
 
     /// Looks a key up for modification (no statistics).
     pub fn write(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        let now = self.now;
+        let (now, access) = (self.now, self.access);
         let e = self.table(key).lookup_for_write(key, now)?;
-        touch(e, now);
+        access.touch(e, now);
         Some(e)
     }
 
@@ -88,12 +110,22 @@ impl<'l, 'k> Db<'l, 'k> {
 
     /// Stores `value` under `key`. With `keep_ttl` an existing TTL survives, otherwise it is cleared.
     pub fn set(&mut self, key: &[u8], value: Value, keep_ttl: bool) {
-        let now = self.now;
-        let t = self.table(key);
-        let expire_at = if keep_ttl { t.lookup(key, now).map(|e| e.expire_at).unwrap_or(0) } else { 0 };
+        let (now, access) = (self.now, self.access);
+        let t = self.table_for_insert(key);
         let mut e = Entry::new(value);
-        e.expire_at = expire_at;
-        touch(&mut e, now);
+        e.atime = (now / 1000) as u32;
+        if (keep_ttl || access != crate::types::Access::Lru)
+            && let Some(old) = t.lookup(key, now)
+        {
+            if keep_ttl {
+                e.expire_at = old.expire_at;
+            }
+            // Under LFU an overwritten key keeps its (touched) counter, as Redis's dbSetValue.
+            if access != crate::types::Access::Lru {
+                access.touch(old, now);
+                e.lfu = old.lfu;
+            }
+        }
         t.insert(key, e);
     }
 
@@ -101,13 +133,13 @@ impl<'l, 'k> Db<'l, 'k> {
     pub fn set_with_expire(&mut self, key: &[u8], value: Value, expire_at: u64) {
         let mut e = Entry::new(value);
         e.expire_at = expire_at;
-        touch(&mut e, self.now);
-        self.table(key).insert(key, e);
+        e.atime = (self.now / 1000) as u32;
+        self.table_for_insert(key).insert(key, e);
     }
 
     /// Stores a whole entry (RENAME, MOVE, COPY keep TTL and metadata).
     pub fn insert_entry(&mut self, key: &[u8], entry: Entry) {
-        self.table(key).insert(key, entry);
+        self.table_for_insert(key).insert(key, entry);
     }
 
     /// Deletes a key; returns the removed entry if it was live.
@@ -156,10 +188,4 @@ impl<'l, 'k> Db<'l, 'k> {
     pub fn locked(&mut self) -> &mut Locked<'k> {
         self.locked
     }
-}
-
-/// Refreshes LRU/LFU metadata on access.
-fn touch(e: &mut Entry, now: u64) {
-    e.atime = (now / 1000) as u32;
-    crate::types::lfu_incr(e);
 }

@@ -88,3 +88,7 @@ pub fn value_range(min: i64, max: i64) -> Frame {
 
 /// A write refused because `min-replicas-to-write` good replicas are not connected.
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+
+/// Redis's `shared.oomerr`: a command that may grow memory, refused while used memory is over
+/// `maxmemory` and nothing can be evicted.
+pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";

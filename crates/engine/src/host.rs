@@ -33,6 +33,9 @@ pub trait Host: Send + Sync + 'static {
     fn allocator(&self) -> &'static str {
         "libc"
     }
+    /// Bytes the process holds from its allocator: INFO's `used_memory`, what `maxmemory` limits
+    /// (Redis's `zmalloc_used_memory`).
+    fn used_memory(&self) -> u64;
     /// Makes room for `maxclients` connections in the process's open-files limit (Redis's
     /// `adjustOpenFilesLimit`) and returns how many it allows: `maxclients`, or fewer.
     fn open_files_for(&self, maxclients: u64) -> Result<u64, String> {
@@ -43,17 +46,33 @@ pub trait Host: Send + Sync + 'static {
 /// A host with no operating system behind it: process figures are zero and the file system lives in
 /// memory (it starts with the single directory `/`). The engine's default, and what tests use.
 pub struct MemoryHost {
+    /// What [`Host::used_memory`] reports, unless [`MemoryHost::set_used_fn`] gave a function.
+    pub used: std::sync::atomic::AtomicU64,
+    used_fn: Mutex<Option<UsedFn>>,
     files: Mutex<HashMap<PathBuf, String>>,
     dirs: Mutex<std::collections::HashSet<PathBuf>>,
 }
 
 impl Default for MemoryHost {
     fn default() -> Self {
-        MemoryHost { files: Mutex::default(), dirs: Mutex::new([PathBuf::from("/")].into_iter().collect()) }
+        MemoryHost {
+            used: Default::default(),
+            used_fn: Mutex::new(None),
+            files: Mutex::default(),
+            dirs: Mutex::new([PathBuf::from("/")].into_iter().collect()),
+        }
     }
 }
 
+/// A model of used memory for tests (see [`MemoryHost::set_used_fn`]).
+pub type UsedFn = std::sync::Arc<dyn Fn() -> u64 + Send + Sync>;
+
 impl MemoryHost {
+    /// Makes [`Host::used_memory`] call `f`: tests model memory that falls as keys are evicted. `f`
+    /// is called with shards locked: it must not run commands.
+    pub fn set_used_fn(&self, f: UsedFn) {
+        *self.used_fn.lock() = Some(f);
+    }
     /// Creates a directory.
     pub fn mkdir(&self, path: impl Into<PathBuf>) {
         self.dirs.lock().insert(path.into());
@@ -71,6 +90,13 @@ impl MemoryHost {
 impl Host for MemoryHost {
     fn rss_bytes(&self) -> u64 {
         0
+    }
+    fn used_memory(&self) -> u64 {
+        let f = self.used_fn.lock().clone();
+        match f {
+            Some(f) => f(),
+            None => self.used.load(std::sync::atomic::Ordering::Relaxed),
+        }
     }
     fn total_memory_bytes(&self) -> u64 {
         0

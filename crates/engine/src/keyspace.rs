@@ -165,6 +165,29 @@ impl Table {
         Some(e)
     }
 
+    /// Removes `keys` (those present) in one pass that also rebuilds the hash index: slots that
+    /// deletions left marked deleted (hashbrown's tombstones) become free again, without allocating.
+    /// Positions only move down, as with single removals (SCAN's guarantee holds). Returns how many.
+    pub fn remove_many(&mut self, keys: &[Key]) -> usize {
+        let doomed: std::collections::HashSet<&[u8], Hasher> = keys.iter().map(|k| &k[..]).collect();
+        let mut gone: Vec<(Key, u64)> = Vec::new();
+        self.map.retain(|k, e| {
+            let keep = !doomed.contains(&k[..]);
+            if !keep {
+                gone.push((k.clone(), e.expire_at));
+            }
+            keep
+        });
+        for (k, at) in &gone {
+            if *at != 0 {
+                self.expires.remove(&self.expiry(*at, k.clone()));
+            }
+            self.touch(k);
+            self.signal_ready(k);
+        }
+        gone.len()
+    }
+
     fn remove_index(&mut self, idx: usize) -> Entry {
         let (key, e) = self.map.swap_remove_index(idx).expect("index from get_index_of");
         if e.expire_at != 0 {
@@ -434,10 +457,73 @@ impl Table {
         pos
     }
 
+    /// Bytes of one key's slot in the table's structures (entry, stored hash, index).
+    pub const SLOT_BYTES: usize = std::mem::size_of::<Key>() + std::mem::size_of::<Entry>() + 8 + 9;
+
+    /// True if adding `key` would make the table reallocate (it is new and the table is full).
+    pub fn would_grow(&self, key: &[u8]) -> bool {
+        self.map.len() == self.map.capacity() && !self.map.contains_key(key)
+    }
+
+    /// Bytes a reallocation of the table takes on top of what it holds (it doubles, at least 4 slots).
+    pub fn growth_bytes(&self) -> usize {
+        self.map.capacity().max(4) * Self::SLOT_BYTES
+    }
+
+    /// Bytes of free slots: allocated, reused by the next keys added without allocating.
+    pub fn slack_bytes(&self) -> usize {
+        (self.map.capacity() - self.map.len()) * Self::SLOT_BYTES
+    }
+
+    /// Calls `f` on up to `n` keys drawn at random (with replacement) for eviction: any key, or with
+    /// `volatile` only keys with a TTL. Where at least a quarter of the keys have a TTL they are drawn
+    /// from the main table; sparser, from the expiry index at random deadlines between its first and
+    /// last (a key after a long gap in deadlines is drawn more often: the price of an ordered index).
+    pub fn sample(&self, n: usize, volatile: bool, f: &mut dyn FnMut(&Key, &Entry)) {
+        let len = self.map.len();
+        if len == 0 || (volatile && self.expires.is_empty()) {
+            return;
+        }
+        if !volatile || self.expires.len() * 4 >= len {
+            let mut got = 0;
+            for _ in 0..n * 8 {
+                let (k, e) = self.map.get_index(rand::random_range(0..len)).expect("index < len");
+                if !volatile || e.expire_at != 0 {
+                    f(k, e);
+                    got += 1;
+                    if got == n {
+                        return;
+                    }
+                }
+            }
+            return;
+        }
+        let (lo, hi) = match (self.expires.first(), self.expires.last()) {
+            (Some(a), Some(b)) => (a.at, b.at),
+            _ => return,
+        };
+        for _ in 0..n {
+            let from = Expiry { at: rand::random_range(lo..=hi), hash: 0, key: Key::new() };
+            if let Some(x) = self.expires.range(from..).next()
+                && let Some(e) = self.map.get(&x.key[..])
+            {
+                f(&x.key, e);
+            }
+        }
+    }
+
+    /// Calls `f` on the `n` keys with the soonest deadlines (`volatile-ttl` eviction).
+    pub fn soonest(&self, n: usize, f: &mut dyn FnMut(&Key, &Entry)) {
+        for x in self.expires.iter().take(n) {
+            if let Some(e) = self.map.get(&x.key[..]) {
+                f(&x.key, e);
+            }
+        }
+    }
+
     /// Approximate bytes used by this table's structures (not counting values' heap).
     pub fn overhead_bytes(&self) -> usize {
-        self.map.capacity() * (std::mem::size_of::<Key>() + std::mem::size_of::<Entry>() + 8 + 9)
-            + self.expires.len() * std::mem::size_of::<Expiry>()
+        self.map.capacity() * Self::SLOT_BYTES + self.expires.len() * std::mem::size_of::<Expiry>()
     }
 }
 

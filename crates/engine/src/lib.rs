@@ -7,6 +7,7 @@
 //! * [`command`]: the command table and the handler context.
 //! * [`cmd`]: the command families (one module each) and their handlers.
 //! * [`server`]: shared state and [`server::Server::execute`], the single entry point.
+//! * [`evict`]: `maxmemory` and the eviction policies.
 //! * [`stats`]: counters behind `INFO stats`/`commandstats`/`errorstats`, striped per thread.
 //! * [`config`], [`client`], [`error`], [`args`], [`glob`]: supporting pieces.
 //!
@@ -26,6 +27,7 @@ pub mod config;
 pub mod db;
 pub mod docs;
 pub mod error;
+pub mod evict;
 pub mod glob;
 pub mod host;
 pub mod keyspace;

@@ -89,6 +89,12 @@ pub struct Server {
     pub config_file: Mutex<Option<std::path::PathBuf>>,
     /// Lua scripts, function libraries and the running script's state.
     pub scripting: crate::lua::Scripting,
+    /// `maxmemory` eviction state and counters.
+    pub evictor: crate::evict::Evictor,
+    /// `used_memory_peak`.
+    pub memory_peak: AtomicU64,
+    /// `used_memory_startup`: used memory once the server was ready, set by the server crate.
+    pub memory_startup: AtomicU64,
 }
 
 impl Server {
@@ -133,6 +139,9 @@ impl Server {
             fence: AtomicU64::new(0),
             config_file: Mutex::new(None),
             scripting: Default::default(),
+            evictor: Default::default(),
+            memory_peak: AtomicU64::new(0),
+            memory_startup: AtomicU64::new(0),
         }
     }
 
@@ -255,6 +264,20 @@ impl Server {
             self.reject(cmd);
             client.multi.flag_error();
             return Some(crate::error::noauth());
+        }
+        // maxmemory (Redis's processCommand): evict first; refuse what may grow memory if that failed.
+        // Not while a script runs long: it holds the shards eviction would wait for.
+        client.oom = false;
+        if self.config.maxmemory.load(Ordering::Relaxed) > 0 && !self.script_running_long(now) {
+            let oom = self.perform_evictions() == crate::evict::Evicted::Fail;
+            // In MULTI everything queued takes memory; EXEC, DISCARD, QUIT and RESET are let through.
+            let refused = self.denies_oom(client, cmd, args)
+                || (client.multi.active() && !matches!(cmd.name, "exec" | "discard" | "quit" | "reset"));
+            if oom && refused {
+                self.reject(cmd);
+                return Some(self.reject_in_multi(client, cmd, Frame::error(crate::error::OOM)));
+            }
+            client.oom = oom;
         }
         if self.config.writes_need_replicas() && self.is_write(client, cmd) {
             self.reject(cmd);
@@ -525,6 +548,25 @@ impl Server {
         } else {
             crate::cmd::scripting::BUSY_FUNCTION
         }))
+    }
+
+    /// Redis's `is_denyoom_command`: a `denyoom` command, a script whose flags make it one, or an EXEC
+    /// whose queue holds one.
+    fn denies_oom(&self, client: &Client, cmd: &Command, args: &[Bytes]) -> bool {
+        let one = |c: &Command, a: &[Bytes]| c.flags.has(Flags::DENYOOM) || self.scripting.denies_oom(c, a);
+        one(cmd, args)
+            || (cmd.name == "exec" && client.multi.queued.as_ref().is_some_and(|q| q.iter().any(|(c, a)| one(c, a))))
+    }
+
+    /// A script has run past `busy-reply-threshold` (Redis's `isInsideYieldingLongCommand`).
+    fn script_running_long(&self, now: u64) -> bool {
+        let threshold = self.config.busy_reply_threshold.load(Ordering::Relaxed);
+        self.scripting.any_running()
+            && threshold > 0
+            && self.scripting.states().any(|run| {
+                run.running.load(Ordering::Relaxed)
+                    && (now.saturating_sub(run.start_ms.load(Ordering::Relaxed)) as i64) >= threshold
+            })
     }
 
     /// Redis's `is_write_command`: a write command, or an EXEC whose queue holds one.

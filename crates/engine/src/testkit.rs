@@ -41,6 +41,14 @@ impl TestServer {
         TestServer::with_config(config)
     }
 
+    /// A server whose host (memory figures, files) the test drives.
+    pub fn with_host() -> (TestServer, Arc<crate::host::MemoryHost>) {
+        let host = Arc::new(crate::host::MemoryHost::default());
+        let config = Config::with_host(host.clone());
+        config.set("shards", "4", true).expect("valid");
+        (TestServer::with_config(config), host)
+    }
+
     /// A server with the given configuration.
     pub fn with_config(config: Config) -> TestServer {
         let clock = Arc::new(ManualClock::new(1_700_000_000_000));

@@ -4,6 +4,7 @@
 //! defaults of port 6379 on every interface (`bind * -::*`, protected mode), a log line with the version and every bound address,
 //! and a clean exit on SIGINT, SIGTERM or SHUTDOWN.
 
+mod alloc;
 mod config_file;
 mod conn;
 mod net;
@@ -22,9 +23,10 @@ use tokio::sync::Notify;
 /// of the EVALSHA benchmark (docs/performance.md). The `background_threads` feature turns on
 /// jemalloc's purging thread (Redis's `jemalloc-bg-thread yes`): without it the pages a growing table
 /// freed stay resident until the next burst of allocations, ~25% more RSS per key after a bulk load.
-/// Set in the binary only; test binaries keep the system allocator.
+/// Counted (`alloc.rs`): INFO's `used_memory` and `maxmemory` read the count. Set in the binary
+/// only; test binaries keep the system allocator.
 #[global_allocator]
-static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+static GLOBAL: alloc::Counting = alloc::Counting;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -183,6 +185,7 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
             }
         }));
     }
+    srv.memory_startup.store(alloc::used(), std::sync::atomic::Ordering::Relaxed);
     for l in listeners {
         let addr = l.local_addr().map(|a| a.to_string()).unwrap_or_default();
         tracing::info!("Ready to accept connections tcp on {addr}");
@@ -304,7 +307,7 @@ async fn waiter_timer(srv: Arc<Server>, clock: Arc<SystemClock>) {
     }
 }
 
-/// Background work, `hz` times a second: active expiry and wall-clock resync.
+/// Background work, `hz` times a second: active expiry, eviction, wall-clock resync.
 async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>) {
     loop {
         let hz = srv.config.hz.load(std::sync::atomic::Ordering::Relaxed).clamp(1, 500);
@@ -314,6 +317,12 @@ async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>) {
         srv.clients_cron(now);
         let srv2 = srv.clone();
         // Expiry takes shard locks; keep it off the async workers' hot path.
-        let _ = tokio::task::spawn_blocking(move || srv2.active_expire_cycle(now, 1000)).await;
+        let _ = tokio::task::spawn_blocking(move || {
+            srv2.active_expire_cycle(now, 1000);
+            // Over maxmemory without commands coming (CONFIG SET maxmemory lowered it, or an
+            // eviction ran out of time): evict here too, as Redis's eviction timer does.
+            srv2.perform_evictions();
+        })
+        .await;
     }
 }

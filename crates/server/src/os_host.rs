@@ -18,6 +18,11 @@ impl Host for OsHost {
         "jemalloc"
     }
 
+    /// The counting allocator's total (`alloc.rs`).
+    fn used_memory(&self) -> u64 {
+        crate::alloc::used()
+    }
+
     fn open_files_for(&self, maxclients: u64) -> Result<u64, String> {
         crate::net::adjust_open_files_limit(maxclients)
     }

@@ -611,7 +611,7 @@ fn swapdb(ctx: &mut Ctx<'_, '_>) -> Frame {
 
 /// True if `maxmemory-policy` is an LFU policy.
 fn lfu_policy(ctx: &Ctx<'_, '_>) -> bool {
-    ctx.srv.config.get("maxmemory-policy").is_some_and(|p| p.ends_with("lfu"))
+    ctx.srv.config.policy().is_lfu()
 }
 
 fn object_encoding(ctx: &mut Ctx<'_, '_>) -> Frame {
@@ -626,8 +626,8 @@ fn object_refcount(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(2);
     // Redis shares the integers 0..9999 (refcount INT_MAX) unless an LRU/LFU maxmemory policy with a
     // memory limit requires per-object access metadata.
-    let policy = ctx.srv.config.get("maxmemory-policy").unwrap_or_default();
-    let can_share = ctx.srv.config.get_i64("maxmemory") == 0 || !(policy.ends_with("lru") || policy.ends_with("lfu"));
+    let can_share = ctx.srv.config.maxmemory.load(std::sync::atomic::Ordering::Relaxed) == 0
+        || !ctx.srv.config.policy().tracks_access();
     match ctx.db().read_notouch(key) {
         Some(e) => match e.value {
             crate::value::Value::Int(i) if can_share && (0..10_000).contains(&i) => Frame::Integer(i32::MAX as i64),
@@ -656,7 +656,8 @@ fn object_freq(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(2);
     let lfu = lfu_policy(ctx);
     let now_s = (ctx.now / 1000) as u32;
-    let Some((atime, counter)) = ctx.db().read_notouch(key).map(|e| (e.atime, e.lfu)) else {
+    let decay = ctx.srv.config.lfu_decay_time.load(std::sync::atomic::Ordering::Relaxed).clamp(0, u32::MAX as i64);
+    let Some(counter) = ctx.db().read_notouch(key).map(|e| crate::types::lfu_decayed(e, now_s, decay as u32)) else {
         return Frame::Null;
     };
     if !lfu {
@@ -664,9 +665,7 @@ fn object_freq(ctx: &mut Ctx<'_, '_>) -> Frame {
             "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
         );
     }
-    // LFUDecrAndReturn with lfu-decay-time 1: one point per idle minute.
-    let periods = now_s.wrapping_sub(atime) / 60;
-    Frame::Integer(i64::from(u32::from(counter).saturating_sub(periods)))
+    Frame::Integer(i64::from(counter))
 }
 
 fn object_help(ctx: &mut Ctx<'_, '_>) -> Frame {

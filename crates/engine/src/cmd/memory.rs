@@ -1,13 +1,14 @@
-//! MEMORY: USAGE, STATS, DOCTOR, MALLOC-STATS, PURGE, HELP.
+//! MEMORY: USAGE, STATS, DOCTOR, MALLOC-STATS, PURGE, HELP, and the figures `INFO memory` shares.
 //!
-//! Latch does not track allocations, so every figure here is an estimate computed from the data
-//! structures' sizes (see [`crate::value::Value::heap_size`] and `Table::overhead_bytes`):
+//! Used memory is the allocator's count ([`crate::host::Host::used_memory`]), as Redis's is; what it is
+//! made of is estimated from the data structures' sizes (see [`crate::value::Value::heap_size`] and
+//! `Table::overhead_bytes`):
 //! - `MEMORY USAGE key` = the table slot (key header + [`Entry`] + stored hash + index), the key's
 //!   heap bytes when it does not fit inline, the expiry index entry when the key has a TTL, and the
 //!   value's heap. `SAMPLES` is parsed and validated as Redis does but ignored: the estimate always
 //!   covers every element (it is O(N), like `SAMPLES 0`).
-//! - `MEMORY STATS` reports the same walk as `INFO memory` in Redis's map shape; the fields Latch has
-//!   no equivalent for (replication backlog, AOF buffer, allocator internals) are 0, ratios are 1.
+//! - Overhead (`used_memory_overhead`, `MEMORY STATS`) = memory at startup + client buffers + the
+//!   tables' structures; the dataset is the rest of used memory. Both are O(shards), never O(keys).
 //! - `MEMORY MALLOC-STATS` answers as a Redis built without jemalloc; `MEMORY PURGE` is a no-op.
 
 use super::BASE;
@@ -114,7 +115,7 @@ fn help(ctx: &mut Ctx<'_, '_>) -> Frame {
 }
 
 /// Bytes of one key's table slot: key header, entry, stored hash and index (as `Table` lays them out).
-const SLOT_BYTES: usize = std::mem::size_of::<Key>() + std::mem::size_of::<Entry>() + 8 + 9;
+const SLOT_BYTES: usize = crate::keyspace::Table::SLOT_BYTES;
 /// Bytes of one entry of the expiry index.
 const EXPIRY_BYTES: usize = std::mem::size_of::<Key>() + 8 + 8;
 
@@ -146,53 +147,79 @@ fn usage(ctx: &mut Ctx<'_, '_>) -> Frame {
     }
 }
 
-/// Totals over the keyspace (every shard is locked: the subcommands carry ALL_SHARDS).
+/// What Redis's `getMemoryOverheadData` gathers, for `INFO memory` and `MEMORY STATS`.
 #[derive(Default)]
-struct Totals {
-    overhead: u64,
-    dataset: u64,
-    keys: u64,
+pub struct Figures {
+    /// `used_memory`.
+    pub used: u64,
+    /// `used_memory_peak`.
+    pub peak: u64,
+    /// `used_memory_startup`.
+    pub startup: u64,
+    /// `mem_clients_normal`: query and output buffers of the connected clients.
+    pub clients: u64,
+    /// `used_memory_overhead`.
+    pub overhead: u64,
+    /// `used_memory_dataset`.
+    pub dataset: u64,
+    /// Keys over all databases.
+    pub keys: u64,
     /// (db, main overhead, expires overhead) for non-empty databases.
-    dbs: Vec<(usize, u64, u64)>,
+    pub dbs: Vec<(usize, u64, u64)>,
 }
 
-fn totals(ctx: &mut Ctx<'_, '_>) -> Totals {
-    let mut t = Totals::default();
-    let ndbs = ctx.srv.ks.ndbs();
-    let mut per_db = vec![(0u64, 0u64, 0u64); ndbs];
-    for s in ctx.locked.shards_mut() {
+/// Calls its argument on every shard (locking each in turn, or over shards already locked).
+pub type EachShard<'a> = &'a mut dyn FnMut(&mut dyn FnMut(&mut crate::keyspace::Shard));
+
+/// Reads used memory (raising the peak) and estimates its parts; `shards` visits every shard.
+pub fn figures(srv: &crate::server::Server, shards: EachShard<'_>) -> Figures {
+    use std::sync::atomic::Ordering;
+    let mut f = Figures { used: srv.config.host().used_memory(), ..Figures::default() };
+    f.peak = srv.memory_peak.fetch_max(f.used, Ordering::Relaxed).max(f.used);
+    f.startup = srv.memory_startup.load(Ordering::Relaxed);
+    f.clients = srv
+        .clients
+        .snapshot()
+        .iter()
+        .map(|c| (c.qbuf_cap.load(Ordering::Relaxed) + c.omem.load(Ordering::Relaxed)) as u64)
+        .sum();
+    let mut per_db = vec![(0u64, 0u64, 0u64); srv.ks.ndbs()];
+    let mut tables = 0u64;
+    shards(&mut |s| {
         for (i, table) in s.dbs.iter().enumerate() {
-            let main = (table.len() * SLOT_BYTES) as u64;
-            let exp = (table.volatile_len() * EXPIRY_BYTES) as u64;
-            t.overhead += table.overhead_bytes() as u64;
-            t.keys += table.len() as u64;
+            tables += table.overhead_bytes() as u64;
             if let Some(d) = per_db.get_mut(i) {
                 d.0 += table.len() as u64;
-                d.1 += main;
-                d.2 += exp;
-            }
-            for (k, e) in table.iter() {
-                t.dataset += (e.value.heap_size() + if k.len() > 16 { k.len() } else { 0 }) as u64;
+                d.1 += (table.len() * SLOT_BYTES) as u64;
+                d.2 += (table.volatile_len() * EXPIRY_BYTES) as u64;
             }
         }
-    }
-    t.dbs = per_db.into_iter().enumerate().filter(|(_, d)| d.0 > 0).map(|(i, d)| (i, d.1, d.2)).collect();
-    t
+    });
+    f.keys = per_db.iter().map(|d| d.0).sum();
+    f.dbs = per_db.into_iter().enumerate().filter(|(_, d)| d.0 > 0).map(|(i, d)| (i, d.1, d.2)).collect();
+    f.overhead = f.startup + f.clients + tables;
+    f.dataset = f.used.saturating_sub(f.overhead);
+    f
 }
 
 fn stats(ctx: &mut Ctx<'_, '_>) -> Frame {
-    let t = totals(ctx);
-    let used = t.overhead + t.dataset;
-    let rss = ctx.srv.config.host().rss_bytes().max(used);
+    let srv = ctx.srv;
+    let t = figures(srv, &mut |f| {
+        for s in ctx.locked.shards_mut() {
+            f(s)
+        }
+    });
+    let used = t.used;
+    let rss = srv.config.host().rss_bytes().max(used);
     let int = |n: u64| Frame::Integer(n.min(i64::MAX as u64) as i64);
     let name = |s: &str| Frame::Bulk(Bytes::copy_from_slice(s.as_bytes()));
     let mut m: Vec<(Frame, Frame)> = vec![
-        (name("peak.allocated"), int(used)),
+        (name("peak.allocated"), int(t.peak)),
         (name("total.allocated"), int(used)),
-        (name("startup.allocated"), int(0)),
+        (name("startup.allocated"), int(t.startup)),
         (name("replication.backlog"), int(0)),
         (name("clients.slaves"), int(0)),
-        (name("clients.normal"), int(0)),
+        (name("clients.normal"), int(t.clients)),
         (name("cluster.links"), int(0)),
         (name("aof.buffer"), int(0)),
         (name("lua.caches"), int(0)),
@@ -210,10 +237,10 @@ fn stats(ctx: &mut Ctx<'_, '_>) -> Frame {
     m.extend([
         (name("overhead.total"), int(t.overhead)),
         (name("keys.count"), int(t.keys)),
-        (name("keys.bytes-per-key"), int(used.checked_div(t.keys).unwrap_or(0))),
+        (name("keys.bytes-per-key"), int(used.saturating_sub(t.startup).checked_div(t.keys).unwrap_or(0))),
         (name("dataset.bytes"), int(t.dataset)),
-        (name("dataset.percentage"), Frame::Double(ratio(t.dataset * 100, used))),
-        (name("peak.percentage"), Frame::Double(if used == 0 { 0.0 } else { 100.0 })),
+        (name("dataset.percentage"), Frame::Double(ratio(t.dataset * 100, used.saturating_sub(t.startup)))),
+        (name("peak.percentage"), Frame::Double(ratio(used * 100, t.peak))),
         (name("allocator.allocated"), int(used)),
         (name("allocator.active"), int(used)),
         (name("allocator.resident"), int(rss)),
@@ -234,9 +261,8 @@ fn verbatim(s: &str) -> Frame {
 }
 
 fn doctor(ctx: &mut Ctx<'_, '_>) -> Frame {
-    let t = totals(ctx);
     // Redis's threshold for "too little data to say anything" is 5 MB.
-    if t.overhead + t.dataset < 5 * 1024 * 1024 {
+    if ctx.srv.config.host().used_memory() < 5 * 1024 * 1024 {
         return verbatim(
             "Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting.",
         );

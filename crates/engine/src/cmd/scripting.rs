@@ -12,8 +12,7 @@ use super::BASE;
 use super::server::{help_reply, subcommand_syntax_error};
 use crate::args::eq_ic;
 use crate::command::{Command, Ctx, Flags, Keys, container_handler};
-use crate::error;
-use crate::lua::{Callable, FLAG_NAMES, FLAG_NO_WRITES, RunArgs};
+use crate::lua::{Callable, FLAG_NAMES, RunArgs};
 use bytes::Bytes;
 use resp::Frame;
 use std::sync::atomic::Ordering;
@@ -351,6 +350,7 @@ fn eval(ctx: &mut Ctx<'_, '_>) -> Frame {
         keys,
         argv,
         read_only: ro,
+        allow_oom: false,
         command: ctx.args,
         cmd: ctx.cmd,
     };
@@ -368,12 +368,10 @@ fn fcall(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(x) => x,
         Err(e) => return e,
     };
-    if ro && flags & FLAG_NO_WRITES == 0 {
-        return Frame::error("ERR Can not execute a script with write flag using *_ro command.");
-    }
-    if flags & FLAG_NO_WRITES == 0 && srv.config.writes_need_replicas() {
-        return Frame::error(error::NOREPLICAS);
-    }
+    let read_only = match crate::lua::eval_policy(flags, ro, srv, ctx.client.oom) {
+        Ok(r) => r,
+        Err(e) => return e,
+    };
     let a = RunArgs {
         srv,
         client: ctx.client,
@@ -381,7 +379,8 @@ fn fcall(ctx: &mut Ctx<'_, '_>) -> Frame {
         now: ctx.now,
         keys,
         argv,
-        read_only: ro || flags & FLAG_NO_WRITES != 0,
+        read_only,
+        allow_oom: crate::lua::flags_allow_oom(flags),
         command: ctx.args,
         cmd: ctx.cmd,
     };

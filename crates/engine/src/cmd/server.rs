@@ -10,7 +10,7 @@ use crate::keyspace::Shard;
 use bytes::Bytes;
 use resp::Frame;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 const ADMIN: Flags = Flags::ADMIN.or(Flags::NOSCRIPT).or(Flags::LOADING).or(Flags::STALE);
 const LS: Flags = Flags::LOADING.or(Flags::STALE);
@@ -262,6 +262,7 @@ fn config_set(ctx: &mut Ctx<'_, '_>) -> Frame {
 fn config_resetstat(ctx: &mut Ctx<'_, '_>) -> Frame {
     let srv = ctx.srv;
     srv.stats.reset();
+    srv.evictor.reset_stats();
     srv.clients.total_connections.store(0, Ordering::Relaxed);
     srv.clients.rejected_connections.store(0, Ordering::Relaxed);
     each_shard(ctx, |s| {
@@ -454,8 +455,6 @@ const SECTIONS: &[(&str, bool)] = &[
     ("keyspace", true),
 ];
 
-static USED_MEMORY_PEAK: AtomicU64 = AtomicU64::new(0);
-
 fn info(ctx: &mut Ctx<'_, '_>) -> Frame {
     let mut want: Vec<&str> = Vec::new();
     let mut all = false;
@@ -507,11 +506,9 @@ pub fn bytes_to_human(n: u64) -> String {
     }
 }
 
-/// Keyspace totals gathered in one walk over the shards.
+/// Keyspace counters gathered in one pass over the shards (O(shards × databases), never O(keys)).
 #[derive(Default)]
 struct Walk {
-    overhead: u64,
-    dataset: u64,
     expired: u64,
     hits: u64,
     misses: u64,
@@ -525,13 +522,9 @@ fn walk(ctx: &mut Ctx<'_, '_>) -> Walk {
         w.hits += s.hits;
         w.misses += s.misses;
         for (i, t) in s.dbs.iter().enumerate() {
-            w.overhead += t.overhead_bytes() as u64;
             w.expired += t.expired;
             w.keys[i].0 += t.len() as u64;
             w.keys[i].1 += t.volatile_len() as u64;
-            for (k, e) in t.iter() {
-                w.dataset += e.value.heap_size() as u64 + if k.spilled() { k.capacity() as u64 } else { 0 };
-            }
         }
     });
     w
@@ -589,12 +582,11 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("clients_in_timeout_table:0");
         }
         "memory" => {
-            let w = walk(ctx);
-            let used = w.overhead + w.dataset;
-            let peak = USED_MEMORY_PEAK.fetch_max(used, Ordering::Relaxed).max(used);
+            let f = super::memory::figures(srv, &mut |visit| each_shard(ctx, visit));
+            let (used, peak) = (f.used, f.peak);
             let rss = ctx.srv.config.host().rss_bytes();
             let total = ctx.srv.config.host().total_memory_bytes();
-            let maxmemory = cfg.get_i64("maxmemory").max(0) as u64;
+            let maxmemory = cfg.maxmemory.load(Ordering::Relaxed);
             let pct = |a: u64, b: u64| {
                 if b == 0 { 0.0 } else { a as f64 * 100.0 / b as f64 }
             };
@@ -606,10 +598,10 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("used_memory_peak:{peak}");
             line!("used_memory_peak_human:{}", bytes_to_human(peak));
             line!("used_memory_peak_perc:{:.2}%", pct(used, peak));
-            line!("used_memory_overhead:{}", w.overhead);
-            line!("used_memory_startup:0");
-            line!("used_memory_dataset:{}", w.dataset);
-            line!("used_memory_dataset_perc:{:.2}%", pct(w.dataset, used));
+            line!("used_memory_overhead:{}", f.overhead);
+            line!("used_memory_startup:{}", f.startup);
+            line!("used_memory_dataset:{}", f.dataset);
+            line!("used_memory_dataset_perc:{:.2}%", pct(f.dataset, used.saturating_sub(f.startup)));
             line!("total_system_memory:{total}");
             line!("total_system_memory_human:{}", bytes_to_human(total));
             let lua = ctx.srv.scripting.memory_info();
@@ -630,6 +622,14 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("maxmemory_human:{}", bytes_to_human(maxmemory));
             line!("maxmemory_policy:{}", cfg.get("maxmemory-policy").unwrap_or_default());
             line!("mem_fragmentation_ratio:{:.2}", if used == 0 { 0.0 } else { rss as f64 / used as f64 });
+            line!("mem_fragmentation_bytes:{}", rss as i64 - used as i64);
+            line!("mem_not_counted_for_evict:0");
+            line!("mem_replication_backlog:0");
+            line!("mem_total_replication_buffers:0");
+            line!("mem_clients_slaves:0");
+            line!("mem_clients_normal:{}", f.clients);
+            line!("mem_cluster_links:0");
+            line!("mem_aof_buffer:0");
             line!("mem_allocator:{}", cfg.host().allocator());
             line!("active_defrag_running:0");
             line!("lazyfree_pending_objects:0");
@@ -680,8 +680,11 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("expired_keys:{}", w.expired);
             line!("expired_stale_perc:0.00");
             line!("expired_time_cap_reached_count:0");
-            line!("evicted_keys:0");
+            line!("evicted_keys:{}", srv.evictor.evicted_keys.load(Ordering::Relaxed));
             line!("evicted_clients:0");
+            let (total_ms, current_ms) = srv.evictor.exceeded_ms(srv.clock.ticks_us());
+            line!("total_eviction_exceeded_time:{total_ms}");
+            line!("current_eviction_exceeded_time:{current_ms}");
             line!("keyspace_hits:{}", w.hits);
             line!("keyspace_misses:{}", w.misses);
             line!("pubsub_channels:0");
@@ -771,6 +774,7 @@ mod tests {
     use crate::config::Config;
     use crate::testkit::TestServer;
     use resp::Frame;
+    use std::sync::atomic::Ordering;
 
     fn info_text(c: &mut crate::testkit::TestClient, args: &[&str]) -> String {
         let mut v = vec!["INFO"];
@@ -924,7 +928,8 @@ mod tests {
 
     #[test]
     fn info_sections_and_fields() {
-        let ts = TestServer::new();
+        let (ts, host) = TestServer::with_host();
+        host.used.store(1_500_000, Ordering::Relaxed);
         let mut c = ts.client();
         c.run("SET a 1");
         c.run("SET b 2");
@@ -956,7 +961,12 @@ mod tests {
         assert_eq!(field(&all, "db0"), Some("keys=2,expires=0,avg_ttl=0"));
         assert_eq!(field(&all, "errorstat_ERR"), Some("count=1"));
         assert_eq!(field(&all, "maxmemory_policy"), Some("noeviction"));
-        assert!(field(&all, "used_memory").unwrap().parse::<u64>().unwrap() > 0);
+        assert_eq!(field(&all, "used_memory"), Some("1500000"));
+        assert_eq!(field(&all, "used_memory_human"), Some("1.43M"));
+        host.used.store(1_000_000, Ordering::Relaxed);
+        let mem = info_text(&mut c, &["memory"]);
+        assert_eq!(field(&mem, "used_memory_peak"), Some("1500000"));
+        assert_eq!(field(&mem, "used_memory_peak_perc"), Some("66.67%"));
         assert_eq!(field(&all, "run_id"), Some(ts.srv.run_id.as_str()));
         assert_eq!(field(&all, "uptime_in_seconds"), Some("0"));
         ts.clock.advance_ms(90_000);

@@ -183,6 +183,8 @@ struct CallCtx<'a, 'k> {
     locked: &'a mut Locked<'k>,
     now: u64,
     read_only: bool,
+    /// The script's `allow-oom` flag.
+    allow_oom: bool,
     run: &'a RunState,
 }
 
@@ -666,9 +668,10 @@ pub fn parse_shebang(body: &[u8]) -> Result<(u32, usize), String> {
     Ok((flags, end))
 }
 
-/// Whether an EVAL script with these `FLAG_*` bits may run, called plainly or through an `_RO`
-/// variant (`ro`): `Ok(read_only)`, or the error refusing it.
-pub fn eval_policy(flags: u32, ro: bool, srv: &Server) -> Result<bool, Frame> {
+/// Whether a script with these `FLAG_*` bits may run (Redis's `scriptPrepareForRun`), called plainly
+/// or through an `_RO` variant (`ro`), by a command that found memory over `maxmemory` as it started
+/// (`oom`): `Ok(read_only)`, or the error refusing it.
+pub fn eval_policy(flags: u32, ro: bool, srv: &Server, oom: bool) -> Result<bool, Frame> {
     let compat = flags & FLAG_COMPAT != 0;
     let may_write = !compat && flags & FLAG_NO_WRITES == 0;
     if may_write && ro {
@@ -677,7 +680,24 @@ pub fn eval_policy(flags: u32, ro: bool, srv: &Server) -> Result<bool, Frame> {
     if may_write && srv.config.writes_need_replicas() {
         return Err(Frame::error(crate::error::NOREPLICAS));
     }
+    if !compat && oom && flags & (FLAG_ALLOW_OOM | FLAG_NO_WRITES) == 0 {
+        return Err(Frame::error(
+            "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'",
+        ));
+    }
     Ok(ro || (!compat && flags & FLAG_NO_WRITES != 0))
+}
+
+/// Whether a script with these `FLAG_*` bits counts as a `denyoom` command, refused while memory is
+/// over `maxmemory` (Redis's `scriptFlagsToCmdFlags`): one with a shebang that neither allows OOM
+/// nor declares `no-writes`. Scripts without a shebang are checked per write command instead.
+pub fn flags_deny_oom(flags: u32) -> bool {
+    flags & FLAG_COMPAT == 0 && flags & (FLAG_ALLOW_OOM | FLAG_NO_WRITES) == 0
+}
+
+/// Whether a script with these `FLAG_*` bits may run deny-oom commands while memory is over the limit.
+pub fn flags_allow_oom(flags: u32) -> bool {
+    flags & FLAG_COMPAT == 0 && flags & FLAG_ALLOW_OOM != 0
 }
 
 /// Which kind of script runs.
@@ -709,6 +729,8 @@ pub struct RunArgs<'a, 'k> {
     pub argv: &'a [Bytes],
     /// Refuse write commands.
     pub read_only: bool,
+    /// The script declared `allow-oom`.
+    pub allow_oom: bool,
     /// The calling command's arguments (FUNCTION STATS).
     pub command: &'a [Bytes],
     /// The calling command (for the BUSY check while waiting for the VM).
@@ -743,6 +765,23 @@ impl Scripting {
         self.any_escalated.load(Ordering::Relaxed)
             && args.len() > 1
             && script_id(cmd.name.as_bytes(), &args[1]).is_some_and(|id| self.escalated.read().contains(&id))
+    }
+
+    /// Whether this EVAL/EVALSHA/FCALL (and `_RO`) call counts as `denyoom` by its script's flags
+    /// (see [`flags_deny_oom`]); false for any other command, and for scripts not found (they fail
+    /// on their own).
+    pub fn denies_oom(&self, cmd: &Command, args: &[Bytes]) -> bool {
+        let Some(what) = args.get(1) else { return false };
+        let flags = match cmd.name.strip_suffix("_ro").unwrap_or(cmd.name) {
+            "eval" => parse_shebang(what).map(|(f, _)| f).ok(),
+            "evalsha" => {
+                let sha = String::from_utf8_lossy(what).to_ascii_lowercase();
+                self.scripts.lock().get(&sha).map(|m| m.flags)
+            }
+            "fcall" => self.function_flags(&String::from_utf8_lossy(what)),
+            _ => None,
+        };
+        flags.is_some_and(flags_deny_oom)
     }
 
     /// Records that the script `command` runs touched a key it did not declare.
@@ -938,10 +977,11 @@ impl Scripting {
                         }
                     }
                 };
-                match eval_policy(flags, ro, a.srv) {
+                match eval_policy(flags, ro, a.srv, a.client.oom) {
                     Ok(read_only) => a.read_only = read_only,
                     Err(e) => return e,
                 }
+                a.allow_oom = flags_allow_oom(flags);
                 (f, sha, true)
             }
             Callable::Function(n) => {
@@ -1015,13 +1055,13 @@ fn ensure_shards(
 
 /// Runs the function in registry slot `func` with the caller's context published to `redis.call`.
 fn run_in_vm(vm: &mut Vm, run: &RunState, func: std::ffi::c_int, name: &str, eval: bool, a: RunArgs<'_, '_>) -> Frame {
-    let RunArgs { srv, client, locked, now, keys, argv, read_only, command, .. } = a;
+    let RunArgs { srv, client, locked, now, keys, argv, read_only, allow_oom, command, .. } = a;
     let saved_db = client.db;
     let saved_proto = client.proto;
     // Blocking commands called from a script answer at once, as if timed out (Redis).
     let saved_deny = std::mem::replace(&mut client.deny_blocking, true);
     let saved_in_script = std::mem::replace(&mut client.in_script, true);
-    let mut cctx = CallCtx { srv, command, client, locked, now, read_only, run };
+    let mut cctx = CallCtx { srv, command, client, locked, now, read_only, allow_oom, run };
     let (raw, host, handler) = (&vm.raw, &vm.host, vm.handler.id());
     let reply = host.active.publish(&mut cctx, || {
         raw.call(host, handler, func, keys, argv, eval, || run.resp.load(Ordering::Relaxed) == 3, name)

@@ -1051,10 +1051,20 @@ fn dispatch(c: &mut CallCtx<'_, '_>, named: Option<&'static Command>, argv: &[By
     if c.read_only && (cmd.flags.has(Flags::WRITE) || cmd.flags.has(Flags::MAY_REPLICATE)) {
         return refuse(b"Write commands are not allowed from read-only scripts.");
     }
+    if cmd.flags.has(Flags::WRITE) && c.srv.config.writes_need_replicas() {
+        return Outcome::Refused(crate::error::NOREPLICAS.as_bytes().to_vec(), true);
+    }
+    // Redis's scriptVerifyOOM: over the limit when the script started, its first write that may grow
+    // memory is refused (a later one is not: the script cannot stop half done).
+    if cmd.flags.has(Flags::DENYOOM)
+        && c.client.oom
+        && !c.allow_oom
+        && !c.run.wrote.load(Ordering::Relaxed)
+        && c.srv.config.maxmemory.load(Ordering::Relaxed) > 0
+    {
+        return Outcome::Refused(crate::error::OOM.as_bytes().to_vec(), true);
+    }
     if cmd.flags.has(Flags::WRITE) {
-        if c.srv.config.writes_need_replicas() {
-            return Outcome::Refused(crate::error::NOREPLICAS.as_bytes().to_vec(), true);
-        }
         c.run.wrote.store(true, Ordering::Relaxed);
     }
     if let Err(key) = ensure_shards(c.srv, c.command, c.locked, cmd, argv) {
