@@ -1,157 +1,125 @@
-//! The process's allocator: jemalloc, counted, so that `used_memory` (INFO, `maxmemory`) is what the
-//! program holds, as Redis's `zmalloc_used_memory` is.
+//! Used memory as jemalloc counts it: INFO's `used_memory` and what `maxmemory` limits.
 //!
-//! Each allocation adds jemalloc's usable size for it (`nallocx`: the size class the block really
-//! takes, as Redis counts `zmalloc_size`), each free subtracts it. Counting costs no shared write on the
-//! hot path: every thread owns a cache line of [`SLOTS`] and adds to it with a plain load and store;
-//! [`used`] sums the lines. A block freed on another thread than the one that allocated it leaves one
-//! slot up and the other down by the same amount, so the sum is exact. Threads beyond the slots share
-//! one atomic counter. A thread's slot outlives it: what it allocated and never freed is still held.
+//! jemalloc keeps, for each thread, the bytes the thread allocated and the bytes it freed, in its
+//! size classes (what a block really takes, as Redis's `zmalloc` counts). It maintains them on its
+//! fast path whatever we do, so counting adds nothing to an allocation. Each thread publishes its net
+//! (allocated − freed) into a cache line of its own when it calls [`publish`]: connections do after
+//! each batch of commands, the cron after its work, and [`used`] first publishes the caller's.
+//! [`used`] sums the lines. A block freed by another thread than the one that allocated it moves
+//! both threads' nets by its size, so the sum is exact once both have published; what a thread did
+//! since its last publication is not seen yet. Threads beyond the slots share one counter.
 
-use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
-use tikv_jemallocator::Jemalloc;
+use tikv_jemalloc_ctl::thread::{ThreadLocal, allocatedp, deallocatedp};
 
-/// Per-thread counters; the threads of a running server (tokio workers, the blocking pool, jemalloc's
-/// background thread) fit many times over.
+/// Published nets; the threads of a running server (tokio workers, the blocking pool over time)
+/// fit many times over.
 const SLOTS: usize = 128;
 
-#[repr(align(64))]
+/// One thread's net, alone in its pair of cache lines (adjacent-line prefetch).
+#[repr(align(128))]
 struct Slot(AtomicI64);
 
 static COUNTS: [Slot; SLOTS] = [const { Slot(AtomicI64::new(0)) }; SLOTS];
-/// Slots handed out so far (may exceed `SLOTS`: those threads use `SHARED`).
+/// Slots handed out so far (may exceed `SLOTS`: those threads add to `SHARED`).
 static NEXT: AtomicUsize = AtomicUsize::new(0);
 static SHARED: AtomicI64 = AtomicI64::new(0);
 
-thread_local! {
-    /// This thread's slot, `usize::MAX` until its first allocation. Const-initialised and without a
-    /// destructor, so reading it never allocates (it is read from inside the allocator).
-    static MY_SLOT: Cell<usize> = const { Cell::new(usize::MAX) };
+/// This thread's jemalloc counters and where it publishes them.
+struct Counters {
+    allocated: ThreadLocal<u64>,
+    deallocated: ThreadLocal<u64>,
+    slot: usize,
+    /// The net last added to `SHARED` (threads without a slot of their own).
+    last: Cell<i64>,
 }
 
-fn add(delta: i64) {
-    let slot = MY_SLOT.with(|s| {
-        let mut i = s.get();
-        if i == usize::MAX {
-            i = NEXT.fetch_add(1, Ordering::Relaxed);
-            s.set(i);
-        }
-        i
-    });
-    match COUNTS.get(slot) {
-        // Only this thread writes its slot: load + store is an exact add, readers see either value.
-        Some(Slot(c)) => c.store(c.load(Ordering::Relaxed) + delta, Ordering::Relaxed),
-        None => {
-            SHARED.fetch_add(delta, Ordering::Relaxed);
+impl Counters {
+    fn register() -> Option<Counters> {
+        Some(Counters {
+            allocated: allocatedp::read().ok()?,
+            deallocated: deallocatedp::read().ok()?,
+            slot: NEXT.fetch_add(1, Ordering::Relaxed),
+            last: Cell::new(0),
+        })
+    }
+
+    fn net(&self) -> i64 {
+        self.allocated.get().wrapping_sub(self.deallocated.get()) as i64
+    }
+
+    fn publish(&self) {
+        let net = self.net();
+        match COUNTS.get(self.slot) {
+            Some(s) => s.0.store(net, Ordering::Relaxed),
+            None => {
+                SHARED.fetch_add(net - self.last.replace(net), Ordering::Relaxed);
+            }
         }
     }
 }
 
-/// Bytes the program holds from the allocator (usable sizes), over all threads.
+thread_local! {
+    static MINE: Option<Counters> = Counters::register();
+}
+
+/// Publishes this thread's net allocation (cheap: two reads of jemalloc's thread state and a store).
+pub fn publish() {
+    let _ = MINE.try_with(|m| {
+        if let Some(m) = m {
+            m.publish()
+        }
+    });
+}
+
+/// Bytes the process holds from jemalloc, as far as every thread has published.
 pub fn used() -> u64 {
+    publish();
     let n = NEXT.load(Ordering::Relaxed).min(SLOTS);
     let sum: i64 =
         COUNTS[..n].iter().map(|s| s.0.load(Ordering::Relaxed)).sum::<i64>() + SHARED.load(Ordering::Relaxed);
     sum.max(0) as u64
 }
 
-/// The bytes jemalloc really gives a request of `layout`: its size class.
-fn usable(layout: Layout) -> i64 {
-    // jemalloc's MALLOCX_LG_ALIGN; natural alignment (<= 16) needs no flag.
-    let flags = if layout.align() <= 16 { 0 } else { layout.align().trailing_zeros() as i32 };
-    // SAFETY: nallocx only computes a size class from its arguments (it touches no memory), and
-    // GlobalAlloc callers guarantee a non-zero size, the one input nallocx leaves undefined.
-    unsafe { tikv_jemalloc_sys::nallocx(layout.size(), flags) as i64 }
-}
-
-/// jemalloc with every block counted (see the module docs).
-pub struct Counting;
-
-// SAFETY: every method forwards to `Jemalloc`'s with the caller's arguments unchanged, so the
-// GlobalAlloc contract holds as it does for `Jemalloc`. The counting beside it touches only
-// atomics and a const-initialised thread-local without destructor: it never allocates, never
-// unwinds, and never reads the blocks.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded as received (see the impl's comment).
-        let p = unsafe { Jemalloc.alloc(layout) };
-        if !p.is_null() {
-            add(usable(layout));
-        }
-        p
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded as received.
-        let p = unsafe { Jemalloc.alloc_zeroed(layout) };
-        if !p.is_null() {
-            add(usable(layout));
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        add(-usable(layout));
-        // SAFETY: forwarded as received.
-        unsafe { Jemalloc.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: forwarded as received.
-        let p = unsafe { Jemalloc.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            // The caller guarantees `new_size` with `layout`'s alignment is a valid non-zero layout.
-            let new = Layout::from_size_align(new_size, layout.align()).map_or(0, usable);
-            add(new - usable(layout));
-        }
-        p
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// This thread's slot (the unit-test binary allocates through `Counting` on every thread, so the
-    /// process total moves under other tests' feet; one thread's own slot does not).
+    /// This thread's published net.
     fn mine() -> i64 {
-        let i = MY_SLOT.with(Cell::get);
-        COUNTS.get(i).map_or(0, |s| s.0.load(Ordering::Relaxed))
+        MINE.with(|m| m.as_ref().map(|m| COUNTS[m.slot].0.load(Ordering::Relaxed)).unwrap_or(0))
     }
 
+    // The unit-test binary allocates through jemalloc (main.rs), on every thread.
     #[test]
-    fn counts_usable_sizes_and_frees_across_threads() {
-        let layout = Layout::from_size_align(100, 8).unwrap();
-        let big = Layout::from_size_align(5000, 8).unwrap();
-        // Allocated on one fresh thread, grown there, freed on another: each slot moves by the
-        // usable sizes, and the two moves cancel out.
-        let (addr, grown) = std::thread::spawn(move || {
+    fn counts_size_classes_and_frees_across_threads() {
+        let (block, grown) = std::thread::spawn(|| {
+            publish();
             let start = mine();
-            // SAFETY: a valid non-zero layout; the block is freed below with its final layout.
-            let p = unsafe { Counting.alloc(layout) };
-            assert!(!p.is_null());
+            let v: Vec<u8> = Vec::with_capacity(100);
+            publish();
             // jemalloc's size class for 100 bytes is 112.
             assert_eq!(mine() - start, 112);
-            // SAFETY: `p` came from Counting.alloc with `layout`.
-            let p = unsafe { Counting.realloc(p, layout, 5000) };
-            assert!(!p.is_null());
-            (p as usize, mine() - start)
+            let mut v = std::hint::black_box(v);
+            v.reserve_exact(5000);
+            publish();
+            (v, mine() - start)
         })
         .join()
         .unwrap();
         assert_eq!(grown, 5120);
+        // Freed on another thread: that thread's net goes down by as much.
         let freed = std::thread::spawn(move || {
+            publish();
             let start = mine();
-            // SAFETY: the block from above, freed once with its current layout.
-            unsafe { Counting.dealloc(addr as *mut u8, big) };
+            drop(block);
+            publish();
             mine() - start
         })
         .join()
         .unwrap();
         assert_eq!(freed, -5120);
         assert!(used() > 0);
-        assert_eq!(usable(Layout::from_size_align(100, 64).unwrap()), 128);
     }
 }

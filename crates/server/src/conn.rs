@@ -89,6 +89,8 @@ where
     let mut peak = 0usize;
     let mut idle_released = false;
     'conn: loop {
+        // What this thread allocated and freed so far counts in used_memory from here.
+        crate::alloc::publish();
         // Execute everything already buffered.
         loop {
             let limits = Limits {

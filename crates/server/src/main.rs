@@ -23,10 +23,10 @@ use tokio::sync::Notify;
 /// of the EVALSHA benchmark (docs/performance.md). The `background_threads` feature turns on
 /// jemalloc's purging thread (Redis's `jemalloc-bg-thread yes`): without it the pages a growing table
 /// freed stay resident until the next burst of allocations, ~25% more RSS per key after a bulk load.
-/// Counted (`alloc.rs`): INFO's `used_memory` and `maxmemory` read the count. Set in the binary
-/// only; test binaries keep the system allocator.
+/// Its per-thread counters are INFO's `used_memory` and what `maxmemory` limits (`alloc.rs`). Set in
+/// the binary only; integration-test binaries keep the system allocator.
 #[global_allocator]
-static GLOBAL: alloc::Counting = alloc::Counting;
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -322,6 +322,7 @@ async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>) {
             // Over maxmemory without commands coming (CONFIG SET maxmemory lowered it, or an
             // eviction ran out of time): evict here too, as Redis's eviction timer does.
             srv2.perform_evictions();
+            alloc::publish();
         })
         .await;
     }
