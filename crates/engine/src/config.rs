@@ -167,8 +167,10 @@ fn valid_proc_title(v: &str) -> Result<(), &'static str> {
 
 /// Every parameter Latch knows, in Redis's table order.
 pub static PARAMS: &[Param] = &[
-    // Latch's own: number of keyspace shards (0 = 16 per core). Immutable.
-    P { name: "shards", alias: None, flags: IMM, kind: Kind::Int(0, 4096), default: "0" },
+    // Latch's own: number of keyspace shards (0 = 16 per core). Immutable, and hidden from glob
+    // patterns as Redis hides its own internal parameters: tools that CONFIG SET every parameter
+    // `CONFIG GET *` lists back to its value (Redis's "CONFIG sanity" test) skip it.
+    P { name: "shards", alias: None, flags: IMM | HIDDEN, kind: Kind::Int(0, 4096), default: "0" },
     // Latch's own: whether eviction may remove native locks (LOCK). No by default: a held lock that
     // disappears breaks mutual exclusion (docs/locks.md).
     P { name: "evict-native-locks", alias: None, flags: 0, kind: Kind::Bool, default: "no" },
