@@ -685,6 +685,13 @@ pub struct Locked<'a> {
 }
 
 impl<'a> Locked<'a> {
+    /// Lets every held shard go, then takes them all, in order (a script restarting with the whole
+    /// keyspace: see `lua::ensure_shards`). Others may run in between.
+    pub fn relock_all(&mut self) {
+        self.guards.clear();
+        *self = self.ks.lock_all();
+    }
+
     /// The keyspace these locks belong to.
     pub fn keyspace(&self) -> &'a Keyspace {
         self.ks

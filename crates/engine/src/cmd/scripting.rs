@@ -2,9 +2,12 @@
 //! FUNCTION *. The Lua engine lives in [`crate::lua`].
 //!
 //! A script runs holding the shards of the keys it declares (every shard when it declares none), on a
-//! free VM of the pool (scripts on different keys run in parallel). Scripts are atomic for the keys they touch: a key the script
-//! did not declare is taken on the fly with a non-waiting lock (see `lua::ensure_shards`), and if
-//! another command holds it for too long the call fails instead of risking a lock-order deadlock.
+//! free VM of the pool (scripts on different keys run in parallel). Scripts are atomic for the keys
+//! they touch: a key the script did not declare is taken on the fly (see `lua::ensure_shards`); when
+//! that would mean waiting out of lock order, a run that has written nothing starts over holding
+//! every shard, and later runs of that script lock every shard up front. Only a run that already
+//! wrote and then finds an undeclared key held by another client for 50 ms fails the call, instead
+//! of risking a lock-order deadlock.
 //! Commands that change the script cache or the libraries (SCRIPT FLUSH, FUNCTION LOAD...) lock every
 //! shard; the VMs catch up lazily (generation counters, see `crate::lua`).
 

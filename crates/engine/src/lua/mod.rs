@@ -66,6 +66,12 @@ pub struct RunState {
     pub killed: AtomicBool,
     /// It ran a write command (it can no longer be killed).
     pub wrote: AtomicBool,
+    /// It reached for a key it did not declare.
+    pub undeclared: AtomicBool,
+    /// It must start over holding every shard: it reached for an undeclared key whose shard another
+    /// client held, before writing anything (see [`ensure_shards`]). Its further calls are refused
+    /// and the hook ends it; nothing it did is kept.
+    pub restart: AtomicBool,
     /// RESP version of its redis.call replies (redis.setresp).
     pub resp: AtomicU8,
     /// Name and command of the running function (FUNCTION STATS).
@@ -132,7 +138,15 @@ pub struct Scripting {
     escalated: parking_lot::RwLock<std::collections::HashSet<u64, foldhash::fast::RandomState>>,
     /// True once `escalated` has a member: the only check other scripts pay for.
     any_escalated: AtomicBool,
+    /// Scripts and functions seen running through without touching an undeclared key, by
+    /// [`script_id`] in a slot of their own (a collision only costs a script one more run with every
+    /// shard). Until a script is here it runs with every shard locked: its first run cannot meet a
+    /// lock it would have to wait for out of order.
+    verified: Box<[AtomicU64]>,
 }
+
+/// Slots of `Scripting::verified`.
+const VERIFIED_SLOTS: usize = 4096;
 
 /// Identifies the script an EVAL/EVALSHA/FCALL (or an `_RO` form, `name` in lowercase) runs: a
 /// hash of the command's kind and its body, sha (lowercased) or function name.
@@ -160,6 +174,7 @@ impl Default for Scripting {
             functions: Mutex::default(),
             escalated: Default::default(),
             any_escalated: AtomicBool::new(false),
+            verified: (0..VERIFIED_SLOTS).map(|_| AtomicU64::new(0)).collect(),
         }
     }
 }
@@ -521,6 +536,9 @@ impl Vm {
             if r.killed.load(Ordering::Relaxed) {
                 return Err(mlua::Error::runtime("Script killed by user with SCRIPT KILL..."));
             }
+            if r.restart.load(Ordering::Relaxed) {
+                return Err(mlua::Error::runtime("script restarting with every shard"));
+            }
             Ok(VmState::Continue)
         })?;
         Ok(Vm {
@@ -762,9 +780,20 @@ impl Scripting {
     /// Whether this EVAL/EVALSHA/FCALL runs a script seen touching undeclared keys, so it must lock
     /// every shard (see `escalated`).
     pub fn needs_all_shards(&self, cmd: &Command, args: &[Bytes]) -> bool {
-        self.any_escalated.load(Ordering::Relaxed)
-            && args.len() > 1
-            && script_id(cmd.name.as_bytes(), &args[1]).is_some_and(|id| self.escalated.read().contains(&id))
+        let Some(id) = args.get(1).and_then(|what| script_id(cmd.name.as_bytes(), what)) else { return false };
+        !self.is_verified(id) || (self.any_escalated.load(Ordering::Relaxed) && self.escalated.read().contains(&id))
+    }
+
+    fn is_verified(&self, id: u64) -> bool {
+        self.verified[id as usize % VERIFIED_SLOTS].load(Ordering::Relaxed) == id
+    }
+
+    /// Records that the script `command` runs went through touching declared keys only.
+    fn verify(&self, command: &[Bytes]) {
+        let (Some(name), Some(what)) = (command.first(), command.get(1)) else { return };
+        if let Some(id) = script_id(&name.to_ascii_lowercase(), what) {
+            self.verified[id as usize % VERIFIED_SLOTS].store(id, Ordering::Relaxed);
+        }
     }
 
     /// Whether this EVAL/EVALSHA/FCALL (and `_RO`) call counts as `denyoom` by its script's flags
@@ -788,6 +817,7 @@ impl Scripting {
     fn escalate(&self, command: &[Bytes]) {
         let (Some(name), Some(what)) = (command.first(), command.get(1)) else { return };
         if let Some(id) = script_id(&name.to_ascii_lowercase(), what)
+            && !self.escalated.read().contains(&id)
             && self.escalated.write().insert(id)
         {
             self.any_escalated.store(true, Ordering::Relaxed);
@@ -998,6 +1028,8 @@ impl Scripting {
         run.start_ms.store(start_ms, Ordering::Relaxed);
         run.eval.store(eval, Ordering::Relaxed);
         run.killed.store(false, Ordering::Relaxed);
+        run.restart.store(false, Ordering::Relaxed);
+        run.undeclared.store(false, Ordering::Relaxed);
         run.wrote.store(false, Ordering::Relaxed);
         run.resp.store(2, Ordering::Relaxed);
         run.handed_off.store(false, Ordering::Relaxed);
@@ -1006,7 +1038,18 @@ impl Scripting {
             *run.info.lock() = (name.to_string(), a.command.to_vec());
         }
         run.running.store(true, Ordering::SeqCst);
-        let reply = run_in_vm(&mut vm, run, func, name, eval, a);
+        let mut reply = run_in_vm(&mut vm, run, func, name, eval, &mut a);
+        // A run that had to give up before writing starts again holding every shard; later runs of
+        // the script take them all up front (`escalate`), so this happens once per script.
+        if run.restart.swap(false, Ordering::Relaxed) {
+            a.locked.relock_all();
+            run.wrote.store(false, Ordering::Relaxed);
+            run.resp.store(2, Ordering::Relaxed);
+            reply = run_in_vm(&mut vm, run, func, name, eval, &mut a);
+        }
+        if !run.undeclared.load(Ordering::Relaxed) && !reply.is_error() {
+            self.verify(a.command);
+        }
         run.running.store(false, Ordering::SeqCst);
         reply
     }
@@ -1017,12 +1060,28 @@ impl Scripting {
 /// could deadlock), retrying for a short while. Returns the key that could not be had.
 fn ensure_shards(
     srv: &Server,
+    run: &RunState,
     command: &[Bytes],
     locked: &mut Locked<'_>,
     cmd: &'static Command,
     argv: &[Bytes],
 ) -> Result<(), Vec<u8>> {
     if locked.is_all() {
+        // Holding every shard, nothing to take; note whether a partial run would have had to.
+        // (A script declaring no key runs with every shard by design: nothing to note.)
+        let n = command.get(2).and_then(|b| std::str::from_utf8(b).ok()?.parse::<usize>().ok()).unwrap_or(0);
+        if n > 0 && !run.undeclared.load(Ordering::Relaxed) {
+            let declared = |shard: usize| command.iter().skip(3).take(n).any(|k| srv.ks.shard_of(k) == shard);
+            let undeclared = if cmd.needs_all_shards(argv) {
+                true
+            } else {
+                cmd.keys.positions(argv).into_iter().any(|i| !declared(srv.ks.shard_of(&argv[i])))
+            };
+            if undeclared {
+                run.undeclared.store(true, Ordering::Relaxed);
+                srv.scripting.escalate(command);
+            }
+        }
         return Ok(());
     }
     let mut deadline = None; // read the clock only once a shard is contended
@@ -1031,7 +1090,9 @@ fn ensure_shards(
             return Ok(());
         }
         // A key the script did not declare: its later runs lock every shard up front.
-        srv.scripting.escalate(command);
+        if !run.undeclared.swap(true, Ordering::Relaxed) {
+            srv.scripting.escalate(command);
+        }
         // Above every shard held: wait for it, in the order all lockers follow. Below one: only a
         // bounded spin is safe (its holder may be waiting, in order, for a shard this run holds).
         if locked.try_add(shard) || locked.add_in_order(shard) {
@@ -1054,8 +1115,17 @@ fn ensure_shards(
 }
 
 /// Runs the function in registry slot `func` with the caller's context published to `redis.call`.
-fn run_in_vm(vm: &mut Vm, run: &RunState, func: std::ffi::c_int, name: &str, eval: bool, a: RunArgs<'_, '_>) -> Frame {
-    let RunArgs { srv, client, locked, now, keys, argv, read_only, allow_oom, command, .. } = a;
+fn run_in_vm(
+    vm: &mut Vm,
+    run: &RunState,
+    func: std::ffi::c_int,
+    name: &str,
+    eval: bool,
+    a: &mut RunArgs<'_, '_>,
+) -> Frame {
+    let (srv, now, keys, argv, read_only, allow_oom, command) =
+        (a.srv, a.now, a.keys, a.argv, a.read_only, a.allow_oom, a.command);
+    let (client, locked) = (&mut *a.client, &mut *a.locked);
     let saved_db = client.db;
     let saved_proto = client.proto;
     // Blocking commands called from a script answer at once, as if timed out (Redis).

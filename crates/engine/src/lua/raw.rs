@@ -1064,16 +1064,24 @@ fn dispatch(c: &mut CallCtx<'_, '_>, named: Option<&'static Command>, argv: &[By
     {
         return Outcome::Refused(crate::error::OOM.as_bytes().to_vec(), true);
     }
-    if cmd.flags.has(Flags::WRITE) {
-        c.run.wrote.store(true, Ordering::Relaxed);
+    if c.run.restart.load(Ordering::Relaxed) {
+        return refuse(b"ERR script restarting with every shard");
     }
-    if let Err(key) = ensure_shards(c.srv, c.command, c.locked, cmd, argv) {
+    if let Err(key) = ensure_shards(c.srv, c.run, c.command, c.locked, cmd, argv) {
+        // Nothing written yet: the run is thrown away and starts again holding every shard.
+        if !c.run.wrote.load(Ordering::Relaxed) {
+            c.run.restart.store(true, Ordering::Relaxed);
+            return refuse(b"ERR script restarting with every shard");
+        }
         let msg = format!(
-            "ERR the script accessed key '{}', which it did not declare, while another client held it; \
+            "the script accessed key '{}', which it did not declare, after writing, while another client held it; \
              declare every key the script uses in KEYS",
             String::from_utf8_lossy(&key)
         );
         return Outcome::Refused(msg.into_bytes(), false);
+    }
+    if cmd.flags.has(Flags::WRITE) {
+        c.run.wrote.store(true, Ordering::Relaxed);
     }
     let resp3 = c.run.resp.load(Ordering::Relaxed) == 3;
     c.client.proto = if resp3 { Protocol::Resp3 } else { Protocol::Resp2 };

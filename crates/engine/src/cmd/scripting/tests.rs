@@ -590,3 +590,37 @@ fn nested_conversions_stay_within_the_lua_stack() {
     let want = format!("{}\"deep\"{}", "[".repeat(101), "]".repeat(101));
     assert_eq!(TestServer::new().client().run(&format!("EVAL \"{deep}\" 0")), want);
 }
+
+/// A script's first run holds every shard; once a run went through on its declared keys only, later
+/// runs hold just those. Such a run that then reaches for an undeclared key whose shard another
+/// client holds, before it has written anything, starts over holding every shard instead of
+/// failing, and what it did in the abandoned run is not kept: the counter goes up once.
+#[test]
+fn undeclared_key_under_contention_restarts_the_run() {
+    let ts = TestServer::new();
+    let ks = &ts.srv.ks;
+    let key_in = |shard: usize| (0..).map(|i| format!("k{i}")).find(|k| ks.shard_of(k.as_bytes()) == shard).unwrap();
+    // The declared key above the undeclared one: the script may only spin for the lower shard.
+    let (low, high) = (key_in(0), key_in(ks.nshards() - 1));
+    let mut c = ts.client();
+    c.run(&format!("set {low} seen"));
+    let script = "if redis.call('exists', KEYS[1]) == 1 then local v = redis.call('get', ARGV[1]) \
+                  redis.call('incr', KEYS[1]) return v end return 'first'";
+    let eval = format!("eval \"{script}\" 1 {high} {low}");
+    // First run: the declared key only (it is missing), so the script is verified.
+    assert_eq!(c.run(&eval), "\"first\"");
+    c.run(&format!("set {high} 0"));
+    let srv = ts.srv.clone();
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let holder = std::thread::spawn(move || {
+        let guard = srv.ks.lock_shards(vec![0]);
+        held_tx.send(()).unwrap();
+        // Longer than the script's bounded spin for the shard (50 ms).
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        drop(guard);
+    });
+    held_rx.recv().unwrap();
+    assert_eq!(c.run(&eval), "\"seen\"");
+    holder.join().unwrap();
+    assert_eq!(c.run(&format!("get {high}")), "\"1\"");
+}
