@@ -70,6 +70,101 @@ impl TestServer {
     }
 }
 
+/// Commands a fuzz run may call with arbitrary arguments (proptests and the cargo-fuzz targets):
+/// not the ones that block, stop the server, sleep, or turn the client into something else
+/// (MONITOR, replication, subscriptions), nor scripts (fuzzed on their own).
+pub fn fuzzable_commands() -> Vec<&'static str> {
+    const EXCLUDED: &[&str] = &[
+        "shutdown",
+        "debug",
+        "monitor",
+        "sync",
+        "psync",
+        "wait",
+        "waitaof",
+        "failover",
+        "replicaof",
+        "slaveof",
+        "quit",
+        "subscribe",
+        "psubscribe",
+        "ssubscribe",
+        "client",
+        "script",
+        "function",
+        "eval",
+        "evalsha",
+        "eval_ro",
+        "evalsha_ro",
+        "fcall",
+        "fcall_ro",
+    ];
+    crate::cmd::table()
+        .all()
+        .iter()
+        .filter(|c| !c.flags.has(crate::command::Flags::BLOCKING))
+        .map(|c| c.name)
+        .filter(|n| !EXCLUDED.contains(n))
+        .collect()
+}
+
+/// Arguments commands care about, for fuzzing (mixed with arbitrary bytes by the fuzzers).
+pub const FUZZ_WORDS: &[&str] = &[
+    "k",
+    "k2",
+    "h",
+    "0",
+    "1",
+    "-1",
+    "10",
+    "2147483648",
+    "-9223372036854775808",
+    "*",
+    "x",
+    "EX",
+    "PX",
+    "NX",
+    "XX",
+    "GT",
+    "LT",
+    "WITHSCORES",
+    "LIMIT",
+    "+inf",
+    "-inf",
+    "(1",
+    "[a",
+    "-",
+    "+",
+    "1.5",
+    "nan",
+    "",
+    "COUNT",
+    "MATCH",
+    "TYPE",
+    "BY",
+    "GET",
+    "STORE",
+    "LEFT",
+    "RIGHT",
+    "BEFORE",
+    "AFTER",
+    "IDX",
+    "LEN",
+    "REV",
+];
+
+/// Scripts that hand their ARGV[1] to the Lua libraries' decoders and to the parser (fuzzed with
+/// arbitrary bytes); each must reply, whatever the bytes.
+pub const LUA_DECODER_SCRIPTS: &[&str] = &[
+    "return {pcall(cjson.decode, ARGV[1])}",
+    "return {pcall(cmsgpack.unpack, ARGV[1])}",
+    "return {pcall(struct.unpack, ARGV[1], ARGV[1])}",
+    "return {pcall(struct.pack, ARGV[1], 1, 'x')}",
+    "return {pcall(loadstring, ARGV[1])}",
+    "local ok, v = pcall(cjson.decode, ARGV[1]) if ok then return v end return 0",
+    "local ok, v = pcall(cmsgpack.unpack, ARGV[1]) if ok then return cmsgpack.pack(v) end return 0",
+];
+
 /// A client for tests.
 pub struct TestClient {
     srv: Arc<Server>,

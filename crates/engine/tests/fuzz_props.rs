@@ -2,96 +2,13 @@
 //! with arbitrary arguments, and any bytes handed to the Lua libraries' decoders, get a reply and
 //! never panic the engine.
 
-use engine::command::Flags;
 use engine::testkit::TestServer;
 use proptest::prelude::*;
 
-/// Commands a fuzz run may call: not the ones that block, stop the server, sleep or turn the client
-/// into something else (MONITOR, replication).
-fn callable() -> Vec<&'static str> {
-    engine::cmd::table()
-        .all()
-        .iter()
-        .filter(|c| !c.flags.has(Flags::BLOCKING))
-        .map(|c| c.name)
-        .filter(|n| {
-            !matches!(
-                *n,
-                "shutdown"
-                    | "debug"
-                    | "monitor"
-                    | "sync"
-                    | "psync"
-                    | "wait"
-                    | "waitaof"
-                    | "failover"
-                    | "replicaof"
-                    | "slaveof"
-                    | "quit"
-                    | "subscribe"
-                    | "psubscribe"
-                    | "ssubscribe"
-                    | "client"
-                    | "script"
-                    | "function"
-                    | "eval"
-                    | "evalsha"
-                    | "eval_ro"
-                    | "evalsha_ro"
-                    | "fcall"
-                    | "fcall_ro"
-            )
-        })
-        .collect()
-}
-
 /// Arguments mostly from words commands care about, sometimes arbitrary bytes.
 fn arg() -> impl Strategy<Value = Vec<u8>> {
-    let words: Vec<&'static str> = vec![
-        "k",
-        "k2",
-        "h",
-        "0",
-        "1",
-        "-1",
-        "10",
-        "2147483648",
-        "-9223372036854775808",
-        "*",
-        "x",
-        "EX",
-        "PX",
-        "NX",
-        "XX",
-        "GT",
-        "LT",
-        "WITHSCORES",
-        "LIMIT",
-        "+inf",
-        "-inf",
-        "(1",
-        "[a",
-        "-",
-        "+",
-        "1.5",
-        "nan",
-        "",
-        "COUNT",
-        "MATCH",
-        "TYPE",
-        "BY",
-        "GET",
-        "STORE",
-        "LEFT",
-        "RIGHT",
-        "BEFORE",
-        "AFTER",
-        "IDX",
-        "LEN",
-        "REV",
-    ];
     prop_oneof![
-        4 => proptest::sample::select(words).prop_map(|w| w.as_bytes().to_vec()),
+        4 => proptest::sample::select(engine::testkit::FUZZ_WORDS).prop_map(|w| w.as_bytes().to_vec()),
         1 => proptest::collection::vec(any::<u8>(), 0..24),
     ]
 }
@@ -102,7 +19,7 @@ proptest! {
     #[test]
     fn random_commands_always_get_a_reply(
         cmds in proptest::collection::vec(
-            (proptest::sample::select(callable()), proptest::collection::vec(arg(), 0..6)),
+            (proptest::sample::select(engine::testkit::fuzzable_commands()), proptest::collection::vec(arg(), 0..6)),
             1..24,
         )
     ) {
@@ -119,15 +36,23 @@ proptest! {
     fn lua_decoders_take_any_bytes(input in proptest::collection::vec(any::<u8>(), 0..256)) {
         let ts = TestServer::new();
         let mut c = ts.client();
-        for script in [
-            "return {pcall(cjson.decode, ARGV[1])}",
-            "return {pcall(cmsgpack.unpack, ARGV[1])}",
-            "return {pcall(struct.unpack, ARGV[1], ARGV[1])}",
-            "return {pcall(struct.pack, ARGV[1], 1, 'x')}",
-            "return {pcall(loadstring, ARGV[1])}",
-        ] {
+        for script in engine::testkit::LUA_DECODER_SCRIPTS {
             let reply = c.cmd(&[b"EVAL".to_vec(), script.as_bytes().to_vec(), b"0".to_vec(), input.clone()]);
             prop_assert!(reply.is_some());
+        }
+    }
+
+    /// Any parameter set to any words: never a panic, and an accepted value reads back as a value
+    /// accepted again unchanged (the `config` fuzz target; Redis's "CONFIG sanity").
+    #[test]
+    fn config_values_read_back(pick in any::<usize>(), words in proptest::collection::vec(arg(), 0..3)) {
+        let config = engine::config::Config::new();
+        let names: Vec<String> = config.get_matching(&[b"*".as_slice()]).into_iter().map(|(k, _)| k).collect();
+        let name = &names[pick % names.len()];
+        let value = words.iter().map(|w| String::from_utf8_lossy(w).into_owned()).collect::<Vec<_>>().join(" ");
+        if config.set(name, &value, true).is_ok() && let Some(shown) = config.get(name) {
+            prop_assert!(config.set(name, &shown, true).is_ok(), "{} {:?} -> {:?}", name, value, shown);
+            prop_assert_eq!(config.get(name), Some(shown));
         }
     }
 }

@@ -255,6 +255,19 @@ proptest! {
         let _ = resp::split_args(&line);
     }
 
+    /// The words of any line, quoted back, split into the same words (the `inline` fuzz target).
+    #[test]
+    fn split_args_words_round_trip(line in proto_bytes(200)) {
+        if let Some(words) = resp::split_args(&line) {
+            let mut again = Vec::new();
+            for w in &words {
+                quote(w, &mut again);
+                again.push(b' ');
+            }
+            prop_assert_eq!(resp::split_args(&again), Some(words));
+        }
+    }
+
     #[test]
     fn decode_reply_arbitrary_bytes(
         input in proto_bytes(400),
