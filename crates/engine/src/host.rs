@@ -41,6 +41,23 @@ pub trait Host: Send + Sync + 'static {
     fn open_files_for(&self, maxclients: u64) -> Result<u64, String> {
         Ok(maxclients)
     }
+    /// Writes a line to the server log at `level` (Redis's `serverLog`).
+    fn log(&self, level: LogLevel, msg: &str) {
+        let _ = (level, msg);
+    }
+}
+
+/// Redis's log levels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    /// `.`: debug.
+    Debug,
+    /// `-`: verbose.
+    Verbose,
+    /// `*`: notice.
+    Notice,
+    /// `#`: warning.
+    Warning,
 }
 
 /// A host with no operating system behind it: process figures are zero and the file system lives in
@@ -51,6 +68,8 @@ pub struct MemoryHost {
     used_fn: Mutex<Option<UsedFn>>,
     files: Mutex<HashMap<PathBuf, String>>,
     dirs: Mutex<std::collections::HashSet<PathBuf>>,
+    /// Lines given to [`Host::log`], oldest first.
+    pub logged: Mutex<Vec<(LogLevel, String)>>,
 }
 
 impl Default for MemoryHost {
@@ -60,6 +79,7 @@ impl Default for MemoryHost {
             used_fn: Mutex::new(None),
             files: Mutex::default(),
             dirs: Mutex::new([PathBuf::from("/")].into_iter().collect()),
+            logged: Mutex::default(),
         }
     }
 }
@@ -126,5 +146,8 @@ impl Host for MemoryHost {
         } else {
             Err("No such file or directory".into())
         }
+    }
+    fn log(&self, level: LogLevel, msg: &str) {
+        self.logged.lock().push((level, msg.to_string()));
     }
 }

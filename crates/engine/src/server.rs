@@ -95,6 +95,15 @@ pub struct Server {
     pub memory_peak: AtomicU64,
     /// `used_memory_startup`: used memory once the server was ready, set by the server crate.
     pub memory_startup: AtomicU64,
+    /// Switches the testing commands flip (DEBUG SET-ACTIVE-EXPIRE, PAUSE-CRON...).
+    pub debug: crate::cmd::debug::Switches,
+    /// The replication ID (INFO's `master_replid`; DEBUG CHANGE-REPL-ID makes a new one).
+    pub repl_id: Mutex<String>,
+}
+
+/// 40 random hex digits: a run ID or a replication ID.
+pub fn random_id() -> String {
+    (0..40).map(|_| format!("{:x}", rand::random::<u8>() % 16)).collect()
 }
 
 impl Server {
@@ -115,7 +124,7 @@ impl Server {
             let t = crate::cmd::table().renamed(&renames);
             Box::leak(Box::new(t.expect("rename-command lines are checked when the configuration is read")))
         };
-        let run_id = (0..40).map(|_| format!("{:x}", rand::random::<u8>() % 16)).collect();
+        let run_id = random_id();
         let now = clock.now_ms();
         let unix_s = (clock.unix_ms() / 1000) as u64;
         Server {
@@ -142,6 +151,8 @@ impl Server {
             evictor: Default::default(),
             memory_peak: AtomicU64::new(0),
             memory_startup: AtomicU64::new(0),
+            debug: Default::default(),
+            repl_id: Mutex::new(random_id()),
         }
     }
 
@@ -422,6 +433,9 @@ impl Server {
     /// per table) and hands expired native locks to their next waiter in the same step. Returns the
     /// number of keys reclaimed.
     pub fn active_expire_cycle(&self, now: u64, budget: usize) -> usize {
+        if !self.debug.active_expire.load(Ordering::Relaxed) {
+            return 0;
+        }
         let mut n = 0;
         for i in 0..self.ks.nshards() {
             let mut locked = self.ks.lock_shards(vec![i]);

@@ -44,6 +44,27 @@ pub enum Value {
     Lock(Box<LockValue>),
 }
 
+/// The `*-max-*` limits under which Redis keeps an aggregate in its compact encoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EncodingLimits {
+    /// `hash-max-listpack-entries`.
+    pub hash_entries: usize,
+    /// `hash-max-listpack-value`.
+    pub hash_value: usize,
+    /// `set-max-intset-entries`.
+    pub set_intset: usize,
+    /// `zset-max-listpack-entries`.
+    pub zset_entries: usize,
+    /// `zset-max-listpack-value`.
+    pub zset_value: usize,
+}
+
+impl Default for EncodingLimits {
+    fn default() -> Self {
+        EncodingLimits { hash_entries: 128, hash_value: 64, set_intset: 512, zset_entries: 128, zset_value: 64 }
+    }
+}
+
 /// A held native lock.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LockValue {
@@ -108,18 +129,36 @@ impl Value {
         }
     }
 
-    /// Redis's `OBJECT ENCODING` name.
+    /// Redis's `OBJECT ENCODING` name under the default `*-max-*` limits.
     pub fn encoding(&self) -> &'static str {
+        self.encoding_under(&EncodingLimits::default())
+    }
+
+    /// Redis's `OBJECT ENCODING` name: the encoding Redis would use for this data under `limits`
+    /// (Latch stores every aggregate one way; the name is what clients and tests compare).
+    pub fn encoding_under(&self, limits: &EncodingLimits) -> &'static str {
+        let small = |n: usize, max_n: usize| n <= max_n;
         match self {
             Value::Int(_) => "int",
             Value::Str(s) if s.len() <= 44 => "embstr",
             Value::Str(_) => "raw",
             Value::List(_) => "quicklist",
-            Value::Hash(h) if h.len() <= 128 => "listpack",
+            Value::Hash(h)
+                if small(h.len(), limits.hash_entries)
+                    && h.iter().all(|(f, v)| f.len() <= limits.hash_value && v.len() <= limits.hash_value) =>
+            {
+                "listpack"
+            }
             Value::Hash(_) => "hashtable",
-            Value::Set(s) if s.len() <= 512 && s.iter().all(|m| canonical_i64(m).is_some()) => "intset",
+            Value::Set(s) if small(s.len(), limits.set_intset) && s.iter().all(|m| canonical_i64(m).is_some()) => {
+                "intset"
+            }
             Value::Set(_) => "hashtable",
-            Value::ZSet(z) if z.len() <= 128 => "listpack",
+            Value::ZSet(z)
+                if small(z.len(), limits.zset_entries) && z.iter().all(|(m, _)| m.len() <= limits.zset_value) =>
+            {
+                "listpack"
+            }
             Value::ZSet(_) => "skiplist",
             Value::Lock(_) => "lock",
         }

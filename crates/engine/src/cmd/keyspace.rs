@@ -614,10 +614,23 @@ fn lfu_policy(ctx: &Ctx<'_, '_>) -> bool {
     ctx.srv.config.policy().is_lfu()
 }
 
+/// The encoding limits configured now (`hash-max-listpack-entries`...).
+pub(crate) fn encoding_limits(config: &crate::config::Config) -> crate::value::EncodingLimits {
+    let n = |name: &str| config.get_i64(name).max(0) as usize;
+    crate::value::EncodingLimits {
+        hash_entries: n("hash-max-listpack-entries"),
+        hash_value: n("hash-max-listpack-value"),
+        set_intset: n("set-max-intset-entries"),
+        zset_entries: n("zset-max-listpack-entries"),
+        zset_value: n("zset-max-listpack-value"),
+    }
+}
+
 fn object_encoding(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(2);
+    let limits = encoding_limits(&ctx.srv.config);
     match ctx.db().read_notouch(key) {
-        Some(e) => Frame::bulk(e.value.encoding()),
+        Some(e) => Frame::bulk(e.value.encoding_under(&limits)),
         None => Frame::Null,
     }
 }

@@ -5,6 +5,7 @@ pub mod bits;
 pub mod blocking;
 pub mod cluster;
 pub mod connection;
+pub mod debug;
 pub mod expire;
 pub mod hash;
 pub mod introspection;
@@ -26,6 +27,7 @@ use crate::command::{Command, Flags, Keys, container_handler};
 pub static FAMILIES: &[&[Command]] = &[
     connection::COMMANDS,
     server::COMMANDS,
+    debug::COMMANDS,
     introspection::COMMANDS,
     keyspace::COMMANDS,
     expire::COMMANDS,

@@ -77,16 +77,6 @@ pub static COMMANDS: &[Command] = &[
         subcommands: SLOWLOG_SUBCOMMANDS,
         ..BASE
     },
-    Command {
-        name: "debug",
-        arity: -2,
-        flags: ADMIN,
-        group: "server",
-        summary: "A container for debugging commands",
-        complexity: "Depends on subcommand.",
-        handler: debug,
-        ..BASE
-    },
 ];
 
 static CONFIG_SUBCOMMANDS: &[Command] = &[
@@ -218,7 +208,7 @@ fn is_local(addr: &str) -> bool {
 }
 
 /// Whether an `enable-protected-configs`/`enable-debug-command` style option allows this client.
-fn protected_allowed(ctx: &Ctx<'_, '_>, option: &str) -> bool {
+pub(crate) fn protected_allowed(ctx: &Ctx<'_, '_>, option: &str) -> bool {
     match ctx.srv.config.get(option).as_deref() {
         Some("yes") => true,
         Some("local") => is_local(&ctx.client.info.addr),
@@ -352,28 +342,6 @@ fn shutdown(ctx: &mut Ctx<'_, '_>) -> Frame {
     ctx.client.suppress_reply = true;
     ctx.client.close_after_reply = true;
     Frame::ok()
-}
-
-fn debug(ctx: &mut Ctx<'_, '_>) -> Frame {
-    if !protected_allowed(ctx, "enable-debug-command") {
-        return Frame::error(
-            "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.",
-        );
-    }
-    let sub = ctx.arg(1).to_ascii_lowercase();
-    match (sub.as_slice(), ctx.argc()) {
-        (b"sleep", 3) => {
-            // Redis: strtod without checks; garbage sleeps 0.
-            let secs = std::str::from_utf8(ctx.arg(2)).ok().and_then(|s| s.trim().parse::<f64>().ok()).unwrap_or(0.0);
-            let secs = if secs.is_finite() { secs.clamp(0.0, 10.0) } else { 0.0 };
-            std::thread::sleep(std::time::Duration::from_micros((secs * 1_000_000.0) as u64));
-            Frame::ok()
-        }
-        (b"help", 2) => {
-            help_reply("DEBUG", &["SLEEP <seconds>", "    Stop the server for <seconds>. Decimals allowed."])
-        }
-        _ => subcommand_syntax_error(ctx.arg(1), "DEBUG"),
-    }
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -709,7 +677,7 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("role:master");
             line!("connected_slaves:0");
             line!("master_failover_state:no-failover");
-            line!("master_replid:{}", srv.run_id.chars().rev().collect::<String>());
+            line!("master_replid:{}", srv.repl_id.lock());
             line!("master_replid2:0000000000000000000000000000000000000000");
             line!("master_repl_offset:0");
             line!("second_repl_offset:-1");

@@ -1,0 +1,613 @@
+//! DEBUG: the testing and introspection command of Redis's `debug.c`, behind `enable-debug-command`
+//! (`no` by default; `local` and `yes` as in Redis 7).
+//!
+//! DEBUG holds every shard while it runs, as Redis's single thread does: `DEBUG SLEEP` stops every
+//! keyed command, and `DEBUG DIGEST` reads a still dataset. Subcommands that reach Redis internals
+//! Latch does not have (RDB reload before persistence exists, allocator tuning, crash helpers)
+//! answer with an error that says so; none pretends to have done what it did not.
+
+use super::BASE;
+use super::server::{help_reply, subcommand_syntax_error};
+use crate::command::{Command, Ctx, Flags};
+use crate::host::LogLevel;
+use crate::value::{Entry, Value};
+use bytes::Bytes;
+use resp::Frame;
+use sha1::Digest;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// What DEBUG switches on and off for tests.
+#[derive(Debug)]
+pub struct Switches {
+    /// DEBUG SET-ACTIVE-EXPIRE: the cron reclaims expired keys (on by default).
+    pub active_expire: AtomicBool,
+    /// DEBUG PAUSE-CRON: the server crate's cron does nothing while set.
+    pub pause_cron: AtomicBool,
+    /// DEBUG QUICKLIST-PACKED-THRESHOLD, in bytes. Latch's lists have no listpack nodes, so no
+    /// element is ever "packed": the value is kept only so that it reads back.
+    pub quicklist_packed_threshold: AtomicU64,
+}
+
+impl Default for Switches {
+    fn default() -> Self {
+        Switches {
+            active_expire: AtomicBool::new(true),
+            pause_cron: AtomicBool::new(false),
+            quicklist_packed_threshold: AtomicU64::new(1 << 30),
+        }
+    }
+}
+
+/// The DEBUG entry of the command table.
+pub static COMMANDS: &[Command] = &[Command {
+    name: "debug",
+    arity: -2,
+    flags: Flags::ADMIN.or(Flags::NOSCRIPT).or(Flags::LOADING).or(Flags::STALE).or(Flags::ALL_SHARDS),
+    group: "server",
+    summary: "A container for debugging commands",
+    complexity: "Depends on subcommand.",
+    handler: debug,
+    ..BASE
+}];
+
+const HELP: &[&str] = &[
+    "CHANGE-REPL-ID",
+    "    Change the replication IDs of the instance.",
+    "    Dangerous: should be used only for testing the replication subsystem.",
+    "DIGEST",
+    "    Output a hex signature representing the current DB content.",
+    "DIGEST-VALUE <key> [<key> ...]",
+    "    Output a hex signature of the values of all the specified keys.",
+    "ERROR <string>",
+    "    Return a Redis protocol error with <string> as message. Useful for clients",
+    "    unit tests to simulate Redis errors.",
+    "LOG <message>",
+    "    Write <message> to the server log.",
+    "OBJECT <key>",
+    "    Show low level info about `key` and associated value.",
+    "PAUSE-CRON <0|1>",
+    "    Stop periodic cron job processing.",
+    "POPULATE <count> [<prefix>] [<size>]",
+    "    Create <count> string keys named key:<num>. If <prefix> is specified then",
+    "    it is used instead of the 'key' prefix.",
+    "PROTOCOL <type>",
+    "    Reply with a test value of the specified type. <type> can be: string,",
+    "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+    "    true, false.",
+    "QUICKLIST-PACKED-THRESHOLD <size>",
+    "    Sets the threshold for elements to be inserted as plain vs packed nodes",
+    "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
+    "RELOAD [option ...]",
+    "    Save the RDB on disk and reload it back to memory (needs persistence).",
+    "SET-ACTIVE-EXPIRE <0|1>",
+    "    Setting it to 0 disables expiring keys in background when they are not",
+    "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
+    "    default.",
+    "SLEEP <seconds>",
+    "    Stop the server for <seconds>. Decimals allowed.",
+    "STRINGMATCH-TEST",
+    "    Run a fuzz tester against the glob-style pattern matcher.",
+    "STRUCTSIZE",
+    "    Return the size of Latch's core structures.",
+];
+
+fn debug(ctx: &mut Ctx<'_, '_>) -> Frame {
+    if !super::server::protected_allowed(ctx, "enable-debug-command") {
+        return Frame::error(
+            "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.",
+        );
+    }
+    let sub = ctx.arg(1).to_ascii_lowercase();
+    let argc = ctx.argc();
+    match (sub.as_slice(), argc) {
+        (b"help", 2) => help_reply("DEBUG", HELP),
+        (b"sleep", 3) => {
+            // Redis: strtod without checks; garbage sleeps 0.
+            let secs = atof(ctx.arg(2));
+            let secs = if secs.is_finite() { secs.max(0.0) } else { 0.0 };
+            ctx.srv.long_op();
+            std::thread::sleep(std::time::Duration::from_micros((secs * 1_000_000.0) as u64));
+            Frame::ok()
+        }
+        (b"set-active-expire", 3) => {
+            ctx.srv.debug.active_expire.store(atoi(ctx.arg(2)) != 0, Ordering::Relaxed);
+            Frame::ok()
+        }
+        (b"pause-cron", 3) => {
+            ctx.srv.debug.pause_cron.store(atoi(ctx.arg(2)) != 0, Ordering::Relaxed);
+            Frame::ok()
+        }
+        (b"quicklist-packed-threshold", 3) => {
+            let sz = std::str::from_utf8(ctx.arg(2)).ok().and_then(crate::config::parse_memory);
+            match sz {
+                Some(sz) if sz <= (1 << 32) - (1 << 20) => {
+                    let sz = if sz == 0 { 1 << 30 } else { sz as u64 };
+                    ctx.srv.debug.quicklist_packed_threshold.store(sz, Ordering::Relaxed);
+                    Frame::ok()
+                }
+                _ => Frame::error("ERR argument must be a memory value bigger than 1 and smaller than 4gb"),
+            }
+        }
+        (b"log", 3) => {
+            let msg = format!("DEBUG LOG: {}", String::from_utf8_lossy(ctx.arg(2)));
+            ctx.srv.config.host().log(LogLevel::Warning, &msg);
+            Frame::ok()
+        }
+        (b"error", 3) => {
+            let msg: Vec<u8> = ctx.arg(2).iter().map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }).collect();
+            Frame::Error(Bytes::from(msg))
+        }
+        (b"change-repl-id", 2) => {
+            ctx.srv
+                .config
+                .host()
+                .log(LogLevel::Warning, "Changing replication IDs after receiving DEBUG change-repl-id");
+            *ctx.srv.repl_id.lock() = crate::server::random_id();
+            Frame::ok()
+        }
+        (b"object", 3) => object(ctx),
+        (b"digest", 2) => {
+            let d = dataset_digest(ctx);
+            Frame::Simple(Bytes::from(hex(&d)))
+        }
+        (b"digest-value", _) => {
+            let mut out = Vec::with_capacity(argc - 2);
+            for j in 2..argc {
+                let key = ctx.arg(j);
+                // Not a lookup: a debug command sees logically expired keys too.
+                let d = ctx.db().table(key).peek(key).map_or([0u8; 20], value_digest);
+                out.push(Frame::Simple(Bytes::from(hex(&d))));
+            }
+            Frame::Array(out)
+        }
+        (b"protocol", 3) => protocol(ctx),
+        (b"populate", 3..=5) => populate(ctx),
+        (b"structsize", 2) => Frame::bulk(format!(
+            "bits:{} value:{} entry:{} key:{} ",
+            usize::BITS,
+            std::mem::size_of::<Value>(),
+            std::mem::size_of::<Entry>(),
+            std::mem::size_of::<crate::value::Key>()
+        )),
+        (b"stringmatch-test", 2) => {
+            stringmatch_fuzz();
+            Frame::simple("Apparently Latch did not crash: test passed")
+        }
+        (b"reload", _) => {
+            for opt in &ctx.args[2..] {
+                if !["merge", "noflush", "nosave"].iter().any(|o| opt.eq_ignore_ascii_case(o.as_bytes())) {
+                    return Frame::error("ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.");
+                }
+            }
+            Frame::error("ERR DEBUG RELOAD needs RDB persistence, which this version of Latch does not have")
+        }
+        (b"loadaof", 2) => {
+            Frame::error("ERR DEBUG LOADAOF needs AOF persistence, which this version of Latch does not have")
+        }
+        _ => subcommand_syntax_error(ctx.arg(1), "DEBUG"),
+    }
+}
+
+/// C's `atoi`: leading blanks, a sign, digits; anything else ends the number (garbage is 0).
+fn atoi(b: &[u8]) -> i64 {
+    let s = std::str::from_utf8(b).unwrap_or("").trim_start();
+    let (neg, rest) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let n = rest
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .fold(0i64, |n, d| n.wrapping_mul(10).wrapping_add(i64::from(d - b'0')));
+    if neg { -n } else { n }
+}
+
+/// C's `strtod` without error checks: the longest prefix that parses, else 0.
+fn atof(b: &[u8]) -> f64 {
+    let s = std::str::from_utf8(b).unwrap_or("").trim_start();
+    (1..=s.len()).rev().find_map(|n| s.get(..n).and_then(|p| p.parse::<f64>().ok())).unwrap_or(0.0)
+}
+
+fn hex(d: &[u8; 20]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Redis's `xorDigest`: `digest ^= SHA1(data)`. Order-independent, for unordered elements.
+fn xor_digest(digest: &mut [u8; 20], data: &[u8]) {
+    let h = sha1::Sha1::digest(data);
+    for (d, x) in digest.iter_mut().zip(h.iter()) {
+        *d ^= x;
+    }
+}
+
+/// Redis's `mixDigest`: `digest = SHA1(digest ^ SHA1(data))`. Order-dependent.
+fn mix_digest(digest: &mut [u8; 20], data: &[u8]) {
+    xor_digest(digest, data);
+    let h = sha1::Sha1::digest(&digest[..]);
+    digest.copy_from_slice(&h);
+}
+
+/// Redis's object type numbers (`OBJ_STRING`...), which the digest mixes in; a native lock, which
+/// Redis does not have, gets a number of its own.
+fn type_number(v: &Value) -> u32 {
+    match v {
+        Value::Int(_) | Value::Str(_) => 0,
+        Value::List(_) => 1,
+        Value::Set(_) => 2,
+        Value::ZSet(_) => 3,
+        Value::Hash(_) => 4,
+        Value::Lock(_) => 0x4c4f_434b,
+    }
+}
+
+/// Redis's `xorObjectDigest` for one value (DEBUG DIGEST-VALUE): the same bytes give the same
+/// digest as Redis, so a test can compare digests across servers and restarts.
+fn value_digest(e: &Entry) -> [u8; 20] {
+    let mut d = [0u8; 20];
+    mix_object(&mut d, e);
+    d
+}
+
+fn mix_object(digest: &mut [u8; 20], e: &Entry) {
+    mix_digest(digest, &type_number(&e.value).to_be_bytes());
+    let element = |a: &[u8], b: &[u8]| {
+        let mut ed = [0u8; 20];
+        mix_digest(&mut ed, a);
+        mix_digest(&mut ed, b);
+        ed
+    };
+    match &e.value {
+        Value::Int(_) | Value::Str(_) => mix_digest(digest, &e.value.as_bytes().unwrap_or_default()),
+        Value::List(l) => {
+            for x in l.iter() {
+                mix_digest(digest, x);
+            }
+        }
+        Value::Set(s) => {
+            for x in s.iter() {
+                xor_digest(digest, x);
+            }
+        }
+        Value::ZSet(z) => {
+            let mut buf = Vec::new();
+            for (m, score) in z.iter() {
+                buf.clear();
+                resp::format_double_g(score, 17, &mut buf);
+                xor_digest(digest, &element(m, &buf));
+            }
+        }
+        Value::Hash(h) => {
+            for (f, v) in h.iter() {
+                xor_digest(digest, &element(f, v));
+            }
+        }
+        Value::Lock(l) => {
+            mix_digest(digest, &l.owner);
+            mix_digest(digest, l.token.to_string().as_bytes());
+        }
+    }
+    if e.expire_at().is_some() {
+        xor_digest(digest, b"!!expire!!");
+    }
+}
+
+/// Redis's `computeDatasetDigest`: per non-empty database its number, then the xor of every
+/// key/value digest. All zeros for an empty dataset.
+fn dataset_digest(ctx: &mut Ctx<'_, '_>) -> [u8; 20] {
+    let mut fin = [0u8; 20];
+    for i in 0..ctx.srv.ks.ndbs() {
+        let mut db = ctx.db_at(i);
+        let mut keys = [0u8; 20];
+        let mut any = false;
+        for t in db.tables() {
+            for (k, e) in t.iter() {
+                any = true;
+                let mut d = [0u8; 20];
+                mix_digest(&mut d, k);
+                mix_object(&mut d, e);
+                xor_digest(&mut keys, &d);
+            }
+        }
+        if any {
+            // Redis mixes the db number in, then xors each key's digest into the running result.
+            mix_digest(&mut fin, &(i as u32).to_be_bytes());
+            for (x, y) in fin.iter_mut().zip(keys) {
+                *x ^= y;
+            }
+        }
+    }
+    fin
+}
+
+/// DEBUG OBJECT: Redis's line, with the value's real address, the encoding OBJECT ENCODING
+/// reports, and the length the value has in RDB's plain (uncompressed) encoding.
+fn object(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let key = ctx.arg(2);
+    let limits = super::keyspace::encoding_limits(&ctx.srv.config);
+    let now_s = (ctx.now / 1000) as u32;
+    let lfu = ctx.srv.config.policy().is_lfu();
+    let mut db = ctx.db();
+    let Some(e) = db.table(key).peek(key) else {
+        return Frame::error("ERR no such key");
+    };
+    let enc = e.value.encoding_under(&limits);
+    let mut extra = String::new();
+    if let Value::List(l) = &e.value {
+        // One node holding every element: what Latch's list is.
+        let size: usize = l.iter().map(|x| x.len()).sum();
+        extra = format!(
+            " ql_nodes:1 ql_avg_node:{:.2} ql_listpack_max:-2 ql_compressed:0 ql_uncompressed_size:{size}",
+            l.len() as f64
+        );
+    }
+    let idle = if lfu { 0 } else { now_s.wrapping_sub(e.atime) };
+    Frame::Simple(Bytes::from(format!(
+        "Value at:{:p} refcount:1 encoding:{enc} serializedlength:{} lru:{} lru_seconds_idle:{idle}{extra}",
+        &e.value as *const Value,
+        serialized_len(&e.value),
+        e.atime & 0xFF_FFFF
+    )))
+}
+
+/// Length of RDB's length prefix for `n`.
+fn rdb_len_size(n: usize) -> usize {
+    match n {
+        0..=63 => 1,
+        64..=16383 => 2,
+        _ if n <= u32::MAX as usize => 5,
+        _ => 9,
+    }
+}
+
+/// A string as RDB saves it without compression: an integer encoding when the text is an integer
+/// that fits 32 bits (Redis's `rdbTryIntegerEncoding`), else a length and the bytes.
+fn rdb_string_size(b: &[u8]) -> usize {
+    match crate::value::canonical_i64(b) {
+        Some(i) if (-(1 << 7)..1 << 7).contains(&i) => 2,
+        Some(i) if (-(1 << 15)..1 << 15).contains(&i) => 3,
+        Some(i) if (-(1 << 31)..1 << 31).contains(&i) => 5,
+        _ => rdb_len_size(b.len()) + b.len(),
+    }
+}
+
+/// The value's size in RDB's plain encodings (list as a sequence of strings, hash and set as
+/// counted strings, zset with binary scores), before compression.
+fn serialized_len(v: &Value) -> usize {
+    match v {
+        Value::Int(_) | Value::Str(_) => rdb_string_size(&v.as_bytes().unwrap_or_default()),
+        Value::List(l) => rdb_len_size(l.len()) + l.iter().map(|x| rdb_string_size(x)).sum::<usize>(),
+        Value::Set(s) => rdb_len_size(s.len()) + s.iter().map(|x| rdb_string_size(x)).sum::<usize>(),
+        Value::Hash(h) => {
+            rdb_len_size(h.len()) + h.iter().map(|(f, x)| rdb_string_size(f) + rdb_string_size(x)).sum::<usize>()
+        }
+        Value::ZSet(z) => rdb_len_size(z.len()) + z.iter().map(|(m, _)| rdb_string_size(m) + 8).sum::<usize>(),
+        Value::Lock(l) => rdb_string_size(&l.owner) + 8,
+    }
+}
+
+fn protocol(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let name = ctx.arg(2).to_ascii_lowercase();
+    let resp3 = ctx.client.proto == resp::Protocol::Resp3;
+    let ints = || (0..3).map(Frame::Integer).collect::<Vec<_>>();
+    match name.as_slice() {
+        b"string" => Frame::bulk("Hello World"),
+        b"integer" => Frame::Integer(12345),
+        // Redis's test value, not an approximation of pi.
+        #[allow(clippy::approx_constant)]
+        b"double" => Frame::Double(3.141),
+        b"bignum" => Frame::BigNumber(Bytes::from_static(b"1234567999999999999999999999999999999")),
+        b"null" => Frame::Null,
+        b"array" => Frame::Array(ints()),
+        b"set" => Frame::Set(ints()),
+        b"map" => Frame::Map((0..3).map(|j| (Frame::Integer(j), Frame::Boolean(j == 1))).collect()),
+        b"attrib" => {
+            let value = Frame::bulk("Some real reply following the attribute");
+            if resp3 {
+                let attrs = vec![(
+                    Frame::bulk("key-popularity"),
+                    Frame::Array(vec![Frame::bulk("key:123"), Frame::Integer(90)]),
+                )];
+                Frame::Attribute { attrs, value: Box::new(value) }
+            } else {
+                value
+            }
+        }
+        b"push" => {
+            if !resp3 {
+                return Frame::error("ERR RESP2 is not supported by this command");
+            }
+            // A push, then the reply proper (a client that discards pushes still gets one reply).
+            let mut wire = bytes::BytesMut::new();
+            resp::encode(
+                &Frame::Push(vec![Frame::bulk("server-cpu-usage"), Frame::Integer(42)]),
+                resp::Protocol::Resp3,
+                &mut wire,
+            );
+            resp::encode(&Frame::bulk("Some real reply following the push reply"), resp::Protocol::Resp3, &mut wire);
+            Frame::Encoded(wire.freeze())
+        }
+        b"true" => Frame::Boolean(true),
+        b"false" => Frame::Boolean(false),
+        b"verbatim" => Frame::Verbatim { format: *b"txt", text: Bytes::from_static(b"This is a verbatim\nstring") },
+        _ => Frame::error(
+            "ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false",
+        ),
+    }
+}
+
+/// DEBUG POPULATE count [prefix] [size]: `prefix:N` keys (default `key`) holding `value:N`, padded
+/// with zero bytes or cut to `size`; existing keys are left alone.
+fn populate(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let positive = |b: &[u8]| match crate::args::parse_i64_strict(b) {
+        Some(n) if n >= 0 => Ok(n as usize),
+        Some(_) => Err(Frame::error("ERR value is out of range, must be positive")),
+        None => Err(crate::error::not_integer()),
+    };
+    let count = match positive(ctx.arg(2)) {
+        Ok(n) => n,
+        Err(e) => return e,
+    };
+    let size = match ctx.args.get(4).map(|a| positive(a)) {
+        Some(Ok(n)) => n,
+        Some(Err(e)) => return e,
+        None => 0,
+    };
+    let prefix = ctx.args.get(3).cloned().unwrap_or_else(|| Bytes::from_static(b"key"));
+    let mut db = ctx.db();
+    let mut key = Vec::new();
+    for j in 0..count {
+        key.clear();
+        key.extend_from_slice(&prefix);
+        key.push(b':');
+        key.extend_from_slice(j.to_string().as_bytes());
+        if db.exists(&key) {
+            continue;
+        }
+        let mut val = format!("value:{j}").into_bytes();
+        if size != 0 {
+            val.resize(size, 0);
+        }
+        db.set(&key, Value::string(&val), false);
+    }
+    Frame::ok()
+}
+
+/// DEBUG STRINGMATCH-TEST: random patterns against random subjects through the matcher, looking
+/// for a crash or a runaway (Redis's `stringmatchlen_fuzz_test`).
+fn stringmatch_fuzz() {
+    const ALPHABET: &[u8] = b"*?[]\\^-ab";
+    for _ in 0..1000 {
+        let pat: Vec<u8> =
+            (0..rand::random_range(0..32)).map(|_| ALPHABET[rand::random_range(0..ALPHABET.len())]).collect();
+        let sub: Vec<u8> = (0..rand::random_range(0..32)).map(|_| rand::random::<u8>()).collect();
+        let _ = crate::glob::matches(&pat, &sub, rand::random());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::clock::Clock;
+    use crate::testkit::TestServer;
+
+    fn debug_server() -> TestServer {
+        let ts = TestServer::new();
+        ts.srv.config.set("enable-debug-command", "yes", true).expect("valid");
+        ts
+    }
+
+    /// Digests computed by Redis 7.0.15 for the same data (redis-cli DEBUG DIGEST / DIGEST-VALUE
+    /// after these commands): every type, a TTL, a second database.
+    #[test]
+    fn digests_match_redis() {
+        let ts = debug_server();
+        let big = "x".repeat(100);
+        ts.transcript(&format!(
+            r#"
+            > DEBUG DIGEST
+            +0000000000000000000000000000000000000000
+            > SET s hello
+            +OK
+            > SET n 12345
+            +OK
+            > SET big {big}
+            +OK
+            > RPUSH l a b c 1 2
+            :5
+            > SADD st x y z
+            :3
+            > SADD si 1 2 3
+            :3
+            > ZADD z 1 a 2.5 b -3 c 1e100 d
+            :4
+            > HSET h f1 v1 f2 v2
+            :2
+            > SET e v EX 1000
+            +OK
+            > SELECT 3
+            +OK
+            > SET other 1
+            +OK
+            > SELECT 0
+            +OK
+            > DEBUG DIGEST
+            +822d459d82879b1634916ea768a4a2d8221c5686
+            > DEBUG DIGEST-VALUE s n big l st si z h e nokey
+            [+36b23a1456b2dce2c3ed252c456761301dba8060, +e1cf90774e995ae03de66e8109dc5cb9d9c2dc83, +6942b9b71aaff9a398b7a2f898756f5e28dd3cd1, +f48a1249517530ff1906fc79ddbf9b687f71f06f, +0fd9977d57e46b1b9b87439f5ac5b338416ccc24, +2a462a3f51a1db89738ebbeef0c47ce1bbc85246, +2ded13859c67141cd9ee3d856374c733d325f0f1, +047cc60ea73a34cde6d08a2721a4a26d19ee6570, +311b17018163335616e089f6b951c82c477335ac, +0000000000000000000000000000000000000000]
+            "#
+        ));
+    }
+
+    #[test]
+    fn debug_is_refused_unless_enabled() {
+        TestServer::new().transcript(
+            r#"
+            > DEBUG SLEEP 0
+            -ERR DEBUG command not allowed. If the enable-debug-command option is set to "local", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.
+            "#,
+        );
+    }
+
+    #[test]
+    fn protocol_errors_and_options() {
+        debug_server().transcript(
+            r#"
+            > DEBUG PROTOCOL nope
+            -ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false
+            > DEBUG PROTOCOL push
+            -ERR RESP2 is not supported by this command
+            > DEBUG PROTOCOL string
+            "Hello World"
+            > DEBUG ERROR "bad\r\nthing"
+            -bad  thing
+            > DEBUG QUICKLIST-PACKED-THRESHOLD 5gb
+            -ERR argument must be a memory value bigger than 1 and smaller than 4gb
+            > DEBUG QUICKLIST-PACKED-THRESHOLD 1K
+            +OK
+            > DEBUG RELOAD FOO
+            -ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.
+            > DEBUG POPULATE 3 p 2
+            +OK
+            > MGET p:0 p:1 p:2 p:3
+            ["va", "va", "va", (nil)]
+            > DEBUG POPULATE -1
+            -ERR value is out of range, must be positive
+            > DEBUG OBJECT nokey
+            -ERR no such key
+            > DEBUG nosuch
+            -ERR unknown subcommand or wrong number of arguments for 'nosuch'. Try DEBUG HELP.
+            "#,
+        );
+    }
+
+    #[test]
+    fn set_active_expire_stops_the_cron_from_reclaiming() {
+        let ts = debug_server();
+        ts.transcript(
+            r#"
+            > DEBUG SET-ACTIVE-EXPIRE 0
+            +OK
+            > SET k v PX 10
+            +OK
+            "#,
+        );
+        ts.clock.advance_ms(50);
+        assert_eq!(ts.srv.active_expire_cycle(ts.clock.now_ms(), 1000), 0);
+        ts.transcript(
+            r#"
+            > DEBUG SET-ACTIVE-EXPIRE 1
+            +OK
+            "#,
+        );
+        assert_eq!(ts.srv.active_expire_cycle(ts.clock.now_ms(), 1000), 1);
+    }
+
+    #[test]
+    fn c_number_parsing() {
+        assert_eq!(super::atoi(b" 12abc"), 12);
+        assert_eq!(super::atoi(b"-3"), -3);
+        assert_eq!(super::atoi(b"x"), 0);
+        assert_eq!(super::atof(b"0.5s"), 0.5);
+        assert_eq!(super::atof(b"nope"), 0.0);
+    }
+}
