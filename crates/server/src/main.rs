@@ -7,8 +7,10 @@
 mod alloc;
 mod config_file;
 mod conn;
+mod log;
 mod net;
 mod os_host;
+mod process;
 
 use engine::clock::{Clock, SystemClock};
 use engine::config::Config;
@@ -63,7 +65,33 @@ fn main() {
         eprintln!("{e}");
         std::process::exit(1);
     }
-    init_logging(&config);
+    // The config file, if any, for CONFIG REWRITE and INFO (redis-server's first non-option argument).
+    let config_file = args
+        .first()
+        .filter(|a| !a.starts_with("--") && a.as_str() != "-")
+        .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| std::path::PathBuf::from(p)));
+    // Before any thread is started: the child goes on, the parent exits (Redis's daemonize()).
+    if config.get("daemonize").as_deref() == Some("yes") {
+        process::daemonize();
+    }
+    if let Err(e) = log::init(&config.get("logfile").unwrap_or_default(), &config.get("loglevel").unwrap_or_default()) {
+        eprintln!("{e}");
+        std::process::exit(1);
+    }
+    tracing::warn!("oO0OoO0OoO0Oo Latch is starting oO0OoO0OoO0Oo");
+    tracing::warn!(
+        "Latch version={}, Redis version={}, bits={}, pid={}, just started",
+        engine::server::LATCH_VERSION,
+        engine::server::REDIS_VERSION,
+        usize::BITS,
+        std::process::id()
+    );
+    match &config_file {
+        Some(_) => tracing::warn!("Configuration loaded"),
+        None => tracing::warn!(
+            "Warning: no config file specified, using the default config. In order to specify a config file use latch-server /path/to/latch.conf"
+        ),
+    }
     // Auto: a worker per core but one. The spare core is for the kernel's network processing, the
     // cron and whatever else runs on the box: on 2 cores with the client alongside, one worker beat
     // two on 9 of bench-compare's 10 workloads at -P 1 and on 6 at -P 16 (docs/performance.md).
@@ -83,36 +111,10 @@ fn main() {
             eprintln!("cannot start runtime: {e}");
             std::process::exit(1)
         });
-    // The config file, if any, for CONFIG REWRITE and INFO (redis-server's first non-option argument).
-    let config_file = args
-        .first()
-        .filter(|a| !a.starts_with("--") && a.as_str() != "-")
-        .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| std::path::PathBuf::from(p)));
     let code = rt.block_on(run(config, threads, config_file));
     // Connection tasks may still hold sockets; do not wait for them.
     rt.shutdown_timeout(Duration::from_millis(100));
     std::process::exit(code);
-}
-
-fn init_logging(config: &Config) {
-    let level = match config.get("loglevel").as_deref() {
-        Some("debug") => tracing::Level::DEBUG,
-        Some("verbose") => tracing::Level::INFO,
-        Some("warning") => tracing::Level::WARN,
-        Some("nothing") => tracing::Level::ERROR,
-        _ => tracing::Level::INFO,
-    };
-    let builder = tracing_subscriber::fmt().with_max_level(level).with_target(false).with_ansi(false);
-    match config.get("logfile").filter(|f| !f.is_empty()) {
-        Some(path) => match std::fs::OpenOptions::new().create(true).append(true).open(&path) {
-            Ok(f) => builder.with_writer(std::sync::Mutex::new(f)).init(),
-            Err(e) => {
-                eprintln!("Can't open the log file: {e}");
-                std::process::exit(1);
-            }
-        },
-        None => builder.with_writer(std::io::stdout).init(),
-    }
 }
 
 async fn run(config: Config, threads: usize, config_file: Option<std::path::PathBuf>) -> i32 {
@@ -133,22 +135,16 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     let clock = Arc::new(SystemClock::new());
     let srv = Arc::new(Server::new(config, clock.clone()));
     *srv.config_file.lock() = config_file;
-    tracing::info!(
-        "Latch {} (Redis {} compatible) starting, pid={}, io-threads={}, shards={}",
-        engine::server::LATCH_VERSION,
-        engine::server::REDIS_VERSION,
-        std::process::id(),
-        threads,
-        srv.ks.nshards()
-    );
+    tracing::info!("{} I/O thread(s), {} keyspace shards", threads, srv.ks.nshards());
 
     let backlog = srv.config.get_i64("tcp-backlog").clamp(0, i32::MAX as i64) as i32;
     if let Some(warning) = net::backlog_warning(backlog, net::somaxconn()) {
         tracing::warn!("{warning}");
     }
     // Redis's listenToPort: every bind word in turn; a failure is logged, then skipped or fatal.
+    // Port 0 is no TCP listener at all, as in Redis.
     let mut listeners = Vec::new();
-    for word in binds.split_whitespace() {
+    for word in binds.split_whitespace().filter(|_| port != 0) {
         let (host, optional) = net::bind_word(word);
         match net::listen(host, port, backlog) {
             Ok(l) => listeners.push(l),
@@ -185,21 +181,30 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
             }
         }));
     }
+    // Redis's order after its listeners: the pid file, the logo, "Server initialized", then
+    // (once the data is loaded) "Ready to accept connections".
+    let pidfile = process::PidFile::create(&srv.config);
+    process::announce(&srv.config, port);
+    tracing::warn!("Server initialized");
     srv.memory_startup.store(alloc::used(), std::sync::atomic::Ordering::Relaxed);
     for l in listeners {
-        let addr = l.local_addr().map(|a| a.to_string()).unwrap_or_default();
-        tracing::info!("Ready to accept connections tcp on {addr}");
+        tracing::debug!("Listening on {}", l.local_addr().map(|a| a.to_string()).unwrap_or_default());
         tokio::spawn(accept_loop(l, srv.clone()));
     }
     tokio::spawn(waiter_timer(srv.clone(), clock.clone()));
     tokio::spawn(cron(srv.clone(), clock));
+    tracing::info!("Ready to accept connections tcp");
 
     let why = signals.wait(stop).await;
-    tracing::info!("{why}: shutting down, closing {} client(s)", srv.clients.len());
+    if why != "User requested shutdown" {
+        tracing::warn!("{why} scheduling shutdown...");
+    }
+    tracing::warn!("User requested shutdown...");
     for c in srv.clients.snapshot() {
         c.kill();
     }
-    tracing::info!("Latch is now ready to exit, bye bye...");
+    drop(pidfile);
+    tracing::warn!("Latch is now ready to exit, bye bye...");
     0
 }
 
@@ -313,6 +318,10 @@ async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>) {
         let hz = srv.config.hz.load(std::sync::atomic::Ordering::Relaxed).clamp(1, 500);
         tokio::time::sleep(Duration::from_millis(1000 / hz)).await;
         clock.resync();
+        log::set_level(&srv.config.get("loglevel").unwrap_or_default());
+        if srv.debug.pause_cron.load(std::sync::atomic::Ordering::Relaxed) {
+            continue;
+        }
         let now = clock.now_ms();
         srv.clients_cron(now);
         let srv2 = srv.clone();

@@ -71,7 +71,7 @@ impl ListenError {
 }
 
 /// strerror's text for an OS error (io::Error's Display adds " (os error N)").
-fn strerror(e: &io::Error) -> String {
+pub(crate) fn strerror(e: &io::Error) -> String {
     let s = e.to_string();
     match s.find(" (os error") {
         Some(i) => s[..i].to_string(),

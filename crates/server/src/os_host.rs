@@ -27,6 +27,16 @@ impl Host for OsHost {
         crate::net::adjust_open_files_limit(maxclients)
     }
 
+    fn log(&self, level: engine::host::LogLevel, msg: &str) {
+        use engine::host::LogLevel;
+        match level {
+            LogLevel::Debug => tracing::trace!("{msg}"),
+            LogLevel::Verbose => tracing::debug!("{msg}"),
+            LogLevel::Notice => tracing::info!("{msg}"),
+            LogLevel::Warning => tracing::warn!("{msg}"),
+        }
+    }
+
     /// Second field of `/proc/self/statm`, in 4 KiB pages.
     fn rss_bytes(&self) -> u64 {
         read("/proc/self/statm")

@@ -33,48 +33,53 @@ fn ss(args: &[&str]) -> Option<Vec<String>> {
 
 #[test]
 fn bind_failures_log_and_stop_as_redis() {
+    let p = common::free_port().to_string();
     // 192.0.2.1 is TEST-NET-1: no machine has it, so binding fails with EADDRNOTAVAIL.
-    let (st, log) = run_to_exit(&["--port", "0", "--bind", "192.0.2.1"]);
+    let (st, log) = run_to_exit(&["--port", &p, "--bind", "192.0.2.1"]);
     assert_eq!(st.code(), Some(1), "{log}");
     assert!(
-        log.contains(
-            "Warning: Could not create server TCP listening socket 192.0.2.1:0: bind: Cannot assign requested address"
-        ),
+        log.contains(&format!(
+            "Warning: Could not create server TCP listening socket 192.0.2.1:{p}: bind: Cannot assign requested address"
+        )),
         "{log}"
     );
-    assert!(log.contains("Failed listening on port 0 (TCP), aborting."), "{log}");
+    assert!(log.contains(&format!("Failed listening on port {p} (TCP), aborting.")), "{log}");
 
     // Optional and missing: skipped after the same warning; with nothing else, Redis's last words.
-    let (st, log) = run_to_exit(&["--port", "0", "--bind", "-192.0.2.1"]);
+    let (st, log) = run_to_exit(&["--port", &p, "--bind", "-192.0.2.1"]);
     assert_eq!(st.code(), Some(1), "{log}");
-    assert!(log.contains("Could not create server TCP listening socket 192.0.2.1:0: bind: "), "{log}");
+    assert!(log.contains(&format!("Could not create server TCP listening socket 192.0.2.1:{p}: bind: ")), "{log}");
     assert!(log.contains("Configured to not listen anywhere, exiting."), "{log}");
     assert!(!log.contains("Failed listening"), "{log}");
 
     // A name that does not resolve is fatal (the text after ':' is the resolver's gai_strerror).
-    let (st, log) = run_to_exit(&["--port", "0", "--bind", "nonsense-address"]);
+    let (st, log) = run_to_exit(&["--port", &p, "--bind", "nonsense-address"]);
     assert_eq!(st.code(), Some(1), "{log}");
-    assert!(log.contains("Warning: Could not create server TCP listening socket nonsense-address:0: "), "{log}");
-    assert!(log.contains("Failed listening on port 0 (TCP), aborting."), "{log}");
+    assert!(
+        log.contains(&format!("Warning: Could not create server TCP listening socket nonsense-address:{p}: ")),
+        "{log}"
+    );
+    assert!(log.contains(&format!("Failed listening on port {p} (TCP), aborting.")), "{log}");
 }
 
 #[test]
 fn optional_addresses_are_skipped_and_names_resolve() {
-    let (s, log) = Latch::start_exact(&["--port", "0", "--bind", "-192.0.2.1 127.0.0.1"]);
+    let (s, log) = Latch::start_exact(&["--port", "$PORT", "--bind", "-192.0.2.1 127.0.0.1", "--loglevel", "verbose"]);
     assert!(
-        log.contains(
-            "Warning: Could not create server TCP listening socket 192.0.2.1:0: bind: Cannot assign requested address"
-        ),
+        log.contains(&format!(
+            "Warning: Could not create server TCP listening socket 192.0.2.1:{}: bind: Cannot assign requested address",
+            s.port
+        )),
         "{}",
         log
     );
-    assert!(log.contains("Ready to accept connections tcp on 127.0.0.1:"), "{}", log);
+    assert!(log.contains(&format!("Listening on 127.0.0.1:{}", s.port)), "{}", log);
     assert_eq!(call(("127.0.0.1", s.port), "PING"), "+PONG\r\n");
     assert_eq!(call(("127.0.0.1", s.port), "CONFIG GET bind"), "*2\r\n$4\r\nbind\r\n$20\r\n-192.0.2.1 127.0.0.1\r\n");
 
     // getaddrinfo, as Redis: a host name binds its IPv4 address (no ':' in the word).
-    let (s, log) = Latch::start_exact(&["--port", "0", "--bind", "localhost"]);
-    assert!(log.contains("Ready to accept connections tcp on 127.0.0.1:"), "{}", log);
+    let (s, log) = Latch::start_exact(&["--port", "$PORT", "--bind", "localhost", "--loglevel", "verbose"]);
+    assert!(log.contains(&format!("Listening on 127.0.0.1:{}", s.port)), "{}", log);
     assert_eq!(call(("127.0.0.1", s.port), "PING"), "+PONG\r\n");
 }
 
@@ -118,14 +123,14 @@ fn protected_mode_serves_loopback_and_follows_config_set() {
 
     // ::1 is local too (skipped where the machine has no IPv6 loopback).
     if std::net::TcpListener::bind("[::1]:0").is_ok() {
-        let (s, _) = Latch::start_exact(&["--port", "0", "--bind", "::1"]);
+        let (s, _) = Latch::start_exact(&["--port", "$PORT", "--bind", "::1"]);
         assert_eq!(call(("::1", s.port), "PING"), "+PONG\r\n");
     }
 }
 
 #[test]
 fn tcp_backlog_is_the_listen_backlog() {
-    let (s, _) = Latch::start_exact(&["--port", "0", "--bind", "127.0.0.1", "--tcp-backlog", "100"]);
+    let (s, _) = Latch::start_exact(&["--port", "$PORT", "--bind", "127.0.0.1", "--tcp-backlog", "100"]);
     let somaxconn: Option<i32> =
         std::fs::read_to_string("/proc/sys/net/core/somaxconn").ok().and_then(|t| t.trim().parse().ok());
     if let Some(lines) = ss(&["-ltnH", &format!("sport = :{}", s.port)]) {
@@ -137,7 +142,8 @@ fn tcp_backlog_is_the_listen_backlog() {
     // Above somaxconn: Redis's warning.
     if let Some(max) = somaxconn.filter(|&m| m > 0 && m < i32::MAX) {
         let want = max + 1;
-        let (_s, log) = Latch::start_exact(&["--port", "0", "--bind", "127.0.0.1", "--tcp-backlog", &want.to_string()]);
+        let (_s, log) =
+            Latch::start_exact(&["--port", "$PORT", "--bind", "127.0.0.1", "--tcp-backlog", &want.to_string()]);
         let warning = format!(
             "WARNING: The TCP backlog setting of {want} cannot be enforced because /proc/sys/net/core/somaxconn is set to the lower value of {max}."
         );
@@ -230,7 +236,7 @@ fn rename_command_from_a_file_and_its_errors() {
     // Errors stop startup as Redis's, with Redis's line numbers: command-line options come after
     // the file and a newline (line 2 when there is no file).
     let bad = dir.join("bad.conf");
-    std::fs::write(&bad, "port 0\nrename-command nosuch x\n").unwrap();
+    std::fs::write(&bad, "port 6379\nrename-command nosuch x\n").unwrap();
     let (st, log) = run_to_exit(&[bad.to_str().unwrap()]);
     assert_eq!(st.code(), Some(1));
     assert!(log.contains("at line 2\n>>> 'rename-command nosuch x'\nNo such command in rename-command"), "{log}");
@@ -263,21 +269,22 @@ fn wildcard_bind_in_protected_mode_serves_loopback() {
 fn maxclients_follows_the_open_files_limit() {
     use std::io::{BufRead, BufReader};
     let bin = env!("CARGO_BIN_EXE_latch-server");
+    let port = common::free_port();
     let mut child = std::process::Command::new("sh")
-        .args(["-c", &format!("ulimit -n 100 && exec '{bin}' --bind 127.0.0.1 --port 0")])
+        .args(["-c", &format!("ulimit -n 100 && exec '{bin}' --bind 127.0.0.1 --port {port}")])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut log = String::new();
-    let port: u16 = loop {
+    loop {
         let line = lines.next().expect("server output").unwrap();
         log.push_str(&line);
         log.push('\n');
-        if let Some(addr) = line.split("Ready to accept connections tcp on ").nth(1) {
-            break addr.rsplit(':').next().unwrap().trim().parse().unwrap();
+        if line.contains("Ready to accept connections") {
+            break;
         }
-    };
+    }
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     std::io::Write::write_all(&mut s, b"*3\r\n$6\r\nCONFIG\r\n$3\r\nGET\r\n$10\r\nmaxclients\r\n").unwrap();
     let mut reply = [0u8; 64];

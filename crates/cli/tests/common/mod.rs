@@ -10,8 +10,8 @@ use std::time::Duration;
 /// The latch-cli binary under test.
 pub const LATCH_CLI: &str = env!("CARGO_BIN_EXE_latch-cli");
 
-/// Starts latch-server on an ephemeral port (`--port 0`) and reads the port from its "Ready to accept
-/// connections" line: unlike a port picked beforehand, no other test can take it first.
+/// Starts latch-server on a port that was free a moment ago; if another process took it first (the
+/// server logs "Failed listening on port"), tries another, as Redis's own test harness does.
 pub fn start_latch() -> (Child, u16) {
     let bin = Path::new(LATCH_CLI).with_file_name("latch-server");
     assert!(
@@ -19,22 +19,37 @@ pub fn start_latch() -> (Child, u16) {
         "{} is not built: run `cargo build --bin latch-server` (cargo test --workspace does)",
         bin.display()
     );
-    let mut child = Command::new(bin)
-        .args(["--bind", "127.0.0.1", "--port", "0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn latch-server");
-    let out = child.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-            if let Some(addr) = line.split("Ready to accept connections tcp on ").nth(1) {
-                let _ = tx.send(addr.rsplit(':').next().and_then(|p| p.trim().parse::<u16>().ok()));
+    for _ in 0..20 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("free port").port();
+        let mut child = Command::new(&bin)
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn latch-server");
+        let out = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                if line.contains("Ready to accept connections") {
+                    let _ = tx.send(true);
+                } else if line.contains("Failed listening on port") {
+                    let _ = tx.send(false);
+                }
+            }
+        });
+        match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(true) => return (child, port),
+            Ok(false) => {
+                let _ = child.wait();
+            }
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("latch-server did not start");
             }
         }
-    });
-    let port = rx.recv_timeout(Duration::from_secs(20)).ok().flatten().expect("latch-server did not start");
-    (child, port)
+    }
+    panic!("latch-server found no free port")
 }

@@ -1,5 +1,5 @@
-//! Starts the real `latch-server` binary on 127.0.0.1 with an ephemeral port, and talks to it through
-//! the `redis` crate or raw bytes.
+//! Starts the real `latch-server` binary on 127.0.0.1 on a free port, and talks to it through the
+//! `redis` crate or raw bytes.
 
 #![allow(dead_code)]
 
@@ -19,23 +19,45 @@ pub struct Latch {
     pub log: mpsc::Receiver<String>,
 }
 
+/// A port that was free a moment ago on 127.0.0.1. Another process may take it before the server
+/// binds it: [`Latch::start_exact`] then tries another, as Redis's own test harness does.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("free port").port()
+}
+
 impl Latch {
-    /// Starts a server with `--bind 127.0.0.1 --port 0` plus `args` (a config file path, if any, first).
+    /// Starts a server with `--bind 127.0.0.1 --port <free port>` plus `args` (a config file path,
+    /// if any, first).
     pub fn start(args: &[&str]) -> Latch {
         let (file, opts) = match args.first() {
             Some(f) if !f.starts_with("--") => (Some(*f), &args[1..]),
             _ => (None, args),
         };
         let mut all: Vec<&str> = file.into_iter().collect();
-        all.extend(["--bind", "127.0.0.1", "--port", "0"]);
+        all.extend(["--bind", "127.0.0.1", "--port", "$PORT"]);
         all.extend(opts);
         Latch::start_exact(&all).0
     }
 
-    /// Starts a server with exactly `args` (no defaults added); it must report a TCP port. Returns it
-    /// with the log it printed up to "Ready to accept connections".
-    #[allow(clippy::zombie_processes)] // the child is reaped in Drop
+    /// Starts a server with exactly `args`, where `$PORT` stands for a free port (picked again if the
+    /// server reports "Failed listening on port"). Returns it once it logged "Ready to accept
+    /// connections", with what it logged until then.
     pub fn start_exact(args: &[&str]) -> (Latch, String) {
+        let mut last = String::new();
+        for _ in 0..20 {
+            let port = free_port();
+            let args: Vec<String> = args.iter().map(|a| a.replace("$PORT", &port.to_string())).collect();
+            match Latch::spawn(&args, port) {
+                Ok(started) => return started,
+                Err(log) if log.contains("Failed listening on port") => last = log,
+                Err(log) => panic!("latch-server did not start; log:\n{log}"),
+            }
+        }
+        panic!("latch-server found no free port; last log:\n{last}")
+    }
+
+    #[allow(clippy::zombie_processes)] // the child is reaped in Drop
+    fn spawn(args: &[String], port: u16) -> Result<(Latch, String), String> {
         let mut child = Command::new(env!("CARGO_BIN_EXE_latch-server"))
             .args(args)
             .stdout(Stdio::piped())
@@ -59,13 +81,12 @@ impl Latch {
             let Ok(line) = rx.recv_timeout(left) else {
                 let _ = child.kill();
                 let _ = child.wait();
-                panic!("latch-server did not report its address; log:\n{log}");
+                return Err(log);
             };
             log.push_str(&line);
             log.push('\n');
-            if let Some(addr) = line.split("Ready to accept connections tcp on ").nth(1) {
-                let port = addr.rsplit(':').next().and_then(|p| p.trim().parse().ok()).expect("port");
-                return (Latch { child, port, log: rx }, log);
+            if line.contains("Ready to accept connections") {
+                return Ok((Latch { child, port, log: rx }, log));
             }
         }
     }

@@ -1,0 +1,202 @@
+//! The startup contract of redis-server, which operators' tools and Redis's own test harness rely
+//! on: the log's line format, the logo's ` PID: ` line, `pidfile`, `daemonize`, a port in use,
+//! `port 0`, and the last words at shutdown.
+
+mod common;
+use common::Latch;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_latch-server");
+
+/// A temporary directory of this test's own, removed on drop.
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let d = std::env::temp_dir().join(format!("latch-startup-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        TempDir(d)
+    }
+    fn path(&self, f: &str) -> String {
+        self.0.join(f).to_str().unwrap().to_string()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Every line the server writes after "Ready to accept connections", until it exits.
+fn rest_of_log(l: &mut Latch) -> String {
+    let mut out = String::new();
+    while let Ok(line) = l.log.recv_timeout(Duration::from_secs(10)) {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// `pid:M dd Mon yyyy hh:mm:ss.mmm <mark> message`, as Redis's serverLogRaw writes it.
+fn is_redis_log_line(line: &str, pid: u32) -> bool {
+    let Some(rest) = line.strip_prefix(&format!("{pid}:M ")) else { return false };
+    let b = rest.as_bytes();
+    // "25 Nov 2026 14:35:56.626 * "
+    rest.len() > 27
+        && b[..2].iter().all(u8::is_ascii_digit)
+        && b[2] == b' '
+        && ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"].contains(&&rest[3..6])
+        && b[6] == b' '
+        && b[7..11].iter().all(u8::is_ascii_digit)
+        && &rest[11..12] == " "
+        && b[14] == b':'
+        && b[17] == b':'
+        && b[20] == b'.'
+        && b[24] == b' '
+        && matches!(b[25], b'.' | b'-' | b'*' | b'#')
+        && b[26] == b' '
+}
+
+#[test]
+fn the_log_reads_like_redis_servers_with_the_logo_and_its_pid_line() {
+    let (mut l, log) = Latch::start_exact(&["--bind", "127.0.0.1", "--port", "$PORT", "--always-show-logo", "yes"]);
+    let pid = l.pid();
+    assert!(log.contains(&format!(" PID: {pid}\n")), "{log}");
+    assert!(log.contains(&format!(" Port: {}\n", l.port)), "{log}");
+    let prefixed: Vec<&str> = log.lines().filter(|x| x.starts_with(&format!("{pid}:"))).collect();
+    assert!(prefixed.len() >= 4, "{log}");
+    for line in &prefixed {
+        assert!(is_redis_log_line(line, pid), "not in Redis's format: {line:?}");
+    }
+    let pos = |s: &str| log.find(s).unwrap_or_else(|| panic!("no {s:?} in\n{log}"));
+    assert!(pos("Latch is starting") < pos(" PID: "));
+    assert!(pos(" PID: ") < pos("# Server initialized"));
+    assert!(pos("# Server initialized") < pos("* Ready to accept connections"));
+    assert_eq!(log.matches("Ready to accept connections").count(), 1, "{log}");
+    assert!(log.contains("# Warning: no config file specified"), "{log}");
+
+    // Without always-show-logo (and not on a terminal): Redis's one-line notice instead.
+    let (_m, log) = Latch::start_exact(&["--bind", "127.0.0.1", "--port", "$PORT"]);
+    assert!(!log.contains(" PID: "), "{log}");
+    assert!(log.contains("* Running mode=standalone, port="), "{log}");
+
+    // SIGTERM: Redis's last words.
+    assert!(Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());
+    let rest = rest_of_log(&mut l);
+    assert!(rest.contains("# Received SIGTERM scheduling shutdown..."), "{rest}");
+    assert!(rest.contains("# User requested shutdown..."), "{rest}");
+    assert!(rest.contains("ready to exit, bye bye..."), "{rest}");
+}
+
+#[test]
+fn pidfile_holds_the_pid_while_running_and_is_removed_at_exit() {
+    let dir = TempDir::new("pidfile");
+    let pidfile = dir.path("latch.pid");
+    let (mut l, _) = Latch::start_exact(&["--bind", "127.0.0.1", "--port", "$PORT", "--pidfile", &pidfile]);
+    assert_eq!(std::fs::read_to_string(&pidfile).unwrap(), format!("{}\n", l.pid()));
+    let mut r = l.raw();
+    r.send(b"SHUTDOWN NOSAVE\r\n");
+    assert!(r.closed());
+    let st = l.wait_exit(Duration::from_secs(10)).expect("exited");
+    assert!(st.success());
+    assert!(rest_of_log(&mut l).contains("* Removing the pid file."));
+    assert!(!std::path::Path::new(&pidfile).exists());
+
+    // A pid file that cannot be written is a warning, not a reason to stop.
+    let (_l, log) = Latch::start_exact(&[
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        "$PORT",
+        "--pidfile",
+        &dir.path("no/such/dir/latch.pid"),
+    ]);
+    assert!(log.contains("# Failed to write PID file: No such file or directory"), "{log}");
+}
+
+#[test]
+fn daemonize_detaches_writes_the_pidfile_and_logs_to_the_logfile() {
+    let dir = TempDir::new("daemon");
+    let (pidfile, logfile) = (dir.path("d.pid"), dir.path("d.log"));
+    for _ in 0..20 {
+        let port = common::free_port();
+        // The command returns once the parent has forked the daemon and exited.
+        let st = Command::new(BIN)
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--daemonize", "yes"])
+            .args(["--pidfile", &pidfile, "--logfile", &logfile, "--always-show-logo", "yes"])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let log = loop {
+            let log = std::fs::read_to_string(&logfile).unwrap_or_default();
+            if log.contains("Ready to accept connections") || log.contains("Failed listening") {
+                break log;
+            }
+            assert!(Instant::now() < deadline, "the daemon did not start; log:\n{log}");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        if log.contains("Failed listening") {
+            let _ = std::fs::remove_file(&logfile);
+            continue;
+        }
+        let pid: u32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+        assert!(log.contains(&format!(" PID: {pid}\n")), "{log}");
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        std::io::Write::write_all(&mut s, b"PING\r\n").unwrap();
+        let mut buf = [0u8; 7];
+        std::io::Read::read_exact(&mut s, &mut buf).unwrap();
+        assert_eq!(&buf, b"+PONG\r\n");
+        // The daemon is this test's own child's child: stop it by the pid it wrote.
+        assert!(Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::path::Path::new(&pidfile).exists() {
+            assert!(Instant::now() < deadline, "the daemon did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let log = std::fs::read_to_string(&logfile).unwrap();
+        assert!(log.contains("ready to exit, bye bye..."), "{log}");
+        return;
+    }
+    panic!("no free port");
+}
+
+#[test]
+fn a_port_in_use_is_fatal_with_redis_words() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let out = Command::new(BIN).args(["--bind", "127.0.0.1", "--port", &port.to_string()]).output().unwrap();
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{log}");
+    assert!(
+        log.contains(&format!(
+            "# Warning: Could not create server TCP listening socket 127.0.0.1:{port}: bind: Address already in use"
+        )),
+        "{log}"
+    );
+    assert!(log.contains(&format!("# Failed listening on port {port} (TCP), aborting.")), "{log}");
+    assert!(!log.contains(" PID: ") && !log.contains("Ready to accept"), "{log}");
+}
+
+#[test]
+fn port_0_disables_tcp_as_in_redis() {
+    let out = Command::new(BIN).args(["--bind", "127.0.0.1", "--port", "0"]).output().unwrap();
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{log}");
+    assert!(log.contains("# Configured to not listen anywhere, exiting."), "{log}");
+}
+
+#[test]
+fn an_unknown_directive_in_the_file_is_reported_as_redis_does() {
+    let dir = TempDir::new("baddirective");
+    let conf = dir.path("bad.conf");
+    std::fs::write(&conf, "port 6379\nfrobnicate yes\n").unwrap();
+    let out = Command::new(BIN).arg(&conf).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("*** FATAL CONFIG FILE ERROR"), "{err}");
+    assert!(err.contains("Reading the configuration file, at line 2\n>>> 'frobnicate yes'\nBad directive or wrong number of arguments"), "{err}");
+}
