@@ -523,6 +523,10 @@ pub struct Config {
     pub lfu_decay_time: AtomicI64,
     /// Hot copy of `evict-native-locks`.
     pub evict_native_locks: AtomicBool,
+    /// Hot copy of `latency-tracking` (per-command latency histograms).
+    pub latency_tracking: AtomicBool,
+    /// Hot copy of `latency-monitor-threshold` (milliseconds, 0 = the latency monitor is off).
+    pub latency_monitor_threshold: AtomicI64,
     /// `min-replicas-to-write` (0 = off).
     min_replicas_to_write: AtomicI64,
     /// `min-replicas-max-lag` (0 = the check is off).
@@ -895,6 +899,8 @@ impl Config {
             lfu_log_factor: AtomicI64::new(0),
             lfu_decay_time: AtomicI64::new(0),
             evict_native_locks: AtomicBool::new(false),
+            latency_tracking: AtomicBool::new(true),
+            latency_monitor_threshold: AtomicI64::new(0),
             min_replicas_to_write: AtomicI64::new(0),
             min_replicas_max_lag: AtomicI64::new(0),
             requirepass: RwLock::new(Vec::new()),
@@ -1082,6 +1088,8 @@ impl Config {
             "lfu-log-factor" => self.lfu_log_factor.store(i(), Ordering::Relaxed),
             "lfu-decay-time" => self.lfu_decay_time.store(i(), Ordering::Relaxed),
             "evict-native-locks" => self.evict_native_locks.store(v == "yes", Ordering::Relaxed),
+            "latency-tracking" => self.latency_tracking.store(v == "yes", Ordering::Relaxed),
+            "latency-monitor-threshold" => self.latency_monitor_threshold.store(i(), Ordering::Relaxed),
             _ => {}
         }
     }

@@ -292,7 +292,14 @@ impl Server {
             }
             return Evicted::Ok;
         }
-        let result = if policy == Policy::NoEviction { Evicted::Fail } else { self.evict(policy, max) };
+        let result = if policy == Policy::NoEviction {
+            Evicted::Fail
+        } else {
+            let start = self.clock.ticks_us();
+            let r = self.evict(policy, max);
+            self.latency_sample("eviction-cycle", self.clock.ticks_us().saturating_sub(start) / 1000);
+            r
+        };
         if result != Evicted::Running {
             self.evictor.running.store(false, Ordering::Relaxed);
         }

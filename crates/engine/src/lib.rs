@@ -31,6 +31,7 @@ pub mod evict;
 pub mod glob;
 pub mod host;
 pub mod keyspace;
+pub mod latency;
 pub mod lua;
 pub mod multi;
 pub mod server;

@@ -99,6 +99,8 @@ pub struct Server {
     pub debug: crate::cmd::debug::Switches,
     /// The replication ID (INFO's `master_replid`; DEBUG CHANGE-REPL-ID makes a new one).
     pub repl_id: Mutex<String>,
+    /// The latency monitor's events (LATENCY LATEST/HISTORY).
+    pub latency_monitor: crate::latency::Monitor,
 }
 
 /// 40 random hex digits: a run ID or a replication ID.
@@ -153,6 +155,7 @@ impl Server {
             memory_startup: AtomicU64::new(0),
             debug: Default::default(),
             repl_id: Mutex::new(random_id()),
+            latency_monitor: Default::default(),
         }
     }
 
@@ -385,6 +388,7 @@ impl Server {
         // scripts' included, once they ran (not the rejected, unknown or queued ones; INFO does not
         // count itself).
         self.stats.count_call(cmd, took, reply.is_error());
+        self.record_latency(cmd, took);
         client.info.db.store(client.db, Ordering::Relaxed);
         self.after_call(client, cmd, args, took);
         reply
@@ -436,6 +440,13 @@ impl Server {
         if !self.debug.active_expire.load(Ordering::Relaxed) {
             return 0;
         }
+        let start = self.clock.ticks_us();
+        let n = self.expire_shards(now, budget);
+        self.latency_sample("expire-cycle", self.clock.ticks_us().saturating_sub(start) / 1000);
+        n
+    }
+
+    fn expire_shards(&self, now: u64, budget: usize) -> usize {
         let mut n = 0;
         for i in 0..self.ks.nshards() {
             let mut locked = self.ks.lock_shards(vec![i]);
@@ -606,6 +617,25 @@ impl Server {
         }
         client.multi.flag_error();
         e
+    }
+
+    /// The command's latency histogram (`latency-tracking`) and the latency monitor's `command` /
+    /// `fast-command` event (`latency-monitor-threshold`), as Redis's `call()` records them.
+    pub(crate) fn record_latency(&self, cmd: &Command, took_us: u64) {
+        if self.config.latency_tracking.load(Ordering::Relaxed) {
+            self.stats.record_latency(cmd, took_us);
+        }
+        let event = if cmd.flags.has(Flags::FAST) { "fast-command" } else { "command" };
+        self.latency_sample(event, took_us / 1000);
+    }
+
+    /// Records `ms` for a latency-monitor event if it reaches `latency-monitor-threshold` (Redis's
+    /// `latencyAddSampleIfNeeded`).
+    pub fn latency_sample(&self, event: &'static str, ms: u64) {
+        let threshold = self.config.latency_monitor_threshold.load(Ordering::Relaxed);
+        if threshold > 0 && ms as i64 >= threshold {
+            self.latency_monitor.add(event, self.clock.unix_ms() / 1000, ms);
+        }
     }
 
     fn reject(&self, cmd: &Command) {

@@ -27,14 +27,16 @@ pub struct CmdStats {
     pub failed: u64,
 }
 
-/// One command's counters in one stripe: 32 bytes, so two commands share a cache line at most.
+/// One command's counters in one stripe: 64 bytes, a cache line. The latency histogram is
+/// allocated the first time the command runs on the stripe with `latency-tracking` on.
 #[derive(Default)]
-#[repr(align(32))]
+#[repr(align(64))]
 struct CmdCounters {
     calls: AtomicU64,
     usec: AtomicU64,
     rejected: AtomicU64,
     failed: AtomicU64,
+    latency: std::sync::OnceLock<crate::latency::Histogram>,
 }
 
 /// Unused [`CmdCounters`] before and after a stripe's commands: 128 bytes, so that no cache line (nor
@@ -181,6 +183,27 @@ impl Stats {
         }
     }
 
+    /// Adds a call of `cmd` that took `usec` to its latency histogram (`latency-tracking`).
+    pub fn record_latency(&self, cmd: &Command, usec: u64) {
+        if let Some(c) = self.stripe().cmd(cmd) {
+            c.latency.get_or_init(Default::default).record(usec);
+        }
+    }
+
+    /// `cmd`'s latency histogram summed over the stripes (bucket counts, see [`crate::latency`]),
+    /// or None when no call was recorded.
+    pub fn latency(&self, cmd: &Command) -> Option<Vec<u64>> {
+        let mut counts = vec![0u64; crate::latency::BUCKETS];
+        let mut any = false;
+        for s in self.stripes.iter() {
+            if let Some(h) = s.cmd(cmd).and_then(|c| c.latency.get()) {
+                h.add_into(&mut counts);
+                any = true;
+            }
+        }
+        (any && counts.iter().any(|&c| c > 0)).then_some(counts)
+    }
+
     /// Counts a call of `cmd` refused before its handler ran.
     pub fn count_rejected(&self, cmd: &Command) {
         if let Some(c) = self.stripe().cmd(cmd) {
@@ -252,6 +275,9 @@ impl Stats {
                 c.usec.store(0, Ordering::Relaxed);
                 c.rejected.store(0, Ordering::Relaxed);
                 c.failed.store(0, Ordering::Relaxed);
+                if let Some(h) = c.latency.get() {
+                    h.reset();
+                }
             }
             s.commands.store(0, Ordering::Relaxed);
             s.net_input_bytes.store(0, Ordering::Relaxed);

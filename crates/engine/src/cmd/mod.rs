@@ -10,6 +10,7 @@ pub mod expire;
 pub mod hash;
 pub mod introspection;
 pub mod keyspace;
+pub mod latency;
 pub mod list;
 pub mod lock;
 pub mod memory;
@@ -28,6 +29,7 @@ pub static FAMILIES: &[&[Command]] = &[
     connection::COMMANDS,
     server::COMMANDS,
     debug::COMMANDS,
+    latency::COMMANDS,
     introspection::COMMANDS,
     keyspace::COMMANDS,
     expire::COMMANDS,

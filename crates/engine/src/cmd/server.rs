@@ -419,6 +419,7 @@ const SECTIONS: &[(&str, bool)] = &[
     ("modules", true),
     ("commandstats", false),
     ("errorstats", true),
+    ("latencystats", false),
     ("cluster", true),
     ("keyspace", true),
 ];
@@ -718,6 +719,28 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("# Errorstats");
             for (k, v) in srv.stats.errors.lock().iter() {
                 line!("errorstat_{k}:count={v}");
+            }
+        }
+        "latencystats" => {
+            line!("# Latencystats");
+            if srv.config.latency_tracking.load(Ordering::Relaxed) {
+                // The configured percentiles, as CONFIG GET prints them ("50 99 99.9").
+                let pcts = srv.config.get("latency-tracking-info-percentiles").unwrap_or_default();
+                let pcts: Vec<(&str, f64)> =
+                    pcts.split_whitespace().filter_map(|p| p.parse().ok().map(|v| (p, v))).collect();
+                for c in srv.table.all() {
+                    for cmd in std::iter::once(*c).chain(c.subcommands.iter()) {
+                        let Some(counts) = srv.stats.latency(cmd) else { continue };
+                        let parts: Vec<String> = pcts
+                            .iter()
+                            .map(|(name, p)| {
+                                let us = crate::latency::value_at_percentile(&counts, *p);
+                                format!("p{name}={:.3}", us as f64)
+                            })
+                            .collect();
+                        line!("latency_percentiles_usec_{}:{}", cmd.name, parts.join(","));
+                    }
+                }
             }
         }
         "cluster" => {
