@@ -1236,7 +1236,8 @@ pub fn parse_library_shebang(code: &[u8]) -> Result<(String, usize), String> {
     if name.is_empty() || !name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
         return Err("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long".into());
     }
-    if &parts[0][..] != b"#!lua" {
+    // Engine names are matched case-insensitively (Redis's engine dictionary compares so).
+    if !parts[0][2..].eq_ignore_ascii_case(b"lua") {
         return Err(format!("Engine '{}' not found", String::from_utf8_lossy(&parts[0][2..])));
     }
     Ok((name, end))

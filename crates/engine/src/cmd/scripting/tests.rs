@@ -240,6 +240,12 @@ fn functions() {
         -ERR Missing library metadata
         > FUNCTION LOAD "#!lua name=lib2\nredis.register_function('f1', function() return 1 end)"
         -ERR Function f1 already exists
+        > FUNCTION LOAD "#!LUA name=lib3\nredis.register_function('f3', function() return 1 end)"
+        "lib3"
+        > FUNCTION LOAD "#!js name=lib4\nredis.register_function('f4', function() return 1 end)"
+        -ERR Engine 'js' not found
+        > FUNCTION DELETE lib3
+        +OK
         > FUNCTION LIST
         [{"library_name": "mylib", "engine": "LUA", "functions": [{"name": "f1", "description": (nil), "flags": ~[]}, {"name": "f2", "description": "d", "flags": ~["no-writes"]}]}]
         > FUNCTION LIST LIBRARYNAME nomatch*
