@@ -109,7 +109,10 @@ pub fn apply(config: &Config, text: &str) -> Result<(), ConfigError> {
             engine::cmd::table().renamed(&renames).map_err(err)?;
             continue;
         }
-        if values.is_empty() {
+        // A parameter taking several arguments may be given none (`save` alone, as the Tcl suite
+        // writes `save ""`): Redis hands its setter an empty list. Any other needs exactly one.
+        let multi = engine::config::find(name).is_some_and(|p| p.flags & engine::config::MULTI != 0);
+        if values.is_empty() && !multi {
             return Err(err("wrong number of arguments".into()));
         }
         let value = values.join(" ");
@@ -153,5 +156,9 @@ mod tests {
         assert!(e.reason.contains("frobnicate"), "{e}");
         let e = apply(&c, "port nope").unwrap_err();
         assert!(e.reason.contains("port"), "{e}");
+        // A bare multi-argument directive is its empty value; a bare single-argument one is an error.
+        apply(&c, "save \n").unwrap();
+        assert_eq!(c.get("save").as_deref(), Some(""));
+        assert_eq!(apply(&c, "hz").unwrap_err().reason, "wrong number of arguments");
     }
 }
