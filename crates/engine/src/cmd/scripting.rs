@@ -363,8 +363,8 @@ fn eval(ctx: &mut Ctx<'_, '_>) -> Frame {
 fn fcall(ctx: &mut Ctx<'_, '_>) -> Frame {
     let ro = ctx.cmd.name == "fcall_ro";
     let srv = ctx.srv;
-    let fname = String::from_utf8_lossy(ctx.arg(1)).into_owned();
-    let Some(flags) = srv.scripting.function_flags(&fname) else {
+    // Function names are case-insensitive: run it under its registered name.
+    let Some((fname, flags)) = srv.scripting.function(&String::from_utf8_lossy(ctx.arg(1))) else {
         return Frame::error("ERR Function not found");
     };
     let (keys, argv) = match split_keys(ctx, "ERR Bad number of keys provided") {

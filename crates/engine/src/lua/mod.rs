@@ -130,7 +130,7 @@ pub struct Scripting {
     pub scripts: Mutex<HashMap<String, ScriptMeta, foldhash::fast::RandomState>>,
     /// Function libraries by name.
     pub libraries: Mutex<BTreeMap<String, Library>>,
-    /// Function name -> library name.
+    /// Function name, lowercased (Redis's function names are case-insensitive) -> library name.
     pub functions: Mutex<HashMap<String, String>>,
     /// Scripts and functions seen touching keys they did not declare ([`script_id`]): they run
     /// with every shard locked from then on, as a whole-keyspace command (Redis runs every script
@@ -1318,7 +1318,7 @@ impl Scripting {
                 return Err(format!("Library '{}' already exists", lib.name));
             }
             for f in lib.functions.keys() {
-                if let Some(owner) = functions.get(f)
+                if let Some(owner) = functions.get(&f.to_ascii_lowercase())
                     && owner != &lib.name
                 {
                     return Err(format!("Function {f} already exists"));
@@ -1328,11 +1328,11 @@ impl Scripting {
         for lib in libs {
             if let Some(old) = libraries.remove(&lib.name) {
                 for f in old.functions.keys() {
-                    functions.remove(f);
+                    functions.remove(&f.to_ascii_lowercase());
                 }
             }
             for f in lib.functions.keys() {
-                functions.insert(f.clone(), lib.name.clone());
+                functions.insert(f.to_ascii_lowercase(), lib.name.clone());
             }
             libraries.insert(lib.name.clone(), lib);
         }
@@ -1346,7 +1346,7 @@ impl Scripting {
         let Some(old) = libraries.remove(name) else { return false };
         let mut functions = self.functions.lock();
         for f in old.functions.keys() {
-            functions.remove(f);
+            functions.remove(&f.to_ascii_lowercase());
         }
         self.lib_gen.fetch_add(1, Ordering::AcqRel);
         true
@@ -1362,8 +1362,15 @@ impl Scripting {
 
     /// Flags of a function and its library name.
     pub fn function_flags(&self, name: &str) -> Option<u32> {
-        let lib = self.functions.lock().get(name)?.clone();
-        self.libraries.lock().get(&lib)?.functions.get(name).map(|f| f.flags)
+        self.function(name).map(|(_, flags)| flags)
+    }
+
+    /// A function by name, whatever its case: its registered name and flags.
+    pub fn function(&self, name: &str) -> Option<(String, u32)> {
+        let lib = self.functions.lock().get(&name.to_ascii_lowercase())?.clone();
+        let libraries = self.libraries.lock();
+        let f = libraries.get(&lib)?.functions.values().find(|f| f.name.eq_ignore_ascii_case(name))?;
+        Some((f.name.clone(), f.flags))
     }
 }
 

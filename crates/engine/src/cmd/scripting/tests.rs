@@ -242,6 +242,10 @@ fn functions() {
         -ERR Function f1 already exists
         > FUNCTION LOAD "#!LUA name=lib3\nredis.register_function('f3', function() return 1 end)"
         "lib3"
+        > FCALL F3 0
+        :1
+        > FUNCTION LOAD "#!lua name=lib5\nredis.register_function('F1', function() return 1 end)"
+        -ERR Function F1 already exists
         > FUNCTION LOAD "#!js name=lib4\nredis.register_function('f4', function() return 1 end)"
         -ERR Engine 'js' not found
         > FUNCTION DELETE lib3
