@@ -170,7 +170,10 @@ fn exec(ctx: &mut Ctx<'_, '_>) -> Frame {
     // Blocking commands inside a transaction answer at once as if timed out.
     let deny = std::mem::replace(&mut ctx.client.deny_blocking, true);
     for (cmd, args) in &queued {
-        replies.push(srv.call(ctx.client, &mut locked, cmd, args, now));
+        let reply = srv.call(ctx.client, &mut locked, cmd, args, now);
+        // Each command's error counts in INFO errorstats, as if it had been sent alone.
+        srv.stats.count_error(&reply);
+        replies.push(reply);
     }
     ctx.client.deny_blocking = deny;
     // Clients blocked on keys the transaction changed are served now, before its locks drop.
@@ -181,6 +184,26 @@ fn exec(ctx: &mut Ctx<'_, '_>) -> Frame {
 #[cfg(test)]
 mod tests {
     use crate::testkit::TestServer;
+
+    #[test]
+    fn errors_inside_exec_count_in_errorstats() {
+        let ts = TestServer::new();
+        ts.transcript(
+            r#"
+            > SET a b
+            +OK
+            > MULTI
+            +OK
+            > INCR a
+            +QUEUED
+            > EXEC
+            [-ERR value is not an integer or out of range]
+            > EXEC
+            -ERR EXEC without MULTI
+            "#,
+        );
+        assert_eq!(ts.srv.stats.errors.lock().get("ERR"), Some(&2));
+    }
 
     #[test]
     fn queue_and_exec() {
