@@ -310,10 +310,10 @@ pub static PARAMS: &[Param] = &[
     P { name: "shutdown-on-sigterm", alias: None, flags: MULTI, kind: Kind::EnumFlags(E_SHUTDOWN), default: "default" },
     // Integers. Live: `databases`, `port`, `io-threads` (Latch: 0 = one per core but one), `timeout`, `hz`,
     // `maxclients`, `slowlog-*`, `proto-max-bulk-len`, `client-query-buffer-limit`. Encoding thresholds,
-    // cluster, replication, defrag, AOF and RDB knobs are accepted-but-inert. `port` and `bind` cannot
-    // be changed at runtime in Latch (no re-listen), so they are immutable here.
+    // cluster, replication, defrag, AOF and RDB knobs are accepted-but-inert. CONFIG SET `port` or
+    // `bind` listens anew (through the host) before the value is stored.
     P { name: "databases", alias: None, flags: IMM, kind: Kind::Int(1, I32MAX), default: "16" },
-    P { name: "port", alias: None, flags: IMM, kind: Kind::Int(0, 65535), default: "6379" },
+    P { name: "port", alias: None, flags: 0, kind: Kind::Int(0, 65535), default: "6379" },
     P { name: "io-threads", alias: None, flags: IMM, kind: Kind::Int(0, 128), default: "0" },
     P { name: "auto-aof-rewrite-percentage", alias: None, flags: 0, kind: Kind::Int(0, I32MAX), default: "100" },
     P {
@@ -478,7 +478,7 @@ pub static PARAMS: &[Param] = &[
     },
     P { name: "oom-score-adj-values", alias: None, flags: MULTI, kind: Kind::Special, default: "0 200 800" },
     P { name: "notify-keyspace-events", alias: None, flags: 0, kind: Kind::Special, default: "" },
-    P { name: "bind", alias: None, flags: IMM | MULTI, kind: Kind::Special, default: "* -::*" },
+    P { name: "bind", alias: None, flags: MULTI, kind: Kind::Special, default: "* -::*" },
     P { name: "replicaof", alias: Some("slaveof"), flags: IMM | MULTI, kind: Kind::Special, default: "" },
     P {
         name: "latency-tracking-info-percentiles",
@@ -1016,6 +1016,21 @@ impl Config {
                 }
             }
         }
+        // New listening sockets first (Redis's changeListener): if they cannot be had, nothing
+        // changes and the old ones stay.
+        let pos = |name: &str| found.iter().position(|p| p.name == name);
+        if let (bind_at, port_at) = (pos("bind"), pos("port"))
+            && (bind_at.is_some() || port_at.is_some())
+        {
+            let bind = bind_at.map_or_else(|| self.get("bind").unwrap_or_default(), |i| normalized[i].clone());
+            let port = port_at.map_or_else(|| self.get_i64("port"), |i| normalized[i].parse().unwrap_or(0));
+            if self.host().relisten(&bind, port as u16).is_err() {
+                return Err(match bind_at {
+                    Some(_) => "ERR CONFIG SET failed (possibly related to argument 'bind') - Failed to bind to specified addresses.".into(),
+                    None => "ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port".into(),
+                });
+            }
+        }
         for (p, v) in found.into_iter().zip(normalized) {
             self.store(p, v);
         }
@@ -1238,7 +1253,7 @@ mod tests {
         assert_eq!(c.proto_max_bulk_len.load(Ordering::Relaxed), 512 * 1024 * 1024);
         c.set("maxmemory", "1mb", false).unwrap();
         assert_eq!(c.get("maxmemory").as_deref(), Some("1048576"));
-        assert!(c.set("port", "1", false).is_err());
+        assert!(c.set("databases", "1", false).is_err());
         assert!(c.set("hz", "-1", false).is_err());
         assert!(c.set("appendonly", "maybe", false).is_err());
         c.set("requirepass", "s3cret", false).unwrap();

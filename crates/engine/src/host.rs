@@ -41,6 +41,13 @@ pub trait Host: Send + Sync + 'static {
     fn open_files_for(&self, maxclients: u64) -> Result<u64, String> {
         Ok(maxclients)
     }
+    /// Listens on `bind`'s addresses at `port` instead of the current sockets (CONFIG SET bind/port):
+    /// the new sockets replace the old only if they could all be had; otherwise the old stay and
+    /// the reason is returned. A host without sockets accepts any.
+    fn relisten(&self, bind: &str, port: u16) -> Result<(), String> {
+        let _ = (bind, port);
+        Ok(())
+    }
     /// Writes a line to the server log at `level` (Redis's `serverLog`).
     fn log(&self, level: LogLevel, msg: &str) {
         let _ = (level, msg);

@@ -141,22 +141,7 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     if let Some(warning) = net::backlog_warning(backlog, net::somaxconn()) {
         tracing::warn!("{warning}");
     }
-    // Redis's listenToPort: every bind word in turn; a failure is logged, then skipped or fatal.
-    // Port 0 is no TCP listener at all, as in Redis.
-    let mut listeners = Vec::new();
-    for word in binds.split_whitespace().filter(|_| port != 0) {
-        let (host, optional) = net::bind_word(word);
-        match net::listen(host, port, backlog) {
-            Ok(l) => listeners.push(l),
-            Err(e) => {
-                tracing::warn!("Warning: Could not create server TCP listening socket {host}:{port}: {}", e.msg);
-                if !e.skippable(optional) {
-                    tracing::error!("Failed listening on port {port} (TCP), aborting.");
-                    return 1;
-                }
-            }
-        }
-    }
+    let Ok(listeners) = net::listen_all(&binds, port, backlog) else { return 1 };
     if listeners.is_empty() {
         tracing::error!("Configured to not listen anywhere, exiting.");
         return 1;
@@ -187,10 +172,12 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     process::announce(&srv.config, port);
     tracing::warn!("Server initialized");
     srv.memory_startup.store(alloc::used(), std::sync::atomic::Ordering::Relaxed);
-    for l in listeners {
+    let acceptor = srv.clone();
+    net::serve(listeners, &binds, port, backlog, move |l| {
         tracing::debug!("Listening on {}", l.local_addr().map(|a| a.to_string()).unwrap_or_default());
-        tokio::spawn(accept_loop(l, srv.clone()));
-    }
+        acceptor.tcp_port.store(l.local_addr().map_or(0, |a| a.port()) as u64, std::sync::atomic::Ordering::Relaxed);
+        tokio::spawn(accept_loop(l, acceptor.clone()))
+    });
     tokio::spawn(waiter_timer(srv.clone(), clock.clone()));
     tokio::spawn(cron(srv.clone(), clock));
     tracing::info!("Ready to accept connections tcp");

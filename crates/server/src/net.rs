@@ -28,6 +28,99 @@ it with the '--protected-mode no' option. \
 NOTE: You only need to do one of the above things in order for \
 the server to start accepting connections from the outside.\r\n";
 
+/// Redis's `listenToPort`: a socket for every `bind` word at `port` (none for port 0). A failure is
+/// logged as Redis logs it, then skipped (an optional address the machine lacks) or fatal for the
+/// whole set: "Failed listening on port N (TCP), aborting." and no socket is kept.
+pub fn listen_all(binds: &str, port: u16, backlog: i32) -> Result<Vec<TcpListener>, ()> {
+    let mut listeners = Vec::new();
+    for word in binds.split_whitespace().filter(|_| port != 0) {
+        let (host, optional) = bind_word(word);
+        match listen(host, port, backlog) {
+            Ok(l) => listeners.push(l),
+            Err(e) => {
+                tracing::warn!("Warning: Could not create server TCP listening socket {host}:{port}: {}", e.msg);
+                if !e.skippable(optional) {
+                    tracing::error!("Failed listening on port {port} (TCP), aborting.");
+                    return Err(());
+                }
+            }
+        }
+    }
+    Ok(listeners)
+}
+
+/// The running accept loops, kept so that CONFIG SET `bind`/`port` can replace them.
+pub struct Listening {
+    runtime: tokio::runtime::Handle,
+    backlog: i32,
+    /// Starts an accept loop on a socket.
+    spawn: Box<dyn Fn(TcpListener) -> tokio::task::JoinHandle<()> + Send + Sync>,
+    /// The loops running now, and the (bind, port) they serve.
+    loops: std::sync::Mutex<(Vec<tokio::task::JoinHandle<()>>, String, u16)>,
+}
+
+static LISTENING: std::sync::OnceLock<Listening> = std::sync::OnceLock::new();
+
+/// Starts accept loops on `listeners` (bound to `binds` at `port`) and remembers them for
+/// [`relisten`]. Called once, from inside the runtime.
+pub fn serve(
+    listeners: Vec<TcpListener>,
+    binds: &str,
+    port: u16,
+    backlog: i32,
+    spawn: impl Fn(TcpListener) -> tokio::task::JoinHandle<()> + Send + Sync + 'static,
+) {
+    let loops = listeners.into_iter().map(&spawn).collect();
+    let l = Listening {
+        runtime: tokio::runtime::Handle::current(),
+        backlog,
+        spawn: Box::new(spawn),
+        loops: std::sync::Mutex::new((loops, binds.to_string(), port)),
+    };
+    let _ = LISTENING.set(l);
+}
+
+/// CONFIG SET `bind`/`port` (Redis's `changeListener`): the current sockets are closed, then
+/// `binds` at `port` are listened on; if that fails, the previous sockets are made again and the
+/// error returned.
+pub fn relisten(binds: &str, port: u16) -> Result<(), String> {
+    let Some(l) = LISTENING.get() else { return Err("not listening".into()) };
+    let mut loops = l.loops.lock().unwrap_or_else(|e| e.into_inner());
+    // Close the sockets first: a new one on the same address and port could not be bound beside
+    // them. A loop drops its socket when its task ends; wait for that.
+    let old: Vec<_> = loops.0.drain(..).collect();
+    old.iter().for_each(|t| t.abort());
+    let wait = || {
+        l.runtime.block_on(async {
+            for t in old {
+                let _ = t.await;
+            }
+        })
+    };
+    match tokio::runtime::Handle::try_current() {
+        Ok(_) => tokio::task::block_in_place(wait),
+        Err(_) => wait(),
+    }
+    let _inside = l.runtime.enter();
+    match listen_all(binds, port, l.backlog) {
+        Ok(listeners) => {
+            loops.0 = listeners.into_iter().map(&l.spawn).collect();
+            loops.1 = binds.to_string();
+            loops.2 = port;
+            Ok(())
+        }
+        Err(()) => {
+            tracing::warn!("Failed to bind, trying to restore old listening sockets.");
+            let (old_binds, old_port) = (loops.1.clone(), loops.2);
+            match listen_all(&old_binds, old_port, l.backlog) {
+                Ok(listeners) => loops.0 = listeners.into_iter().map(&l.spawn).collect(),
+                Err(()) => tracing::warn!("Failed to restore old listening sockets."),
+            }
+            Err(format!("could not listen on {binds} port {port}"))
+        }
+    }
+}
+
 /// One `bind` word: the address to listen on, and whether it may be missing (a leading `-`).
 pub fn bind_word(word: &str) -> (&str, bool) {
     match word.strip_prefix('-') {

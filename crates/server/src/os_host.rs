@@ -27,6 +27,10 @@ impl Host for OsHost {
         crate::net::adjust_open_files_limit(maxclients)
     }
 
+    fn relisten(&self, bind: &str, port: u16) -> Result<(), String> {
+        crate::net::relisten(bind, port)
+    }
+
     fn log(&self, level: engine::host::LogLevel, msg: &str) {
         use engine::host::LogLevel;
         match level {

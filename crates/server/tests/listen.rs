@@ -343,3 +343,37 @@ fn rename_command() {
         assert!(text.contains(why), "{text}");
     }
 }
+
+/// CONFIG SET port / bind listen anew (Redis's changeListener); when the new sockets cannot be had
+/// the old ones stay, with Redis's error texts.
+#[test]
+fn config_set_port_and_bind_move_the_listener() {
+    let l = Latch::start(&[]);
+    let mut r = l.raw();
+    let new_port = common::free_port();
+    let set = format!("CONFIG SET port {new_port}\r\n");
+    assert_eq!(r.call(set.as_bytes()), "+OK\r\n");
+    assert_eq!(call(("127.0.0.1", new_port), "PING"), "+PONG\r\n");
+    assert!(std::net::TcpStream::connect(("127.0.0.1", l.port)).is_err(), "the old port still listens");
+    assert_eq!(
+        call(("127.0.0.1", new_port), "CONFIG GET port"),
+        format!("*2\r\n$4\r\nport\r\n${}\r\n{new_port}\r\n", new_port.to_string().len())
+    );
+
+    // A port in use: refused, still listening where it was.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken_port = taken.local_addr().unwrap().port();
+    assert_eq!(
+        r.call(format!("CONFIG SET port {taken_port}\r\n").as_bytes()),
+        "-ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port\r\n"
+    );
+    assert_eq!(call(("127.0.0.1", new_port), "PING"), "+PONG\r\n");
+
+    // An address that is not one.
+    assert_eq!(
+        r.call(b"CONFIG SET bind 999.999.999.999\r\n"),
+        "-ERR CONFIG SET failed (possibly related to argument 'bind') - Failed to bind to specified addresses.\r\n"
+    );
+    assert_eq!(call(("127.0.0.1", new_port), "PING"), "+PONG\r\n");
+    assert_eq!(call(("127.0.0.1", new_port), "CONFIG GET bind"), "*2\r\n$4\r\nbind\r\n$9\r\n127.0.0.1\r\n");
+}
