@@ -23,6 +23,8 @@ pub struct Switches {
     pub active_expire: AtomicBool,
     /// DEBUG PAUSE-CRON: the server crate's cron does nothing while set.
     pub pause_cron: AtomicBool,
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call commands flagged `noscript`.
+    pub disable_deny_scripts: AtomicBool,
     /// DEBUG QUICKLIST-PACKED-THRESHOLD, in bytes. Latch's lists have no listpack nodes, so no
     /// element is ever "packed": the value is kept only so that it reads back.
     pub quicklist_packed_threshold: AtomicU64,
@@ -33,6 +35,7 @@ impl Default for Switches {
         Switches {
             active_expire: AtomicBool::new(true),
             pause_cron: AtomicBool::new(false),
+            disable_deny_scripts: AtomicBool::new(false),
             quicklist_packed_threshold: AtomicU64::new(1 << 30),
         }
     }
@@ -79,6 +82,8 @@ const HELP: &[&str] = &[
     "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
     "RELOAD [option ...]",
     "    Save the RDB on disk and reload it back to memory (needs persistence).",
+    "SET-DISABLE-DENY-SCRIPTS <0|1>",
+    "    Let scripts call commands flagged noscript (for testing).",
     "SET-ACTIVE-EXPIRE <0|1>",
     "    Setting it to 0 disables expiring keys in background when they are not",
     "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
@@ -111,6 +116,10 @@ fn debug(ctx: &mut Ctx<'_, '_>) -> Frame {
         }
         (b"set-active-expire", 3) => {
             ctx.srv.debug.active_expire.store(atoi(ctx.arg(2)) != 0, Ordering::Relaxed);
+            Frame::ok()
+        }
+        (b"set-disable-deny-scripts", 3) => {
+            ctx.srv.debug.disable_deny_scripts.store(atoi(ctx.arg(2)) != 0, Ordering::Relaxed);
             Frame::ok()
         }
         (b"pause-cron", 3) => {
@@ -544,6 +553,24 @@ mod tests {
             r#"
             > DEBUG SLEEP 0
             -ERR DEBUG command not allowed. If the enable-debug-command option is set to "local", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.
+            "#,
+        );
+    }
+
+    #[test]
+    fn scripts_reach_noscript_commands_only_when_allowed() {
+        debug_server().transcript(
+            r#"
+            > EVAL "return redis.call('debug', 'protocol', 'bignum')" 0
+            -ERR This Redis command is not allowed from script script: 59b6db1ffd05c0c6f566df3c9fedba4431e0b2a8, on @user_script:1.
+            > DEBUG SET-DISABLE-DENY-SCRIPTS 1
+            +OK
+            > EVAL "return redis.call('debug', 'protocol', 'bignum')" 0
+            "1234567999999999999999999999999999999"
+            > EVAL "redis.setresp(3) return redis.call('debug', 'protocol', 'map')" 0
+            {:0: #f, :2: #f, :1: #t}
+            > DEBUG SET-DISABLE-DENY-SCRIPTS 0
+            +OK
             "#,
         );
     }

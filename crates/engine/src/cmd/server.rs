@@ -802,7 +802,7 @@ mod tests {
             > CONFIG SET maxmemory 1 maxmemory 2
             -ERR CONFIG SET failed (possibly related to argument 'maxmemory') - duplicate parameter
             > CONFIG SET port abc
-            -ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config
+            -ERR CONFIG SET failed (possibly related to argument 'port') - argument couldn't be parsed into an integer
             > CONFIG SET hz abc
             -ERR CONFIG SET failed (possibly related to argument 'hz') - argument couldn't be parsed into an integer
             > CONFIG SET hz -1

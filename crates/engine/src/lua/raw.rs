@@ -1045,7 +1045,7 @@ fn dispatch(c: &mut CallCtx<'_, '_>, named: Option<&'static Command>, argv: &[By
         Ok(_) => return refuse(b"Wrong number of args calling Redis command from script"),
         Err(_) => return refuse(b"Unknown Redis command called from script"),
     };
-    if cmd.flags.has(Flags::NOSCRIPT) {
+    if cmd.flags.has(Flags::NOSCRIPT) && !c.srv.debug.disable_deny_scripts.load(std::sync::atomic::Ordering::Relaxed) {
         return refuse(b"This Redis command is not allowed from script");
     }
     if c.read_only && (cmd.flags.has(Flags::WRITE) || cmd.flags.has(Flags::MAY_REPLICATE)) {
