@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Builds latch-server (release), starts it and a redis-server side by side on loopback, and runs the
-# workplace's bench-compare.sh against both in one interleaved run. Extra environment (N, P, C,
-# WORKLOADS, ROUNDS...) is passed through to bench-compare.sh.
+# Builds latch-server (release), starts it and a redis-server side by side on loopback, and runs
+# scripts/bench-compare.sh against both in one interleaved run. Extra environment (N, P, C,
+# WORKLOADS, ROUNDS...) is passed through to bench-compare.sh; BENCH_COMPARE=path runs another
+# comparison script with the same two arguments instead.
 #   scripts/bench.sh                     # defaults
 #   P=16 WORKLOADS="SET GET" scripts/bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BENCH=${BENCH_COMPARE:-../shared/tools/bench-compare.sh}
-[ -x "$BENCH" ] || { echo "bench-compare.sh not found at $BENCH (set BENCH_COMPARE)" >&2; exit 2; }
+BENCH=${BENCH_COMPARE:-scripts/bench-compare.sh}
+[ -x "$BENCH" ] || { echo "bench-compare script not found at $BENCH" >&2; exit 2; }
 command -v redis-server >/dev/null || { echo "redis-server not installed (apt-get install redis-server redis-tools)" >&2; exit 2; }
 LATCH_PORT=${LATCH_PORT:-7101}
 REDIS_PORT=${REDIS_PORT:-7102}

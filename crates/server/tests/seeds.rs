@@ -1,4 +1,5 @@
-//! Every example from `shared/seeds/` that uses commands Latch has, through the `redis` crate and as raw
+//! Every example of the documents the project was created from (Redis's SETNX page, a SETNX guide,
+//! articles on SETNX locking) that uses commands Latch has, through the `redis` crate and as raw
 //! bytes, against the real binary.
 
 mod common;
