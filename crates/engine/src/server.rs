@@ -648,10 +648,16 @@ impl Server {
         if threshold >= 0 && took as i64 >= threshold && !cmd.flags.has(Flags::SKIP_SLOWLOG) {
             self.slowlog_push(client, args, took);
         }
-        if self.has_monitors.load(Ordering::Relaxed)
-            && !cmd.flags.has(Flags::SKIP_MONITOR)
-            && !cmd.flags.has(Flags::ADMIN)
-        {
+        if !cmd.flags.has(Flags::SKIP_MONITOR) && !cmd.flags.has(Flags::ADMIN) {
+            self.feed_monitors(client, args);
+        }
+    }
+
+    /// Sends a command to the MONITOR clients (Redis's `replicationFeedMonitors`). Scripts'
+    /// commands appear as `[db lua]`; EVAL and FCALL feed themselves before their script runs,
+    /// so that their commands come after them.
+    pub(crate) fn feed_monitors(&self, client: &Client, args: &[Bytes]) {
+        if self.has_monitors.load(Ordering::Relaxed) {
             let line = monitor_line(self.clock.wall_offset_ms(), self.clock.now_us(), client, args);
             for (_, sink) in self.monitors.lock().iter() {
                 sink(line.clone());
@@ -696,7 +702,8 @@ impl Server {
 /// Formats a MONITOR line: `1339518083.107412 [0 127.0.0.1:60866] "keys" "*"`.
 fn monitor_line(offset_ms: i64, start_us: u64, client: &Client, args: &[Bytes]) -> Bytes {
     let unix_us = start_us as i64 + offset_ms * 1000;
-    let mut s = format!("{}.{:06} [{} {}]", unix_us / 1_000_000, unix_us % 1_000_000, client.db, client.info.addr);
+    let from = if client.in_script { "lua" } else { client.info.addr.as_str() };
+    let mut s = format!("{}.{:06} [{} {from}]", unix_us / 1_000_000, unix_us % 1_000_000, client.db);
     for a in args {
         s.push(' ');
         s.push_str(&crate::cmd::repr(a));

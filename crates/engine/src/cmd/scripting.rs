@@ -315,6 +315,7 @@ fn split_keys<'a>(ctx: &Ctx<'a, '_>, bad_num: &str) -> Result<(&'a [Bytes], &'a 
 }
 
 fn eval(ctx: &mut Ctx<'_, '_>) -> Frame {
+    ctx.srv.feed_monitors(ctx.client, ctx.args);
     let name = ctx.cmd.name;
     let evalsha = name.starts_with("evalsha");
     let ro = name.ends_with("_ro");
@@ -361,6 +362,7 @@ fn eval(ctx: &mut Ctx<'_, '_>) -> Frame {
 }
 
 fn fcall(ctx: &mut Ctx<'_, '_>) -> Frame {
+    ctx.srv.feed_monitors(ctx.client, ctx.args);
     let ro = ctx.cmd.name == "fcall_ro";
     let srv = ctx.srv;
     // Function names are case-insensitive: run it under its registered name.
