@@ -533,6 +533,9 @@ pub struct Config {
     min_replicas_max_lag: AtomicI64,
     requirepass: RwLock<Vec<u8>>,
     host: std::sync::Arc<dyn crate::host::Host>,
+    /// The process's own `oom_score_adj` from before `oom-score-adj` was turned on (Redis's
+    /// `oom_score_adj_base`), to add to and to give back when it is turned off.
+    oom_base: parking_lot::Mutex<Option<i64>>,
 }
 
 impl Default for Config {
@@ -905,6 +908,7 @@ impl Config {
             min_replicas_max_lag: AtomicI64::new(0),
             requirepass: RwLock::new(Vec::new()),
             host,
+            oom_base: parking_lot::Mutex::new(None),
         };
         for p in PARAMS {
             let v = if p.name == "dir" { c.host.working_dir() } else { p.default.to_string() };
@@ -1031,9 +1035,46 @@ impl Config {
                 });
             }
         }
+        // oom-score-adj: the process's score changes before the values are stored (Redis's
+        // setOOMScoreAdj); if it cannot, nothing changes.
+        if let (mode_at, values_at) = (pos("oom-score-adj"), pos("oom-score-adj-values"))
+            && (mode_at.is_some() || values_at.is_some())
+        {
+            let mode = mode_at.map_or_else(|| self.get("oom-score-adj").unwrap_or_default(), |i| normalized[i].clone());
+            let values = values_at
+                .map_or_else(|| self.get("oom-score-adj-values").unwrap_or_default(), |i| normalized[i].clone());
+            if self.apply_oom_score_adj(&mode, &values).is_err() {
+                let name = if mode_at.is_some() { "oom-score-adj" } else { "oom-score-adj-values" };
+                return Err(format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{name}') - Failed to set current oom_score_adj. Check server logs."
+                ));
+            }
+        }
         for (p, v) in found.into_iter().zip(normalized) {
             self.store(p, v);
         }
+        Ok(())
+    }
+
+    /// Sets the process's `oom_score_adj` as `oom-score-adj` (`mode`) and the primary's entry of
+    /// `oom-score-adj-values` say: the base plus the value (`yes`/`relative`), the value alone
+    /// (`absolute`), or the base given back (`no`). Called at startup and by CONFIG SET.
+    pub fn apply_oom_score_adj(&self, mode: &str, values: &str) -> Result<(), String> {
+        let mut base = self.oom_base.lock();
+        if mode == "no" {
+            return match base.take() {
+                Some(b) => self.host.set_oom_score_adj(b),
+                None => Ok(()),
+            };
+        }
+        let primary: i64 = values.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0);
+        let b = match *base {
+            Some(b) => b,
+            None => self.host.oom_score_adj().unwrap_or(0),
+        };
+        let want = if mode == "absolute" { primary } else { b + primary };
+        self.host.set_oom_score_adj(want.clamp(-1000, 1000))?;
+        *base = Some(b);
         Ok(())
     }
 
@@ -1242,6 +1283,29 @@ fn directive_lines(p: &Param, v: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn oom_score_adj_moves_the_process_score_as_redis() {
+        let host = std::sync::Arc::new(crate::host::MemoryHost::default());
+        host.oom_score_adj.store(22, Ordering::Relaxed);
+        let c = Config::with_host(host.clone());
+        let score = || host.oom_score_adj.load(Ordering::Relaxed);
+        c.set_many(&[(b"oom-score-adj-values", b"10 20 30"), (b"oom-score-adj", b"yes")], false).unwrap();
+        assert_eq!(score(), 32);
+        c.set_many(&[(b"oom-score-adj-values", b"15 20 30")], false).unwrap();
+        assert_eq!(score(), 37);
+        c.set_many(&[(b"oom-score-adj", b"absolute")], false).unwrap();
+        assert_eq!(score(), 15);
+        c.set_many(&[(b"oom-score-adj", b"no")], false).unwrap();
+        assert_eq!(score(), 22);
+        // Off: the values do not touch the score.
+        host.oom_score_adj.store(24, Ordering::Relaxed);
+        c.set_many(&[(b"oom-score-adj-values", b"1 1 1")], false).unwrap();
+        assert_eq!(score(), 24);
+        // Clamped to the kernel's range.
+        c.set_many(&[(b"oom-score-adj-values", b"2000 0 0"), (b"oom-score-adj", b"relative")], false).unwrap();
+        assert_eq!(score(), 1000);
+    }
 
     #[test]
     fn defaults_and_validation() {

@@ -48,6 +48,15 @@ pub trait Host: Send + Sync + 'static {
         let _ = (bind, port);
         Ok(())
     }
+    /// The process's `oom_score_adj` (Linux), if it can be read.
+    fn oom_score_adj(&self) -> Option<i64> {
+        None
+    }
+    /// Sets the process's `oom_score_adj`.
+    fn set_oom_score_adj(&self, value: i64) -> Result<(), String> {
+        let _ = value;
+        Err("oom_score_adj is not supported here".into())
+    }
     /// Writes a line to the server log at `level` (Redis's `serverLog`).
     fn log(&self, level: LogLevel, msg: &str) {
         let _ = (level, msg);
@@ -77,6 +86,8 @@ pub struct MemoryHost {
     dirs: Mutex<std::collections::HashSet<PathBuf>>,
     /// Lines given to [`Host::log`], oldest first.
     pub logged: Mutex<Vec<(LogLevel, String)>>,
+    /// What [`Host::oom_score_adj`] reads and [`Host::set_oom_score_adj`] writes.
+    pub oom_score_adj: std::sync::atomic::AtomicI64,
 }
 
 impl Default for MemoryHost {
@@ -87,6 +98,7 @@ impl Default for MemoryHost {
             files: Mutex::default(),
             dirs: Mutex::new([PathBuf::from("/")].into_iter().collect()),
             logged: Mutex::default(),
+            oom_score_adj: Default::default(),
         }
     }
 }
@@ -156,5 +168,12 @@ impl Host for MemoryHost {
     }
     fn log(&self, level: LogLevel, msg: &str) {
         self.logged.lock().push((level, msg.to_string()));
+    }
+    fn oom_score_adj(&self) -> Option<i64> {
+        Some(self.oom_score_adj.load(std::sync::atomic::Ordering::Relaxed))
+    }
+    fn set_oom_score_adj(&self, value: i64) -> Result<(), String> {
+        self.oom_score_adj.store(value, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
     }
 }

@@ -27,6 +27,18 @@ impl Host for OsHost {
         crate::net::adjust_open_files_limit(maxclients)
     }
 
+    /// `/proc/self/oom_score_adj`.
+    fn oom_score_adj(&self) -> Option<i64> {
+        read("/proc/self/oom_score_adj").and_then(|s| s.trim().parse().ok())
+    }
+
+    fn set_oom_score_adj(&self, value: i64) -> Result<(), String> {
+        std::fs::write("/proc/self/oom_score_adj", format!("{value}\n")).map_err(|e| {
+            tracing::warn!("Unable to write oom_score_adj: {}", crate::net::strerror(&e));
+            e.to_string()
+        })
+    }
+
     fn relisten(&self, bind: &str, port: u16) -> Result<(), String> {
         crate::net::relisten(bind, port)
     }
