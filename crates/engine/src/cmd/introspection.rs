@@ -148,7 +148,7 @@ pub fn acl_categories(c: &Command) -> Vec<&'static str> {
             "list" => Some("@list"),
             "hash" => Some("@hash"),
             "set" => Some("@set"),
-            "sorted_set" => Some("@sortedset"),
+            "sorted-set" => Some("@sortedset"),
             "bitmap" => Some("@bitmap"),
             "hyperloglog" => Some("@hyperloglog"),
             "geo" => Some("@geo"),
@@ -1005,6 +1005,11 @@ mod tests {
         assert!(d.contains("\"arguments\": [{\"name\": \"key\", \"type\": \"key\", \"key_spec_index\": :0}, {\"name\": \"value\", \"type\": \"string\"}, {\"name\": \"nx_xx_comparison-value\", \"type\": \"oneof\", \"flags\": ~[+optional], \"arguments\": [{\"name\": \"nx\", \"type\": \"pure-token\", \"token\": \"NX\"}"), "{d}");
         assert!(d.contains("{\"name\": \"seconds\", \"type\": \"integer\", \"token\": \"EX\"}"), "{d}");
         assert_eq!(c.run("COMMAND DOCS nosuch"), "{}");
+        // Redis prints the sorted-set group with a dash (commandGroupStr), for every zset command.
+        for z in ["zadd", "zrangestore", "bzpopmin", "bzmpop"] {
+            let d = c.run(&format!("COMMAND DOCS {z}"));
+            assert!(d.contains("\"group\": \"sorted-set\""), "{d}");
+        }
         let cfg = c.run("COMMAND DOCS config");
         assert!(
             cfg.contains(
