@@ -57,6 +57,9 @@ const HELP: &[&str] = &[
     "CHANGE-REPL-ID",
     "    Change the replication IDs of the instance.",
     "    Dangerous: should be used only for testing the replication subsystem.",
+    "CONFIG-REWRITE-FORCE-ALL",
+    "    Like CONFIG REWRITE but writes all configuration options, including",
+    "    keywords not listed in original configuration file or default values.",
     "DIGEST",
     "    Output a hex signature representing the current DB content.",
     "DIGEST-VALUE <key> [<key> ...]",
@@ -153,6 +156,17 @@ fn debug(ctx: &mut Ctx<'_, '_>) -> Frame {
                 .log(LogLevel::Warning, "Changing replication IDs after receiving DEBUG change-repl-id");
             *ctx.srv.repl_id.lock() = crate::server::random_id();
             Frame::ok()
+        }
+        (b"config-rewrite-force-all", 2) => {
+            let Some(path) = ctx.srv.config_file.lock().clone() else {
+                return Frame::error(
+                    "ERR CONFIG-REWRITE-FORCE-ALL failed: The server is running without a config file",
+                );
+            };
+            match super::server::rewrite_config_file(&path, &ctx.srv.config, true) {
+                Ok(()) => Frame::ok(),
+                Err(e) => Frame::error(format!("ERR CONFIG-REWRITE-FORCE-ALL failed: {e}")),
+            }
         }
         (b"object", 3) => object(ctx),
         (b"digest", 2) => {
@@ -545,6 +559,31 @@ mod tests {
             [+36b23a1456b2dce2c3ed252c456761301dba8060, +e1cf90774e995ae03de66e8109dc5cb9d9c2dc83, +6942b9b71aaff9a398b7a2f898756f5e28dd3cd1, +f48a1249517530ff1906fc79ddbf9b687f71f06f, +0fd9977d57e46b1b9b87439f5ac5b338416ccc24, +2a462a3f51a1db89738ebbeef0c47ce1bbc85246, +2ded13859c67141cd9ee3d856374c733d325f0f1, +047cc60ea73a34cde6d08a2721a4a26d19ee6570, +311b17018163335616e089f6b951c82c477335ac, +0000000000000000000000000000000000000000]
             "#
         ));
+    }
+
+    #[test]
+    fn config_rewrite_force_all_writes_defaults_too() {
+        let host = std::sync::Arc::new(crate::host::MemoryHost::default());
+        let config = crate::config::Config::with_host(host.clone());
+        config.set("enable-debug-command", "yes", true).expect("valid");
+        let ts = TestServer::with_config(config);
+        ts.transcript(
+            r#"
+            > DEBUG CONFIG-REWRITE-FORCE-ALL
+            -ERR CONFIG-REWRITE-FORCE-ALL failed: The server is running without a config file
+            "#,
+        );
+        let path = std::path::PathBuf::from("/latch.conf");
+        host.put(path.clone(), "hz 20\n");
+        *ts.srv.config_file.lock() = Some(path.clone());
+        ts.transcript("> DEBUG CONFIG-REWRITE-FORCE-ALL\n+OK");
+        let text = host.get(&path).expect("written");
+        // The file's own line keeps its place, with the value in force.
+        assert!(text.starts_with("hz 10\n"), "{text}");
+        // Defaults are written; an empty replicaof is not (it would not load back).
+        assert!(text.contains("\nmaxmemory-policy noeviction\n"), "{text}");
+        assert!(text.contains("\nlatency-tracking-info-percentiles 50 99 99.9\n"), "{text}");
+        assert!(!text.contains("replicaof"), "{text}");
     }
 
     #[test]

@@ -269,7 +269,7 @@ fn config_rewrite(ctx: &mut Ctx<'_, '_>) -> Frame {
     let Some(path) = ctx.srv.config_file.lock().clone() else {
         return Frame::error("ERR The server is running without a config file");
     };
-    match rewrite_config_file(&path, &ctx.srv.config) {
+    match rewrite_config_file(&path, &ctx.srv.config, false) {
         Ok(()) => Frame::ok(),
         Err(e) => Frame::error(format!("ERR Rewriting config file: {e}")),
     }
@@ -277,14 +277,18 @@ fn config_rewrite(ctx: &mut Ctx<'_, '_>) -> Frame {
 
 /// CONFIG REWRITE: read the old file (missing = empty), compute the new text with
 /// [`crate::config::rewrite_text`], and replace the file atomically through the host.
-fn rewrite_config_file(path: &std::path::Path, config: &crate::config::Config) -> std::io::Result<()> {
+pub(crate) fn rewrite_config_file(
+    path: &std::path::Path,
+    config: &crate::config::Config,
+    force_all: bool,
+) -> std::io::Result<()> {
     let host = config.host();
     let old = match host.read_file(path) {
         Ok(s) => s,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(e),
     };
-    host.replace_file(path, &crate::config::rewrite_text(&old, config))
+    host.replace_file(path, &crate::config::rewrite_text_with(&old, config, force_all))
 }
 
 fn config_help(_: &mut Ctx<'_, '_>) -> Frame {
