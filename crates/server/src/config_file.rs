@@ -88,6 +88,9 @@ fn quote(a: &str) -> String {
 
 /// Applies configuration text to `config`.
 pub fn apply(config: &Config, text: &str) -> Result<(), ConfigError> {
+    // The first `save` line replaces the default; each later one adds its points (Redis's
+    // `save` special case while loading).
+    let mut saw_save = false;
     for (n, raw) in text.lines().enumerate() {
         let trimmed = raw.trim();
         if trimmed.is_empty() || trimmed.starts_with('#') {
@@ -115,7 +118,14 @@ pub fn apply(config: &Config, text: &str) -> Result<(), ConfigError> {
         if values.is_empty() && !multi {
             return Err(err("wrong number of arguments".into()));
         }
-        let value = values.join(" ");
+        let mut value = values.join(" ");
+        if name.eq_ignore_ascii_case("save") {
+            let before = config.get("save").unwrap_or_default();
+            if saw_save && !before.is_empty() && !value.trim().is_empty() {
+                value = format!("{before} {value}");
+            }
+            saw_save = true;
+        }
         config.set(&name.to_ascii_lowercase(), &value, true).map_err(|reason| {
             if reason.starts_with("Unknown option") {
                 err(format!("Bad directive or wrong number of arguments: unknown option '{name}'"))
@@ -156,6 +166,12 @@ mod tests {
         assert!(e.reason.contains("frobnicate"), "{e}");
         let e = apply(&c, "port nope").unwrap_err();
         assert!(e.reason.contains("port"), "{e}");
+        // save lines add up after the first.
+        let c2 = Config::new();
+        apply(&c2, "save 900 1\nsave 100 100\n").unwrap();
+        assert_eq!(c2.get("save").as_deref(), Some("900 1 100 100"));
+        apply(&c2, "save \"\"\nsave 60 5\n").unwrap();
+        assert_eq!(c2.get("save").as_deref(), Some("60 5"));
         // A bare multi-argument directive is its empty value; a bare single-argument one is an error.
         apply(&c, "save \n").unwrap();
         assert_eq!(c.get("save").as_deref(), Some(""));
