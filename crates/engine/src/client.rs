@@ -137,6 +137,13 @@ pub struct ClientInfo {
     pub flags: Mutex<String>,
     /// Set by [`ClientInfo::trim_query_buffer`], cleared by the connection task.
     pub trim_qbuf: AtomicBool,
+    /// The reply buffer's size (`rbs=`): what the connection keeps allocated for replies between
+    /// flushes, resized by the server's cron as Redis resizes its static reply buffer.
+    pub rbs: AtomicUsize,
+    /// The most the reply buffer held since the last peak reset (`rbp=`), kept by the connection.
+    pub rbp: AtomicUsize,
+    /// When `rbp` was last reset (monotonic ms).
+    pub rbp_reset_ms: AtomicU64,
     /// Set when the client must be disconnected (CLIENT KILL, SHUTDOWN).
     pub killed: AtomicBool,
     /// A stable, small per-connection number shown as `fd=` (the lowest free one, like a file
@@ -153,6 +160,11 @@ pub struct ClientInfo {
     waker: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
     blocked_on: Mutex<Option<std::sync::Weak<crate::blocking::Waiter>>>,
 }
+
+/// Smallest reply buffer (Redis's `PROTO_REPLY_MIN_BYTES`).
+pub const REPLY_BUFFER_MIN: usize = 1024;
+/// Largest reply buffer the cron grows to, and a new client's (Redis's `PROTO_REPLY_CHUNK_BYTES`).
+pub const REPLY_BUFFER_MAX: usize = 16 * 1024;
 
 /// Order in which Redis prints the flag letters of `CLIENT LIST` (`O` = monitor, `S` = replica,
 /// `M` = master, `P` = pub/sub, `x` = MULTI, `b` = blocked, `t` = tracking, `d` = dirty CAS,
@@ -203,6 +215,32 @@ impl ClientInfo {
     pub fn set_waker(&self, f: Box<dyn Fn() + Send + Sync>) {
         *self.waker.lock() = Some(f);
     }
+    /// Redis's `clientsCronResizeOutputBuffer`, run by the cron: the reply buffer shrinks to its
+    /// peak (at least 1 KiB) when the peak is under half of it, or doubles (up to 16 KiB) when a
+    /// reply filled it; the peak starts over every `peak_reset_ms` (never when negative). The
+    /// connection reallocates to the new `rbs` when its buffer is next empty.
+    pub fn resize_reply_buffer(&self, now_ms: u64, peak_reset_ms: i64, resizing: bool) {
+        let size = self.rbs.load(Ordering::Relaxed);
+        let peak = self.rbp.load(Ordering::Relaxed);
+        let mut new = 0;
+        if resizing {
+            if size / 2 >= REPLY_BUFFER_MIN && peak < size / 2 {
+                new = REPLY_BUFFER_MIN.max(peak + 1);
+            } else if size * 2 < REPLY_BUFFER_MAX * 2 && peak >= size {
+                new = REPLY_BUFFER_MAX.min(size * 2);
+            }
+        }
+        if peak_reset_ms >= 0
+            && now_ms.saturating_sub(self.rbp_reset_ms.load(Ordering::Relaxed)) >= peak_reset_ms as u64
+        {
+            self.rbp.store(0, Ordering::Relaxed);
+            self.rbp_reset_ms.store(now_ms, Ordering::Relaxed);
+        }
+        if new != 0 {
+            self.rbs.store(new, Ordering::Relaxed);
+        }
+    }
+
     /// Asks the connection task to give its (drained) query buffer back, as Redis's clientsCron
     /// does for a client idle over 2 seconds.
     pub fn trim_query_buffer(&self) {
@@ -273,6 +311,11 @@ impl ClientRegistry {
             qbuf: AtomicUsize::new(0),
             qbuf_cap: AtomicUsize::new(0),
             trim_qbuf: AtomicBool::new(false),
+            rbs: AtomicUsize::new(REPLY_BUFFER_MAX),
+            // As Redis's createClient: the peak starts at the buffer's size, so that the first cron
+            // pass resets it rather than shrinking a buffer the client has not used yet.
+            rbp: AtomicUsize::new(REPLY_BUFFER_MAX),
+            rbp_reset_ms: AtomicU64::new(0),
             omem: AtomicUsize::new(0),
             flags: Mutex::new(String::from("N")),
             killed: AtomicBool::new(false),
@@ -315,5 +358,31 @@ impl ClientRegistry {
     /// Looks a client up by id.
     pub fn get(&self, id: u64) -> Option<Arc<ClientInfo>> {
         self.clients.lock().get(&id).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Redis's clientsCronResizeOutputBuffer on a client's figures.
+    #[test]
+    fn reply_buffers_shrink_when_idle_and_grow_when_filled() {
+        let c = ClientRegistry::default().register("a".into(), "b".into(), 0);
+        // First pass: the initial peak is the size, so nothing changes; the peak is reset.
+        c.resize_reply_buffer(100, 100, true);
+        assert_eq!((c.rbs.load(Ordering::Relaxed), c.rbp.load(Ordering::Relaxed)), (16384, 0));
+        c.resize_reply_buffer(150, 100, true);
+        assert_eq!(c.rbs.load(Ordering::Relaxed), 1024);
+        // Replies that fill the buffer double it each pass, up to 16 KiB.
+        for want in [2048, 4096, 8192, 16384, 16384] {
+            c.rbp.store(c.rbs.load(Ordering::Relaxed), Ordering::Relaxed);
+            c.resize_reply_buffer(30, -1, true);
+            assert_eq!(c.rbs.load(Ordering::Relaxed), want);
+        }
+        // Resizing off: the size stays.
+        c.rbp.store(0, Ordering::Relaxed);
+        c.resize_reply_buffer(40, -1, false);
+        assert_eq!(c.rbs.load(Ordering::Relaxed), 16384);
     }
 }

@@ -171,7 +171,10 @@ impl Server {
     /// back (`clientsCronResizeQueryBuffer`).
     pub fn clients_cron(&self, now_ms: u64) {
         let timeout_ms = (self.config.timeout.load(Ordering::Relaxed).max(0) as u64).saturating_mul(1000);
+        let peak_reset = self.debug.reply_buffer_peak_reset_ms.load(Ordering::Relaxed);
+        let resizing = self.debug.reply_buffer_resizing.load(Ordering::Relaxed);
         for c in self.clients.snapshot() {
+            c.resize_reply_buffer(now_ms, peak_reset, resizing);
             let idle = now_ms.saturating_sub(c.last_active_ms.load(Ordering::Relaxed));
             if timeout_ms > 0 && idle > timeout_ms && !c.has_flag('b') && !c.has_flag('O') {
                 c.kill();

@@ -81,7 +81,7 @@ where
     // Bytes of MONITOR lines sent to `mon_tx` and not yet encoded.
     let mon_queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
-    let mut wbuf = BytesMut::with_capacity(READ_CHUNK);
+    let mut wbuf = BytesMut::with_capacity(client.info.rbs.load(Ordering::Relaxed));
     let mut dec = RequestDecoder::new();
     let mut obuf = Obuf::default();
     // The largest the query buffer has been since the last resize pass, and whether the buffer was
@@ -229,6 +229,9 @@ where
         // The query buffer follows its recent peak (Redis's clientsCronResizeQueryBuffer): one
         // over 32 KiB whose half is more than the largest request seen since the last pass shrinks
         // to that peak, and the cron asks for an idle client's drained buffer back.
+        if wbuf.is_empty() && wbuf.capacity() != client.info.rbs.load(Ordering::Relaxed) {
+            fit_reply_buffer(&client.info, &mut wbuf);
+        }
         if client.info.trim_qbuf.swap(false, Ordering::Relaxed) && rbuf.is_empty() {
             rbuf = BytesMut::new();
             idle_released = true;
@@ -391,11 +394,22 @@ async fn flush<W: AsyncWrite + Unpin>(
     if wbuf.is_empty() {
         return Ok(());
     }
+    // The reply buffer's peak: what it held, up to its size (Redis's buf_peak of its static buffer;
+    // beyond that, Redis's replies go to its reply list).
+    let rbs = info.rbs.load(Ordering::Relaxed);
+    info.rbp.fetch_max(wbuf.len().min(rbs), Ordering::Relaxed);
     let r = write_out(srv, info, kill, wr, wbuf).await;
-    if wbuf.capacity() > KEEP_BUF {
-        *wbuf = BytesMut::with_capacity(READ_CHUNK);
+    fit_reply_buffer(info, wbuf);
+    r
+}
+
+/// Empties `wbuf` and gives it the size the cron chose (`rbs`), or keeps it when it has that size
+/// already and has not grown past [`KEEP_BUF`].
+fn fit_reply_buffer(info: &engine::client::ClientInfo, wbuf: &mut BytesMut) {
+    let rbs = info.rbs.load(Ordering::Relaxed);
+    if wbuf.capacity() > KEEP_BUF.max(rbs) || wbuf.capacity() < rbs || (wbuf.capacity() > 2 * rbs && wbuf.is_empty()) {
+        *wbuf = BytesMut::with_capacity(rbs);
     } else {
         wbuf.clear();
     }
-    r
 }

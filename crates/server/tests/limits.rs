@@ -269,3 +269,37 @@ fn monitor_that_never_reads_is_closed_at_the_limit() {
     assert!(eventually(Duration::from_secs(5), || line_of(&mut admin, "watcher").is_none()));
     assert_eq!(admin.cmd(&[b"PING"]), "+PONG\r\n");
 }
+
+/// The reply buffer follows Redis's cron (clientsCronResizeOutputBuffer): an idle client's shrinks to
+/// 1 KiB, one that keeps getting large replies grows back to 16 KiB; CLIENT LIST's `rbs` shows it.
+#[test]
+fn reply_buffers_shrink_when_idle_and_grow_under_large_replies() {
+    let l = Latch::start(&["--enable-debug-command", "yes"]);
+    let mut r = l.raw();
+    assert_eq!(r.cmd(&[b"DEBUG", b"REPLYBUFFER", b"PEAK-RESET-TIME", b"100"]), "+OK\r\n");
+    let mut tc = l.raw();
+    assert_eq!(tc.cmd(&[b"CLIENT", b"SETNAME", b"tc"]), "+OK\r\n");
+    let rbs = |r: &mut Raw| -> usize {
+        let list = r.cmd(&[b"CLIENT", b"LIST"]);
+        let line = list.lines().find(|l| l.contains("name=tc ")).expect("tc listed").to_string();
+        line.split(' ').find_map(|f| f.strip_prefix("rbs=")).expect("rbs").parse().unwrap()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while rbs(&mut r) != 1024 {
+        assert!(std::time::Instant::now() < deadline, "the idle client's reply buffer did not shrink");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let big = vec![b'x'; 32768];
+    assert_eq!(r.cmd(&[b"SET", b"bigval", &big]), "+OK\r\n");
+    assert_eq!(r.cmd(&[b"DEBUG", b"REPLYBUFFER", b"PEAK-RESET-TIME", b"never"]), "+OK\r\n");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        assert_eq!(tc.cmd_bytes(&[b"GET", b"bigval"]).len(), 32768 + 10);
+        let n = rbs(&mut r);
+        if (16384..32768).contains(&n) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the busy client's reply buffer is {n}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

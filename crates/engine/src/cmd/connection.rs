@@ -365,15 +365,16 @@ fn client_line(out: &mut String, info: &ClientInfo, now: u64, me: Option<&Ctx<'_
     let (db, resp, qbuf, argv_mem, rbs, rbp) = match me {
         Some(ctx) => {
             let argv: usize = ctx.args.iter().map(|a| a.len()).sum();
-            (ctx.client.db, proto_number(ctx.client.proto), request_len(ctx.args), argv, 16384, 16384)
+            let (rbs, rbp) = (info.rbs.load(Ordering::Relaxed), info.rbp.load(Ordering::Relaxed));
+            (ctx.client.db, proto_number(ctx.client.proto), request_len(ctx.args), argv, rbs, rbp)
         }
         None => (
             info.db.load(Ordering::Relaxed),
             info.resp.load(Ordering::Relaxed),
             info.qbuf.load(Ordering::Relaxed),
             0,
-            1024,
-            0,
+            info.rbs.load(Ordering::Relaxed),
+            info.rbp.load(Ordering::Relaxed),
         ),
     };
     // The query buffer as the connection layer last saw it (its running command included).
@@ -1341,6 +1342,10 @@ mod tests {
         ts.clock.advance_ms(5_000);
         b.transcript("> HELLO 3\n{\"server\": \"redis\", \"version\": \"7.0.15\", \"proto\": :3, \"id\": :4, \"mode\": \"standalone\", \"role\": \"master\", \"modules\": []}");
         ts.clock.advance_ms(2_000);
+        // Two cron passes: the first resets the reply buffers' peaks, the second shrinks the
+        // buffers to 1 KiB (neither client has had a reply in the buffer since).
+        ts.srv.clients_cron(crate::clock::Clock::now_ms(&*ts.clock));
+        ts.srv.clients_cron(crate::clock::Clock::now_ms(&*ts.clock));
         let la = line(
             2,
             "10.0.0.1:1111",
@@ -1354,17 +1359,17 @@ mod tests {
             "10.0.0.2:2222",
             9,
             "name= age=7 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=26 qbuf-free=0 argv-mem=10 \
-             multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=17210 events=r cmd=client|list \
+             multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 tot-mem=1850 events=r cmd=client|list \
              user=default redir=-1 resp=3 lib-name= lib-ver=",
         );
         assert_eq!(b.run("CLIENT LIST"), crate::cmd::repr(format!("{la}\n{lb}\n").as_bytes()));
         let lb48 = lb.replace("qbuf=26 qbuf-free=0 argv-mem=10", "qbuf=48 qbuf-free=0 argv-mem=20");
-        let lb48 = lb48.replace("tot-mem=17210", "tot-mem=17242");
+        let lb48 = lb48.replace("tot-mem=1850", "tot-mem=1882");
         assert_eq!(b.run("CLIENT LIST TYPE normal"), crate::cmd::repr(format!("{la}\n{lb48}\n").as_bytes()));
         assert_eq!(b.run("CLIENT LIST TYPE NORMAL"), crate::cmd::repr(format!("{la}\n{lb48}\n").as_bytes()));
         let lbid = lb
             .replace("qbuf=26 qbuf-free=0 argv-mem=10", "qbuf=71 qbuf-free=0 argv-mem=19")
-            .replace("tot-mem=17210", "tot-mem=17264");
+            .replace("tot-mem=1850", "tot-mem=1904");
         assert_eq!(b.run("CLIENT LIST ID 4 99 -5 2 4"), crate::cmd::repr(format!("{lbid}\n{la}\n{lbid}\n").as_bytes()));
         b.transcript(
             r#"

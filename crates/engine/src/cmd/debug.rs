@@ -25,6 +25,11 @@ pub struct Switches {
     pub pause_cron: AtomicBool,
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call commands flagged `noscript`.
     pub disable_deny_scripts: AtomicBool,
+    /// DEBUG REPLYBUFFER PEAK-RESET-TIME: milliseconds between resets of a client's reply buffer
+    /// peak (-1: never). Redis's default is 5000.
+    pub reply_buffer_peak_reset_ms: std::sync::atomic::AtomicI64,
+    /// DEBUG REPLYBUFFER RESIZING: the cron resizes reply buffers.
+    pub reply_buffer_resizing: AtomicBool,
     /// DEBUG QUICKLIST-PACKED-THRESHOLD, in bytes. Latch's lists have no listpack nodes, so no
     /// element is ever "packed": the value is kept only so that it reads back.
     pub quicklist_packed_threshold: AtomicU64,
@@ -36,10 +41,15 @@ impl Default for Switches {
             active_expire: AtomicBool::new(true),
             pause_cron: AtomicBool::new(false),
             disable_deny_scripts: AtomicBool::new(false),
+            reply_buffer_peak_reset_ms: std::sync::atomic::AtomicI64::new(REPLY_BUFFER_PEAK_RESET_MS),
+            reply_buffer_resizing: AtomicBool::new(true),
             quicklist_packed_threshold: AtomicU64::new(1 << 30),
         }
     }
 }
+
+/// Redis's `REPLY_BUFFER_DEFAULT_PEAK_RESET_TIME`.
+const REPLY_BUFFER_PEAK_RESET_MS: i64 = 5000;
 
 /// The DEBUG entry of the command table.
 pub static COMMANDS: &[Command] = &[Command {
@@ -85,6 +95,12 @@ const HELP: &[&str] = &[
     "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
     "RELOAD [option ...]",
     "    Save the RDB on disk and reload it back to memory (needs persistence).",
+    "REPLYBUFFER PEAK-RESET-TIME <NEVER||RESET|time>",
+    "    Sets the time (in milliseconds) to wait between client reply buffer peak resets.",
+    "    In case NEVER is provided the last observed peak will never be reset",
+    "    In case RESET is provided the peak reset time will be restored to the default value",
+    "REPLYBUFFER RESIZING <0|1>",
+    "    Enable or disable the reply buffer resize cron job",
     "SET-DISABLE-DENY-SCRIPTS <0|1>",
     "    Let scripts call commands flagged noscript (for testing).",
     "SET-ACTIVE-EXPIRE <0|1>",
@@ -123,6 +139,28 @@ fn debug(ctx: &mut Ctx<'_, '_>) -> Frame {
         }
         (b"set-disable-deny-scripts", 3) => {
             ctx.srv.debug.disable_deny_scripts.store(atoi(ctx.arg(2)) != 0, Ordering::Relaxed);
+            Frame::ok()
+        }
+        (b"replybuffer", 4) => {
+            let (what, v) = (ctx.arg(2), ctx.arg(3));
+            let sw = &ctx.srv.debug;
+            if what.eq_ignore_ascii_case(b"peak-reset-time") {
+                let ms = if v.eq_ignore_ascii_case(b"never") {
+                    -1
+                } else if v.eq_ignore_ascii_case(b"reset") {
+                    REPLY_BUFFER_PEAK_RESET_MS
+                } else {
+                    match crate::args::parse_i64_strict(v) {
+                        Some(ms) => ms,
+                        None => return crate::error::not_integer(),
+                    }
+                };
+                sw.reply_buffer_peak_reset_ms.store(ms, Ordering::Relaxed);
+            } else if what.eq_ignore_ascii_case(b"resizing") {
+                sw.reply_buffer_resizing.store(atoi(v) != 0, Ordering::Relaxed);
+            } else {
+                return subcommand_syntax_error(ctx.arg(1), "DEBUG");
+            }
             Frame::ok()
         }
         (b"pause-cron", 3) => {
