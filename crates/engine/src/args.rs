@@ -1,34 +1,8 @@
 //! Argument parsing with Redis's exact acceptance rules.
 
-/// Redis's `string2ll`: optional '-', no '+', no leading zeros, no spaces, fits in i64.
-pub fn parse_i64_strict(b: &[u8]) -> Option<i64> {
-    if b.is_empty() || b.len() > 20 {
-        return None;
-    }
-    if b == b"0" {
-        return Some(0);
-    }
-    let (neg, digits) = match b[0] {
-        b'-' => (true, &b[1..]),
-        _ => (false, b),
-    };
-    match digits.first() {
-        Some(b'1'..=b'9') => {}
-        _ => return None,
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
-    }
-    if neg {
-        if v > (i64::MAX as u64) + 1 { None } else { Some((v as i64).wrapping_neg()) }
-    } else {
-        i64::try_from(v).ok()
-    }
-}
+/// Redis's `string2ll`: optional '-', no '+', no leading zeros, no spaces, fits in i64. One
+/// implementation, `resp`'s, which also reads the lengths of requests.
+pub use resp::string2ll as parse_i64_strict;
 
 /// Redis's `string2d`/`getDoubleFromObject`: a whole-string strtod that rejects NaN, leading space,
 /// overflow to infinity and underflow to zero. "inf", "+inf", "-inf" are accepted.
