@@ -39,22 +39,7 @@ fn delim(d: Option<String>) -> Vec<u8> {
 
 /// Builds the session configuration from parsed arguments and the environment.
 pub fn config_from_args(a: &Args, stdout_tty: bool) -> Result<Config, String> {
-    let mut conn = ConnInfo::default();
-    if let Some(h) = &a.host {
-        conn.host = h.clone();
-    }
-    if let Some(p) = a.port {
-        conn.port = p;
-    }
-    conn.socket = a.socket.clone();
-    conn.auth = a.pass.clone();
-    conn.user = a.user.clone();
-    if let Some(n) = a.db {
-        conn.db = n;
-    }
-    if let Some(u) = &a.uri {
-        opts::apply_uri(u, &mut conn).map_err(|e| e.0)?;
-    }
+    let conn = a.conn.apply(ConnInfo::default())?;
     if a.resp2 && a.resp3 {
         return Err("Options -2 and -3 are mutually exclusive.".into());
     }
@@ -109,7 +94,7 @@ pub fn run() -> i32 {
         println!("latch-cli {}", env!("CARGO_PKG_VERSION"));
         return 0;
     }
-    if args.tls || args.uri.as_deref().is_some_and(|u| u.to_ascii_lowercase().starts_with("rediss://")) {
+    if args.tls || args.conn.uri.as_deref().is_some_and(|u| u.to_ascii_lowercase().starts_with("rediss://")) {
         eprintln!(
             "TLS is not supported by latch-cli yet: connect without --tls (or use redis:// instead of rediss://)."
         );

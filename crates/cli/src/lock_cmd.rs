@@ -34,27 +34,9 @@ use crate::opts::{self, ConnInfo};
                       [--ttl MS] [--wait MS] [--fence] -- command [args...]"
 )]
 pub struct LockArgs {
-    /// Server hostname (default: 127.0.0.1).
-    #[arg(short = 'h', value_name = "hostname")]
-    pub host: Option<String>,
-    /// Server port (default: 6379).
-    #[arg(short = 'p', value_name = "port")]
-    pub port: Option<u16>,
-    /// Server socket (overrides hostname and port).
-    #[arg(short = 's', value_name = "socket")]
-    pub socket: Option<String>,
-    /// Password.
-    #[arg(short = 'a', long = "pass", value_name = "password")]
-    pub pass: Option<String>,
-    /// ACL user name (with -a).
-    #[arg(long = "user", value_name = "username")]
-    pub user: Option<String>,
-    /// Server URI: redis://[[user]:password@]host[:port][/db].
-    #[arg(short = 'u', value_name = "uri")]
-    pub uri: Option<String>,
-    /// Database number.
-    #[arg(short = 'n', value_name = "db")]
-    pub db: Option<i64>,
+    /// Where and as whom to connect (as for latch-cli itself).
+    #[command(flatten)]
+    pub conn: opts::ConnArgs,
     /// Lease in milliseconds; the watchdog extends it every third of it while the command runs.
     #[arg(long = "ttl", value_name = "MS", default_value_t = 10_000)]
     pub ttl: u64,
@@ -100,29 +82,8 @@ pub fn connection_info(info: &ConnInfo) -> redis::RedisResult<redis::ConnectionI
 }
 
 /// Applies the lock subcommand's connection options over `base` (the options given before `lock`).
-pub fn merge_conn(a: &LockArgs, mut conn: ConnInfo) -> Result<ConnInfo, String> {
-    if let Some(h) = &a.host {
-        conn.host = h.clone();
-    }
-    if let Some(p) = a.port {
-        conn.port = p;
-    }
-    if a.socket.is_some() {
-        conn.socket = a.socket.clone();
-    }
-    if a.pass.is_some() {
-        conn.auth = a.pass.clone();
-    }
-    if a.user.is_some() {
-        conn.user = a.user.clone();
-    }
-    if let Some(n) = a.db {
-        conn.db = n;
-    }
-    if let Some(u) = &a.uri {
-        opts::apply_uri(u, &mut conn).map_err(|e| e.0)?;
-    }
-    Ok(conn)
+pub fn merge_conn(a: &LockArgs, conn: ConnInfo) -> Result<ConnInfo, String> {
+    a.conn.apply(conn)
 }
 
 /// Parses `argv` (starting with `lock`) and runs it; returns the exit status.
@@ -261,7 +222,7 @@ mod tests {
     #[test]
     fn options_name_and_command() {
         let a = parse(&["lock", "-p", "7000", "jobs", "--ttl", "500", "--wait", "0", "--", "sh", "-c", "x"]).unwrap();
-        assert_eq!(a.port, Some(7000));
+        assert_eq!(a.conn.port, Some(7000));
         assert_eq!(a.name, "jobs");
         assert_eq!(a.ttl, 500);
         assert_eq!(a.wait, Some(0));

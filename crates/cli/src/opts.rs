@@ -16,16 +16,10 @@ pub enum OutputMode {
     Raw,
 }
 
-/// latch-cli's command line as parsed by clap.
-#[derive(Parser, Debug, Default)]
-#[command(
-    name = "latch-cli",
-    about = "Command-line client for Latch (and any Redis-compatible server)",
-    disable_help_flag = true,
-    disable_version_flag = true,
-    override_usage = "latch-cli [OPTIONS] [cmd [arg [arg ...]]]"
-)]
-pub struct Args {
+/// The connection options of latch-cli and of `latch-cli lock` (redis-cli's -h -p -s -a --user -u
+/// -n), written once and flattened into both.
+#[derive(clap::Args, Debug, Default, Clone)]
+pub struct ConnArgs {
     /// Server hostname (default: 127.0.0.1).
     #[arg(short = 'h', value_name = "hostname")]
     pub host: Option<String>,
@@ -48,6 +42,49 @@ pub struct Args {
     /// Database number.
     #[arg(short = 'n', value_name = "db")]
     pub db: Option<i64>,
+}
+
+impl ConnArgs {
+    /// These options over `conn`: each one given replaces what `conn` has, the URI last.
+    pub fn apply(&self, mut conn: ConnInfo) -> Result<ConnInfo, String> {
+        if let Some(h) = &self.host {
+            conn.host = h.clone();
+        }
+        if let Some(p) = self.port {
+            conn.port = p;
+        }
+        if self.socket.is_some() {
+            conn.socket = self.socket.clone();
+        }
+        if self.pass.is_some() {
+            conn.auth = self.pass.clone();
+        }
+        if self.user.is_some() {
+            conn.user = self.user.clone();
+        }
+        if let Some(n) = self.db {
+            conn.db = n;
+        }
+        if let Some(u) = &self.uri {
+            apply_uri(u, &mut conn).map_err(|e| e.0)?;
+        }
+        Ok(conn)
+    }
+}
+
+/// latch-cli's command line as parsed by clap.
+#[derive(Parser, Debug, Default)]
+#[command(
+    name = "latch-cli",
+    about = "Command-line client for Latch (and any Redis-compatible server)",
+    disable_help_flag = true,
+    disable_version_flag = true,
+    override_usage = "latch-cli [OPTIONS] [cmd [arg [arg ...]]]"
+)]
+pub struct Args {
+    /// Where and as whom to connect.
+    #[command(flatten)]
+    pub conn: ConnArgs,
     /// Execute the command N times (negative: forever).
     #[arg(short = 'r', value_name = "repeat", allow_negative_numbers = true)]
     pub repeat: Option<i64>,
@@ -220,9 +257,9 @@ mod tests {
     #[test]
     fn options_stop_at_the_command() {
         let a = parse(&["-h", "10.0.0.1", "-p", "7000", "-n", "2", "incrby", "k", "-5", "-p"]);
-        assert_eq!(a.host.as_deref(), Some("10.0.0.1"));
-        assert_eq!(a.port, Some(7000));
-        assert_eq!(a.db, Some(2));
+        assert_eq!(a.conn.host.as_deref(), Some("10.0.0.1"));
+        assert_eq!(a.conn.port, Some(7000));
+        assert_eq!(a.conn.db, Some(2));
         assert_eq!(a.command, ["incrby", "k", "-5", "-p"]);
     }
 
@@ -241,7 +278,7 @@ mod tests {
         assert_eq!(a.repeat, Some(-1));
         assert_eq!(a.interval, Some(0.5));
         let a = parse(&["--user", "bob", "--pass", "pw", "--resp2"]);
-        assert_eq!((a.user.as_deref(), a.pass.as_deref(), a.resp2), (Some("bob"), Some("pw"), true));
+        assert_eq!((a.conn.user.as_deref(), a.conn.pass.as_deref(), a.resp2), (Some("bob"), Some("pw"), true));
     }
 
     #[test]
