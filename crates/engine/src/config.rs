@@ -1292,6 +1292,18 @@ fn directive_lines(p: &Param, v: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
+    /// Redis keeps save's changes count in a C int: a larger count reads back wrapped, and the
+    /// wrapped value is refused (redis-server 7.0.15 answers the same; found by the config fuzzer).
+    #[test]
+    fn save_changes_wrap_as_in_redis() {
+        let c = Config::new();
+        c.set("save", "3 66666666666", false).unwrap();
+        assert_eq!(c.get("save").as_deref(), Some("3 -2052810070"));
+        assert!(c.set("save", "3 -2052810070", false).is_err());
+        assert!(crate::testkit::save_changes_wrap("save", "3 66666666666"));
+        assert!(!crate::testkit::save_changes_wrap("save", "3 100"));
+    }
+
     #[test]
     fn oom_score_adj_moves_the_process_score_as_redis() {
         let host = std::sync::Arc::new(crate::host::MemoryHost::default());

@@ -36,6 +36,7 @@ pub mod lua;
 pub mod multi;
 pub mod server;
 pub mod stats;
+#[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 pub mod types;
 pub mod value;
