@@ -141,6 +141,92 @@ impl Keys {
 /// A command handler: reads `ctx.args`, works on `ctx.db()`, returns the reply.
 pub type Handler = fn(&mut Ctx<'_, '_>) -> Frame;
 
+/// A command's group, as COMMAND DOCS names it (Redis's `commandGroupStr`), plus Latch's own
+/// `lock` group for the native lock commands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Group {
+    /// `generic (keyspace)`
+    Generic,
+    /// `string`
+    String,
+    /// `list`
+    List,
+    /// `set`
+    Set,
+    /// `sorted-set`
+    SortedSet,
+    /// `hash`
+    Hash,
+    /// `pubsub`
+    PubSub,
+    /// `transactions`
+    Transactions,
+    /// `connection`
+    Connection,
+    /// `server`
+    Server,
+    /// `scripting`
+    Scripting,
+    /// `hyperloglog`
+    HyperLogLog,
+    /// `cluster`
+    Cluster,
+    /// `geo`
+    Geo,
+    /// `stream`
+    Stream,
+    /// `bitmap`
+    Bitmap,
+    /// `lock (Latch's native locks)`
+    Lock,
+}
+
+impl Group {
+    /// The name COMMAND DOCS prints.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Group::Generic => "generic",
+            Group::String => "string",
+            Group::List => "list",
+            Group::Set => "set",
+            Group::SortedSet => "sorted-set",
+            Group::Hash => "hash",
+            Group::PubSub => "pubsub",
+            Group::Transactions => "transactions",
+            Group::Connection => "connection",
+            Group::Server => "server",
+            Group::Scripting => "scripting",
+            Group::HyperLogLog => "hyperloglog",
+            Group::Cluster => "cluster",
+            Group::Geo => "geo",
+            Group::Stream => "stream",
+            Group::Bitmap => "bitmap",
+            Group::Lock => "lock",
+        }
+    }
+
+    /// The ACL category a command of this group belongs to (for commands Redis does not have).
+    pub const fn acl_category(self) -> Option<&'static str> {
+        match self {
+            Group::Generic => Some("@keyspace"),
+            Group::String => Some("@string"),
+            Group::List => Some("@list"),
+            Group::Hash => Some("@hash"),
+            Group::Set => Some("@set"),
+            Group::SortedSet => Some("@sortedset"),
+            Group::Bitmap => Some("@bitmap"),
+            Group::HyperLogLog => Some("@hyperloglog"),
+            Group::Geo => Some("@geo"),
+            Group::Stream => Some("@stream"),
+            Group::PubSub => Some("@pubsub"),
+            Group::Connection => Some("@connection"),
+            Group::Transactions => Some("@transaction"),
+            Group::Scripting => Some("@scripting"),
+            Group::Server | Group::Cluster | Group::Lock => None,
+        }
+    }
+}
+
 /// One entry of the command table.
 #[derive(Clone)]
 pub struct Command {
@@ -152,8 +238,8 @@ pub struct Command {
     pub flags: Flags,
     /// Key positions.
     pub keys: Keys,
-    /// Command group (`string`, `generic`, `server`, `connection`...).
-    pub group: &'static str,
+    /// Command group (COMMAND DOCS `group`).
+    pub group: Group,
     /// Version that introduced the command (as Redis documents it).
     pub since: &'static str,
     /// One-line summary (COMMAND DOCS, latch-cli HELP).
@@ -193,18 +279,10 @@ impl Command {
         let a = self.arity;
         (a > 0 && argc as i32 == a) || (a < 0 && argc as i32 >= -a)
     }
-    /// The user-facing name (`config|get` -> `config|get`, as Redis prints in errors).
-    pub fn full_name(&self) -> &'static str {
-        self.name
-    }
     /// True if running this command with `args` needs every shard locked: the
     /// [`Flags::ALL_SHARDS`] flag, or [`Command::all_shards_if`] says so for these arguments.
     pub fn needs_all_shards(&self, args: &[Bytes]) -> bool {
         self.flags.has(Flags::ALL_SHARDS) || self.all_shards_if.is_some_and(|f| f(args))
-    }
-    /// Flags including the derived `movablekeys`.
-    pub fn is_write(&self) -> bool {
-        self.flags.has(Flags::WRITE)
     }
 }
 

@@ -13,7 +13,7 @@ use resp::Frame;
 #[cfg(test)]
 mod tests;
 
-const GROUP: &str = "bitmap";
+const GROUP: crate::command::Group = crate::command::Group::Bitmap;
 
 /// Table entries.
 pub static COMMANDS: &[Command] = &[

@@ -56,7 +56,7 @@ pub static COMMANDS: &[Command] = &[Command {
     name: "debug",
     arity: -2,
     flags: Flags::ADMIN.or(Flags::NOSCRIPT).or(Flags::LOADING).or(Flags::STALE).or(Flags::ALL_SHARDS),
-    group: "server",
+    group: crate::command::Group::Server,
     summary: "A container for debugging commands",
     complexity: "Depends on subcommand.",
     handler: debug,

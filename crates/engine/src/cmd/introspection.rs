@@ -21,7 +21,7 @@ pub static COMMANDS: &[Command] = &[Command {
     name: "command",
     arity: -1,
     flags: FLAGS,
-    group: "server",
+    group: crate::command::Group::Server,
     since: "2.8.13",
     summary: "Get array of Redis command details",
     complexity: "O(N) where N is the total number of Redis commands",
@@ -35,7 +35,7 @@ static SUBCOMMANDS: &[Command] = &[
         name: "command|count",
         arity: 2,
         flags: FLAGS,
-        group: "server",
+        group: crate::command::Group::Server,
         since: "2.8.13",
         summary: "Get total number of Redis commands",
         handler: command_count,
@@ -45,7 +45,7 @@ static SUBCOMMANDS: &[Command] = &[
         name: "command|docs",
         arity: -2,
         flags: FLAGS,
-        group: "server",
+        group: crate::command::Group::Server,
         since: "7.0.0",
         summary: "Get array of specific Redis command documentation",
         complexity: "O(N) where N is the number of commands to look up",
@@ -57,7 +57,7 @@ static SUBCOMMANDS: &[Command] = &[
         name: "command|getkeys",
         arity: -4,
         flags: FLAGS,
-        group: "server",
+        group: crate::command::Group::Server,
         since: "2.8.13",
         summary: "Extract keys given a full Redis command",
         complexity: "O(N) where N is the number of arguments to the command",
@@ -68,7 +68,7 @@ static SUBCOMMANDS: &[Command] = &[
         name: "command|getkeysandflags",
         arity: -4,
         flags: FLAGS,
-        group: "server",
+        group: crate::command::Group::Server,
         since: "7.0.0",
         summary: "Extract keys and access flags given a full Redis command",
         complexity: "O(N) where N is the number of arguments to the command",
@@ -79,7 +79,7 @@ static SUBCOMMANDS: &[Command] = &[
         name: "command|help",
         arity: 2,
         flags: FLAGS,
-        group: "server",
+        group: crate::command::Group::Server,
         since: "5.0.0",
         summary: "Show helpful text about the different subcommands",
         handler: command_help,
@@ -89,7 +89,7 @@ static SUBCOMMANDS: &[Command] = &[
         name: "command|info",
         arity: -2,
         flags: FLAGS,
-        group: "server",
+        group: crate::command::Group::Server,
         since: "2.8.13",
         summary: "Get array of specific Redis command details, or all when no argument is given.",
         complexity: "O(N) where N is the number of commands to look up",
@@ -101,7 +101,7 @@ static SUBCOMMANDS: &[Command] = &[
         name: "command|list",
         arity: -2,
         flags: FLAGS,
-        group: "server",
+        group: crate::command::Group::Server,
         since: "7.0.0",
         summary: "Get an array of Redis command names",
         complexity: "O(N) where N is the total number of Redis commands",
@@ -142,23 +142,7 @@ pub fn acl_categories(c: &Command) -> Vec<&'static str> {
     let mut set: Vec<&'static str> = Vec::new();
     match meta(c.name) {
         Some(m) => set.extend(m.acl.split(',').filter(|s| !s.is_empty())),
-        None => set.extend(match c.group {
-            "generic" => Some("@keyspace"),
-            "string" => Some("@string"),
-            "list" => Some("@list"),
-            "hash" => Some("@hash"),
-            "set" => Some("@set"),
-            "sorted-set" => Some("@sortedset"),
-            "bitmap" => Some("@bitmap"),
-            "hyperloglog" => Some("@hyperloglog"),
-            "geo" => Some("@geo"),
-            "stream" => Some("@stream"),
-            "pubsub" => Some("@pubsub"),
-            "connection" => Some("@connection"),
-            "transactions" => Some("@transaction"),
-            "scripting" => Some("@scripting"),
-            _ => None,
-        }),
+        None => set.extend(c.group.acl_category()),
     }
     let f = c.flags;
     if f.has(Flags::WRITE) {
@@ -357,7 +341,7 @@ fn arg_frames(args: &[Arg], key_index: &mut i64, nspecs: i64) -> Frame {
 
 /// One command's `COMMAND DOCS` map.
 pub fn command_docs_frame(c: &Command) -> Frame {
-    let mut m = vec![("summary", bulk(c.summary)), ("since", bulk(c.since)), ("group", bulk(c.group))];
+    let mut m = vec![("summary", bulk(c.summary)), ("since", bulk(c.since)), ("group", bulk(c.group.name()))];
     if !c.complexity.is_empty() {
         m.push(("complexity", bulk(c.complexity)));
     }

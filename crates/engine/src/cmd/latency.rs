@@ -14,7 +14,7 @@ const ADMIN: Flags = Flags::ADMIN.or(Flags::NOSCRIPT).or(Flags::LOADING).or(Flag
 pub static COMMANDS: &[Command] = &[Command {
     name: "latency",
     arity: -2,
-    group: "server",
+    group: crate::command::Group::Server,
     since: "2.8.13",
     summary: "A container for latency diagnostics commands",
     complexity: "Depends on subcommand.",
@@ -30,7 +30,7 @@ const fn sub(
     syntax: &'static str,
     handler: crate::command::Handler,
 ) -> Command {
-    Command { name, arity, flags: ADMIN, group: "server", since, summary, syntax, handler, ..BASE }
+    Command { name, arity, flags: ADMIN, group: crate::command::Group::Server, since, summary, syntax, handler, ..BASE }
 }
 
 static SUBCOMMANDS: &[Command] = &[

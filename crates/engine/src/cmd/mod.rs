@@ -61,7 +61,7 @@ pub const BASE: Command = Command {
     arity: 0,
     flags: Flags(0),
     keys: Keys::None,
-    group: "generic",
+    group: crate::command::Group::Generic,
     since: "1.0.0",
     summary: "",
     complexity: "O(1)",

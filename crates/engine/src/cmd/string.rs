@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 #[cfg(test)]
 pub(crate) mod tests;
 
-const STRING: &str = "string";
+const STRING: crate::command::Group = crate::command::Group::String;
 
 /// Table entries.
 pub static COMMANDS: &[Command] = &[
