@@ -1277,6 +1277,7 @@ mod tests {
     #[test]
     fn client_id_name_setinfo() {
         let ts = TestServer::new();
+        // The first client goes away: the second gets its fd number back, as a new connection does.
         ts.client().transcript("> CLIENT ID\n:1");
         ts.client().transcript(
             r#"
@@ -1319,13 +1320,13 @@ mod tests {
             > CLIENT SETINFO lib-name
             -ERR wrong number of arguments for 'client|setinfo' command
             > CLIENT INFO
-            "id=2 addr=127.0.0.1:50000 laddr=127.0.0.1:6379 fd=9 name= age=0 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=26 qbuf-free=0 argv-mem=10 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=17210 events=r cmd=client|info user=default redir=-1 resp=2 lib-name=redis-py lib-ver=5.0.1\n"
+            "id=2 addr=127.0.0.1:50000 laddr=127.0.0.1:6379 fd=8 name= age=0 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=26 qbuf-free=0 argv-mem=10 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=17210 events=r cmd=client|info user=default redir=-1 resp=2 lib-name=redis-py lib-ver=5.0.1\n"
             > CLIENT SETINFO lib-ver ""
             +OK
             > CLIENT SETNAME n
             +OK
             > CLIENT INFO
-            "id=2 addr=127.0.0.1:50000 laddr=127.0.0.1:6379 fd=9 name=n age=0 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=26 qbuf-free=0 argv-mem=10 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=17210 events=r cmd=client|info user=default redir=-1 resp=2 lib-name=redis-py lib-ver=\n"
+            "id=2 addr=127.0.0.1:50000 laddr=127.0.0.1:6379 fd=8 name=n age=0 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=26 qbuf-free=0 argv-mem=10 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=17210 events=r cmd=client|info user=default redir=-1 resp=2 lib-name=redis-py lib-ver=\n"
             > CLIENT INFO x
             -ERR wrong number of arguments for 'client|info' command
             "#,
