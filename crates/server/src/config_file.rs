@@ -46,20 +46,37 @@ pub fn assemble(args: &[String], read_file: impl Fn(&str) -> std::io::Result<Str
         text.push('\n');
     }
     let mut line = String::new();
+    // Redis's rule: right after an option name that came without a value, the next argument is
+    // its value even when it starts with `--` (`--port --loglevel` gives port the value
+    // "--loglevel"); once an option has a value, `--name` starts the next one.
+    let mut awaiting_value = false;
     while i < args.len() {
         let a = &args[i];
-        if let Some(name) = a.strip_prefix("--") {
-            if !line.is_empty() {
-                text.push_str(&line);
-                text.push('\n');
+        match a.strip_prefix("--") {
+            Some(name) if !awaiting_value => {
+                if !line.is_empty() {
+                    text.push_str(&line);
+                    text.push('\n');
+                }
+                line = name.to_string();
+                // "--maxmemory 700mb" in one argument carries its value.
+                awaiting_value = resp::split_args(name.as_bytes()).is_some_and(|w| w.len() == 1);
+                // `--save` followed by another option, or last: an empty save, as in Redis 7.0.1+.
+                let next_is_option = args.get(i + 1).is_none_or(|n| n.starts_with("--"));
+                if awaiting_value && name.eq_ignore_ascii_case("save") && next_is_option {
+                    line.push_str(" \"\"");
+                    awaiting_value = false;
+                }
             }
-            line = name.to_string();
-        } else {
-            if line.is_empty() {
-                return Err(format!("Invalid argument '{a}': options must start with '--'"));
+            _ => {
+                // A bare word with no option before it starts a line of its own, as in Redis
+                // (`redis-server file loglevel verbose` works there too).
+                if !line.is_empty() {
+                    line.push(' ');
+                }
+                line.push_str(&quote(a));
+                awaiting_value = false;
             }
-            line.push(' ');
-            line.push_str(&quote(a));
         }
         i += 1;
     }
@@ -115,6 +132,9 @@ pub fn apply(config: &Config, text: &str) -> Result<(), ConfigError> {
         // A parameter taking several arguments may be given none (`save` alone, as the Tcl suite
         // writes `save ""`): Redis hands its setter an empty list. Any other needs exactly one.
         let multi = engine::config::find(name).is_some_and(|p| p.flags & engine::config::MULTI != 0);
+        if values.len() != 1 && !multi && engine::config::find(name).is_some() {
+            return Err(err("wrong number of arguments".into()));
+        }
         if values.is_empty() && !multi {
             return Err(err("wrong number of arguments".into()));
         }
@@ -151,6 +171,31 @@ mod tests {
         apply(&c, &text).unwrap();
         assert_eq!(c.get("port").as_deref(), Some("7000"));
         assert_eq!(c.get("bind").as_deref(), Some("127.0.0.1 ::1"));
+    }
+
+    /// redis-server 7.0's argument rules (unit/introspection's "command line arguments" tests).
+    #[test]
+    fn redis_argument_rules() {
+        let lines = |a: &[&str]| {
+            let args: Vec<String> = a.iter().map(|s| s.to_string()).collect();
+            assemble(&args, |_| Ok(String::new())).unwrap()
+        };
+        // A value may start with `--` right after its option's name.
+        assert_eq!(lines(&["--port", "--loglevel", "verbose"]), "\nport \"--loglevel\" \"verbose\"\n");
+        assert_eq!(lines(&["--port", "--bla", "--loglevel", "verbose"]), "\nport \"--bla\"\nloglevel \"verbose\"\n");
+        // Name and value in one argument.
+        assert_eq!(lines(&["--maxmemory 700mb", "--loglevel", "debug"]), "\nmaxmemory 700mb\nloglevel \"debug\"\n");
+        // `--save` alone, before another option or last, is an empty save.
+        assert_eq!(lines(&["--save", "--loglevel", "verbose"]), "\nsave \"\"\nloglevel \"verbose\"\n");
+        assert_eq!(lines(&["--loglevel", "verbose", "--save"]), "\nloglevel \"verbose\"\nsave \"\"\n");
+        // Bare words after the file form a line of their own.
+        assert_eq!(lines(&["f.conf", "loglevel", "verbose"]), "\n\"loglevel\" \"verbose\"\n");
+        // A single-value parameter given two values, or none: Redis's error.
+        let c = Config::new();
+        let e = apply(&c, &lines(&["--port", "6379", "6380"])).unwrap_err();
+        assert_eq!((e.line.as_str(), e.reason.as_str()), ("port \"6379\" \"6380\"", "wrong number of arguments"));
+        let e = apply(&c, &lines(&["--port", "--bla", "--loglevel", "verbose"])).unwrap_err();
+        assert!(e.reason.contains("argument couldn't be parsed into an integer"), "{e}");
     }
 
     #[test]
