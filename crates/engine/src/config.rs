@@ -1175,10 +1175,11 @@ impl Config {
                     push(p.name.to_string(), p, &mut out);
                 }
             }
+            // An alias matching the pattern is reported too, beside its parameter's own name (Redis
+            // registers aliases as configs of their own).
             for p in PARAMS.iter().filter(|p| p.flags & HIDDEN == 0) {
                 if let Some(a) = p.alias
                     && crate::glob::matches(pat, a.as_bytes(), true)
-                    && !out.iter().any(|(k, _)| k == p.name)
                 {
                     push(a.to_string(), p, &mut out);
                 }
@@ -1455,7 +1456,8 @@ mod tests {
         let c = Config::new();
         let g = |p: &[&[u8]]| c.get_matching(p).into_iter().map(|(k, _)| k).collect::<Vec<_>>();
         assert_eq!(g(&[b"MAXMEMORY", b"maxmemory"]), vec!["MAXMEMORY"]);
-        assert_eq!(g(&[b"*-read-only"]), vec!["replica-read-only"]);
+        // Name and alias both, as redis-server 7.0.15 answers `CONFIG GET *-read-only`.
+        assert_eq!(g(&[b"*-read-only"]), vec!["replica-read-only", "slave-read-only"]);
         assert!(g(&[b"slave-*"]).contains(&"slave-read-only".to_string()));
         assert_eq!(g(&[b"slave-read-only", b"replica-read-only"]), vec!["slave-read-only", "replica-read-only"]);
         assert!(!g(&[b"*"]).contains(&"watchdog-period".to_string()), "hidden");
