@@ -1301,7 +1301,7 @@ mod tests {
         c.set("save", "3 66666666666", false).unwrap();
         assert_eq!(c.get("save").as_deref(), Some("3 -2052810070"));
         assert!(c.set("save", "3 -2052810070", false).is_err());
-        assert!(crate::testkit::save_changes_wrap("save", "3 66666666666"));
+        assert!(crate::testkit::save_changes_wrap("save", "3 -2052810070"));
         assert!(!crate::testkit::save_changes_wrap("save", "3 100"));
     }
 
