@@ -144,6 +144,13 @@ pub struct ClientInfo {
     pub rbp: AtomicUsize,
     /// When `rbp` was last reset (monotonic ms).
     pub rbp_reset_ms: AtomicU64,
+    /// Bytes of the commands queued in MULTI and of the WATCH list (CLIENT LIST `multi-mem`).
+    pub multi_mem: AtomicUsize,
+    /// The WATCH list's part of `multi_mem`.
+    pub watched_mem: AtomicUsize,
+    /// The client's memory as last reported by its connection ([`ClientRegistry::set_mem`]):
+    /// what `maxmemory-clients` counts.
+    pub mem: AtomicUsize,
     /// Set when the client must be disconnected (CLIENT KILL, SHUTDOWN).
     pub killed: AtomicBool,
     /// A stable, small per-connection number shown as `fd=` (the lowest free one, like a file
@@ -160,6 +167,9 @@ pub struct ClientInfo {
     waker: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
     blocked_on: Mutex<Option<std::sync::Weak<crate::blocking::Waiter>>>,
 }
+
+/// Memory a client costs besides its buffers, so that `tot-mem` looks like Redis's.
+pub const CLIENT_BASE_MEM: usize = 790;
 
 /// Smallest reply buffer (Redis's `PROTO_REPLY_MIN_BYTES`).
 pub const REPLY_BUFFER_MIN: usize = 1024;
@@ -215,6 +225,18 @@ impl ClientInfo {
     pub fn set_waker(&self, f: Box<dyn Fn() + Send + Sync>) {
         *self.waker.lock() = Some(f);
     }
+    /// What this client holds in memory as the connection last reported it: bookkeeping, the
+    /// reply buffer, the query buffer and pending output (CLIENT LIST `tot-mem`, less the running
+    /// command's arguments).
+    pub fn estimate_mem(&self) -> usize {
+        CLIENT_BASE_MEM
+            + self.rbs.load(Ordering::Relaxed)
+            + self.qbuf_cap.load(Ordering::Relaxed).max(self.qbuf.load(Ordering::Relaxed))
+            + self.omem.load(Ordering::Relaxed)
+            + self.multi_mem.load(Ordering::Relaxed)
+            + self.watched_mem.load(Ordering::Relaxed)
+    }
+
     /// Redis's `clientsCronResizeOutputBuffer`, run by the cron: the reply buffer shrinks to its
     /// peak (at least 1 KiB) when the peak is under half of it, or doubles (up to 16 KiB) when a
     /// reply filled it; the peak starts over every `peak_reset_ms` (never when negative). The
@@ -282,6 +304,10 @@ impl FdPool {
 /// All connected clients.
 #[derive(Default)]
 pub struct ClientRegistry {
+    /// The sum of every client's [`ClientInfo::mem`] (`maxmemory-clients`).
+    mem_total: AtomicU64,
+    /// Clients closed by `maxmemory-clients` (INFO `evicted_clients`).
+    pub evicted_clients: AtomicU64,
     next_id: AtomicU64,
     clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
     fds: Mutex<FdPool>,
@@ -316,6 +342,9 @@ impl ClientRegistry {
             // pass resets it rather than shrinking a buffer the client has not used yet.
             rbp: AtomicUsize::new(REPLY_BUFFER_MAX),
             rbp_reset_ms: AtomicU64::new(0),
+            mem: AtomicUsize::new(0),
+            multi_mem: AtomicUsize::new(0),
+            watched_mem: AtomicUsize::new(0),
             omem: AtomicUsize::new(0),
             flags: Mutex::new(String::from("N")),
             killed: AtomicBool::new(false),
@@ -337,7 +366,52 @@ impl ClientRegistry {
         let removed = self.clients.lock().remove(&id);
         if let Some(info) = removed {
             self.fds.lock().give_back(info.fd);
+            self.mem_total.fetch_sub(info.mem.swap(0, Ordering::Relaxed) as u64, Ordering::Relaxed);
         }
+    }
+
+    /// Records that `info`'s client now uses `bytes` (its buffers and bookkeeping), keeping the
+    /// total that `maxmemory-clients` limits.
+    pub fn set_mem(&self, info: &ClientInfo, bytes: usize) {
+        let old = info.mem.swap(bytes, Ordering::Relaxed);
+        if bytes >= old {
+            self.mem_total.fetch_add((bytes - old) as u64, Ordering::Relaxed);
+        } else {
+            self.mem_total.fetch_sub((old - bytes) as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// Memory of all clients together.
+    pub fn mem_total(&self) -> u64 {
+        self.mem_total.load(Ordering::Relaxed)
+    }
+
+    /// Redis's `evictClients`: while all clients together use more than `limit`, the client using
+    /// the most is closed (normal and pub/sub clients only, not those with CLIENT NO-EVICT on).
+    /// Returns the clients closed.
+    pub fn evict_over(&self, limit: u64) -> Vec<Arc<ClientInfo>> {
+        let mut total = self.mem_total();
+        if limit == 0 || total <= limit {
+            return Vec::new();
+        }
+        let mut candidates: Vec<Arc<ClientInfo>> = self
+            .snapshot()
+            .into_iter()
+            .filter(|c| !c.has_flag('e') && !c.killed.load(Ordering::Relaxed))
+            .filter(|c| matches!(c.type_name(), "normal" | "pubsub"))
+            .collect();
+        candidates.sort_by_key(|c| std::cmp::Reverse(c.mem.load(Ordering::Relaxed)));
+        let mut closed = Vec::new();
+        for c in candidates {
+            if total <= limit {
+                break;
+            }
+            total = total.saturating_sub(c.mem.load(Ordering::Relaxed) as u64);
+            c.kill();
+            self.evicted_clients.fetch_add(1, Ordering::Relaxed);
+            closed.push(c);
+        }
+        closed
     }
 
     /// A snapshot of the connected clients, by id.
@@ -364,6 +438,32 @@ impl ClientRegistry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Client eviction closes the largest evictable clients until the total is within the limit.
+    #[test]
+    fn eviction_takes_the_largest_evictable_clients_first() {
+        let r = ClientRegistry::default();
+        let (a, b, c) = (
+            r.register("a".into(), "".into(), 0),
+            r.register("b".into(), "".into(), 0),
+            r.register("c".into(), "".into(), 0),
+        );
+        r.set_mem(&a, 500);
+        r.set_mem(&b, 3000);
+        r.set_mem(&c, 2000);
+        c.set_flag('e', true);
+        assert_eq!(r.mem_total(), 5500);
+        assert!(r.evict_over(6000).is_empty());
+        let closed = r.evict_over(2600);
+        assert_eq!(closed.iter().map(|c| c.addr.as_str()).collect::<Vec<_>>(), ["b"]);
+        assert!(b.killed.load(Ordering::Relaxed) && !c.killed.load(Ordering::Relaxed));
+        r.unregister(b.id);
+        assert_eq!(r.mem_total(), 2500);
+        // The protected client alone keeps the total over: every other client goes.
+        assert_eq!(r.evict_over(1000).len(), 1);
+        assert!(a.killed.load(Ordering::Relaxed));
+        assert_eq!(r.evicted_clients.load(Ordering::Relaxed), 2);
+    }
 
     /// Redis's clientsCronResizeOutputBuffer on a client's figures.
     #[test]

@@ -523,6 +523,9 @@ pub struct Config {
     pub lfu_decay_time: AtomicI64,
     /// Hot copy of `evict-native-locks`.
     pub evict_native_locks: AtomicBool,
+    /// Hot copy of `maxmemory-clients`: bytes when positive, a percentage of `maxmemory` when
+    /// negative (`-10` for `10%`), 0 for no limit.
+    pub maxmemory_clients: AtomicI64,
     /// Hot copy of `latency-tracking` (per-command latency histograms).
     pub latency_tracking: AtomicBool,
     /// Hot copy of `latency-monitor-threshold` (milliseconds, 0 = the latency monitor is off).
@@ -902,6 +905,7 @@ impl Config {
             lfu_log_factor: AtomicI64::new(0),
             lfu_decay_time: AtomicI64::new(0),
             evict_native_locks: AtomicBool::new(false),
+            maxmemory_clients: AtomicI64::new(0),
             latency_tracking: AtomicBool::new(true),
             latency_monitor_threshold: AtomicI64::new(0),
             min_replicas_to_write: AtomicI64::new(0),
@@ -1112,6 +1116,15 @@ impl Config {
         crate::evict::Policy::from_index(self.maxmemory_policy.load(Ordering::Relaxed))
     }
 
+    /// The limit on all clients' memory together (`maxmemory-clients`), in bytes; 0 for none (a
+    /// percentage of an unset `maxmemory` is none too).
+    pub fn clients_memory_limit(&self) -> u64 {
+        match self.maxmemory_clients.load(Ordering::Relaxed) {
+            b if b >= 0 => b as u64,
+            p => self.maxmemory.load(Ordering::Relaxed).saturating_mul(p.unsigned_abs()) / 100,
+        }
+    }
+
     /// True when writes must be refused with `NOREPLICAS`: `min-replicas-to-write` and
     /// `min-replicas-max-lag` are both set, and Latch, having no replication, never has a good
     /// replica (Redis's `checkGoodReplicasStatus` on a primary with none connected).
@@ -1145,6 +1158,13 @@ impl Config {
             "lfu-decay-time" => self.lfu_decay_time.store(i(), Ordering::Relaxed),
             "evict-native-locks" => self.evict_native_locks.store(v == "yes", Ordering::Relaxed),
             "latency-tracking" => self.latency_tracking.store(v == "yes", Ordering::Relaxed),
+            "maxmemory-clients" => {
+                let hot = match v.strip_suffix('%') {
+                    Some(p) => -p.parse::<i64>().unwrap_or(0).abs(),
+                    None => parse_memory(v).unwrap_or(0),
+                };
+                self.maxmemory_clients.store(hot, Ordering::Relaxed);
+            }
             "latency-monitor-threshold" => self.latency_monitor_threshold.store(i(), Ordering::Relaxed),
             _ => {}
         }

@@ -49,3 +49,10 @@ impl MultiState {
         }
     }
 }
+
+/// Memory a queued command holds: its arguments and their bookkeeping (Redis's `multiCmd` and
+/// the argument objects), for CLIENT LIST `multi-mem` and `maxmemory-clients`.
+pub fn queued_size(args: &[Bytes]) -> usize {
+    std::mem::size_of::<(&Command, Vec<Bytes>)>()
+        + args.iter().map(|a| a.len() + std::mem::size_of::<Bytes>()).sum::<usize>()
+}

@@ -3,7 +3,7 @@
 //! All generic checks happen here, before any handler runs (unknown command, arity, authentication),
 //! and so does the bookkeeping after it (command statistics, error statistics, slow log, MONITOR).
 
-use crate::client::{Client, ClientRegistry, ReplyMode};
+use crate::client::{Client, ClientInfo, ClientRegistry, ReplyMode};
 use crate::clock::Clock;
 use crate::command::{Command, CommandTable, Ctx, Flags};
 use crate::config::Config;
@@ -184,6 +184,28 @@ impl Server {
         }
     }
 
+    /// Records a client's memory (its connection calls this as its buffers change) and closes the
+    /// largest clients while all together use more than `maxmemory-clients` (Redis's client
+    /// eviction). True if this client itself was closed.
+    pub fn client_memory(&self, info: &ClientInfo) -> bool {
+        let mem = info.estimate_mem();
+        if mem == info.mem.load(Ordering::Relaxed) {
+            return false;
+        }
+        self.clients.set_mem(info, mem);
+        let limit = self.config.clients_memory_limit();
+        if limit == 0 || self.clients.mem_total() <= limit {
+            return false;
+        }
+        for c in self.clients.evict_over(limit) {
+            self.config.host().log(
+                crate::host::LogLevel::Verbose,
+                &format!("Evicting client: id={} addr={} tot-mem={}", c.id, c.addr, c.mem.load(Ordering::Relaxed)),
+            );
+        }
+        info.killed.load(Ordering::Relaxed)
+    }
+
     /// Forgets a closed connection.
     pub fn client_closed(&self, client: &Client) {
         self.clients.unregister(client.id);
@@ -314,6 +336,7 @@ impl Server {
                 if let Some(q) = client.multi.queued.as_mut() {
                     q.push((cmd, args.to_vec()));
                     client.info.multi.store(q.len() as i64, Ordering::Relaxed);
+                    client.info.multi_mem.fetch_add(crate::multi::queued_size(args), Ordering::Relaxed);
                 }
                 return Some(Frame::simple("QUEUED"));
             }
@@ -611,6 +634,8 @@ impl Server {
             client.multi.reset();
             client.info.set_flag('x', false);
             client.info.multi.store(-1, Ordering::Relaxed);
+            client.info.multi_mem.store(0, Ordering::Relaxed);
+            client.info.watched_mem.store(0, Ordering::Relaxed);
             if let Frame::Error(m) = &e {
                 return Frame::error(format!(
                     "EXECABORT Transaction discarded because of: {}",

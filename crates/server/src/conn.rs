@@ -255,6 +255,11 @@ where
             rbuf.reserve(want);
         }
         client.info.qbuf_cap.store(rbuf.capacity(), Ordering::Relaxed);
+        // maxmemory-clients: this client's buffers as they are now count toward the limit, and
+        // the largest clients are closed when all together are over it (this one included).
+        if srv.client_memory(&client.info) {
+            break;
+        }
         tokio::select! {
             biased;
             r = rd.read_buf(&mut rbuf) => match r {

@@ -303,3 +303,41 @@ fn reply_buffers_shrink_when_idle_and_grow_under_large_replies() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// maxmemory-clients (Redis's client eviction): a client whose buffers push all clients over the
+/// limit is closed, unless it set CLIENT NO-EVICT; INFO counts it in evicted_clients.
+#[test]
+fn maxmemory_clients_closes_the_largest_client() {
+    let l = Latch::start(&[]);
+    let mut r = l.raw();
+    assert_eq!(r.cmd(&[b"CLIENT", b"NO-EVICT", b"on"]), "+OK\r\n");
+    assert_eq!(r.cmd(&[b"CONFIG", b"SET", b"maxmemory-clients", b"3000000"]), "+OK\r\n");
+    // Within the limit: served.
+    let mut ok = l.raw();
+    let big = vec![b'v'; 1_000_000];
+    assert_eq!(ok.cmd(&[b"SET", b"k", &big]), "+OK\r\n");
+    // A 3 MB argument that never completes: its query buffer alone is over the limit.
+    let mut hog = l.raw();
+    // The server may close it before it has sent everything (the write then fails), and closes it
+    // with unread bytes pending (a reset, not an orderly end): both are the close we look for.
+    let _ = std::io::Write::write_all(&mut hog.s, b"*1\r\n$3000000\r\n");
+    let _ = std::io::Write::write_all(&mut hog.s, &vec![b'v'; 1_000_000]);
+    let mut buf = [0u8; 64];
+    let gone = match hog.s.read(&mut buf) {
+        Ok(0) => true,
+        Err(e) => matches!(e.kind(), std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe),
+        Ok(_) => false,
+    };
+    assert!(gone, "the client over maxmemory-clients was not closed");
+    let stats = r.cmd(&[b"INFO", b"stats"]);
+    assert!(stats.contains("evicted_clients:1\r\n"), "{stats}");
+    // The protected client is never a candidate, even alone over the limit: its 3 MB request
+    // completes and gets its reply (an unknown command's error).
+    r.send(b"*1\r\n$3000000\r\n");
+    r.send(&vec![b'v'; 1_000_000]);
+    std::thread::sleep(Duration::from_millis(100));
+    r.send(&vec![b'v'; 2_000_000]);
+    r.send(b"\r\n");
+    assert!(String::from_utf8_lossy(&r.reply_bytes()).starts_with("-ERR unknown command 'vvvv"));
+    assert_eq!(r.cmd(&[b"PING"]), "+PONG\r\n");
+}

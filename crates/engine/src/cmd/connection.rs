@@ -348,8 +348,7 @@ fn request_len(args: &[Bytes]) -> usize {
     n
 }
 
-/// Memory a client costs besides its buffers, so `tot-mem` looks like Redis's.
-const CLIENT_BASE_MEM: usize = 790;
+use crate::client::CLIENT_BASE_MEM;
 
 /// One `CLIENT LIST` / `CLIENT INFO` line (without the trailing newline), in Redis 7.2's format.
 /// `me` is the calling client's context when `info` describes it: its live state is used, and its
@@ -380,12 +379,17 @@ fn client_line(out: &mut String, info: &ClientInfo, now: u64, me: Option<&Ctx<'_
     // The query buffer as the connection layer last saw it (its running command included).
     let qbuf_alloc = info.qbuf_cap.load(Ordering::Relaxed).max(qbuf);
     let qbuf_free = qbuf_alloc - qbuf;
-    let tot_mem =
-        CLIENT_BASE_MEM.saturating_add(rbs).saturating_add(qbuf_alloc).saturating_add(argv_mem).saturating_add(omem);
+    let multi_mem = info.multi_mem.load(Ordering::Relaxed) + info.watched_mem.load(Ordering::Relaxed);
+    let tot_mem = CLIENT_BASE_MEM
+        .saturating_add(rbs)
+        .saturating_add(qbuf_alloc)
+        .saturating_add(argv_mem)
+        .saturating_add(omem)
+        .saturating_add(multi_mem);
     let _ = write!(
         out,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} \
-         qbuf={} qbuf-free={} argv-mem={} multi-mem=0 rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events=r \
+         qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events=r \
          cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         info.id,
         info.addr,
@@ -403,6 +407,7 @@ fn client_line(out: &mut String, info: &ClientInfo, now: u64, me: Option<&Ctx<'_
         qbuf,
         qbuf_free,
         argv_mem,
+        multi_mem,
         rbs,
         rbp,
         omem,

@@ -87,6 +87,8 @@ pub(crate) fn leave(ctx: &mut Ctx<'_, '_>) {
     ctx.client.multi.reset();
     ctx.client.info.set_flag('x', false);
     ctx.client.info.multi.store(-1, Ordering::Relaxed);
+    ctx.client.info.multi_mem.store(0, Ordering::Relaxed);
+    ctx.client.info.watched_mem.store(0, Ordering::Relaxed);
 }
 
 fn discard(ctx: &mut Ctx<'_, '_>) -> Frame {
@@ -114,11 +116,15 @@ fn watch(ctx: &mut Ctx<'_, '_>) -> Frame {
         let reg = ctx.locked.shard_for(key).dbs[db].watch(key, &state, now);
         ctx.client.multi.watched.push((db, crate::value::Key::from_slice(key), reg));
     }
+    // Each watched key costs its entry in the client's list (Redis's multiStateMemOverhead).
+    let per_key = std::mem::size_of::<(usize, crate::value::Key, std::sync::Arc<crate::keyspace::WatchedKey>)>();
+    ctx.client.info.watched_mem.store(ctx.client.multi.watched.len() * per_key, Ordering::Relaxed);
     Frame::ok()
 }
 
 fn unwatch(ctx: &mut Ctx<'_, '_>) -> Frame {
     ctx.client.multi.unwatch();
+    ctx.client.info.watched_mem.store(0, Ordering::Relaxed);
     Frame::ok()
 }
 

@@ -654,7 +654,7 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("expired_stale_perc:0.00");
             line!("expired_time_cap_reached_count:0");
             line!("evicted_keys:{}", srv.evictor.evicted_keys.load(Ordering::Relaxed));
-            line!("evicted_clients:0");
+            line!("evicted_clients:{}", srv.clients.evicted_clients.load(Ordering::Relaxed));
             let (total_ms, current_ms) = srv.evictor.exceeded_ms(srv.clock.ticks_us());
             line!("total_eviction_exceeded_time:{total_ms}");
             line!("current_eviction_exceeded_time:{current_ms}");
