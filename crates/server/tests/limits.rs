@@ -341,3 +341,19 @@ fn maxmemory_clients_closes_the_largest_client() {
     assert!(String::from_utf8_lossy(&r.reply_bytes()).starts_with("-ERR unknown command 'vvvv"));
     assert_eq!(r.cmd(&[b"PING"]), "+PONG\r\n");
 }
+
+/// INFO inside a transaction that locks a key's shard once waited forever on that very shard,
+/// and every client using the shard hung behind it. Through the real server: it answers, and the
+/// shard stays usable.
+#[test]
+fn info_inside_exec_answers_and_frees_the_shard() {
+    let l = Latch::start(&[]);
+    let mut a = l.raw();
+    assert_eq!(a.call(b"MULTI\r\nSET k v\r\nINFO memory\r\n"), "+OK\r\n");
+    assert_eq!(String::from_utf8_lossy(&a.reply_bytes()), "+QUEUED\r\n");
+    assert_eq!(String::from_utf8_lossy(&a.reply_bytes()), "+QUEUED\r\n");
+    let exec = a.cmd(&[b"EXEC"]);
+    assert!(exec.starts_with("*2\r\n+OK\r\n$") && exec.contains("used_memory:"), "{exec}");
+    let mut b = l.raw();
+    assert_eq!(b.cmd(&[b"GET", b"k"]), "$1\r\nv\r\n");
+}

@@ -191,6 +191,35 @@ fn exec(ctx: &mut Ctx<'_, '_>) -> Frame {
 mod tests {
     use crate::testkit::TestServer;
 
+    /// INFO and CONFIG RESETSTAT walk every shard: inside EXEC (with a key locking one shard) and
+    /// in a script they must not wait on a shard their caller holds (this hung the connection and
+    /// the shard for good; found by the commands fuzzer).
+    #[test]
+    fn whole_keyspace_commands_inside_exec_and_scripts_do_not_deadlock() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.transcript(
+            r##"
+            > MULTI
+            +OK
+            > SET k v
+            +QUEUED
+            > INFO keyspace
+            +QUEUED
+            > CONFIG RESETSTAT
+            +QUEUED
+            > EXEC
+            [+OK, "# Keyspace\r\ndb0:keys=1,expires=0,avg_ttl=0\r\n", +OK]
+            "##,
+        );
+        // A script that declared its key (so that later runs lock only that key's shard).
+        for _ in 0..3 {
+            let r = c.run("EVAL \"redis.call('set', KEYS[1], 'x') return redis.call('info', 'keyspace')\" 1 k");
+            assert!(r.contains("db0:keys=1"), "{r}");
+        }
+        assert_eq!(c.run("GET k"), "\"x\"");
+    }
+
     #[test]
     fn errors_inside_exec_count_in_errorstats() {
         let ts = TestServer::new();

@@ -30,7 +30,9 @@ pub static COMMANDS: &[Command] = &[
     Command {
         name: "info",
         arity: -1,
-        flags: LS,
+        // INFO reads every shard (keyspace, memory): it holds them all, so that inside EXEC or a
+        // script it is taken with the others in order instead of locking shards the caller holds.
+        flags: LS.or(Flags::ALL_SHARDS),
         group: crate::command::Group::Server,
         summary: "Get information and statistics about the server",
         syntax: "[section [section ...]]",
@@ -107,7 +109,7 @@ static CONFIG_SUBCOMMANDS: &[Command] = &[
     Command {
         name: "config|resetstat",
         arity: 2,
-        flags: ADMIN,
+        flags: ADMIN.or(Flags::ALL_SHARDS),
         group: crate::command::Group::Server,
         since: "2.0.0",
         summary: "Reset the stats returned by INFO",
@@ -219,12 +221,15 @@ pub(crate) fn protected_allowed(ctx: &Ctx<'_, '_>, option: &str) -> bool {
 /// Runs `f` on every shard: through the command's own locks when it holds them all (inside EXEC),
 /// otherwise locking one shard at a time.
 fn each_shard(ctx: &mut Ctx<'_, '_>, mut f: impl FnMut(&mut Shard)) {
-    if ctx.locked.is_all() {
-        for s in ctx.locked.shards_mut() {
-            f(s);
+    // The commands that walk every shard carry ALL_SHARDS, so they hold them all here. Should one
+    // not, a shard it holds is used through its own lock (locking it again would wait on itself,
+    // as INFO inside EXEC once did) and only the others are locked, one at a time.
+    for i in 0..ctx.srv.ks.nshards() {
+        if ctx.locked.holds(i) {
+            f(ctx.locked.shard(i));
+        } else {
+            f(ctx.srv.ks.lock_shards(vec![i]).shard(i));
         }
-    } else {
-        ctx.srv.ks.for_each_shard(f);
     }
 }
 
