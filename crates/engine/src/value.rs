@@ -200,13 +200,38 @@ pub struct Entry {
     /// of `lfu` hold the LFU counter for `OBJECT FREQ`.
     pub(crate) atime: u32,
     pub(crate) lfu: u8,
+    /// A string edited in place (APPEND, SETRANGE, SETBIT...): Redis's `raw` encoding, which it
+    /// keeps until the key gets a new value. Fits in the entry's padding.
+    pub(crate) raw: bool,
 }
 
 impl Entry {
     /// A fresh entry without TTL.
     pub fn new(value: Value) -> Entry {
-        Entry { value, expire_at: 0, atime: 0, lfu: crate::types::LFU_INIT_VAL }
+        Entry { value, expire_at: 0, atime: 0, lfu: crate::types::LFU_INIT_VAL, raw: false }
     }
+    /// The string's bytes, to edit in place (Redis's `dbUnshareStringValue`): from now on the
+    /// value is a `raw` string. None when the value is not a string.
+    pub fn edit_string(&mut self) -> Option<&mut SmallBytes> {
+        let s = self.value.make_raw()?;
+        self.raw = true;
+        Some(s)
+    }
+
+    /// Marks a string made for in-place editing (SETRANGE, SETBIT on a new key): `raw`, as Redis
+    /// creates them.
+    pub fn mark_raw(&mut self) {
+        self.raw = self.value.is_string();
+    }
+
+    /// `OBJECT ENCODING` for this entry under `limits`.
+    pub fn encoding_under(&self, limits: &EncodingLimits) -> &'static str {
+        match self.value {
+            Value::Str(_) if self.raw => "raw",
+            _ => self.value.encoding_under(limits),
+        }
+    }
+
     /// The TTL deadline (monotonic ms), if any.
     pub fn expire_at(&self) -> Option<u64> {
         (self.expire_at != 0).then_some(self.expire_at)

@@ -132,10 +132,13 @@ fn string_for_bits(db: &mut Db<'_, '_>, key: &[u8], maxbit: u64) -> Result<bool,
     match db.write_string(key)? {
         None => {
             db.set(key, Value::Str(SmallBytes::from_elem(0, need)), false);
+            if let Some(e) = db.write(key) {
+                e.mark_raw();
+            }
             Ok(true)
         }
         Some(e) => {
-            let s = e.value.make_raw().expect("checked string");
+            let s = e.edit_string().expect("checked string");
             if s.len() < need {
                 s.resize(need, 0);
                 Ok(true)
@@ -148,7 +151,7 @@ fn string_for_bits(db: &mut Db<'_, '_>, key: &[u8], maxbit: u64) -> Result<bool,
 
 /// The raw bytes of a string known to exist (after [`string_for_bits`]).
 fn raw_bytes<'d>(db: &'d mut Db<'_, '_>, key: &[u8]) -> &'d mut SmallBytes {
-    db.write(key).and_then(|e| e.value.make_raw()).expect("string created by string_for_bits")
+    db.write(key).and_then(|e| e.edit_string()).expect("string created by string_for_bits")
 }
 
 fn setbit(ctx: &mut Ctx<'_, '_>) -> Frame {

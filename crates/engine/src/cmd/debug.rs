@@ -392,7 +392,7 @@ fn object(ctx: &mut Ctx<'_, '_>) -> Frame {
     let Some(e) = db.table(key).peek(key) else {
         return Frame::error("ERR no such key");
     };
-    let enc = e.value.encoding_under(&limits);
+    let enc = e.encoding_under(&limits);
     let mut extra = String::new();
     if let Value::List(l) = &e.value {
         // One node holding every element: what Latch's list is.

@@ -630,7 +630,7 @@ fn object_encoding(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(2);
     let limits = encoding_limits(&ctx.srv.config);
     match ctx.db().read_notouch(key) {
-        Some(e) => Frame::bulk(e.value.encoding_under(&limits)),
+        Some(e) => Frame::bulk(e.encoding_under(&limits)),
         None => Frame::Null,
     }
 }

@@ -662,7 +662,7 @@ fn append(ctx: &mut Ctx<'_, '_>) -> Frame {
             if cur.checked_add(val.len() as u64).is_none_or(|t| t > limit) {
                 return error::string_too_long();
             }
-            let s = e.value.make_raw().expect("checked string");
+            let s = e.edit_string().expect("checked string");
             s.extend_from_slice(val);
             s.len()
         }
@@ -740,7 +740,7 @@ fn setrange(ctx: &mut Ctx<'_, '_>) -> Frame {
     let mut db = ctx.db();
     let len = if exists {
         let e = db.write(key).expect("exists");
-        let s = e.value.make_raw().expect("checked string");
+        let s = e.edit_string().expect("checked string");
         if s.len() < end {
             s.resize(end, 0);
         }
@@ -750,6 +750,9 @@ fn setrange(ctx: &mut Ctx<'_, '_>) -> Frame {
         let mut s = SmallBytes::from_elem(0, end);
         s[offset..end].copy_from_slice(val);
         db.set(key, Value::Str(s), false);
+        if let Some(e) = db.write(key) {
+            e.mark_raw();
+        }
         end
     };
     dirty(ctx, 1);

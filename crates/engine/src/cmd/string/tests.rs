@@ -29,7 +29,37 @@ fn now(ts: &TestServer) -> u64 {
 
 fn encoding(ts: &TestServer, key: &str) -> &'static str {
     let mut l = ts.srv.ks.lock_all();
-    l.shard_for(key.as_bytes()).dbs[0].peek(key.as_bytes()).map(|e| e.value.encoding()).unwrap_or("none")
+    l.shard_for(key.as_bytes()).dbs[0]
+        .peek(key.as_bytes())
+        .map(|e| e.encoding_under(&crate::value::EncodingLimits::default()))
+        .unwrap_or("none")
+}
+
+/// Strings edited in place are `raw` until they get a new value, as Redis's
+/// dbUnshareStringValue makes them (unit/type/string's SETRANGE and APPEND encoding tests).
+#[test]
+fn in_place_edits_make_raw_strings() {
+    let ts = TestServer::new();
+    let mut c = ts.client();
+    c.run("SET k 1234");
+    assert_eq!(encoding(&ts, "k"), "int");
+    assert_eq!(c.run("SETRANGE k 0 \"\""), ":4");
+    assert_eq!(encoding(&ts, "k"), "int");
+    assert_eq!(c.run("SETRANGE k 0 2"), ":4");
+    assert_eq!(encoding(&ts, "k"), "raw");
+    assert_eq!(c.run("GET k"), "\"2234\"");
+    c.run("SET k abc");
+    assert_eq!(encoding(&ts, "k"), "embstr");
+    c.run("APPEND k d");
+    assert_eq!(encoding(&ts, "k"), "raw");
+    c.run("SETRANGE fresh 3 x");
+    assert_eq!(encoding(&ts, "fresh"), "raw");
+    c.run("SETBIT bits 1 1");
+    assert_eq!(encoding(&ts, "bits"), "raw");
+    c.run("SET k v KEEPTTL");
+    assert_eq!(encoding(&ts, "k"), "embstr");
+    c.run("APPEND new x");
+    assert_eq!(encoding(&ts, "new"), "embstr");
 }
 
 #[test]
@@ -745,7 +775,8 @@ fn int_encoding_is_kept() {
     c.transcript("> SETRANGE n 0 2\n:3\n> GET n\n\"211\"\n> INCR n\n:212");
     assert_eq!(encoding(&ts, "n"), "int");
     c.transcript("> SET s 1234\n+OK\n> SETRANGE s 1 3\n:4\n> GET s\n\"1334\"");
-    assert_eq!(encoding(&ts, "s"), "embstr");
+    // Edited in place: raw, as in Redis.
+    assert_eq!(encoding(&ts, "s"), "raw");
     c.transcript("> INCRBYFLOAT fl 3\n\"3\"\n> INCR fl\n:4");
 }
 
