@@ -80,15 +80,9 @@ if [ -n "$REF_BIN" ]; then
   fi
 fi
 
-SRC=$(cd "$SRC" && pwd)
-mkdir -p "$DIR" || exit 2
-DIR=$(cd "$DIR" && pwd)
-[ "$DIR" != "$SRC" ] || { echo "redis-harness: HARNESS_DIR must not be the source tree" >&2; exit 2; }
-MARK="$DIR/.latch-redis-harness"
-if [ ! -e "$MARK" ] && [ -n "$(ls -A "$DIR")" ]; then
-  echo "redis-harness: $DIR is not empty and was not made by this script; set HARNESS_DIR" >&2; exit 2
-fi
-touch "$MARK"
+# shellcheck source-path=SCRIPTDIR source=lib/workdir.sh
+. "$(dirname "$0")/lib/workdir.sh"
+prepare_workdir redis-harness "$SRC" "$DIR" HARNESS_DIR
 
 make_tree() { # NAME SERVER -> prints the path of a fresh work tree whose src/redis-server is SERVER
   local t="$DIR/$1" x

@@ -72,15 +72,9 @@ TCLSH=$(command -v tclsh8.6 || command -v tclsh8.7 || command -v tclsh8.5 || tru
 [ -n "$TCLSH" ] || { echo "redis-suite: tclsh 8.5+ is required (apt-get install -y tcl)" >&2; exit 2; }
 
 # ---- the work directory: a copy of tests/ and runtest, marked as ours ----
-SRC=$(cd "$SRC" && pwd)
-mkdir -p "$DIR" || exit 2
-DIR=$(cd "$DIR" && pwd)
-[ "$DIR" != "$SRC" ] || { echo "redis-suite: the work directory must not be the source tree" >&2; exit 2; }
-MARK="$DIR/.latch-redis-suite"
-if [ ! -e "$MARK" ] && [ -n "$(ls -A "$DIR")" ]; then
-  echo "redis-suite: $DIR is not empty and was not made by this script; set LATCH_SUITE_DIR" >&2; exit 2
-fi
-touch "$MARK"
+# shellcheck source-path=SCRIPTDIR source=lib/workdir.sh
+. "$(dirname "$0")/lib/workdir.sh"
+prepare_workdir redis-suite "$SRC" "$DIR" LATCH_SUITE_DIR
 rm -rf "$DIR/tests" "$DIR/runtest"
 cp -r "$SRC/tests" "$SRC/runtest" "$DIR/" || exit 2
 rm -rf "$DIR/tests/tmp"; mkdir -p "$DIR/tests/tmp"

@@ -1019,12 +1019,7 @@ mod tests {
             "#,
         );
         assert!(c.client.close_after_reply);
-        TestServer::new().transcript(
-            r#"
-            > DEBUG SLEEP 0
-            -ERR DEBUG command not allowed. If the enable-debug-command option is set to "local", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.
-            "#,
-        );
+        // DEBUG's own tests (refusal when not enabled...) are in cmd/debug.rs.
     }
 
     #[test]
