@@ -48,6 +48,13 @@ pub trait Host: Send + Sync + 'static {
         let _ = (bind, port);
         Ok(())
     }
+    /// DEBUG MALLCTL: reads an integer tuning value of the allocator by name (and writes `value`
+    /// if given), returning the old value; the error is the allocator's (strerror text). None
+    /// when the allocator has no such interface (then DEBUG has no MALLCTL subcommand).
+    fn mallctl(&self, name: &str, value: Option<i64>) -> Option<Result<i64, String>> {
+        let _ = (name, value);
+        None
+    }
     /// The process's `oom_score_adj` (Linux), if it can be read.
     fn oom_score_adj(&self) -> Option<i64> {
         None

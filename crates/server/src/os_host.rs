@@ -27,6 +27,39 @@ impl Host for OsHost {
         crate::net::adjust_open_files_limit(maxclients)
     }
 
+    /// jemalloc's mallctl, as Redis's `mallctl_int`: the value's width is not known, so 8, 4 and
+    /// then 1 byte are tried (jemalloc refuses a size that is not the key's own).
+    fn mallctl(&self, name: &str, value: Option<i64>) -> Option<Result<i64, String>> {
+        use tikv_jemalloc_ctl::raw;
+        if name.contains('\0') {
+            return Some(Err("Invalid argument".into()));
+        }
+        let key = format!("{name}\0");
+        let key = key.as_bytes();
+        // jemalloc's own description of the failure (the crate does not expose the errno).
+        let errno = |e: tikv_jemalloc_ctl::Error| e.to_string();
+        // SAFETY: `key` is NUL-terminated without interior NULs (checked above), as `raw` requires.
+        // Every type tried (i64, i32, u8) is valid for any bit pattern, and jemalloc reads or writes
+        // only when the size given is the key's own (EINVAL otherwise), so no value is made from
+        // bytes of another type and no write goes past the buffer. Booleans are read as u8 and
+        // written as 0 or 1.
+        let r = unsafe {
+            if let Ok(old) = raw::read::<i64>(key) {
+                value.map_or(Ok(()), |v| raw::write::<i64>(key, v)).map(|()| old)
+            } else if let Ok(old) = raw::read::<i32>(key) {
+                value.map_or(Ok(()), |v| raw::write::<i32>(key, v as i32)).map(|()| i64::from(old))
+            } else {
+                match raw::read::<u8>(key) {
+                    Ok(old) => {
+                        value.map_or(Ok(()), |v| raw::write::<u8>(key, u8::from(v != 0))).map(|()| i64::from(old))
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+        };
+        Some(r.map_err(errno))
+    }
+
     /// `/proc/self/oom_score_adj`.
     fn oom_score_adj(&self) -> Option<i64> {
         read("/proc/self/oom_score_adj").and_then(|s| s.trim().parse().ok())

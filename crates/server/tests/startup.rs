@@ -200,3 +200,15 @@ fn an_unknown_directive_in_the_file_is_reported_as_redis_does() {
     assert!(err.contains("*** FATAL CONFIG FILE ERROR"), "{err}");
     assert!(err.contains("Reading the configuration file, at line 2\n>>> 'frobnicate yes'\nBad directive or wrong number of arguments"), "{err}");
 }
+
+/// DEBUG MALLCTL reaches the binary's jemalloc, as Redis's does (unit/memefficiency reads
+/// `arenas.page` with it); an unknown key is jemalloc's error.
+#[test]
+fn debug_mallctl_reads_jemalloc() {
+    let l = Latch::start(&["--enable-debug-command", "yes"]);
+    let mut r = l.raw();
+    let page = r.cmd(&[b"DEBUG", b"MALLCTL", b"arenas.page"]);
+    let n: i64 = page.trim_start_matches(':').trim().parse().unwrap_or_else(|_| panic!("{page:?}"));
+    assert!(n >= 4096 && n.count_ones() == 1, "{page}");
+    assert!(r.cmd(&[b"DEBUG", b"MALLCTL", b"no.such.key"]).starts_with("-ERR "));
+}

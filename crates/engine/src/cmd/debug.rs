@@ -79,6 +79,8 @@ const HELP: &[&str] = &[
     "    unit tests to simulate Redis errors.",
     "LOG <message>",
     "    Write <message> to the server log.",
+    "MALLCTL <key> [<val>]",
+    "    Get or set a malloc tuning integer.",
     "OBJECT <key>",
     "    Show low level info about `key` and associated value.",
     "PAUSE-CRON <0|1>",
@@ -204,6 +206,19 @@ fn debug(ctx: &mut Ctx<'_, '_>) -> Frame {
             match super::server::rewrite_config_file(&path, &ctx.srv.config, true) {
                 Ok(()) => Frame::ok(),
                 Err(e) => Frame::error(format!("ERR CONFIG-REWRITE-FORCE-ALL failed: {e}")),
+            }
+        }
+        (b"mallctl", 3 | 4) => {
+            let name = String::from_utf8_lossy(ctx.arg(2)).into_owned();
+            let value = match ctx.args.get(3).map(|v| crate::args::parse_i64_strict(v)) {
+                Some(None) => return crate::error::not_integer(),
+                Some(Some(v)) => Some(v),
+                None => None,
+            };
+            match ctx.srv.config.host().mallctl(&name, value) {
+                Some(Ok(old)) => Frame::Integer(old),
+                Some(Err(e)) => Frame::error(format!("ERR {e}")),
+                None => subcommand_syntax_error(ctx.arg(1), "DEBUG"),
             }
         }
         (b"object", 3) => object(ctx),
@@ -680,6 +695,8 @@ mod tests {
             -ERR no such key
             > DEBUG nosuch
             -ERR unknown subcommand or wrong number of arguments for 'nosuch'. Try DEBUG HELP.
+            > DEBUG MALLCTL arenas.page
+            -ERR unknown subcommand or wrong number of arguments for 'MALLCTL'. Try DEBUG HELP.
             "#,
         );
     }
