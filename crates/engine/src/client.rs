@@ -144,6 +144,9 @@ pub struct ClientInfo {
     pub rbp: AtomicUsize,
     /// When `rbp` was last reset (monotonic ms).
     pub rbp_reset_ms: AtomicU64,
+    /// Bytes of the arguments of a request still arriving, kept by the connection layer (CLIENT
+    /// LIST `argv-mem` of a client between commands).
+    pub argv_mem: AtomicUsize,
     /// Bytes of the commands queued in MULTI and of the WATCH list (CLIENT LIST `multi-mem`).
     pub multi_mem: AtomicUsize,
     /// The WATCH list's part of `multi_mem`.
@@ -233,6 +236,7 @@ impl ClientInfo {
             + self.rbs.load(Ordering::Relaxed)
             + self.qbuf_cap.load(Ordering::Relaxed).max(self.qbuf.load(Ordering::Relaxed))
             + self.omem.load(Ordering::Relaxed)
+            + self.argv_mem.load(Ordering::Relaxed)
             + self.multi_mem.load(Ordering::Relaxed)
             + self.watched_mem.load(Ordering::Relaxed)
     }
@@ -343,6 +347,7 @@ impl ClientRegistry {
             rbp: AtomicUsize::new(REPLY_BUFFER_MAX),
             rbp_reset_ms: AtomicU64::new(0),
             mem: AtomicUsize::new(0),
+            argv_mem: AtomicUsize::new(0),
             multi_mem: AtomicUsize::new(0),
             watched_mem: AtomicUsize::new(0),
             omem: AtomicUsize::new(0),

@@ -213,6 +213,12 @@ impl RequestDecoder {
         }
     }
 
+    /// Bytes of the arguments of a partially decoded request, held until it completes (Redis's
+    /// `argv_len_sum` while a multibulk request arrives): what a client holds besides its buffer.
+    pub fn pending_args_bytes(&self) -> usize {
+        self.args.iter().map(Bytes::len).sum()
+    }
+
     /// True when a request has been partially decoded (used for query-buffer accounting).
     pub fn in_progress(&self) -> bool {
         self.multibulk_remaining > 0
@@ -738,6 +744,17 @@ mod tests {
         assert_eq!(s(b"a b\0c d"), Some(cmd(&[b"a", b"b"])));
         assert_eq!(s(b"\"a\0\""), None);
         assert_eq!(s(b"\xff\xfe"), Some(cmd(&[b"\xff\xfe"])));
+    }
+
+    #[test]
+    fn pending_args_are_counted_until_the_request_completes() {
+        let mut d = RequestDecoder::new();
+        let mut buf = BytesMut::from(&b"*3\r\n$3\r\nSET\r\n$5\r\nhello\r\n$2\r\nw"[..]);
+        assert_eq!(d.decode(&mut buf, &Limits::default()), Ok(None));
+        assert_eq!(d.pending_args_bytes(), 8);
+        buf.extend_from_slice(b"o\r\n");
+        assert!(d.decode(&mut buf, &Limits::default()).unwrap().is_some());
+        assert_eq!(d.pending_args_bytes(), 0);
     }
 
     #[test]

@@ -255,6 +255,7 @@ where
             rbuf.reserve(want);
         }
         client.info.qbuf_cap.store(rbuf.capacity(), Ordering::Relaxed);
+        client.info.argv_mem.store(dec.pending_args_bytes(), Ordering::Relaxed);
         // maxmemory-clients: this client's buffers as they are now count toward the limit, and
         // the largest clients are closed when all together are over it (this one included).
         if srv.client_memory(&client.info) {

@@ -371,7 +371,7 @@ fn client_line(out: &mut String, info: &ClientInfo, now: u64, me: Option<&Ctx<'_
             info.db.load(Ordering::Relaxed),
             info.resp.load(Ordering::Relaxed),
             info.qbuf.load(Ordering::Relaxed),
-            0,
+            info.argv_mem.load(Ordering::Relaxed),
             info.rbs.load(Ordering::Relaxed),
             info.rbp.load(Ordering::Relaxed),
         ),
