@@ -1316,13 +1316,18 @@ mod tests {
     /// Redis keeps save's changes count in a C int: a larger count reads back wrapped, and the
     /// wrapped value is refused (redis-server 7.0.15 answers the same; found by the config fuzzer).
     #[test]
-    fn save_changes_wrap_as_in_redis() {
+    fn redis_cannot_reload_as_in_redis() {
         let c = Config::new();
         c.set("save", "3 66666666666", false).unwrap();
         assert_eq!(c.get("save").as_deref(), Some("3 -2052810070"));
         assert!(c.set("save", "3 -2052810070", false).is_err());
-        assert!(crate::testkit::save_changes_wrap("save", "3 -2052810070"));
-        assert!(!crate::testkit::save_changes_wrap("save", "3 100"));
+        assert!(crate::testkit::redis_cannot_reload("save", "3 -2052810070"));
+        assert!(!crate::testkit::redis_cannot_reload("save", "3 100"));
+        // replicaof "no one" reads back empty, which Redis does not load either.
+        c.set("replicaof", "no one", true).unwrap();
+        assert_eq!(c.get("replicaof").as_deref(), Some(""));
+        assert!(c.set("replicaof", "", true).is_err());
+        assert!(crate::testkit::redis_cannot_reload("replicaof", ""));
     }
 
     #[test]
