@@ -144,13 +144,23 @@ fn daemonize_detaches_writes_the_pidfile_and_logs_to_the_logfile() {
             continue;
         }
         let pid: u32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+        // Stops the daemon (this test's own grandchild) if an assertion below fails.
+        struct StopOnDrop(u32);
+        impl Drop for StopOnDrop {
+            fn drop(&mut self) {
+                let _ = Command::new("kill").args(["-TERM", &self.0.to_string()]).status();
+            }
+        }
+        let stop = StopOnDrop(pid);
         assert!(log.contains(&format!(" PID: {pid}\n")), "{log}");
         let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
         std::io::Write::write_all(&mut s, b"PING\r\n").unwrap();
         let mut buf = [0u8; 7];
         std::io::Read::read_exact(&mut s, &mut buf).unwrap();
         assert_eq!(&buf, b"+PONG\r\n");
-        // The daemon is this test's own child's child: stop it by the pid it wrote.
+        // The daemon is this test's own child's child: stop it by the pid it wrote (once: the
+        // guard is disarmed, so that a pid reused later is never signalled).
+        std::mem::forget(stop);
         assert!(Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());
         let deadline = Instant::now() + Duration::from_secs(10);
         while std::path::Path::new(&pidfile).exists() {
