@@ -1158,6 +1158,7 @@ impl Config {
             "lfu-decay-time" => self.lfu_decay_time.store(i(), Ordering::Relaxed),
             "evict-native-locks" => self.evict_native_locks.store(v == "yes", Ordering::Relaxed),
             "latency-tracking" => self.latency_tracking.store(v == "yes", Ordering::Relaxed),
+            "loglevel" => self.host.set_log_level(v),
             "maxmemory-clients" => {
                 let hot = match v.strip_suffix('%') {
                     Some(p) => -p.parse::<i64>().unwrap_or(0).abs(),

@@ -64,6 +64,10 @@ pub trait Host: Send + Sync + 'static {
         let _ = value;
         Err("oom_score_adj is not supported here".into())
     }
+    /// `loglevel` took a new value (at startup or by CONFIG SET): the log follows it.
+    fn set_log_level(&self, loglevel: &str) {
+        let _ = loglevel;
+    }
     /// Writes a line to the server log at `level` (Redis's `serverLog`).
     fn log(&self, level: LogLevel, msg: &str) {
         let _ = (level, msg);

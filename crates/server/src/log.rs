@@ -4,7 +4,7 @@
 //!
 //! `tracing`'s levels map onto Redis's: TRACE is `debug`, DEBUG is `verbose`, INFO is `notice`,
 //! WARN and ERROR are `warning`. `loglevel` can change at run time (CONFIG SET): the filter reads
-//! an atomic that the cron refreshes from the config.
+//! an atomic that the configuration sets whenever `loglevel` takes a value (`Host::set_log_level`).
 
 use std::fmt;
 use std::io::Write;
@@ -47,15 +47,14 @@ fn redis_level(level: &Level) -> u8 {
     }
 }
 
-/// Sets the level from `loglevel` (at startup and after CONFIG SET).
+/// Sets the level from `loglevel` (whenever the configuration stores it).
 pub fn set_level(loglevel: &str) {
     VERBOSITY.store(verbosity_of(loglevel), Ordering::Relaxed);
 }
 
-/// Starts logging to `logfile` (stdout when empty). Fails as Redis does when the file cannot be
-/// opened: "Can't open the log file: ...".
-pub fn init(logfile: &str, loglevel: &str) -> Result<(), String> {
-    set_level(loglevel);
+/// Starts logging to `logfile` (stdout when empty), at the level the configuration set. Fails as
+/// Redis does when the file cannot be opened: "Can't open the log file: ...".
+pub fn init(logfile: &str) -> Result<(), String> {
     let _ = UTC_OFFSET.set(local_utc_offset());
     let path = (!logfile.is_empty()).then(|| std::path::PathBuf::from(logfile));
     if let Some(p) = &path {
@@ -66,8 +65,12 @@ pub fn init(logfile: &str, loglevel: &str) -> Result<(), String> {
             .map_err(|e| format!("Can't open the log file: {}", crate::net::strerror(&e)))?;
     }
     let _ = SINK.set(path);
-    let filter =
-        tracing_subscriber::filter::filter_fn(|meta| redis_level(meta.level()) >= VERBOSITY.load(Ordering::Relaxed));
+    // A dynamic filter: tracing asks it at every event. A plain `filter_fn` is asked once per
+    // call site and its answer cached, so a later CONFIG SET loglevel would not reach lines
+    // already seen once.
+    let filter = tracing_subscriber::filter::dynamic_filter_fn(|meta, _| {
+        redis_level(meta.level()) >= VERBOSITY.load(Ordering::Relaxed)
+    });
     let layer = tracing_subscriber::fmt::layer().event_format(RedisFormat).with_writer(|| Sink).with_filter(filter);
     tracing_subscriber::registry().with(layer).init();
     Ok(())

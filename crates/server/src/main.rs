@@ -74,7 +74,7 @@ fn main() {
     if config.get("daemonize").as_deref() == Some("yes") {
         process::daemonize();
     }
-    if let Err(e) = log::init(&config.get("logfile").unwrap_or_default(), &config.get("loglevel").unwrap_or_default()) {
+    if let Err(e) = log::init(&config.get("logfile").unwrap_or_default()) {
         eprintln!("{e}");
         std::process::exit(1);
     }
@@ -311,7 +311,6 @@ async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>) {
         let hz = srv.config.hz.load(std::sync::atomic::Ordering::Relaxed).clamp(1, 500);
         tokio::time::sleep(Duration::from_millis(1000 / hz)).await;
         clock.resync();
-        log::set_level(&srv.config.get("loglevel").unwrap_or_default());
         if srv.debug.pause_cron.load(std::sync::atomic::Ordering::Relaxed) {
             continue;
         }

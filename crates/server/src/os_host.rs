@@ -76,6 +76,10 @@ impl Host for OsHost {
         crate::net::relisten(bind, port)
     }
 
+    fn set_log_level(&self, loglevel: &str) {
+        crate::log::set_level(loglevel);
+    }
+
     fn log(&self, level: engine::host::LogLevel, msg: &str) {
         use engine::host::LogLevel;
         match level {

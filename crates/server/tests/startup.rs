@@ -222,3 +222,26 @@ fn debug_mallctl_reads_jemalloc() {
     assert!(n >= 4096 && n.count_ones() == 1, "{page}");
     assert!(r.cmd(&[b"DEBUG", b"MALLCTL", b"no.such.key"]).starts_with("-ERR "));
 }
+
+/// CONFIG SET loglevel takes effect at once: a listener's verbose "Listening on" line is not
+/// written at `warning`, and is at `verbose`.
+#[test]
+fn config_set_loglevel_applies_at_once() {
+    let (l, _) = Latch::start_exact(&["--bind", "127.0.0.1", "--port", "$PORT"]);
+    let mut r = l.raw();
+    let (quiet, loud) = (common::free_port(), common::free_port());
+    assert_eq!(r.cmd(&[b"CONFIG", b"SET", b"loglevel", b"warning"]), "+OK\r\n");
+    assert_eq!(r.cmd(&[b"CONFIG", b"SET", b"port", quiet.to_string().as_bytes()]), "+OK\r\n");
+    assert_eq!(r.cmd(&[b"CONFIG", b"SET", b"loglevel", b"verbose"]), "+OK\r\n");
+    assert_eq!(r.cmd(&[b"CONFIG", b"SET", b"port", loud.to_string().as_bytes()]), "+OK\r\n");
+    let mut seen = String::new();
+    while let Ok(line) = l.log.recv_timeout(Duration::from_secs(5)) {
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.contains(&format!("Listening on 127.0.0.1:{loud}")) {
+            break;
+        }
+    }
+    assert!(seen.contains(&format!("- Listening on 127.0.0.1:{loud}")), "{seen}");
+    assert!(!seen.contains(&format!("Listening on 127.0.0.1:{quiet}")), "{seen}");
+}
