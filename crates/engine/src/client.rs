@@ -172,7 +172,18 @@ pub struct ClientInfo {
 }
 
 /// Memory a client costs besides its buffers, so that `tot-mem` looks like Redis's.
-pub const CLIENT_BASE_MEM: usize = 790;
+const CLIENT_BASE_MEM: usize = 790;
+
+/// A client's memory as CLIENT LIST's `tot-mem` adds it up (Redis's `getClientMemoryUsage`): its
+/// bookkeeping, reply buffer, query buffer, arguments, pending output and MULTI state.
+pub fn tot_mem(rbs: usize, qbuf_alloc: usize, argv_mem: usize, omem: usize, multi_mem: usize) -> usize {
+    CLIENT_BASE_MEM
+        .saturating_add(rbs)
+        .saturating_add(qbuf_alloc)
+        .saturating_add(argv_mem)
+        .saturating_add(omem)
+        .saturating_add(multi_mem)
+}
 
 /// Smallest reply buffer (Redis's `PROTO_REPLY_MIN_BYTES`).
 pub const REPLY_BUFFER_MIN: usize = 1024;
@@ -228,17 +239,21 @@ impl ClientInfo {
     pub fn set_waker(&self, f: Box<dyn Fn() + Send + Sync>) {
         *self.waker.lock() = Some(f);
     }
-    /// What this client holds in memory as the connection last reported it: bookkeeping, the
-    /// reply buffer, the query buffer and pending output (CLIENT LIST `tot-mem`, less the running
-    /// command's arguments).
+    /// CLIENT LIST `multi-mem`: the MULTI queue and the WATCH list.
+    pub fn multi_mem_total(&self) -> usize {
+        self.multi_mem.load(Ordering::Relaxed) + self.watched_mem.load(Ordering::Relaxed)
+    }
+
+    /// What this client holds in memory as the connection last reported it (CLIENT LIST
+    /// `tot-mem` between commands): what `maxmemory-clients` counts.
     pub fn estimate_mem(&self) -> usize {
-        CLIENT_BASE_MEM
-            + self.rbs.load(Ordering::Relaxed)
-            + self.qbuf_cap.load(Ordering::Relaxed).max(self.qbuf.load(Ordering::Relaxed))
-            + self.omem.load(Ordering::Relaxed)
-            + self.argv_mem.load(Ordering::Relaxed)
-            + self.multi_mem.load(Ordering::Relaxed)
-            + self.watched_mem.load(Ordering::Relaxed)
+        tot_mem(
+            self.rbs.load(Ordering::Relaxed),
+            self.qbuf_cap.load(Ordering::Relaxed).max(self.qbuf.load(Ordering::Relaxed)),
+            self.argv_mem.load(Ordering::Relaxed),
+            self.omem.load(Ordering::Relaxed),
+            self.multi_mem_total(),
+        )
     }
 
     /// Redis's `clientsCronResizeOutputBuffer`, run by the cron: the reply buffer shrinks to its

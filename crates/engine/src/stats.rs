@@ -194,14 +194,10 @@ impl Stats {
     /// or None when no call was recorded.
     pub fn latency(&self, cmd: &Command) -> Option<Vec<u64>> {
         let mut counts = vec![0u64; crate::latency::BUCKETS];
-        let mut any = false;
-        for s in self.stripes.iter() {
-            if let Some(h) = s.cmd(cmd).and_then(|c| c.latency.get()) {
-                h.add_into(&mut counts);
-                any = true;
-            }
+        for h in self.stripes.iter().filter_map(|s| s.cmd(cmd).and_then(|c| c.latency.get())) {
+            h.add_into(&mut counts);
         }
-        (any && counts.iter().any(|&c| c > 0)).then_some(counts)
+        counts.iter().any(|&c| c > 0).then_some(counts)
     }
 
     /// Counts a call of `cmd` refused before its handler ran.

@@ -137,26 +137,21 @@ impl Value {
     /// Redis's `OBJECT ENCODING` name: the encoding Redis would use for this data under `limits`
     /// (Latch stores every aggregate one way; the name is what clients and tests compare).
     pub fn encoding_under(&self, limits: &EncodingLimits) -> &'static str {
-        let small = |n: usize, max_n: usize| n <= max_n;
         match self {
             Value::Int(_) => "int",
             Value::Str(s) if s.len() <= 44 => "embstr",
             Value::Str(_) => "raw",
             Value::List(_) => "quicklist",
             Value::Hash(h)
-                if small(h.len(), limits.hash_entries)
+                if h.len() <= limits.hash_entries
                     && h.iter().all(|(f, v)| f.len() <= limits.hash_value && v.len() <= limits.hash_value) =>
             {
                 "listpack"
             }
             Value::Hash(_) => "hashtable",
-            Value::Set(s) if small(s.len(), limits.set_intset) && s.iter().all(|m| canonical_i64(m).is_some()) => {
-                "intset"
-            }
+            Value::Set(s) if s.len() <= limits.set_intset && s.iter().all(|m| canonical_i64(m).is_some()) => "intset",
             Value::Set(_) => "hashtable",
-            Value::ZSet(z)
-                if small(z.len(), limits.zset_entries) && z.iter().all(|(m, _)| m.len() <= limits.zset_value) =>
-            {
+            Value::ZSet(z) if z.len() <= limits.zset_entries && z.iter().all(|(m, _)| m.len() <= limits.zset_value) => {
                 "listpack"
             }
             Value::ZSet(_) => "skiplist",

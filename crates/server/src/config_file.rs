@@ -131,11 +131,9 @@ pub fn apply(config: &Config, text: &str) -> Result<(), ConfigError> {
         }
         // A parameter taking several arguments may be given none (`save` alone, as the Tcl suite
         // writes `save ""`): Redis hands its setter an empty list. Any other needs exactly one.
-        let multi = engine::config::find(name).is_some_and(|p| p.flags & engine::config::MULTI != 0);
-        if values.len() != 1 && !multi && engine::config::find(name).is_some() {
-            return Err(err("wrong number of arguments".into()));
-        }
-        if values.is_empty() && !multi {
+        let param = engine::config::find(name);
+        let multi = param.is_some_and(|p| p.flags & engine::config::MULTI != 0);
+        if !multi && (values.is_empty() || (param.is_some() && values.len() != 1)) {
             return Err(err("wrong number of arguments".into()));
         }
         let mut value = values.join(" ");

@@ -229,8 +229,9 @@ where
         // The query buffer follows its recent peak (Redis's clientsCronResizeQueryBuffer): one
         // over 32 KiB whose half is more than the largest request seen since the last pass shrinks
         // to that peak, and the cron asks for an idle client's drained buffer back.
+        // Idle: the reply buffer takes the size the cron chose.
         if wbuf.is_empty() && wbuf.capacity() != client.info.rbs.load(Ordering::Relaxed) {
-            fit_reply_buffer(&client.info, &mut wbuf);
+            fit_reply_buffer(&client.info, &mut wbuf, true);
         }
         if client.info.trim_qbuf.swap(false, Ordering::Relaxed) && rbuf.is_empty() {
             rbuf = BytesMut::new();
@@ -402,18 +403,24 @@ async fn flush<W: AsyncWrite + Unpin>(
     }
     // The reply buffer's peak: what it held, up to its size (Redis's buf_peak of its static buffer;
     // beyond that, Redis's replies go to its reply list).
-    let rbs = info.rbs.load(Ordering::Relaxed);
-    info.rbp.fetch_max(wbuf.len().min(rbs), Ordering::Relaxed);
+    // Only this task raises the peak (the cron resets it), so no read-modify-write is needed.
+    let peak = wbuf.len().min(info.rbs.load(Ordering::Relaxed));
+    if peak > info.rbp.load(Ordering::Relaxed) {
+        info.rbp.store(peak, Ordering::Relaxed);
+    }
     let r = write_out(srv, info, kill, wr, wbuf).await;
-    fit_reply_buffer(info, wbuf);
+    fit_reply_buffer(info, wbuf, false);
     r
 }
 
-/// Empties `wbuf` and gives it the size the cron chose (`rbs`), or keeps it when it has that size
-/// already and has not grown past [`KEEP_BUF`].
-fn fit_reply_buffer(info: &engine::client::ClientInfo, wbuf: &mut BytesMut) {
+/// Empties `wbuf`, and gives it the size the cron chose (`rbs`) when it is smaller than that or
+/// larger than it may stay: twice `rbs` for an idle client, [`KEEP_BUF`] between the replies of a
+/// busy one (a buffer that grew for a burst is kept for the next).
+fn fit_reply_buffer(info: &engine::client::ClientInfo, wbuf: &mut BytesMut, idle: bool) {
     let rbs = info.rbs.load(Ordering::Relaxed);
-    if wbuf.capacity() > KEEP_BUF.max(rbs) || wbuf.capacity() < rbs || (wbuf.capacity() > 2 * rbs && wbuf.is_empty()) {
+    let keep = if idle { 2 * rbs } else { KEEP_BUF.max(rbs) };
+    let cap = wbuf.capacity();
+    if cap < rbs || cap > keep {
         *wbuf = BytesMut::with_capacity(rbs);
     } else {
         wbuf.clear();

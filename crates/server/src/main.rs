@@ -152,9 +152,6 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
         tracing::error!("Configured to not listen anywhere, exiting.");
         return 1;
     }
-    if let Ok(a) = listeners[0].local_addr() {
-        srv.tcp_port.store(a.port() as u64, std::sync::atomic::Ordering::Relaxed);
-    }
 
     let stop = Arc::new(Notify::new());
     {
@@ -178,6 +175,7 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     process::announce(&srv.config, port);
     tracing::warn!("Server initialized");
     srv.memory_startup.store(alloc::used(), std::sync::atomic::Ordering::Relaxed);
+    // Each accept loop records the port it serves (for INFO), here and after CONFIG SET port.
     let acceptor = srv.clone();
     net::serve(listeners, &binds, port, backlog, move |l| {
         tracing::debug!("Listening on {}", l.local_addr().map(|a| a.to_string()).unwrap_or_default());

@@ -348,8 +348,6 @@ fn request_len(args: &[Bytes]) -> usize {
     n
 }
 
-use crate::client::CLIENT_BASE_MEM;
-
 /// One `CLIENT LIST` / `CLIENT INFO` line (without the trailing newline), in Redis 7.2's format.
 /// `me` is the calling client's context when `info` describes it: its live state is used, and its
 /// query buffer holds the running command as in Redis.
@@ -379,13 +377,8 @@ fn client_line(out: &mut String, info: &ClientInfo, now: u64, me: Option<&Ctx<'_
     // The query buffer as the connection layer last saw it (its running command included).
     let qbuf_alloc = info.qbuf_cap.load(Ordering::Relaxed).max(qbuf);
     let qbuf_free = qbuf_alloc - qbuf;
-    let multi_mem = info.multi_mem.load(Ordering::Relaxed) + info.watched_mem.load(Ordering::Relaxed);
-    let tot_mem = CLIENT_BASE_MEM
-        .saturating_add(rbs)
-        .saturating_add(qbuf_alloc)
-        .saturating_add(argv_mem)
-        .saturating_add(omem)
-        .saturating_add(multi_mem);
+    let multi_mem = info.multi_mem_total();
+    let tot_mem = crate::client::tot_mem(rbs, qbuf_alloc, argv_mem, omem, multi_mem);
     let _ = write!(
         out,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} \
