@@ -182,21 +182,6 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// C `atoi`: optional whitespace and sign, then as many digits as there are; 0 if none.
-pub fn atoi(s: &str) -> i64 {
-    let t = s.trim_start();
-    let (neg, digits) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let mut v: i64 = 0;
-    for c in digits.bytes().take_while(u8::is_ascii_digit) {
-        v = v.saturating_mul(10).saturating_add(i64::from(c - b'0'));
-    }
-    if neg { -v } else { v }
-}
-
 /// Applies a `redis://[[user]:password@]host[:port][/db]` URI to `info`, following redis-cli's
 /// parseRedisUri (`rediss://` is refused: TLS is not supported yet).
 pub fn apply_uri(uri: &str, info: &mut ConnInfo) -> Result<(), UriError> {
@@ -231,7 +216,7 @@ pub fn apply_uri(uri: &str, info: &mut ConnInfo) -> Result<(), UriError> {
         let hostport = &cur[..path.unwrap_or(cur.len())];
         match hostport.find(':') {
             Some(colon) => {
-                info.port = u16::try_from(atoi(&hostport[colon + 1..])).unwrap_or(0);
+                info.port = u16::try_from(resp::atoi(&hostport.as_bytes()[colon + 1..])).unwrap_or(0);
                 info.host = hostport[..colon].to_string();
             }
             None => info.host = hostport.to_string(),
@@ -240,7 +225,7 @@ pub fn apply_uri(uri: &str, info: &mut ConnInfo) -> Result<(), UriError> {
     if let Some(p) = path {
         let db = &cur[p + 1..];
         if !db.is_empty() {
-            info.db = atoi(db);
+            info.db = resp::atoi(db.as_bytes());
         }
     }
     Ok(())
@@ -299,13 +284,5 @@ mod tests {
 
         assert_eq!(apply_uri("http://x", &mut ConnInfo::default()), Err(UriError("Invalid URI scheme".into())));
         assert!(apply_uri("rediss://x", &mut ConnInfo::default()).is_err());
-    }
-
-    #[test]
-    fn c_atoi() {
-        assert_eq!(atoi("12abc"), 12);
-        assert_eq!(atoi(" -3"), -3);
-        assert_eq!(atoi("x"), 0);
-        assert_eq!(atoi(""), 0);
     }
 }

@@ -351,7 +351,7 @@ impl Session {
         let is = |s: &str| args[0].eq_ignore_ascii_case(s.as_bytes());
         let n = args.len();
         if is("select") && n == 2 && last != LastReply::Error {
-            let db = crate::opts::atoi(&String::from_utf8_lossy(&args[1]));
+            let db = resp::atoi(&args[1]);
             self.cfg.conn.db = db;
             self.dbnum = db;
         } else if is("auth") && (n == 2 || n == 3) {
@@ -500,7 +500,7 @@ impl Session {
             out_write(b"Use 'restart' only in Lua debugging mode.\n");
         } else if argv.len() == 3 && cmd0.eq_ignore_ascii_case(b"connect") {
             self.cfg.conn.host = String::from_utf8_lossy(&argv[1]).into_owned();
-            self.cfg.conn.port = u16::try_from(crate::opts::atoi(&String::from_utf8_lossy(&argv[2]))).unwrap_or(0);
+            self.cfg.conn.port = u16::try_from(resp::atoi(&argv[2])).unwrap_or(0);
             self.cfg.conn.socket = None;
             self.connect(true, false);
         } else if argv.len() == 1 && cmd0.eq_ignore_ascii_case(b"clear") {

@@ -22,7 +22,7 @@ pub use encode::{BulkArray, encode};
 pub use frame::Frame;
 pub use reply::{MAX_REPLY_DEPTH, ReplyError, decode_reply, encode_request};
 pub use request::{
-    Limits, PROTO_INLINE_MAX_SIZE, PROTO_MBULK_BIG_ARG, ProtocolError, RequestDecoder, split_args, string2ll,
+    Limits, PROTO_INLINE_MAX_SIZE, PROTO_MBULK_BIG_ARG, ProtocolError, RequestDecoder, atoi, split_args, string2ll,
 };
 
 /// Protocol version negotiated by HELLO.

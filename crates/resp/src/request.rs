@@ -349,6 +349,24 @@ impl RequestDecoder {
     }
 }
 
+/// C's `atoi`, as Redis uses it where it does not validate (DEBUG switches) and redis-cli for
+/// ports and db numbers: leading blanks, an optional sign, then as many digits as there are; 0 when
+/// there are none. Saturates where C would overflow.
+pub fn atoi(s: &[u8]) -> i64 {
+    let start = s.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(s.len());
+    let t = &s[start..];
+    let (neg, digits) = match t.first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let mut v: i64 = 0;
+    for &c in digits.iter().take_while(|c| c.is_ascii_digit()) {
+        v = v.saturating_mul(10).saturating_add(i64::from(c - b'0'));
+    }
+    if neg { -v } else { v }
+}
+
 /// Parses a signed 64-bit integer with Redis's strict `string2ll` rules: an
 /// optional `-`, then digits with no leading zeros (except the string `"0"`),
 /// no `+`, no spaces, fewer than 21 bytes, and a value that fits in `i64`.
@@ -755,6 +773,16 @@ mod tests {
         buf.extend_from_slice(b"o\r\n");
         assert!(d.decode(&mut buf, &Limits::default()).unwrap().is_some());
         assert_eq!(d.pending_args_bytes(), 0);
+    }
+
+    #[test]
+    fn c_atoi() {
+        assert_eq!(atoi(b"12abc"), 12);
+        assert_eq!(atoi(b" -3"), -3);
+        assert_eq!(atoi(b"+7"), 7);
+        assert_eq!(atoi(b"x"), 0);
+        assert_eq!(atoi(b""), 0);
+        assert_eq!(atoi(b"99999999999999999999"), i64::MAX);
     }
 
     #[test]

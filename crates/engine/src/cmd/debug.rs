@@ -136,11 +136,11 @@ fn debug(ctx: &mut Ctx<'_, '_>) -> Frame {
             Frame::ok()
         }
         (b"set-active-expire", 3) => {
-            ctx.srv.debug.active_expire.store(atoi(ctx.arg(2)) != 0, Ordering::Relaxed);
+            ctx.srv.debug.active_expire.store(resp::atoi(ctx.arg(2)) != 0, Ordering::Relaxed);
             Frame::ok()
         }
         (b"set-disable-deny-scripts", 3) => {
-            ctx.srv.debug.disable_deny_scripts.store(atoi(ctx.arg(2)) != 0, Ordering::Relaxed);
+            ctx.srv.debug.disable_deny_scripts.store(resp::atoi(ctx.arg(2)) != 0, Ordering::Relaxed);
             Frame::ok()
         }
         (b"replybuffer", 4) => {
@@ -159,14 +159,14 @@ fn debug(ctx: &mut Ctx<'_, '_>) -> Frame {
                 };
                 sw.reply_buffer_peak_reset_ms.store(ms, Ordering::Relaxed);
             } else if what.eq_ignore_ascii_case(b"resizing") {
-                sw.reply_buffer_resizing.store(atoi(v) != 0, Ordering::Relaxed);
+                sw.reply_buffer_resizing.store(resp::atoi(v) != 0, Ordering::Relaxed);
             } else {
                 return subcommand_syntax_error(ctx.arg(1), "DEBUG");
             }
             Frame::ok()
         }
         (b"pause-cron", 3) => {
-            ctx.srv.debug.pause_cron.store(atoi(ctx.arg(2)) != 0, Ordering::Relaxed);
+            ctx.srv.debug.pause_cron.store(resp::atoi(ctx.arg(2)) != 0, Ordering::Relaxed);
             Frame::ok()
         }
         (b"quicklist-packed-threshold", 3) => {
@@ -262,21 +262,6 @@ fn debug(ctx: &mut Ctx<'_, '_>) -> Frame {
         }
         _ => subcommand_syntax_error(ctx.arg(1), "DEBUG"),
     }
-}
-
-/// C's `atoi`: leading blanks, a sign, digits; anything else ends the number (garbage is 0).
-fn atoi(b: &[u8]) -> i64 {
-    let s = std::str::from_utf8(b).unwrap_or("").trim_start();
-    let (neg, rest) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let n = rest
-        .bytes()
-        .take_while(u8::is_ascii_digit)
-        .fold(0i64, |n, d| n.wrapping_mul(10).wrapping_add(i64::from(d - b'0')));
-    if neg { -n } else { n }
 }
 
 /// C's `strtod` without error checks: the longest prefix that parses, else 0.
@@ -725,9 +710,6 @@ mod tests {
 
     #[test]
     fn c_number_parsing() {
-        assert_eq!(super::atoi(b" 12abc"), 12);
-        assert_eq!(super::atoi(b"-3"), -3);
-        assert_eq!(super::atoi(b"x"), 0);
         assert_eq!(super::atof(b"0.5s"), 0.5);
         assert_eq!(super::atof(b"nope"), 0.0);
     }
