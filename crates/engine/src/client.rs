@@ -65,6 +65,9 @@ pub struct Client {
     pub oom: bool,
     /// Shared, externally visible information.
     pub info: Arc<ClientInfo>,
+    /// Effects of the top-level command now running, while the change stream records (see
+    /// [`crate::changes`]).
+    pub effects: Vec<crate::changes::Effect>,
 }
 
 impl Client {
@@ -99,6 +102,7 @@ impl Client {
             in_script: false,
             oom: false,
             info,
+            effects: Vec::new(),
         }
     }
 }

@@ -412,9 +412,59 @@ pub struct Ctx<'a, 'k> {
     pub now: u64,
     /// The command being run.
     pub cmd: &'static Command,
+    /// Changes made so far ([`Ctx::changed`]).
+    pub dirty: u64,
+    /// What the command propagates as instead of its arguments ([`Ctx::propagate_as`]).
+    pub rewrite: Option<Vec<Vec<Bytes>>>,
 }
 
 impl<'a, 'k> Ctx<'a, 'k> {
+    /// A context for running `cmd` with `args`.
+    pub fn new(
+        srv: &'a Server,
+        client: &'a mut Client,
+        locked: &'a mut Locked<'k>,
+        args: &'a [Bytes],
+        now: u64,
+        cmd: &'static Command,
+    ) -> Self {
+        Ctx { srv, client, locked, args, now, cmd, dirty: 0, rewrite: None }
+    }
+
+    /// Reports `n` changes to the data (Redis's `server.dirty += n`: the count behind
+    /// `rdb_changes_since_last_save`, and what makes the command reach the change stream; see
+    /// [`crate::changes`]). Zero means the command changed nothing after all.
+    #[inline]
+    pub fn changed(&mut self, n: u64) {
+        self.dirty += n;
+    }
+
+    /// Propagates the command as `args` instead of its own arguments (Redis's
+    /// `rewriteClientCommandVector`/`alsoPropagate`); called several times, as several commands. The
+    /// command is propagated even if it reports no change (Redis's `forceCommandPropagation`).
+    pub fn propagate_as<A: AsRef<[u8]>>(&mut self, args: &[A]) {
+        if !self.propagating() {
+            return;
+        }
+        let v = args.iter().map(|a| Bytes::copy_from_slice(a.as_ref())).collect();
+        self.rewrite.get_or_insert_with(Vec::new).push(v);
+    }
+
+    /// Propagates the command as it was sent even if it reports no change (FLUSHALL on an empty
+    /// server, as Redis's `forceCommandPropagation`).
+    pub fn force_propagate(&mut self) {
+        if !self.propagating() {
+            return;
+        }
+        let v = self.args.to_vec();
+        self.rewrite.get_or_insert_with(Vec::new).push(v);
+    }
+
+    /// True when the change stream records effects (a handler may skip building a rewrite if not).
+    pub fn propagating(&self) -> bool {
+        self.srv.changes.enabled()
+    }
+
     /// The most bytes a reply to this client may take: what `client-output-buffer-limit`'s hard
     /// limit for the normal class lets through beyond Redis's 16 KiB reply buffer, or no bound
     /// (none set, or a script's call, whose result is checked when the script replies). Commands
@@ -471,6 +521,10 @@ impl<'a, 'k> Ctx<'a, 'k> {
     /// Argument `i` as a float, or the standard error reply.
     pub fn float_arg(&self, i: usize) -> Result<f64, Frame> {
         crate::args::parse_f64(&self.args[i]).ok_or_else(crate::error::not_float)
+    }
+    /// The Unix time in ms of a deadline on the monotonic timeline (what `PXAT`/`PEXPIREAT` take).
+    pub fn to_unix_ms(&self, deadline: u64) -> i64 {
+        (deadline as i64).saturating_add(self.srv.clock.wall_offset_ms())
     }
     /// Unix time in ms matching `self.now`.
     pub fn unix_ms(&self) -> i64 {

@@ -254,7 +254,7 @@ impl<'a> TableEviction<'a> {
             got.into_iter().take(n).map(|(_, k)| k).collect()
         };
         let Some(victim) = pick(t, 1).pop() else { return };
-        drop(t.remove(&victim));
+        drop(t.evict(&victim));
         self.srv.evictor.evicted_keys.fetch_add(1, Ordering::Relaxed);
         if !t.would_grow(key) {
             return;
@@ -263,7 +263,7 @@ impl<'a> TableEviction<'a> {
         // would still grow. Evict a batch (1/64 of the table) in one pass that also clears the
         // tombstones: the next inserts find free slots, and the pass costs O(table) once per batch.
         let batch = pick(t, (t.len() / 64).max(1));
-        let n = t.remove_many(&batch);
+        let n = t.evict_many(&batch);
         self.srv.evictor.evicted_keys.fetch_add(n as u64, Ordering::Relaxed);
     }
 }
@@ -352,7 +352,7 @@ impl Server {
         }
         let host = self.config.host();
         let before = host.used_memory();
-        drop(t.remove(key));
+        drop(t.evict(key));
         self.evictor.evicted_keys.fetch_add(1, Ordering::Relaxed);
         // The heap it held, measured, and its slot, free for the next key of this table.
         let after = host.used_memory().saturating_sub(Table::SLOT_BYTES as u64);

@@ -74,6 +74,9 @@ pub struct Table {
     /// Shared by the tables of one shard: set when any of them has ready keys, so the per-command
     /// check for blocked clients to serve is one load per shard, not one per database.
     shard_ready: Arc<AtomicBool>,
+    /// Keys this table deleted on its own (expired, evicted) since they were last taken, while the
+    /// change stream records (`None` otherwise): they propagate as `DEL` (see [`crate::changes`]).
+    server_deletes: Option<Vec<Key>>,
 }
 
 #[inline]
@@ -101,6 +104,7 @@ impl Table {
         if is_expired(&self.map[idx], now) {
             self.remove_index(idx);
             self.expired += 1;
+            self.note_server_delete(key);
             self.touch(key);
             self.signal_ready(key);
             return None;
@@ -230,11 +234,48 @@ impl Table {
                 let (_, _e) = self.map.swap_remove_index(idx).expect("index from get_index_of");
             }
             self.expired += 1;
+            self.note_server_delete(&key);
             self.touch(&key);
             self.signal_ready(&key);
             n += 1;
         }
         n
+    }
+
+    /// Deletes a key the server chose to evict (it propagates as `DEL`).
+    pub fn evict(&mut self, key: &[u8]) -> Option<Entry> {
+        let e = self.remove(key)?;
+        self.note_server_delete(key);
+        Some(e)
+    }
+
+    /// [`Table::remove_many`] for keys the server chose to evict (they propagate as `DEL`).
+    pub fn evict_many(&mut self, keys: &[Key]) -> usize {
+        let n = self.remove_many(keys);
+        if let Some(log) = self.server_deletes.as_mut() {
+            // The batch was picked from this table: every key in it was present.
+            log.extend(keys.iter().cloned());
+        }
+        n
+    }
+
+    /// Starts or stops logging the keys this table deletes on its own.
+    pub fn log_server_deletes(&mut self, on: bool) {
+        self.server_deletes = on.then(Vec::new);
+    }
+
+    fn note_server_delete(&mut self, key: &[u8]) {
+        if let Some(log) = self.server_deletes.as_mut() {
+            log.push(Key::from_slice(key));
+        }
+    }
+
+    /// Takes the keys deleted on the table's own since the last call (expired, evicted).
+    pub fn take_server_deletes(&mut self) -> Vec<Key> {
+        match self.server_deletes.as_mut() {
+            Some(log) if !log.is_empty() => std::mem::take(log),
+            _ => Vec::new(),
+        }
     }
 
     /// Deadline of the earliest TTL, if any.

@@ -4,8 +4,10 @@
 //! * [`value`]: what a key holds, kept small.
 //! * [`keyspace`]: the sharded tables, locking, expiry index, SCAN positions.
 //! * [`db`]: a database as a handler sees it.
+//! * [`ops`]: data-type operations written once, for every command path that reaches them.
 //! * [`command`]: the command table and the handler context.
 //! * [`cmd`]: the command families (one module each) and their handlers.
+//! * [`changes`]: the change stream (dirty count, effects for the AOF and replicas).
 //! * [`server`]: shared state and [`server::Server::execute`], the single entry point.
 //! * [`evict`]: `maxmemory` and the eviction policies.
 //! * [`stats`]: counters behind `INFO stats`/`commandstats`/`errorstats`, striped per thread.
@@ -19,6 +21,7 @@
 
 pub mod args;
 pub mod blocking;
+pub mod changes;
 pub mod client;
 pub mod clock;
 pub mod cmd;
@@ -34,6 +37,7 @@ pub mod keyspace;
 pub mod latency;
 pub mod lua;
 pub mod multi;
+pub mod ops;
 pub mod server;
 pub mod stats;
 #[cfg(any(test, feature = "testkit"))]

@@ -78,8 +78,11 @@ pub struct Server {
     pub tcp_port: AtomicU64,
     /// Unix seconds of the last successful save (LASTSAVE).
     pub lastsave: AtomicU64,
-    /// Writes since the last save (`rdb_changes_since_last_save`), added to by every write command.
+    /// Writes since the last save (`rdb_changes_since_last_save`): the changes every command reports
+    /// ([`Ctx::changed`]), added once it returns, and keys the server deleted on its own.
     pub dirty: crate::stats::Counter,
+    /// Every change, as the commands that reproduce it (see [`crate::changes`]).
+    pub changes: crate::changes::ChangeStream,
     /// Clients currently blocked on keys (`blocked_clients`).
     pub blocked_clients: AtomicU64,
     /// Last fencing token handed out by LOCK.
@@ -146,6 +149,7 @@ impl Server {
             tcp_port: AtomicU64::new(0),
             lastsave: AtomicU64::new(unix_s),
             dirty: Default::default(),
+            changes: Default::default(),
             blocked_clients: AtomicU64::new(0),
             fence: AtomicU64::new(0),
             config_file: Mutex::new(None),
@@ -365,6 +369,7 @@ impl Server {
             return Some(self.reject_in_multi(client, cmd, e));
         };
         let reply = self.call_from(client, &mut locked, cmd, args, now, start);
+        self.publish_changes(client, &mut locked, now);
         // Blocked clients are served after the whole top-level command (a MULTI that pushes then
         // deletes wakes nobody), before its locks are released. Reads count: a lazy expiry can free
         // a lock that has waiters.
@@ -405,10 +410,22 @@ impl Server {
         now: u64,
         start_ticks: u64,
     ) -> Frame {
-        let reply = {
-            let mut ctx = Ctx { srv: self, client, locked, args, now, cmd };
-            (cmd.handler)(&mut ctx)
-        };
+        let (db, mark) = (client.db, client.effects.len());
+        let mut ctx = Ctx::new(self, client, locked, args, now, cmd);
+        let reply = (cmd.handler)(&mut ctx);
+        let (dirty, rewrite) = (ctx.dirty, ctx.rewrite.take());
+        if dirty > 0 {
+            self.dirty.add(dirty);
+        }
+        if self.changes.enabled() {
+            // Commands run on this one's behalf (EXEC's, a script's) propagated what it did.
+            let inner = client.effects.len() != mark;
+            // Keys found expired while it ran were deleted before its own change.
+            self.drain_server_deletes(locked, &mut client.effects);
+            if (dirty > 0 || rewrite.is_some()) && !inner {
+                propagate(&mut client.effects, db, args, rewrite);
+            }
+        }
         let took = self.clock.ticks_us().saturating_sub(start_ticks);
         // Also total_commands_processed, as Redis's call() counts it: commands that ran, EXEC's and
         // scripts' included, once they ran (not the rejected, unknown or queued ones; INFO does not
@@ -510,6 +527,51 @@ impl Server {
         }
     }
 
+    /// Starts recording the change stream (see [`crate::changes`]): from now on every change is
+    /// published, keys the server deletes on its own included.
+    pub fn record_changes(&self) {
+        for i in 0..self.ks.nshards() {
+            let mut locked = self.ks.lock_shards(vec![i]);
+            for t in locked.shard(i).dbs.iter_mut() {
+                t.log_server_deletes(true);
+            }
+        }
+        self.changes.enable();
+    }
+
+    /// Publishes the effects of the top-level command finishing on `client` as one unit, after the
+    /// `DEL`s of keys the locked shards' tables deleted on their own meanwhile. Called under the
+    /// command's locks, before blocked clients are served: by [`Server::execute`], and by EXEC, which
+    /// takes locks of its own.
+    pub fn publish_changes(&self, client: &mut Client, locked: &mut crate::keyspace::Locked<'_>, now: u64) {
+        if self.changes.enabled() {
+            self.publish_server_deletes(locked, now);
+            self.changes.publish(now, std::mem::take(&mut client.effects));
+        }
+    }
+
+    /// Publishes a `DEL` unit for each key the locked shards' tables deleted on their own (expired,
+    /// evicted) since the last call, outside any command (the cron, eviction).
+    fn publish_server_deletes(&self, locked: &mut crate::keyspace::Locked<'_>, now: u64) {
+        let mut dels = Vec::new();
+        self.drain_server_deletes(locked, &mut dels);
+        for d in dels {
+            self.changes.publish(now, vec![d]);
+        }
+    }
+
+    /// Appends a `DEL` effect for each key the locked shards' tables deleted on their own since the
+    /// last call.
+    fn drain_server_deletes(&self, locked: &mut crate::keyspace::Locked<'_>, out: &mut Vec<crate::changes::Effect>) {
+        for s in locked.shards_mut() {
+            for (db, t) in s.dbs.iter_mut().enumerate() {
+                for key in t.take_server_deletes() {
+                    out.push(crate::changes::Effect::new(db, &[&b"DEL"[..], &key[..]]));
+                }
+            }
+        }
+    }
+
     /// Next fencing token: strictly increasing for the life of the process, and, because it never
     /// falls behind the Unix time in microseconds, higher than any token an earlier run of the
     /// server handed out as long as that run granted fewer than a million locks per second on
@@ -533,6 +595,10 @@ impl Server {
     pub fn serve_ready(&self, locked: &mut crate::keyspace::Locked<'_>, now: u64) {
         use crate::blocking::{Serve, WaitState};
         loop {
+            // An expired lock's DEL goes before the grant to its next waiter.
+            if self.changes.enabled() {
+                self.publish_server_deletes(locked, now);
+            }
             let mut work: Vec<(u64, usize, crate::value::Key)> = Vec::new();
             for s in locked.shards_mut() {
                 work.extend(s.take_ready());
@@ -554,8 +620,25 @@ impl Server {
                     };
                     let mut stand_in = Client::detached(w.info.clone(), w.db, w.proto);
                     let outcome = {
-                        let mut ctx = Ctx { srv: self, client: &mut stand_in, locked, args: &w.args, now, cmd: w.cmd };
-                        serve(&mut ctx, &key)
+                        let mut ctx = Ctx::new(self, &mut stand_in, locked, &w.args, now, w.cmd);
+                        let outcome = serve(&mut ctx, &key);
+                        let (dirty, rewrite) = (ctx.dirty, ctx.rewrite.take());
+                        if dirty > 0 {
+                            self.dirty.add(dirty);
+                        }
+                        if self.changes.enabled() {
+                            // Keys the serve step found expired go first (BLMOVE's destination).
+                            let mut effects = Vec::new();
+                            self.drain_server_deletes(ctx.locked, &mut effects);
+                            if dirty > 0 || rewrite.is_some() {
+                                // A served waiter's own arguments (BLPOP ...) are never its effect:
+                                // its serve step says what it did.
+                                debug_assert!(rewrite.is_some(), "{} served without its effect", w.cmd.name);
+                                propagate(&mut effects, w.db, &[], rewrite);
+                            }
+                            self.changes.publish(now, effects);
+                        }
+                        outcome
                     };
                     match outcome {
                         Serve::Reply(f) => w.finish(WaitState::Served(f)),
@@ -737,4 +820,13 @@ fn monitor_line(offset_ms: i64, start_us: u64, client: &Client, args: &[Bytes]) 
         s.push_str(&crate::cmd::repr(a));
     }
     Bytes::from(s)
+}
+
+/// Adds a command's effects to `effects`: the commands it asked to propagate as, or else its own
+/// arguments (see [`crate::changes`]).
+fn propagate(effects: &mut Vec<crate::changes::Effect>, db: usize, args: &[Bytes], rewrite: Option<Vec<Vec<Bytes>>>) {
+    match rewrite {
+        Some(cmds) => effects.extend(cmds.into_iter().map(|args| crate::changes::Effect { db, args })),
+        None => effects.push(crate::changes::Effect { db, args: args.to_vec() }),
+    }
 }

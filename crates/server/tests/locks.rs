@@ -6,7 +6,6 @@
 mod common;
 use common::Latch;
 use lock::{Backend, Error, LockClient, Redlock};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -180,75 +179,23 @@ async fn redlock_majority_and_failures() {
     assert_eq!(g.release().await, 2);
 }
 
-/// A real redis-server on an ephemeral-ish loopback port, if one is installed.
-struct Redis(Child, u16);
-
-impl Redis {
-    /// redis-server has no "port 0": a port picked here can be taken by another test's server first,
-    /// so the server answering on it must report our child's process id, or another port is tried.
-    fn start() -> Option<Redis> {
-        for _ in 0..5 {
-            let port = std::net::TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
-            let child = Command::new("redis-server")
-                .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--save", "", "--appendonly", "no"])
-                .stdout(Stdio::null())
-                .spawn()
-                .ok()?;
-            let r = Redis(child, port);
-            for _ in 0..200 {
-                if let Ok(mut c) = std::net::TcpStream::connect(("127.0.0.1", port)) {
-                    use std::io::{Read, Write};
-                    let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
-                    let _ = c.write_all(b"INFO server\r\n");
-                    let mut buf = vec![0u8; 16384];
-                    let n = c.read(&mut buf).unwrap_or(0);
-                    let ours = format!("process_id:{}\r\n", r.0.id());
-                    if String::from_utf8_lossy(&buf[..n]).contains(&ours) {
-                        return Some(r);
-                    }
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        }
-        None
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test]
 async fn redis_server_lua_path() {
-    let Some(r) = Redis::start() else {
-        // A missing reference server is an error, not a pass: say so loudly, unless the run asked
-        // to go without one.
-        assert!(
-            std::env::var_os("LATCH_TESTS_WITHOUT_REDIS").is_some(),
-            "redis-server is not on PATH (apt-get install redis-server), so the Lua-path test cannot \
-             run; set LATCH_TESTS_WITHOUT_REDIS=1 to skip it knowingly"
-        );
-        eprintln!("LATCH_TESTS_WITHOUT_REDIS set: skipping the Lua-path test");
-        return;
-    };
+    let Some(r) = common::RedisServer::start_or_skip("the Lua-path test") else { return };
     bounded(async {
-        let c = LockClient::connect(&format!("redis://127.0.0.1:{}/", r.1)).await.unwrap();
+        let c = LockClient::connect(&format!("redis://127.0.0.1:{}/", r.port)).await.unwrap();
         assert_eq!(c.backend().await.unwrap(), Backend::Lua, "Redis 7 has no DELIFEQ/DELEX");
         assert!(!c.native().await.unwrap(), "Redis 7 has no LOCK");
         exclusive_release_extend(&c).await;
         // Forced onto the native path, the first `unknown command` moves it to the portable one.
-        let c = LockClient::connect(&format!("redis://127.0.0.1:{}/", r.1)).await.unwrap().with_native(true);
+        let c = LockClient::connect(&format!("redis://127.0.0.1:{}/", r.port)).await.unwrap().with_native(true);
         let g = c.lock("n:lock").fencing(true).lock(Duration::from_secs(1)).await.unwrap();
         assert!(!g.is_native() && g.fence() == Some(1));
         assert!(!c.native().await.unwrap());
         assert!(c.lock("n:lock").try_lock().await.unwrap().is_none());
         assert!(g.release().await.unwrap());
         // A client that guessed wrong falls back on the first `unknown command`.
-        let c = LockClient::new(redis::Client::open(format!("redis://127.0.0.1:{}/", r.1)).unwrap(), None)
+        let c = LockClient::new(redis::Client::open(format!("redis://127.0.0.1:{}/", r.port)).unwrap(), None)
             .with_backend(Backend::Delifeq);
         exclusive_release_extend(&c).await;
         assert_eq!(c.backend().await.unwrap(), Backend::Lua);

@@ -1,7 +1,7 @@
 //! The bit commands of the string family: SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD and
 //! BITFIELD_RO. Bit 0 is the most significant bit of the first byte, as in Redis.
 
-use super::string::{dirty, max_bulk_len};
+use super::string::max_bulk_len;
 use super::{BASE, f};
 use crate::args::{eq_ic, parse_i64_strict};
 use crate::command::{Command, Ctx, Keys};
@@ -178,7 +178,7 @@ fn setbit(ctx: &mut Ctx<'_, '_>) -> Frame {
         s[byte] &= !mask;
     }
     if grown || old != on {
-        dirty(ctx, 1);
+        ctx.changed(1);
     }
     Frame::Integer(old as i64)
 }
@@ -390,7 +390,7 @@ fn bitop(ctx: &mut Ctx<'_, '_>) -> Frame {
     let dest = &args[2][..];
     if maxlen == 0 {
         if db.remove(dest).is_some() {
-            dirty(ctx, 1);
+            ctx.changed(1);
         }
         return Frame::Integer(0);
     }
@@ -406,7 +406,7 @@ fn bitop(ctx: &mut Ctx<'_, '_>) -> Frame {
         };
     }
     db.set(dest, Value::Str(res), false);
-    dirty(ctx, 1);
+    ctx.changed(1);
     Frame::Integer(maxlen as i64)
 }
 
@@ -662,7 +662,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_, '_>, ro: bool) -> Frame {
         }
     }
     if changes > 0 {
-        dirty(ctx, changes);
+        ctx.changed(changes);
     }
     Frame::Array(out)
 }

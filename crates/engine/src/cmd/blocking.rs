@@ -9,7 +9,7 @@
 use super::BASE;
 use crate::blocking::{BlockRequest, Serve, parse_timeout};
 use crate::command::{Command, Ctx, Flags, Keys};
-use crate::types::access::{MPop, bulk, create_list, parse_mpop, remove_if_empty, write_list, write_zset};
+use crate::types::access::{MPop, bulk, parse_mpop};
 use crate::value::SmallBytes;
 use bytes::Bytes;
 use resp::Frame;
@@ -147,19 +147,14 @@ fn block(ctx: &mut Ctx<'_, '_>, keys: Vec<Bytes>, deadline: Option<u64>, timeout
 }
 
 // ---- lists ---------------------------------------------------------------------------------------
+//
+// The operations are the plain commands' (`cmd::list::pop`, `cmd::list::lmove_op`,
+// `cmd::zset::pop`), which also say what a served waiter propagates as.
 
-/// Pops up to `count` elements from `key`'s `end`; Ok(None) when the key is missing or empty.
-fn pop_list(ctx: &mut Ctx<'_, '_>, key: &[u8], end: End, count: usize) -> Result<Option<Vec<SmallBytes>>, Frame> {
-    let mut db = ctx.db();
-    let Some(l) = write_list(&mut db, key)? else { return Ok(None) };
-    if l.is_empty() {
-        return Ok(None);
-    }
-    let n = count.min(l.len());
-    let out: Vec<SmallBytes> =
-        (0..n).filter_map(|_| if end == End::Left { l.pop_front() } else { l.pop_back() }).collect();
-    remove_if_empty(&mut db, key);
-    Ok(Some(out))
+use super::list::{lmove_op, pop};
+
+fn pop_reply(key: &[u8], v: &[SmallBytes]) -> Frame {
+    Frame::Array(vec![bulk(key), Frame::Array(v.iter().map(|x| bulk(x)).collect())])
 }
 
 fn bpop_end(cmd: &str) -> End {
@@ -175,7 +170,7 @@ fn bpop(ctx: &mut Ctx<'_, '_>) -> Frame {
     let args = ctx.args;
     let keys = &args[1..args.len() - 1];
     for key in keys {
-        match pop_list(ctx, key, end, 1) {
+        match pop(ctx, key, end, 1, false) {
             Ok(Some(mut v)) => return Frame::Array(vec![bulk(key), bulk(&v.remove(0))]),
             Ok(None) => {}
             Err(e) => return e,
@@ -193,32 +188,10 @@ fn brpop(ctx: &mut Ctx<'_, '_>) -> Frame {
 
 fn serve_bpop(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Serve {
     let end = bpop_end(ctx.cmd.name);
-    match pop_list(ctx, key, end, 1) {
+    match pop(ctx, key, end, 1, false) {
         Ok(Some(mut v)) => Serve::Reply(Frame::Array(vec![bulk(key), bulk(&v.remove(0))])),
         _ => Serve::NotNow,
     }
-}
-
-/// Moves one element; Ok(None) when the source is empty. Both keys' types are checked first.
-fn move_one(ctx: &mut Ctx<'_, '_>, src: &[u8], dst: &[u8], from: End, to: End) -> Result<Option<Frame>, Frame> {
-    let mut db = ctx.db();
-    match write_list(&mut db, src)? {
-        Some(l) if !l.is_empty() => {}
-        _ => return Ok(None),
-    }
-    if src != dst {
-        write_list(&mut db, dst)?;
-    }
-    let Some(l) = write_list(&mut db, src)? else { return Ok(None) };
-    let Some(v) = (if from == End::Left { l.pop_front() } else { l.pop_back() }) else { return Ok(None) };
-    let d = create_list(&mut db, dst)?;
-    if to == End::Left {
-        d.push_front(v.clone());
-    } else {
-        d.push_back(v.clone());
-    }
-    remove_if_empty(&mut db, src);
-    Ok(Some(bulk(&v)))
 }
 
 /// (from, to, timeout argument index) of BLMOVE / BRPOPLPUSH.
@@ -240,8 +213,8 @@ fn bmove(ctx: &mut Ctx<'_, '_>) -> Frame {
         Err(e) => return e,
     };
     let (src, dst) = (ctx.arg(1), ctx.arg(2));
-    match move_one(ctx, src, dst, from, to) {
-        Ok(Some(f)) => f,
+    match lmove_op(ctx, src, dst, from, to) {
+        Ok(Some(v)) => bulk(&v),
         Ok(None) => block(ctx, vec![ctx.args[1].clone()], deadline, Frame::Null),
         Err(e) => e,
     }
@@ -263,8 +236,8 @@ fn serve_bmove(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Serve {
     if !ctx.locked.try_add(shard) {
         return Serve::Retry;
     }
-    match move_one(ctx, key, dst, from, to) {
-        Ok(Some(f)) => Serve::Reply(f),
+    match lmove_op(ctx, key, dst, from, to) {
+        Ok(Some(v)) => Serve::Reply(bulk(&v)),
         Ok(None) => Serve::NotNow,
         Err(e) => Serve::Reply(e),
     }
@@ -282,8 +255,8 @@ fn blmpop(ctx: &mut Ctx<'_, '_>) -> Frame {
     let end = if left { End::Left } else { End::Right };
     let args = ctx.args;
     for key in &args[keys.clone()] {
-        match pop_list(ctx, key, end, count) {
-            Ok(Some(v)) => return Frame::Array(vec![bulk(key), Frame::Array(v.iter().map(|x| bulk(x)).collect())]),
+        match pop(ctx, key, end, count, true) {
+            Ok(Some(v)) => return pop_reply(key, &v),
             Ok(None) => {}
             Err(e) => return e,
         }
@@ -294,38 +267,15 @@ fn blmpop(ctx: &mut Ctx<'_, '_>) -> Frame {
 fn serve_bmpop(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Serve {
     let Ok(MPop { first: left, count, .. }) = parse_mpop(ctx.args, 2, ["left", "right"]) else { return Serve::NotNow };
     let end = if left { End::Left } else { End::Right };
-    match pop_list(ctx, key, end, count) {
-        Ok(Some(v)) => Serve::Reply(Frame::Array(vec![bulk(key), Frame::Array(v.iter().map(|x| bulk(x)).collect())])),
+    match pop(ctx, key, end, count, true) {
+        Ok(Some(v)) => Serve::Reply(pop_reply(key, &v)),
         _ => Serve::NotNow,
     }
 }
 
 // ---- sorted sets ---------------------------------------------------------------------------------
 
-/// Pops up to `count` members with the lowest (or highest) scores; Ok(None) when missing or empty.
-fn pop_zset(
-    ctx: &mut Ctx<'_, '_>,
-    key: &[u8],
-    max: bool,
-    count: usize,
-) -> Result<Option<Vec<(SmallBytes, f64)>>, Frame> {
-    let mut db = ctx.db();
-    let Some(z) = write_zset(&mut db, key)? else { return Ok(None) };
-    if z.is_empty() {
-        return Ok(None);
-    }
-    let len = z.len();
-    let n = count.min(len);
-    let mut items = if max { z.range(len - n, len) } else { z.range(0, n) };
-    if max {
-        items.reverse();
-    }
-    for (m, _) in &items {
-        z.remove(m);
-    }
-    remove_if_empty(&mut db, key);
-    Ok(Some(items))
-}
+use super::zset::pop as pop_zset;
 
 fn bzpop_reply(key: &[u8], (m, score): &(SmallBytes, f64)) -> Frame {
     Frame::Array(vec![bulk(key), bulk(m), Frame::Double(*score)])
@@ -339,7 +289,7 @@ fn bzpop(ctx: &mut Ctx<'_, '_>, max: bool) -> Frame {
     let args = ctx.args;
     let keys = &args[1..args.len() - 1];
     for key in keys {
-        match pop_zset(ctx, key, max, 1) {
+        match pop_zset(ctx, key, max, 1, false) {
             Ok(Some(v)) => return bzpop_reply(key, &v[0]),
             Ok(None) => {}
             Err(e) => return e,
@@ -357,7 +307,7 @@ fn bzpopmax(ctx: &mut Ctx<'_, '_>) -> Frame {
 
 fn serve_bzpop(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Serve {
     let max = ctx.cmd.name == "bzpopmax";
-    match pop_zset(ctx, key, max, 1) {
+    match pop_zset(ctx, key, max, 1, false) {
         Ok(Some(v)) => Serve::Reply(bzpop_reply(key, &v[0])),
         _ => Serve::NotNow,
     }
@@ -379,7 +329,7 @@ fn bzmpop(ctx: &mut Ctx<'_, '_>) -> Frame {
     };
     let args = ctx.args;
     for key in &args[keys.clone()] {
-        match pop_zset(ctx, key, !min, count) {
+        match pop_zset(ctx, key, !min, count, true) {
             Ok(Some(v)) => return bzmpop_reply(key, &v),
             Ok(None) => {}
             Err(e) => return e,
@@ -390,7 +340,7 @@ fn bzmpop(ctx: &mut Ctx<'_, '_>) -> Frame {
 
 fn serve_bzmpop(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Serve {
     let Ok(MPop { first: min, count, .. }) = parse_mpop(ctx.args, 2, ["min", "max"]) else { return Serve::NotNow };
-    match pop_zset(ctx, key, !min, count) {
+    match pop_zset(ctx, key, !min, count, true) {
         Ok(Some(v)) => Serve::Reply(bzmpop_reply(key, &v)),
         _ => Serve::NotNow,
     }

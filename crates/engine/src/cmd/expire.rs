@@ -188,9 +188,16 @@ fn expire_generic(ctx: &mut Ctx<'_, '_>, relative: bool, seconds: bool) -> Frame
     }
     if deadline <= now {
         db.remove(key);
+        ctx.propagate_as(&[&b"DEL"[..], key]);
     } else {
         db.set_expire(key, deadline as u64);
+        // Relative or in seconds, it replays as the same absolute deadline in milliseconds.
+        if relative || seconds {
+            let at = ctx.to_unix_ms(deadline as u64).to_string();
+            ctx.propagate_as(&[&b"PEXPIREAT"[..], key, at.as_bytes()]);
+        }
     }
+    ctx.changed(1);
     Frame::Integer(1)
 }
 
@@ -248,6 +255,7 @@ fn persist(ctx: &mut Ctx<'_, '_>) -> Frame {
     match db.write(key) {
         Some(e) if e.expire_at().is_some() => {
             db.set_expire(key, 0);
+            ctx.changed(1);
             Frame::Integer(1)
         }
         _ => Frame::Integer(0),

@@ -235,6 +235,7 @@ fn hset_generic(ctx: &mut Ctx<'_, '_>) -> Result<i64, Frame> {
             added += 1;
         }
     }
+    ctx.changed(args[2..].len() as u64 / 2);
     Ok(added)
 }
 
@@ -257,6 +258,7 @@ fn hsetnx(ctx: &mut Ctx<'_, '_>) -> Frame {
         return Frame::Integer(0);
     }
     h.insert(sb(field), sb(val));
+    ctx.changed(1);
     Frame::Integer(1)
 }
 
@@ -353,6 +355,7 @@ fn hdel(ctx: &mut Ctx<'_, '_>) -> Frame {
         }
     }
     remove_if_empty(&mut db, key);
+    ctx.changed(n as u64);
     Frame::Integer(n)
 }
 
@@ -403,6 +406,7 @@ fn hincrby(ctx: &mut Ctx<'_, '_>) -> Frame {
     };
     let s = itoa::Buffer::new().format(new).as_bytes().to_vec();
     h.insert(sb(field), sb(&s));
+    ctx.changed(1);
     Frame::Integer(new)
 }
 
@@ -433,6 +437,9 @@ fn hincrbyfloat(ctx: &mut Ctx<'_, '_>) -> Frame {
     }
     let s = new.to_human_string();
     h.insert(sb(field), sb(s.as_bytes()));
+    ctx.changed(1);
+    // Replays as the value it produced (Redis's HSET rewrite): floating point need not agree.
+    ctx.propagate_as(&[&b"HSET"[..], key, field, s.as_bytes()]);
     Frame::Bulk(bytes::Bytes::from(s))
 }
 

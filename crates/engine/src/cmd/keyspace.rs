@@ -302,6 +302,7 @@ fn del(ctx: &mut Ctx<'_, '_>) -> Frame {
     let args = ctx.args;
     let mut db = ctx.db();
     let n = args[1..].iter().filter(|k| db.remove(k).is_some()).count();
+    ctx.changed(n as u64);
     Frame::Integer(n as i64)
 }
 
@@ -471,6 +472,7 @@ fn rename_generic(ctx: &mut Ctx<'_, '_>, nx: bool) -> Frame {
     };
     // The entry keeps its TTL; whatever `dst` held (and its TTL) is replaced.
     db.insert_entry(dst, e);
+    ctx.changed(1);
     if nx { Frame::Integer(1) } else { Frame::ok() }
 }
 
@@ -515,6 +517,7 @@ fn copy(ctx: &mut Ctx<'_, '_>) -> Frame {
     }
     // `Value: Clone` is a deep copy of every variant.
     tdb.set_with_expire(dst, value, expire_at);
+    ctx.changed(1);
     Frame::Integer(1)
 }
 
@@ -534,6 +537,7 @@ fn move_cmd(ctx: &mut Ctx<'_, '_>) -> Frame {
         return Frame::Integer(0);
     };
     ctx.db_at(target).insert_entry(key, e);
+    ctx.changed(1);
     Frame::Integer(1)
 }
 
@@ -556,9 +560,14 @@ fn flushdb(ctx: &mut Ctx<'_, '_>) -> Frame {
         return error::syntax();
     }
     let now = ctx.now;
+    let mut removed = 0;
     for t in ctx.db().tables() {
+        removed += t.len() as u64;
         t.clear(now);
     }
+    // Propagated even when there was nothing to remove, as Redis does.
+    ctx.changed(removed);
+    ctx.force_propagate();
     Frame::ok()
 }
 
@@ -567,11 +576,16 @@ fn flushall(ctx: &mut Ctx<'_, '_>) -> Frame {
         return error::syntax();
     }
     let now = ctx.now;
+    let mut removed = 0;
     for s in ctx.locked.shards_mut() {
         for t in s.dbs.iter_mut() {
+            removed += t.len() as u64;
             t.clear(now);
         }
     }
+    // Propagated even when there was nothing to remove, as Redis does.
+    ctx.changed(removed);
+    ctx.force_propagate();
     Frame::ok()
 }
 
@@ -597,6 +611,8 @@ fn swapdb(ctx: &mut Ctx<'_, '_>) -> Frame {
         return error::db_out_of_range();
     }
     if a == b {
+        // Nothing moves, but Redis counts (and propagates) it all the same.
+        ctx.changed(1);
         return Frame::ok();
     }
     let now = ctx.now;
@@ -606,6 +622,7 @@ fn swapdb(ctx: &mut Ctx<'_, '_>) -> Frame {
         let (left, right) = s.dbs.split_at_mut(hi);
         crate::keyspace::Table::swap_data(&mut left[lo], &mut right[0], now);
     }
+    ctx.changed(1);
     Frame::ok()
 }
 

@@ -7,7 +7,7 @@ use crate::error;
 use crate::types::access::{
     MPop, bulk, create_list, numkeys_keys, parse_mpop, read_list, remove_if_empty, sb, write_list,
 };
-use crate::value::ListValue;
+use crate::value::SmallBytes;
 use resp::Frame;
 
 /// Table entries.
@@ -235,13 +235,48 @@ pub static COMMANDS: &[Command] = &[
     },
 ];
 
-/// Which end of a list.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum End {
-    /// The head (LEFT).
-    Left,
-    /// The tail (RIGHT).
-    Right,
+pub(crate) use crate::ops::End;
+
+/// Pops through [`crate::ops::list_pop`] and reports it: a change per element, propagated as
+/// `LPOP|RPOP key [n]` (what LPOP, LMPOP, BLPOP and BLMPOP replay as, served or not). `with_count`:
+/// the caller asked for a count (the propagated form carries one).
+pub(crate) fn pop(
+    ctx: &mut Ctx<'_, '_>,
+    key: &[u8],
+    end: End,
+    count: usize,
+    with_count: bool,
+) -> Result<Option<Vec<SmallBytes>>, Frame> {
+    let out = crate::ops::list_pop(&mut ctx.db(), key, end, count)?;
+    if let Some(v) = &out
+        && !v.is_empty()
+    {
+        ctx.changed(v.len() as u64);
+        if with_count {
+            let n = v.len().to_string();
+            ctx.propagate_as(&[end.pop_command(), key, n.as_bytes()]);
+        } else {
+            ctx.propagate_as(&[end.pop_command(), key]);
+        }
+    }
+    Ok(out)
+}
+
+/// Moves through [`crate::ops::list_move`] and reports it: one change, propagated as `LMOVE` (what
+/// LMOVE, RPOPLPUSH, BLMOVE and BRPOPLPUSH replay as).
+pub(crate) fn lmove_op(
+    ctx: &mut Ctx<'_, '_>,
+    src: &[u8],
+    dst: &[u8],
+    from: End,
+    to: End,
+) -> Result<Option<SmallBytes>, Frame> {
+    let out = crate::ops::list_move(&mut ctx.db(), src, dst, from, to)?;
+    if out.is_some() {
+        ctx.changed(1);
+        ctx.propagate_as(&[&b"LMOVE"[..], src, dst, from.name(), to.name()]);
+    }
+    Ok(out)
 }
 
 /// Parses `LEFT` / `RIGHT`.
@@ -252,13 +287,6 @@ pub(crate) fn parse_end(b: &[u8]) -> Result<End, Frame> {
         Ok(End::Right)
     } else {
         Err(error::syntax())
-    }
-}
-
-fn pop_end(l: &mut ListValue, end: End) -> Option<crate::value::SmallBytes> {
-    match end {
-        End::Left => l.pop_front(),
-        End::Right => l.pop_back(),
     }
 }
 
@@ -292,7 +320,9 @@ fn push_generic(ctx: &mut Ctx<'_, '_>, end: End, only_existing: bool) -> Frame {
             End::Right => l.push_back(sb(a)),
         }
     }
-    Frame::Integer(l.len() as i64)
+    let len = l.len();
+    ctx.changed(args.len() as u64 - 2);
+    Frame::Integer(len as i64)
 }
 
 fn lpush(ctx: &mut Ctx<'_, '_>) -> Frame {
@@ -321,24 +351,13 @@ fn pop_generic(ctx: &mut Ctx<'_, '_>, end: End) -> Frame {
         None
     };
     let key = ctx.arg(1);
-    let mut db = ctx.db();
-    let l = match write_list(&mut db, key) {
-        Ok(Some(l)) => l,
-        Ok(None) => {
-            return if count.is_some() { Frame::NullArray } else { Frame::Null };
-        }
-        Err(e) => return e,
-    };
-    let reply = match count {
-        Some(0) => return Frame::Array(Vec::new()),
-        None => pop_end(l, end).map(|v| bulk(&v)).unwrap_or(Frame::Null),
-        Some(n) => {
-            let n = n.min(l.len());
-            Frame::Array((0..n).filter_map(|_| pop_end(l, end)).map(|v| bulk(&v)).collect())
-        }
-    };
-    remove_if_empty(&mut db, key);
-    reply
+    match pop(ctx, key, end, count.unwrap_or(1), count.is_some()) {
+        Err(e) => e,
+        Ok(None) if count.is_some() => Frame::NullArray,
+        Ok(None) => Frame::Null,
+        Ok(Some(v)) if count.is_some() => Frame::Array(v.iter().map(|x| bulk(x)).collect()),
+        Ok(Some(v)) => v.first().map(|x| bulk(x)).unwrap_or(Frame::Null),
+    }
 }
 
 fn lpop(ctx: &mut Ctx<'_, '_>) -> Frame {
@@ -420,6 +439,7 @@ fn lset(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(Some(l)) => match list_index(idx, l.len()) {
             Some(i) => {
                 l[i] = sb(val);
+                ctx.changed(1);
                 Frame::ok()
             }
             None => Frame::error("ERR index out of range"),
@@ -464,6 +484,7 @@ fn lrem(ctx: &mut Ctx<'_, '_>) -> Frame {
         }
     }
     remove_if_empty(&mut db, key);
+    ctx.changed(removed as u64);
     Frame::Integer(removed as i64)
 }
 
@@ -479,6 +500,7 @@ fn ltrim(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(None) => return Frame::ok(),
         Err(e) => return e,
     };
+    let before = l.len();
     match norm_range(start, end, l.len()) {
         Some((s, e)) => {
             l.truncate(e + 1);
@@ -486,7 +508,9 @@ fn ltrim(ctx: &mut Ctx<'_, '_>) -> Frame {
         }
         None => l.clear(),
     }
+    let removed = before - l.len();
     remove_if_empty(&mut db, key);
+    ctx.changed(removed as u64);
     Frame::ok()
 }
 
@@ -508,7 +532,9 @@ fn linsert(ctx: &mut Ctx<'_, '_>) -> Frame {
     match l.iter().position(|v| v[..] == *pivot) {
         Some(i) => {
             l.insert(if after { i + 1 } else { i }, sb(elem));
-            Frame::Integer(l.len() as i64)
+            let len = l.len();
+            ctx.changed(1);
+            Frame::Integer(len as i64)
         }
         None => Frame::Integer(-1),
     }
@@ -583,36 +609,14 @@ fn lpos(ctx: &mut Ctx<'_, '_>) -> Frame {
     }
 }
 
-/// Pops from `src` and pushes to `dst`; `wrong type` of either key is checked before anything moves.
+/// LMOVE / RPOPLPUSH.
 fn move_generic(ctx: &mut Ctx<'_, '_>, from: End, to: End) -> Frame {
     let (src, dst) = (ctx.arg(1), ctx.arg(2));
-    let mut db = ctx.db();
-    match read_list(&mut db, src) {
-        Ok(Some(_)) => {}
-        Ok(None) => return Frame::Null,
-        Err(e) => return e,
+    match lmove_op(ctx, src, dst, from, to) {
+        Ok(Some(v)) => bulk(&v),
+        Ok(None) => Frame::Null,
+        Err(e) => e,
     }
-    if src != dst
-        && let Err(e) = write_list(&mut db, dst)
-    {
-        return e;
-    }
-    let Ok(Some(l)) = write_list(&mut db, src) else {
-        return Frame::Null;
-    };
-    let Some(v) = pop_end(l, from) else {
-        return Frame::Null;
-    };
-    let d = match create_list(&mut db, dst) {
-        Ok(d) => d,
-        Err(e) => return e,
-    };
-    match to {
-        End::Left => d.push_front(v.clone()),
-        End::Right => d.push_back(v.clone()),
-    }
-    remove_if_empty(&mut db, src);
-    bulk(&v)
 }
 
 fn lmove(ctx: &mut Ctx<'_, '_>) -> Frame {
@@ -638,17 +642,12 @@ fn lmpop(ctx: &mut Ctx<'_, '_>) -> Frame {
     };
     let end = if left { End::Left } else { End::Right };
     let args = ctx.args;
-    let mut db = ctx.db();
     for key in &args[keys] {
-        let l = match write_list(&mut db, key) {
-            Ok(Some(l)) if !l.is_empty() => l,
-            Ok(_) => continue,
+        match pop(ctx, key, end, count, true) {
+            Ok(Some(v)) => return Frame::Array(vec![bulk(key), Frame::Array(v.iter().map(|x| bulk(x)).collect())]),
+            Ok(None) => {}
             Err(e) => return e,
-        };
-        let n = count.min(l.len());
-        let items: Vec<Frame> = (0..n).filter_map(|_| pop_end(l, end)).map(|v| bulk(&v)).collect();
-        remove_if_empty(&mut db, key);
-        return Frame::Array(vec![bulk(key), Frame::Array(items)]);
+        }
     }
     Frame::NullArray
 }

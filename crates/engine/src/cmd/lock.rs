@@ -14,7 +14,13 @@
 //! LOCKEXTEND key owner ttl-ms              -> 1 extended, 0 not the holder
 //! LOCKINFO key                             -> {owner, ttl, token, waiters} or nil
 //! FENCED key token command [arg ...]       -> the command's reply, or -FENCED error if stale
+//! LOCKRESTORE key owner unix-time-ms token -> OK (what a grant replays as)
 //! ```
+//!
+//! In the change stream (see [`crate::changes`]) a grant propagates as `LOCKRESTORE` with its
+//! absolute deadline and token, which also raises the server's fencing counter to the token, so a
+//! replayed server never hands out a token at or below one it replayed. A re-entrant LOCK and
+//! LOCKEXTEND propagate as `PEXPIREAT`, UNLOCK as `DEL`.
 
 use super::BASE;
 use crate::args::{eq_ic, parse_i64_strict};
@@ -77,6 +83,18 @@ pub static COMMANDS: &[Command] = &[
         ..BASE
     },
     Command {
+        name: "lockrestore",
+        arity: 5,
+        flags: Flags::WRITE.or(Flags::DENYOOM),
+        keys: Keys::ONE,
+        group: crate::command::Group::Lock,
+        since: "0.2.0",
+        summary: "Sets a lock's holder, absolute deadline and fencing token, as a replayed grant. Raises the fencing counter to the token.",
+        syntax: "key owner unix-time-milliseconds token",
+        handler: lockrestore,
+        ..BASE
+    },
+    Command {
         name: "fenced",
         arity: -4,
         flags: Flags::WRITE.or(Flags::DENYOOM),
@@ -127,7 +145,44 @@ fn grant(ctx: &mut Ctx<'_, '_>, key: &[u8], owner: &[u8], ttl: u64) -> Frame {
     let deadline = ctx.now.saturating_add(ttl);
     let value = Value::Lock(Box::new(LockValue { owner: SmallBytes::from_slice(owner), token }));
     ctx.db().set_with_expire(key, value, deadline);
+    ctx.changed(1);
+    if ctx.propagating() {
+        let (at, t) = (ctx.to_unix_ms(deadline).to_string(), token.to_string());
+        ctx.propagate_as(&[&b"LOCKRESTORE"[..], key, owner, at.as_bytes(), t.as_bytes()]);
+    }
     Frame::Integer(token.min(i64::MAX as u64) as i64)
+}
+
+/// Propagates a lock's new deadline as `PEXPIREAT`.
+fn propagate_deadline(ctx: &mut Ctx<'_, '_>, key: &[u8], deadline: u64) {
+    ctx.changed(1);
+    if ctx.propagating() {
+        let at = ctx.to_unix_ms(deadline).to_string();
+        ctx.propagate_as(&[&b"PEXPIREAT"[..], key, at.as_bytes()]);
+    }
+}
+
+fn lockrestore(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let (key, owner) = (ctx.arg(1), ctx.arg(2));
+    let Some(at) = parse_i64_strict(ctx.arg(3)).filter(|t| *t > 0) else { return error::invalid_expire("lockrestore") };
+    let Some(token) = parse_i64_strict(ctx.arg(4)).filter(|t| *t > 0) else { return error::not_integer() };
+    if let Err(e) = current(ctx, key) {
+        return e;
+    }
+    let token = token as u64;
+    ctx.srv.fence.fetch_max(token, std::sync::atomic::Ordering::Relaxed);
+    let deadline = at.saturating_sub(ctx.srv.clock.wall_offset_ms());
+    let value = Value::Lock(Box::new(LockValue { owner: SmallBytes::from_slice(owner), token }));
+    let now = ctx.now as i64;
+    let mut db = ctx.db();
+    if deadline <= now {
+        // Already past its deadline: the grant is over (as SET ... PXAT in the past).
+        db.remove(key);
+    } else {
+        db.set_with_expire(key, value, deadline as u64);
+    }
+    ctx.changed(1);
+    Frame::ok()
 }
 
 fn lock(ctx: &mut Ctx<'_, '_>) -> Frame {
@@ -151,6 +206,7 @@ fn lock(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(Some(l)) if l.owner[..] == *owner => {
             let deadline = ctx.now.saturating_add(ttl);
             ctx.db().set_expire(key, deadline);
+            propagate_deadline(ctx, key, deadline);
             return Frame::Integer(l.token.min(i64::MAX as u64) as i64);
         }
         Ok(Some(_)) => {}
@@ -191,6 +247,8 @@ fn unlock(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(Some(l)) if l.owner[..] == *owner => {
             // The removal marks the key ready: the next waiter is granted before our locks drop.
             ctx.db().remove(key);
+            ctx.changed(1);
+            ctx.propagate_as(&[&b"DEL"[..], key]);
             Frame::Integer(1)
         }
         Ok(_) => Frame::Integer(0),
@@ -208,6 +266,7 @@ fn lockextend(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(Some(l)) if l.owner[..] == *owner => {
             let deadline = ctx.now.saturating_add(ttl);
             ctx.db().set_expire(key, deadline);
+            propagate_deadline(ctx, key, deadline);
             Frame::Integer(1)
         }
         Ok(_) => Frame::Integer(0),

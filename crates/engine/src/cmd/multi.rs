@@ -182,7 +182,9 @@ fn exec(ctx: &mut Ctx<'_, '_>) -> Frame {
         replies.push(reply);
     }
     ctx.client.deny_blocking = deny;
-    // Clients blocked on keys the transaction changed are served now, before its locks drop.
+    // The transaction's effects go out under its locks, then the clients blocked on keys it
+    // changed are served, before its locks drop.
+    srv.publish_changes(ctx.client, &mut locked, now);
     srv.serve_ready(&mut locked, now);
     Frame::Array(replies)
 }

@@ -522,7 +522,7 @@ fn function_load(ctx: &mut Ctx<'_, '_>) -> Frame {
     let name = compiled.name.clone();
     match sc.install_libraries(vec![compiled], replace) {
         Ok(()) => {
-            ctx.srv.dirty.add(1);
+            ctx.changed(1);
             Frame::bulk(name)
         }
         Err(e) => Frame::error(format!("ERR {e}")),
@@ -532,7 +532,7 @@ fn function_load(ctx: &mut Ctx<'_, '_>) -> Frame {
 fn function_delete(ctx: &mut Ctx<'_, '_>) -> Frame {
     let name = String::from_utf8_lossy(ctx.arg(2)).into_owned();
     if ctx.srv.scripting.delete_library(&name) {
-        ctx.srv.dirty.add(1);
+        ctx.changed(1);
         Frame::ok()
     } else {
         Frame::error("ERR Library not found")
@@ -547,7 +547,7 @@ fn function_flush(ctx: &mut Ctx<'_, '_>) -> Frame {
         _ => return subcommand_syntax_error(b"flush", "FUNCTION"),
     }
     ctx.srv.scripting.flush_functions();
-    ctx.srv.dirty.add(1);
+    ctx.changed(1);
     Frame::ok()
 }
 
@@ -772,7 +772,7 @@ fn function_restore(ctx: &mut Ctx<'_, '_>) -> Frame {
     }
     match sc.install_libraries(compiled, true) {
         Ok(()) => {
-            ctx.srv.dirty.add(1);
+            ctx.changed(1);
             Frame::ok()
         }
         Err(e) => Frame::error(format!("ERR {e}")),

@@ -9,7 +9,7 @@ use crate::types::access::{
     bulk, create_set, numkeys_keys, parse_scan, read_set, remove_if_empty, sb, scan_match, scan_positions, scan_reply,
     write_set,
 };
-use crate::value::{SetValue, Value};
+use crate::value::{SetValue, SmallBytes, Value};
 use bytes::Bytes;
 use resp::Frame;
 
@@ -367,7 +367,9 @@ fn sadd(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(s) => s,
         Err(e) => return e,
     };
-    Frame::Integer(args[2..].iter().filter(|m| s.insert(sb(m))).count() as i64)
+    let added = args[2..].iter().filter(|m| s.insert(sb(m))).count();
+    ctx.changed(added as u64);
+    Frame::Integer(added as i64)
 }
 
 fn srem(ctx: &mut Ctx<'_, '_>) -> Frame {
@@ -381,6 +383,7 @@ fn srem(ctx: &mut Ctx<'_, '_>) -> Frame {
     };
     let n = args[2..].iter().filter(|m| s.swap_remove(&m[..])).count();
     remove_if_empty(&mut db, key);
+    ctx.changed(n as u64);
     Frame::Integer(n as i64)
 }
 
@@ -443,29 +446,47 @@ fn spop(ctx: &mut Ctx<'_, '_>) -> Frame {
         }
         Err(e) => return e,
     };
-    let reply = match count {
+    // The members taken, for the change stream: SPOP replays as the SREM (or DEL) of what it took.
+    let mut taken: Vec<SmallBytes> = Vec::new();
+    let size = s.len();
+    let (reply, whole) = match count {
         None => {
             let i = rand::rng().random_range(0..s.len().max(1));
             match s.swap_remove_index(i) {
-                Some(m) => bulk(&m),
-                None => Frame::Null,
+                Some(m) => {
+                    let f = bulk(&m);
+                    taken.push(m);
+                    (f, false)
+                }
+                None => (Frame::Null, false),
             }
         }
         Some(0) => return Frame::Set(Vec::new()),
         Some(n) if n as u64 >= s.len() as u64 => {
             let all = ordered(s);
             s.clear();
-            Frame::Set(all)
+            (Frame::Set(all), true)
         }
         Some(n) => {
             let mut picks = random_positions(s.len(), n);
             // Remove from the highest position down so that earlier picks stay valid.
             picks.sort_unstable_by(|a, b| b.cmp(a));
-            let out: Vec<Frame> = picks.into_iter().filter_map(|i| s.swap_remove_index(i)).map(|m| bulk(&m)).collect();
-            Frame::Set(out)
+            taken = picks.into_iter().filter_map(|i| s.swap_remove_index(i)).collect();
+            (Frame::Set(taken.iter().map(|m| bulk(m)).collect()), false)
         }
     };
     remove_if_empty(&mut db, key);
+    if whole {
+        ctx.changed(size as u64);
+        ctx.propagate_as(&[&b"DEL"[..], key]);
+    } else if !taken.is_empty() {
+        ctx.changed(taken.len() as u64);
+        if ctx.propagating() {
+            let mut srem: Vec<&[u8]> = vec![b"SREM", key];
+            srem.extend(taken.iter().map(|m| &m[..]));
+            ctx.propagate_as(&srem);
+        }
+    }
     reply
 }
 
@@ -539,6 +560,8 @@ fn smove(ctx: &mut Ctx<'_, '_>) -> Frame {
             Err(e) => return e,
         }
     }
+    // The removal, and the addition when the member was new there (Redis counts both).
+    ctx.changed(1 + u64::from(!in_dst));
     Frame::Integer(1)
 }
 
@@ -617,18 +640,17 @@ fn set_op_store(ctx: &mut Ctx<'_, '_>, op: SetOp) -> Frame {
     let dst = ctx.arg(1);
     let keys = &ctx.args[2..];
     let mut db = ctx.db();
-    match set_op(&mut db, keys, op, 0) {
-        Ok(s) if s.is_empty() => {
-            db.remove(dst);
-            Frame::Integer(0)
-        }
+    let (reply, changed) = match set_op(&mut db, keys, op, 0) {
+        Ok(s) if s.is_empty() => (Frame::Integer(0), db.remove(dst).is_some()),
         Ok(s) => {
             let n = s.len() as i64;
             db.set(dst, Value::Set(Box::new(s)), false);
-            Frame::Integer(n)
+            (Frame::Integer(n), true)
         }
-        Err(e) => e,
-    }
+        Err(e) => return e,
+    };
+    ctx.changed(u64::from(changed));
+    reply
 }
 
 fn sinter(ctx: &mut Ctx<'_, '_>) -> Frame {

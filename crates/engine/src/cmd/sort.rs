@@ -351,12 +351,14 @@ fn sort_generic(ctx: &mut Ctx<'_, '_>, readonly: bool) -> Frame {
         Some(dst) => {
             let n = out.len();
             let mut db = ctx.db();
-            if n == 0 {
-                db.remove(&dst);
+            let changes = if n == 0 {
+                u64::from(db.remove(&dst).is_some())
             } else {
                 let l: crate::value::ListValue = out.into_iter().map(|v| v.unwrap_or_default()).collect();
                 db.set(&dst, Value::List(Box::new(l)), false);
-            }
+                n as u64
+            };
+            ctx.changed(changes);
             Frame::Integer(n as i64)
         }
     }

@@ -327,11 +327,6 @@ pub(crate) fn value_eq(v: &Value, b: &[u8]) -> bool {
     }
 }
 
-/// Counts `n` changes for `rdb_changes_since_last_save`.
-pub(crate) fn dirty(ctx: &Ctx<'_, '_>, n: u64) {
-    ctx.srv.dirty.add(n);
-}
-
 /// The configured `proto-max-bulk-len`.
 pub(crate) fn max_bulk_len(ctx: &Ctx<'_, '_>) -> i64 {
     ctx.srv.config.proto_max_bulk_len.load(Ordering::Relaxed)
@@ -502,9 +497,19 @@ fn set_generic(ctx: &mut Ctx<'_, '_>, o: &SetOpts<'_>, key: &[u8], val: &[u8], o
         // An absolute time already in the past: the key is set and expires at once.
         Some(None) => {
             db.remove(key);
+            ctx.propagate_as(&[&b"DEL"[..], key]);
         }
     }
-    dirty(ctx, 1);
+    ctx.changed(1);
+    // A relative or second-based deadline replays as the same absolute one (Redis's SET ... PXAT).
+    if let Some(unix) = deadline
+        && ctx.rewrite.is_none()
+        && (o.expire != Expire::PxAt || ctx.cmd.name != "set")
+        && ctx.propagating()
+    {
+        let at = unix.to_string();
+        ctx.propagate_as(&[&b"SET"[..], key, val, b"PXAT", at.as_bytes()]);
+    }
     old.unwrap_or(ok)
 }
 
@@ -543,7 +548,7 @@ fn getset(ctx: &mut Ctx<'_, '_>) -> Frame {
         Err(e) => return e,
     };
     db.set(key, Value::string(val), false);
-    dirty(ctx, 1);
+    ctx.changed(1);
     old
 }
 
@@ -555,7 +560,8 @@ fn getdel(ctx: &mut Ctx<'_, '_>) -> Frame {
         Err(e) => return e,
     };
     if db.remove(key).is_some() {
-        dirty(ctx, 1);
+        ctx.changed(1);
+        ctx.propagate_as(&[&b"DEL"[..], key]);
     }
     old
 }
@@ -576,7 +582,8 @@ fn getex(ctx: &mut Ctx<'_, '_>) -> Frame {
             let mut db = ctx.db();
             if db.peek(key).is_some_and(|e| e.expire_at().is_some()) {
                 db.set_expire(key, 0);
-                dirty(ctx, 1);
+                ctx.changed(1);
+                ctx.propagate_as(&[&b"PERSIST"[..], key]);
             }
         }
         Expire::None | Expire::KeepTtl => {}
@@ -585,20 +592,24 @@ fn getex(ctx: &mut Ctx<'_, '_>) -> Frame {
                 Ok(d) => d,
                 Err(e) => return e,
             };
-            match mono_deadline(ctx, deadline) {
+            let at = match mono_deadline(ctx, deadline) {
+                Some(at) => Some(at),
+                None if kind.is_absolute() => None,
+                // Relative times are always in the future; keep the key alive at least until now.
+                None => Some(ctx.now),
+            };
+            match at {
                 Some(at) => {
                     ctx.db().set_expire(key, at);
+                    let unix = ctx.to_unix_ms(at).to_string();
+                    ctx.propagate_as(&[&b"PEXPIREAT"[..], key, unix.as_bytes()]);
                 }
-                None if kind.is_absolute() => {
-                    ctx.db().remove(key);
-                }
-                // Relative times are always in the future; keep the key alive at least until now.
                 None => {
-                    let now = ctx.now;
-                    ctx.db().set_expire(key, now);
+                    ctx.db().remove(key);
+                    ctx.propagate_as(&[&b"DEL"[..], key]);
                 }
             }
-            dirty(ctx, 1);
+            ctx.changed(1);
         }
     }
     reply
@@ -632,7 +643,7 @@ fn mset_generic(ctx: &mut Ctx<'_, '_>, nx: bool) -> Frame {
     for kv in args[1..].chunks(2) {
         db.set(&kv[0], Value::string(&kv[1]), false);
     }
-    dirty(ctx, (args.len() as u64 - 1) / 2);
+    ctx.changed((args.len() as u64 - 1) / 2);
     if nx { Frame::Integer(1) } else { Frame::ok() }
 }
 
@@ -667,7 +678,7 @@ fn append(ctx: &mut Ctx<'_, '_>) -> Frame {
             s.len()
         }
     };
-    dirty(ctx, 1);
+    ctx.changed(1);
     Frame::Integer(total as i64)
 }
 
@@ -755,7 +766,7 @@ fn setrange(ctx: &mut Ctx<'_, '_>) -> Frame {
         }
         end
     };
-    dirty(ctx, 1);
+    ctx.changed(1);
     Frame::Integer(len as i64)
 }
 
@@ -786,7 +797,7 @@ fn incr_decr(ctx: &mut Ctx<'_, '_>, incr: i64) -> Frame {
             new
         }
     };
-    dirty(ctx, 1);
+    ctx.changed(1);
     Frame::Integer(reply)
 }
 
@@ -838,7 +849,9 @@ fn incrbyfloat(ctx: &mut Ctx<'_, '_>) -> Frame {
         Some(e) if exists => e.value = value,
         _ => db.set(key, value, false),
     }
-    dirty(ctx, 1);
+    ctx.changed(1);
+    // Replays as the value it produced: floating point need not agree across machines.
+    ctx.propagate_as(&[&b"SET"[..], key, text.as_bytes(), b"KEEPTTL"]);
     Frame::Bulk(Bytes::from(text))
 }
 
@@ -978,7 +991,8 @@ fn delifeq(ctx: &mut Ctx<'_, '_>) -> Frame {
         Err(e) => e,
         Ok(Some(e)) if value_eq(&e.value, val) => {
             db.remove(key);
-            dirty(ctx, 1);
+            ctx.changed(1);
+            ctx.propagate_as(&[&b"DEL"[..], key]);
             Frame::Integer(1)
         }
         Ok(_) => Frame::Integer(0),
@@ -1035,7 +1049,8 @@ fn delex(ctx: &mut Ctx<'_, '_>) -> Frame {
         },
     };
     if delete && db.remove(key).is_some() {
-        dirty(ctx, 1);
+        ctx.changed(1);
+        ctx.propagate_as(&[&b"DEL"[..], key]);
         Frame::Integer(1)
     } else {
         Frame::Integer(0)

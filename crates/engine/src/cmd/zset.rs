@@ -692,6 +692,7 @@ fn zadd_generic(ctx: &mut Ctx<'_, '_>, mut fl: AddFlags, mut idx: usize) -> Fram
             }
         }
     }
+    ctx.changed((added + updated) as u64);
     if fl.incr {
         if processed > 0 { score_frame(last) } else { Frame::Null }
     } else {
@@ -798,6 +799,7 @@ fn zrem(ctx: &mut Ctx<'_, '_>) -> Frame {
     };
     let n = args[2..].iter().filter(|m| z.remove(m).is_some()).count();
     remove_if_empty(&mut db, key);
+    ctx.changed(n as u64);
     Frame::Integer(n as i64)
 }
 
@@ -924,7 +926,9 @@ fn zrange_generic(
         let dkey = &ctx.args[d];
         let mut db = ctx.db();
         if items.is_empty() {
-            db.remove(dkey);
+            if db.remove(dkey).is_some() {
+                ctx.changed(1);
+            }
             return Frame::Integer(0);
         }
         let mut z = ZSet::new();
@@ -933,6 +937,7 @@ fn zrange_generic(
         }
         let n = z.len() as i64;
         db.set(dkey, Value::ZSet(Box::new(z)), false);
+        ctx.changed(1);
         return Frame::Integer(n);
     }
     members_reply(items, withscores, resp3)
@@ -1000,6 +1005,7 @@ fn zremrange_generic(ctx: &mut Ctx<'_, '_>, t: RangeType) -> Frame {
         z.remove(m);
     }
     remove_if_empty(&mut db, key);
+    ctx.changed(victims.len() as u64);
     Frame::Integer(victims.len() as i64)
 }
 
@@ -1029,23 +1035,37 @@ fn zpop_generic(ctx: &mut Ctx<'_, '_>, max: bool) -> Frame {
     };
     let nested = ctx.client.proto == Protocol::Resp3 && count.is_some();
     let key = ctx.arg(1);
-    let mut db = ctx.db();
-    let z = match write_zset(&mut db, key) {
-        Ok(Some(z)) => z,
-        Ok(None) => return Frame::Array(Vec::new()),
-        Err(e) => return e,
-    };
-    let n = count.unwrap_or(1).min(z.len() as u64) as usize;
-    let len = z.len();
-    let mut items = if max { z.range(len - n, len) } else { z.range(0, n) };
-    if max {
-        items.reverse();
+    let n = count.unwrap_or(1).min(usize::MAX as u64) as usize;
+    match pop(ctx, key, max, n, count.is_some()) {
+        Ok(Some(items)) => members_reply(items, true, nested),
+        Ok(None) => Frame::Array(Vec::new()),
+        Err(e) => e,
     }
-    for (m, _) in &items {
-        z.remove(m);
+}
+
+/// Pops through [`crate::ops::zset_pop`] and reports it: a change per member, propagated as
+/// `ZPOPMIN|ZPOPMAX key [n]` (what ZPOPMIN, ZMPOP, BZPOPMIN and BZMPOP replay as, served or not).
+pub(crate) fn pop(
+    ctx: &mut Ctx<'_, '_>,
+    key: &[u8],
+    max: bool,
+    count: usize,
+    with_count: bool,
+) -> Result<Option<Vec<(SmallBytes, f64)>>, Frame> {
+    let out = crate::ops::zset_pop(&mut ctx.db(), key, max, count)?;
+    if let Some(v) = &out
+        && !v.is_empty()
+    {
+        ctx.changed(v.len() as u64);
+        let name: &[u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
+        if with_count {
+            let n = v.len().to_string();
+            ctx.propagate_as(&[name, key, n.as_bytes()]);
+        } else {
+            ctx.propagate_as(&[name, key]);
+        }
     }
-    remove_if_empty(&mut db, key);
-    members_reply(items, true, nested)
+    Ok(out)
 }
 
 fn zpopmin(ctx: &mut Ctx<'_, '_>) -> Frame {
@@ -1355,13 +1375,15 @@ fn zsetop_generic(ctx: &mut Ctx<'_, '_>, dst: bool, op: SetOp, card_only: bool) 
     }
     if dst {
         let dkey = &args[1];
-        if z.is_empty() {
-            db.remove(dkey);
-            return Frame::Integer(0);
-        }
-        let n = z.len();
-        db.set(dkey, Value::ZSet(Box::new(z)), false);
-        return Frame::Integer(n as i64);
+        let (reply, changed) = if z.is_empty() {
+            (Frame::Integer(0), db.remove(dkey).is_some())
+        } else {
+            let n = z.len();
+            db.set(dkey, Value::ZSet(Box::new(z)), false);
+            (Frame::Integer(n as i64), true)
+        };
+        ctx.changed(u64::from(changed));
+        return reply;
     }
     let resp3 = ctx.client.proto == Protocol::Resp3;
     members_reply(z.range(0, z.len()), withscores, resp3)
@@ -1394,27 +1416,16 @@ fn zmpop(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(x) => x,
         Err(e) => return e,
     };
-    let max = !min;
     let args = ctx.args;
-    let mut db = ctx.db();
     for key in &args[keys] {
-        let z = match write_zset(&mut db, key) {
-            Ok(Some(z)) if !z.is_empty() => z,
-            Ok(_) => continue,
+        match pop(ctx, key, !min, count, true) {
+            Ok(Some(items)) => {
+                let pairs = items.iter().map(|(m, s)| Frame::Array(vec![bulk(m), score_frame(*s)])).collect();
+                return Frame::Array(vec![bulk(key), Frame::Array(pairs)]);
+            }
+            Ok(None) => {}
             Err(e) => return e,
-        };
-        let len = z.len();
-        let n = count.min(len);
-        let mut items = if max { z.range(len - n, len) } else { z.range(0, n) };
-        if max {
-            items.reverse();
         }
-        for (m, _) in &items {
-            z.remove(m);
-        }
-        remove_if_empty(&mut db, key);
-        let pairs = items.iter().map(|(m, s)| Frame::Array(vec![bulk(m), score_frame(*s)])).collect();
-        return Frame::Array(vec![bulk(key), Frame::Array(pairs)]);
     }
     Frame::NullArray
 }

@@ -103,10 +103,7 @@ impl Latch {
 
     /// A raw socket.
     pub fn raw(&self) -> Raw {
-        let s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
-        s.set_nodelay(true).expect("nodelay");
-        Raw { s, buf: BytesMut::new() }
+        Raw::connect(self.port)
     }
 
     /// Waits for the process to exit by itself (after SHUTDOWN or a signal).
@@ -147,6 +144,14 @@ pub struct Raw {
 }
 
 impl Raw {
+    /// Connects to 127.0.0.1:`port`.
+    pub fn connect(port: u16) -> Raw {
+        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        s.set_nodelay(true).expect("nodelay");
+        Raw { s, buf: BytesMut::new() }
+    }
+
     /// Sends bytes.
     pub fn send(&mut self, b: &[u8]) {
         self.s.write_all(b).expect("write");
@@ -201,5 +206,73 @@ impl Raw {
                 Err(_) => return false,
             }
         }
+    }
+}
+
+/// A real redis-server (the reference Latch is compared with) on a free loopback port, killed on drop.
+pub struct RedisServer {
+    child: Child,
+    /// The port it listens on.
+    pub port: u16,
+}
+
+impl RedisServer {
+    /// Starts `redis-server` from PATH without persistence, or None if it cannot be run.
+    ///
+    /// redis-server has no "port 0": a port picked here can be taken by another test's server first,
+    /// so the server answering on it must report our child's process id, or another port is tried.
+    pub fn start() -> Option<RedisServer> {
+        for _ in 0..5 {
+            let port = free_port();
+            let child = Command::new("redis-server")
+                .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+                .stdout(Stdio::null())
+                .spawn()
+                .ok()?;
+            let r = RedisServer { child, port };
+            for _ in 0..200 {
+                if let Ok(mut c) = TcpStream::connect(("127.0.0.1", port)) {
+                    let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
+                    let _ = c.write_all(b"INFO server\r\n");
+                    let mut buf = vec![0u8; 16384];
+                    let n = c.read(&mut buf).unwrap_or(0);
+                    let ours = format!("process_id:{}\r\n", r.child.id());
+                    if String::from_utf8_lossy(&buf[..n]).contains(&ours) {
+                        return Some(r);
+                    }
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        None
+    }
+
+    /// [`RedisServer::start`], where a missing reference server is an error, not a pass: the test
+    /// fails loudly unless the run asked to go without one (`LATCH_TESTS_WITHOUT_REDIS=1`), in which
+    /// case None says to skip `what`.
+    pub fn start_or_skip(what: &str) -> Option<RedisServer> {
+        let r = RedisServer::start();
+        if r.is_none() {
+            assert!(
+                std::env::var_os("LATCH_TESTS_WITHOUT_REDIS").is_some(),
+                "redis-server is not on PATH (apt-get install redis-server), so {what} cannot run; set \
+                 LATCH_TESTS_WITHOUT_REDIS=1 to skip it knowingly"
+            );
+            eprintln!("LATCH_TESTS_WITHOUT_REDIS set: skipping {what}");
+        }
+        r
+    }
+
+    /// A raw connection.
+    pub fn raw(&self) -> Raw {
+        Raw::connect(self.port)
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
