@@ -164,3 +164,12 @@ pub fn parse_timeout(arg: &[u8], now: u64) -> Result<Option<u64>, Frame> {
     }
     Ok(Some(now.saturating_add(ms)))
 }
+
+impl crate::keyspace::Waiting for Waiter {
+    fn is_waiting(&self) -> bool {
+        Waiter::is_waiting(self)
+    }
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
+    }
+}

@@ -492,7 +492,7 @@ impl<'a, 'k> Ctx<'a, 'k> {
             self.now,
             self.srv.config.access(),
             self.client.no_touch,
-            crate::evict::TableEviction::for_server(self.srv),
+            self.srv.table_eviction(),
         )
     }
     /// Another database (MOVE, COPY ... DB).
@@ -503,7 +503,7 @@ impl<'a, 'k> Ctx<'a, 'k> {
             self.now,
             self.srv.config.access(),
             self.client.no_touch,
-            crate::evict::TableEviction::for_server(self.srv),
+            self.srv.table_eviction(),
         )
     }
     /// Argument `i`.

@@ -1290,7 +1290,7 @@ pub fn rewrite_text_with(old: &str, config: &Config, force_all: bool) -> String 
 
 fn quote_conf(v: &str) -> String {
     let plain = !v.is_empty() && v.bytes().all(|c| c.is_ascii_graphic() && c != b'"' && c != b'\'' && c != b'\\');
-    if plain { v.to_string() } else { crate::cmd::repr(v.as_bytes()) }
+    if plain { v.to_string() } else { crate::args::repr(v.as_bytes()) }
 }
 
 fn directive_lines(p: &Param, v: &str) -> Vec<String> {

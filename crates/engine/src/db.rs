@@ -20,7 +20,15 @@ pub struct Db<'l, 'k> {
     access: crate::types::Access,
     no_touch: bool,
     /// Set under `maxmemory` with an evicting policy: new keys evict rather than grow a full table.
-    evict: Option<crate::evict::TableEviction<'l>>,
+    evict: Option<&'l dyn MakeRoom>,
+}
+
+/// Makes room in a full table before a new key is added to it, under `maxmemory` with an evicting
+/// policy (the runtime's eviction, `crate::evict`, implements it).
+pub trait MakeRoom {
+    /// Before `key` is added to `t` at `now_ms`: evicts from `t` if its growth would take used
+    /// memory over the limit.
+    fn make_room(&self, t: &mut Table, key: &[u8], now_ms: u64);
 }
 
 impl<'l, 'k> Db<'l, 'k> {
@@ -30,13 +38,13 @@ impl<'l, 'k> Db<'l, 'k> {
         now: u64,
         access: crate::types::Access,
         no_touch: bool,
-        evict: Option<crate::evict::TableEviction<'l>>,
+        evict: Option<&'l dyn MakeRoom>,
     ) -> Self {
         Db { locked, index, now, access, no_touch, evict }
     }
 
     /// The table for a key about to be stored: room made first if it is new to a full table (see
-    /// [`crate::evict::TableEviction`]).
+    /// [`MakeRoom`]).
     fn table_for_insert(&mut self, key: &[u8]) -> &mut Table {
         let (now, evict) = (self.now, self.evict);
         let t = self.table(key);

@@ -92,3 +92,9 @@ pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 /// Redis's `shared.oomerr`: a command that may grow memory, refused while used memory is over
 /// `maxmemory` and nothing can be evicted.
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
+/// `-BUSY` while an EVAL script runs.
+pub const BUSY_EVAL: &str = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+/// `-BUSY` while a function runs.
+pub const BUSY_FUNCTION: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";

@@ -268,7 +268,21 @@ impl<'a> TableEviction<'a> {
     }
 }
 
+impl crate::db::MakeRoom for Server {
+    fn make_room(&self, t: &mut Table, key: &[u8], now_ms: u64) {
+        if let Some(e) = TableEviction::for_server(self) {
+            e.make_room(t, key, now_ms);
+        }
+    }
+}
+
 impl Server {
+    /// What a command's [`crate::db::Db`] evicts through when a new key would grow a full table, or
+    /// None when nothing is evicted (no `maxmemory`, or `noeviction`).
+    pub fn table_eviction(&self) -> Option<&dyn crate::db::MakeRoom> {
+        TableEviction::for_server(self).map(|_| self as &dyn crate::db::MakeRoom)
+    }
+
     /// Redis's `performEvictions`: if used memory is over `maxmemory`, evicts keys by
     /// `maxmemory-policy` until it is not, the policy has nothing left, or the time budget runs out.
     /// Called before each command (with no shard locked) and by the cron while [`Evictor::running`].

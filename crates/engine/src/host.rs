@@ -18,6 +18,8 @@ pub trait Host: Send + Sync + 'static {
     fn total_memory_bytes(&self) -> u64;
     /// (user, system) CPU seconds used by the process.
     fn cpu_seconds(&self) -> (f64, f64);
+    /// The process id (INFO's `process_id`).
+    fn pid(&self) -> u32;
     /// Operating system description, as `uname -srm` prints it.
     fn os(&self) -> String;
     /// The process's working directory (the default of `dir`).
@@ -153,6 +155,10 @@ impl Host for MemoryHost {
     }
     fn cpu_seconds(&self) -> (f64, f64) {
         (0.0, 0.0)
+    }
+    fn pid(&self) -> u32 {
+        // No process of its own: a number no real process has.
+        0
     }
     fn os(&self) -> String {
         format!("{} {}", std::env::consts::OS, std::env::consts::ARCH)

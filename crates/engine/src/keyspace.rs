@@ -55,7 +55,18 @@ struct Expiry {
 }
 
 type WatchMap = HashMap<Key, Vec<Arc<WatchedKey>>, Hasher>;
-type BlockMap = HashMap<Key, std::collections::VecDeque<Arc<crate::blocking::Waiter>>, Hasher>;
+type BlockMap = HashMap<Key, std::collections::VecDeque<Arc<dyn Waiting>>, Hasher>;
+
+/// A client blocked on keys of a table, as the table sees it: the table queues it, drops it once it
+/// no longer waits, and hands it back to whoever serves the key. What the client waits for, and how
+/// it is served, is the runtime's business (`crate::blocking::Waiter`, recovered with
+/// [`Waiting::into_any`]).
+pub trait Waiting: Send + Sync + 'static {
+    /// True while the client still waits (or is being served right now).
+    fn is_waiting(&self) -> bool;
+    /// The waiter as its own type.
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
+}
 
 /// One database inside one shard.
 #[derive(Default)]
@@ -389,7 +400,7 @@ impl Table {
     }
 
     /// Queues a blocked client on `key`.
-    pub fn block(&mut self, key: &[u8], w: Arc<crate::blocking::Waiter>) {
+    pub fn block(&mut self, key: &[u8], w: Arc<dyn Waiting>) {
         // Gone waiters are dropped from the front as queues are served, and everywhere by the cron's
         // prune: no O(queue) scan per enqueue.
         self.blocked.get_or_insert_with(Default::default).entry(Key::from_slice(key)).or_default().push_back(w);
@@ -427,7 +438,7 @@ impl Table {
     }
 
     /// The first still-waiting client blocked on `key` (dropping gone ones on the way).
-    pub fn first_waiter(&mut self, key: &[u8]) -> Option<Arc<crate::blocking::Waiter>> {
+    pub fn first_waiter(&mut self, key: &[u8]) -> Option<Arc<dyn Waiting>> {
         let b = self.blocked.as_deref_mut()?;
         let q = b.get_mut(key)?;
         while let Some(w) = q.front() {

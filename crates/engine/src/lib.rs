@@ -20,6 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod args;
+mod assemble;
 pub mod blocking;
 pub mod changes;
 pub mod client;

@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 use resp::Frame;
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
 /// The Redis version Latch answers as (clients enable features by it).
 pub const REDIS_VERSION: &str = "7.0.15";
@@ -62,7 +62,8 @@ pub struct Server {
     pub clients: ClientRegistry,
     /// Counters.
     pub stats: Stats,
-    /// The command table (the process-wide one, [`crate::cmd::table`]).
+    /// The command table: the one the server was built with, or its renamed view
+    /// (`rename-command`).
     pub table: &'static CommandTable,
     /// Slow log.
     pub slowlog: Mutex<SlowLog>,
@@ -99,12 +100,47 @@ pub struct Server {
     /// `used_memory_startup`: used memory once the server was ready, set by the server crate.
     pub memory_startup: AtomicU64,
     /// Switches the testing commands flip (DEBUG SET-ACTIVE-EXPIRE, PAUSE-CRON...).
-    pub debug: crate::cmd::debug::Switches,
+    pub debug: Switches,
     /// The replication ID (INFO's `master_replid`; DEBUG CHANGE-REPL-ID makes a new one).
     pub repl_id: Mutex<String>,
     /// The latency monitor's events (LATENCY LATEST/HISTORY).
     pub latency_monitor: crate::latency::Monitor,
 }
+
+/// What DEBUG switches on and off for tests.
+#[derive(Debug)]
+pub struct Switches {
+    /// DEBUG SET-ACTIVE-EXPIRE: the cron reclaims expired keys (on by default).
+    pub active_expire: AtomicBool,
+    /// DEBUG PAUSE-CRON: the server crate's cron does nothing while set.
+    pub pause_cron: AtomicBool,
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call commands flagged `noscript`.
+    pub disable_deny_scripts: AtomicBool,
+    /// DEBUG REPLYBUFFER PEAK-RESET-TIME: milliseconds between resets of a client's reply buffer
+    /// peak (-1: never). Redis's default is 5000.
+    pub reply_buffer_peak_reset_ms: AtomicI64,
+    /// DEBUG REPLYBUFFER RESIZING: the cron resizes reply buffers.
+    pub reply_buffer_resizing: AtomicBool,
+    /// DEBUG QUICKLIST-PACKED-THRESHOLD, in bytes. Latch's lists have no listpack nodes, so no
+    /// element is ever "packed": the value is kept only so that it reads back.
+    pub quicklist_packed_threshold: AtomicU64,
+}
+
+impl Default for Switches {
+    fn default() -> Self {
+        Switches {
+            active_expire: AtomicBool::new(true),
+            pause_cron: AtomicBool::new(false),
+            disable_deny_scripts: AtomicBool::new(false),
+            reply_buffer_peak_reset_ms: AtomicI64::new(REPLY_BUFFER_PEAK_RESET_MS),
+            reply_buffer_resizing: AtomicBool::new(true),
+            quicklist_packed_threshold: AtomicU64::new(1 << 30),
+        }
+    }
+}
+
+/// Redis's `REPLY_BUFFER_DEFAULT_PEAK_RESET_TIME`.
+pub const REPLY_BUFFER_PEAK_RESET_MS: i64 = 5000;
 
 /// 40 random hex digits: a run ID or a replication ID.
 pub fn random_id() -> String {
@@ -112,8 +148,9 @@ pub fn random_id() -> String {
 }
 
 impl Server {
-    /// Builds a server from a configuration and a clock.
-    pub fn new(config: Config, clock: Arc<dyn Clock>) -> Server {
+    /// Builds a server running the commands of `commands` (the families' table, which the assembly
+    /// layer passes: [`Server::new`]), from a configuration and a clock.
+    pub fn with_commands(config: Config, clock: Arc<dyn Clock>, commands: &'static CommandTable) -> Server {
         let ndbs = config.get_i64("databases").max(1) as usize;
         let mut nshards = config.get_i64("shards") as usize;
         if nshards == 0 {
@@ -122,11 +159,11 @@ impl Server {
         }
         let renames = config.renames.lock().clone();
         let table: &'static CommandTable = if renames.is_empty() {
-            crate::cmd::table()
+            commands
         } else {
             // Built once per server started with `rename-command` (validated when the file was
             // read), and kept for the process's life like the default table.
-            let t = crate::cmd::table().renamed(&renames);
+            let t = commands.renamed(&renames);
             Box::leak(Box::new(t.expect("rename-command lines are checked when the configuration is read")))
         };
         let run_id = random_id();
@@ -153,7 +190,7 @@ impl Server {
             blocked_clients: AtomicU64::new(0),
             fence: AtomicU64::new(0),
             config_file: Mutex::new(None),
-            scripting: Default::default(),
+            scripting: crate::lua::Scripting::new(commands),
             evictor: Default::default(),
             memory_peak: AtomicU64::new(0),
             memory_startup: AtomicU64::new(0),
@@ -365,7 +402,7 @@ impl Server {
         };
         let Some(mut locked) = locked else {
             self.reject(cmd);
-            let e = self.busy_error(cmd).unwrap_or_else(|| Frame::error(crate::cmd::scripting::BUSY_EVAL));
+            let e = self.busy_error(cmd).unwrap_or_else(|| Frame::error(crate::error::BUSY_EVAL));
             return Some(self.reject_in_multi(client, cmd, e));
         };
         let reply = self.call_from(client, &mut locked, cmd, args, now, start);
@@ -609,6 +646,9 @@ impl Server {
             work.sort_unstable_by_key(|(seq, _, _)| *seq);
             for (_, db, key) in work {
                 while let Some(w) = locked.shard_for(&key).dbs[db].first_waiter(&key) {
+                    let Ok(w) = w.into_any().downcast::<crate::blocking::Waiter>() else {
+                        unreachable!("tables queue only the runtime's waiters")
+                    };
                     if !w.claim() {
                         // Being served through another of its keys by another writer: keep order,
                         // stop here (that writer wakes it either way).
@@ -678,9 +718,9 @@ impl Server {
                 && run.running.load(Ordering::SeqCst)
         })?;
         Some(Frame::error(if run.eval.load(Ordering::Relaxed) {
-            crate::cmd::scripting::BUSY_EVAL
+            crate::error::BUSY_EVAL
         } else {
-            crate::cmd::scripting::BUSY_FUNCTION
+            crate::error::BUSY_FUNCTION
         }))
     }
 
@@ -817,7 +857,7 @@ fn monitor_line(offset_ms: i64, start_us: u64, client: &Client, args: &[Bytes]) 
     let mut s = format!("{}.{:06} [{} {from}]", unix_us / 1_000_000, unix_us % 1_000_000, client.db);
     for a in args {
         s.push(' ');
-        s.push_str(&crate::cmd::repr(a));
+        s.push_str(&crate::args::repr(a));
     }
     Bytes::from(s)
 }

@@ -248,7 +248,7 @@ pub fn decoded(f: Frame) -> Frame {
     match f {
         Frame::Encoded(b) => match resp::decode_reply(&mut resp::BytesMut::from(&b[..])) {
             Ok(Some(f)) => f,
-            other => panic!("bad encoded reply {:?}: {other:?}", crate::cmd::repr(&b)),
+            other => panic!("bad encoded reply {:?}: {other:?}", crate::args::repr(&b)),
         },
         f => f,
     }
@@ -266,7 +266,7 @@ pub fn show(f: &Frame) -> String {
         Frame::Simple(s) => format!("+{}", String::from_utf8_lossy(s)),
         Frame::Error(s) => format!("-{}", String::from_utf8_lossy(s)),
         Frame::Integer(i) => format!(":{i}"),
-        Frame::Bulk(b) => crate::cmd::repr(b),
+        Frame::Bulk(b) => crate::args::repr(b),
         Frame::Null => "(nil)".into(),
         Frame::NullArray => "(nil-array)".into(),
         Frame::Array(v) => format!("[{}]", list(v)),
@@ -280,7 +280,7 @@ pub fn show(f: &Frame) -> String {
         }
         Frame::Boolean(b) => if *b { "#t" } else { "#f" }.into(),
         Frame::BigNumber(b) => format!("({}", String::from_utf8_lossy(b)),
-        Frame::Verbatim { text, .. } => crate::cmd::repr(text),
+        Frame::Verbatim { text, .. } => crate::args::repr(text),
         Frame::Attribute { value, .. } => show(value),
         Frame::Encoded(_) => show(&decoded(f.clone())),
     }

@@ -108,6 +108,10 @@ impl Host for OsHost {
             .map_or(0, |kb| kb.saturating_mul(1024))
     }
 
+    fn pid(&self) -> u32 {
+        std::process::id()
+    }
+
     /// utime and stime (fields 14 and 15) of `/proc/self/stat`, in clock ticks of 1/100 s.
     fn cpu_seconds(&self) -> (f64, f64) {
         let Some(s) = read("/proc/self/stat") else { return (0.0, 0.0) };

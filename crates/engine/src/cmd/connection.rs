@@ -1361,15 +1361,18 @@ mod tests {
              multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 tot-mem=1850 events=r cmd=client|list \
              user=default redir=-1 resp=3 lib-name= lib-ver=",
         );
-        assert_eq!(b.run("CLIENT LIST"), crate::cmd::repr(format!("{la}\n{lb}\n").as_bytes()));
+        assert_eq!(b.run("CLIENT LIST"), crate::args::repr(format!("{la}\n{lb}\n").as_bytes()));
         let lb48 = lb.replace("qbuf=26 qbuf-free=0 argv-mem=10", "qbuf=48 qbuf-free=0 argv-mem=20");
         let lb48 = lb48.replace("tot-mem=1850", "tot-mem=1882");
-        assert_eq!(b.run("CLIENT LIST TYPE normal"), crate::cmd::repr(format!("{la}\n{lb48}\n").as_bytes()));
-        assert_eq!(b.run("CLIENT LIST TYPE NORMAL"), crate::cmd::repr(format!("{la}\n{lb48}\n").as_bytes()));
+        assert_eq!(b.run("CLIENT LIST TYPE normal"), crate::args::repr(format!("{la}\n{lb48}\n").as_bytes()));
+        assert_eq!(b.run("CLIENT LIST TYPE NORMAL"), crate::args::repr(format!("{la}\n{lb48}\n").as_bytes()));
         let lbid = lb
             .replace("qbuf=26 qbuf-free=0 argv-mem=10", "qbuf=71 qbuf-free=0 argv-mem=19")
             .replace("tot-mem=1850", "tot-mem=1904");
-        assert_eq!(b.run("CLIENT LIST ID 4 99 -5 2 4"), crate::cmd::repr(format!("{lbid}\n{la}\n{lbid}\n").as_bytes()));
+        assert_eq!(
+            b.run("CLIENT LIST ID 4 99 -5 2 4"),
+            crate::args::repr(format!("{lbid}\n{la}\n{lbid}\n").as_bytes())
+        );
         b.transcript(
             r#"
             > CLIENT LIST TYPE replica

@@ -14,42 +14,9 @@ use crate::value::{Entry, Value};
 use bytes::Bytes;
 use resp::Frame;
 use sha1::Digest;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
-/// What DEBUG switches on and off for tests.
-#[derive(Debug)]
-pub struct Switches {
-    /// DEBUG SET-ACTIVE-EXPIRE: the cron reclaims expired keys (on by default).
-    pub active_expire: AtomicBool,
-    /// DEBUG PAUSE-CRON: the server crate's cron does nothing while set.
-    pub pause_cron: AtomicBool,
-    /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call commands flagged `noscript`.
-    pub disable_deny_scripts: AtomicBool,
-    /// DEBUG REPLYBUFFER PEAK-RESET-TIME: milliseconds between resets of a client's reply buffer
-    /// peak (-1: never). Redis's default is 5000.
-    pub reply_buffer_peak_reset_ms: std::sync::atomic::AtomicI64,
-    /// DEBUG REPLYBUFFER RESIZING: the cron resizes reply buffers.
-    pub reply_buffer_resizing: AtomicBool,
-    /// DEBUG QUICKLIST-PACKED-THRESHOLD, in bytes. Latch's lists have no listpack nodes, so no
-    /// element is ever "packed": the value is kept only so that it reads back.
-    pub quicklist_packed_threshold: AtomicU64,
-}
-
-impl Default for Switches {
-    fn default() -> Self {
-        Switches {
-            active_expire: AtomicBool::new(true),
-            pause_cron: AtomicBool::new(false),
-            disable_deny_scripts: AtomicBool::new(false),
-            reply_buffer_peak_reset_ms: std::sync::atomic::AtomicI64::new(REPLY_BUFFER_PEAK_RESET_MS),
-            reply_buffer_resizing: AtomicBool::new(true),
-            quicklist_packed_threshold: AtomicU64::new(1 << 30),
-        }
-    }
-}
-
-/// Redis's `REPLY_BUFFER_DEFAULT_PEAK_RESET_TIME`.
-const REPLY_BUFFER_PEAK_RESET_MS: i64 = 5000;
+use crate::server::REPLY_BUFFER_PEAK_RESET_MS;
 
 /// The DEBUG entry of the command table.
 pub static COMMANDS: &[Command] = &[Command {

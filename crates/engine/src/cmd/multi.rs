@@ -150,7 +150,7 @@ fn exec(ctx: &mut Ctx<'_, '_>) -> Frame {
     };
     let Some(mut locked) = locked else {
         leave(ctx);
-        let why = srv.busy_error(cmd).unwrap_or_else(|| Frame::error(crate::cmd::scripting::BUSY_EVAL));
+        let why = srv.busy_error(cmd).unwrap_or_else(|| Frame::error(crate::error::BUSY_EVAL));
         let Frame::Error(m) = why else { return why };
         return Frame::error(format!("EXECABORT Transaction discarded because of: {}", String::from_utf8_lossy(&m)));
     };

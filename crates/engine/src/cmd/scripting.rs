@@ -472,11 +472,7 @@ fn kill(ctx: &mut Ctx<'_, '_>, is_eval: bool) -> Frame {
     if killed { Frame::ok() } else { Frame::error(UNKILLABLE) }
 }
 
-/// `-BUSY` while an EVAL script runs.
-pub const BUSY_EVAL: &str = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
-/// `-BUSY` while a function runs.
-pub const BUSY_FUNCTION: &str =
-    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+use crate::error::{BUSY_EVAL, BUSY_FUNCTION};
 
 fn script_kill(ctx: &mut Ctx<'_, '_>) -> Frame {
     kill(ctx, true)

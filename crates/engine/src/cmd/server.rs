@@ -532,7 +532,7 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("multiplexing_api:{}", if cfg!(target_os = "linux") { "epoll" } else { "kqueue" });
             line!("atomicvar_api:c11-builtin");
             line!("gcc_version:0.0.0");
-            line!("process_id:{}", std::process::id());
+            line!("process_id:{}", srv.config.host().pid());
             line!("process_supervised:no");
             line!("run_id:{}", srv.run_id);
             line!("tcp_port:{}", srv.tcp_port.load(Ordering::Relaxed));

@@ -143,6 +143,9 @@ pub struct Scripting {
     /// shard). Until a script is here it runs with every shard locked: its first run cannot meet a
     /// lock it would have to wait for out of order.
     verified: Box<[AtomicU64]>,
+    /// The command table as defined (before `rename-command`): what `redis.call` resolves names in
+    /// when the server renamed nothing, and what `redis.acl_check_cmd` checks.
+    pub table: &'static crate::command::CommandTable,
 }
 
 /// Slots of `Scripting::verified`.
@@ -162,8 +165,9 @@ fn script_id(name: &[u8], what: &[u8]) -> Option<u64> {
     Some(h.digest())
 }
 
-impl Default for Scripting {
-    fn default() -> Self {
+impl Scripting {
+    /// Scripting for a server whose commands are `table` (as defined, before `rename-command`).
+    pub fn new(table: &'static crate::command::CommandTable) -> Self {
         let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).saturating_mul(2).max(2);
         Scripting {
             pool: (0..n).map(|_| Slot { vm: Mutex::new(None), run: Arc::default() }).collect(),
@@ -175,6 +179,7 @@ impl Default for Scripting {
             escalated: Default::default(),
             any_escalated: AtomicBool::new(false),
             verified: (0..VERIFIED_SLOTS).map(|_| AtomicU64::new(0)).collect(),
+            table,
         }
     }
 }
@@ -305,7 +310,7 @@ pub fn script_sha(body: &[u8]) -> String {
 }
 
 impl Vm {
-    fn new(run: Arc<RunState>) -> mlua::Result<Vm> {
+    fn new(run: Arc<RunState>, table: &'static crate::command::CommandTable) -> mlua::Result<Vm> {
         let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())?;
         let raised: libs::Pending = Arc::new(Mutex::new(None));
         let err = raised.clone();
@@ -401,7 +406,7 @@ impl Vm {
                         "redis.acl_check_cmd can only be called inside a script invocation",
                     ));
                 }
-                acl_check_cmd(&args).map_err(|m| raise_err(lua, &e, m))
+                acl_check_cmd(table, &args).map_err(|m| raise_err(lua, &e, m))
             })?,
         )?;
         let rng = Arc::new(Mutex::new(Rand48(0x1234_ABCD_330E)));
@@ -517,7 +522,7 @@ impl Vm {
             Table,
         ) = boot.call((rt.clone(), globals.clone()))?;
         let raw = raw::RawState::of(&lua)?;
-        let host = Arc::new(raw::Host::default());
+        let host = Arc::new(raw::Host::new(table));
         raw.install_call(lua.create_registry_value(redis)?.id(), &host);
         let globals_ref = lua.create_registry_value(globals)?;
         raw.install_iterators(globals_ref.id(), lua.create_registry_value(protected)?.id());
@@ -884,7 +889,7 @@ impl Scripting {
         }
         let slot = &self.pool[i];
         if g.is_none() {
-            match Vm::new(slot.run.clone()) {
+            match Vm::new(slot.run.clone(), self.table) {
                 Ok(vm) => *g = Some(vm),
                 Err(e) => return Err(Frame::error(format!("ERR Lua initialisation failed: {e}"))),
             }
@@ -1173,7 +1178,7 @@ fn raise_err(lua: &Lua, p: &libs::Pending, msg: &str) -> mlua::Error {
 /// command would pass the caller's ACL. Latch has the default user only, whose permissions cover
 /// every command, so the answer is true for any command that exists: a top-level command, or a
 /// container's subcommand when one is named.
-fn acl_check_cmd(args: &MultiValue) -> Result<bool, &'static str> {
+fn acl_check_cmd(table: &crate::command::CommandTable, args: &MultiValue) -> Result<bool, &'static str> {
     let mut argv = Vec::with_capacity(args.len());
     for a in args.iter() {
         match a {
@@ -1189,7 +1194,7 @@ fn acl_check_cmd(args: &MultiValue) -> Result<bool, &'static str> {
     let Some(name) = argv.first() else {
         return Err("Please specify at least one argument for this redis lib call");
     };
-    let exists = crate::cmd::table().get(name).is_some_and(|cmd| {
+    let exists = table.get(name).is_some_and(|cmd| {
         cmd.subcommands.is_empty()
             || argv.len() == 1
             || cmd.subcommands.iter().any(|s| {

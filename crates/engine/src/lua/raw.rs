@@ -60,12 +60,20 @@ pub(super) struct RawState {
 unsafe impl Send for RawState {}
 
 /// What the `redis.call` / `redis.pcall` C functions reach through their upvalue.
-#[derive(Default)]
 pub(super) struct Host {
     /// The run being executed.
     pub active: ActiveRun,
     /// A panic caught inside `redis.call`, resumed when the script returns.
     pub panic: parking_lot::Mutex<Option<Box<dyn Any + Send>>>,
+    /// The command table as defined (before `rename-command`), whose static names argv[0] reuses.
+    pub table: &'static crate::command::CommandTable,
+}
+
+impl Host {
+    /// A host for a VM of a server whose commands are `table` (before renames).
+    pub fn new(table: &'static crate::command::CommandTable) -> Host {
+        Host { active: ActiveRun::default(), panic: Default::default(), table }
+    }
 }
 
 impl RawState {
@@ -994,7 +1002,7 @@ unsafe fn outcome(l: *mut ffi::lua_State, host: &Host) -> Outcome {
             ffi::LUA_TSTRING => {
                 let b = unsafe { str_at(l, i) };
                 if i == 1
-                    && let Some(cmd) = crate::cmd::table().get(b)
+                    && let Some(cmd) = host.table.get(b)
                     && cmd.subcommands.is_empty()
                     && cmd.name.as_bytes() == b
                 {
@@ -1037,7 +1045,7 @@ fn dispatch(c: &mut CallCtx<'_, '_>, named: Option<&'static Command>, argv: &[By
     }
     let resolved = match named {
         // The default table's command: right unless this server renamed commands.
-        Some(cmd) if std::ptr::eq(c.srv.table, crate::cmd::table()) => Ok(cmd),
+        Some(cmd) if std::ptr::eq(c.srv.table, c.srv.scripting.table) => Ok(cmd),
         _ => c.srv.table.resolve(argv),
     };
     let cmd = match resolved {

@@ -1,0 +1,17 @@
+//! The top layer: joins the command families to the runtime that runs them.
+//!
+//! The runtime (`server`, `command`, `lua`...) knows commands only through the table it is given;
+//! the families (`cmd`) build that table. This module is the one place that names both.
+
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::server::Server;
+use std::sync::Arc;
+
+impl Server {
+    /// A server running every command family ([`crate::cmd::table`]), from a configuration and a
+    /// clock.
+    pub fn new(config: Config, clock: Arc<dyn Clock>) -> Server {
+        Server::with_commands(config, clock, crate::cmd::table())
+    }
+}
