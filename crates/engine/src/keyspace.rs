@@ -42,9 +42,6 @@ pub struct WatchedKey {
     pub expired: AtomicBool,
 }
 
-/// Orders ready keys across shards (only touched when a key with blocked clients changes).
-static READY_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
 /// One key in the expiry index. Field order is the sort order: deadline, then the key's hash (so that
 /// keys sharing a deadline compare as integers), then the key itself (only reached on a hash tie).
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -85,6 +82,9 @@ pub struct Table {
     /// Shared by the tables of one shard: set when any of them has ready keys, so the per-command
     /// check for blocked clients to serve is one load per shard, not one per database.
     shard_ready: Arc<AtomicBool>,
+    /// Orders ready keys across the keyspace's shards; shared by all its tables (only touched when a
+    /// key with blocked clients changes).
+    ready_seq: Arc<std::sync::atomic::AtomicU64>,
     /// Keys this table deleted on its own (expired, evicted) since they were last taken, while the
     /// change stream records (`None` otherwise): they propagate as `DEL` (see [`crate::changes`]).
     server_deletes: Option<Vec<Key>>,
@@ -417,7 +417,7 @@ impl Table {
             && b.contains_key(key)
             && !self.ready.iter().any(|(_, k)| k[..] == *key)
         {
-            self.ready.push((READY_SEQ.fetch_add(1, Ordering::Relaxed), Key::from_slice(key)));
+            self.ready.push((self.ready_seq.fetch_add(1, Ordering::Relaxed), Key::from_slice(key)));
             self.shard_ready.store(true, Ordering::Relaxed);
         }
     }
@@ -620,10 +620,13 @@ impl Keyspace {
     /// A keyspace with `ndbs` databases and `nshards` shards (rounded up to a power of two, at least 1).
     pub fn new(ndbs: usize, nshards: usize) -> Keyspace {
         let n = nshards.max(1).next_power_of_two();
+        let seq = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let shards = (0..n)
             .map(|_| {
                 let flag = Arc::new(AtomicBool::new(false));
-                let dbs = (0..ndbs).map(|_| Table { shard_ready: flag.clone(), ..Table::default() }).collect();
+                let dbs = (0..ndbs)
+                    .map(|_| Table { shard_ready: flag.clone(), ready_seq: seq.clone(), ..Table::default() })
+                    .collect();
                 Mutex::new(Shard { dbs, hits: 0, misses: 0, ready: flag })
             })
             .collect();
