@@ -49,11 +49,11 @@ pub struct Client {
     /// Drop the reply of the command now running (SHUTDOWN, which closes instead of replying).
     pub suppress_reply: bool,
     /// MULTI/WATCH state.
-    pub multi: crate::multi::MultiState,
-    /// Set by a blocking handler that found nothing to serve (see [`crate::blocking`]).
-    pub block: Option<crate::blocking::BlockRequest>,
+    pub multi: crate::transactions::MultiState,
+    /// Set by a blocking handler that found nothing to serve (see [`crate::waiters`]).
+    pub block: Option<crate::waiters::BlockRequest>,
     /// While blocked: the queued waiter, whose outcome the connection layer awaits.
-    pub blocked: Option<Arc<crate::blocking::Waiter>>,
+    pub blocked: Option<Arc<crate::waiters::Waiter>>,
     /// How a blocked client is woken; installed by the connection layer.
     pub block_waker: Option<Arc<dyn Fn() + Send + Sync>>,
     /// Blocking commands answer at once as if timed out (inside EXEC and scripts, as in Redis).
@@ -172,7 +172,7 @@ pub struct ClientInfo {
     /// Commands queued in MULTI (`multi=`), -1 outside a transaction; kept by the transaction code.
     pub multi: AtomicI64,
     waker: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
-    blocked_on: Mutex<Option<std::sync::Weak<crate::blocking::Waiter>>>,
+    blocked_on: Mutex<Option<std::sync::Weak<crate::waiters::Waiter>>>,
 }
 
 /// Memory a client costs besides its buffers, so that `tot-mem` looks like Redis's.
@@ -204,11 +204,11 @@ const FIRST_FD: u32 = 8;
 
 impl ClientInfo {
     /// The waiter of this client while it is blocked (CLIENT UNBLOCK).
-    pub fn blocked_on(&self) -> Option<Arc<crate::blocking::Waiter>> {
+    pub fn blocked_on(&self) -> Option<Arc<crate::waiters::Waiter>> {
         self.blocked_on.lock().as_ref().and_then(std::sync::Weak::upgrade)
     }
     /// Records (or clears) the waiter of this client.
-    pub fn set_blocked_on(&self, w: Option<&Arc<crate::blocking::Waiter>>) {
+    pub fn set_blocked_on(&self, w: Option<&Arc<crate::waiters::Waiter>>) {
         *self.blocked_on.lock() = w.map(Arc::downgrade);
     }
     /// Sets or clears one flag letter of [`FLAG_ORDER`], keeping Redis's order and the lone `N`.

@@ -254,7 +254,7 @@ pub struct Command {
     /// Subcommands of a container command.
     pub subcommands: &'static [Command],
     /// For blocking commands: serves a blocked client of this command from `key`, which just became
-    /// ready (see [`crate::blocking`]). Runs with the waiter's arguments in `ctx.args` and a stand-in
+    /// ready (see [`crate::waiters`]). Runs with the waiter's arguments in `ctx.args` and a stand-in
     /// client with the waiter's db and protocol, against the writer's locks.
     pub serve: Option<ServeFn>,
     /// For commands that need the whole keyspace only with some arguments (SORT with BY/GET
@@ -268,7 +268,7 @@ pub struct Command {
 }
 
 /// See [`Command::serve`].
-pub type ServeFn = fn(&mut Ctx<'_, '_>, &[u8]) -> crate::blocking::Serve;
+pub type ServeFn = fn(&mut Ctx<'_, '_>, &[u8]) -> crate::waiters::Serve;
 
 impl Command {
     /// [`Command::id`] of a definition no table has numbered.

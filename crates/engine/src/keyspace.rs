@@ -56,7 +56,7 @@ type BlockMap = HashMap<Key, std::collections::VecDeque<Arc<dyn Waiting>>, Hashe
 
 /// A client blocked on keys of a table, as the table sees it: the table queues it, drops it once it
 /// no longer waits, and hands it back to whoever serves the key. What the client waits for, and how
-/// it is served, is the runtime's business (`crate::blocking::Waiter`, recovered with
+/// it is served, is the runtime's business (`crate::waiters::Waiter`, recovered with
 /// [`Waiting::into_any`]).
 pub trait Waiting: Send + Sync + 'static {
     /// True while the client still waits (or is being served right now).

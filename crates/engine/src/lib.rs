@@ -1,19 +1,20 @@
-//! Latch's engine: everything between a decoded request and its reply, with no IO.
+//! Latch's engine: everything between a decoded request and its reply, with no IO, in layers that
+//! only import downward (ARCHITECTURE.md draws them; `tests/tidy.rs` enforces them):
 //!
-//! * [`clock`]: injected time; TTLs run on a monotonic timeline.
-//! * [`value`]: what a key holds, kept small.
-//! * [`keyspace`]: the sharded tables, locking, expiry index, SCAN positions.
-//! * [`db`]: a database as a handler sees it.
-//! * [`ops`]: data-type operations written once, for every command path that reaches them.
-//! * [`command`]: the command table and the handler context.
-//! * [`cmd`]: the command families (one module each) and their handlers.
-//! * [`changes`]: the change stream (dirty count, effects for the AOF and replicas).
-//! * [`server`]: shared state and [`server::Server::execute`], the single entry point.
-//! * [`evict`]: `maxmemory` and the eviction policies.
-//! * [`stats`]: counters behind `INFO stats`/`commandstats`/`errorstats`, striped per thread.
-//! * [`config`], [`client`], [`error`], [`args`], [`glob`]: supporting pieces.
+//! * base: [`value`] (what a key holds, kept small), [`types`], [`clock`] (injected time; TTLs run
+//!   on a monotonic timeline), [`changes`] (the change stream's effects), [`args`], [`error`],
+//!   [`glob`], [`host`].
+//! * store: [`keyspace`] (the sharded tables, locking, expiry index, SCAN positions), [`db`] (a
+//!   database as a handler sees it).
+//! * ops: [`ops`], data-type operations written once for every command path that reaches them.
+//! * runtime: [`command`] (the command table and the handler context), [`server`] (shared state),
+//!   [`dispatch`] ([`server::Server::execute`], the single entry point), [`client`], [`waiters`]
+//!   (blocked clients), [`transactions`] (MULTI/WATCH state), [`lua`], [`config`], [`stats`],
+//!   [`latency`], [`evict`] (`maxmemory`), [`docs`].
+//! * families: [`cmd`], one module per command family.
+//! * assembly: `Server::new`, which joins the families to the runtime; the test kit.
 //!
-//! **Architecture invariant:** this crate knows nothing about sockets, tokio or threads; the `server`
+//! **Architecture invariant:** this crate knows nothing about sockets, files or tokio; the `server`
 //! crate owns IO and calls [`server::Server::execute`].
 
 #![deny(unsafe_code)]
@@ -21,7 +22,6 @@
 
 pub mod args;
 mod assemble;
-pub mod blocking;
 pub mod changes;
 pub mod client;
 pub mod clock;
@@ -29,6 +29,7 @@ pub mod cmd;
 pub mod command;
 pub mod config;
 pub mod db;
+pub mod dispatch;
 pub mod docs;
 pub mod error;
 pub mod evict;
@@ -37,14 +38,15 @@ pub mod host;
 pub mod keyspace;
 pub mod latency;
 pub mod lua;
-pub mod multi;
 pub mod ops;
 pub mod server;
 pub mod stats;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
+pub mod transactions;
 pub mod types;
 pub mod value;
+pub mod waiters;
 
 pub use bytes::Bytes;
 pub use resp::{Frame, Protocol};

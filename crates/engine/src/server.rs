@@ -3,15 +3,14 @@
 //! All generic checks happen here, before any handler runs (unknown command, arity, authentication),
 //! and so does the bookkeeping after it (command statistics, error statistics, slow log, MONITOR).
 
-use crate::client::{Client, ClientInfo, ClientRegistry, ReplyMode};
+use crate::client::{Client, ClientInfo, ClientRegistry};
 use crate::clock::Clock;
-use crate::command::{Command, CommandTable, Ctx, Flags};
+use crate::command::{Command, CommandTable, Flags};
 use crate::config::Config;
 use crate::keyspace::Keyspace;
 pub use crate::stats::{CmdStats, Stats};
 use bytes::Bytes;
 use parking_lot::Mutex;
-use resp::Frame;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -301,218 +300,6 @@ impl Server {
         self.has_monitors.store(!m.is_empty(), Ordering::SeqCst);
     }
 
-    /// Runs one command. Returns the reply to send, or None when the client asked for no reply.
-    pub fn execute(&self, client: &mut Client, args: &[Bytes]) -> Option<Frame> {
-        let reply = self.execute_inner(client, args);
-        if let Some(r) = &reply {
-            self.stats.count_error(r);
-        }
-        match client.reply_mode {
-            ReplyMode::On => reply,
-            ReplyMode::Off => None,
-            ReplyMode::Skip => {
-                client.reply_mode = ReplyMode::SkipThis;
-                reply
-            }
-            ReplyMode::SkipThis => {
-                client.reply_mode = ReplyMode::On;
-                None
-            }
-        }
-    }
-
-    fn execute_inner(&self, client: &mut Client, args: &[Bytes]) -> Option<Frame> {
-        let now = self.clock.now_ms();
-        let start = self.clock.ticks_us();
-        client.info.last_active_ms.store(now, Ordering::Relaxed);
-        let cmd = match self.table.resolve(args) {
-            Ok(c) => c,
-            Err(e) => {
-                if let Some(c) = self.table.get(&args[0]) {
-                    self.reject(c);
-                }
-                client.multi.flag_error();
-                return Some(e);
-            }
-        };
-        if !cmd.arity_ok(args.len()) {
-            self.reject(cmd);
-            client.multi.flag_error();
-            return Some(crate::error::wrong_arity(cmd.name));
-        }
-        if !client.authenticated && !cmd.flags.has(Flags::NO_AUTH) {
-            self.reject(cmd);
-            client.multi.flag_error();
-            return Some(crate::error::noauth());
-        }
-        // maxmemory (Redis's processCommand): evict first; refuse what may grow memory if that failed.
-        // Not while a script runs long: it holds the shards eviction would wait for.
-        client.oom = false;
-        if self.config.maxmemory.load(Ordering::Relaxed) > 0 && !self.script_running_long(now) {
-            let oom = self.perform_evictions() == crate::evict::Evicted::Fail;
-            // In MULTI everything queued takes memory; EXEC, DISCARD, QUIT and RESET are let through.
-            let refused = self.denies_oom(client, cmd, args)
-                || (client.multi.active() && !matches!(cmd.name, "exec" | "discard" | "quit" | "reset"));
-            if oom && refused {
-                self.reject(cmd);
-                return Some(self.reject_in_multi(client, cmd, Frame::error(crate::error::OOM)));
-            }
-            client.oom = oom;
-        }
-        if self.config.writes_need_replicas() && self.is_write(client, cmd) {
-            self.reject(cmd);
-            return Some(self.reject_in_multi(client, cmd, Frame::error(crate::error::NOREPLICAS)));
-        }
-        if let Some(e) = self.busy_error_at(cmd, Some(now)) {
-            self.reject(cmd);
-            return Some(self.reject_in_multi(client, cmd, e));
-        }
-        if client.multi.active() {
-            if cmd.flags.has(Flags::NO_MULTI) {
-                self.reject(cmd);
-                client.multi.flag_error();
-                return Some(Frame::error("ERR Command not allowed inside a transaction"));
-            }
-            if !matches!(cmd.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
-                if let Some(q) = client.multi.queued.as_mut() {
-                    q.push((cmd, args.to_vec()));
-                    client.info.multi.store(q.len() as i64, Ordering::Relaxed);
-                    client.info.multi_mem.fetch_add(crate::multi::queued_size(args), Ordering::Relaxed);
-                }
-                return Some(Frame::simple("QUEUED"));
-            }
-        }
-        *client.info.last_cmd.lock() = cmd.name;
-        let handed_off = std::cell::Cell::new(false);
-        let give_up = || {
-            if !handed_off.replace(true) {
-                self.long_op();
-            }
-            self.busy_error(cmd).is_some()
-        };
-        let locked = if cmd.needs_all_shards(args) || self.scripting.needs_all_shards(cmd, args) {
-            self.ks.lock_all_until(&give_up)
-        } else {
-            let pos = cmd.keys.positions(args);
-            if pos.is_empty() {
-                Some(self.ks.lock_none())
-            } else {
-                self.ks.lock_shards_until(pos.iter().map(|&i| self.ks.shard_of(&args[i])).collect(), &give_up)
-            }
-        };
-        let Some(mut locked) = locked else {
-            self.reject(cmd);
-            let e = self.busy_error(cmd).unwrap_or_else(|| Frame::error(crate::error::BUSY_EVAL));
-            return Some(self.reject_in_multi(client, cmd, e));
-        };
-        let reply = self.call_from(client, &mut locked, cmd, args, now, start);
-        self.publish_changes(client, &mut locked, now);
-        // Blocked clients are served after the whole top-level command (a MULTI that pushes then
-        // deletes wakes nobody), before its locks are released. Reads count: a lazy expiry can free
-        // a lock that has waiters.
-        self.serve_ready(&mut locked, now);
-        if let Some(req) = client.block.take() {
-            self.block(client, &mut locked, cmd, args, req);
-            return None;
-        }
-        drop(locked);
-        if client.suppress_reply {
-            client.suppress_reply = false;
-            return None;
-        }
-        Some(reply)
-    }
-
-    /// Runs a resolved, checked command against shards the caller already locked: the piece shared by
-    /// plain execution, EXEC and scripts. Keeps statistics, the slow log and MONITOR up to date.
-    pub fn call(
-        &self,
-        client: &mut Client,
-        locked: &mut crate::keyspace::Locked<'_>,
-        cmd: &'static Command,
-        args: &[Bytes],
-        now: u64,
-    ) -> Frame {
-        self.call_from(client, locked, cmd, args, now, self.clock.ticks_us())
-    }
-
-    /// [`Server::call`] with the start already read (`start_ticks`, [`Clock::ticks_us`]; one clock read
-    /// per command saved).
-    fn call_from(
-        &self,
-        client: &mut Client,
-        locked: &mut crate::keyspace::Locked<'_>,
-        cmd: &'static Command,
-        args: &[Bytes],
-        now: u64,
-        start_ticks: u64,
-    ) -> Frame {
-        let (db, mark) = (client.db, client.effects.len());
-        let mut ctx = Ctx::new(self, client, locked, args, now, cmd);
-        let reply = (cmd.handler)(&mut ctx);
-        let (dirty, rewrite) = (ctx.dirty, ctx.rewrite.take());
-        if dirty > 0 {
-            self.dirty.add(dirty);
-        }
-        if self.changes.enabled() {
-            // Commands run on this one's behalf (EXEC's, a script's) propagated what it did.
-            let inner = client.effects.len() != mark;
-            // Keys found expired while it ran were deleted before its own change.
-            self.drain_server_deletes(locked, &mut client.effects);
-            if (dirty > 0 || rewrite.is_some()) && !inner {
-                propagate(&mut client.effects, db, args, rewrite);
-            }
-        }
-        let took = self.clock.ticks_us().saturating_sub(start_ticks);
-        // Also total_commands_processed, as Redis's call() counts it: commands that ran, EXEC's and
-        // scripts' included, once they ran (not the rejected, unknown or queued ones; INFO does not
-        // count itself).
-        self.stats.count_call(cmd, took, reply.is_error());
-        self.record_latency(cmd, took);
-        client.info.db.store(client.db, Ordering::Relaxed);
-        self.after_call(client, cmd, args, took);
-        reply
-    }
-
-    /// Queues `client` on the keys its blocking command asked for (their shards are locked: they
-    /// are the command's keys). The reply comes later, through the waiter.
-    fn block(
-        &self,
-        client: &mut Client,
-        locked: &mut crate::keyspace::Locked<'_>,
-        cmd: &'static Command,
-        args: &[Bytes],
-        req: crate::blocking::BlockRequest,
-    ) {
-        let keys = req.keys.clone();
-        let wake = client.block_waker.clone().unwrap_or_else(|| Arc::new(|| {}));
-        let w = Arc::new(crate::blocking::Waiter::new(
-            client.info.clone(),
-            client.db,
-            client.proto,
-            cmd,
-            args.to_vec(),
-            req,
-            wake,
-        ));
-        for k in &keys {
-            locked.shard_for(k).dbs[client.db].block(k, w.clone());
-        }
-        client.info.set_blocked_on(Some(&w));
-        client.blocked = Some(w);
-        client.info.set_flag('b', true);
-        self.blocked_clients.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// The connection layer is done with a blocked client (served, timed out, or gone).
-    pub fn unblocked(&self, client: &mut Client) {
-        if client.blocked.take().is_some() {
-            client.info.set_blocked_on(None);
-            client.info.set_flag('b', false);
-            self.blocked_clients.fetch_sub(1, Ordering::Relaxed);
-        }
-    }
-
     /// Background work for the server's cron: reclaims expired keys shard by shard (at most `budget`
     /// per table) and hands expired native locks to their next waiter in the same step. Returns the
     /// number of keys reclaimed.
@@ -564,51 +351,6 @@ impl Server {
         }
     }
 
-    /// Starts recording the change stream (see [`crate::changes`]): from now on every change is
-    /// published, keys the server deletes on its own included.
-    pub fn record_changes(&self) {
-        for i in 0..self.ks.nshards() {
-            let mut locked = self.ks.lock_shards(vec![i]);
-            for t in locked.shard(i).dbs.iter_mut() {
-                t.log_server_deletes(true);
-            }
-        }
-        self.changes.enable();
-    }
-
-    /// Publishes the effects of the top-level command finishing on `client` as one unit, after the
-    /// `DEL`s of keys the locked shards' tables deleted on their own meanwhile. Called under the
-    /// command's locks, before blocked clients are served: by [`Server::execute`], and by EXEC, which
-    /// takes locks of its own.
-    pub fn publish_changes(&self, client: &mut Client, locked: &mut crate::keyspace::Locked<'_>, now: u64) {
-        if self.changes.enabled() {
-            self.publish_server_deletes(locked, now);
-            self.changes.publish(now, std::mem::take(&mut client.effects));
-        }
-    }
-
-    /// Publishes a `DEL` unit for each key the locked shards' tables deleted on their own (expired,
-    /// evicted) since the last call, outside any command (the cron, eviction).
-    fn publish_server_deletes(&self, locked: &mut crate::keyspace::Locked<'_>, now: u64) {
-        let mut dels = Vec::new();
-        self.drain_server_deletes(locked, &mut dels);
-        for d in dels {
-            self.changes.publish(now, vec![d]);
-        }
-    }
-
-    /// Appends a `DEL` effect for each key the locked shards' tables deleted on their own since the
-    /// last call.
-    fn drain_server_deletes(&self, locked: &mut crate::keyspace::Locked<'_>, out: &mut Vec<crate::changes::Effect>) {
-        for s in locked.shards_mut() {
-            for (db, t) in s.dbs.iter_mut().enumerate() {
-                for key in t.take_server_deletes() {
-                    out.push(crate::changes::Effect::new(db, &[&b"DEL"[..], &key[..]]));
-                }
-            }
-        }
-    }
-
     /// Next fencing token: strictly increasing for the life of the process, and, because it never
     /// falls behind the Unix time in microseconds, higher than any token an earlier run of the
     /// server handed out as long as that run granted fewer than a million locks per second on
@@ -623,151 +365,6 @@ impl Server {
                 Err(c) => cur = c,
             }
         }
-    }
-
-    /// Serves clients blocked on keys written by the command that just ran, in arrival order, while
-    /// the writer still holds the locks (see [`crate::blocking`]).
-    ///
-    /// Whoever takes its own locks (EXEC, scripts) must call this before releasing them.
-    pub fn serve_ready(&self, locked: &mut crate::keyspace::Locked<'_>, now: u64) {
-        use crate::blocking::{Serve, WaitState};
-        loop {
-            // An expired lock's DEL goes before the grant to its next waiter.
-            if self.changes.enabled() {
-                self.publish_server_deletes(locked, now);
-            }
-            let mut work: Vec<(u64, usize, crate::value::Key)> = Vec::new();
-            for s in locked.shards_mut() {
-                work.extend(s.take_ready());
-            }
-            if work.is_empty() {
-                return;
-            }
-            work.sort_unstable_by_key(|(seq, _, _)| *seq);
-            for (_, db, key) in work {
-                while let Some(w) = locked.shard_for(&key).dbs[db].first_waiter(&key) {
-                    let Ok(w) = w.into_any().downcast::<crate::blocking::Waiter>() else {
-                        unreachable!("tables queue only the runtime's waiters")
-                    };
-                    if !w.claim() {
-                        // Being served through another of its keys by another writer: keep order,
-                        // stop here (that writer wakes it either way).
-                        break;
-                    }
-                    let Some(serve) = w.cmd.serve else {
-                        w.finish(WaitState::Retry);
-                        continue;
-                    };
-                    let mut stand_in = Client::detached(w.info.clone(), w.db, w.proto);
-                    let outcome = {
-                        let mut ctx = Ctx::new(self, &mut stand_in, locked, &w.args, now, w.cmd);
-                        let outcome = serve(&mut ctx, &key);
-                        let (dirty, rewrite) = (ctx.dirty, ctx.rewrite.take());
-                        if dirty > 0 {
-                            self.dirty.add(dirty);
-                        }
-                        if self.changes.enabled() {
-                            // Keys the serve step found expired go first (BLMOVE's destination).
-                            let mut effects = Vec::new();
-                            self.drain_server_deletes(ctx.locked, &mut effects);
-                            if dirty > 0 || rewrite.is_some() {
-                                // A served waiter's own arguments (BLPOP ...) are never its effect:
-                                // its serve step says what it did.
-                                debug_assert!(rewrite.is_some(), "{} served without its effect", w.cmd.name);
-                                propagate(&mut effects, w.db, &[], rewrite);
-                            }
-                            self.changes.publish(now, effects);
-                        }
-                        outcome
-                    };
-                    match outcome {
-                        Serve::Reply(f) => w.finish(WaitState::Served(f)),
-                        Serve::Retry => w.finish(WaitState::Retry),
-                        Serve::NotNow => {
-                            w.finish(WaitState::Waiting);
-                            // Looking at the key may have marked it ready again; nothing changed.
-                            locked.shard_for(&key).dbs[db].unready(&key);
-                            break;
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// The `-BUSY` reply a command gets while a script has run past `busy-reply-threshold`
-    /// (commands flagged `allow_busy` never get it), now.
-    pub fn busy_error(&self, cmd: &Command) -> Option<Frame> {
-        self.busy_error_at(cmd, None)
-    }
-
-    /// [`Server::busy_error`] at monotonic time `now` (ms) if given (a command checking as it
-    /// starts: a script that started later has run for 0 ms), else at the clock's current time.
-    pub fn busy_error_at(&self, cmd: &Command, now: Option<u64>) -> Option<Frame> {
-        if !self.scripting.any_running() || cmd.flags.has(Flags::ALLOW_BUSY) {
-            return None;
-        }
-        let threshold = self.config.busy_reply_threshold.load(Ordering::Relaxed);
-        if threshold <= 0 {
-            return None;
-        }
-        let now = now.unwrap_or_else(|| self.clock.now_ms());
-        let run = self.scripting.states().find(|run| {
-            run.running.load(Ordering::Relaxed)
-                && (now.saturating_sub(run.start_ms.load(Ordering::Relaxed)) as i64) >= threshold
-                && run.running.load(Ordering::SeqCst)
-        })?;
-        Some(Frame::error(if run.eval.load(Ordering::Relaxed) {
-            crate::error::BUSY_EVAL
-        } else {
-            crate::error::BUSY_FUNCTION
-        }))
-    }
-
-    /// Redis's `is_denyoom_command`: a `denyoom` command, a script whose flags make it one, or an EXEC
-    /// whose queue holds one.
-    fn denies_oom(&self, client: &Client, cmd: &Command, args: &[Bytes]) -> bool {
-        let one = |c: &Command, a: &[Bytes]| c.flags.has(Flags::DENYOOM) || self.scripting.denies_oom(c, a);
-        one(cmd, args)
-            || (cmd.name == "exec" && client.multi.queued.as_ref().is_some_and(|q| q.iter().any(|(c, a)| one(c, a))))
-    }
-
-    /// A script has run past `busy-reply-threshold` (Redis's `isInsideYieldingLongCommand`).
-    fn script_running_long(&self, now: u64) -> bool {
-        let threshold = self.config.busy_reply_threshold.load(Ordering::Relaxed);
-        self.scripting.any_running()
-            && threshold > 0
-            && self.scripting.states().any(|run| {
-                run.running.load(Ordering::Relaxed)
-                    && (now.saturating_sub(run.start_ms.load(Ordering::Relaxed)) as i64) >= threshold
-            })
-    }
-
-    /// Redis's `is_write_command`: a write command, or an EXEC whose queue holds one.
-    fn is_write(&self, client: &Client, cmd: &Command) -> bool {
-        cmd.flags.has(Flags::WRITE)
-            || (cmd.name == "exec"
-                && client.multi.queued.as_ref().is_some_and(|q| q.iter().any(|(c, _)| c.flags.has(Flags::WRITE))))
-    }
-
-    /// Redis's `rejectCommand` inside MULTI: flags the transaction, and a rejected EXEC discards it
-    /// with `-EXECABORT Transaction discarded because of: <error>`.
-    fn reject_in_multi(&self, client: &mut Client, cmd: &Command, e: Frame) -> Frame {
-        if cmd.name == "exec" && client.multi.active() {
-            client.multi.reset();
-            client.info.set_flag('x', false);
-            client.info.multi.store(-1, Ordering::Relaxed);
-            client.info.multi_mem.store(0, Ordering::Relaxed);
-            client.info.watched_mem.store(0, Ordering::Relaxed);
-            if let Frame::Error(m) = &e {
-                return Frame::error(format!(
-                    "EXECABORT Transaction discarded because of: {}",
-                    String::from_utf8_lossy(m)
-                ));
-            }
-        }
-        client.multi.flag_error();
-        e
     }
 
     /// The command's latency histogram (`latency-tracking`) and the latency monitor's `command` /
@@ -789,21 +386,6 @@ impl Server {
         }
     }
 
-    fn reject(&self, cmd: &Command) {
-        self.stats.count_rejected(cmd);
-    }
-
-    /// Slow log and MONITOR, stamped with the time the command finished (as Redis stamps both).
-    fn after_call(&self, client: &Client, cmd: &Command, args: &[Bytes], took: u64) {
-        let threshold = self.config.slowlog_log_slower_than.load(Ordering::Relaxed);
-        if threshold >= 0 && took as i64 >= threshold && !cmd.flags.has(Flags::SKIP_SLOWLOG) {
-            self.slowlog_push(client, args, took);
-        }
-        if !cmd.flags.has(Flags::SKIP_MONITOR) && !cmd.flags.has(Flags::ADMIN) {
-            self.feed_monitors(client, args);
-        }
-    }
-
     /// Sends a command to the MONITOR clients (Redis's `replicationFeedMonitors`). Scripts'
     /// commands appear as `[db lua]`; EVAL and FCALL feed themselves before their script runs,
     /// so that their commands come after them.
@@ -814,39 +396,6 @@ impl Server {
                 sink(line.clone());
             }
         }
-    }
-
-    fn slowlog_push(&self, client: &Client, args: &[Bytes], took: u64) {
-        const MAX_ARGS: usize = 32;
-        const MAX_LEN: usize = 128;
-        let mut v = Vec::new();
-        for (i, a) in args.iter().enumerate() {
-            if i == MAX_ARGS - 1 && args.len() > MAX_ARGS {
-                v.push(Bytes::from(format!("... ({} more arguments)", args.len() - MAX_ARGS + 1)));
-                break;
-            }
-            if a.len() > MAX_LEN {
-                let mut b = a[..MAX_LEN].to_vec();
-                b.extend_from_slice(format!("... ({} more bytes)", a.len() - MAX_LEN).as_bytes());
-                v.push(Bytes::from(b));
-            } else {
-                v.push(a.clone());
-            }
-        }
-        let max = self.config.slowlog_max_len.load(Ordering::Relaxed).max(0) as usize;
-        let mut log = self.slowlog.lock();
-        let id = log.next_id;
-        log.next_id += 1;
-        let time = self.clock.unix_ms() / 1000;
-        log.entries.push_front(SlowEntry {
-            id,
-            time,
-            micros: took,
-            args: v,
-            addr: client.info.addr.clone(),
-            name: client.info.name.lock().clone().unwrap_or_default(),
-        });
-        log.entries.truncate(max);
     }
 }
 
@@ -860,13 +409,4 @@ fn monitor_line(offset_ms: i64, start_us: u64, client: &Client, args: &[Bytes]) 
         s.push_str(&crate::args::repr(a));
     }
     Bytes::from(s)
-}
-
-/// Adds a command's effects to `effects`: the commands it asked to propagate as, or else its own
-/// arguments (see [`crate::changes`]).
-fn propagate(effects: &mut Vec<crate::changes::Effect>, db: usize, args: &[Bytes], rewrite: Option<Vec<Vec<Bytes>>>) {
-    match rewrite {
-        Some(cmds) => effects.extend(cmds.into_iter().map(|args| crate::changes::Effect { db, args })),
-        None => effects.push(crate::changes::Effect { db, args: args.to_vec() }),
-    }
 }

@@ -212,7 +212,7 @@ impl TestClient {
     pub fn blocked_reply(&mut self) -> Option<String> {
         let w = self.client.blocked.clone()?;
         match w.take() {
-            crate::blocking::WaitState::Served(f) => {
+            crate::waiters::WaitState::Served(f) => {
                 self.srv.unblocked(&mut self.client);
                 Some(show(&f))
             }

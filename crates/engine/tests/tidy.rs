@@ -16,11 +16,24 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("store", &["keyspace", "db"]),
     // Data-type operations, each written once, on a `Db`.
     ("ops", &["ops", "types::access"]),
-    // Running commands: the table and `Ctx`, the server's state and dispatch, clients, blocking,
+    // Running commands: the table and `Ctx`, the server's state and dispatch, clients, waiters,
     // transactions, scripting, configuration, statistics, eviction.
     (
         "runtime",
-        &["command", "server", "client", "blocking", "multi", "config", "stats", "latency", "evict", "lua", "docs"],
+        &[
+            "command",
+            "server",
+            "dispatch",
+            "client",
+            "waiters",
+            "transactions",
+            "config",
+            "stats",
+            "latency",
+            "evict",
+            "lua",
+            "docs",
+        ],
     ),
     // The command families.
     ("families", &["cmd"]),
@@ -168,7 +181,7 @@ fn the_checker_sees_upward_references() {
     assert_eq!(layer_of("types::access"), Some(2));
     assert_eq!(layer_of("types::Access"), Some(0));
     assert!(layer_of("cmd::string") > layer_of("server"));
-    assert!(layer_of("keyspace") < layer_of("blocking"));
+    assert!(layer_of("keyspace") < layer_of("waiters"));
     assert_eq!(code("a\n// crate::server\n#[cfg(test)]\nmod tests { crate::server }"), "a");
     assert!(code("#[cfg(test)]\nmod tests;\nfn f() { crate::server::x() }").contains("crate::server"));
 }

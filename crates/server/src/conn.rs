@@ -301,14 +301,14 @@ enum Blocked {
 /// not run them until it is unblocked), which is also how a disconnect is noticed.
 async fn wait_blocked<R: AsyncRead + Unpin>(
     srv: &Server,
-    w: &engine::blocking::Waiter,
+    w: &engine::waiters::Waiter,
     rd: &mut R,
     rbuf: &mut BytesMut,
     unblock: &Notify,
     kill: &Notify,
     killed: &std::sync::atomic::AtomicBool,
 ) -> Blocked {
-    use engine::blocking::WaitState;
+    use engine::waiters::WaitState;
     loop {
         match w.take() {
             WaitState::Served(f) => return Blocked::Reply(f),

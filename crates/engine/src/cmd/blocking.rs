@@ -3,14 +3,14 @@
 //! Each handler first tries to serve at once, exactly like its non-blocking twin. When every key is
 //! empty it asks to block (`ctx.client.block`); `Server::execute` queues the client on its keys. A
 //! later write to one of them runs this family's `serve_*` function for the first waiter, under the
-//! writer's locks (see [`crate::blocking`]). Inside EXEC (and scripts) blocking is denied and the
+//! writer's locks (see [`crate::waiters`]). Inside EXEC (and scripts) blocking is denied and the
 //! timeout reply comes at once, as in Redis.
 
 use super::BASE;
-use crate::blocking::{BlockRequest, Serve, parse_timeout};
 use crate::command::{Command, Ctx, Flags, Keys};
 use crate::types::access::{MPop, bulk, parse_mpop};
 use crate::value::SmallBytes;
+use crate::waiters::{BlockRequest, Serve, parse_timeout};
 use bytes::Bytes;
 use resp::Frame;
 
@@ -28,10 +28,6 @@ pub static COMMANDS: &[Command] = &[
         flags: BLOCKING_WRITE.or(Flags::NOSCRIPT),
         keys: Keys::Range { first: 1, last: -2, step: 1 },
         group: crate::command::Group::List,
-        since: "2.0.0",
-        summary: "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
-        complexity: "O(N) where N is the number of provided keys.",
-        syntax: "key [key ...] timeout",
         handler: blpop,
         serve: Some(serve_bpop),
         ..BASE
@@ -42,10 +38,6 @@ pub static COMMANDS: &[Command] = &[
         flags: BLOCKING_WRITE.or(Flags::NOSCRIPT),
         keys: Keys::Range { first: 1, last: -2, step: 1 },
         group: crate::command::Group::List,
-        since: "2.0.0",
-        summary: "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
-        complexity: "O(N) where N is the number of provided keys.",
-        syntax: "key [key ...] timeout",
         handler: brpop,
         serve: Some(serve_bpop),
         ..BASE
@@ -56,9 +48,6 @@ pub static COMMANDS: &[Command] = &[
         flags: BLOCKING_WRITE.or(Flags::DENYOOM).or(Flags::NOSCRIPT),
         keys: Keys::Range { first: 1, last: 2, step: 1 },
         group: crate::command::Group::List,
-        since: "6.2.0",
-        summary: "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.",
-        syntax: "source destination <LEFT | RIGHT> <LEFT | RIGHT> timeout",
         handler: blmove,
         serve: Some(serve_bmove),
         ..BASE
@@ -69,9 +58,6 @@ pub static COMMANDS: &[Command] = &[
         flags: BLOCKING_WRITE.or(Flags::DENYOOM).or(Flags::NOSCRIPT),
         keys: Keys::Range { first: 1, last: 2, step: 1 },
         group: crate::command::Group::List,
-        since: "2.2.0",
-        summary: "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.",
-        syntax: "source destination timeout",
         handler: brpoplpush,
         serve: Some(serve_bmove),
         ..BASE
@@ -82,10 +68,6 @@ pub static COMMANDS: &[Command] = &[
         flags: BLOCKING_WRITE,
         keys: Keys::Custom { first: 0, last: 0, step: 0, find: numkeys_at_2 },
         group: crate::command::Group::List,
-        since: "7.0.0",
-        summary: "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
-        complexity: "O(N+M) where N is the number of provided keys and M is the number of elements returned.",
-        syntax: "timeout numkeys key [key ...] <LEFT | RIGHT> [COUNT count]",
         handler: blmpop,
         serve: Some(serve_bmpop),
         ..BASE
@@ -96,10 +78,6 @@ pub static COMMANDS: &[Command] = &[
         flags: BLOCKING_WRITE.or(Flags::FAST).or(Flags::NOSCRIPT),
         keys: Keys::Range { first: 1, last: -2, step: 1 },
         group: crate::command::Group::SortedSet,
-        since: "5.0.0",
-        summary: "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
-        complexity: "O(log(N)) with N being the number of elements in the sorted set.",
-        syntax: "key [key ...] timeout",
         handler: bzpopmin,
         serve: Some(serve_bzpop),
         ..BASE
@@ -110,10 +88,6 @@ pub static COMMANDS: &[Command] = &[
         flags: BLOCKING_WRITE.or(Flags::FAST).or(Flags::NOSCRIPT),
         keys: Keys::Range { first: 1, last: -2, step: 1 },
         group: crate::command::Group::SortedSet,
-        since: "5.0.0",
-        summary: "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.",
-        complexity: "O(log(N)) with N being the number of elements in the sorted set.",
-        syntax: "key [key ...] timeout",
         handler: bzpopmax,
         serve: Some(serve_bzpop),
         ..BASE
@@ -124,10 +98,6 @@ pub static COMMANDS: &[Command] = &[
         flags: BLOCKING_WRITE,
         keys: Keys::Custom { first: 0, last: 0, step: 0, find: numkeys_at_2 },
         group: crate::command::Group::SortedSet,
-        since: "7.0.0",
-        summary: "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
-        complexity: "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
-        syntax: "timeout numkeys key [key ...] <MIN | MAX> [COUNT count]",
         handler: bzmpop,
         serve: Some(serve_bzmpop),
         ..BASE

@@ -25,8 +25,6 @@ static CLIENT_SUBCOMMANDS: &[Command] = &[
         arity: 2,
         flags: NLS,
         group: crate::command::Group::Connection,
-        since: "2.6.9",
-        summary: "Returns the name of the connection.",
         handler: client_getname,
         ..BASE
     },
@@ -35,8 +33,6 @@ static CLIENT_SUBCOMMANDS: &[Command] = &[
         arity: 2,
         flags: NLS,
         group: crate::command::Group::Connection,
-        since: "6.0.0",
-        summary: "Returns the client ID to which the connection's tracking notifications are redirected.",
         handler: client_getredir,
         ..BASE
     },
@@ -45,8 +41,6 @@ static CLIENT_SUBCOMMANDS: &[Command] = &[
         arity: 2,
         flags: Flags::LOADING.or(Flags::STALE),
         group: crate::command::Group::Connection,
-        since: "5.0.0",
-        summary: "Returns helpful text about the different subcommands.",
         handler: client_help,
         ..BASE
     },
@@ -55,8 +49,6 @@ static CLIENT_SUBCOMMANDS: &[Command] = &[
         arity: 2,
         flags: NLS,
         group: crate::command::Group::Connection,
-        since: "5.0.0",
-        summary: "Returns the unique client ID of the connection.",
         handler: client_id,
         ..BASE
     },
@@ -65,8 +57,6 @@ static CLIENT_SUBCOMMANDS: &[Command] = &[
         arity: 2,
         flags: NLS,
         group: crate::command::Group::Connection,
-        since: "6.2.0",
-        summary: "Returns information about the connection.",
         handler: client_info,
         ..BASE
     },
@@ -75,13 +65,6 @@ static CLIENT_SUBCOMMANDS: &[Command] = &[
         arity: -3,
         flags: ADMIN_NLS,
         group: crate::command::Group::Connection,
-        since: "2.4.0",
-        summary: "Terminates open connections.",
-        complexity: "O(N) where N is the number of client connections",
-        syntax: "<ip:port | <[ID client-id] | [TYPE <NORMAL | MASTER | SLAVE | REPLICA | PUBSUB>] | \
-                 [USER username] | [ADDR ip:port] | [LADDR ip:port] | [SKIPME <YES | NO>] [[ID client-id] | \
-                 [TYPE <NORMAL | MASTER | SLAVE | REPLICA | PUBSUB>] | [USER username] | [ADDR ip:port] | \
-                 [LADDR ip:port] | [SKIPME <YES | NO>] ...]>>",
         handler: client_kill,
         ..BASE
     },
@@ -90,10 +73,6 @@ static CLIENT_SUBCOMMANDS: &[Command] = &[
         arity: -2,
         flags: ADMIN_NLS,
         group: crate::command::Group::Connection,
-        since: "2.4.0",
-        summary: "Lists open connections.",
-        complexity: "O(N) where N is the number of client connections",
-        syntax: "[TYPE <NORMAL | MASTER | REPLICA | PUBSUB>] [ID client-id [client-id ...]]",
         handler: client_list,
         ..BASE
     },
@@ -102,9 +81,6 @@ static CLIENT_SUBCOMMANDS: &[Command] = &[
         arity: 3,
         flags: ADMIN_NLS,
         group: crate::command::Group::Connection,
-        since: "7.0.0",
-        summary: "Sets the client eviction mode of the connection.",
-        syntax: "<ON | OFF>",
         handler: client_no_evict,
         ..BASE
     },
@@ -124,9 +100,6 @@ static CLIENT_SUBCOMMANDS: &[Command] = &[
         arity: 3,
         flags: NLS,
         group: crate::command::Group::Connection,
-        since: "3.2.0",
-        summary: "Instructs the server whether to reply to commands.",
-        syntax: "<ON | OFF | SKIP>",
         handler: client_reply,
         ..BASE
     },
@@ -146,9 +119,6 @@ static CLIENT_SUBCOMMANDS: &[Command] = &[
         arity: 3,
         flags: NLS,
         group: crate::command::Group::Connection,
-        since: "2.6.9",
-        summary: "Sets the connection name.",
-        syntax: "connection-name",
         handler: client_setname,
         ..BASE
     },
@@ -157,10 +127,6 @@ static CLIENT_SUBCOMMANDS: &[Command] = &[
         arity: -3,
         flags: ADMIN_NLS,
         group: crate::command::Group::Connection,
-        since: "5.0.0",
-        summary: "Unblocks a client blocked by a blocking command from a different connection.",
-        complexity: "O(log N) where N is the number of client connections",
-        syntax: "client-id [TIMEOUT | ERROR]",
         handler: client_unblock,
         ..BASE
     },
@@ -169,8 +135,6 @@ static CLIENT_SUBCOMMANDS: &[Command] = &[
         arity: 2,
         flags: NLS,
         group: crate::command::Group::Connection,
-        since: "6.2.0",
-        summary: "Returns information about server-assisted client-side caching for the connection.",
         handler: client_trackinginfo,
         ..BASE
     },
@@ -183,8 +147,6 @@ pub static COMMANDS: &[Command] = &[
         arity: -1,
         flags: Flags::FAST,
         group: crate::command::Group::Connection,
-        summary: "Returns the server's liveliness response.",
-        syntax: "[message]",
         handler: ping,
         ..BASE
     },
@@ -193,8 +155,6 @@ pub static COMMANDS: &[Command] = &[
         arity: 2,
         flags: Flags::LOADING.or(Flags::STALE).or(Flags::FAST),
         group: crate::command::Group::Connection,
-        summary: "Returns the given string.",
-        syntax: "message",
         handler: echo,
         ..BASE
     },
@@ -203,7 +163,6 @@ pub static COMMANDS: &[Command] = &[
         arity: -1,
         flags: Flags::ALLOW_BUSY.or(NLS).or(Flags::FAST).or(Flags::NO_AUTH),
         group: crate::command::Group::Connection,
-        summary: "Closes the connection.",
         handler: quit,
         ..BASE
     },
@@ -212,8 +171,6 @@ pub static COMMANDS: &[Command] = &[
         arity: 2,
         flags: Flags::LOADING.or(Flags::STALE).or(Flags::FAST),
         group: crate::command::Group::Connection,
-        summary: "Changes the selected database.",
-        syntax: "index",
         handler: select,
         ..BASE
     },
@@ -222,8 +179,6 @@ pub static COMMANDS: &[Command] = &[
         arity: 1,
         flags: AUTHLIKE,
         group: crate::command::Group::Connection,
-        since: "6.2.0",
-        summary: "Resets the connection.",
         handler: reset,
         ..BASE
     },
@@ -232,9 +187,6 @@ pub static COMMANDS: &[Command] = &[
         arity: -2,
         flags: AUTHLIKE,
         group: crate::command::Group::Connection,
-        summary: "Authenticates the connection.",
-        complexity: "O(N) where N is the number of passwords defined for the user",
-        syntax: "[username] password",
         handler: auth,
         ..BASE
     },
@@ -243,9 +195,6 @@ pub static COMMANDS: &[Command] = &[
         arity: -1,
         flags: AUTHLIKE,
         group: crate::command::Group::Connection,
-        since: "6.0.0",
-        summary: "Handshakes with the Redis server.",
-        syntax: "[protover [AUTH username password] [SETNAME clientname]]",
         handler: hello,
         ..BASE
     },
@@ -254,8 +203,6 @@ pub static COMMANDS: &[Command] = &[
         arity: 1,
         flags: ADMIN_NLS,
         group: crate::command::Group::Server,
-        summary: "Listens for all requests received by the server in real-time.",
-        complexity: "",
         handler: monitor,
         ..BASE
     },
@@ -263,9 +210,6 @@ pub static COMMANDS: &[Command] = &[
         name: "client",
         arity: -2,
         group: crate::command::Group::Connection,
-        since: "2.4.0",
-        summary: "A container for client connection commands.",
-        complexity: "Depends on subcommand.",
         subcommands: CLIENT_SUBCOMMANDS,
         ..BASE
     },
@@ -839,7 +783,7 @@ fn client_unblock(ctx: &mut Ctx<'_, '_>) -> Frame {
     }
     let reply =
         if error { Frame::error("UNBLOCKED client unblocked via CLIENT UNBLOCK") } else { w.timeout_reply.clone() };
-    w.finish(crate::blocking::WaitState::Served(reply));
+    w.finish(crate::waiters::WaitState::Served(reply));
     Frame::Integer(1)
 }
 

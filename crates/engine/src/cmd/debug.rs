@@ -24,8 +24,6 @@ pub static COMMANDS: &[Command] = &[Command {
     arity: -2,
     flags: Flags::ADMIN.or(Flags::NOSCRIPT).or(Flags::LOADING).or(Flags::STALE).or(Flags::ALL_SHARDS),
     group: crate::command::Group::Server,
-    summary: "A container for debugging commands",
-    complexity: "Depends on subcommand.",
     handler: debug,
     ..BASE
 }];

@@ -12,103 +12,15 @@ use resp::Frame;
 
 /// Table entries.
 pub static COMMANDS: &[Command] = &[
-    Command {
-        name: "expire",
-        arity: -3,
-        flags: f::WF,
-        keys: Keys::ONE,
-        summary: "Set a key's time to live in seconds",
-        syntax: "key seconds [NX | XX | GT | LT]",
-        handler: expire,
-        ..BASE
-    },
-    Command {
-        name: "pexpire",
-        arity: -3,
-        flags: f::WF,
-        keys: Keys::ONE,
-        since: "2.6.0",
-        summary: "Set a key's time to live in milliseconds",
-        syntax: "key milliseconds [NX | XX | GT | LT]",
-        handler: pexpire,
-        ..BASE
-    },
-    Command {
-        name: "expireat",
-        arity: -3,
-        flags: f::WF,
-        keys: Keys::ONE,
-        since: "1.2.0",
-        summary: "Set the expiration for a key as a UNIX timestamp",
-        syntax: "key unix-time-seconds [NX | XX | GT | LT]",
-        handler: expireat,
-        ..BASE
-    },
-    Command {
-        name: "pexpireat",
-        arity: -3,
-        flags: f::WF,
-        keys: Keys::ONE,
-        since: "2.6.0",
-        summary: "Set the expiration for a key as a UNIX timestamp specified in milliseconds",
-        syntax: "key unix-time-milliseconds [NX | XX | GT | LT]",
-        handler: pexpireat,
-        ..BASE
-    },
-    Command {
-        name: "ttl",
-        arity: 2,
-        flags: f::RF,
-        keys: Keys::ONE,
-        summary: "Get the time to live for a key in seconds",
-        syntax: "key",
-        handler: ttl,
-        ..BASE
-    },
-    Command {
-        name: "pttl",
-        arity: 2,
-        flags: f::RF,
-        keys: Keys::ONE,
-        since: "2.6.0",
-        summary: "Get the time to live for a key in milliseconds",
-        syntax: "key",
-        handler: pttl,
-        ..BASE
-    },
-    Command {
-        name: "expiretime",
-        arity: 2,
-        flags: f::RF,
-        keys: Keys::ONE,
-        since: "7.0.0",
-        summary: "Get the expiration Unix timestamp for a key",
-        syntax: "key",
-        handler: expiretime,
-        ..BASE
-    },
-    Command {
-        name: "pexpiretime",
-        arity: 2,
-        flags: f::RF,
-        keys: Keys::ONE,
-        since: "7.0.0",
-        summary: "Get the expiration Unix timestamp for a key in milliseconds",
-        syntax: "key",
-        handler: pexpiretime,
-        ..BASE
-    },
-    Command {
-        name: "persist",
-        arity: 2,
-        flags: f::WF,
-        keys: Keys::ONE,
-        since: "2.2.0",
-        summary: "Remove the expiration from a key",
-        syntax: "key",
-        handler: persist,
-        ..BASE
-    },
+    Command { name: "expire", arity: -3, flags: f::WF, keys: Keys::ONE, handler: expire, ..BASE },
+    Command { name: "pexpire", arity: -3, flags: f::WF, keys: Keys::ONE, handler: pexpire, ..BASE },
+    Command { name: "expireat", arity: -3, flags: f::WF, keys: Keys::ONE, handler: expireat, ..BASE },
+    Command { name: "pexpireat", arity: -3, flags: f::WF, keys: Keys::ONE, handler: pexpireat, ..BASE },
+    Command { name: "ttl", arity: 2, flags: f::RF, keys: Keys::ONE, handler: ttl, ..BASE },
+    Command { name: "pttl", arity: 2, flags: f::RF, keys: Keys::ONE, handler: pttl, ..BASE },
+    Command { name: "expiretime", arity: 2, flags: f::RF, keys: Keys::ONE, handler: expiretime, ..BASE },
+    Command { name: "pexpiretime", arity: 2, flags: f::RF, keys: Keys::ONE, handler: pexpiretime, ..BASE },
+    Command { name: "persist", arity: 2, flags: f::WF, keys: Keys::ONE, handler: persist, ..BASE },
 ];
 
 #[derive(Default)]

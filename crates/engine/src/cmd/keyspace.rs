@@ -24,196 +24,32 @@ const ALL: Flags = Flags::ALL_SHARDS;
 
 /// OBJECT's subcommands.
 static OBJECT_SUBCOMMANDS: &[Command] = &[
-    Command {
-        name: "object|encoding",
-        arity: 3,
-        flags: f::R,
-        keys: SUB_KEY,
-        since: "2.2.3",
-        summary: "Inspect the internal encoding of a Redis object",
-        syntax: "key",
-        handler: object_encoding,
-        ..BASE
-    },
-    Command {
-        name: "object|freq",
-        arity: 3,
-        flags: f::R,
-        keys: SUB_KEY,
-        since: "4.0.0",
-        summary: "Get the logarithmic access frequency counter of a Redis object",
-        syntax: "key",
-        handler: object_freq,
-        ..BASE
-    },
-    Command {
-        name: "object|idletime",
-        arity: 3,
-        flags: f::R,
-        keys: SUB_KEY,
-        since: "2.2.3",
-        summary: "Get the time since a Redis object was last accessed",
-        syntax: "key",
-        handler: object_idletime,
-        ..BASE
-    },
-    Command {
-        name: "object|refcount",
-        arity: 3,
-        flags: f::R,
-        keys: SUB_KEY,
-        since: "2.2.3",
-        summary: "Get the number of references to the value of the key",
-        syntax: "key",
-        handler: object_refcount,
-        ..BASE
-    },
-    Command {
-        name: "object|help",
-        arity: 2,
-        flags: Flags::LOADING.or(Flags::STALE),
-        since: "6.2.0",
-        summary: "Show helpful text about the different subcommands",
-        handler: object_help,
-        ..BASE
-    },
+    Command { name: "object|encoding", arity: 3, flags: f::R, keys: SUB_KEY, handler: object_encoding, ..BASE },
+    Command { name: "object|freq", arity: 3, flags: f::R, keys: SUB_KEY, handler: object_freq, ..BASE },
+    Command { name: "object|idletime", arity: 3, flags: f::R, keys: SUB_KEY, handler: object_idletime, ..BASE },
+    Command { name: "object|refcount", arity: 3, flags: f::R, keys: SUB_KEY, handler: object_refcount, ..BASE },
+    Command { name: "object|help", arity: 2, flags: Flags::LOADING.or(Flags::STALE), handler: object_help, ..BASE },
 ];
 
 /// Table entries.
 pub static COMMANDS: &[Command] = &[
-    Command {
-        name: "del",
-        arity: -2,
-        flags: f::W,
-        keys: Keys::ALL,
-        summary: "Delete a key",
-        complexity: "O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).",
-        syntax: "key [key ...]",
-        handler: del,
-        ..BASE
-    },
-    Command {
-        name: "unlink",
-        arity: -2,
-        flags: f::WF,
-        keys: Keys::ALL,
-        since: "4.0.0",
-        summary: "Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.",
-        complexity: "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.",
-        syntax: "key [key ...]",
-        handler: del,
-        ..BASE
-    },
-    Command {
-        name: "exists",
-        arity: -2,
-        flags: f::RF,
-        keys: Keys::ALL,
-        summary: "Determine if a key exists",
-        complexity: "O(N) where N is the number of keys to check.",
-        syntax: "key [key ...]",
-        handler: exists,
-        ..BASE
-    },
-    Command {
-        name: "type",
-        arity: 2,
-        flags: f::RF,
-        keys: Keys::ONE,
-        summary: "Determine the type stored at key",
-        syntax: "key",
-        handler: type_cmd,
-        ..BASE
-    },
-    Command {
-        name: "keys",
-        arity: 2,
-        flags: f::R.or(ALL),
-        summary: "Find all keys matching the given pattern",
-        complexity: "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
-        syntax: "pattern",
-        handler: keys,
-        ..BASE
-    },
-    Command {
-        name: "scan",
-        arity: -2,
-        flags: f::R.or(ALL),
-        since: "2.8.0",
-        summary: "Incrementally iterate the keys space",
-        complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
-        syntax: "cursor [MATCH pattern] [COUNT count] [TYPE type]",
-        handler: scan,
-        ..BASE
-    },
-    Command {
-        name: "randomkey",
-        arity: 1,
-        flags: f::R.or(ALL),
-        summary: "Return a random key from the keyspace",
-        handler: randomkey,
-        ..BASE
-    },
-    Command {
-        name: "rename",
-        arity: 3,
-        flags: f::W,
-        keys: TWO_KEYS,
-        summary: "Rename a key",
-        syntax: "key newkey",
-        handler: rename,
-        ..BASE
-    },
-    Command {
-        name: "renamenx",
-        arity: 3,
-        flags: f::WF,
-        keys: TWO_KEYS,
-        summary: "Rename a key, only if the new key does not exist",
-        syntax: "key newkey",
-        handler: renamenx,
-        ..BASE
-    },
-    Command {
-        name: "copy",
-        arity: -3,
-        flags: f::WD,
-        keys: TWO_KEYS,
-        since: "6.2.0",
-        summary: "Copy a key",
-        complexity: "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
-        syntax: "source destination [DB destination-db] [REPLACE]",
-        handler: copy,
-        ..BASE
-    },
-    Command {
-        name: "move",
-        arity: 3,
-        flags: f::WF,
-        keys: Keys::ONE,
-        summary: "Move a key to another database",
-        syntax: "key db",
-        handler: move_cmd,
-        ..BASE
-    },
-    Command {
-        name: "touch",
-        arity: -2,
-        flags: f::RF,
-        keys: Keys::ALL,
-        since: "3.2.1",
-        summary: "Alters the last access time of a key(s). Returns the number of existing keys specified.",
-        complexity: "O(N) where N is the number of keys that will be touched.",
-        syntax: "key [key ...]",
-        handler: touch,
-        ..BASE
-    },
+    Command { name: "del", arity: -2, flags: f::W, keys: Keys::ALL, handler: del, ..BASE },
+    Command { name: "unlink", arity: -2, flags: f::WF, keys: Keys::ALL, handler: del, ..BASE },
+    Command { name: "exists", arity: -2, flags: f::RF, keys: Keys::ALL, handler: exists, ..BASE },
+    Command { name: "type", arity: 2, flags: f::RF, keys: Keys::ONE, handler: type_cmd, ..BASE },
+    Command { name: "keys", arity: 2, flags: f::R.or(ALL), handler: keys, ..BASE },
+    Command { name: "scan", arity: -2, flags: f::R.or(ALL), handler: scan, ..BASE },
+    Command { name: "randomkey", arity: 1, flags: f::R.or(ALL), handler: randomkey, ..BASE },
+    Command { name: "rename", arity: 3, flags: f::W, keys: TWO_KEYS, handler: rename, ..BASE },
+    Command { name: "renamenx", arity: 3, flags: f::WF, keys: TWO_KEYS, handler: renamenx, ..BASE },
+    Command { name: "copy", arity: -3, flags: f::WD, keys: TWO_KEYS, handler: copy, ..BASE },
+    Command { name: "move", arity: 3, flags: f::WF, keys: Keys::ONE, handler: move_cmd, ..BASE },
+    Command { name: "touch", arity: -2, flags: f::RF, keys: Keys::ALL, handler: touch, ..BASE },
     Command {
         name: "dbsize",
         arity: 1,
         flags: f::RF.or(ALL),
         group: crate::command::Group::Server,
-        summary: "Return the number of keys in the selected database",
         handler: dbsize,
         ..BASE
     },
@@ -222,9 +58,6 @@ pub static COMMANDS: &[Command] = &[
         arity: -1,
         flags: f::W.or(ALL),
         group: crate::command::Group::Server,
-        summary: "Remove all keys from the current database",
-        complexity: "O(N) where N is the number of keys in the selected database",
-        syntax: "[ASYNC | SYNC]",
         handler: flushdb,
         ..BASE
     },
@@ -233,9 +66,6 @@ pub static COMMANDS: &[Command] = &[
         arity: -1,
         flags: f::W.or(ALL),
         group: crate::command::Group::Server,
-        summary: "Remove all keys from all databases",
-        complexity: "O(N) where N is the total number of keys in all databases",
-        syntax: "[ASYNC | SYNC]",
         handler: flushall,
         ..BASE
     },
@@ -244,22 +74,10 @@ pub static COMMANDS: &[Command] = &[
         arity: 3,
         flags: f::WF.or(ALL),
         group: crate::command::Group::Server,
-        since: "4.0.0",
-        summary: "Swaps two Redis databases",
-        complexity: "O(N) where N is the count of clients watching or blocking on keys from both databases.",
-        syntax: "index1 index2",
         handler: swapdb,
         ..BASE
     },
-    Command {
-        name: "object",
-        arity: -2,
-        since: "2.2.3",
-        summary: "A container for object introspection commands",
-        complexity: "Depends on subcommand.",
-        subcommands: OBJECT_SUBCOMMANDS,
-        ..BASE
-    },
+    Command { name: "object", arity: -2, subcommands: OBJECT_SUBCOMMANDS, ..BASE },
 ];
 
 /// Parses a SCAN-family cursor as Redis does (`strtoul` base 10 over the whole argument): optional

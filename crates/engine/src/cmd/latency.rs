@@ -11,49 +11,21 @@ use std::sync::atomic::Ordering;
 const ADMIN: Flags = Flags::ADMIN.or(Flags::NOSCRIPT).or(Flags::LOADING).or(Flags::STALE);
 
 /// The LATENCY container.
-pub static COMMANDS: &[Command] = &[Command {
-    name: "latency",
-    arity: -2,
-    group: crate::command::Group::Server,
-    since: "2.8.13",
-    summary: "A container for latency diagnostics commands",
-    complexity: "Depends on subcommand.",
-    subcommands: SUBCOMMANDS,
-    ..BASE
-}];
+pub static COMMANDS: &[Command] =
+    &[Command { name: "latency", arity: -2, group: crate::command::Group::Server, subcommands: SUBCOMMANDS, ..BASE }];
 
-const fn sub(
-    name: &'static str,
-    arity: i32,
-    since: &'static str,
-    summary: &'static str,
-    syntax: &'static str,
-    handler: crate::command::Handler,
-) -> Command {
-    Command { name, arity, flags: ADMIN, group: crate::command::Group::Server, since, summary, syntax, handler, ..BASE }
+const fn sub(name: &'static str, arity: i32, handler: crate::command::Handler) -> Command {
+    Command { name, arity, flags: ADMIN, group: crate::command::Group::Server, handler, ..BASE }
 }
 
 static SUBCOMMANDS: &[Command] = &[
-    sub("latency|doctor", 2, "2.8.13", "Return a human readable latency analysis report.", "", doctor),
-    sub("latency|graph", 3, "2.8.13", "Return a latency graph for the event.", "event", graph),
-    Command {
-        complexity: "O(N) where N is the number of commands with latency information being retrieved.",
-        ..sub(
-            "latency|histogram",
-            -2,
-            "7.0.0",
-            "Return the cumulative distribution of latencies of a subset of commands or all.",
-            "[command [command ...]]",
-            histogram,
-        )
-    },
-    sub("latency|history", 3, "2.8.13", "Return timestamp-latency samples for the event.", "event", history),
-    sub("latency|latest", 2, "2.8.13", "Return the latest latency samples for all events.", "", latest),
-    sub("latency|reset", -2, "2.8.13", "Reset latency data for one or more events.", "[event [event ...]]", reset),
-    Command {
-        flags: Flags::LOADING.or(Flags::STALE),
-        ..sub("latency|help", 2, "2.8.13", "Show helpful text about the different subcommands.", "", help)
-    },
+    sub("latency|doctor", 2, doctor),
+    sub("latency|graph", 3, graph),
+    Command { ..sub("latency|histogram", -2, histogram) },
+    sub("latency|history", 3, history),
+    sub("latency|latest", 2, latest),
+    sub("latency|reset", -2, reset),
+    Command { flags: Flags::LOADING.or(Flags::STALE), ..sub("latency|help", 2, help) },
 ];
 
 /// The event a client named, as the monitor spells it (events are matched exactly, as Redis's

@@ -3,7 +3,7 @@
 //! A lock is a key of type `lock` holding its owner and fencing token; its TTL is the key's TTL, so
 //! `TTL`, `DEL`, `SCAN`, `TYPE`, MULTI and scripts see it like any key. Waiters (`LOCK ... WAIT`) block
 //! without polling in a FIFO queue on the key, and the next one is granted the lock in the same step
-//! as the release, the expiry or the deletion that freed it (see [`crate::blocking`]). Every grant gets
+//! as the release, the expiry or the deletion that freed it (see [`crate::waiters`]). Every grant gets
 //! a fencing token from [`crate::server::Server::next_fence`], strictly increasing for every lock name.
 //! `FENCED key token command ...` runs a command only while `token` is the lock's current grant, so
 //! Latch itself can be the protected resource.
@@ -24,10 +24,10 @@
 
 use super::BASE;
 use crate::args::{eq_ic, parse_i64_strict};
-use crate::blocking::{BlockRequest, Serve};
 use crate::command::{Command, Ctx, Flags, Keys};
 use crate::error;
 use crate::value::{Entry, LockValue, SmallBytes, Value};
+use crate::waiters::{BlockRequest, Serve};
 use bytes::Bytes;
 use resp::Frame;
 

@@ -20,16 +20,8 @@ use bytes::Bytes;
 use resp::Frame;
 
 /// Table entries.
-pub static COMMANDS: &[Command] = &[Command {
-    name: "memory",
-    arity: -2,
-    group: crate::command::Group::Server,
-    since: "4.0.0",
-    summary: "A container for memory diagnostics commands",
-    complexity: "Depends on subcommand.",
-    subcommands: SUBCOMMANDS,
-    ..BASE
-}];
+pub static COMMANDS: &[Command] =
+    &[Command { name: "memory", arity: -2, group: crate::command::Group::Server, subcommands: SUBCOMMANDS, ..BASE }];
 
 static SUBCOMMANDS: &[Command] = &[
     Command {
@@ -37,8 +29,6 @@ static SUBCOMMANDS: &[Command] = &[
         arity: 2,
         flags: Flags::ALL_SHARDS,
         group: crate::command::Group::Server,
-        since: "4.0.0",
-        summary: "Outputs memory problems report",
         handler: doctor,
         ..BASE
     },
@@ -47,8 +37,6 @@ static SUBCOMMANDS: &[Command] = &[
         arity: 2,
         flags: Flags::LOADING.or(Flags::STALE),
         group: crate::command::Group::Server,
-        since: "4.0.0",
-        summary: "Show helpful text about the different subcommands",
         handler: help,
         ..BASE
     },
@@ -56,29 +44,15 @@ static SUBCOMMANDS: &[Command] = &[
         name: "memory|malloc-stats",
         arity: 2,
         group: crate::command::Group::Server,
-        since: "4.0.0",
-        summary: "Show allocator internal stats",
-        complexity: "Depends on how much memory is allocated, could be slow",
         handler: malloc_stats,
         ..BASE
     },
-    Command {
-        name: "memory|purge",
-        arity: 2,
-        group: crate::command::Group::Server,
-        since: "4.0.0",
-        summary: "Ask the allocator to release memory",
-        complexity: "Depends on how much memory is allocated, could be slow",
-        handler: purge,
-        ..BASE
-    },
+    Command { name: "memory|purge", arity: 2, group: crate::command::Group::Server, handler: purge, ..BASE },
     Command {
         name: "memory|stats",
         arity: 2,
         flags: Flags::ALL_SHARDS,
         group: crate::command::Group::Server,
-        since: "4.0.0",
-        summary: "Show memory usage details",
         handler: stats,
         ..BASE
     },
@@ -88,10 +62,6 @@ static SUBCOMMANDS: &[Command] = &[
         flags: Flags::READONLY,
         keys: Keys::Range { first: 2, last: 2, step: 1 },
         group: crate::command::Group::Server,
-        since: "4.0.0",
-        summary: "Estimate the memory usage of a key",
-        complexity: "O(N) where N is the number of samples.",
-        syntax: "key [SAMPLES count]",
         handler: usage,
         ..BASE
     },

@@ -19,8 +19,6 @@ pub static COMMANDS: &[Command] = &[
         arity: 1,
         flags: TX.or(Flags::FAST).or(Flags::ALLOW_BUSY),
         group: crate::command::Group::Transactions,
-        since: "1.2.0",
-        summary: "Starts a transaction.",
         handler: multi,
         ..BASE
     },
@@ -29,9 +27,6 @@ pub static COMMANDS: &[Command] = &[
         arity: 1,
         flags: TX.or(Flags::SKIP_SLOWLOG),
         group: crate::command::Group::Transactions,
-        since: "1.2.0",
-        summary: "Executes all commands in a transaction.",
-        complexity: "Depends on commands in the transaction",
         handler: exec,
         ..BASE
     },
@@ -40,9 +35,6 @@ pub static COMMANDS: &[Command] = &[
         arity: 1,
         flags: TX.or(Flags::FAST).or(Flags::ALLOW_BUSY),
         group: crate::command::Group::Transactions,
-        since: "2.0.0",
-        summary: "Discards a transaction.",
-        complexity: "O(N), when N is the number of queued commands",
         handler: discard,
         ..BASE
     },
@@ -52,10 +44,6 @@ pub static COMMANDS: &[Command] = &[
         flags: TX.or(Flags::FAST).or(Flags::ALLOW_BUSY),
         keys: Keys::ALL,
         group: crate::command::Group::Transactions,
-        since: "2.2.0",
-        summary: "Monitors changes to keys to determine the execution of a transaction.",
-        complexity: "O(1) for every key.",
-        syntax: "key [key ...]",
         handler: watch,
         ..BASE
     },
@@ -64,8 +52,6 @@ pub static COMMANDS: &[Command] = &[
         arity: 1,
         flags: TX.or(Flags::FAST).or(Flags::ALLOW_BUSY),
         group: crate::command::Group::Transactions,
-        since: "2.2.0",
-        summary: "Forgets about watched keys of a transaction.",
         handler: unwatch,
         ..BASE
     },

@@ -42,7 +42,7 @@ fn numkeys_keys(args: &[Bytes]) -> Vec<usize> {
 const KEYS: Keys = Keys::Custom { first: 0, last: 0, step: 0, find: numkeys_keys };
 
 macro_rules! run_cmd {
-    ($name:literal, $flags:expr, $since:literal, $summary:literal, $syntax:literal, $handler:ident) => {
+    ($name:literal, $flags:expr, $handler:ident) => {
         Command {
             name: $name,
             arity: -3,
@@ -50,10 +50,6 @@ macro_rules! run_cmd {
             keys: KEYS,
             all_shards_if: Some(declares_no_key),
             group: crate::command::Group::Scripting,
-            since: $since,
-            summary: $summary,
-            complexity: "Depends on the script that is executed.",
-            syntax: $syntax,
             handler: $handler,
             ..BASE
         }
@@ -66,9 +62,6 @@ static SCRIPT_SUBCOMMANDS: &[Command] = &[
         arity: 3,
         flags: Flags::NOSCRIPT,
         group: crate::command::Group::Scripting,
-        since: "3.2.0",
-        summary: "Set the debug mode for executed scripts.",
-        syntax: "YES | SYNC | NO",
         handler: script_debug,
         ..BASE
     },
@@ -77,10 +70,6 @@ static SCRIPT_SUBCOMMANDS: &[Command] = &[
         arity: -3,
         flags: Flags::NOSCRIPT,
         group: crate::command::Group::Scripting,
-        since: "2.6.0",
-        summary: "Check existence of scripts in the script cache.",
-        complexity: "O(N) with N being the number of scripts to check (so checking a single script is an O(1) operation).",
-        syntax: "sha1 [sha1 ...]",
         handler: script_exists,
         ..BASE
     },
@@ -89,10 +78,6 @@ static SCRIPT_SUBCOMMANDS: &[Command] = &[
         arity: -2,
         flags: Flags::NOSCRIPT.or(Flags::ALL_SHARDS),
         group: crate::command::Group::Scripting,
-        since: "2.6.0",
-        summary: "Remove all the scripts from the script cache.",
-        complexity: "O(N) with N being the number of scripts in cache",
-        syntax: "[ASYNC | SYNC]",
         handler: script_flush,
         ..BASE
     },
@@ -101,8 +86,6 @@ static SCRIPT_SUBCOMMANDS: &[Command] = &[
         arity: 2,
         flags: Flags::LOADING.or(Flags::STALE),
         group: crate::command::Group::Scripting,
-        since: "5.0.0",
-        summary: "Show helpful text about the different subcommands",
         handler: script_help,
         ..BASE
     },
@@ -111,8 +94,6 @@ static SCRIPT_SUBCOMMANDS: &[Command] = &[
         arity: 2,
         flags: Flags::NOSCRIPT.or(Flags::ALLOW_BUSY),
         group: crate::command::Group::Scripting,
-        since: "2.6.0",
-        summary: "Kill the script currently in execution.",
         handler: script_kill,
         ..BASE
     },
@@ -121,10 +102,6 @@ static SCRIPT_SUBCOMMANDS: &[Command] = &[
         arity: 3,
         flags: Flags::NOSCRIPT.or(Flags::STALE).or(Flags::ALL_SHARDS),
         group: crate::command::Group::Scripting,
-        since: "2.6.0",
-        summary: "Load the specified Lua script into the script cache.",
-        complexity: "O(N) with N being the length in bytes of the script body.",
-        syntax: "script",
         handler: script_load,
         ..BASE
     },
@@ -136,9 +113,6 @@ static FUNCTION_SUBCOMMANDS: &[Command] = &[
         arity: 3,
         flags: Flags::NOSCRIPT.or(Flags::WRITE).or(Flags::ALL_SHARDS),
         group: crate::command::Group::Scripting,
-        since: "7.0.0",
-        summary: "Delete a function by name",
-        syntax: "library-name",
         handler: function_delete,
         ..BASE
     },
@@ -147,9 +121,6 @@ static FUNCTION_SUBCOMMANDS: &[Command] = &[
         arity: 2,
         flags: Flags::NOSCRIPT,
         group: crate::command::Group::Scripting,
-        since: "7.0.0",
-        summary: "Dump all functions into a serialized binary payload",
-        complexity: "O(N) where N is the number of functions",
         handler: function_dump,
         ..BASE
     },
@@ -158,10 +129,6 @@ static FUNCTION_SUBCOMMANDS: &[Command] = &[
         arity: -2,
         flags: Flags::NOSCRIPT.or(Flags::WRITE).or(Flags::ALL_SHARDS),
         group: crate::command::Group::Scripting,
-        since: "7.0.0",
-        summary: "Deleting all functions",
-        complexity: "O(N) where N is the number of functions deleted",
-        syntax: "[ASYNC | SYNC]",
         handler: function_flush,
         ..BASE
     },
@@ -170,8 +137,6 @@ static FUNCTION_SUBCOMMANDS: &[Command] = &[
         arity: 2,
         flags: Flags::LOADING.or(Flags::STALE),
         group: crate::command::Group::Scripting,
-        since: "7.0.0",
-        summary: "Show helpful text about the different subcommands",
         handler: function_help,
         ..BASE
     },
@@ -180,8 +145,6 @@ static FUNCTION_SUBCOMMANDS: &[Command] = &[
         arity: 2,
         flags: Flags::NOSCRIPT.or(Flags::ALLOW_BUSY),
         group: crate::command::Group::Scripting,
-        since: "7.0.0",
-        summary: "Kill the function currently in execution.",
         handler: function_kill,
         ..BASE
     },
@@ -190,10 +153,6 @@ static FUNCTION_SUBCOMMANDS: &[Command] = &[
         arity: -2,
         flags: Flags::NOSCRIPT,
         group: crate::command::Group::Scripting,
-        since: "7.0.0",
-        summary: "List information about all the functions",
-        complexity: "O(N) where N is the number of functions",
-        syntax: "[LIBRARYNAME library-name-pattern] [WITHCODE]",
         handler: function_list,
         ..BASE
     },
@@ -202,10 +161,6 @@ static FUNCTION_SUBCOMMANDS: &[Command] = &[
         arity: -3,
         flags: Flags::NOSCRIPT.or(Flags::WRITE).or(Flags::DENYOOM).or(Flags::ALL_SHARDS),
         group: crate::command::Group::Scripting,
-        since: "7.0.0",
-        summary: "Create a function with the given arguments (name, code, description)",
-        complexity: "O(1) (considering compilation time is redundant)",
-        syntax: "[REPLACE] function-code",
         handler: function_load,
         ..BASE
     },
@@ -214,10 +169,6 @@ static FUNCTION_SUBCOMMANDS: &[Command] = &[
         arity: -3,
         flags: Flags::NOSCRIPT.or(Flags::WRITE).or(Flags::DENYOOM).or(Flags::ALL_SHARDS),
         group: crate::command::Group::Scripting,
-        since: "7.0.0",
-        summary: "Restore all the functions on the given payload",
-        complexity: "O(N) where N is the number of functions on the payload",
-        syntax: "serialized-value [FLUSH | APPEND | REPLACE]",
         handler: function_restore,
         ..BASE
     },
@@ -226,8 +177,6 @@ static FUNCTION_SUBCOMMANDS: &[Command] = &[
         arity: 2,
         flags: Flags::NOSCRIPT.or(Flags::ALLOW_BUSY),
         group: crate::command::Group::Scripting,
-        since: "7.0.0",
-        summary: "Return information about the function currently running (name, description, duration)",
         handler: function_stats,
         ..BASE
     },
@@ -235,54 +184,16 @@ static FUNCTION_SUBCOMMANDS: &[Command] = &[
 
 /// Table entries.
 pub static COMMANDS: &[Command] = &[
-    run_cmd!(
-        "eval",
-        RUN,
-        "2.6.0",
-        "Execute a Lua script server side",
-        "script numkeys [key [key ...]] [arg [arg ...]]",
-        eval
-    ),
-    run_cmd!(
-        "evalsha",
-        RUN,
-        "2.6.0",
-        "Execute a Lua script server side",
-        "sha1 numkeys [key [key ...]] [arg [arg ...]]",
-        eval
-    ),
-    run_cmd!(
-        "eval_ro",
-        RUN_RO,
-        "7.0.0",
-        "Execute a read-only Lua script server side",
-        "script numkeys [key [key ...]] [arg [arg ...]]",
-        eval
-    ),
-    run_cmd!(
-        "evalsha_ro",
-        RUN_RO,
-        "7.0.0",
-        "Execute a read-only Lua script server side",
-        "sha1 numkeys [key [key ...]] [arg [arg ...]]",
-        eval
-    ),
-    run_cmd!("fcall", RUN, "7.0.0", "Invoke a function", "function numkeys [key [key ...]] [arg [arg ...]]", fcall),
-    run_cmd!(
-        "fcall_ro",
-        RUN_RO,
-        "7.0.0",
-        "Invoke a read-only function",
-        "function numkeys [key [key ...]] [arg [arg ...]]",
-        fcall
-    ),
+    run_cmd!("eval", RUN, eval),
+    run_cmd!("evalsha", RUN, eval),
+    run_cmd!("eval_ro", RUN_RO, eval),
+    run_cmd!("evalsha_ro", RUN_RO, eval),
+    run_cmd!("fcall", RUN, fcall),
+    run_cmd!("fcall_ro", RUN_RO, fcall),
     Command {
         name: "script",
         arity: -2,
         group: crate::command::Group::Scripting,
-        since: "2.6.0",
-        summary: "A container for Lua scripts management commands",
-        complexity: "Depends on subcommand.",
         handler: container_handler,
         subcommands: SCRIPT_SUBCOMMANDS,
         ..BASE
@@ -291,9 +202,6 @@ pub static COMMANDS: &[Command] = &[
         name: "function",
         arity: -2,
         group: crate::command::Group::Scripting,
-        since: "7.0.0",
-        summary: "A container for function commands",
-        complexity: "Depends on subcommand.",
         handler: container_handler,
         subcommands: FUNCTION_SUBCOMMANDS,
         ..BASE

@@ -21,9 +21,6 @@ pub static COMMANDS: &[Command] = &[
         name: "config",
         arity: -2,
         group: crate::command::Group::Server,
-        since: "2.0.0",
-        summary: "A container for server configuration commands",
-        complexity: "Depends on subcommand.",
         subcommands: CONFIG_SUBCOMMANDS,
         ..BASE
     },
@@ -34,8 +31,6 @@ pub static COMMANDS: &[Command] = &[
         // script it is taken with the others in order instead of locking shards the caller holds.
         flags: LS.or(Flags::ALL_SHARDS),
         group: crate::command::Group::Server,
-        summary: "Get information and statistics about the server",
-        syntax: "[section [section ...]]",
         handler: info,
         ..BASE
     },
@@ -44,8 +39,6 @@ pub static COMMANDS: &[Command] = &[
         arity: 1,
         flags: LS.or(Flags::FAST),
         group: crate::command::Group::Server,
-        since: "2.6.0",
-        summary: "Return the current server time",
         handler: time,
         ..BASE
     },
@@ -54,7 +47,6 @@ pub static COMMANDS: &[Command] = &[
         arity: 1,
         flags: LS.or(Flags::FAST),
         group: crate::command::Group::Server,
-        summary: "Get the UNIX time stamp of the last successful save to disk",
         handler: lastsave,
         ..BASE
     },
@@ -63,9 +55,6 @@ pub static COMMANDS: &[Command] = &[
         arity: -1,
         flags: ADMIN.or(Flags::NO_MULTI).or(Flags::ALLOW_BUSY),
         group: crate::command::Group::Server,
-        summary: "Synchronously save the dataset to disk and then shut down the server",
-        complexity: "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)",
-        syntax: "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]",
         handler: shutdown,
         ..BASE
     },
@@ -73,9 +62,6 @@ pub static COMMANDS: &[Command] = &[
         name: "slowlog",
         arity: -2,
         group: crate::command::Group::Server,
-        since: "2.2.12",
-        summary: "A container for slow log commands",
-        complexity: "Depends on subcommand.",
         subcommands: SLOWLOG_SUBCOMMANDS,
         ..BASE
     },
@@ -87,10 +73,6 @@ static CONFIG_SUBCOMMANDS: &[Command] = &[
         arity: -3,
         flags: ADMIN,
         group: crate::command::Group::Server,
-        since: "2.0.0",
-        summary: "Get the values of configuration parameters",
-        complexity: "O(N) when N is the number of configuration parameters provided",
-        syntax: "parameter [parameter ...]",
         handler: config_get,
         ..BASE
     },
@@ -99,10 +81,6 @@ static CONFIG_SUBCOMMANDS: &[Command] = &[
         arity: -4,
         flags: ADMIN,
         group: crate::command::Group::Server,
-        since: "2.0.0",
-        summary: "Set configuration parameters to the given values",
-        complexity: "O(N) when N is the number of configuration parameters provided",
-        syntax: "parameter value [parameter value ...]",
         handler: config_set,
         ..BASE
     },
@@ -111,8 +89,6 @@ static CONFIG_SUBCOMMANDS: &[Command] = &[
         arity: 2,
         flags: ADMIN.or(Flags::ALL_SHARDS),
         group: crate::command::Group::Server,
-        since: "2.0.0",
-        summary: "Reset the stats returned by INFO",
         handler: config_resetstat,
         ..BASE
     },
@@ -121,8 +97,6 @@ static CONFIG_SUBCOMMANDS: &[Command] = &[
         arity: 2,
         flags: ADMIN,
         group: crate::command::Group::Server,
-        since: "2.8.0",
-        summary: "Rewrite the configuration file with the in memory configuration",
         handler: config_rewrite,
         ..BASE
     },
@@ -131,8 +105,6 @@ static CONFIG_SUBCOMMANDS: &[Command] = &[
         arity: 2,
         flags: LS,
         group: crate::command::Group::Server,
-        since: "5.0.0",
-        summary: "Show helpful text about the different subcommands",
         handler: config_help,
         ..BASE
     },
@@ -146,10 +118,6 @@ static SLOWLOG_SUBCOMMANDS: &[Command] = &[
         arity: -2,
         flags: SLOWLOG_FLAGS,
         group: crate::command::Group::Server,
-        since: "2.2.12",
-        summary: "Get the slow log's entries",
-        complexity: "O(N) where N is the number of entries returned",
-        syntax: "[count]",
         handler: slowlog_get,
         ..BASE
     },
@@ -158,8 +126,6 @@ static SLOWLOG_SUBCOMMANDS: &[Command] = &[
         arity: 2,
         flags: SLOWLOG_FLAGS,
         group: crate::command::Group::Server,
-        since: "2.2.12",
-        summary: "Get the slow log's length",
         handler: slowlog_len,
         ..BASE
     },
@@ -168,9 +134,6 @@ static SLOWLOG_SUBCOMMANDS: &[Command] = &[
         arity: 2,
         flags: SLOWLOG_FLAGS,
         group: crate::command::Group::Server,
-        since: "2.2.12",
-        summary: "Clear all entries from the slow log",
-        complexity: "O(N) where N is the number of entries in the slowlog",
         handler: slowlog_reset,
         ..BASE
     },
@@ -179,8 +142,6 @@ static SLOWLOG_SUBCOMMANDS: &[Command] = &[
         arity: 2,
         flags: LS,
         group: crate::command::Group::Server,
-        since: "6.2.0",
-        summary: "Show helpful text about the different subcommands",
         handler: slowlog_help,
         ..BASE
     },

@@ -24,10 +24,6 @@ pub static COMMANDS: &[Command] = &[
         flags: Flags::WRITE.or(Flags::DENYOOM),
         keys: Keys::Custom { first: 1, last: 1, step: 1, find: sort_keys },
         group: crate::command::Group::Generic,
-        since: "1.0.0",
-        summary: "Sort the elements in a list, set or sorted set",
-        complexity: "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).",
-        syntax: "key [BY pattern] [LIMIT offset count] [GET pattern [GET pattern ...]] [ASC | DESC] [ALPHA] [STORE destination]",
         handler: sort,
         all_shards_if: Some(has_lookup_patterns),
         ..BASE
@@ -38,10 +34,6 @@ pub static COMMANDS: &[Command] = &[
         flags: Flags::READONLY,
         keys: Keys::Custom { first: 1, last: 1, step: 1, find: sort_ro_keys },
         group: crate::command::Group::Generic,
-        since: "7.0.0",
-        summary: "Sort the elements in a list, set or sorted set. Read-only variant of SORT.",
-        complexity: "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).",
-        syntax: "key [BY pattern] [LIMIT offset count] [GET pattern [GET pattern ...]] [ASC | DESC] [ALPHA]",
         handler: sort_ro,
         all_shards_if: Some(has_lookup_patterns),
         ..BASE
