@@ -121,7 +121,7 @@ fn block(ctx: &mut Ctx<'_, '_>, keys: Vec<Bytes>, deadline: Option<u64>, timeout
 // The operations are the plain commands' (`cmd::list::pop`, `cmd::list::lmove_op`,
 // `cmd::zset::pop`), which also say what a served waiter propagates as.
 
-use super::list::{lmove_op, pop};
+use super::list::{lmove_op, pop, pop_first};
 
 fn pop_reply(key: &[u8], v: &[SmallBytes]) -> Frame {
     Frame::Array(vec![bulk(key), Frame::Array(v.iter().map(|x| bulk(x)).collect())])
@@ -137,16 +137,12 @@ fn bpop(ctx: &mut Ctx<'_, '_>) -> Frame {
         Err(e) => return e,
     };
     let end = bpop_end(ctx.cmd.name);
-    let args = ctx.args;
-    let keys = &args[1..args.len() - 1];
-    for key in keys {
-        match pop(ctx, key, end, 1, false) {
-            Ok(Some(mut v)) => return Frame::Array(vec![bulk(key), bulk(&v.remove(0))]),
-            Ok(None) => {}
-            Err(e) => return e,
-        }
+    let keys = &ctx.args[1..ctx.args.len() - 1];
+    match pop_first(ctx, keys, end, 1, false) {
+        Ok(Some((key, mut v))) => Frame::Array(vec![bulk(key), bulk(&v.remove(0))]),
+        Ok(None) => block(ctx, keys.to_vec(), deadline, Frame::NullArray),
+        Err(e) => e,
     }
-    block(ctx, keys.to_vec(), deadline, Frame::NullArray)
 }
 
 fn blpop(ctx: &mut Ctx<'_, '_>) -> Frame {
@@ -223,15 +219,12 @@ fn blmpop(ctx: &mut Ctx<'_, '_>) -> Frame {
         Err(e) => return e,
     };
     let end = if left { End::Left } else { End::Right };
-    let args = ctx.args;
-    for key in &args[keys.clone()] {
-        match pop(ctx, key, end, count, true) {
-            Ok(Some(v)) => return pop_reply(key, &v),
-            Ok(None) => {}
-            Err(e) => return e,
-        }
+    let keys = &ctx.args[keys];
+    match pop_first(ctx, keys, end, count, true) {
+        Ok(Some((key, v))) => pop_reply(key, &v),
+        Ok(None) => block(ctx, keys.to_vec(), deadline, Frame::NullArray),
+        Err(e) => e,
     }
-    block(ctx, args[keys].to_vec(), deadline, Frame::NullArray)
 }
 
 fn serve_bmpop(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Serve {
@@ -245,7 +238,7 @@ fn serve_bmpop(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Serve {
 
 // ---- sorted sets ---------------------------------------------------------------------------------
 
-use super::zset::pop as pop_zset;
+use super::zset::{pop as pop_zset, pop_first as pop_first_zset};
 
 fn bzpop_reply(key: &[u8], (m, score): &(SmallBytes, f64)) -> Frame {
     Frame::Array(vec![bulk(key), bulk(m), Frame::Double(*score)])
@@ -256,16 +249,12 @@ fn bzpop(ctx: &mut Ctx<'_, '_>, max: bool) -> Frame {
         Ok(d) => d,
         Err(e) => return e,
     };
-    let args = ctx.args;
-    let keys = &args[1..args.len() - 1];
-    for key in keys {
-        match pop_zset(ctx, key, max, 1, false) {
-            Ok(Some(v)) => return bzpop_reply(key, &v[0]),
-            Ok(None) => {}
-            Err(e) => return e,
-        }
+    let keys = &ctx.args[1..ctx.args.len() - 1];
+    match pop_first_zset(ctx, keys, max, 1, false) {
+        Ok(Some((key, v))) => bzpop_reply(key, &v[0]),
+        Ok(None) => block(ctx, keys.to_vec(), deadline, Frame::NullArray),
+        Err(e) => e,
     }
-    block(ctx, keys.to_vec(), deadline, Frame::NullArray)
 }
 
 fn bzpopmin(ctx: &mut Ctx<'_, '_>) -> Frame {
@@ -297,15 +286,12 @@ fn bzmpop(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(x) => x,
         Err(e) => return e,
     };
-    let args = ctx.args;
-    for key in &args[keys.clone()] {
-        match pop_zset(ctx, key, !min, count, true) {
-            Ok(Some(v)) => return bzmpop_reply(key, &v),
-            Ok(None) => {}
-            Err(e) => return e,
-        }
+    let keys = &ctx.args[keys];
+    match pop_first_zset(ctx, keys, !min, count, true) {
+        Ok(Some((key, v))) => bzmpop_reply(key, &v),
+        Ok(None) => block(ctx, keys.to_vec(), deadline, Frame::NullArray),
+        Err(e) => e,
     }
-    block(ctx, args[keys].to_vec(), deadline, Frame::NullArray)
 }
 
 fn serve_bzmpop(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Serve {

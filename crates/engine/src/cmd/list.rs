@@ -194,6 +194,26 @@ pub(crate) fn pop(
     Ok(out)
 }
 
+/// A key and the elements popped from it.
+pub(crate) type Popped<'k> = (&'k [u8], Vec<SmallBytes>);
+
+/// Pops from the first of `keys` that holds a list, through [`pop`] (LMPOP, BLMPOP, BLPOP): the key
+/// and what was popped, or Ok(None) when none holds one.
+pub(crate) fn pop_first<'k>(
+    ctx: &mut Ctx<'_, '_>,
+    keys: &'k [bytes::Bytes],
+    end: End,
+    count: usize,
+    with_count: bool,
+) -> Result<Option<Popped<'k>>, Frame> {
+    for key in keys {
+        if let Some(v) = pop(ctx, key, end, count, with_count)? {
+            return Ok(Some((key, v)));
+        }
+    }
+    Ok(None)
+}
+
 /// Moves through [`crate::ops::list_move`] and reports it: one change, propagated as `LMOVE` (what
 /// LMOVE, RPOPLPUSH, BLMOVE and BRPOPLPUSH replay as).
 pub(crate) fn lmove_op(
@@ -573,15 +593,11 @@ fn lmpop(ctx: &mut Ctx<'_, '_>) -> Frame {
         Err(e) => return e,
     };
     let end = if left { End::Left } else { End::Right };
-    let args = ctx.args;
-    for key in &args[keys] {
-        match pop(ctx, key, end, count, true) {
-            Ok(Some(v)) => return Frame::Array(vec![bulk(key), Frame::Array(v.iter().map(|x| bulk(x)).collect())]),
-            Ok(None) => {}
-            Err(e) => return e,
-        }
+    match pop_first(ctx, &ctx.args[keys], end, count, true) {
+        Ok(Some((key, v))) => Frame::Array(vec![bulk(key), Frame::Array(v.iter().map(|x| bulk(x)).collect())]),
+        Ok(None) => Frame::NullArray,
+        Err(e) => e,
     }
-    Frame::NullArray
 }
 
 #[cfg(test)]

@@ -915,6 +915,26 @@ fn zpop_generic(ctx: &mut Ctx<'_, '_>, max: bool) -> Frame {
     }
 }
 
+/// A key and the members popped from it, with their scores.
+pub(crate) type Popped<'k> = (&'k [u8], Vec<(SmallBytes, f64)>);
+
+/// Pops from the first of `keys` that holds a sorted set, through [`pop`] (ZMPOP, BZMPOP, BZPOPMIN):
+/// the key and what was popped, or Ok(None) when none holds one.
+pub(crate) fn pop_first<'k>(
+    ctx: &mut Ctx<'_, '_>,
+    keys: &'k [bytes::Bytes],
+    max: bool,
+    count: usize,
+    with_count: bool,
+) -> Result<Option<Popped<'k>>, Frame> {
+    for key in keys {
+        if let Some(v) = pop(ctx, key, max, count, with_count)? {
+            return Ok(Some((key, v)));
+        }
+    }
+    Ok(None)
+}
+
 /// Pops through [`crate::ops::zset_pop`] and reports it: a change per member, propagated as
 /// `ZPOPMIN|ZPOPMAX key [n]` (what ZPOPMIN, ZMPOP, BZPOPMIN and BZMPOP replay as, served or not).
 pub(crate) fn pop(
@@ -1288,18 +1308,14 @@ fn zmpop(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(x) => x,
         Err(e) => return e,
     };
-    let args = ctx.args;
-    for key in &args[keys] {
-        match pop(ctx, key, !min, count, true) {
-            Ok(Some(items)) => {
-                let pairs = items.iter().map(|(m, s)| Frame::Array(vec![bulk(m), score_frame(*s)])).collect();
-                return Frame::Array(vec![bulk(key), Frame::Array(pairs)]);
-            }
-            Ok(None) => {}
-            Err(e) => return e,
+    match pop_first(ctx, &ctx.args[keys], !min, count, true) {
+        Ok(Some((key, items))) => {
+            let pairs = items.iter().map(|(m, s)| Frame::Array(vec![bulk(m), score_frame(*s)])).collect();
+            Frame::Array(vec![bulk(key), Frame::Array(pairs)])
         }
+        Ok(None) => Frame::NullArray,
+        Err(e) => e,
     }
-    Frame::NullArray
 }
 
 #[cfg(test)]
