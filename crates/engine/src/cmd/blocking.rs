@@ -307,36 +307,6 @@ mod tests {
     use crate::testkit::TestServer;
 
     #[test]
-    fn served_at_once_when_data_is_there() {
-        TestServer::new().transcript(
-            r#"
-            > RPUSH q a b
-            :2
-            > BLPOP none q 0
-            ["q", "a"]
-            > BRPOP q 1.5
-            ["q", "b"]
-            > SET s x
-            +OK
-            > BLPOP s 0
-            -WRONGTYPE Operation against a key holding the wrong kind of value
-            > BLPOP q -1
-            -ERR timeout is negative
-            > BLPOP q abc
-            -ERR timeout is not a float or out of range
-            > ZADD z 1 a 2 b
-            :2
-            > BZPOPMAX z 0
-            ["z", "b", ,2]
-            > BZMPOP 0 1 z MIN COUNT 5
-            ["z", [["a", ,1]]]
-            > BLMPOP 0 0 q LEFT
-            -ERR numkeys should be greater than 0
-            "#,
-        );
-    }
-
-    #[test]
     fn waiters_are_served_in_arrival_order_by_the_writer() {
         let ts = TestServer::new();
         let (mut a, mut b, mut w) = (ts.client(), ts.client(), ts.client());
@@ -417,48 +387,5 @@ mod order_tests {
         assert_eq!(w.run("EXEC"), "[:5, :5]");
         assert_eq!(a.blocked_reply().as_deref(), Some(r#"["blist", ["e"]]"#));
         assert_eq!(b.blocked_reply().as_deref(), Some(r#"["blist", ["a", "b", "c", "d"]]"#));
-    }
-}
-
-#[cfg(test)]
-mod script_tests {
-    use crate::testkit::TestServer;
-
-    /// BLMPOP and BZMPOP inside a script answer at once, like inside MULTI; the older blocking
-    /// commands are `noscript` (Redis 7.0.15).
-    #[test]
-    fn blocking_in_scripts_does_not_block() {
-        TestServer::new().transcript(
-            r#"
-            > EVAL "return redis.call('blmpop', 0, 1, 'nolist', 'LEFT')" 0
-            (nil)
-            > EVAL "redis.call('rpush', 'l', 'a'); return redis.call('blmpop', 0, 1, 'l', 'LEFT')" 0
-            ["l", ["a"]]
-            > EVAL "return redis.call('bzmpop', 0, 1, 'nozset', 'MIN')" 0
-            (nil)
-            > EVAL "return redis.pcall('blpop', 'l', 0)" 0
-            -ERR This Redis command is not allowed from script
-            > EVAL "return redis.pcall('bzpopmin', 'l', 0)" 0
-            -ERR This Redis command is not allowed from script
-            "#,
-        );
-    }
-}
-
-#[cfg(test)]
-mod script_lock_tests {
-    use crate::testkit::TestServer;
-
-    /// Scripts lock the shards of their declared keys; an undeclared key is taken on the fly.
-    #[test]
-    fn undeclared_keys_are_taken_on_the_fly() {
-        TestServer::new().transcript(
-            r#"
-            > EVAL "redis.call('set', KEYS[1], 1); return redis.call('incr', 'undeclared')" 1 declared
-            :1
-            > EVAL "return redis.call('dbsize')" 1 declared
-            :2
-            "#,
-        );
     }
 }

@@ -966,24 +966,6 @@ mod tests {
     }
 
     #[test]
-    fn auth_without_password() {
-        TestServer::new().transcript(
-            r#"
-            > AUTH foo
-            -ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?
-            > AUTH default anything
-            +OK
-            > AUTH bob anything
-            -WRONGPASS invalid username-password pair or user is disabled.
-            > AUTH a b c
-            -ERR syntax error
-            > AUTH
-            -ERR wrong number of arguments for 'auth' command
-            "#,
-        );
-    }
-
-    #[test]
     fn auth_with_password() {
         let ts = TestServer::new();
         let mut before = ts.client();

@@ -590,16 +590,6 @@ mod tests {
     }
 
     #[test]
-    fn debug_is_refused_unless_enabled() {
-        TestServer::new().transcript(
-            r#"
-            > DEBUG SLEEP 0
-            -ERR DEBUG command not allowed. If the enable-debug-command option is set to "local", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.
-            "#,
-        );
-    }
-
-    #[test]
     fn scripts_reach_noscript_commands_only_when_allowed() {
         debug_server().transcript(
             r#"

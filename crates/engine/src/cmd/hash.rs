@@ -676,23 +676,6 @@ mod tests {
         );
     }
 
-    /// Replies verified against redis-server 7.0.15.
-    #[test]
-    fn hash_resp2_shapes() {
-        TestServer::new().transcript(
-            r#"
-            > hset r only v
-            :1
-            > hrandfield r -2 withvalues
-            ["only", "v", "only", "v"]
-            > hset r2 a 1 b 2
-            :2
-            > hrandfield r2 5 withvalues
-            ["a", "1", "b", "2"]
-            "#,
-        );
-    }
-
     /// A full HSCAN iteration returns every element present throughout, while others churn.
     #[test]
     fn hscan_full_iteration() {

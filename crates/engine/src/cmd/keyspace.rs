@@ -623,42 +623,6 @@ mod tests {
     }
 
     #[test]
-    fn del_unlink_exists() {
-        TestServer::new().transcript(
-            r#"
-            > SET a 1
-            +OK
-            > SET b 2
-            +OK
-            > DEL a b c a
-            :2
-            > EXISTS a b
-            :0
-            > SET x y
-            +OK
-            > EXISTS x x nokey
-            :2
-            > UNLINK x nokey x
-            :1
-            > UNLINK x
-            :0
-            > SET "" empty
-            +OK
-            > EXISTS ""
-            :1
-            > DEL ""
-            :1
-            > DEL
-            -ERR wrong number of arguments for 'del' command
-            > UNLINK
-            -ERR wrong number of arguments for 'unlink' command
-            > EXISTS
-            -ERR wrong number of arguments for 'exists' command
-            "#,
-        );
-    }
-
-    #[test]
     fn del_and_exists_skip_expired_keys() {
         let ts = TestServer::new();
         ts.transcript(
@@ -788,54 +752,6 @@ mod tests {
         for bad in [&b"18446744073709551616"[..], b" 1", b"1 ", b"-", b"+", b"abc", b"0x10", b"1.5"] {
             assert_eq!(parse_scan_cursor(bad), None, "{}", String::from_utf8_lossy(bad));
         }
-    }
-
-    #[test]
-    fn scan_errors_and_small_cases() {
-        TestServer::new().transcript(
-            r#"
-            > SCAN 0
-            ["0", []]
-            > SET foo bar
-            +OK
-            > SCAN 0
-            ["0", ["foo"]]
-            > SCAN ""
-            ["0", ["foo"]]
-            > SCAN 0 COUNT 100 MATCH f* TYPE STRING
-            ["0", ["foo"]]
-            > SCAN 0 TYPE list
-            ["0", []]
-            > SCAN 0 MATCH x*
-            ["0", []]
-            > SCAN " 1"
-            -ERR invalid cursor
-            > SCAN abc
-            -ERR invalid cursor
-            > SCAN 18446744073709551616
-            -ERR invalid cursor
-            > SCAN abc COUNT 0
-            -ERR invalid cursor
-            > SCAN 0 COUNT 0
-            -ERR syntax error
-            > SCAN 0 COUNT -1
-            -ERR syntax error
-            > SCAN 0 COUNT abc
-            -ERR value is not an integer or out of range
-            > SCAN 0 COUNT
-            -ERR syntax error
-            > SCAN 0 MATCH
-            -ERR syntax error
-            > SCAN 0 TYPE
-            -ERR syntax error
-            > SCAN 0 FOO bar
-            -ERR syntax error
-            > SCAN 0 COUNT 10 COUNT x
-            -ERR value is not an integer or out of range
-            > SCAN
-            -ERR wrong number of arguments for 'scan' command
-            "#,
-        );
     }
 
     #[test]
@@ -1023,58 +939,6 @@ mod tests {
     }
 
     #[test]
-    fn rename_and_renamenx() {
-        TestServer::new().transcript(
-            r#"
-            > SET mykey hello
-            +OK
-            > RENAME mykey mykey1
-            +OK
-            > GET mykey1
-            "hello"
-            > EXISTS mykey
-            :0
-            > SET mykey2 xxx
-            +OK
-            > RENAME mykey1 mykey2
-            +OK
-            > GET mykey2
-            "hello"
-            > EXISTS mykey1
-            :0
-            > RENAME nokey foobar
-            -ERR no such key
-            > RENAME mykey2 mykey2
-            +OK
-            > RENAME nokey nokey
-            -ERR no such key
-            > RENAMENX mykey2 mykey2
-            :0
-            > RENAMENX nokey nokey
-            -ERR no such key
-            > RENAMENX nokey x
-            -ERR no such key
-            > SET mykey foobar
-            +OK
-            > RENAMENX mykey mykey2
-            :0
-            > GET mykey2
-            "hello"
-            > RENAMENX mykey newkey
-            :1
-            > GET newkey
-            "foobar"
-            > EXISTS mykey
-            :0
-            > RENAME a
-            -ERR wrong number of arguments for 'rename' command
-            > RENAMENX a b c
-            -ERR wrong number of arguments for 'renamenx' command
-            "#,
-        );
-    }
-
-    #[test]
     fn rename_moves_ttl_and_drops_targets() {
         let ts = TestServer::new();
         ts.transcript(
@@ -1133,112 +997,6 @@ mod tests {
             +list
             > TYPE l
             +none
-            "#,
-        );
-    }
-
-    #[test]
-    fn copy_strings() {
-        TestServer::new().transcript(
-            r#"
-            > SET mykey foobar
-            +OK
-            > COPY mykey mynewkey
-            :1
-            > GET mynewkey
-            "foobar"
-            > SET mykey2 foobar
-            +OK
-            > SELECT 9
-            +OK
-            > COPY mykey2 mynewkey2
-            :0
-            > SELECT 0
-            +OK
-            > COPY mykey2 mynewkey2 DB 9
-            :1
-            > SELECT 9
-            +OK
-            > GET mynewkey2
-            "foobar"
-            > SELECT 0
-            +OK
-            > SET newkey hoge
-            +OK
-            > COPY mykey newkey
-            :0
-            > GET newkey
-            "hoge"
-            > COPY mykey newkey REPLACE
-            :1
-            > GET newkey
-            "foobar"
-            > COPY mykey newkey replace db 0
-            :1
-            > SET mykey 1234
-            +OK
-            > GET newkey
-            "foobar"
-            > COPY nokey x
-            :0
-            > COPY mykey mykey
-            -ERR source and destination objects are the same
-            > COPY mykey mykey DB 0
-            -ERR source and destination objects are the same
-            > COPY mykey mykey DB 1
-            :1
-            > COPY mykey x DB notanumber
-            -ERR value is not an integer or out of range
-            > COPY mykey x DB 2147483648
-            -ERR value is out of range, value must between -2147483648 and 2147483647
-            > COPY mykey x DB 99999999999999999999
-            -ERR value is not an integer or out of range
-            > COPY mykey x DB 16
-            -ERR DB index is out of range
-            > COPY mykey x DB -1
-            -ERR DB index is out of range
-            > COPY mykey x DB 99 junk
-            -ERR DB index is out of range
-            > COPY mykey x junk DB 99
-            -ERR syntax error
-            > COPY mykey x DB
-            -ERR syntax error
-            > COPY nokey nokey
-            -ERR source and destination objects are the same
-            > COPY a
-            -ERR wrong number of arguments for 'copy' command
-            "#,
-        );
-    }
-
-    #[test]
-    fn copy_keeps_ttl_or_none() {
-        TestServer::new().transcript(
-            r#"
-            > SET mykey foobar
-            +OK
-            > EXPIRE mykey 100
-            :1
-            > COPY mykey mynewkey REPLACE
-            :1
-            > TTL mynewkey
-            :100
-            > PEXPIRE mykey 5000
-            :1
-            > COPY mykey other DB 3
-            :1
-            > SELECT 3
-            +OK
-            > PTTL other
-            :5000
-            > SELECT 0
-            +OK
-            > SET plain foobar
-            +OK
-            > COPY plain mynewkey REPLACE
-            :1
-            > TTL mynewkey
-            :-1
             "#,
         );
     }
@@ -1415,80 +1173,6 @@ mod tests {
     }
 
     #[test]
-    fn dbsize_flushdb_flushall() {
-        TestServer::new().transcript(
-            r#"
-            > DBSIZE
-            :0
-            > SET a 1
-            +OK
-            > SET b 2
-            +OK
-            > DBSIZE
-            :2
-            > SELECT 1
-            +OK
-            > SET c 3
-            +OK
-            > DBSIZE
-            :1
-            > FLUSHDB
-            +OK
-            > DBSIZE
-            :0
-            > SELECT 0
-            +OK
-            > DBSIZE
-            :2
-            > FLUSHDB ASYNC
-            +OK
-            > DBSIZE
-            :0
-            > SET a 1
-            +OK
-            > FLUSHDB sync
-            +OK
-            > SET a 1
-            +OK
-            > FLUSHDB x
-            -ERR syntax error
-            > FLUSHDB sync async
-            -ERR syntax error
-            > DBSIZE
-            :1
-            > SELECT 5
-            +OK
-            > SET z 1
-            +OK
-            > FLUSHALL foo
-            -ERR syntax error
-            > FLUSHALL async sync
-            -ERR syntax error
-            > FLUSHALL
-            +OK
-            > DBSIZE
-            :0
-            > SELECT 0
-            +OK
-            > DBSIZE
-            :0
-            > SET a 1
-            +OK
-            > FLUSHALL SYNC
-            +OK
-            > SET a 1
-            +OK
-            > FLUSHALL ASYNC
-            +OK
-            > EXISTS a
-            :0
-            > DBSIZE extra
-            -ERR wrong number of arguments for 'dbsize' command
-            "#,
-        );
-    }
-
-    #[test]
     fn swapdb() {
         let ts = TestServer::new();
         ts.transcript(
@@ -1658,20 +1342,6 @@ mod tests {
         ts.clock.advance_ms(60 * 60_000);
         assert_eq!(c.run("OBJECT FREQ foo"), ":0");
         ts.srv.config.set("maxmemory-policy", "noeviction", false).expect("valid");
-    }
-
-    #[test]
-    fn object_help() {
-        TestServer::new().transcript(
-            r#"
-            > OBJECT HELP
-            [+OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:, +ENCODING <key>, +    Return the kind of internal representation used in order to store the value, +    associated with a <key>., +FREQ <key>, +    Return the access frequency index of the <key>. The returned integer is, +    proportional to the logarithm of the recent access frequency of the key., +IDLETIME <key>, +    Return the idle time of the <key>, that is the approximated number of, +    seconds elapsed since the last access to the key., +REFCOUNT <key>, +    Return the number of references of the value associated with the specified, +    <key>., +HELP, +    Prints this help.]
-            > object help
-            [+OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:, +ENCODING <key>, +    Return the kind of internal representation used in order to store the value, +    associated with a <key>., +FREQ <key>, +    Return the access frequency index of the <key>. The returned integer is, +    proportional to the logarithm of the recent access frequency of the key., +IDLETIME <key>, +    Return the idle time of the <key>, that is the approximated number of, +    seconds elapsed since the last access to the key., +REFCOUNT <key>, +    Return the number of references of the value associated with the specified, +    <key>., +HELP, +    Prints this help.]
-            > OBJECT HELP x
-            -ERR wrong number of arguments for 'object|help' command
-            "#,
-        );
     }
 
     #[test]

@@ -229,50 +229,6 @@ mod tests {
     }
 
     #[test]
-    fn queue_and_exec() {
-        TestServer::new().transcript(
-            r#"
-            > MULTI
-            +OK
-            > SETNX lock_key 1
-            +QUEUED
-            > GET lock_key
-            +QUEUED
-            > EXEC
-            [:1, "1"]
-            > EXEC
-            -ERR EXEC without MULTI
-            > DISCARD
-            -ERR DISCARD without MULTI
-            "#,
-        );
-    }
-
-    #[test]
-    fn queuing_errors_abort() {
-        TestServer::new().transcript(
-            r#"
-            > MULTI
-            +OK
-            > SET a 1
-            +QUEUED
-            > NOSUCH
-            -ERR unknown command 'NOSUCH', with args beginning with: 
-            > GET
-            -ERR wrong number of arguments for 'get' command
-            > MULTI
-            -ERR MULTI calls can not be nested
-            > WATCH x
-            -ERR WATCH inside MULTI is not allowed
-            > EXEC
-            -EXECABORT Transaction discarded because of previous errors.
-            > GET a
-            (nil)
-            "#,
-        );
-    }
-
-    #[test]
     fn watch_detects_other_clients_and_expiry() {
         let ts = TestServer::new();
         let mut a = ts.client();

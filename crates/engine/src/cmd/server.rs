@@ -754,64 +754,6 @@ mod tests {
     }
 
     #[test]
-    fn config_get_set_transcript() {
-        TestServer::new().transcript(
-            r#"
-            > CONFIG GET maxmemory
-            {"maxmemory": "0"}
-            > CONFIG SET maxmemory 1mb hz 20
-            +OK
-            > CONFIG GET MAXMEMORY hz
-            {"MAXMEMORY": "1048576", "hz": "20"}
-            > CONFIG GET maxmemory-p*
-            {"maxmemory-policy": "noeviction"}
-            > CONFIG GET nosuch
-            {}
-            > CONFIG SET foo bar
-            -ERR Unknown option or number of arguments for CONFIG SET - 'foo'
-            > CONFIG SET maxmemory 1 maxmemory 2
-            -ERR CONFIG SET failed (possibly related to argument 'maxmemory') - duplicate parameter
-            > CONFIG SET port abc
-            -ERR CONFIG SET failed (possibly related to argument 'port') - argument couldn't be parsed into an integer
-            > CONFIG SET hz abc
-            -ERR CONFIG SET failed (possibly related to argument 'hz') - argument couldn't be parsed into an integer
-            > CONFIG SET hz -1
-            -ERR CONFIG SET failed (possibly related to argument 'hz') - argument must be between 0 and 2147483647 inclusive
-            > CONFIG SET maxmemory foo
-            -ERR CONFIG SET failed (possibly related to argument 'maxmemory') - argument must be a memory value
-            > CONFIG SET daemonize yes
-            -ERR CONFIG SET failed (possibly related to argument 'daemonize') - can't set immutable config
-            > CONFIG SET maxmemory
-            -ERR wrong number of arguments for 'config|set' command
-            > CONFIG SET maxmemory 1 hz
-            -ERR syntax error
-            > CONFIG SET save "10 abc"
-            -ERR CONFIG SET failed (possibly related to argument 'save') - Invalid save parameters
-            > CONFIG SET save ""
-            +OK
-            > CONFIG GET save
-            {"save": ""}
-            > CONFIG SET notify-keyspace-events KEA
-            +OK
-            > CONFIG GET notify-keyspace-events
-            {"notify-keyspace-events": "AKE"}
-            > CONFIG SET loglevel foo
-            -ERR CONFIG SET failed (possibly related to argument 'loglevel') - argument(s) must be one of the following: debug, verbose, notice, warning
-            > CONFIG SET dir /
-            -ERR CONFIG SET failed (possibly related to argument 'dir') - can't set protected config
-            > CONFIG GET client-output-buffer-limit
-            {"client-output-buffer-limit": "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"}
-            > CONFIG GET
-            -ERR wrong number of arguments for 'config|get' command
-            > CONFIG REWRITE
-            -ERR The server is running without a config file
-            > CONFIG FOO
-            -ERR unknown subcommand 'FOO'. Try CONFIG HELP.
-            "#,
-        );
-    }
-
-    #[test]
     fn config_slowlog_hot_values_and_help() {
         let ts = TestServer::new();
         let mut c = ts.client();

@@ -1811,37 +1811,6 @@ mod tests {
         );
     }
 
-    /// Replies verified against redis-server 7.0.15.
-    #[test]
-    fn zset_resp2_shapes() {
-        TestServer::new().transcript(
-            r#"
-            > zadd z 1 a 2.5 b
-            :2
-            > zrange z 0 -1 withscores
-            ["a", "1", "b", "2.5"]
-            > zpopmin z 1
-            ["a", ,1]
-            > zadd z 1 a
-            :1
-            > zpopmax z
-            ["b", ,2.5]
-            > zrandmember z -2 withscores
-            ["a", "1", "a", "1"]
-            > zscore z a
-            ,1
-            > zincrby z 0.1 a
-            ,1.1000000000000001
-            > zmscore z a x
-            [,1.1000000000000001, (nil)]
-            > zadd z incr 1 a
-            ,2.1000000000000001
-            > zscan z 0
-            ["0", ["a", "2.1000000000000001"]]
-            "#,
-        );
-    }
-
     /// ZSCAN over a large sorted set returns every stable member while others churn.
     #[test]
     fn zscan_full_iteration() {
