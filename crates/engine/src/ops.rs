@@ -38,14 +38,16 @@ impl End {
     }
 }
 
+/// Elements popped from a list: one (LPOP, BLPOP) without a heap allocation.
+pub type ListPopped = smallvec::SmallVec<[SmallBytes; 1]>;
+
 /// Pops up to `count` elements from the `end` of the list at `key`, deleting the key once empty.
 /// Ok(None) when the key is missing (or `count` is 0 on an existing list: Some(empty)); WRONGTYPE for
 /// another type.
-pub fn list_pop(db: &mut Db<'_, '_>, key: &[u8], end: End, count: usize) -> Result<Option<Vec<SmallBytes>>, Frame> {
+pub fn list_pop(db: &mut Db<'_, '_>, key: &[u8], end: End, count: usize) -> Result<Option<ListPopped>, Frame> {
     let Some(l) = write_list(db, key)? else { return Ok(None) };
     let n = count.min(l.len());
-    let out: Vec<SmallBytes> =
-        (0..n).filter_map(|_| if end == End::Left { l.pop_front() } else { l.pop_back() }).collect();
+    let out: ListPopped = (0..n).filter_map(|_| if end == End::Left { l.pop_front() } else { l.pop_back() }).collect();
     remove_if_empty(db, key);
     Ok(Some(out))
 }

@@ -167,7 +167,7 @@ pub static COMMANDS: &[Command] = &[
     },
 ];
 
-pub(crate) use crate::ops::End;
+pub(crate) use crate::ops::{End, ListPopped};
 
 /// Pops through [`crate::ops::list_pop`] and reports it: a change per element, propagated as
 /// `LPOP|RPOP key [n]` (what LPOP, LMPOP, BLPOP and BLMPOP replay as, served or not). `with_count`:
@@ -178,7 +178,7 @@ pub(crate) fn pop(
     end: End,
     count: usize,
     with_count: bool,
-) -> Result<Option<Vec<SmallBytes>>, Frame> {
+) -> Result<Option<ListPopped>, Frame> {
     let out = crate::ops::list_pop(&mut ctx.db(), key, end, count)?;
     if let Some(v) = &out
         && !v.is_empty()
@@ -195,7 +195,7 @@ pub(crate) fn pop(
 }
 
 /// A key and the elements popped from it.
-pub(crate) type Popped<'k> = (&'k [u8], Vec<SmallBytes>);
+pub(crate) type Popped<'k> = (&'k [u8], ListPopped);
 
 /// Pops from the first of `keys` that holds a list, through [`pop`] (LMPOP, BLMPOP, BLPOP): the key
 /// and what was popped, or Ok(None) when none holds one.
