@@ -3,7 +3,7 @@
 //!
 //! * base: [`value`] (what a key holds, kept small), [`types`], [`clock`] (injected time; TTLs run
 //!   on a monotonic timeline), [`changes`] (the change stream's effects), [`args`], [`error`],
-//!   [`glob`], [`host`].
+//!   [`glob`], [`host`], [`rdb`] (Redis's value encoding).
 //! * store: [`keyspace`] (the sharded tables, locking, expiry index, SCAN positions), [`db`] (a
 //!   database as a handler sees it).
 //! * ops: [`ops`], data-type operations written once for every command path that reaches them.
@@ -39,6 +39,7 @@ pub mod keyspace;
 pub mod latency;
 pub mod lua;
 pub mod ops;
+pub mod rdb;
 pub mod server;
 pub mod stats;
 #[cfg(any(test, feature = "testkit"))]

@@ -269,7 +269,7 @@ fn type_number(v: &Value) -> u32 {
 
 /// Redis's `xorObjectDigest` for one value (DEBUG DIGEST-VALUE): the same bytes give the same
 /// digest as Redis, so a test can compare digests across servers and restarts.
-fn value_digest(e: &Entry) -> [u8; 20] {
+pub(crate) fn value_digest(e: &Entry) -> [u8; 20] {
     let mut d = [0u8; 20];
     mix_object(&mut d, e);
     d

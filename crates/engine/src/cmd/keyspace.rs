@@ -44,6 +44,8 @@ pub static COMMANDS: &[Command] = &[
     Command { name: "renamenx", arity: 3, flags: f::WF, keys: TWO_KEYS, handler: renamenx, ..BASE },
     Command { name: "copy", arity: -3, flags: f::WD, keys: TWO_KEYS, handler: copy, ..BASE },
     Command { name: "move", arity: 3, flags: f::WF, keys: Keys::ONE, handler: move_cmd, ..BASE },
+    Command { name: "dump", arity: 2, flags: f::R, keys: Keys::ONE, handler: dump, ..BASE },
+    Command { name: "restore", arity: -4, flags: f::WD, keys: Keys::ONE, handler: restore, ..BASE },
     Command { name: "touch", arity: -2, flags: f::RF, keys: Keys::ALL, handler: touch, ..BASE },
     Command {
         name: "dbsize",
@@ -450,6 +452,109 @@ fn lfu_policy(ctx: &Ctx<'_, '_>) -> bool {
 }
 
 /// The encoding limits configured now (`hash-max-listpack-entries`...).
+/// DUMP: the key's value in Redis's RDB encoding, with the RDB version and a CRC-64 (see
+/// [`crate::rdb`]); nil for a missing key.
+fn dump(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let key = ctx.arg(1);
+    let limits = encoding_limits(&ctx.srv.config);
+    let compress = ctx.srv.config.get("rdbcompression").as_deref() == Some("yes");
+    match ctx.db().read(key) {
+        None => Frame::Null,
+        Some(e) => match crate::rdb::dump(&e.value, &limits, compress) {
+            Some(p) => Frame::Bulk(Bytes::from(p)),
+            None => Frame::error("ERR DUMP of a native lock is not supported: RDB has no lock type"),
+        },
+    }
+}
+
+/// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency], with Redis's
+/// checks in Redis's order (`restoreCommand`).
+fn restore(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let (mut replace, mut absttl) = (false, false);
+    let (mut idle, mut freq): (Option<i64>, Option<i64>) = (None, None);
+    let mut j = 4;
+    while j < ctx.argc() {
+        let more = j + 1 < ctx.argc();
+        let a = ctx.arg(j);
+        if eq_ic(a, "replace") {
+            replace = true;
+        } else if eq_ic(a, "absttl") {
+            absttl = true;
+        } else if eq_ic(a, "idletime") && more && freq.is_none() {
+            match ctx.int_arg(j + 1) {
+                Ok(n) if n < 0 => return Frame::error("ERR Invalid IDLETIME value, must be >= 0"),
+                Ok(n) => idle = Some(n),
+                Err(e) => return e,
+            }
+            j += 1;
+        } else if eq_ic(a, "freq") && more && idle.is_none() {
+            match ctx.int_arg(j + 1) {
+                Ok(n) if !(0..=255).contains(&n) => {
+                    return Frame::error("ERR Invalid FREQ value, must be >= 0 and <= 255");
+                }
+                Ok(n) => freq = Some(n),
+                Err(e) => return e,
+            }
+            j += 1;
+        } else {
+            return error::syntax();
+        }
+        j += 1;
+    }
+    let key = ctx.arg(1);
+    if !replace && ctx.db().exists(key) {
+        return Frame::error("BUSYKEY Target key name already exists.");
+    }
+    let ttl = match ctx.int_arg(2) {
+        Ok(t) if t < 0 => return Frame::error("ERR Invalid TTL value, must be >= 0"),
+        Ok(t) => t,
+        Err(e) => return e,
+    };
+    let Some(body) = crate::rdb::verify_dump(ctx.arg(3)) else {
+        return Frame::error("ERR DUMP payload version or checksum are wrong");
+    };
+    let value = match crate::rdb::restore(body) {
+        Ok(v) => v,
+        Err(crate::rdb::DecodeError::BadFormat) => return Frame::error("ERR Bad data format"),
+        Err(crate::rdb::DecodeError::Unsupported(t)) => {
+            return Frame::error(format!("ERR Bad data format: Latch has no {t} type"));
+        }
+    };
+    let deleted = replace && ctx.db().remove(key).is_some();
+    let unix = if ttl != 0 && !absttl { ttl.saturating_add(ctx.unix_ms()) } else { ttl };
+    if unix != 0 && unix <= ctx.unix_ms() {
+        // Already expired: nothing is created; a replaced key is simply gone.
+        if deleted {
+            ctx.changed(1);
+            ctx.propagate_as(&[&b"DEL"[..], key]);
+        }
+        return Frame::ok();
+    }
+    let mut e = crate::value::Entry::new(value);
+    if unix != 0 {
+        e.expire_at = unix.saturating_sub(ctx.srv.clock.wall_offset_ms()).max(1) as u64;
+    }
+    let now_s = (ctx.now / 1000) as u32;
+    e.atime = now_s;
+    if lfu_policy(ctx) {
+        if let Some(f) = freq {
+            e.lfu = f as u8;
+        }
+    } else if let Some(i) = idle {
+        e.atime = now_s.wrapping_sub(i.min(i64::from(u32::MAX)) as u32);
+    }
+    ctx.db().insert_entry(key, e);
+    ctx.changed(1);
+    // A relative TTL replays as the same absolute one.
+    if unix != 0 && !absttl && ctx.propagating() {
+        let mut args: Vec<Bytes> = ctx.args.to_vec();
+        args[2] = Bytes::from(unix.to_string());
+        args.push(Bytes::from_static(b"ABSTTL"));
+        ctx.propagate_as(&args);
+    }
+    Frame::ok()
+}
+
 pub(crate) fn encoding_limits(config: &crate::config::Config) -> crate::value::EncodingLimits {
     let n = |name: &str| config.get_i64(name).max(0) as usize;
     crate::value::EncodingLimits {

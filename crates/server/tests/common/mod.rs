@@ -222,10 +222,16 @@ impl RedisServer {
     /// redis-server has no "port 0": a port picked here can be taken by another test's server first,
     /// so the server answering on it must report our child's process id, or another port is tried.
     pub fn start() -> Option<RedisServer> {
+        RedisServer::start_with(&[])
+    }
+
+    /// [`RedisServer::start`] with more `--name value` arguments.
+    pub fn start_with(extra: &[&str]) -> Option<RedisServer> {
         for _ in 0..5 {
             let port = free_port();
             let child = Command::new("redis-server")
                 .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+                .args(extra)
                 .stdout(Stdio::null())
                 .spawn()
                 .ok()?;
@@ -252,7 +258,12 @@ impl RedisServer {
     /// fails loudly unless the run asked to go without one (`LATCH_TESTS_WITHOUT_REDIS=1`), in which
     /// case None says to skip `what`.
     pub fn start_or_skip(what: &str) -> Option<RedisServer> {
-        let r = RedisServer::start();
+        RedisServer::start_with_or_skip(what, &[])
+    }
+
+    /// [`RedisServer::start_or_skip`] with more `--name value` arguments.
+    pub fn start_with_or_skip(what: &str, extra: &[&str]) -> Option<RedisServer> {
+        let r = RedisServer::start_with(extra);
         if r.is_none() {
             assert!(
                 std::env::var_os("LATCH_TESTS_WITHOUT_REDIS").is_some(),

@@ -1,0 +1,863 @@
+//! Redis's RDB value encoding (version 10, Redis 7.0), both ways: what `DUMP`/`RESTORE` payloads are
+//! made of, and the body of RDB files.
+//!
+//! Writing follows Redis 7.0's choices, so that Redis loads what Latch writes into the same
+//! encodings it would have used: strings as integers when they are canonical integers of at most 32
+//! bits, LZF-compressed above 20 bytes when that saves at least 4 (`rdbcompression`), raw otherwise;
+//! lists as quicklist 2 (listpack nodes of at most 8 KiB, Redis's `list-max-listpack-size -2`);
+//! sets as an intset or a plain set, hashes and sorted sets as a listpack or a plain map (binary
+//! double scores), by the `*-max-*` limits in effect ([`Value::encoding_under`]).
+//!
+//! Reading takes every encoding Redis 7.0 loads for these types, the older ones included (ziplist,
+//! zipmap-free quicklist 1, string-scored zsets), and never trusts a length: each is checked against
+//! what is left of the input before anything is allocated, so a hostile payload gets an error, not
+//! an allocation it names. Types Latch does not have (streams, modules) are reported as such.
+//!
+//! A `DUMP` payload is a value (type byte and encoding), the RDB version as two little-endian bytes,
+//! and the CRC-64 (Jones polynomial, Redis's `crc64.c`) of everything before it, little-endian.
+
+use crate::types::zset::ZSet;
+use crate::value::{EncodingLimits, HashValue, ListValue, SetValue, SmallBytes, Value, canonical_i64};
+
+/// The RDB version Latch writes (Redis 7.0's).
+pub const RDB_VERSION: u16 = 10;
+
+/// Value type bytes (`RDB_TYPE_*` in Redis's `rdb.h`).
+pub mod types {
+    /// String.
+    pub const STRING: u8 = 0;
+    /// List of strings (before quicklists).
+    pub const LIST: u8 = 1;
+    /// Plain set.
+    pub const SET: u8 = 2;
+    /// Sorted set with string scores (before 5).
+    pub const ZSET: u8 = 3;
+    /// Plain hash.
+    pub const HASH: u8 = 4;
+    /// Sorted set with binary double scores.
+    pub const ZSET_2: u8 = 5;
+    /// Module value (two encodings).
+    pub const MODULE: u8 = 6;
+    /// Module value, version 2.
+    pub const MODULE_2: u8 = 7;
+    /// Hash as a zipmap (Redis 2.x).
+    pub const HASH_ZIPMAP: u8 = 9;
+    /// List as a ziplist.
+    pub const LIST_ZIPLIST: u8 = 10;
+    /// Set of integers.
+    pub const SET_INTSET: u8 = 11;
+    /// Sorted set as a ziplist.
+    pub const ZSET_ZIPLIST: u8 = 12;
+    /// Hash as a ziplist.
+    pub const HASH_ZIPLIST: u8 = 13;
+    /// List as a quicklist of ziplists.
+    pub const LIST_QUICKLIST: u8 = 14;
+    /// Stream.
+    pub const STREAM_LISTPACKS: u8 = 15;
+    /// Hash as a listpack.
+    pub const HASH_LISTPACK: u8 = 16;
+    /// Sorted set as a listpack.
+    pub const ZSET_LISTPACK: u8 = 17;
+    /// List as a quicklist of listpacks (Redis 7.0).
+    pub const LIST_QUICKLIST_2: u8 = 18;
+    /// Stream, version 2.
+    pub const STREAM_LISTPACKS_2: u8 = 19;
+}
+
+/// Why a value could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeError {
+    /// The input is not a valid encoding (truncated, inconsistent lengths, unknown encodings).
+    BadFormat,
+    /// A valid type that Latch has no data type for (a stream, a module value): its name.
+    Unsupported(&'static str),
+}
+
+/// The CRC-64 Redis puts in RDB files and DUMP payloads.
+pub fn crc64(data: &[u8]) -> u64 {
+    crc::Crc::<u64>::new(&crc::CRC_64_REDIS).checksum(data)
+}
+
+// ---- writing ---------------------------------------------------------------------------------------
+
+/// Appends RDB encodings to a buffer.
+pub struct Writer {
+    /// What was written.
+    pub buf: Vec<u8>,
+    /// `rdbcompression`: LZF-compress strings longer than 20 bytes when it pays.
+    pub compress: bool,
+}
+
+/// The largest listpack node Latch writes into a quicklist (Redis's `list-max-listpack-size -2`).
+const QUICKLIST_NODE_BYTES: usize = 8 * 1024;
+
+impl Writer {
+    /// An empty writer.
+    pub fn new(compress: bool) -> Writer {
+        Writer { buf: Vec::new(), compress }
+    }
+
+    /// A length (`rdbSaveLen`): 6 bits, 14 bits, 32 or 64 bits big-endian.
+    pub fn len(&mut self, n: u64) {
+        if n < 1 << 6 {
+            self.buf.push(n as u8);
+        } else if n < 1 << 14 {
+            self.buf.extend_from_slice(&[0x40 | (n >> 8) as u8, n as u8]);
+        } else if n <= u64::from(u32::MAX) {
+            self.buf.push(0x80);
+            self.buf.extend_from_slice(&(n as u32).to_be_bytes());
+        } else {
+            self.buf.push(0x81);
+            self.buf.extend_from_slice(&n.to_be_bytes());
+        }
+    }
+
+    /// A string (`rdbSaveRawString`): as an integer when it is a canonical one of at most 32 bits,
+    /// LZF-compressed when allowed and worth it, raw otherwise.
+    pub fn string(&mut self, s: &[u8]) {
+        if s.len() <= 11
+            && let Some(i) = canonical_i64(s)
+            && self.int_encoded(i)
+        {
+            return;
+        }
+        if self.compress
+            && s.len() > 20
+            && let Ok(c) = lzf::compress(s)
+            && c.len() <= s.len() - 4
+        {
+            self.buf.push(0xC3);
+            self.len(c.len() as u64);
+            self.len(s.len() as u64);
+            self.buf.extend_from_slice(&c);
+            return;
+        }
+        self.len(s.len() as u64);
+        self.buf.extend_from_slice(s);
+    }
+
+    /// An integer as a string: the integer encodings when it fits 32 bits, its digits otherwise.
+    pub fn int(&mut self, i: i64) {
+        if !self.int_encoded(i) {
+            let mut b = itoa::Buffer::new();
+            let s = b.format(i);
+            self.len(s.len() as u64);
+            self.buf.extend_from_slice(s.as_bytes());
+        }
+    }
+
+    fn int_encoded(&mut self, i: i64) -> bool {
+        if let Ok(v) = i8::try_from(i) {
+            self.buf.extend_from_slice(&[0xC0, v as u8]);
+        } else if let Ok(v) = i16::try_from(i) {
+            self.buf.push(0xC1);
+            self.buf.extend_from_slice(&v.to_le_bytes());
+        } else if let Ok(v) = i32::try_from(i) {
+            self.buf.push(0xC2);
+            self.buf.extend_from_slice(&v.to_le_bytes());
+        } else {
+            return false;
+        }
+        true
+    }
+
+    /// A value: its type byte, then its encoding (`rdbSaveObjectType` + `rdbSaveObject`). Locks have
+    /// no RDB type: None, nothing written.
+    pub fn value(&mut self, v: &Value, limits: &EncodingLimits) -> Option<()> {
+        match v {
+            Value::Int(i) => {
+                self.buf.push(types::STRING);
+                self.int(*i);
+            }
+            Value::Str(s) => {
+                self.buf.push(types::STRING);
+                self.string(s);
+            }
+            Value::List(l) => {
+                self.buf.push(types::LIST_QUICKLIST_2);
+                self.quicklist(l);
+            }
+            Value::Set(s) => match v.encoding_under(limits) {
+                "intset" => {
+                    self.buf.push(types::SET_INTSET);
+                    self.string(&intset(s));
+                }
+                _ => {
+                    self.buf.push(types::SET);
+                    self.len(s.len() as u64);
+                    for m in s.iter() {
+                        self.string(m);
+                    }
+                }
+            },
+            Value::Hash(h) => match v.encoding_under(limits) {
+                "listpack" => {
+                    self.buf.push(types::HASH_LISTPACK);
+                    let mut lp = Listpack::default();
+                    for (f, v) in h.iter() {
+                        lp.push(f);
+                        lp.push(v);
+                    }
+                    self.string(&lp.finish());
+                }
+                _ => {
+                    self.buf.push(types::HASH);
+                    self.len(h.len() as u64);
+                    for (f, v) in h.iter() {
+                        self.string(f);
+                        self.string(v);
+                    }
+                }
+            },
+            Value::ZSet(z) => match v.encoding_under(limits) {
+                "listpack" => {
+                    self.buf.push(types::ZSET_LISTPACK);
+                    let mut lp = Listpack::default();
+                    for (m, s) in z.iter() {
+                        lp.push(m);
+                        lp.push(&score_text(s));
+                    }
+                    self.string(&lp.finish());
+                }
+                _ => {
+                    self.buf.push(types::ZSET_2);
+                    self.len(z.len() as u64);
+                    // Highest first, as Redis saves a skiplist (it loads faster that way).
+                    for (m, s) in z.range_iter(0, z.len()).rev() {
+                        self.string(m);
+                        self.buf.extend_from_slice(&s.to_le_bytes());
+                    }
+                }
+            },
+            Value::Lock(_) => return None,
+        }
+        Some(())
+    }
+
+    /// A list as quicklist 2: listpack nodes of at most [`QUICKLIST_NODE_BYTES`].
+    fn quicklist(&mut self, l: &ListValue) {
+        let mut nodes: Vec<Vec<u8>> = Vec::new();
+        let mut lp = Listpack::default();
+        for e in l.iter() {
+            // Redis's rule (`_quicklistNodeAllowInsert`): the node's size, the element and an
+            // 8-byte overhead estimate must stay within the limit.
+            if lp.count > 0 && lp.body.len() + 7 + e.len() + 8 > QUICKLIST_NODE_BYTES {
+                nodes.push(std::mem::take(&mut lp).finish());
+            }
+            lp.push(e);
+        }
+        if lp.count > 0 {
+            nodes.push(lp.finish());
+        }
+        self.len(nodes.len() as u64);
+        for n in nodes {
+            self.len(2); // QUICKLIST_NODE_CONTAINER_PACKED
+            self.string(&n);
+        }
+    }
+}
+
+/// A score as Redis writes it into a listpack (`%.17g`, integers without a fraction).
+fn score_text(s: f64) -> Vec<u8> {
+    let mut out = Vec::new();
+    resp::format_double(s, &mut out);
+    out
+}
+
+/// An intset blob: encoding width, count, values ascending, little-endian.
+fn intset(s: &SetValue) -> Vec<u8> {
+    let mut v: Vec<i64> = s.iter().filter_map(|m| canonical_i64(m)).collect();
+    v.sort_unstable();
+    let width: usize = if v.iter().all(|i| i16::try_from(*i).is_ok()) {
+        2
+    } else if v.iter().all(|i| i32::try_from(*i).is_ok()) {
+        4
+    } else {
+        8
+    };
+    let mut out = Vec::with_capacity(8 + width * v.len());
+    out.extend_from_slice(&(width as u32).to_le_bytes());
+    out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+    for i in v {
+        out.extend_from_slice(&i.to_le_bytes()[..width]);
+    }
+    out
+}
+
+/// A listpack under construction, encoded as Redis encodes one (`lpAppend`): canonical integers as
+/// integers of the smallest width, other entries as strings.
+#[derive(Default)]
+struct Listpack {
+    body: Vec<u8>,
+    count: usize,
+}
+
+impl Listpack {
+    fn push(&mut self, s: &[u8]) {
+        let start = self.body.len();
+        let n = s.len();
+        if n <= 20
+            && let Some(v) = canonical_i64(s)
+        {
+            if (0..=127).contains(&v) {
+                self.body.push(v as u8);
+            } else if (-4096..=4095).contains(&v) {
+                let u = (v as u16) & 0x1FFF;
+                self.body.extend_from_slice(&[0xC0 | (u >> 8) as u8, u as u8]);
+            } else if let Ok(x) = i16::try_from(v) {
+                self.body.push(0xF1);
+                self.body.extend_from_slice(&x.to_le_bytes());
+            } else if (-8_388_608..=8_388_607).contains(&v) {
+                self.body.push(0xF2);
+                self.body.extend_from_slice(&(v as i32).to_le_bytes()[..3]);
+            } else if let Ok(x) = i32::try_from(v) {
+                self.body.push(0xF3);
+                self.body.extend_from_slice(&x.to_le_bytes());
+            } else {
+                self.body.push(0xF4);
+                self.body.extend_from_slice(&v.to_le_bytes());
+            }
+        } else {
+            if n < 64 {
+                self.body.push(0x80 | n as u8);
+            } else if n < 4096 {
+                self.body.extend_from_slice(&[0xE0 | (n >> 8) as u8, n as u8]);
+            } else {
+                self.body.push(0xF0);
+                self.body.extend_from_slice(&(n as u32).to_le_bytes());
+            }
+            self.body.extend_from_slice(s);
+        }
+        let entry = self.body.len() - start;
+        // The back-length: the entry's size, 7 bits per byte, read right to left.
+        let mut groups = Vec::with_capacity(5);
+        let mut rest = entry as u64;
+        loop {
+            groups.push((rest & 0x7F) as u8);
+            rest >>= 7;
+            if rest == 0 {
+                break;
+            }
+        }
+        for (i, g) in groups.iter().enumerate().rev() {
+            self.body.push(if i == 0 { *g } else { *g | 0x80 });
+        }
+        self.count += 1;
+    }
+
+    fn finish(self) -> Vec<u8> {
+        let total = 6 + self.body.len() + 1;
+        let mut out = Vec::with_capacity(total);
+        out.extend_from_slice(&(total as u32).to_le_bytes());
+        out.extend_from_slice(&(self.count.min(65535) as u16).to_le_bytes());
+        out.extend_from_slice(&self.body);
+        out.push(0xFF);
+        out
+    }
+}
+
+/// A DUMP payload for `v`; None for a value RDB cannot hold (a native lock).
+pub fn dump(v: &Value, limits: &EncodingLimits, compress: bool) -> Option<Vec<u8>> {
+    let mut w = Writer::new(compress);
+    w.value(v, limits)?;
+    w.buf.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = crc64(&w.buf);
+    w.buf.extend_from_slice(&crc.to_le_bytes());
+    Some(w.buf)
+}
+
+/// Checks a DUMP payload's footer (Redis's `verifyDumpPayload`): an RDB version Latch reads and a
+/// matching checksum. Returns the value's bytes.
+pub fn verify_dump(payload: &[u8]) -> Option<&[u8]> {
+    if payload.len() < 10 {
+        return None;
+    }
+    let (body, footer) = payload.split_at(payload.len() - 10);
+    let version = u16::from_le_bytes([footer[0], footer[1]]);
+    if version > RDB_VERSION {
+        return None;
+    }
+    let crc = u64::from_le_bytes(footer[2..10].try_into().ok()?);
+    (crc == crc64(&payload[..payload.len() - 8])).then_some(body)
+}
+
+/// Reads a DUMP payload's value (after [`verify_dump`]); the whole input must be one value.
+pub fn restore(body: &[u8]) -> Result<Value, DecodeError> {
+    let mut r = Reader::new(body);
+    let t = r.byte()?;
+    let v = r.value(t)?;
+    if r.rest().is_empty() { Ok(v) } else { Err(DecodeError::BadFormat) }
+}
+
+// ---- reading ---------------------------------------------------------------------------------------
+
+/// Reads RDB encodings from a byte slice.
+pub struct Reader<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+type R<T> = Result<T, DecodeError>;
+
+const BAD: DecodeError = DecodeError::BadFormat;
+
+/// A length or an encoded-integer marker (`rdbLoadLenByRef`'s `isencoded`).
+enum Len {
+    Plain(u64),
+    Encoded(u8),
+}
+
+impl<'a> Reader<'a> {
+    /// A reader at the start of `data`.
+    pub fn new(data: &'a [u8]) -> Reader<'a> {
+        Reader { data, pos: 0 }
+    }
+
+    /// What is left.
+    pub fn rest(&self) -> &'a [u8] {
+        &self.data[self.pos..]
+    }
+
+    /// One byte.
+    pub fn byte(&mut self) -> R<u8> {
+        let b = *self.data.get(self.pos).ok_or(BAD)?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    /// `n` bytes.
+    pub fn bytes(&mut self, n: u64) -> R<&'a [u8]> {
+        let n = usize::try_from(n).map_err(|_| BAD)?;
+        let end = self.pos.checked_add(n).filter(|e| *e <= self.data.len()).ok_or(BAD)?;
+        let s = &self.data[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+
+    fn len_or_encoded(&mut self) -> R<Len> {
+        let b = self.byte()?;
+        Ok(match b >> 6 {
+            0 => Len::Plain(u64::from(b & 0x3F)),
+            1 => Len::Plain((u64::from(b & 0x3F) << 8) | u64::from(self.byte()?)),
+            2 => match b {
+                0x80 => Len::Plain(u64::from(u32::from_be_bytes(self.bytes(4)?.try_into().map_err(|_| BAD)?))),
+                0x81 => Len::Plain(u64::from_be_bytes(self.bytes(8)?.try_into().map_err(|_| BAD)?)),
+                _ => return Err(BAD),
+            },
+            _ => Len::Encoded(b & 0x3F),
+        })
+    }
+
+    /// A length (`rdbLoadLen`).
+    pub fn length(&mut self) -> R<u64> {
+        match self.len_or_encoded()? {
+            Len::Plain(n) => Ok(n),
+            Len::Encoded(_) => Err(BAD),
+        }
+    }
+
+    /// A count of items that each take at least `min_bytes` of input: refused when the input
+    /// cannot hold that many (no allocation is ever sized by an unchecked length).
+    fn count(&mut self, min_bytes: usize) -> R<usize> {
+        let n = self.length()?;
+        let room = (self.data.len() - self.pos) / min_bytes.max(1);
+        if n > room as u64 {
+            return Err(BAD);
+        }
+        Ok(n as usize)
+    }
+
+    /// A string (`rdbGenericLoadStringObject`): raw, integer-encoded or LZF.
+    pub fn string(&mut self) -> R<SmallBytes> {
+        match self.len_or_encoded()? {
+            Len::Plain(n) => Ok(SmallBytes::from_slice(self.bytes(n)?)),
+            Len::Encoded(0) => Ok(int_bytes(i64::from(self.byte()? as i8))),
+            Len::Encoded(1) => Ok(int_bytes(i64::from(i16::from_le_bytes(self.array()?)))),
+            Len::Encoded(2) => Ok(int_bytes(i64::from(i32::from_le_bytes(self.array()?)))),
+            Len::Encoded(3) => {
+                let clen = self.length()?;
+                let len = self.length()?;
+                let c = self.bytes(clen)?;
+                // LZF expands at most ~8000x per byte pair; refuse what cannot be the output of
+                // `c`, before allocating it.
+                if len == 0 || len > (c.len() as u64).saturating_mul(8192) {
+                    return Err(BAD);
+                }
+                let out = lzf::decompress(c, len as usize).map_err(|_| BAD)?;
+                if out.len() as u64 != len {
+                    return Err(BAD);
+                }
+                Ok(SmallBytes::from_vec(out))
+            }
+            Len::Encoded(_) => Err(BAD),
+        }
+    }
+
+    fn array<const N: usize>(&mut self) -> R<[u8; N]> {
+        self.bytes(N as u64)?.try_into().map_err(|_| BAD)
+    }
+
+    /// A binary double (`rdbLoadBinaryDoubleValue`).
+    fn binary_double(&mut self) -> R<f64> {
+        Ok(f64::from_le_bytes(self.array()?))
+    }
+
+    /// A string-encoded double (`rdbLoadDoubleValue`: length byte, 253 nan, 254 +inf, 255 -inf).
+    fn text_double(&mut self) -> R<f64> {
+        match self.byte()? {
+            253 => Ok(f64::NAN),
+            254 => Ok(f64::INFINITY),
+            255 => Ok(f64::NEG_INFINITY),
+            n => parse_score(self.bytes(u64::from(n))?),
+        }
+    }
+
+    /// A value of type `t` (`rdbLoadObject`).
+    pub fn value(&mut self, t: u8) -> R<Value> {
+        use types::*;
+        Ok(match t {
+            STRING => Value::string(&self.string()?),
+            LIST => {
+                let n = self.count(1)?;
+                let mut l = ListValue::with_capacity(n);
+                for _ in 0..n {
+                    l.push_back(self.string()?);
+                }
+                non_empty(Value::List(Box::new(l)))?
+            }
+            SET => {
+                let n = self.count(1)?;
+                let mut s = SetValue::with_capacity_and_hasher(n, Default::default());
+                for _ in 0..n {
+                    s.insert(self.string()?);
+                }
+                non_empty(Value::Set(Box::new(s)))?
+            }
+            ZSET | ZSET_2 => {
+                let n = self.count(2)?;
+                let mut z = ZSet::new();
+                for _ in 0..n {
+                    let m = self.string()?;
+                    let s = if t == ZSET_2 { self.binary_double()? } else { self.text_double()? };
+                    if s.is_nan() {
+                        return Err(BAD);
+                    }
+                    z.insert(&m, s);
+                }
+                non_empty(Value::ZSet(Box::new(z)))?
+            }
+            HASH => {
+                let n = self.count(2)?;
+                let mut h = HashValue::with_capacity_and_hasher(n, Default::default());
+                for _ in 0..n {
+                    let f = self.string()?;
+                    let v = self.string()?;
+                    h.insert(f, v);
+                }
+                non_empty(Value::Hash(Box::new(h)))?
+            }
+            SET_INTSET => {
+                let blob = self.string()?;
+                let mut s = SetValue::default();
+                for i in parse_intset(&blob)? {
+                    s.insert(int_bytes(i));
+                }
+                non_empty(Value::Set(Box::new(s)))?
+            }
+            LIST_ZIPLIST => {
+                let blob = self.string()?;
+                non_empty(Value::List(Box::new(parse_ziplist(&blob)?.into_iter().collect())))?
+            }
+            ZSET_ZIPLIST | ZSET_LISTPACK => {
+                let blob = self.string()?;
+                let items = if t == ZSET_LISTPACK { parse_listpack(&blob)? } else { parse_ziplist(&blob)? };
+                non_empty(Value::ZSet(Box::new(zset_from_pairs(&items)?)))?
+            }
+            HASH_ZIPLIST | HASH_LISTPACK => {
+                let blob = self.string()?;
+                let items = if t == HASH_LISTPACK { parse_listpack(&blob)? } else { parse_ziplist(&blob)? };
+                if !items.len().is_multiple_of(2) {
+                    return Err(BAD);
+                }
+                let h: HashValue = items.chunks(2).map(|p| (p[0].clone(), p[1].clone())).collect();
+                non_empty(Value::Hash(Box::new(h)))?
+            }
+            LIST_QUICKLIST | LIST_QUICKLIST_2 => {
+                let nodes = self.count(1)?;
+                let mut l = ListValue::new();
+                for _ in 0..nodes {
+                    let container = if t == LIST_QUICKLIST_2 { self.length()? } else { 2 };
+                    let blob = self.string()?;
+                    match (t, container) {
+                        (LIST_QUICKLIST, _) => l.extend(parse_ziplist(&blob)?),
+                        (_, 1) => l.push_back(blob),
+                        (_, 2) => l.extend(parse_listpack(&blob)?),
+                        _ => return Err(BAD),
+                    }
+                }
+                non_empty(Value::List(Box::new(l)))?
+            }
+            STREAM_LISTPACKS | STREAM_LISTPACKS_2 => return Err(DecodeError::Unsupported("stream")),
+            MODULE | MODULE_2 => return Err(DecodeError::Unsupported("module")),
+            HASH_ZIPMAP => return Err(DecodeError::Unsupported("zipmap hash")),
+            _ => return Err(BAD),
+        })
+    }
+}
+
+/// An empty aggregate is not a valid value (Redis refuses them too).
+fn non_empty(v: Value) -> R<Value> {
+    let empty = match &v {
+        Value::List(l) => l.is_empty(),
+        Value::Set(s) => s.is_empty(),
+        Value::Hash(h) => h.is_empty(),
+        Value::ZSet(z) => z.is_empty(),
+        _ => false,
+    };
+    if empty { Err(BAD) } else { Ok(v) }
+}
+
+fn int_bytes(i: i64) -> SmallBytes {
+    SmallBytes::from_slice(itoa::Buffer::new().format(i).as_bytes())
+}
+
+fn parse_score(b: &[u8]) -> R<f64> {
+    let s = std::str::from_utf8(b).map_err(|_| BAD)?;
+    match s {
+        "inf" | "+inf" => Ok(f64::INFINITY),
+        "-inf" => Ok(f64::NEG_INFINITY),
+        _ => s.parse::<f64>().ok().filter(|d| !d.is_nan()).ok_or(BAD),
+    }
+}
+
+fn zset_from_pairs(items: &[SmallBytes]) -> R<ZSet> {
+    if !items.len().is_multiple_of(2) {
+        return Err(BAD);
+    }
+    let mut z = ZSet::new();
+    for p in items.chunks(2) {
+        z.insert(&p[0], parse_score(&p[1])?);
+    }
+    Ok(z)
+}
+
+fn parse_intset(b: &[u8]) -> R<Vec<i64>> {
+    if b.len() < 8 {
+        return Err(BAD);
+    }
+    let width = u32::from_le_bytes(b[0..4].try_into().map_err(|_| BAD)?) as usize;
+    let n = u32::from_le_bytes(b[4..8].try_into().map_err(|_| BAD)?) as usize;
+    if !matches!(width, 2 | 4 | 8) || b.len() != 8 + width.checked_mul(n).ok_or(BAD)? {
+        return Err(BAD);
+    }
+    Ok(b[8..]
+        .chunks(width)
+        .map(|c| match width {
+            2 => i64::from(i16::from_le_bytes([c[0], c[1]])),
+            4 => i64::from(i32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+            _ => i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]),
+        })
+        .collect())
+}
+
+/// A listpack's entries as strings (integers in their decimal form).
+fn parse_listpack(b: &[u8]) -> R<Vec<SmallBytes>> {
+    if b.len() < 7 || u32::from_le_bytes(b[0..4].try_into().map_err(|_| BAD)?) as usize != b.len() {
+        return Err(BAD);
+    }
+    let mut r = Reader { data: b, pos: 6 };
+    let mut out = Vec::new();
+    loop {
+        let start = r.pos;
+        let e = r.byte()?;
+        if e == 0xFF {
+            break;
+        }
+        let item = if e & 0x80 == 0 {
+            int_bytes(i64::from(e & 0x7F))
+        } else if e & 0xC0 == 0x80 {
+            SmallBytes::from_slice(r.bytes(u64::from(e & 0x3F))?)
+        } else if e & 0xE0 == 0xC0 {
+            let v = (u16::from(e & 0x1F) << 8) | u16::from(r.byte()?);
+            // 13-bit two's complement.
+            int_bytes(if v >= 1 << 12 { i64::from(v) - (1 << 13) } else { i64::from(v) })
+        } else if e & 0xF0 == 0xE0 {
+            let n = (u64::from(e & 0x0F) << 8) | u64::from(r.byte()?);
+            SmallBytes::from_slice(r.bytes(n)?)
+        } else {
+            match e {
+                0xF0 => {
+                    let n = u32::from_le_bytes(r.array()?);
+                    SmallBytes::from_slice(r.bytes(u64::from(n))?)
+                }
+                0xF1 => int_bytes(i64::from(i16::from_le_bytes(r.array()?))),
+                0xF2 => {
+                    let [a, b2, c] = r.array::<3>()?;
+                    int_bytes(i64::from(i32::from_le_bytes([0, a, b2, c]) >> 8))
+                }
+                0xF3 => int_bytes(i64::from(i32::from_le_bytes(r.array()?))),
+                0xF4 => int_bytes(i64::from_le_bytes(r.array()?)),
+                _ => return Err(BAD),
+            }
+        };
+        // The back-length: the size of the entry so far, in 1 to 5 bytes.
+        let size = (r.pos - start) as u64;
+        let blen = if size < 128 {
+            1
+        } else if size < 16384 {
+            2
+        } else if size < 2_097_152 {
+            3
+        } else if size < 268_435_456 {
+            4
+        } else {
+            5
+        };
+        r.bytes(blen)?;
+        out.push(item);
+    }
+    if r.pos != b.len() {
+        return Err(BAD);
+    }
+    Ok(out)
+}
+
+/// A ziplist's entries as strings (Redis before 7.0 wrote small lists, hashes and sorted sets so).
+fn parse_ziplist(b: &[u8]) -> R<Vec<SmallBytes>> {
+    if b.len() < 11 || u32::from_le_bytes(b[0..4].try_into().map_err(|_| BAD)?) as usize != b.len() {
+        return Err(BAD);
+    }
+    let mut r = Reader { data: b, pos: 10 };
+    let mut out = Vec::new();
+    loop {
+        let first = r.byte()?;
+        if first == 0xFF {
+            break;
+        }
+        // prevlen: one byte, or 0xFE and four.
+        if first == 0xFE {
+            r.bytes(4)?;
+        }
+        let e = r.byte()?;
+        let item = match e >> 6 {
+            0 => SmallBytes::from_slice(r.bytes(u64::from(e & 0x3F))?),
+            1 => {
+                let n = (u64::from(e & 0x3F) << 8) | u64::from(r.byte()?);
+                SmallBytes::from_slice(r.bytes(n)?)
+            }
+            2 => {
+                let n = u32::from_be_bytes(r.array()?);
+                SmallBytes::from_slice(r.bytes(u64::from(n))?)
+            }
+            _ => match e {
+                0xC0 => int_bytes(i64::from(i16::from_le_bytes(r.array()?))),
+                0xD0 => int_bytes(i64::from(i32::from_le_bytes(r.array()?))),
+                0xE0 => int_bytes(i64::from_le_bytes(r.array()?)),
+                0xF0 => {
+                    let [a, b2, c] = r.array::<3>()?;
+                    int_bytes(i64::from(i32::from_le_bytes([0, a, b2, c]) >> 8))
+                }
+                0xFE => int_bytes(i64::from(r.byte()? as i8)),
+                0xF1..=0xFD => int_bytes(i64::from(e & 0x0F) - 1),
+                _ => return Err(BAD),
+            },
+        };
+        out.push(item);
+    }
+    if r.pos != b.len() {
+        return Err(BAD);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> EncodingLimits {
+        EncodingLimits::default()
+    }
+
+    fn roundtrip(v: &Value) -> Value {
+        let p = dump(v, &limits(), true).expect("dumpable");
+        restore(verify_dump(&p).expect("valid footer")).expect("readable")
+    }
+
+    fn sb(s: &str) -> SmallBytes {
+        SmallBytes::from_slice(s.as_bytes())
+    }
+
+    #[test]
+    fn crc_is_redis_crc64() {
+        assert_eq!(crc64(b"123456789"), 0xe9c6d914c4b8d9ca);
+    }
+
+    /// Payloads as redis-server 7.0.15's DUMP gives them.
+    #[test]
+    fn redis_payloads_read_and_strings_write_the_same() {
+        let hello = b"\x00\x05hello\n\x00cr\xdfve4 \n";
+        assert_eq!(restore(verify_dump(hello).unwrap()).unwrap().as_bytes().as_deref(), Some(&b"hello"[..]));
+        assert_eq!(dump(&Value::string(b"hello"), &limits(), true).unwrap(), hello.to_vec());
+        let int = b"\x00\xc0{\n\x00H\xe2S\xe1\x00zg\xb9";
+        assert_eq!(restore(verify_dump(int).unwrap()).unwrap().as_bytes().as_deref(), Some(&b"123"[..]));
+        assert_eq!(dump(&Value::Int(123), &limits(), true).unwrap(), int.to_vec());
+    }
+
+    #[test]
+    fn every_type_and_encoding_round_trips() {
+        let list: ListValue = (0..5000).map(|i| sb(&format!("element-{i}"))).collect();
+        let small_set: SetValue = ["1", "2", "-70000", "3000000000"].iter().map(|s| sb(s)).collect();
+        let big_set: SetValue = ["a", "b", "c"].iter().map(|s| sb(s)).collect();
+        let small_hash: HashValue = [("f", "v"), ("n", "12")].iter().map(|(a, b)| (sb(a), sb(b))).collect();
+        let big_hash: HashValue = (0..300).map(|i| (sb(&format!("f{i}")), sb(&"x".repeat(i)))).collect();
+        let mut small_z = ZSet::new();
+        small_z.insert(b"a", 1.5);
+        small_z.insert(b"b", -3.0);
+        small_z.insert(b"c", f64::INFINITY);
+        let mut big_z = ZSet::new();
+        for i in 0..500 {
+            big_z.insert(format!("m{i}").as_bytes(), f64::from(i) / 3.0);
+        }
+        for v in [
+            Value::string(b"a string long enough to be compressed compressed compressed"),
+            Value::Int(-9_223_372_036_854_775_808),
+            Value::List(Box::new(list)),
+            Value::Set(Box::new(small_set)),
+            Value::Set(Box::new(big_set)),
+            Value::Hash(Box::new(small_hash)),
+            Value::Hash(Box::new(big_hash)),
+            Value::ZSet(Box::new(small_z)),
+            Value::ZSet(Box::new(big_z)),
+        ] {
+            let back = roundtrip(&v);
+            let digest = |v: &Value| crate::cmd::debug::value_digest(&crate::value::Entry::new(v.clone()));
+            assert_eq!(digest(&back), digest(&v));
+        }
+    }
+
+    #[test]
+    fn bad_payloads_are_refused_not_trusted() {
+        let p = dump(&Value::string(b"hello"), &limits(), true).unwrap();
+        let mut flipped = p.clone();
+        flipped[3] ^= 1;
+        assert!(verify_dump(&flipped).is_none());
+        let mut newer = p.clone();
+        newer[7] = 11;
+        assert!(verify_dump(&newer).is_none());
+        // A length naming far more than the input holds.
+        assert_eq!(restore(&[types::SET, 0x81, 0xFF, 0, 0, 0, 0, 0, 0, 0]).err(), Some(DecodeError::BadFormat));
+        assert_eq!(restore(&[types::STREAM_LISTPACKS_2]).err(), Some(DecodeError::Unsupported("stream")));
+        assert_eq!(restore(&[types::SET, 0]).err(), Some(DecodeError::BadFormat));
+        assert_eq!(restore(&[types::STRING, 0xC3, 1, 0x7F, 0]).err(), Some(DecodeError::BadFormat));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes_decode_to_a_value_or_an_error(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256)) {
+            let _ = restore(&bytes);
+            if let Some(body) = verify_dump(&bytes) {
+                let _ = restore(body);
+            }
+        }
+    }
+}
