@@ -1511,6 +1511,12 @@ impl Config {
         Ok(())
     }
 
+    /// The operating-system services behind this configuration, shared (for work that outlives a
+    /// command: a background save).
+    pub fn host_arc(&self) -> std::sync::Arc<dyn crate::host::Host> {
+        self.host.clone()
+    }
+
     /// The operating-system services behind this configuration.
     pub fn host(&self) -> &dyn crate::host::Host {
         &*self.host
@@ -1528,6 +1534,19 @@ impl Config {
             apply(self, &v);
         }
         self.values.write().insert(p.name, v);
+    }
+
+    /// The `*-max-*` limits that decide which encoding Redis would give a value (OBJECT ENCODING,
+    /// and the encodings RDB files and DUMP payloads are written in).
+    pub fn encoding_limits(&self) -> crate::value::EncodingLimits {
+        let n = |name: &str| self.get_i64(name).max(0) as usize;
+        crate::value::EncodingLimits {
+            hash_entries: n("hash-max-listpack-entries"),
+            hash_value: n("hash-max-listpack-value"),
+            set_intset: n("set-max-intset-entries"),
+            zset_entries: n("zset-max-listpack-entries"),
+            zset_value: n("zset-max-listpack-value"),
+        }
     }
 
     /// What an access to a key records: the LFU counter too under an LFU policy.

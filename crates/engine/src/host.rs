@@ -28,6 +28,14 @@ pub trait Host: Send + Sync + 'static {
     fn read_file(&self, path: &Path) -> io::Result<String>;
     /// Replaces a file's contents atomically (write beside it, then rename over it).
     fn replace_file(&self, path: &Path, contents: &str) -> io::Result<()>;
+    /// Reads a whole file's bytes.
+    fn read_bytes(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// Writes `data` as the new contents of `path`, durably: to a temporary file beside it, flushed
+    /// to disk, renamed over the old one, the directory flushed (a crash leaves the old file or the
+    /// new one, never a mix).
+    fn write_durably(&self, path: &Path, data: &[u8]) -> io::Result<()>;
+    /// Runs `job` off the command path (a thread); hosts without threads run it at once.
+    fn in_background(&self, job: Box<dyn FnOnce() + Send>);
     /// Checks that `path` names a directory and returns its absolute form, or Redis's reason
     /// ("No such file or directory", "Not a directory", "Permission denied").
     fn resolve_dir(&self, path: &str) -> Result<String, String>;
@@ -95,7 +103,7 @@ pub struct MemoryHost {
     /// What [`Host::used_memory`] reports, unless [`MemoryHost::set_used_fn`] gave a function.
     pub used: std::sync::atomic::AtomicU64,
     used_fn: Mutex<Option<UsedFn>>,
-    files: Mutex<HashMap<PathBuf, String>>,
+    files: Mutex<HashMap<PathBuf, Vec<u8>>>,
     dirs: Mutex<std::collections::HashSet<PathBuf>>,
     /// Lines given to [`Host::log`], oldest first.
     pub logged: Mutex<Vec<(LogLevel, String)>>,
@@ -131,11 +139,11 @@ impl MemoryHost {
     }
     /// Stores a file.
     pub fn put(&self, path: impl Into<PathBuf>, contents: &str) {
-        self.files.lock().insert(path.into(), contents.to_string());
+        self.files.lock().insert(path.into(), contents.as_bytes().to_vec());
     }
     /// A stored file.
     pub fn get(&self, path: &Path) -> Option<String> {
-        self.files.lock().get(path).cloned()
+        self.files.lock().get(path).map(|b| String::from_utf8_lossy(b).into_owned())
     }
 }
 
@@ -172,6 +180,23 @@ impl Host for MemoryHost {
     fn replace_file(&self, path: &Path, contents: &str) -> io::Result<()> {
         self.put(path, contents);
         Ok(())
+    }
+    fn read_bytes(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.files.lock().get(path).cloned().ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
+    }
+    fn write_durably(&self, path: &Path, data: &[u8]) -> io::Result<()> {
+        match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() && !self.dirs.lock().contains(dir) => {
+                Err(io::Error::from(io::ErrorKind::NotFound))
+            }
+            _ => {
+                self.files.lock().insert(path.to_path_buf(), data.to_vec());
+                Ok(())
+            }
+        }
+    }
+    fn in_background(&self, job: Box<dyn FnOnce() + Send>) {
+        job()
     }
     fn resolve_dir(&self, path: &str) -> Result<String, String> {
         let p = Path::new(path);

@@ -10,7 +10,7 @@
 //! * runtime: [`command`] (the command table and the handler context), [`server`] (shared state),
 //!   [`dispatch`] ([`server::Server::execute`], the single entry point), [`client`], [`waiters`]
 //!   (blocked clients), [`transactions`] (MULTI/WATCH state), [`lua`], [`config`], [`stats`],
-//!   [`latency`], [`evict`] (`maxmemory`), [`docs`].
+//!   [`latency`], [`evict`] (`maxmemory`), [`docs`], [`persistence`] (RDB files).
 //! * families: [`cmd`], one module per command family.
 //! * assembly: `Server::new`, which joins the families to the runtime; the test kit.
 //!
@@ -39,6 +39,7 @@ pub mod keyspace;
 pub mod latency;
 pub mod lua;
 pub mod ops;
+pub mod persistence;
 pub mod rdb;
 pub mod server;
 pub mod stats;

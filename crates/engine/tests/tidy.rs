@@ -17,7 +17,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     // Data-type operations, each written once, on a `Db`.
     ("ops", &["ops", "types::access"]),
     // Running commands: the table and `Ctx`, the server's state and dispatch, clients, waiters,
-    // transactions, scripting, configuration, statistics, eviction.
+    // transactions, scripting, configuration, statistics, eviction, RDB files.
     (
         "runtime",
         &[
@@ -33,6 +33,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "evict",
             "lua",
             "docs",
+            "persistence",
         ],
     ),
     // The command families.

@@ -175,6 +175,9 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     process::announce(&srv.config, port);
     tracing::warn!("Server initialized");
     srv.memory_startup.store(alloc::used(), std::sync::atomic::Ordering::Relaxed);
+    if !load_rdb(&srv) {
+        return 1;
+    }
     // Each accept loop records the port it serves (for INFO), here and after CONFIG SET port.
     let acceptor = srv.clone();
     net::serve(listeners, &binds, port, backlog, move |l| {
@@ -186,9 +189,27 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     tokio::spawn(cron(srv.clone(), clock));
     tracing::info!("Ready to accept connections tcp");
 
-    let why = signals.wait(stop).await;
-    if why != "User requested shutdown" {
+    let mut signals = signals;
+    loop {
+        let why = signals.wait(&stop).await;
+        if why == "User requested shutdown" {
+            break; // SHUTDOWN saved already, if it had to
+        }
         tracing::warn!("{why} scheduling shutdown...");
+        // With save points, the last changes are saved first; a save that fails keeps the server up
+        // (Redis's prepareForShutdown), so nothing acknowledged is lost.
+        if srv.save_points().is_empty() {
+            break;
+        }
+        tracing::warn!("Saving the final RDB snapshot before exiting.");
+        let data = srv.rdb_snapshot();
+        match srv.config.host().write_durably(&srv.rdb_path(), &data) {
+            Ok(()) => {
+                tracing::info!("DB saved on disk");
+                break;
+            }
+            Err(e) => tracing::warn!("Error trying to save the DB, can't exit: {e}"),
+        }
     }
     tracing::warn!("User requested shutdown...");
     for c in srv.clients.snapshot() {
@@ -220,10 +241,10 @@ impl Signals {
         Signals {}
     }
 
-    async fn wait(self, stop: Arc<Notify>) -> &'static str {
+    async fn wait(&mut self, stop: &Notify) -> &'static str {
         #[cfg(unix)]
         {
-            let Some((mut term, mut int)) = self.term else {
+            let Some((term, int)) = self.term.as_mut() else {
                 stop.notified().await;
                 return "User requested shutdown";
             };
@@ -318,11 +339,39 @@ async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>) {
         // Expiry takes shard locks; keep it off the async workers' hot path.
         let _ = tokio::task::spawn_blocking(move || {
             srv2.active_expire_cycle(now, 1000);
+            srv2.save_cron();
             // Over maxmemory without commands coming (CONFIG SET maxmemory lowered it, or an
             // eviction ran out of time): evict here too, as Redis's eviction timer does.
             srv2.perform_evictions();
             alloc::publish();
         })
         .await;
+    }
+}
+
+/// Loads `dir`/`dbfilename` if it exists, with Redis's log lines; false when the file is there but
+/// cannot be loaded (the server then exits, as Redis does, rather than start without the data).
+fn load_rdb(srv: &Server) -> bool {
+    let path = srv.rdb_path();
+    let data = match std::fs::read(&path) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return true,
+        Err(e) => {
+            tracing::warn!("Fatal error loading the DB: {e}. Exiting.");
+            return false;
+        }
+    };
+    let start = std::time::Instant::now();
+    match srv.rdb_load(&data) {
+        Ok(l) => {
+            tracing::info!("Done loading RDB, keys loaded: {}, keys expired: {}.", l.keys + l.locks, l.expired);
+            tracing::info!("DB loaded from disk: {:.3} seconds", start.elapsed().as_secs_f64());
+            true
+        }
+        Err(e) => {
+            tracing::warn!("{e}");
+            tracing::warn!("Fatal error loading the DB: {}. Exiting.", path.display());
+            false
+        }
     }
 }

@@ -149,6 +149,51 @@ impl Host for OsHost {
         std::fs::rename(&tmp, path)
     }
 
+    fn read_bytes(&self, path: &Path) -> io::Result<Vec<u8>> {
+        std::fs::read(path)
+    }
+
+    /// Redis's `rdbSave`: a temporary file in the same directory, fsync, rename, then the
+    /// directory's fsync so that the rename itself is on disk.
+    fn write_durably(&self, path: &Path, data: &[u8]) -> io::Result<()> {
+        use std::io::Write;
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        // Unique per write: a SHUTDOWN's save may overlap a background one.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = dir.join(format!("temp-{}-{n}.rdb", std::process::id()));
+        let result = (|| {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(data)?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, path)?;
+            std::fs::File::open(dir)?.sync_all()
+        })();
+        if result.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        result
+    }
+
+    fn in_background(&self, job: Box<dyn FnOnce() + Send>) {
+        // A job that cannot get a thread runs here: slower, never lost.
+        let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(job)));
+        let theirs = slot.clone();
+        let spawned = std::thread::Builder::new().name("latch-bgsave".into()).spawn(move || {
+            let job = theirs.lock().ok().and_then(|mut j| j.take());
+            if let Some(job) = job {
+                job()
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::warn!("no thread for a background job ({e}); running it in place");
+            let job = slot.lock().ok().and_then(|mut j| j.take());
+            if let Some(job) = job {
+                job()
+            }
+        }
+    }
+
     fn resolve_dir(&self, value: &str) -> Result<String, String> {
         let path = Path::new(value);
         match std::fs::metadata(path) {

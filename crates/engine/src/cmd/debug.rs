@@ -220,7 +220,22 @@ fn debug(ctx: &mut Ctx<'_, '_>) -> Frame {
                     return Frame::error("ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.");
                 }
             }
-            Frame::error("ERR DEBUG RELOAD needs RDB persistence, which this version of Latch does not have")
+            let has = |o: &str| ctx.args[2..].iter().any(|a| a.eq_ignore_ascii_case(o.as_bytes()));
+            let (flush, save, merge) = (!has("noflush"), !has("nosave"), has("merge"));
+            let now = ctx.now;
+            if save && let Err(e) = ctx.srv.save_locked(ctx.locked) {
+                return Frame::error(e);
+            }
+            match ctx.srv.reload_locked(ctx.locked, flush, merge, now) {
+                Ok(_) => {
+                    ctx.srv.config.host().log(crate::host::LogLevel::Notice, "DB reloaded by DEBUG RELOAD");
+                    Frame::ok()
+                }
+                Err(e) => {
+                    ctx.srv.config.host().log(crate::host::LogLevel::Warning, &e);
+                    Frame::error("ERR Error trying to load the RDB dump, check server logs.")
+                }
+            }
         }
         (b"loadaof", 2) => {
             Frame::error("ERR DEBUG LOADAOF needs AOF persistence, which this version of Latch does not have")
@@ -350,7 +365,7 @@ fn dataset_digest(ctx: &mut Ctx<'_, '_>) -> [u8; 20] {
 /// reports, and the length the value has in RDB's plain (uncompressed) encoding.
 fn object(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(2);
-    let limits = super::keyspace::encoding_limits(&ctx.srv.config);
+    let limits = ctx.srv.config.encoding_limits();
     let now_s = (ctx.now / 1000) as u32;
     let lfu = ctx.srv.config.policy().is_lfu();
     let mut db = ctx.db();

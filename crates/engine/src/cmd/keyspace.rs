@@ -406,6 +406,12 @@ fn flushall(ctx: &mut Ctx<'_, '_>) -> Frame {
     // Propagated even when there was nothing to remove, as Redis does.
     ctx.changed(removed);
     ctx.force_propagate();
+    // With save points, the now empty dataset is saved at once (Redis's flushAllDataAndResetRDB),
+    // which also starts the change count afresh.
+    if !ctx.srv.save_points().is_empty() {
+        let pending = ctx.dirty;
+        let _ = ctx.srv.save_locked_pending(ctx.locked, pending);
+    }
     Frame::ok()
 }
 
@@ -456,7 +462,7 @@ fn lfu_policy(ctx: &Ctx<'_, '_>) -> bool {
 /// [`crate::rdb`]); nil for a missing key.
 fn dump(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(1);
-    let limits = encoding_limits(&ctx.srv.config);
+    let limits = ctx.srv.config.encoding_limits();
     let compress = ctx.srv.config.get("rdbcompression").as_deref() == Some("yes");
     match ctx.db().read(key) {
         None => Frame::Null,
@@ -555,20 +561,9 @@ fn restore(ctx: &mut Ctx<'_, '_>) -> Frame {
     Frame::ok()
 }
 
-pub(crate) fn encoding_limits(config: &crate::config::Config) -> crate::value::EncodingLimits {
-    let n = |name: &str| config.get_i64(name).max(0) as usize;
-    crate::value::EncodingLimits {
-        hash_entries: n("hash-max-listpack-entries"),
-        hash_value: n("hash-max-listpack-value"),
-        set_intset: n("set-max-intset-entries"),
-        zset_entries: n("zset-max-listpack-entries"),
-        zset_value: n("zset-max-listpack-value"),
-    }
-}
-
 fn object_encoding(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(2);
-    let limits = encoding_limits(&ctx.srv.config);
+    let limits = ctx.srv.config.encoding_limits();
     match ctx.db().read_notouch(key) {
         Some(e) => Frame::bulk(e.encoding_under(&limits)),
         None => Frame::Null,

@@ -43,6 +43,22 @@ pub static COMMANDS: &[Command] = &[
         ..BASE
     },
     Command {
+        name: "save",
+        arity: 1,
+        flags: Flags::ADMIN.or(Flags::NOSCRIPT).or(Flags::NO_MULTI).or(Flags::ALL_SHARDS),
+        group: crate::command::Group::Server,
+        handler: save,
+        ..BASE
+    },
+    Command {
+        name: "bgsave",
+        arity: -1,
+        flags: Flags::ADMIN.or(Flags::NOSCRIPT).or(Flags::ALL_SHARDS),
+        group: crate::command::Group::Server,
+        handler: bgsave,
+        ..BASE
+    },
+    Command {
         name: "lastsave",
         arity: 1,
         flags: LS.or(Flags::FAST),
@@ -56,6 +72,8 @@ pub static COMMANDS: &[Command] = &[
         flags: ADMIN.or(Flags::NO_MULTI).or(Flags::ALLOW_BUSY),
         group: crate::command::Group::Server,
         handler: shutdown,
+        // A save needs every shard; SHUTDOWN NOSAVE (the way out of a busy script) needs none.
+        all_shards_if: Some(shutdown_may_save),
         ..BASE
     },
     Command {
@@ -285,7 +303,30 @@ fn time(ctx: &mut Ctx<'_, '_>) -> Frame {
 }
 
 fn lastsave(ctx: &mut Ctx<'_, '_>) -> Frame {
-    Frame::Integer(ctx.srv.lastsave.load(Ordering::Relaxed) as i64)
+    Frame::Integer(ctx.srv.persistence.lastsave.load(Ordering::Relaxed) as i64)
+}
+
+fn save(ctx: &mut Ctx<'_, '_>) -> Frame {
+    match ctx.srv.save_locked(ctx.locked) {
+        Ok(()) => Frame::ok(),
+        Err(e) => Frame::error(e),
+    }
+}
+
+fn bgsave(ctx: &mut Ctx<'_, '_>) -> Frame {
+    match ctx.argc() {
+        1 => {}
+        2 if crate::args::eq_ic(ctx.arg(1), "schedule") => {}
+        _ => return crate::error::syntax(),
+    }
+    match ctx.srv.bgsave_locked(ctx.locked) {
+        Ok(()) => Frame::simple("Background saving started"),
+        Err(e) => Frame::error(e),
+    }
+}
+
+fn shutdown_may_save(args: &[Bytes]) -> bool {
+    !args[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave"))
 }
 
 fn shutdown(ctx: &mut Ctx<'_, '_>) -> Frame {
@@ -306,8 +347,23 @@ fn shutdown(ctx: &mut Ctx<'_, '_>) -> Frame {
         // Latch shuts down at once: there is never a shutdown in progress to abort.
         return Frame::error("ERR No shutdown in progress.");
     }
-    // Latch has no persistence: SAVE/NOSAVE/NOW/FORCE change nothing. The connection closes without a
+    // With save points (or SAVE), the dataset is saved first; a failed save keeps the server up
+    // unless FORCE says otherwise (Redis's prepareForShutdown). The connection then closes without a
     // reply, as Redis's does when the process exits.
+    let force = ctx.args[1..].iter().any(|a| a.eq_ignore_ascii_case(b"force"));
+    if save || (!nosave && !ctx.srv.save_points().is_empty()) {
+        let data = ctx.srv.rdb_snapshot_locked(ctx.locked);
+        let host = ctx.srv.config.host();
+        host.log(crate::host::LogLevel::Warning, "Saving the final RDB snapshot before exiting.");
+        match host.write_durably(&ctx.srv.rdb_path(), &data) {
+            Ok(()) => host.log(crate::host::LogLevel::Notice, "DB saved on disk"),
+            Err(e) if !force => {
+                host.log(crate::host::LogLevel::Warning, &format!("Error trying to save the DB, can't exit: {e}"));
+                return Frame::error("ERR Errors trying to SHUTDOWN. Check logs.");
+            }
+            Err(e) => host.log(crate::host::LogLevel::Warning, &format!("Error trying to save the DB: {e}")),
+        }
+    }
     ctx.srv.request_shutdown();
     ctx.client.suppress_reply = true;
     ctx.client.close_after_reply = true;
@@ -582,13 +638,19 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("current_cow_peak:0");
             line!("current_cow_size:0");
             line!("current_fork_perc:0.00");
-            line!("rdb_changes_since_last_save:{}", srv.dirty.get());
-            line!("rdb_bgsave_in_progress:0");
-            line!("rdb_last_save_time:{}", srv.lastsave.load(Ordering::Relaxed));
-            line!("rdb_last_bgsave_status:ok");
-            line!("rdb_last_bgsave_time_sec:-1");
-            line!("rdb_current_bgsave_time_sec:-1");
-            line!("rdb_saves:0");
+            let p = &srv.persistence;
+            let running = p.bgsave_in_progress.load(Ordering::SeqCst);
+            let unix_s = srv.clock.unix_ms() / 1000;
+            line!("rdb_changes_since_last_save:{}", srv.changes_since_save());
+            line!("rdb_bgsave_in_progress:{}", running as u8);
+            line!("rdb_last_save_time:{}", p.lastsave.load(Ordering::Relaxed));
+            line!("rdb_last_bgsave_status:{}", if p.last_bgsave_failed.load(Ordering::Relaxed) { "err" } else { "ok" });
+            line!("rdb_last_bgsave_time_sec:{}", p.last_bgsave_secs.load(Ordering::Relaxed));
+            line!(
+                "rdb_current_bgsave_time_sec:{}",
+                if running { unix_s - p.bgsave_started.load(Ordering::Relaxed) } else { -1 }
+            );
+            line!("rdb_saves:{}", p.saves.load(Ordering::Relaxed));
             line!("aof_enabled:{}", aof as u8);
             line!("aof_rewrite_in_progress:0");
             line!("aof_rewrite_scheduled:0");

@@ -1,0 +1,475 @@
+//! RDB files: the whole dataset as Redis 7.0 writes it (`REDIS0010`), and loading one back,
+//! Latch's or Redis's. The bytes are made and read here; the disk is the host's ([`crate::host::Host`]).
+//!
+//! A file is the header, AUX fields (`redis-ver`, `redis-bits`, `ctime`, `used-mem`, `aof-base`),
+//! the function libraries (`FUNCTION2`), then per non-empty database `SELECTDB`, `RESIZEDB` and its
+//! keys (each after its `EXPIRETIME_MS`, and `IDLE` or `FREQ` under an LRU or LFU policy), `EOF` and
+//! the CRC-64 of everything before it. Value encodings are [`crate::rdb`]'s.
+//!
+//! Native locks have no RDB type. They travel as AUX fields, which Redis skips with a notice, so a
+//! file with locks still loads into Redis (without them): `latch-lock` per held lock (database,
+//! key, owner, deadline, token) and `latch-fence`, the fencing counter's high-water mark, so that a
+//! server that loads the file never hands out a token at or below one it handed out before.
+//!
+//! The snapshot is taken with every shard locked, so it is one point in time, like Redis's fork;
+//! unlike a fork it is a copy of the encoded data in memory until written (see the issue notes in
+//! docs/persistence.md).
+
+use crate::rdb::{self, Reader, Writer};
+use crate::server::Server;
+use crate::value::{Entry, LockValue, SmallBytes, Value};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+
+/// Opcodes of an RDB file (`RDB_OPCODE_*`).
+mod op {
+    pub const FUNCTION2: u8 = 245;
+    pub const FUNCTION: u8 = 246;
+    pub const MODULE_AUX: u8 = 247;
+    pub const IDLE: u8 = 248;
+    pub const FREQ: u8 = 249;
+    pub const AUX: u8 = 250;
+    pub const RESIZEDB: u8 = 251;
+    pub const EXPIRETIME_MS: u8 = 252;
+    pub const EXPIRETIME: u8 = 253;
+    pub const SELECTDB: u8 = 254;
+    pub const EOF: u8 = 255;
+}
+
+/// The state INFO persistence and LASTSAVE report, and what decides the next save. Shared with the
+/// background write of a BGSAVE, which reports its outcome here.
+#[derive(Default)]
+pub struct State {
+    /// Unix seconds of the last successful save (LASTSAVE; the server's start before any).
+    pub lastsave: AtomicU64,
+    /// The change count (`Server::dirty`) the last successful save covered.
+    pub dirty_at_save: AtomicU64,
+    /// A background save is running.
+    pub bgsave_in_progress: AtomicBool,
+    /// When the running background save started (Unix seconds).
+    pub bgsave_started: AtomicI64,
+    /// The last background save failed.
+    pub last_bgsave_failed: AtomicBool,
+    /// Seconds the last background save took (-1: none yet).
+    pub last_bgsave_secs: AtomicI64,
+    /// Successful saves since startup (`rdb_saves`).
+    pub saves: AtomicU64,
+    /// When the last save attempt failed (Unix seconds), for Redis's retry delay.
+    pub last_failure: AtomicI64,
+}
+
+impl State {
+    /// A fresh state (no save yet) at Unix time `unix_s`.
+    pub fn new(unix_s: u64) -> State {
+        State { lastsave: AtomicU64::new(unix_s), last_bgsave_secs: AtomicI64::new(-1), ..State::default() }
+    }
+
+    /// A successful save of everything up to change count `dirty` at Unix time `unix_s`.
+    pub fn saved(&self, dirty: u64, unix_s: u64) {
+        self.dirty_at_save.fetch_max(dirty, Ordering::SeqCst);
+        self.lastsave.store(unix_s, Ordering::SeqCst);
+        self.saves.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// What loading a file found.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Loaded {
+    /// Keys loaded.
+    pub keys: u64,
+    /// Keys skipped because their TTL had passed.
+    pub expired: u64,
+    /// Native locks restored from `latch-lock` fields.
+    pub locks: u64,
+    /// Function libraries loaded.
+    pub libraries: u64,
+}
+
+impl Server {
+    /// The dataset as an RDB file, taken with every shard locked (one point in time).
+    pub fn rdb_snapshot(&self) -> Vec<u8> {
+        self.rdb_snapshot_locked(&mut self.ks.lock_all())
+    }
+
+    /// [`Server::rdb_snapshot`] for a caller that holds every shard already (a command flagged
+    /// `ALL_SHARDS`).
+    pub fn rdb_snapshot_locked(&self, locked: &mut crate::keyspace::Locked<'_>) -> Vec<u8> {
+        assert!(locked.is_all(), "a snapshot needs every shard");
+        let compress = self.config.get("rdbcompression").as_deref() == Some("yes");
+        let limits = self.config.encoding_limits();
+        let policy = self.config.policy();
+        let now = self.clock.now_ms();
+        let offset = self.clock.wall_offset_ms();
+        let mut w = Writer::new(compress);
+        w.buf.extend_from_slice(format!("REDIS{:04}", rdb::RDB_VERSION).as_bytes());
+        let aux = |w: &mut Writer, k: &[u8], v: &[u8]| {
+            w.buf.push(op::AUX);
+            w.string(k);
+            w.string(v);
+        };
+        aux(&mut w, b"redis-ver", crate::server::REDIS_VERSION.as_bytes());
+        aux(&mut w, b"redis-bits", b"64");
+        aux(&mut w, b"ctime", (self.clock.unix_ms() / 1000).to_string().as_bytes());
+        aux(&mut w, b"used-mem", self.config.host().used_memory().to_string().as_bytes());
+        aux(&mut w, b"aof-base", b"0");
+        aux(&mut w, b"latch-fence", self.fence.load(Ordering::SeqCst).to_string().as_bytes());
+        for lib in self.scripting.libraries.lock().values() {
+            w.buf.push(op::FUNCTION2);
+            w.string(&lib.code);
+        }
+        let mut locks: Vec<Vec<u8>> = Vec::new();
+        for db in 0..self.ks.ndbs() {
+            let live = |e: &Entry| e.expire_at == 0 || e.expire_at >= now;
+            let (mut size, mut volatile) = (0u64, 0u64);
+            for s in locked.shards_mut() {
+                for (_, e) in s.dbs[db].iter().filter(|(_, e)| live(e) && !matches!(e.value, Value::Lock(_))) {
+                    size += 1;
+                    volatile += u64::from(e.expire_at != 0);
+                }
+            }
+            let mut selected = false;
+            for s in locked.shards_mut() {
+                for (k, e) in s.dbs[db].iter().filter(|(_, e)| live(e)) {
+                    if let Value::Lock(l) = &e.value {
+                        locks.push(lock_field(db, k, l, e.expire_at as i64 + offset));
+                        continue;
+                    }
+                    if !selected {
+                        w.buf.push(op::SELECTDB);
+                        w.len(db as u64);
+                        w.buf.push(op::RESIZEDB);
+                        w.len(size);
+                        w.len(volatile);
+                        selected = true;
+                    }
+                    if e.expire_at != 0 {
+                        w.buf.push(op::EXPIRETIME_MS);
+                        w.buf.extend_from_slice(&(e.expire_at as i64 + offset).to_le_bytes());
+                    }
+                    if policy.is_lfu() {
+                        w.buf.push(op::FREQ);
+                        w.buf.push(e.lfu);
+                    } else if policy.tracks_access() {
+                        w.buf.push(op::IDLE);
+                        w.len(u64::from(((now / 1000) as u32).wrapping_sub(e.atime)));
+                    }
+                    // Not a lock (handled above): every other value has an RDB type.
+                    let mut value = Writer::new(compress);
+                    value.value(&e.value, &limits);
+                    w.buf.push(value.buf[0]);
+                    w.string(k);
+                    w.buf.extend_from_slice(&value.buf[1..]);
+                }
+            }
+        }
+        for l in locks {
+            aux(&mut w, b"latch-lock", &l);
+        }
+        w.buf.push(op::EOF);
+        let crc = rdb::crc64(&w.buf);
+        w.buf.extend_from_slice(&crc.to_le_bytes());
+        w.buf
+    }
+
+    /// Loads an RDB file into this server's keyspace (which the caller emptied if it had to). On
+    /// error nothing tells what was loaded before it: the caller stops (at startup the server exits,
+    /// as Redis does).
+    pub fn rdb_load(&self, data: &[u8]) -> Result<Loaded, String> {
+        self.rdb_load_locked(&mut self.ks.lock_all(), data, false)
+    }
+
+    /// [`Server::rdb_load`] for a caller that holds every shard already. Without `merge`, a key or
+    /// a function library that exists already is an error (Redis's RDB loading without
+    /// `RDBFLAGS_ALLOW_DUP`); with it, the file's replaces the server's.
+    pub fn rdb_load_locked(
+        &self,
+        locked: &mut crate::keyspace::Locked<'_>,
+        data: &[u8],
+        merge: bool,
+    ) -> Result<Loaded, String> {
+        assert!(locked.is_all(), "loading needs every shard");
+        let short = || "Short read or OOM loading DB. Unrecoverable error, aborting now.".to_string();
+        if data.len() < 9 || &data[..5] != b"REDIS" {
+            return Err("Wrong signature trying to load DB from file".into());
+        }
+        let version: u32 = std::str::from_utf8(&data[5..9])
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .ok_or("Wrong signature trying to load DB from file")?;
+        if !(1..=u32::from(rdb::RDB_VERSION)).contains(&version) {
+            return Err(format!("Can't handle RDB format version {version}"));
+        }
+        let now = self.clock.now_ms();
+        let offset = self.clock.wall_offset_ms();
+        let ndbs = self.ks.ndbs();
+        let mut r = Reader::new(&data[9..]);
+        let mut loaded = Loaded::default();
+        let mut db = 0usize;
+        let (mut expire_at, mut lfu, mut idle): (Option<i64>, Option<u8>, Option<u64>) = (None, None, None);
+        loop {
+            let t = r.byte().map_err(|_| short())?;
+            match t {
+                op::EOF => break,
+                op::SELECTDB => {
+                    let n = r.length().map_err(|_| short())?;
+                    if n >= ndbs as u64 {
+                        return Err(format!(
+                            "FATAL: Data file was created with a Redis server configured to handle more than {ndbs} databases. Exiting"
+                        ));
+                    }
+                    db = n as usize;
+                }
+                op::RESIZEDB => {
+                    r.length().map_err(|_| short())?;
+                    r.length().map_err(|_| short())?;
+                }
+                op::EXPIRETIME_MS => {
+                    let b = r.bytes(8).map_err(|_| short())?;
+                    expire_at = Some(i64::from_le_bytes(b.try_into().map_err(|_| short())?));
+                }
+                op::EXPIRETIME => {
+                    let b = r.bytes(4).map_err(|_| short())?;
+                    expire_at = Some(i64::from(i32::from_le_bytes(b.try_into().map_err(|_| short())?)) * 1000);
+                }
+                op::FREQ => lfu = Some(r.byte().map_err(|_| short())?),
+                op::IDLE => idle = Some(r.length().map_err(|_| short())?),
+                op::AUX => {
+                    let k = r.string().map_err(|_| short())?;
+                    let v = r.string().map_err(|_| short())?;
+                    match &k[..] {
+                        b"latch-fence" => {
+                            let f = std::str::from_utf8(&v).ok().and_then(|s| s.parse().ok()).ok_or_else(short)?;
+                            self.fence.fetch_max(f, Ordering::SeqCst);
+                        }
+                        b"latch-lock" => {
+                            let (ldb, key, lock, at) = parse_lock_field(&v).ok_or_else(short)?;
+                            if ldb >= ndbs {
+                                return Err(short());
+                            }
+                            self.fence.fetch_max(lock.token, Ordering::SeqCst);
+                            let mono = at.saturating_sub(offset);
+                            if mono > now as i64 {
+                                let mut e = Entry::new(Value::Lock(Box::new(lock)));
+                                e.expire_at = mono as u64;
+                                locked.shard_for(&key).dbs[ldb].insert(&key, e);
+                                loaded.locks += 1;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                op::FUNCTION2 => {
+                    let code = r.string().map_err(|_| short())?;
+                    let lib = self
+                        .scripting
+                        .compile_library(&bytes::Bytes::copy_from_slice(&code))
+                        .map_err(|e| format!("Failed loading library: {e}"))?;
+                    self.scripting
+                        .install_libraries(vec![lib], merge)
+                        .map_err(|e| format!("Failed loading library: {e}"))?;
+                    loaded.libraries += 1;
+                }
+                op::FUNCTION => return Err("Pre-release function format not supported.".into()),
+                op::MODULE_AUX => return Err("Latch cannot load module data (RDB module AUX field).".into()),
+                t => {
+                    let key = r.string().map_err(|_| short())?;
+                    let value = r.value(t).map_err(|e| match e {
+                        rdb::DecodeError::Unsupported(ty) => format!(
+                            "Latch cannot load key '{}' in database {db}: it holds a Redis {ty}, a type Latch does not have",
+                            String::from_utf8_lossy(&key)
+                        ),
+                        rdb::DecodeError::BadFormat => short(),
+                    })?;
+                    let at = expire_at.take();
+                    let (f, i) = (lfu.take(), idle.take());
+                    let mono = at.map(|a| a.saturating_sub(offset));
+                    if mono.is_some_and(|m| m <= now as i64) {
+                        loaded.expired += 1;
+                        continue;
+                    }
+                    let mut e = Entry::new(value);
+                    e.expire_at = mono.map_or(0, |m| m as u64);
+                    e.atime = (now / 1000) as u32;
+                    if let Some(f) = f {
+                        e.lfu = f;
+                    }
+                    if let Some(i) = i {
+                        e.atime = e.atime.wrapping_sub(i.min(u64::from(u32::MAX)) as u32);
+                    }
+                    let t = &mut locked.shard_for(&key).dbs[db];
+                    if !merge && t.lookup(&key, now).is_some() {
+                        return Err(format!("Duplicate key '{}' in RDB file", String::from_utf8_lossy(&key)));
+                    }
+                    t.insert(&key, e);
+                    loaded.keys += 1;
+                }
+            }
+        }
+        // The checksum covers everything before it; 0 means the writer did not compute one.
+        if version >= 5 {
+            let body_end = data.len() - r.rest().len();
+            let tail = r.bytes(8).map_err(|_| short())?;
+            let stored = u64::from_le_bytes(tail.try_into().map_err(|_| short())?);
+            let checked = self.config.get("rdbchecksum").as_deref() != Some("no");
+            if checked && stored != 0 {
+                let actual = rdb::crc64(&data[..body_end]);
+                if actual != stored {
+                    return Err(format!("Wrong RDB checksum expected: ({stored:x}) got: ({actual:x}). Aborting now."));
+                }
+            }
+        }
+        Ok(loaded)
+    }
+
+    /// Changes since the last successful save (`rdb_changes_since_last_save`).
+    pub fn changes_since_save(&self) -> u64 {
+        self.dirty.get().saturating_sub(self.persistence.dirty_at_save.load(Ordering::SeqCst))
+    }
+}
+
+/// A `latch-lock` AUX value: database, key, owner, deadline (Unix ms) and token, each length-prefixed
+/// or fixed-size so that any bytes survive.
+fn lock_field(db: usize, key: &[u8], l: &LockValue, deadline_unix: i64) -> Vec<u8> {
+    let mut w = Writer::new(false);
+    w.len(db as u64);
+    w.string(key);
+    w.string(&l.owner);
+    w.buf.extend_from_slice(&deadline_unix.to_le_bytes());
+    w.buf.extend_from_slice(&l.token.to_le_bytes());
+    w.buf
+}
+
+fn parse_lock_field(b: &[u8]) -> Option<(usize, SmallBytes, LockValue, i64)> {
+    let mut r = Reader::new(b);
+    let db = usize::try_from(r.length().ok()?).ok()?;
+    let key = r.string().ok()?;
+    let owner = r.string().ok()?;
+    let at = i64::from_le_bytes(r.bytes(8).ok()?.try_into().ok()?);
+    let token = u64::from_le_bytes(r.bytes(8).ok()?.try_into().ok()?);
+    r.rest().is_empty().then_some((db, key, LockValue { owner, token }, at))
+}
+
+impl Server {
+    /// Where RDB files are written and read: `dir`/`dbfilename`.
+    pub fn rdb_path(&self) -> std::path::PathBuf {
+        let dir = self.config.get("dir").unwrap_or_default();
+        std::path::Path::new(&dir).join(self.config.get("dbfilename").unwrap_or_else(|| "dump.rdb".into()))
+    }
+
+    /// SAVE: a snapshot, on disk before this returns. The caller holds every shard.
+    pub fn save_locked(&self, locked: &mut crate::keyspace::Locked<'_>) -> Result<(), String> {
+        self.save_locked_pending(locked, 0)
+    }
+
+    /// [`Server::save_locked`] from inside a command that already made `pending` changes, not yet
+    /// added to the change count (FLUSHALL saves what it flushed).
+    pub fn save_locked_pending(&self, locked: &mut crate::keyspace::Locked<'_>, pending: u64) -> Result<(), String> {
+        if self.persistence.bgsave_in_progress.load(Ordering::SeqCst) {
+            return Err("ERR Background save already in progress".into());
+        }
+        let dirty = self.dirty.get() + pending;
+        let data = self.rdb_snapshot_locked(locked);
+        let host = self.config.host();
+        let unix_s = (self.clock.unix_ms() / 1000) as u64;
+        match host.write_durably(&self.rdb_path(), &data) {
+            Ok(()) => {
+                host.log(crate::host::LogLevel::Notice, "DB saved on disk");
+                self.persistence.saved(dirty, unix_s);
+                Ok(())
+            }
+            Err(e) => {
+                host.log(crate::host::LogLevel::Warning, &format!("Failed saving the DB: {e}"));
+                self.persistence.last_failure.store(unix_s as i64, Ordering::SeqCst);
+                Err(format!("ERR Failed saving the DB: {e}"))
+            }
+        }
+    }
+
+    /// BGSAVE: the snapshot now, with every shard held (one point in time), written to disk off the
+    /// command path; its outcome lands in [`Server::persistence`].
+    pub fn bgsave_locked(&self, locked: &mut crate::keyspace::Locked<'_>) -> Result<(), &'static str> {
+        if self.persistence.bgsave_in_progress.swap(true, Ordering::SeqCst) {
+            return Err("ERR Background save already in progress");
+        }
+        let dirty = self.dirty.get();
+        let data = self.rdb_snapshot_locked(locked);
+        let (host, clock, state, path) =
+            (self.config.host_arc(), self.clock.clone(), self.persistence.clone(), self.rdb_path());
+        let started = clock.unix_ms() / 1000;
+        state.bgsave_started.store(started, Ordering::SeqCst);
+        host.log(crate::host::LogLevel::Notice, "Background saving started");
+        let h = host.clone();
+        host.in_background(Box::new(move || {
+            let result = h.write_durably(&path, &data);
+            drop(data);
+            let end = clock.unix_ms() / 1000;
+            match result {
+                Ok(()) => {
+                    state.saved(dirty, end as u64);
+                    state.last_bgsave_failed.store(false, Ordering::SeqCst);
+                    h.log(crate::host::LogLevel::Notice, "Background saving terminated with success");
+                }
+                Err(e) => {
+                    state.last_bgsave_failed.store(true, Ordering::SeqCst);
+                    state.last_failure.store(end, Ordering::SeqCst);
+                    h.log(crate::host::LogLevel::Warning, &format!("Background saving error: {e}"));
+                }
+            }
+            state.last_bgsave_secs.store(end - started, Ordering::SeqCst);
+            state.bgsave_in_progress.store(false, Ordering::SeqCst);
+        }));
+        Ok(())
+    }
+
+    /// The `save` points: (seconds, changes) pairs; empty when saving is off.
+    pub fn save_points(&self) -> Vec<(u64, u64)> {
+        let v = self.config.get("save").unwrap_or_default();
+        let n: Vec<u64> = v.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+        n.chunks_exact(2).map(|p| (p[0], p[1])).collect()
+    }
+
+    /// The cron's part (Redis's `serverCron`): a BGSAVE when a save point is reached, `seconds`
+    /// after the last save with at least `changes` changes since, and not within 5 seconds of a
+    /// failed attempt. True when one started.
+    pub fn save_cron(&self) -> bool {
+        let p = &self.persistence;
+        if p.bgsave_in_progress.load(Ordering::SeqCst) {
+            return false;
+        }
+        let unix_s = self.clock.unix_ms() / 1000;
+        let changes = self.changes_since_save();
+        let since = unix_s.saturating_sub(p.lastsave.load(Ordering::SeqCst) as i64) as u64;
+        let retry_ok = unix_s - p.last_failure.load(Ordering::SeqCst) > 5;
+        let due = self.save_points().iter().any(|&(secs, n)| changes >= n && since >= secs) && retry_ok;
+        due && {
+            self.config
+                .host()
+                .log(crate::host::LogLevel::Notice, &format!("{changes} changes in {since} seconds. Saving..."));
+            self.bgsave_locked(&mut self.ks.lock_all()).is_ok()
+        }
+    }
+
+    /// Empties every database and the function libraries, then loads the RDB file at
+    /// [`Server::rdb_path`] (DEBUG RELOAD, after its SAVE). The caller holds every shard.
+    pub fn reload_locked(
+        &self,
+        locked: &mut crate::keyspace::Locked<'_>,
+        flush: bool,
+        merge: bool,
+        now: u64,
+    ) -> Result<Loaded, String> {
+        let data = self
+            .config
+            .host()
+            .read_bytes(&self.rdb_path())
+            .map_err(|e| format!("Error trying to load the RDB dump: {e}"))?;
+        if flush {
+            for s in locked.shards_mut() {
+                for t in s.dbs.iter_mut() {
+                    t.clear(now);
+                }
+            }
+            self.scripting.flush_functions();
+        }
+        self.rdb_load_locked(locked, &data, merge)
+    }
+}
