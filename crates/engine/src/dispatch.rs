@@ -73,6 +73,14 @@ impl Server {
             self.reject(cmd);
             return Some(self.reject_in_multi(client, cmd, Frame::error(crate::error::NOREPLICAS)));
         }
+        // After a failed background save, writes (and PING, as in Redis) wait for a good one.
+        if self.persistence.last_bgsave_failed.load(Ordering::Relaxed)
+            && (self.is_write(client, cmd) || cmd.name == "ping")
+            && self.writes_denied_by_disk_error()
+        {
+            self.reject(cmd);
+            return Some(self.reject_in_multi(client, cmd, Frame::error(crate::error::MISCONF)));
+        }
         if let Some(e) = self.busy_error_at(cmd, Some(now)) {
             self.reject(cmd);
             return Some(self.reject_in_multi(client, cmd, e));
@@ -387,6 +395,12 @@ impl Server {
     }
 
     /// Redis's `is_write_command`: a write command, or an EXEC whose queue holds one.
+    /// Redis's `writeCommandsDeniedByDiskError` for RDB: the last background save failed, save points
+    /// are set and `stop-writes-on-bgsave-error` is on.
+    fn writes_denied_by_disk_error(&self) -> bool {
+        self.config.get("stop-writes-on-bgsave-error").as_deref() == Some("yes") && !self.save_points().is_empty()
+    }
+
     fn is_write(&self, client: &Client, cmd: &Command) -> bool {
         cmd.flags.has(Flags::WRITE)
             || (cmd.name == "exec"

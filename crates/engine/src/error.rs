@@ -88,6 +88,8 @@ pub fn value_range(min: i64, max: i64) -> Frame {
 
 /// A write refused because `min-replicas-to-write` good replicas are not connected.
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+/// Writes refused after a failed background save (`stop-writes-on-bgsave-error`).
+pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 
 /// Redis's `shared.oomerr`: a command that may grow memory, refused while used memory is over
 /// `maxmemory` and nothing can be evicted.

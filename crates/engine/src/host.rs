@@ -109,6 +109,8 @@ pub struct MemoryHost {
     pub logged: Mutex<Vec<(LogLevel, String)>>,
     /// What [`Host::oom_score_adj`] reads and [`Host::set_oom_score_adj`] writes.
     pub oom_score_adj: std::sync::atomic::AtomicI64,
+    /// Makes [`Host::write_durably`] fail as a full disk does (tests of MISCONF and recovery).
+    pub disk_full: std::sync::atomic::AtomicBool,
 }
 
 impl Default for MemoryHost {
@@ -120,6 +122,7 @@ impl Default for MemoryHost {
             dirs: Mutex::new([PathBuf::from("/")].into_iter().collect()),
             logged: Mutex::default(),
             oom_score_adj: Default::default(),
+            disk_full: Default::default(),
         }
     }
 }
@@ -185,6 +188,9 @@ impl Host for MemoryHost {
         self.files.lock().get(path).cloned().ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
     }
     fn write_durably(&self, path: &Path, data: &[u8]) -> io::Result<()> {
+        if self.disk_full.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(io::Error::new(io::ErrorKind::StorageFull, "No space left on device"));
+        }
         match path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() && !self.dirs.lock().contains(dir) => {
                 Err(io::Error::from(io::ErrorKind::NotFound))

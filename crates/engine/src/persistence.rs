@@ -473,3 +473,60 @@ impl Server {
         self.rdb_load_locked(locked, &data, merge)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::TestServer;
+    use std::sync::atomic::Ordering;
+
+    /// A full disk: BGSAVE fails, writes (and PING) get MISCONF while save points are set, reads go
+    /// on, and the next save that works lifts it.
+    #[test]
+    fn a_failed_save_stops_writes_until_one_succeeds() {
+        let (ts, host) = TestServer::with_host();
+        host.mkdir("/data");
+        ts.srv.config.set("dir", "/data", true).expect("valid");
+        let mut c = ts.client();
+        for line in ["CONFIG SET save \"1 1\"", "SET k v"] {
+            assert_eq!(c.run(line), "+OK");
+        }
+        host.disk_full.store(true, Ordering::Relaxed);
+        assert_eq!(c.run("BGSAVE"), "+Background saving started");
+        assert!(c.run("INFO persistence").contains("rdb_last_bgsave_status:err"));
+        assert!(c.run("SET k w").starts_with("-MISCONF Redis is configured to save RDB snapshots"));
+        assert!(c.run("PING").starts_with("-MISCONF"));
+        assert_eq!(c.run("GET k"), "\"v\"");
+        // Within 5 seconds of the failure the cron does not try again.
+        ts.clock.advance_ms(2000);
+        assert!(!ts.srv.save_cron());
+        host.disk_full.store(false, Ordering::Relaxed);
+        ts.clock.advance_ms(5000);
+        assert!(ts.srv.save_cron(), "the save point is due and the retry delay over");
+        assert_eq!(c.run("SET k w"), "+OK");
+        assert!(c.run("INFO persistence").contains("rdb_changes_since_last_save:1"));
+        // Without save points there is nothing to protect: writes go on after a failure.
+        host.disk_full.store(true, Ordering::Relaxed);
+        assert_eq!(c.run("CONFIG SET save \"\""), "+OK");
+        assert_eq!(c.run("BGSAVE"), "+Background saving started");
+        assert_eq!(c.run("SET k x"), "+OK");
+    }
+
+    #[test]
+    fn save_and_reload_round_trip_in_memory() {
+        let (ts, host) = TestServer::with_host();
+        host.mkdir("/data");
+        ts.srv.config.set("enable-debug-command", "yes", true).expect("valid");
+        ts.srv.config.set("dir", "/data", true).expect("valid");
+        let mut c = ts.client();
+        for line in ["RPUSH l a b 1", "SET s v PX 100000", "LOCK lk me 60000", "SAVE"] {
+            assert!(!c.run(line).starts_with('-'), "{line}");
+        }
+        let digest = c.run("DEBUG DIGEST");
+        assert_eq!(c.run("DEBUG RELOAD"), "+OK");
+        assert_eq!(c.run("DEBUG DIGEST"), digest);
+        assert_eq!(c.run("DEBUG RELOAD NOSAVE NOFLUSH"), "-ERR Error trying to load the RDB dump, check server logs.");
+        assert_eq!(c.run("DEBUG RELOAD NOSAVE NOFLUSH MERGE"), "+OK");
+        assert_eq!(c.run("DEBUG DIGEST"), digest);
+        assert!(c.run("LASTSAVE").starts_with(':'));
+    }
+}
