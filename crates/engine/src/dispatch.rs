@@ -169,9 +169,6 @@ impl Server {
         let mut ctx = Ctx::new(self, client, locked, args, now, cmd);
         let reply = (cmd.handler)(&mut ctx);
         let (dirty, rewrite) = (ctx.dirty, ctx.rewrite.take());
-        if dirty > 0 {
-            self.dirty.add(dirty);
-        }
         if self.changes.enabled() {
             // Commands run on this one's behalf (EXEC's, a script's) propagated what it did.
             let inner = client.effects.len() != mark;
@@ -185,7 +182,7 @@ impl Server {
         // Also total_commands_processed, as Redis's call() counts it: commands that ran, EXEC's and
         // scripts' included, once they ran (not the rejected, unknown or queued ones; INFO does not
         // count itself).
-        self.stats.count_call(cmd, took, reply.is_error());
+        self.stats.count_call(cmd, took, reply.is_error(), dirty);
         self.record_latency(cmd, took);
         client.info.db.store(client.db, Ordering::Relaxed);
         self.after_call(client, cmd, args, took);
@@ -315,7 +312,7 @@ impl Server {
                         let outcome = serve(&mut ctx, &key);
                         let (dirty, rewrite) = (ctx.dirty, ctx.rewrite.take());
                         if dirty > 0 {
-                            self.dirty.add(dirty);
+                            self.stats.add_dirty(dirty);
                         }
                         if self.changes.enabled() {
                             // Keys the serve step found expired go first (BLMOVE's destination).

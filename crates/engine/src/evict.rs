@@ -370,7 +370,7 @@ impl Server {
         self.evictor.evicted_keys.fetch_add(1, Ordering::Relaxed);
         // The heap it held, measured, and its slot, free for the next key of this table.
         let after = host.used_memory().saturating_sub(Table::SLOT_BYTES as u64);
-        self.dirty.add(1);
+        self.stats.add_dirty(1);
         // A freed lock or a deleted list may have clients waiting on it.
         self.serve_ready(&mut locked, now);
         Some(before.saturating_sub(after))

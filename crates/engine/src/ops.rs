@@ -44,6 +44,7 @@ pub type ListPopped = smallvec::SmallVec<[SmallBytes; 1]>;
 /// Pops up to `count` elements from the `end` of the list at `key`, deleting the key once empty.
 /// Ok(None) when the key is missing (or `count` is 0 on an existing list: Some(empty)); WRONGTYPE for
 /// another type.
+#[inline]
 pub fn list_pop(db: &mut Db<'_, '_>, key: &[u8], end: End, count: usize) -> Result<Option<ListPopped>, Frame> {
     let Some(l) = write_list(db, key)? else { return Ok(None) };
     let n = count.min(l.len());
@@ -54,6 +55,7 @@ pub fn list_pop(db: &mut Db<'_, '_>, key: &[u8], end: End, count: usize) -> Resu
 
 /// Moves one element from the `from` end of `src` to the `to` end of `dst` (LMOVE). Both keys' types
 /// are checked before anything moves. Ok(None) when `src` is missing.
+#[inline]
 pub fn list_move(db: &mut Db<'_, '_>, src: &[u8], dst: &[u8], from: End, to: End) -> Result<Option<SmallBytes>, Frame> {
     if write_list(db, src)?.is_none() {
         return Ok(None);
@@ -75,6 +77,7 @@ pub fn list_move(db: &mut Db<'_, '_>, src: &[u8], dst: &[u8], from: End, to: End
 
 /// Pops up to `count` members with the lowest (or, with `max`, highest) scores, in pop order,
 /// deleting the key once empty. Ok(None) when the key is missing; WRONGTYPE for another type.
+#[inline]
 pub fn zset_pop(
     db: &mut Db<'_, '_>,
     key: &[u8],

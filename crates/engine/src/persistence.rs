@@ -322,7 +322,7 @@ impl Server {
 
     /// Changes since the last successful save (`rdb_changes_since_last_save`).
     pub fn changes_since_save(&self) -> u64 {
-        self.dirty.get().saturating_sub(self.persistence.dirty_at_save.load(Ordering::SeqCst))
+        self.stats.dirty().saturating_sub(self.persistence.dirty_at_save.load(Ordering::SeqCst))
     }
 }
 
@@ -366,7 +366,7 @@ impl Server {
         if self.persistence.bgsave_in_progress.load(Ordering::SeqCst) {
             return Err("ERR Background save already in progress".into());
         }
-        let dirty = self.dirty.get() + pending;
+        let dirty = self.stats.dirty() + pending;
         let data = self.rdb_snapshot_locked(locked);
         let host = self.config.host();
         let unix_s = (self.clock.unix_ms() / 1000) as u64;
@@ -390,7 +390,7 @@ impl Server {
         if self.persistence.bgsave_in_progress.swap(true, Ordering::SeqCst) {
             return Err("ERR Background save already in progress");
         }
-        let dirty = self.dirty.get();
+        let dirty = self.stats.dirty();
         let data = self.rdb_snapshot_locked(locked);
         let (host, clock, state, path) =
             (self.config.host_arc(), self.clock.clone(), self.persistence.clone(), self.rdb_path());

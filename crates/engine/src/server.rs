@@ -76,9 +76,6 @@ pub struct Server {
     pub started_ms: u64,
     /// TCP port actually bound (for INFO), set by the server crate.
     pub tcp_port: AtomicU64,
-    /// Writes since the last save (`rdb_changes_since_last_save`): the changes every command reports
-    /// ([`Ctx::changed`]), added once it returns, and keys the server deleted on its own.
-    pub dirty: crate::stats::Counter,
     /// Every change, as the commands that reproduce it (see [`crate::changes`]).
     pub changes: crate::changes::ChangeStream,
     /// RDB saves: what INFO persistence reports and what decides the next one.
@@ -183,7 +180,6 @@ impl Server {
             run_id,
             started_ms: now,
             tcp_port: AtomicU64::new(0),
-            dirty: Default::default(),
             changes: Default::default(),
             persistence: Arc::new(crate::persistence::State::new(unix_s)),
             blocked_clients: AtomicU64::new(0),

@@ -172,6 +172,7 @@ pub(crate) use crate::ops::{End, ListPopped};
 /// Pops through [`crate::ops::list_pop`] and reports it: a change per element, propagated as
 /// `LPOP|RPOP key [n]` (what LPOP, LMPOP, BLPOP and BLMPOP replay as, served or not). `with_count`:
 /// the caller asked for a count (the propagated form carries one).
+#[inline]
 pub(crate) fn pop(
     ctx: &mut Ctx<'_, '_>,
     key: &[u8],

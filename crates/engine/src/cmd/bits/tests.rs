@@ -590,7 +590,7 @@ fn wrong_type() {
 #[test]
 fn dirty_only_on_change() {
     let ts = TestServer::new();
-    let dirty = || ts.srv.dirty.get();
+    let dirty = || ts.srv.stats.dirty();
     let mut c = ts.client();
     let d0 = dirty();
     c.run("SETBIT foo 0 0");
