@@ -207,12 +207,7 @@ pub(crate) fn pop_first<'k>(
     count: usize,
     with_count: bool,
 ) -> Result<Option<Popped<'k>>, Frame> {
-    for key in keys {
-        if let Some(v) = pop(ctx, key, end, count, with_count)? {
-            return Ok(Some((key, v)));
-        }
-    }
-    Ok(None)
+    crate::types::access::first_key(keys, |key| pop(ctx, key, end, count, with_count))
 }
 
 /// Moves through [`crate::ops::list_move`] and reports it: one change, propagated as `LMOVE` (what

@@ -927,12 +927,7 @@ pub(crate) fn pop_first<'k>(
     count: usize,
     with_count: bool,
 ) -> Result<Option<Popped<'k>>, Frame> {
-    for key in keys {
-        if let Some(v) = pop(ctx, key, max, count, with_count)? {
-            return Ok(Some((key, v)));
-        }
-    }
-    Ok(None)
+    crate::types::access::first_key(keys, |key| pop(ctx, key, max, count, with_count))
 }
 
 /// Pops through [`crate::ops::zset_pop`] and reports it: a change per member, propagated as

@@ -53,6 +53,20 @@ accessors!(Hash, HashValue, read_hash, write_hash, create_hash);
 accessors!(Set, SetValue, read_set, write_set, create_set);
 accessors!(ZSet, ZSet, read_zset, write_zset, create_zset);
 
+/// The first of `keys` for which `f` finds something (the MPOP family and the blocking pops look
+/// for the first non-empty key): that key and what `f` gave, or Ok(None).
+pub fn first_key<T>(
+    keys: &[Bytes],
+    mut f: impl FnMut(&[u8]) -> Result<Option<T>, Frame>,
+) -> Result<Option<(&[u8], T)>, Frame> {
+    for key in keys {
+        if let Some(v) = f(key)? {
+            return Ok(Some((key, v)));
+        }
+    }
+    Ok(None)
+}
+
 /// Deletes `key` if it holds an empty aggregate.
 pub fn remove_if_empty(db: &mut Db<'_, '_>, key: &[u8]) {
     let empty = match db.peek(key).map(|e| &e.value) {
