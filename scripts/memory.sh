@@ -15,7 +15,7 @@ REDIS_PORT=${REDIS_PORT:-7104}
 command -v redis-server >/dev/null || { echo "redis-server not installed" >&2; exit 2; }
 cargo build --release --bin latch-server >&2
 target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-"$target/release/latch-server" --port "$LATCH_PORT" --bind 127.0.0.1 --loglevel warning &
+"$target/release/latch-server" --port "$LATCH_PORT" --bind 127.0.0.1 --save '' --loglevel warning &
 LPID=$!
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --loglevel warning &
 RPID=$!

@@ -26,7 +26,7 @@ stop() { kill $LPID $RPID 2>/dev/null || true; wait $LPID $RPID 2>/dev/null || t
 trap stop EXIT
 printf '%-12s %10s %10s %8s\n' case latch_MB redis_MB ratio
 for c in $CASES; do
-  "$LATCH" --port "$LATCH_PORT" --bind 127.0.0.1 --loglevel warning >/dev/null & LPID=$!
+  "$LATCH" --port "$LATCH_PORT" --bind 127.0.0.1 --save '' --loglevel warning >/dev/null & LPID=$!
   redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --loglevel warning >/dev/null & RPID=$!
   for p in "$LATCH_PORT" "$REDIS_PORT"; do
     for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.05; done

@@ -127,6 +127,8 @@ fn daemonize_detaches_writes_the_pidfile_and_logs_to_the_logfile() {
         let st = Command::new(BIN)
             .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--daemonize", "yes"])
             .args(["--pidfile", &pidfile, "--logfile", &logfile, "--always-show-logo", "yes"])
+            // SIGTERM saves (Redis's default save points): into this test's directory.
+            .args(["--dir", &dir.path(".")])
             .status()
             .unwrap();
         assert!(st.success());

@@ -21,8 +21,18 @@ pub fn start_latch() -> (Child, u16) {
     );
     for _ in 0..20 {
         let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("free port").port();
+        // No RDB file: these servers neither save one nor load one a developer left behind.
         let mut child = Command::new(&bin)
-            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args([
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+                "--save",
+                "",
+                "--dbfilename",
+                "latch-cli-tests-none.rdb",
+            ])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()

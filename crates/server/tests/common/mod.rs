@@ -10,9 +10,12 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// A running server, killed on drop.
+/// A running server, killed on drop. It runs in a directory of its own (removed on drop), so that the
+/// RDB file a test's server saves (Redis's default `save` points, SHUTDOWN, SIGTERM) is never loaded
+/// by another test's server.
 pub struct Latch {
     child: Child,
+    dir: std::path::PathBuf,
     /// The bound port.
     pub port: u16,
     /// Log lines printed after startup (collected in the background).
@@ -58,8 +61,13 @@ impl Latch {
 
     #[allow(clippy::zombie_processes)] // the child is reaped in Drop
     fn spawn(args: &[String], port: u16) -> Result<(Latch, String), String> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("latch-test-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("server directory");
         let mut child = Command::new(env!("CARGO_BIN_EXE_latch-server"))
             .args(args)
+            .current_dir(&dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -81,12 +89,13 @@ impl Latch {
             let Ok(line) = rx.recv_timeout(left) else {
                 let _ = child.kill();
                 let _ = child.wait();
+                let _ = std::fs::remove_dir_all(&dir);
                 return Err(log);
             };
             log.push_str(&line);
             log.push('\n');
             if line.contains("Ready to accept connections") {
-                return Ok((Latch { child, port, log: rx }, log));
+                return Ok((Latch { child, dir, port, log: rx }, log));
             }
         }
     }
@@ -133,6 +142,7 @@ impl Drop for Latch {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
