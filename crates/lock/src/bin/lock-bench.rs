@@ -389,7 +389,7 @@ fn main() {
             let bin = o.get("latch-server").map(PathBuf::from).unwrap_or_else(|| me.with_file_name("latch-server"));
             let p = base.to_string();
             let io = o.num("latch-io-threads", 0).to_string();
-            let (s, u) = start(&bin, &["--bind", "127.0.0.1", "--port", &p, "--io-threads", &io], base);
+            let (s, u) = start(&bin, &["--bind", "127.0.0.1", "--port", &p, "--save", "", "--io-threads", &io], base);
             keep.push(s);
             u
         }

@@ -196,7 +196,7 @@ impl Server {
         let mut cmd = match kind {
             Kind::Latch => {
                 let mut c = Command::new(&bins.latch);
-                c.args(["--bind", "127.0.0.1", "--port", &p]);
+                c.args(["--bind", "127.0.0.1", "--port", &p, "--save", ""]);
                 c
             }
             Kind::Redis => {
