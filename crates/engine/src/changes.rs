@@ -57,11 +57,25 @@ pub struct Unit {
     pub effects: Vec<Effect>,
 }
 
-/// Where units go. Today one consumer reads them back (tests); the AOF and replicas will follow.
+/// Where units go: the AOF (encoded as the commands Redis's AOF holds) and, for tests, a log of
+/// the units themselves.
 #[derive(Default)]
 pub struct ChangeStream {
     enabled: AtomicBool,
+    logging: AtomicBool,
     log: Mutex<Vec<Unit>>,
+    aof_on: AtomicBool,
+    aof: Mutex<AofBuffer>,
+}
+
+/// Units encoded for the AOF and not yet taken by its writer.
+#[derive(Default)]
+struct AofBuffer {
+    bytes: Vec<u8>,
+    /// The database the encoded commands last selected (None: the next unit starts with SELECT).
+    db: Option<usize>,
+    /// Bytes ever appended (the offset a client waits for under `appendfsync always`).
+    appended: u64,
 }
 
 impl ChangeStream {
@@ -71,21 +85,110 @@ impl ChangeStream {
         self.enabled.load(Ordering::Relaxed)
     }
 
-    /// Starts recording. Call before the first command whose changes must be seen (the tables learn
-    /// it through [`crate::server::Server::record_changes`]).
+    /// Starts logging units for [`ChangeStream::take`] (tests). The tables learn it through
+    /// [`crate::server::Server::record_changes`].
     pub(crate) fn enable(&self) {
+        self.logging.store(true, Ordering::SeqCst);
         self.enabled.store(true, Ordering::SeqCst);
+    }
+
+    /// Starts or stops encoding units for the AOF.
+    pub(crate) fn set_aof(&self, on: bool) {
+        let mut b = self.aof.lock();
+        b.db = None;
+        self.aof_on.store(on, Ordering::SeqCst);
+        if on {
+            self.enabled.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// True while units go to the AOF.
+    pub fn aof_on(&self) -> bool {
+        self.aof_on.load(Ordering::Relaxed)
     }
 
     /// Appends a unit (nothing for an empty one).
     pub(crate) fn publish(&self, at: u64, effects: Vec<Effect>) {
-        if !effects.is_empty() {
+        if effects.is_empty() {
+            return;
+        }
+        if self.aof_on.load(Ordering::Relaxed) {
+            let mut b = self.aof.lock();
+            let start = b.bytes.len();
+            let wrap = effects.len() > 1;
+            if wrap {
+                encode_command(&mut b.bytes, &[&b"MULTI"[..]]);
+            }
+            for e in &effects {
+                if b.db != Some(e.db) {
+                    let n = e.db.to_string();
+                    encode_command(&mut b.bytes, &[&b"SELECT"[..], n.as_bytes()]);
+                    b.db = Some(e.db);
+                }
+                if e.args.first().is_some_and(|a| a.eq_ignore_ascii_case(b"LOCKRESTORE")) {
+                    // Redis has no lock type: a grant is an annotation Redis skips (`#...`), the
+                    // command's RESP in hex, which Latch's loader replays.
+                    let mut cmd = Vec::new();
+                    encode_command(&mut cmd, &e.args);
+                    b.bytes.extend_from_slice(LATCH_ANNOTATION);
+                    for byte in cmd {
+                        b.bytes.extend_from_slice(format!("{byte:02x}").as_bytes());
+                    }
+                    b.bytes.extend_from_slice(b"\r\n");
+                } else {
+                    encode_command(&mut b.bytes, &e.args);
+                }
+            }
+            if wrap {
+                encode_command(&mut b.bytes, &[&b"EXEC"[..]]);
+            }
+            let added = (b.bytes.len() - start) as u64;
+            b.appended += added;
+        }
+        if self.logging.load(Ordering::Relaxed) {
             self.log.lock().push(Unit { at, effects });
         }
     }
 
-    /// Takes the units recorded so far.
+    /// Takes the units logged so far.
     pub fn take(&self) -> Vec<Unit> {
         std::mem::take(&mut *self.log.lock())
+    }
+
+    /// Takes the AOF bytes encoded so far, with the offset they end at.
+    pub fn take_aof(&self) -> (Vec<u8>, u64) {
+        let mut b = self.aof.lock();
+        (std::mem::take(&mut b.bytes), b.appended)
+    }
+
+    /// Takes the AOF bytes for a file being closed: what follows starts with its own SELECT.
+    pub fn rotate_aof(&self) -> (Vec<u8>, u64) {
+        let mut b = self.aof.lock();
+        b.db = None;
+        (std::mem::take(&mut b.bytes), b.appended)
+    }
+
+    /// Bytes ever encoded for the AOF.
+    pub fn aof_appended(&self) -> u64 {
+        self.aof.lock().appended
+    }
+}
+
+/// The prefix of an AOF line holding a command only Latch has (a lock grant), hex-encoded: Redis
+/// skips lines that start with `#` (its annotations), so Redis still loads the file.
+pub const LATCH_ANNOTATION: &[u8] = b"#latch:";
+
+/// One command as RESP (an array of bulk strings), as Redis writes its AOF.
+pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, args: &[A]) {
+    out.push(b'*');
+    out.extend_from_slice(itoa::Buffer::new().format(args.len()).as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for a in args {
+        let a = a.as_ref();
+        out.push(b'$');
+        out.extend_from_slice(itoa::Buffer::new().format(a.len()).as_bytes());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
     }
 }

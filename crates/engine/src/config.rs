@@ -403,7 +403,14 @@ pub static PARAMS: &[Param] = &[
             c.maxmemory_policy.store(p as u8, Relaxed);
         }),
     },
-    P { name: "appendfsync", alias: None, flags: 0, kind: Kind::Enum(E_FSYNC), default: "everysec", apply: None },
+    P {
+        name: "appendfsync",
+        alias: None,
+        flags: 0,
+        kind: Kind::Enum(E_FSYNC),
+        default: "everysec",
+        apply: Some(|c, v| c.appendfsync_always.store(v == "always", Relaxed)),
+    },
     P { name: "oom-score-adj", alias: None, flags: 0, kind: Kind::Enum(E_OOM), default: "no", apply: None },
     P {
         name: "acl-pubsub-default",
@@ -959,6 +966,8 @@ pub struct Config {
     pub latency_tracking: AtomicBool,
     /// Hot copy of `latency-monitor-threshold` (milliseconds, 0 = the latency monitor is off).
     pub latency_monitor_threshold: AtomicI64,
+    /// `appendfsync always`: a reply waits until its write is on disk (read per reply flush).
+    pub appendfsync_always: AtomicBool,
     /// `min-replicas-to-write` (0 = off).
     min_replicas_to_write: AtomicI64,
     /// `min-replicas-max-lag` (0 = the check is off).
@@ -1338,6 +1347,7 @@ impl Config {
             latency_tracking: AtomicBool::new(true),
             latency_monitor_threshold: AtomicI64::new(0),
             min_replicas_to_write: AtomicI64::new(0),
+            appendfsync_always: AtomicBool::new(false),
             min_replicas_max_lag: AtomicI64::new(0),
             requirepass: RwLock::new(Vec::new()),
             host,

@@ -55,6 +55,14 @@ pub struct State {
     pub saves: AtomicU64,
     /// When the last save attempt failed (Unix seconds), for Redis's retry delay.
     pub last_failure: AtomicI64,
+    /// BGREWRITEAOF asked for a rewrite the AOF writer has not started yet.
+    pub aof_rewrite_requested: AtomicBool,
+    /// An AOF rewrite is running.
+    pub aof_rewrite_in_progress: AtomicBool,
+    /// AOF rewrites done since startup.
+    pub aof_rewrites: AtomicU64,
+    /// The last write to the AOF failed.
+    pub aof_write_failed: AtomicBool,
 }
 
 impl State {
@@ -471,6 +479,57 @@ impl Server {
             self.scripting.flush_functions();
         }
         self.rdb_load_locked(locked, &data, merge)
+    }
+}
+
+impl Server {
+    /// Starts encoding every change for the AOF (see [`crate::changes`]); the tables start logging
+    /// the keys they delete on their own, which the AOF holds as `DEL`s.
+    pub fn aof_start(&self) {
+        for i in 0..self.ks.nshards() {
+            let mut locked = self.ks.lock_shards(vec![i]);
+            for t in locked.shard(i).dbs.iter_mut() {
+                t.log_server_deletes(true);
+            }
+        }
+        self.changes.set_aof(true);
+    }
+
+    /// Stops encoding changes for the AOF.
+    pub fn aof_stop(&self) {
+        self.changes.set_aof(false);
+    }
+
+    /// For an AOF rewrite, with every shard held: the dataset as an RDB file (the new base) and the
+    /// encoded changes that belong to the incr file being closed.
+    pub fn aof_rewrite_snapshot(&self) -> (Vec<u8>, Vec<u8>, u64) {
+        let mut locked = self.ks.lock_all();
+        let rdb = self.rdb_snapshot_locked(&mut locked);
+        let (tail, offset) = self.changes.rotate_aof();
+        (rdb, tail, offset)
+    }
+
+    /// Replays the commands of an AOF file (loading): through a client of its own, as Redis's fake
+    /// AOF client; an unknown command stops the load, other errors are ignored as Redis ignores them.
+    pub fn aof_replay(&self, commands: Vec<Vec<bytes::Bytes>>) -> Result<u64, String> {
+        let mut client = self.new_client("aof".into(), String::new());
+        client.authenticated = true;
+        let mut n = 0u64;
+        let mut result = Ok(0);
+        for args in commands {
+            if let Some(resp::Frame::Error(e)) = self.execute(&mut client, &args)
+                && e.starts_with(b"ERR unknown command")
+            {
+                result = Err(format!(
+                    "Unknown command '{}' reading the append only file",
+                    String::from_utf8_lossy(&args[0])
+                ));
+                break;
+            }
+            n += 1;
+        }
+        self.client_closed(&client);
+        result.map(|_: u64| n)
     }
 }
 

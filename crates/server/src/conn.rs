@@ -61,7 +61,7 @@ impl Obuf {
 
 /// Serves one connection until the peer closes, a protocol error, QUIT, CLIENT KILL or shutdown (which
 /// kills every client).
-pub async fn serve<S>(srv: Arc<Server>, stream: S, peer: String, local: String)
+pub async fn serve<S>(srv: Arc<Server>, aof: Arc<crate::aof::Aof>, stream: S, peer: String, local: String)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -104,7 +104,7 @@ where
                     // A blocking command that found nothing: wait for a writer to serve it, the
                     // timeout, or the client to go away. Later pipelined commands wait behind it.
                     while let Some(w) = client.blocked.clone() {
-                        if flush(&srv, &client.info, &kill, &mut wr, &mut wbuf).await.is_err() {
+                        if flush(&srv, &aof, &client.info, &kill, &mut wr, &mut wbuf).await.is_err() {
                             w.cancel();
                             srv.unblocked(&mut client);
                             break 'conn;
@@ -141,7 +141,7 @@ where
                             break 'conn;
                         }
                         if srv.config.normal_obuf_limits().0 == 0 {
-                            if flush(&srv, &client.info, &kill, &mut wr, &mut wbuf).await.is_err()
+                            if flush(&srv, &aof, &client.info, &kill, &mut wr, &mut wbuf).await.is_err()
                                 || write_out(&srv, &client.info, &kill, &mut wr, big).await.is_err()
                             {
                                 break 'conn;
@@ -163,7 +163,7 @@ where
                             }
                             if wbuf.len() >= FLUSH_AT
                                 && srv.config.normal_obuf_limits().0 == 0
-                                && flush(&srv, &client.info, &kill, &mut wr, &mut wbuf).await.is_err()
+                                && flush(&srv, &aof, &client.info, &kill, &mut wr, &mut wbuf).await.is_err()
                             {
                                 break 'conn;
                             }
@@ -195,7 +195,7 @@ where
                         );
                     }
                     if client.close_after_reply || client.info.killed.load(Ordering::Relaxed) {
-                        let _ = flush(&srv, &client.info, &kill, &mut wr, &mut wbuf).await;
+                        let _ = flush(&srv, &aof, &client.info, &kill, &mut wr, &mut wbuf).await;
                         break 'conn;
                     }
                 }
@@ -203,7 +203,7 @@ where
                 Err(e) => {
                     tracing::debug!(client = client.id, "protocol error: {e}");
                     resp::encode(&Frame::error(format!("ERR {}", e.message())), client.proto, &mut wbuf);
-                    let _ = flush(&srv, &client.info, &kill, &mut wr, &mut wbuf).await;
+                    let _ = flush(&srv, &aof, &client.info, &kill, &mut wr, &mut wbuf).await;
                     break 'conn;
                 }
             }
@@ -216,7 +216,7 @@ where
             // fell from 34% to 23% with the yield, and EVALSHA at -P 16 went from 0.99x to 1.2x
             // Redis's rate (docs/performance.md).
             tokio::task::yield_now().await;
-            if flush(&srv, &client.info, &kill, &mut wr, &mut wbuf).await.is_err() {
+            if flush(&srv, &aof, &client.info, &kill, &mut wr, &mut wbuf).await.is_err() {
                 break;
             }
         }
@@ -393,6 +393,7 @@ async fn write_out<W: AsyncWrite + Unpin>(
 /// Writes out `wbuf` and empties it.
 async fn flush<W: AsyncWrite + Unpin>(
     srv: &Server,
+    aof: &crate::aof::Aof,
     info: &engine::client::ClientInfo,
     kill: &Notify,
     wr: &mut W,
@@ -400,6 +401,10 @@ async fn flush<W: AsyncWrite + Unpin>(
 ) -> std::io::Result<()> {
     if wbuf.is_empty() {
         return Ok(());
+    }
+    // `appendfsync always`: no reply before its write is on disk.
+    if srv.config.appendfsync_always.load(Ordering::Relaxed) {
+        aof.durable().await;
     }
     // The reply buffer's peak: what it held, up to its size (Redis's buf_peak of its static buffer;
     // beyond that, Redis's replies go to its reply list).

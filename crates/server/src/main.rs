@@ -5,6 +5,7 @@
 //! and a clean exit on SIGINT, SIGTERM or SHUTDOWN.
 
 mod alloc;
+mod aof;
 mod config_file;
 mod conn;
 mod log;
@@ -175,18 +176,27 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     process::announce(&srv.config, port);
     tracing::warn!("Server initialized");
     srv.memory_startup.store(alloc::used(), std::sync::atomic::Ordering::Relaxed);
-    if !load_rdb(&srv) {
+    let aof = aof::Aof::new(srv.clone());
+    if srv.config.get("appendonly").as_deref() == Some("yes") {
+        // With the AOF on, Redis loads the AOF and not the RDB file.
+        if let Err(e) = aof.start_at_boot() {
+            tracing::warn!("{e}");
+            tracing::warn!("Fatal error loading the DB. Exiting.");
+            return 1;
+        }
+    } else if !load_rdb(&srv) {
         return 1;
     }
+
     // Each accept loop records the port it serves (for INFO), here and after CONFIG SET port.
-    let acceptor = srv.clone();
+    let (acceptor, acceptor_aof) = (srv.clone(), aof.clone());
     net::serve(listeners, &binds, port, backlog, move |l| {
         tracing::debug!("Listening on {}", l.local_addr().map(|a| a.to_string()).unwrap_or_default());
         acceptor.tcp_port.store(l.local_addr().map_or(0, |a| a.port()) as u64, std::sync::atomic::Ordering::Relaxed);
-        tokio::spawn(accept_loop(l, acceptor.clone()))
+        tokio::spawn(accept_loop(l, acceptor.clone(), acceptor_aof.clone()))
     });
     tokio::spawn(waiter_timer(srv.clone(), clock.clone()));
-    tokio::spawn(cron(srv.clone(), clock));
+    tokio::spawn(cron(srv.clone(), clock, aof.clone()));
     tracing::info!("Ready to accept connections tcp");
 
     let mut signals = signals;
@@ -212,6 +222,7 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
         }
     }
     tracing::warn!("User requested shutdown...");
+    aof.flush_at_exit();
     for c in srv.clients.snapshot() {
         c.kill();
     }
@@ -264,7 +275,7 @@ impl Signals {
     }
 }
 
-async fn accept_loop(l: TcpListener, srv: Arc<Server>) {
+async fn accept_loop(l: TcpListener, srv: Arc<Server>, aof: Arc<aof::Aof>) {
     let local = l.local_addr().map(|a| a.to_string()).unwrap_or_default();
     loop {
         let (sock, peer) = match l.accept().await {
@@ -306,7 +317,7 @@ async fn accept_loop(l: TcpListener, srv: Arc<Server>) {
         if let Err(e) = net::keepalive(&sock, srv.config.get_i64("tcp-keepalive")) {
             tracing::debug!("tcp-keepalive on {peer}: {e}");
         }
-        tokio::spawn(conn::serve(srv.clone(), sock, peer.to_string(), local.clone()));
+        tokio::spawn(conn::serve(srv.clone(), aof.clone(), sock, peer.to_string(), local.clone()));
     }
 }
 
@@ -325,7 +336,7 @@ async fn waiter_timer(srv: Arc<Server>, clock: Arc<SystemClock>) {
 }
 
 /// Background work, `hz` times a second: active expiry, eviction, wall-clock resync.
-async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>) {
+async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>, aof: Arc<aof::Aof>) {
     loop {
         let hz = srv.config.hz.load(std::sync::atomic::Ordering::Relaxed).clamp(1, 500);
         tokio::time::sleep(Duration::from_millis(1000 / hz)).await;
@@ -336,8 +347,10 @@ async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>) {
         let now = clock.now_ms();
         srv.clients_cron(now);
         let srv2 = srv.clone();
+        let aof2 = aof.clone();
         // Expiry takes shard locks; keep it off the async workers' hot path.
         let _ = tokio::task::spawn_blocking(move || {
+            aof2.tick();
             srv2.active_expire_cycle(now, 1000);
             srv2.save_cron();
             // Over maxmemory without commands coming (CONFIG SET maxmemory lowered it, or an

@@ -59,6 +59,14 @@ pub static COMMANDS: &[Command] = &[
         ..BASE
     },
     Command {
+        name: "bgrewriteaof",
+        arity: 1,
+        flags: Flags::ADMIN.or(Flags::NOSCRIPT),
+        group: crate::command::Group::Server,
+        handler: bgrewriteaof,
+        ..BASE
+    },
+    Command {
         name: "lastsave",
         arity: 1,
         flags: LS.or(Flags::FAST),
@@ -323,6 +331,14 @@ fn bgsave(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(()) => Frame::simple("Background saving started"),
         Err(e) => Frame::error(e),
     }
+}
+
+fn bgrewriteaof(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let p = &ctx.srv.persistence;
+    if p.aof_rewrite_in_progress.load(Ordering::SeqCst) || p.aof_rewrite_requested.swap(true, Ordering::SeqCst) {
+        return Frame::error("ERR Background append only file rewriting already in progress");
+    }
+    Frame::simple("Background append only file rewriting started")
 }
 
 fn shutdown_may_save(args: &[Bytes]) -> bool {
@@ -651,14 +667,14 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
                 if running { unix_s - p.bgsave_started.load(Ordering::Relaxed) } else { -1 }
             );
             line!("rdb_saves:{}", p.saves.load(Ordering::Relaxed));
-            line!("aof_enabled:{}", aof as u8);
-            line!("aof_rewrite_in_progress:0");
-            line!("aof_rewrite_scheduled:0");
+            line!("aof_enabled:{}", (aof && srv.changes.aof_on()) as u8);
+            line!("aof_rewrite_in_progress:{}", p.aof_rewrite_in_progress.load(Ordering::Relaxed) as u8);
+            line!("aof_rewrite_scheduled:{}", p.aof_rewrite_requested.load(Ordering::Relaxed) as u8);
             line!("aof_last_rewrite_time_sec:-1");
             line!("aof_current_rewrite_time_sec:-1");
             line!("aof_last_bgrewrite_status:ok");
-            line!("aof_rewrites:0");
-            line!("aof_last_write_status:ok");
+            line!("aof_rewrites:{}", p.aof_rewrites.load(Ordering::Relaxed));
+            line!("aof_last_write_status:{}", if p.aof_write_failed.load(Ordering::Relaxed) { "err" } else { "ok" });
             line!("module_fork_in_progress:0");
         }
         "stats" => {

@@ -1,0 +1,388 @@
+//! The append-only file, as Redis 7.0 keeps it: a directory (`appenddirname`) holding a base file (an
+//! RDB, `<appendfilename>.<seq>.base.rdb`), an incr file of RESP commands
+//! (`<appendfilename>.<seq>.incr.aof`) and the manifest naming them
+//! (`file <name> seq <n> type b|i`). What goes into the incr file is the engine's change stream
+//! (`engine::changes`): effects, with absolute expiries, as Redis propagates them.
+//!
+//! `appendfsync`: `everysec` syncs the incr file once a second from the cron, `no` leaves it to the
+//! kernel, `always` makes every reply wait until its write is on disk. Replies of many clients share
+//! one fdatasync (group commit): whoever syncs writes everything encoded so far, and a client whose
+//! offset is already covered does not sync again.
+//!
+//! BGREWRITEAOF (and turning `appendonly` on) makes a new base from a snapshot taken with every shard
+//! held, closes the incr file with the changes encoded before that instant, opens a new one, and
+//! replaces the manifest atomically before removing the old files.
+
+use engine::server::Server;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// The AOF writer, shared by the cron, the connections (for `appendfsync always`) and its syncer
+/// thread.
+pub struct Aof {
+    srv: Arc<Server>,
+    files: parking_lot::Mutex<Option<Files>>,
+    /// Offset of the change stream known to be on disk.
+    synced: AtomicU64,
+    /// The highest offset a connection waits for; the syncer thread sleeps until it passes `synced`.
+    requested: parking_lot::Mutex<u64>,
+    wake: parking_lot::Condvar,
+    /// What the syncer made durable, for the connections awaiting it.
+    done: tokio::sync::watch::Sender<u64>,
+}
+
+/// The open incr file and where it lives.
+struct Files {
+    dir: PathBuf,
+    name: String,
+    seq: u64,
+    incr: File,
+    last_sync: Instant,
+}
+
+fn dir_and_name(srv: &Server) -> (PathBuf, String) {
+    let dir = Path::new(&srv.config.get("dir").unwrap_or_else(|| ".".into()))
+        .join(srv.config.get("appenddirname").unwrap_or_else(|| "appendonlydir".into()));
+    (dir, srv.config.get("appendfilename").unwrap_or_else(|| "appendonly.aof".into()))
+}
+
+fn manifest_path(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{name}.manifest"))
+}
+
+/// The manifest's files: (file name, seq, type).
+fn parse_manifest(text: &str) -> Result<Vec<(String, u64, char)>, String> {
+    let mut out = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let get = |k: &str| words.chunks(2).find(|p| p[0] == k && p.len() == 2).map(|p| p[1]);
+        let (Some(file), Some(seq), Some(kind)) = (get("file"), get("seq"), get("type")) else {
+            return Err(format!("Invalid AOF manifest line: {line}"));
+        };
+        let seq = seq.parse().map_err(|_| format!("Invalid AOF manifest line: {line}"))?;
+        out.push((file.to_string(), seq, kind.chars().next().unwrap_or('?')));
+    }
+    Ok(out)
+}
+
+/// RESP commands of an AOF file; `truncated` is set when it ends inside a command (the commands
+/// before it are returned, and the length of the part that parsed).
+fn parse_commands(data: &[u8]) -> (Vec<Vec<bytes::Bytes>>, usize, bool) {
+    let mut cmds = Vec::new();
+    let mut pos = 0;
+    let line = |from: usize| -> Option<(&[u8], usize)> {
+        let end = memchr::memchr(b'\n', &data[from..])? + from;
+        (end > from && data[end - 1] == b'\r').then(|| (&data[from..end - 1], end + 1))
+    };
+    'outer: while pos < data.len() {
+        // Annotations: Redis's timestamps are comments; Latch's own commands (lock grants) are
+        // hex-encoded RESP after `#latch:`.
+        if data[pos] == b'#' {
+            match line(pos) {
+                Some((text, next)) => {
+                    if let Some(hex) = text.strip_prefix(engine::changes::LATCH_ANNOTATION) {
+                        let raw: Option<Vec<u8>> = hex
+                            .chunks(2)
+                            .map(|p| std::str::from_utf8(p).ok().and_then(|h| u8::from_str_radix(h, 16).ok()))
+                            .collect();
+                        match raw.map(|r| parse_commands(&r)) {
+                            Some((inner, _, false)) => cmds.extend(inner),
+                            _ => return (cmds, pos, true),
+                        }
+                    }
+                    pos = next;
+                    continue;
+                }
+                None => return (cmds, pos, true),
+            }
+        }
+        let start = pos;
+        let Some((head, mut at)) = line(pos) else { return (cmds, start, true) };
+        let Some(n) = head.strip_prefix(b"*").and_then(|n| std::str::from_utf8(n).ok()?.parse::<usize>().ok()) else {
+            return (cmds, start, true);
+        };
+        let mut args = Vec::with_capacity(n.min(1024));
+        for _ in 0..n {
+            let Some((h, next)) = line(at) else { return (cmds, start, true) };
+            let Some(len) = h.strip_prefix(b"$").and_then(|l| std::str::from_utf8(l).ok()?.parse::<usize>().ok())
+            else {
+                return (cmds, start, true);
+            };
+            if next + len + 2 > data.len() {
+                break 'outer;
+            }
+            args.push(bytes::Bytes::copy_from_slice(&data[next..next + len]));
+            at = next + len + 2;
+        }
+        if args.len() != n {
+            return (cmds, start, true);
+        }
+        cmds.push(args);
+        pos = at;
+    }
+    let truncated = pos < data.len();
+    (cmds, pos, truncated)
+}
+
+impl Aof {
+    /// The writer for `srv`, off until [`Aof::start_at_boot`] or `appendonly yes`, with its syncer
+    /// thread.
+    pub fn new(srv: Arc<Server>) -> Arc<Aof> {
+        let aof = Arc::new(Aof {
+            srv,
+            files: parking_lot::Mutex::new(None),
+            synced: AtomicU64::new(0),
+            requested: parking_lot::Mutex::new(0),
+            wake: parking_lot::Condvar::new(),
+            done: tokio::sync::watch::channel(0).0,
+        });
+        let syncer = aof.clone();
+        std::thread::Builder::new()
+            .name("latch-aof-sync".into())
+            .spawn(move || syncer.sync_loop())
+            .expect("AOF thread");
+        aof
+    }
+
+    /// The syncer thread: whenever connections wait for an offset not yet on disk, writes and syncs
+    /// everything encoded so far, which covers every connection that ran meanwhile (group commit).
+    fn sync_loop(&self) {
+        loop {
+            let want = {
+                let mut r = self.requested.lock();
+                while *r <= self.synced.load(Ordering::SeqCst) {
+                    self.wake.wait(&mut r);
+                }
+                *r
+            };
+            self.write_pending(true, Some(want));
+            if self.files.lock().is_none() {
+                // The AOF was turned off meanwhile: nothing is left to make durable.
+                self.synced.fetch_max(want, Ordering::SeqCst);
+            }
+            self.done.send_replace(self.synced.load(Ordering::SeqCst));
+        }
+    }
+
+    /// At startup with `appendonly yes`: loads the AOF directory if there is one (instead of the RDB
+    /// file, as Redis does), then starts appending. Err: the server must not start.
+    pub fn start_at_boot(&self) -> Result<(), String> {
+        let (dir, name) = dir_and_name(&self.srv);
+        let manifest = manifest_path(&dir, &name);
+        match std::fs::read_to_string(&manifest) {
+            Ok(text) => {
+                let files = parse_manifest(&text)?;
+                let mut seq = 1;
+                let n_incr = files.iter().filter(|f| f.2 == 'i').count();
+                let mut incr_seen = 0;
+                for (file, s, kind) in &files {
+                    let path = dir.join(file);
+                    let data =
+                        std::fs::read(&path).map_err(|e| format!("Can't open the append-only file {file}: {e}"))?;
+                    match kind {
+                        'b' if data.starts_with(b"REDIS") => {
+                            self.srv.rdb_load(&data)?;
+                        }
+                        'b' | 'i' => {
+                            incr_seen += usize::from(*kind == 'i');
+                            let last = *kind == 'i' && incr_seen == n_incr;
+                            let (cmds, good, truncated) = parse_commands(&data);
+                            if truncated {
+                                let allowed = self.srv.config.get("aof-load-truncated").as_deref() == Some("yes");
+                                if !(last && allowed) {
+                                    return Err(format!(
+                                        "Bad file format reading the append only file {file}: make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>"
+                                    ));
+                                }
+                                tracing::warn!("!!! Warning: short read while loading the AOF file {file}!!!");
+                                tracing::warn!("!!! Truncating the AOF {file} at offset {good} !!!");
+                                OpenOptions::new()
+                                    .write(true)
+                                    .open(&path)
+                                    .and_then(|f| f.set_len(good as u64))
+                                    .map_err(|e| format!("Error truncating the AOF file {file}: {e}"))?;
+                                tracing::warn!("AOF {file} loaded anyway because aof-load-truncated is enabled");
+                            }
+                            self.srv.aof_replay(cmds)?;
+                        }
+                        _ => {}
+                    }
+                    seq = seq.max(*s);
+                }
+                tracing::info!("DB loaded from append only file");
+                let (incr_name, _, _) =
+                    files.iter().rev().find(|f| f.2 == 'i').cloned().ok_or("The AOF manifest names no incr file")?;
+                let incr = OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(dir.join(&incr_name))
+                    .map_err(|e| format!("Can't open the append-only file {incr_name}: {e}"))?;
+                *self.files.lock() = Some(Files { dir, name, seq, incr, last_sync: Instant::now() });
+                self.srv.aof_start();
+                Ok(())
+            }
+            // No AOF yet: its first base is made from what is in memory (not counted as a rewrite).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                tracing::info!("Creating AOF base file {name}.1.base.rdb on server start");
+                self.rewrite_inner()
+            }
+            Err(e) => Err(format!("Can't open the AOF manifest {}: {e}", manifest.display())),
+        }
+    }
+
+    /// The cron's part: follows `appendonly` (a rewrite starts the AOF, `no` stops it), runs a
+    /// requested rewrite, writes what was encoded, and syncs by `appendfsync`.
+    pub fn tick(&self) {
+        let want = self.srv.config.get("appendonly").as_deref() == Some("yes");
+        let on = self.files.lock().is_some();
+        if want && !on || self.srv.persistence.aof_rewrite_requested.load(Ordering::SeqCst) {
+            if let Err(e) = self.rewrite() {
+                tracing::warn!("Background AOF rewrite failed: {e}");
+            }
+            return;
+        }
+        if !want && on {
+            self.write_pending(true, None);
+            self.srv.aof_stop();
+            *self.files.lock() = None;
+            return;
+        }
+        let everysec = self.srv.config.get("appendfsync").as_deref() == Some("everysec");
+        let due = self.files.lock().as_ref().is_some_and(|f| f.last_sync.elapsed().as_millis() >= 1000);
+        self.write_pending(everysec && due, None);
+    }
+
+    /// Writes what the engine encoded; with `sync`, fdatasyncs it. Returns the offset written. With
+    /// `covered`, nothing is done when a sync that finished while this one waited for the file
+    /// covered that offset already (group commit).
+    fn write_pending(&self, sync: bool, covered: Option<u64>) -> u64 {
+        let mut files = self.files.lock();
+        if let Some(want) = covered
+            && self.synced.load(Ordering::SeqCst) >= want
+        {
+            return want;
+        }
+        let Some(f) = files.as_mut() else { return 0 };
+        let (bytes, offset) = self.srv.changes.take_aof();
+        let mut result = if bytes.is_empty() { Ok(()) } else { f.incr.write_all(&bytes) };
+        if sync && result.is_ok() {
+            result = f.incr.sync_data();
+            f.last_sync = Instant::now();
+        }
+        match result {
+            Ok(()) => {
+                self.srv.persistence.aof_write_failed.store(false, Ordering::Relaxed);
+                if sync {
+                    self.synced.fetch_max(offset, Ordering::SeqCst);
+                }
+            }
+            Err(e) => {
+                // Redis keeps the data in its buffer and retries; Latch has already taken it, so
+                // the failure is reported loudly (INFO aof_last_write_status:err).
+                self.srv.persistence.aof_write_failed.store(true, Ordering::Relaxed);
+                tracing::warn!("Error writing to the AOF file: {e}");
+            }
+        }
+        offset
+    }
+
+    /// `appendfsync always`: resolves once everything encoded so far is on disk, without holding
+    /// up the connections that run meanwhile (their changes join the next sync).
+    pub async fn durable(&self) {
+        if !self.srv.config.appendfsync_always.load(Ordering::Relaxed) || !self.srv.changes.aof_on() {
+            return;
+        }
+        let want = self.srv.changes.aof_appended();
+        if self.synced.load(Ordering::SeqCst) >= want {
+            return;
+        }
+        let mut rx = self.done.subscribe();
+        {
+            let mut r = self.requested.lock();
+            *r = (*r).max(want);
+            self.wake.notify_one();
+        }
+        let _ = rx.wait_for(|s| *s >= want).await;
+    }
+
+    /// A rewrite: a new base from a snapshot, the old incr file closed with what preceded it, a new
+    /// incr file, the manifest replaced atomically, the old files removed.
+    pub fn rewrite(&self) -> Result<(), String> {
+        let p = &self.srv.persistence;
+        p.aof_rewrite_in_progress.store(true, Ordering::SeqCst);
+        p.aof_rewrite_requested.store(false, Ordering::SeqCst);
+        let result = self.rewrite_inner();
+        p.aof_rewrite_in_progress.store(false, Ordering::SeqCst);
+        if result.is_ok() {
+            p.aof_rewrites.fetch_add(1, Ordering::Relaxed);
+            tracing::info!("Background AOF rewrite finished successfully");
+        }
+        result
+    }
+
+    fn rewrite_inner(&self) -> Result<(), String> {
+        let mut files = self.files.lock();
+        let (dir, name) = dir_and_name(&self.srv);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("Can't create the AOF directory {}: {e}", dir.display()))?;
+        // From here every change is encoded; the snapshot and the rotation happen at one instant.
+        if files.is_none() {
+            self.srv.aof_start();
+        }
+        let (rdb, tail, offset) = self.srv.aof_rewrite_snapshot();
+        let old = files.take();
+        if let Some(mut f) = old.as_ref().and_then(|f| f.incr.try_clone().ok()) {
+            f.write_all(&tail)
+                .and_then(|()| f.sync_data())
+                .map_err(|e| format!("Error writing to the AOF file: {e}"))?;
+        }
+        let seq = old.as_ref().map_or(1, |f| f.seq + 1);
+        let base = format!("{name}.{seq}.base.rdb");
+        let incr = format!("{name}.{seq}.incr.aof");
+        let host = self.srv.config.host();
+        host.write_durably(&dir.join(&base), &rdb).map_err(|e| format!("Error writing the AOF base file: {e}"))?;
+        let incr_file = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(dir.join(&incr))
+            .map_err(|e| format!("Can't open the append-only file {incr}: {e}"))?;
+        let manifest = format!("file {base} seq {seq} type b\nfile {incr} seq {seq} type i\n");
+        host.write_durably(&manifest_path(&dir, &name), manifest.as_bytes())
+            .map_err(|e| format!("Error writing the AOF manifest: {e}"))?;
+        if let Some(o) = old {
+            let _ = std::fs::remove_file(o.dir.join(format!("{}.{}.base.rdb", o.name, o.seq)));
+            let _ = std::fs::remove_file(o.dir.join(format!("{}.{}.incr.aof", o.name, o.seq)));
+        }
+        self.synced.fetch_max(offset, Ordering::SeqCst);
+        *files = Some(Files { dir, name, seq, incr: incr_file, last_sync: Instant::now() });
+        Ok(())
+    }
+
+    /// At shutdown: what was encoded goes to disk.
+    pub fn flush_at_exit(&self) {
+        self.write_pending(true, None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_parse_and_a_torn_tail_is_found() {
+        let full = b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n#TS:1700000000\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n";
+        let (cmds, good, truncated) = parse_commands(full);
+        assert_eq!(cmds.len(), 2);
+        assert_eq!((good, truncated), (full.len(), false));
+        let torn = &full[..full.len() - 3];
+        let (cmds, good, truncated) = parse_commands(torn);
+        assert_eq!(cmds.len(), 1);
+        assert!(truncated);
+        assert_eq!(&torn[..good], &full[..good]);
+        assert!(parse_manifest("file a.1.base.rdb seq 1 type b\nfile a.1.incr.aof seq 1 type i\n").is_ok());
+        assert!(parse_manifest("garbage\n").is_err());
+    }
+}

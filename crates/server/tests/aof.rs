@@ -1,0 +1,157 @@
+//! The append-only file through the real binary: acknowledged writes survive SIGKILL (at once with
+//! `appendfsync always`, after a second with `everysec`), BGREWRITEAOF keeps everything, a torn tail
+//! loads as `aof-load-truncated` says, and AOF directories move between Latch and redis-server.
+
+mod common;
+
+use common::{Latch, Raw, RedisServer};
+use std::path::PathBuf;
+use std::time::Duration;
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let d = std::env::temp_dir().join(format!("latch-aof-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("temp dir");
+        TempDir(d)
+    }
+    fn path(&self) -> &str {
+        self.0.to_str().expect("utf-8 path")
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn latch(dir: &TempDir, fsync: &str, extra: &[&str]) -> Latch {
+    let mut args = vec![
+        "--dir",
+        dir.path(),
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        fsync,
+        "--save",
+        "",
+        "--enable-debug-command",
+        "yes",
+    ];
+    args.extend(extra);
+    Latch::start(&args)
+}
+
+fn write_some(c: &mut Raw, from: usize, to: usize) {
+    for i in from..to {
+        let (k, v) = (format!("k{i}"), format!("v{i}"));
+        assert_eq!(c.cmd(&[b"SET", k.as_bytes(), v.as_bytes()]), "+OK\r\n");
+    }
+    c.cmd(&[b"RPUSH", b"list", b"a", b"b"]);
+    c.cmd(&[b"SET", b"ttl", b"x", b"PX", b"100000"]);
+    c.cmd(&[
+        b"EVAL",
+        b"redis.call('incr', KEYS[1]); return redis.call('incrbyfloat', KEYS[2], '0.5')",
+        b"2",
+        b"n",
+        b"f",
+    ]);
+}
+
+fn digest(c: &mut Raw) -> String {
+    c.cmd(&[b"DEBUG", b"DIGEST"])
+}
+
+#[test]
+fn always_keeps_every_acknowledged_write_through_sigkill() {
+    let dir = TempDir::new("always");
+    let before = {
+        let l = latch(&dir, "always", &[]);
+        let mut c = l.raw();
+        write_some(&mut c, 0, 200);
+        c.cmd(&[b"LOCK", b"res", b"owner", b"100000"]);
+        digest(&mut c)
+        // Dropped: SIGKILL right after the last reply.
+    };
+    let l = latch(&dir, "always", &[]);
+    let mut c = l.raw();
+    assert_eq!(digest(&mut c), before);
+    assert!(c.cmd(&[b"LOCKINFO", b"res"]).contains("owner"));
+}
+
+#[test]
+fn everysec_keeps_writes_a_second_old_and_rewrites_keep_everything() {
+    let dir = TempDir::new("everysec");
+    let before = {
+        let l = latch(&dir, "everysec", &[]);
+        let mut c = l.raw();
+        write_some(&mut c, 0, 100);
+        assert_eq!(c.cmd(&[b"BGREWRITEAOF"]), "+Background append only file rewriting started\r\n");
+        std::thread::sleep(Duration::from_millis(600));
+        write_some(&mut c, 100, 150);
+        std::thread::sleep(Duration::from_millis(1500));
+        let info = c.cmd(&[b"INFO", b"persistence"]);
+        assert!(info.contains("aof_enabled:1") && info.contains("aof_rewrites:1"), "{info}");
+        digest(&mut c)
+    };
+    let manifest = std::fs::read_to_string(dir.0.join("appendonlydir/appendonly.aof.manifest")).expect("manifest");
+    assert!(manifest.contains("appendonly.aof.2.base.rdb seq 2 type b"), "{manifest}");
+    let l = latch(&dir, "everysec", &[]);
+    let mut c = l.raw();
+    assert_eq!(digest(&mut c), before);
+}
+
+#[test]
+fn a_torn_tail_loads_only_when_allowed() {
+    let dir = TempDir::new("torn");
+    let before = {
+        let l = latch(&dir, "always", &[]);
+        let mut c = l.raw();
+        write_some(&mut c, 0, 10);
+        digest(&mut c)
+    };
+    let incr = dir.0.join("appendonlydir/appendonly.aof.1.incr.aof");
+    let mut data = std::fs::read(&incr).expect("incr file");
+    data.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$1\r\nz");
+    std::fs::write(&incr, &data).expect("write");
+    let port = common::free_port().to_string();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_latch-server"))
+        .args(["--bind", "127.0.0.1", "--port", &port, "--dir", dir.path(), "--appendonly", "yes"])
+        .args(["--aof-load-truncated", "no"])
+        .output()
+        .expect("run latch-server");
+    assert!(!out.status.success(), "loaded a torn AOF with aof-load-truncated no");
+    let l = latch(&dir, "always", &[]);
+    let mut c = l.raw();
+    assert_eq!(digest(&mut c), before);
+}
+
+#[test]
+fn aof_directories_move_between_latch_and_redis() {
+    let dir = TempDir::new("interop");
+    let before = {
+        let l = latch(&dir, "always", &[]);
+        let mut c = l.raw();
+        write_some(&mut c, 0, 50);
+        c.cmd(&[b"LOCK", b"res", b"owner", b"100000"]);
+        c.cmd(&[b"DEL", b"res"]);
+        digest(&mut c)
+    };
+    let Some(redis) = RedisServer::start_with_or_skip(
+        "loading Latch's AOF into redis-server",
+        &["--dir", dir.path(), "--appendonly", "yes", "--appendfsync", "always", "--enable-debug-command", "yes"],
+    ) else {
+        return;
+    };
+    let mut r = redis.raw();
+    assert_eq!(digest(&mut r), before, "redis-server loaded another dataset from Latch's AOF");
+    r.cmd(&[b"SET", b"from-redis", b"1"]);
+    let after = digest(&mut r);
+    drop(redis);
+    let l = latch(&dir, "always", &[]);
+    let mut c = l.raw();
+    assert_eq!(digest(&mut c), after, "Latch loaded another dataset from Redis's AOF");
+}
