@@ -238,7 +238,7 @@ fn debug(ctx: &mut Ctx<'_, '_>) -> Frame {
             }
         }
         (b"loadaof", 2) => {
-            Frame::error("ERR DEBUG LOADAOF needs AOF persistence, which this version of Latch does not have")
+            Frame::error("ERR DEBUG LOADAOF is not supported by Latch: restart the server to reload the AOF")
         }
         _ => subcommand_syntax_error(ctx.arg(1), "DEBUG"),
     }
