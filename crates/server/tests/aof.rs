@@ -4,29 +4,8 @@
 
 mod common;
 
-use common::{Latch, Raw, RedisServer};
-use std::path::PathBuf;
+use common::{Latch, Raw, RedisServer, TempDir};
 use std::time::Duration;
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let d = std::env::temp_dir().join(format!("latch-aof-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).expect("temp dir");
-        TempDir(d)
-    }
-    fn path(&self) -> &str {
-        self.0.to_str().expect("utf-8 path")
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn latch(dir: &TempDir, fsync: &str, extra: &[&str]) -> Latch {
     let mut args = vec![
@@ -67,7 +46,7 @@ fn digest(c: &mut Raw) -> String {
 
 #[test]
 fn always_keeps_every_acknowledged_write_through_sigkill() {
-    let dir = TempDir::new("always");
+    let dir = TempDir::new("aof-always");
     let before = {
         let l = latch(&dir, "always", &[]);
         let mut c = l.raw();
@@ -84,7 +63,7 @@ fn always_keeps_every_acknowledged_write_through_sigkill() {
 
 #[test]
 fn everysec_keeps_writes_a_second_old_and_rewrites_keep_everything() {
-    let dir = TempDir::new("everysec");
+    let dir = TempDir::new("aof-everysec");
     let before = {
         let l = latch(&dir, "everysec", &[]);
         let mut c = l.raw();
@@ -106,7 +85,7 @@ fn everysec_keeps_writes_a_second_old_and_rewrites_keep_everything() {
 
 #[test]
 fn a_torn_tail_loads_only_when_allowed() {
-    let dir = TempDir::new("torn");
+    let dir = TempDir::new("aof-torn");
     let before = {
         let l = latch(&dir, "always", &[]);
         let mut c = l.raw();
@@ -131,7 +110,7 @@ fn a_torn_tail_loads_only_when_allowed() {
 
 #[test]
 fn aof_directories_move_between_latch_and_redis() {
-    let dir = TempDir::new("interop");
+    let dir = TempDir::new("aof-interop");
     let before = {
         let l = latch(&dir, "always", &[]);
         let mut c = l.raw();

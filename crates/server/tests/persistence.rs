@@ -4,28 +4,8 @@
 
 mod common;
 
-use common::{Latch, Raw, RedisServer};
-use std::path::{Path, PathBuf};
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let d = std::env::temp_dir().join(format!("latch-persistence-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).expect("temp dir");
-        TempDir(d)
-    }
-    fn path(&self) -> &str {
-        self.0.to_str().expect("utf-8 path")
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use common::{Latch, Raw, RedisServer, TempDir};
+use std::path::Path;
 
 const KEYS: &[&str] = &["str", "int", "list", "intset", "set", "hash", "zset", "ttl", "bighash", "biglist"];
 
@@ -68,7 +48,7 @@ fn latch_in(dir: &TempDir, file: &str, extra: &[&str]) -> Latch {
 
 #[test]
 fn files_move_between_latch_and_redis() {
-    let dir = TempDir::new("interop");
+    let dir = TempDir::new("persistence-interop");
     let latch = latch_in(&dir, "latch.rdb", &["--save", ""]);
     let mut l = latch.raw();
     populate(&mut l);
@@ -115,7 +95,7 @@ fn token(reply: &str) -> u64 {
 
 #[test]
 fn restarts_keep_data_locks_and_fencing() {
-    let dir = TempDir::new("restart");
+    let dir = TempDir::new("persistence-restart");
     let saves = ["--save", "3600 1"];
     let first = {
         let latch = latch_in(&dir, "dump.rdb", &saves);
@@ -146,7 +126,7 @@ fn restarts_keep_data_locks_and_fencing() {
 
 #[test]
 fn a_corrupt_file_stops_the_server() {
-    let dir = TempDir::new("corrupt");
+    let dir = TempDir::new("persistence-corrupt");
     {
         let latch = latch_in(&dir, "dump.rdb", &["--save", ""]);
         let mut c = latch.raw();
@@ -174,7 +154,7 @@ fn a_corrupt_file_stops_the_server() {
 /// microseconds) — the guarantee docs/locks.md states for this case.
 #[test]
 fn fencing_tokens_grow_across_a_crash_without_persistence() {
-    let dir = TempDir::new("crash");
+    let dir = TempDir::new("persistence-crash");
     let mut before = 0;
     {
         let latch = latch_in(&dir, "dump.rdb", &["--save", ""]);

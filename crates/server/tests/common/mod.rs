@@ -297,3 +297,27 @@ impl Drop for RedisServer {
         let _ = self.child.wait();
     }
 }
+
+/// A directory of its own under the system's temp dir, removed on drop.
+pub struct TempDir(pub std::path::PathBuf);
+
+impl TempDir {
+    /// A fresh, empty directory named after `name` and this process.
+    pub fn new(name: &str) -> TempDir {
+        let d = std::env::temp_dir().join(format!("latch-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("temp dir");
+        TempDir(d)
+    }
+
+    /// Its path, as an argument.
+    pub fn path(&self) -> &str {
+        self.0.to_str().expect("utf-8 path")
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
