@@ -126,7 +126,9 @@ fn aof_directories_move_between_latch_and_redis() {
         return;
     };
     let mut r = redis.raw();
-    assert_eq!(digest(&mut r), before, "redis-server loaded another dataset from Latch's AOF");
+    redis.wait_loaded(&mut r);
+    let got = digest(&mut r);
+    assert_eq!(got, before, "redis-server loaded another dataset from Latch's AOF");
     r.cmd(&[b"SET", b"from-redis", b"1"]);
     let after = digest(&mut r);
     drop(redis);

@@ -71,6 +71,7 @@ fn files_move_between_latch_and_redis() {
         return;
     };
     let mut r = redis.raw();
+    redis.wait_loaded(&mut r);
     assert_eq!(digests(&mut r), want, "redis-server loaded other values");
     assert_eq!(r.cmd(&[b"EXISTS", b"res"]), ":0\r\n", "Redis has no lock type: it skips the lock's AUX field");
     let ttl: i64 = r.cmd(&[b"TTL", b"ttl"]).trim().trim_start_matches(':').parse().expect("ttl");

@@ -289,6 +289,17 @@ impl RedisServer {
     pub fn raw(&self) -> Raw {
         Raw::connect(self.port)
     }
+
+    /// Waits (at most 20 s) until the server has loaded its data: Redis answers INFO, and some
+    /// commands with empty results, while it is still loading.
+    pub fn wait_loaded(&self, c: &mut Raw) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        // `\nloading:` and not just `loading:`, which `async_loading:0` would match while loading.
+        while !c.cmd(&[b"INFO", b"persistence"]).contains("\nloading:0\r") {
+            assert!(Instant::now() < deadline, "redis-server did not finish loading");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
 }
 
 impl Drop for RedisServer {
