@@ -265,10 +265,8 @@ impl Server {
     /// last call.
     fn drain_server_deletes(&self, locked: &mut crate::keyspace::Locked<'_>, out: &mut Vec<crate::changes::Effect>) {
         for s in locked.shards_mut() {
-            for (db, t) in s.dbs.iter_mut().enumerate() {
-                for key in t.take_server_deletes() {
-                    out.push(crate::changes::Effect::new(db, &[&b"DEL"[..], &key[..]]));
-                }
+            for (db, key) in s.take_server_deletes() {
+                out.push(crate::changes::Effect::new(db, &[&b"DEL"[..], &key[..]]));
             }
         }
     }

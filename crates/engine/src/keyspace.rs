@@ -88,6 +88,9 @@ pub struct Table {
     /// Keys this table deleted on its own (expired, evicted) since they were last taken, while the
     /// change stream records (`None` otherwise): they propagate as `DEL` (see [`crate::changes`]).
     server_deletes: Option<Vec<Key>>,
+    /// Shared by the tables of one shard: set when any of them has such keys, so that taking them
+    /// after each command is one load per shard, not one per database.
+    shard_deletes: Arc<AtomicBool>,
 }
 
 #[inline]
@@ -266,6 +269,7 @@ impl Table {
         if let Some(log) = self.server_deletes.as_mut() {
             // The batch was picked from this table: every key in it was present.
             log.extend(keys.iter().cloned());
+            self.shard_deletes.store(true, Ordering::Relaxed);
         }
         n
     }
@@ -278,6 +282,7 @@ impl Table {
     fn note_server_delete(&mut self, key: &[u8]) {
         if let Some(log) = self.server_deletes.as_mut() {
             log.push(Key::from_slice(key));
+            self.shard_deletes.store(true, Ordering::Relaxed);
         }
     }
 
@@ -589,9 +594,23 @@ pub struct Shard {
     pub misses: u64,
     /// Set when a table of this shard has keys whose blocked clients should be served.
     ready: Arc<AtomicBool>,
+    /// Set when a table of this shard has keys it deleted on its own, not yet taken.
+    deletes: Arc<AtomicBool>,
 }
 
 impl Shard {
+    /// Takes the keys this shard's tables deleted on their own (expired, evicted), as (db, key).
+    pub fn take_server_deletes(&mut self) -> Vec<(usize, Key)> {
+        if !self.deletes.swap(false, Ordering::Relaxed) {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for (db, t) in self.dbs.iter_mut().enumerate() {
+            out.extend(t.take_server_deletes().into_iter().map(|k| (db, k)));
+        }
+        out
+    }
+
     /// Takes the keys whose blocked clients should be served, as (readiness order, db, key).
     pub fn take_ready(&mut self) -> Vec<(u64, usize, Key)> {
         if !self.ready.swap(false, Ordering::Relaxed) {
@@ -623,11 +642,17 @@ impl Keyspace {
         let seq = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let shards = (0..n)
             .map(|_| {
+                let deletes = Arc::new(AtomicBool::new(false));
                 let flag = Arc::new(AtomicBool::new(false));
                 let dbs = (0..ndbs)
-                    .map(|_| Table { shard_ready: flag.clone(), ready_seq: seq.clone(), ..Table::default() })
+                    .map(|_| Table {
+                        shard_ready: flag.clone(),
+                        ready_seq: seq.clone(),
+                        shard_deletes: deletes.clone(),
+                        ..Table::default()
+                    })
                     .collect();
-                Mutex::new(Shard { dbs, hits: 0, misses: 0, ready: flag })
+                Mutex::new(Shard { dbs, hits: 0, misses: 0, ready: flag, deletes })
             })
             .collect();
         Keyspace { shards, hasher: Hasher::default(), mask: n - 1, bits: n.trailing_zeros(), ndbs }
