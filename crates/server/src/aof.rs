@@ -54,19 +54,80 @@ fn manifest_path(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{name}.manifest"))
 }
 
-/// The manifest's files: (file name, seq, type).
-fn parse_manifest(text: &str) -> Result<Vec<(String, u64, char)>, String> {
-    let mut out = Vec::new();
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let get = |k: &str| words.chunks(2).find(|p| p[0] == k && p.len() == 2).map(|p| p[1]);
-        let (Some(file), Some(seq), Some(kind)) = (get("file"), get("seq"), get("type")) else {
-            return Err(format!("Invalid AOF manifest line: {line}"));
-        };
-        let seq = seq.parse().map_err(|_| format!("Invalid AOF manifest line: {line}"))?;
-        out.push((file.to_string(), seq, kind.chars().next().unwrap_or('?')));
+/// A manifest entry: file name, sequence number, type (`b`, `i`, `h`).
+type Entry = (String, u64, char);
+
+/// The manifest's files to load: (file name, seq, type), base first then incr files in order, with
+/// Redis's checks and error texts (`aofLoadManifestFromFile`); history entries are skipped.
+fn parse_manifest(text: &str) -> Result<Vec<Entry>, String> {
+    const MAX_LINE: usize = 1024;
+    let fail = |n: usize, line: &str, err: &str| {
+        tracing::warn!("\n*** FATAL AOF MANIFEST FILE ERROR ***\n");
+        if n > 0 {
+            tracing::warn!("Reading the manifest file, at line {n}\n");
+            tracing::warn!(">>> '{line}'\n");
+        }
+        // The error itself is logged once, by the caller that gives up starting.
+        Err(err.to_string())
+    };
+    if text.is_empty() {
+        return fail(0, "", "Found an empty AOF manifest");
     }
-    Ok(out)
+    let (mut base, mut incr): (Option<Entry>, Vec<Entry>) = (None, Vec::new());
+    for (i, raw) in text.split_inclusive('\n').enumerate() {
+        let n = i + 1;
+        if raw.starts_with('#') {
+            continue;
+        }
+        if !raw.ends_with('\n') || raw.len() > MAX_LINE + 1 {
+            return fail(n, raw, "The AOF manifest file contains too long line");
+        }
+        let line = raw.trim_matches([' ', '\t', '\r', '\n']);
+        if line.is_empty() {
+            return fail(n, line, "Invalid AOF manifest file format");
+        }
+        let Some(words) = resp::split_args(line.as_bytes()) else {
+            return fail(n, line, "Invalid AOF manifest file format");
+        };
+        if words.len() < 6 || words.len() % 2 != 0 {
+            return fail(n, line, "Invalid AOF manifest file format");
+        }
+        let (mut file, mut seq, mut kind) = (None, 0u64, None);
+        for p in words.chunks(2) {
+            let (k, v) =
+                (String::from_utf8_lossy(&p[0]).to_ascii_lowercase(), String::from_utf8_lossy(&p[1]).into_owned());
+            match k.as_str() {
+                "file" => {
+                    if v.contains('/') || v.contains('\\') {
+                        return fail(n, line, "File can't be a path, just a filename");
+                    }
+                    file = Some(v);
+                }
+                "seq" => seq = engine::args::parse_i64_strict(v.as_bytes()).map_or(0, |s| s.max(0) as u64),
+                "type" => kind = v.chars().next(),
+                _ => {}
+            }
+        }
+        let (Some(file), Some(kind)) = (file, kind) else {
+            return fail(n, line, "Invalid AOF manifest file format");
+        };
+        if seq == 0 {
+            return fail(n, line, "Invalid AOF manifest file format");
+        }
+        match kind {
+            'b' if base.is_some() => return fail(n, line, "Found duplicate base file information"),
+            'b' => base = Some((file, seq, 'b')),
+            'h' => {}
+            'i' => {
+                if incr.last().is_some_and(|l| seq <= l.1) {
+                    return fail(n, line, "Found a non-monotonic sequence number");
+                }
+                incr.push((file, seq, 'i'));
+            }
+            _ => return fail(n, line, "Unknown AOF file type"),
+        }
+    }
+    Ok(base.into_iter().chain(incr).collect())
 }
 
 /// RESP commands of an AOF file; `truncated` is set when it ends inside a command (the commands
@@ -128,6 +189,11 @@ fn parse_commands(data: &[u8]) -> (Vec<Vec<bytes::Bytes>>, usize, bool) {
     (cmds, pos, truncated)
 }
 
+/// An io::Error's text without Rust's ` (os error N)` suffix: what C's strerror prints.
+fn strip_os_code(s: &str) -> &str {
+    s.split(" (os error").next().unwrap_or(s)
+}
+
 impl Aof {
     /// The writer for `srv`, off until [`Aof::start_at_boot`] or `appendonly yes`, with its syncer
     /// thread.
@@ -181,8 +247,9 @@ impl Aof {
                 let mut incr_seen = 0;
                 for (file, s, kind) in &files {
                     let path = dir.join(file);
-                    let data =
-                        std::fs::read(&path).map_err(|e| format!("Can't open the append-only file {file}: {e}"))?;
+                    let data = std::fs::read(&path).map_err(|e| {
+                        format!("The append log file {file} doesn't exist: {}", strip_os_code(&e.to_string()))
+                    })?;
                     match kind {
                         'b' if data.starts_with(b"REDIS") => {
                             self.srv.rdb_load(&data)?;
