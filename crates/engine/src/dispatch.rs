@@ -172,11 +172,8 @@ impl Server {
         if self.changes.enabled() {
             // Commands run on this one's behalf (EXEC's, a script's) propagated what it did.
             let inner = client.effects.len() != mark;
-            // Keys found expired while it ran were deleted before its own change.
-            self.drain_server_deletes(locked, &mut client.effects);
-            if (dirty > 0 || rewrite.is_some()) && !inner {
-                propagate(&mut client.effects, db, args, rewrite);
-            }
+            let own = if inner { None } else { Some((db, args)) };
+            self.collect_effects(locked, &mut client.effects, dirty, rewrite, own);
         }
         let took = self.clock.ticks_us().saturating_sub(start_ticks);
         // Also total_commands_processed, as Redis's call() counts it: commands that ran, EXEC's and
@@ -231,13 +228,14 @@ impl Server {
     /// Starts recording the change stream (see [`crate::changes`]): from now on every change is
     /// published, keys the server deletes on its own included.
     pub fn record_changes(&self) {
-        for i in 0..self.ks.nshards() {
-            let mut locked = self.ks.lock_shards(vec![i]);
-            for t in locked.shard(i).dbs.iter_mut() {
-                t.log_server_deletes(true);
-            }
-        }
+        self.log_server_deletes();
         self.changes.enable();
+    }
+
+    /// Makes every table log the keys it deletes on its own (expired, evicted), which the change
+    /// stream holds as `DEL`s: before the stream's first consumer starts.
+    pub(crate) fn log_server_deletes(&self) {
+        self.ks.for_each_shard(|s| s.dbs.iter_mut().for_each(|t| t.log_server_deletes(true)));
     }
 
     /// Publishes the effects of the top-level command finishing on `client` as one unit, after the
@@ -258,6 +256,27 @@ impl Server {
         self.drain_server_deletes(locked, &mut dels);
         for d in dels {
             self.changes.publish(now, vec![d]);
+        }
+    }
+
+    /// Turns what a handler (or a waiter's serve step) reported into effects, in order: the `DEL`s
+    /// of keys the tables deleted on their own while it ran (BLMOVE's expired destination, a key a
+    /// write found expired), then its own change when it made one or asked to be propagated, as
+    /// its rewrite or else `own`'s database and arguments. `own` is None when commands run on its
+    /// behalf (EXEC's, a script's) propagated already.
+    fn collect_effects(
+        &self,
+        locked: &mut crate::keyspace::Locked<'_>,
+        out: &mut Vec<crate::changes::Effect>,
+        dirty: u64,
+        rewrite: Option<Vec<Vec<Bytes>>>,
+        own: Option<(usize, &[Bytes])>,
+    ) {
+        self.drain_server_deletes(locked, out);
+        if let Some((db, args)) = own
+            && (dirty > 0 || rewrite.is_some())
+        {
+            propagate(out, db, args, rewrite);
         }
     }
 
@@ -313,15 +332,11 @@ impl Server {
                             self.stats.add_dirty(dirty);
                         }
                         if self.changes.enabled() {
-                            // Keys the serve step found expired go first (BLMOVE's destination).
+                            // A served waiter's own arguments (BLPOP ...) are never its effect: its
+                            // serve step says what it did.
+                            debug_assert!(dirty == 0 || rewrite.is_some(), "{} served without its effect", w.cmd.name);
                             let mut effects = Vec::new();
-                            self.drain_server_deletes(ctx.locked, &mut effects);
-                            if dirty > 0 || rewrite.is_some() {
-                                // A served waiter's own arguments (BLPOP ...) are never its effect:
-                                // its serve step says what it did.
-                                debug_assert!(rewrite.is_some(), "{} served without its effect", w.cmd.name);
-                                propagate(&mut effects, w.db, &[], rewrite);
-                            }
+                            self.collect_effects(ctx.locked, &mut effects, dirty, rewrite, Some((w.db, &[])));
                             self.changes.publish(now, effects);
                         }
                         outcome

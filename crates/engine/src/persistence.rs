@@ -93,13 +93,8 @@ pub struct Loaded {
 }
 
 impl Server {
-    /// The dataset as an RDB file, taken with every shard locked (one point in time).
-    pub fn rdb_snapshot(&self) -> Vec<u8> {
-        self.rdb_snapshot_locked(&mut self.ks.lock_all())
-    }
-
-    /// [`Server::rdb_snapshot`] for a caller that holds every shard already (a command flagged
-    /// `ALL_SHARDS`).
+    /// The dataset as an RDB file, taken while the caller holds every shard (one point in time): a
+    /// command flagged `ALL_SHARDS`, or `ks.lock_all()`.
     pub fn rdb_snapshot_locked(&self, locked: &mut crate::keyspace::Locked<'_>) -> Vec<u8> {
         assert!(locked.is_all(), "a snapshot needs every shard");
         let compress = self.config.get("rdbcompression").as_deref() == Some("yes");
@@ -125,6 +120,7 @@ impl Server {
             w.string(&lib.code);
         }
         let mut locks: Vec<Vec<u8>> = Vec::new();
+        let mut value = Writer::new(compress);
         for db in 0..self.ks.ndbs() {
             let live = |e: &Entry| e.expire_at == 0 || e.expire_at >= now;
             let (mut size, mut volatile) = (0u64, 0u64);
@@ -160,8 +156,10 @@ impl Server {
                         w.buf.push(op::IDLE);
                         w.len(u64::from(((now / 1000) as u32).wrapping_sub(e.atime)));
                     }
-                    // Not a lock (handled above): every other value has an RDB type.
-                    let mut value = Writer::new(compress);
+                    // Not a lock (handled above): every other value has an RDB type. The type byte
+                    // goes before the key, so the value is encoded aside first (one buffer reused
+                    // for every key).
+                    value.buf.clear();
                     value.value(&e.value, &limits);
                     w.buf.push(value.buf[0]);
                     w.string(k);
@@ -363,6 +361,13 @@ impl Server {
         std::path::Path::new(&dir).join(self.config.get("dbfilename").unwrap_or_else(|| "dump.rdb".into()))
     }
 
+    /// The dataset, snapshotted with every shard held, written durably to [`Server::rdb_path`]: what
+    /// SAVE, SHUTDOWN and a save on SIGTERM share (only SAVE records it as a save).
+    pub fn write_rdb_locked(&self, locked: &mut crate::keyspace::Locked<'_>) -> std::io::Result<()> {
+        let data = self.rdb_snapshot_locked(locked);
+        self.config.host().write_durably(&self.rdb_path(), &data)
+    }
+
     /// SAVE: a snapshot, on disk before this returns. The caller holds every shard.
     pub fn save_locked(&self, locked: &mut crate::keyspace::Locked<'_>) -> Result<(), String> {
         self.save_locked_pending(locked, 0)
@@ -375,10 +380,9 @@ impl Server {
             return Err("ERR Background save already in progress".into());
         }
         let dirty = self.stats.dirty() + pending;
-        let data = self.rdb_snapshot_locked(locked);
         let host = self.config.host();
         let unix_s = (self.clock.unix_ms() / 1000) as u64;
-        match host.write_durably(&self.rdb_path(), &data) {
+        match self.write_rdb_locked(locked) {
             Ok(()) => {
                 host.log(crate::host::LogLevel::Notice, "DB saved on disk");
                 self.persistence.saved(dirty, unix_s);
@@ -486,12 +490,7 @@ impl Server {
     /// Starts encoding every change for the AOF (see [`crate::changes`]); the tables start logging
     /// the keys they delete on their own, which the AOF holds as `DEL`s.
     pub fn aof_start(&self) {
-        for i in 0..self.ks.nshards() {
-            let mut locked = self.ks.lock_shards(vec![i]);
-            for t in locked.shard(i).dbs.iter_mut() {
-                t.log_server_deletes(true);
-            }
-        }
+        self.log_server_deletes();
         self.changes.set_aof(true);
     }
 

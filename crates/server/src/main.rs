@@ -212,8 +212,7 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
             break;
         }
         tracing::warn!("Saving the final RDB snapshot before exiting.");
-        let data = srv.rdb_snapshot();
-        match srv.config.host().write_durably(&srv.rdb_path(), &data) {
+        match srv.write_rdb_locked(&mut srv.ks.lock_all()) {
             Ok(()) => {
                 tracing::info!("DB saved on disk");
                 break;

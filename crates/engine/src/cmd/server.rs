@@ -368,10 +368,9 @@ fn shutdown(ctx: &mut Ctx<'_, '_>) -> Frame {
     // reply, as Redis's does when the process exits.
     let force = ctx.args[1..].iter().any(|a| a.eq_ignore_ascii_case(b"force"));
     if save || (!nosave && !ctx.srv.save_points().is_empty()) {
-        let data = ctx.srv.rdb_snapshot_locked(ctx.locked);
         let host = ctx.srv.config.host();
         host.log(crate::host::LogLevel::Warning, "Saving the final RDB snapshot before exiting.");
-        match host.write_durably(&ctx.srv.rdb_path(), &data) {
+        match ctx.srv.write_rdb_locked(ctx.locked) {
             Ok(()) => host.log(crate::host::LogLevel::Notice, "DB saved on disk"),
             Err(e) if !force => {
                 host.log(crate::host::LogLevel::Warning, &format!("Error trying to save the DB, can't exit: {e}"));
