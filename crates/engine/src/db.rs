@@ -61,7 +61,7 @@ impl<'l, 'k> Db<'l, 'k> {
     }
 
     /// Looks a key up for reading: counts a keyspace hit or miss and refreshes its access time.
-    pub fn read(&mut self, key: &[u8]) -> Option<&mut Entry> {
+    pub fn read(&mut self, key: &[u8]) -> Option<&Entry> {
         let (now, i, no_touch, access) = (self.now, self.index, self.no_touch, self.access);
         let crate::keyspace::Shard { dbs, hits, misses, .. } = self.locked.shard_for(key);
         match dbs[i].lookup(key, now) {
@@ -81,7 +81,7 @@ impl<'l, 'k> Db<'l, 'k> {
 
     /// Looks a key up for reading without refreshing its access time (Redis's `LOOKUP_NOTOUCH`):
     /// counts a keyspace hit or miss. Used by EXISTS, TYPE, TTL, OBJECT.
-    pub fn read_notouch(&mut self, key: &[u8]) -> Option<&mut Entry> {
+    pub fn read_notouch(&mut self, key: &[u8]) -> Option<&Entry> {
         let (now, i) = (self.now, self.index);
         let crate::keyspace::Shard { dbs, hits, misses, .. } = self.locked.shard_for(key);
         match dbs[i].lookup(key, now) {
@@ -111,9 +111,9 @@ impl<'l, 'k> Db<'l, 'k> {
     }
 
     /// The live entry without touching statistics or access time (TYPE-like introspection).
-    pub fn peek(&mut self, key: &[u8]) -> Option<&mut Entry> {
+    pub fn peek(&mut self, key: &[u8]) -> Option<&Entry> {
         let now = self.now;
-        self.table(key).lookup(key, now)
+        self.table(key).lookup(key, now).map(|e| &*e)
     }
 
     /// Stores `value` under `key`. With `keep_ttl` an existing TTL survives, otherwise it is cleared.

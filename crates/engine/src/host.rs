@@ -34,8 +34,23 @@ pub trait Host: Send + Sync + 'static {
     /// to disk, renamed over the old one, the directory flushed (a crash leaves the old file or the
     /// new one, never a mix).
     fn write_durably(&self, path: &Path, data: &[u8]) -> io::Result<()>;
-    /// Runs `job` off the command path (a thread); hosts without threads run it at once.
-    fn in_background(&self, job: Box<dyn FnOnce() + Send>);
+    /// [`Host::write_durably`] for data made while it is written: `fill` writes it (a large
+    /// snapshot is never whole in memory). An error from `fill` or the disk leaves the old file.
+    fn write_durably_with(
+        &self,
+        path: &Path,
+        fill: &mut dyn FnMut(&mut dyn io::Write) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let mut data = Vec::new();
+        fill(&mut data)?;
+        self.write_durably(path, &data)
+    }
+    /// Runs `job` off the command path, on a thread of its own. The caller may hold shard locks
+    /// the job takes: it never runs in place. An error when it cannot start (no thread).
+    fn in_background(&self, job: Box<dyn FnOnce() + Send>) -> io::Result<()>;
+    /// Runs the background jobs a host without threads has queued (see [`MemoryHost`]); a no-op
+    /// elsewhere. Callers hold no lock.
+    fn run_queued(&self) {}
     /// Checks that `path` names a directory and returns its absolute form, or Redis's reason
     /// ("No such file or directory", "Not a directory", "Permission denied").
     fn resolve_dir(&self, path: &str) -> Result<String, String>;
@@ -111,6 +126,8 @@ pub struct MemoryHost {
     pub oom_score_adj: std::sync::atomic::AtomicI64,
     /// Makes [`Host::write_durably`] fail as a full disk does (tests of MISCONF and recovery).
     pub disk_full: std::sync::atomic::AtomicBool,
+    /// Background jobs, run by [`Host::run_queued`] (tests run them between commands).
+    queued: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
 }
 
 impl Default for MemoryHost {
@@ -123,6 +140,7 @@ impl Default for MemoryHost {
             logged: Mutex::default(),
             oom_score_adj: Default::default(),
             disk_full: Default::default(),
+            queued: Mutex::default(),
         }
     }
 }
@@ -201,8 +219,18 @@ impl Host for MemoryHost {
             }
         }
     }
-    fn in_background(&self, job: Box<dyn FnOnce() + Send>) {
-        job()
+    fn in_background(&self, job: Box<dyn FnOnce() + Send>) -> io::Result<()> {
+        self.queued.lock().push(job);
+        Ok(())
+    }
+    fn run_queued(&self) {
+        loop {
+            let jobs = std::mem::take(&mut *self.queued.lock());
+            if jobs.is_empty() {
+                break;
+            }
+            jobs.into_iter().for_each(|job| job());
+        }
     }
     fn resolve_dir(&self, path: &str) -> Result<String, String> {
         let p = Path::new(path);

@@ -19,6 +19,7 @@
 //!   keys set in the same millisecond share a deadline: without it every step of a search among them
 //!   was a byte comparison of keys (5% of the CPU of a lock-release benchmark).
 
+use crate::rdb::{self, RecordSpec, Writer};
 use crate::value::{Entry, Hasher, Key};
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::{BTreeSet, HashMap};
@@ -91,6 +92,39 @@ pub struct Table {
     /// Shared by the tables of one shard: set when any of them has such keys, so that taking them
     /// after each command is one load per shard, not one per database.
     shard_deletes: Arc<AtomicBool>,
+    /// The snapshot epoch (see [`Table::begin_snapshot`]); every table of a keyspace has the same.
+    epoch: u8,
+    /// The running snapshot's state in this table, if one runs.
+    snap: Option<Box<TableSnapshot>>,
+}
+
+/// A running snapshot's state in one table (see [`Table::begin_snapshot`]).
+struct TableSnapshot {
+    spec: Arc<RecordSpec>,
+    db: usize,
+    /// The walk goes down from the table's length at the start: positions at and above the cursor
+    /// were visited. Removals move the last entry (visited, or created after the start) down into
+    /// the freed position, and `retain` moves entries down too, so no unvisited entry ever moves
+    /// above the cursor: none is skipped.
+    cursor: usize,
+    /// Records not yet taken by the writer.
+    out: Writer,
+    scratch: Writer,
+    /// The file could not be written: entries are only marked, not encoded.
+    discard: bool,
+}
+
+impl TableSnapshot {
+    /// Writes `e` (as it was at the snapshot's instant) unless this snapshot has it already.
+    #[inline]
+    fn cover(&mut self, epoch: u8, key: &[u8], e: &mut Entry) {
+        if e.epoch != epoch {
+            e.epoch = epoch;
+            if !self.discard {
+                rdb::write_record(&self.spec, self.db, key, e, &mut self.out, &mut self.scratch);
+            }
+        }
+    }
 }
 
 #[inline]
@@ -135,6 +169,7 @@ impl Table {
     /// Like [`Table::lookup`], for a caller about to modify the value in place: WATCH is told first.
     pub fn lookup_for_write(&mut self, key: &[u8], now: u64) -> Option<&mut Entry> {
         let idx = self.live_index(key, now)?;
+        self.before_change(idx);
         self.touch(key);
         self.signal_ready(key);
         Some(&mut self.map[idx])
@@ -151,8 +186,15 @@ impl Table {
     }
 
     /// Stores `entry` under `key`, replacing any previous entry (whose TTL goes with it).
-    pub fn insert(&mut self, key: &[u8], entry: Entry) -> Option<Entry> {
+    pub fn insert(&mut self, key: &[u8], mut entry: Entry) -> Option<Entry> {
         let at = entry.expire_at;
+        // New data: no running snapshot writes it.
+        entry.epoch = self.epoch;
+        if self.snap.is_some()
+            && let Some(idx) = self.map.get_index_of(key)
+        {
+            self.before_change(idx);
+        }
         let old = match self.map.get_mut(key) {
             Some(slot) => Some(std::mem::replace(slot, entry)),
             None => {
@@ -189,9 +231,13 @@ impl Table {
     pub fn remove_many(&mut self, keys: &[Key]) -> usize {
         let doomed: std::collections::HashSet<&[u8], Hasher> = keys.iter().map(|k| &k[..]).collect();
         let mut gone: Vec<(Key, u64)> = Vec::new();
+        let (epoch, mut snap) = (self.epoch, self.snap.as_deref_mut());
         self.map.retain(|k, e| {
             let keep = !doomed.contains(&k[..]);
             if !keep {
+                if let Some(s) = snap.as_deref_mut() {
+                    s.cover(epoch, k, e);
+                }
                 gone.push((k.clone(), e.expire_at));
             }
             keep
@@ -207,6 +253,7 @@ impl Table {
     }
 
     fn remove_index(&mut self, idx: usize) -> Entry {
+        self.before_change(idx);
         let (key, e) = self.map.swap_remove_index(idx).expect("index from get_index_of");
         if e.expire_at != 0 {
             self.expires.remove(&self.expiry(e.expire_at, key));
@@ -221,7 +268,9 @@ impl Table {
 
     /// Sets (or with 0 clears) the TTL deadline of an existing key. Returns false if the key is absent.
     pub fn set_expire(&mut self, key: &[u8], at: u64) -> bool {
-        let Some(e) = self.map.get_mut(key) else { return false };
+        let Some(idx) = self.map.get_index_of(key) else { return false };
+        self.before_change(idx);
+        let e = &mut self.map[idx];
         let old = std::mem::replace(&mut e.expire_at, at);
         if old != at {
             if old != 0 {
@@ -245,6 +294,7 @@ impl Table {
             }
             let Expiry { key, .. } = self.expires.pop_first().expect("first exists");
             if let Some(idx) = self.map.get_index_of(&key[..]) {
+                self.before_change(idx);
                 let (_, _e) = self.map.swap_remove_index(idx).expect("index from get_index_of");
             }
             self.expired += 1;
@@ -309,14 +359,10 @@ impl Table {
         self.map.iter()
     }
 
-    /// Mutable iteration (used by DEBUG-like maintenance and by tests).
-    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&Key, &mut Entry)> {
-        self.map.iter_mut()
-    }
-
     /// Removes every key (FLUSHDB). Watchers of keys that existed are told, as Redis's
     /// `touchAllWatchedKeysInDb` does.
     pub fn clear(&mut self, now: u64) {
+        self.finish_snapshot();
         self.touch_all_before_replace(None, now);
         self.map = Default::default();
         self.expires = BTreeSet::new();
@@ -336,6 +382,8 @@ impl Table {
     /// Swaps the data of two tables (SWAPDB) while each keeps its own watchers, telling them as Redis
     /// does: a watched key that exists on either side is touched.
     pub fn swap_data(a: &mut Table, b: &mut Table, now: u64) {
+        a.finish_snapshot();
+        b.finish_snapshot();
         a.touch_all_before_replace(Some(b), now);
         b.touch_all_before_replace(Some(a), now);
         std::mem::swap(&mut a.map, &mut b.map);
@@ -344,6 +392,93 @@ impl Table {
         // a lock that is absent after the swap is free).
         a.signal_all_blocked();
         b.signal_all_blocked();
+    }
+
+    /// Called before the entry at `idx` changes or goes: a running snapshot that does not have it
+    /// yet writes it now, as it was. One branch when no snapshot runs.
+    #[inline]
+    fn before_change(&mut self, idx: usize) {
+        if let Some(s) = self.snap.as_deref_mut() {
+            let (k, e) = self.map.get_index_mut(idx).expect("index of a present entry");
+            s.cover(self.epoch, k, e);
+        }
+    }
+
+    /// Starts a snapshot of this table (database `db`) in epoch `epoch`, which must differ from the
+    /// table's current one: from now on, an entry present now is written, as it is now, either by
+    /// the walk ([`Table::snapshot_step`]) or just before it first changes or goes, whichever comes
+    /// first, and exactly once; entries created from now on are not written. Nothing is copied up
+    /// front: the memory a snapshot costs is the records not yet taken, and the old values of
+    /// entries changed while it runs, in their encoded form.
+    ///
+    /// An entry is written when its epoch is not the table's. Every snapshot runs to its end (a
+    /// failed write still walks, see [`TableSnapshot::discard`]), so when the next one starts every
+    /// entry has the previous epoch, and none is mistaken for written.
+    pub fn begin_snapshot(&mut self, spec: Arc<RecordSpec>, db: usize, epoch: u8) {
+        debug_assert!(self.snap.is_none() && epoch != self.epoch);
+        self.epoch = epoch;
+        let compress = spec.compress;
+        self.snap = Some(Box::new(TableSnapshot {
+            spec,
+            db,
+            cursor: self.map.len(),
+            out: Writer::new(compress),
+            scratch: Writer::new(compress),
+            discard: false,
+        }));
+    }
+
+    /// The table's snapshot epoch.
+    pub fn snapshot_epoch(&self) -> u8 {
+        self.epoch
+    }
+
+    /// Walks the running snapshot on by up to `visits` positions, stopping early once `bytes` of
+    /// records wait. No-op without a snapshot.
+    pub fn snapshot_step(&mut self, visits: usize, bytes: usize) {
+        let Some(s) = self.snap.as_deref_mut() else { return };
+        s.cursor = s.cursor.min(self.map.len());
+        let end = s.cursor.saturating_sub(visits);
+        while s.cursor > end && s.out.buf.len() < bytes {
+            s.cursor -= 1;
+            let (k, e) = self.map.get_index_mut(s.cursor).expect("below the length");
+            s.cover(self.epoch, k, e);
+        }
+    }
+
+    /// Moves the records written so far to `f` (database, bytes); once the walk is done, the
+    /// snapshot ends in this table. True when it has ended (or none ran).
+    pub fn snapshot_take(&mut self, f: &mut dyn FnMut(usize, &[u8])) -> bool {
+        let Some(s) = self.snap.as_deref_mut() else { return true };
+        if !s.out.buf.is_empty() {
+            f(s.db, &s.out.buf);
+            s.out.buf.clear();
+            if s.out.buf.capacity() > 1 << 20 {
+                s.out.buf = Vec::new();
+            }
+        }
+        let done = s.cursor.min(self.map.len()) == 0;
+        if done {
+            self.snap = None;
+        }
+        done
+    }
+
+    /// Ends the running snapshot without its file (it could not be written): the rest of the walk
+    /// only marks entries, so that the next snapshot finds every entry in the previous epoch.
+    pub fn snapshot_abandon(&mut self) {
+        if let Some(s) = self.snap.as_deref_mut() {
+            s.discard = true;
+            s.out.buf = Vec::new();
+        }
+        self.snapshot_step(usize::MAX, usize::MAX);
+        self.snap = None;
+    }
+
+    /// Walks the rest of the running snapshot at once (the whole table is about to be replaced:
+    /// FLUSHDB, SWAPDB); the records wait to be taken.
+    fn finish_snapshot(&mut self) {
+        self.snapshot_step(usize::MAX, usize::MAX);
     }
 
     /// Registers a WATCH on `key`. Returns the registration the client keeps.

@@ -38,6 +38,7 @@ pub mod host;
 pub mod keyspace;
 pub mod latency;
 pub mod lua;
+pub mod lzf;
 pub mod ops;
 pub mod persistence;
 pub mod rdb;

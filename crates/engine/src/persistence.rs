@@ -15,25 +15,15 @@
 //! unlike a fork it is a copy of the encoded data in memory until written (see the issue notes in
 //! docs/persistence.md).
 
-use crate::rdb::{self, Reader, Writer};
+use crate::keyspace::Keyspace;
+use crate::rdb::{self, AccessField, Crc64, Reader, RecordSpec, Writer};
 use crate::server::Server;
-use crate::value::{Entry, LockValue, SmallBytes, Value};
+use crate::value::{Entry, Value};
+use std::io::{self, Write};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
-/// Opcodes of an RDB file (`RDB_OPCODE_*`).
-mod op {
-    pub const FUNCTION2: u8 = 245;
-    pub const FUNCTION: u8 = 246;
-    pub const MODULE_AUX: u8 = 247;
-    pub const IDLE: u8 = 248;
-    pub const FREQ: u8 = 249;
-    pub const AUX: u8 = 250;
-    pub const RESIZEDB: u8 = 251;
-    pub const EXPIRETIME_MS: u8 = 252;
-    pub const EXPIRETIME: u8 = 253;
-    pub const SELECTDB: u8 = 254;
-    pub const EOF: u8 = 255;
-}
+use rdb::op;
 
 /// The state INFO persistence and LASTSAVE report, and what decides the next save. Shared with the
 /// background write of a BGSAVE, which reports its outcome here.
@@ -63,6 +53,10 @@ pub struct State {
     pub aof_rewrites: AtomicU64,
     /// The last write to the AOF failed.
     pub aof_write_failed: AtomicBool,
+    /// Why it failed (Redis's `strerror`), for MISCONF.
+    pub aof_last_error: parking_lot::Mutex<String>,
+    /// BGSAVE SCHEDULE asked for a save while a rewrite ran: the cron starts it after.
+    pub bgsave_scheduled: AtomicBool,
 }
 
 impl State {
@@ -76,6 +70,208 @@ impl State {
         self.dirty_at_save.fetch_max(dirty, Ordering::SeqCst);
         self.lastsave.store(unix_s, Ordering::SeqCst);
         self.saves.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// BGSAVE while an AOF rewrite runs, without SCHEDULE (Redis's text).
+pub const BGSAVE_BUSY: &str = "ERR Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.";
+
+/// Records go to the file in chunks of about this size (a background snapshot also holds a shard's
+/// lock for no longer than it takes to encode one).
+const CHUNK_BYTES: usize = 256 * 1024;
+
+/// Positions a background snapshot walks per lock of a shard, at most.
+const VISITS_PER_STEP: usize = 4096;
+
+fn aux(w: &mut Writer, k: &[u8], v: &[u8]) {
+    w.buf.push(op::AUX);
+    w.string(k);
+    w.string(v);
+}
+
+/// Passes bytes on to a writer and keeps their CRC-64: [`CrcWrite::finish`] appends it.
+struct CrcWrite<'w> {
+    w: &'w mut dyn Write,
+    crc: Crc64,
+}
+
+impl<'w> CrcWrite<'w> {
+    fn new(w: &'w mut dyn Write) -> CrcWrite<'w> {
+        CrcWrite { w, crc: Crc64::default() }
+    }
+    fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
+        self.crc.update(b);
+        self.w.write_all(b)
+    }
+    fn finish(self) -> io::Result<()> {
+        self.w.write_all(&self.crc.finish().to_le_bytes())
+    }
+}
+
+/// The body of a file: records grouped by database, with `SELECTDB` before each run of records of
+/// one database (a background snapshot interleaves databases; Redis's loader takes `SELECTDB`
+/// anywhere) and `RESIZEDB` (a sizing hint) after the first of each database.
+struct FileBody {
+    sizes: Vec<(u64, u64)>,
+    resized: Vec<bool>,
+    selected: Option<usize>,
+}
+
+impl FileBody {
+    /// The body of a snapshot of the keyspace held by `locked` (every shard).
+    fn new(locked: &mut crate::keyspace::Locked<'_>) -> FileBody {
+        let mut sizes = vec![(0u64, 0u64); locked.keyspace().ndbs()];
+        for s in locked.shards_mut() {
+            for (db, t) in s.dbs.iter().enumerate() {
+                sizes[db].0 += t.len() as u64;
+                sizes[db].1 += t.volatile_len() as u64;
+            }
+        }
+        FileBody { resized: vec![false; sizes.len()], sizes, selected: None }
+    }
+
+    /// Appends records of database `db` to `out`.
+    fn records(&mut self, db: usize, records: &[u8], out: &mut Vec<u8>) {
+        if records.is_empty() {
+            return;
+        }
+        if self.selected != Some(db) {
+            let mut w = Writer::new(false);
+            w.buf.push(op::SELECTDB);
+            w.len(db as u64);
+            if !std::mem::replace(&mut self.resized[db], true) {
+                w.buf.push(op::RESIZEDB);
+                w.len(self.sizes[db].0);
+                w.len(self.sizes[db].1);
+            }
+            out.extend_from_slice(&w.buf);
+            self.selected = Some(db);
+        }
+        out.extend_from_slice(records);
+    }
+
+    /// Appends the end of the file before the checksum: the fencing counter's high-water mark at
+    /// the end of the write (tokens handed out while it ran included) and `EOF`.
+    fn end(&mut self, fence: u64, out: &mut Vec<u8>) {
+        let mut w = Writer::new(false);
+        aux(&mut w, b"latch-fence", fence.to_string().as_bytes());
+        w.buf.push(op::EOF);
+        out.extend_from_slice(&w.buf);
+    }
+}
+
+/// A background snapshot ([`Server::begin_snapshot`]): the file of one instant, written while
+/// commands go on.
+pub struct Snapshot {
+    ks: Arc<Keyspace>,
+    header: Vec<u8>,
+    body: FileBody,
+    fence: u64,
+    /// Positions walked per lock of a shard, at most.
+    visits: usize,
+    /// Bytes of records encoded per lock of a shard, about.
+    chunk: usize,
+    /// The walk has ended in every table (written or abandoned).
+    ended: bool,
+}
+
+impl Drop for Snapshot {
+    /// A snapshot dropped unwritten ends its walk, so the next one finds every entry in the
+    /// previous epoch. (Callers holding shard locks use [`Snapshot::abandon_locked`] instead.)
+    fn drop(&mut self) {
+        if !self.ended {
+            self.abandon();
+        }
+    }
+}
+
+impl Snapshot {
+    /// Walks at most `visits` positions and about `chunk` bytes per lock of a shard (tests walk in
+    /// small steps so that commands run between many of them).
+    pub fn with_steps(mut self, visits: usize, chunk: usize) -> Snapshot {
+        (self.visits, self.chunk) = (visits.max(1), chunk.max(1));
+        self
+    }
+
+    /// Writes the file to `w`: walks the shards one at a time, each lock held for one chunk, and
+    /// takes what commands wrote in the meantime (old values of entries they changed). After an
+    /// error the rest of the walk only marks entries ([`Snapshot::abandon`] is called here), so
+    /// the next snapshot starts clean.
+    pub fn write(mut self, w: &mut dyn Write, fence: &AtomicU64) -> io::Result<()> {
+        let result = self.write_inner(w, fence);
+        if result.is_err() {
+            self.abandon();
+        }
+        self.ended = true;
+        result
+    }
+
+    /// Abandons the snapshot while the caller holds every shard.
+    pub fn abandon_locked(mut self, locked: &mut crate::keyspace::Locked<'_>) {
+        for s in locked.shards_mut() {
+            s.dbs.iter_mut().for_each(|t| t.snapshot_abandon());
+        }
+        self.ended = true;
+    }
+
+    fn write_inner(&mut self, w: &mut dyn Write, fence: &AtomicU64) -> io::Result<()> {
+        let mut out = CrcWrite::new(w);
+        out.write_all(&self.header)?;
+        let mut left: Vec<usize> = (0..self.ks.nshards()).collect();
+        let mut buf = Vec::new();
+        let mut steps = 0u64;
+        while let Some(&i) = left.first() {
+            let done = self.step(i, true, &mut buf);
+            if done {
+                left.remove(0);
+            }
+            steps += 1;
+            // Old values that commands wrote in the other shards are taken now and then, so they
+            // do not pile up while one large shard is walked.
+            if steps.is_multiple_of(16) {
+                for &j in left.iter().skip(1) {
+                    self.step(j, false, &mut buf);
+                    if buf.len() >= self.chunk {
+                        out.write_all(&buf)?;
+                        buf.clear();
+                    }
+                }
+            }
+            out.write_all(&buf)?;
+            buf.clear();
+        }
+        self.body.end(self.fence.max(fence.load(Ordering::SeqCst)), &mut buf);
+        out.write_all(&buf)?;
+        out.finish()
+    }
+
+    /// With shard `i` locked: walks one chunk on (when `walk`) and takes the records waiting in its
+    /// tables into `buf`. True when the snapshot has ended in every table of the shard.
+    fn step(&mut self, i: usize, walk: bool, buf: &mut Vec<u8>) -> bool {
+        let mut locked = self.ks.lock_shards(vec![i]);
+        let shard = locked.shard(i);
+        let mut done = true;
+        let mut budget = if walk { self.chunk } else { 0 };
+        for t in shard.dbs.iter_mut() {
+            if budget > 0 {
+                t.snapshot_step(self.visits, budget);
+            }
+            let body = &mut self.body;
+            done &= t.snapshot_take(&mut |db, records| {
+                budget = budget.saturating_sub(records.len());
+                body.records(db, records, buf);
+            });
+        }
+        done
+    }
+
+    /// The file will not be written: the rest of the walk only marks entries.
+    fn abandon(&mut self) {
+        for i in 0..self.ks.nshards() {
+            let mut locked = self.ks.lock_shards(vec![i]);
+            locked.shard(i).dbs.iter_mut().for_each(|t| t.snapshot_abandon());
+        }
+        self.ended = true;
     }
 }
 
@@ -93,87 +289,106 @@ pub struct Loaded {
 }
 
 impl Server {
-    /// The dataset as an RDB file, taken while the caller holds every shard (one point in time): a
-    /// command flagged `ALL_SHARDS`, or `ks.lock_all()`.
-    pub fn rdb_snapshot_locked(&self, locked: &mut crate::keyspace::Locked<'_>) -> Vec<u8> {
-        assert!(locked.is_all(), "a snapshot needs every shard");
-        let compress = self.config.get("rdbcompression").as_deref() == Some("yes");
-        let limits = self.config.encoding_limits();
+    /// How records are written by a snapshot taken now.
+    fn record_spec(&self) -> RecordSpec {
         let policy = self.config.policy();
-        let now = self.clock.now_ms();
-        let offset = self.clock.wall_offset_ms();
-        let mut w = Writer::new(compress);
+        RecordSpec {
+            compress: self.config.get("rdbcompression").as_deref() == Some("yes"),
+            limits: self.config.encoding_limits(),
+            access: if policy.is_lfu() {
+                AccessField::Freq
+            } else if policy.tracks_access() {
+                AccessField::Idle
+            } else {
+                AccessField::None
+            },
+            now_ms: self.clock.now_ms(),
+            wall_offset_ms: self.clock.wall_offset_ms(),
+        }
+    }
+
+    /// What a file starts with: signature, AUX fields, function libraries. Taken with every shard
+    /// held, with the snapshot's instant.
+    fn rdb_header(&self, aof_base: bool) -> Vec<u8> {
+        let mut w = Writer::new(false);
         w.buf.extend_from_slice(format!("REDIS{:04}", rdb::RDB_VERSION).as_bytes());
-        let aux = |w: &mut Writer, k: &[u8], v: &[u8]| {
-            w.buf.push(op::AUX);
-            w.string(k);
-            w.string(v);
-        };
         aux(&mut w, b"redis-ver", crate::server::REDIS_VERSION.as_bytes());
         aux(&mut w, b"redis-bits", b"64");
         aux(&mut w, b"ctime", (self.clock.unix_ms() / 1000).to_string().as_bytes());
         aux(&mut w, b"used-mem", self.config.host().used_memory().to_string().as_bytes());
-        aux(&mut w, b"aof-base", b"0");
+        aux(&mut w, b"aof-base", if aof_base { b"1" } else { b"0" });
         aux(&mut w, b"latch-fence", self.fence.load(Ordering::SeqCst).to_string().as_bytes());
         for lib in self.scripting.libraries.lock().values() {
             w.buf.push(op::FUNCTION2);
             w.string(&lib.code);
         }
-        let mut locks: Vec<Vec<u8>> = Vec::new();
-        let mut value = Writer::new(compress);
-        for db in 0..self.ks.ndbs() {
-            let live = |e: &Entry| e.expire_at == 0 || e.expire_at >= now;
-            let (mut size, mut volatile) = (0u64, 0u64);
-            for s in locked.shards_mut() {
-                for (_, e) in s.dbs[db].iter().filter(|(_, e)| live(e) && !matches!(e.value, Value::Lock(_))) {
-                    size += 1;
-                    volatile += u64::from(e.expire_at != 0);
-                }
-            }
-            let mut selected = false;
-            for s in locked.shards_mut() {
-                for (k, e) in s.dbs[db].iter().filter(|(_, e)| live(e)) {
-                    if let Value::Lock(l) = &e.value {
-                        locks.push(lock_field(db, k, l, e.expire_at as i64 + offset));
-                        continue;
-                    }
-                    if !selected {
-                        w.buf.push(op::SELECTDB);
-                        w.len(db as u64);
-                        w.buf.push(op::RESIZEDB);
-                        w.len(size);
-                        w.len(volatile);
-                        selected = true;
-                    }
-                    if e.expire_at != 0 {
-                        w.buf.push(op::EXPIRETIME_MS);
-                        w.buf.extend_from_slice(&(e.expire_at as i64 + offset).to_le_bytes());
-                    }
-                    if policy.is_lfu() {
-                        w.buf.push(op::FREQ);
-                        w.buf.push(e.lfu);
-                    } else if policy.tracks_access() {
-                        w.buf.push(op::IDLE);
-                        w.len(u64::from(((now / 1000) as u32).wrapping_sub(e.atime)));
-                    }
-                    // Not a lock (handled above): every other value has an RDB type. The type byte
-                    // goes before the key, so the value is encoded aside first (one buffer reused
-                    // for every key).
-                    value.buf.clear();
-                    value.value(&e.value, &limits);
-                    w.buf.push(value.buf[0]);
-                    w.string(k);
-                    w.buf.extend_from_slice(&value.buf[1..]);
-                }
-            }
-        }
-        for l in locks {
-            aux(&mut w, b"latch-lock", &l);
-        }
-        w.buf.push(op::EOF);
-        let crc = rdb::crc64(&w.buf);
-        w.buf.extend_from_slice(&crc.to_le_bytes());
         w.buf
+    }
+
+    /// The dataset as an RDB file in memory (DEBUG RELOAD's tests, small files). The caller holds
+    /// every shard.
+    pub fn rdb_snapshot_locked(&self, locked: &mut crate::keyspace::Locked<'_>) -> Vec<u8> {
+        let mut data = Vec::new();
+        self.rdb_write_locked(locked, &mut data).expect("writing to memory does not fail");
+        data
+    }
+
+    /// Writes the dataset as an RDB file to `w` while the caller holds every shard (one point in
+    /// time): SAVE, SHUTDOWN, FLUSHALL's save. Only the current chunk is in memory besides the data.
+    /// It does not disturb a background snapshot that may be running.
+    pub fn rdb_write_locked(&self, locked: &mut crate::keyspace::Locked<'_>, w: &mut dyn Write) -> io::Result<()> {
+        assert!(locked.is_all(), "a snapshot needs every shard");
+        let spec = self.record_spec();
+        let mut out = CrcWrite::new(w);
+        out.write_all(&self.rdb_header(false))?;
+        let mut file = FileBody::new(locked);
+        let (mut rec, mut scratch) = (Writer::new(spec.compress), Writer::new(spec.compress));
+        let mut buf = Vec::new();
+        for db in 0..self.ks.ndbs() {
+            for s in locked.shards_mut() {
+                for (k, e) in s.dbs[db].iter() {
+                    rdb::write_record(&spec, db, k, e, &mut rec, &mut scratch);
+                    if rec.buf.len() >= CHUNK_BYTES {
+                        file.records(db, &rec.buf, &mut buf);
+                        rec.buf.clear();
+                        out.write_all(&buf)?;
+                        buf.clear();
+                    }
+                }
+            }
+            file.records(db, &rec.buf, &mut buf);
+            rec.buf.clear();
+        }
+        file.end(self.fence.load(Ordering::SeqCst), &mut buf);
+        out.write_all(&buf)?;
+        out.finish()
+    }
+
+    /// Starts a background snapshot (BGSAVE, an AOF rewrite's base) while the caller holds every
+    /// shard: the instant of the file is now, but nothing is copied (see
+    /// [`crate::keyspace::Table::begin_snapshot`]); [`Snapshot::write`] then writes it from
+    /// another thread while commands go on.
+    pub fn begin_snapshot(&self, locked: &mut crate::keyspace::Locked<'_>, aof_base: bool) -> Snapshot {
+        assert!(locked.is_all(), "a snapshot needs every shard");
+        let spec = Arc::new(self.record_spec());
+        let header = self.rdb_header(aof_base);
+        let body = FileBody::new(locked);
+        // Every table has the same epoch; the snapshot's is the next one.
+        let epoch = locked.shard(0).dbs[0].snapshot_epoch().wrapping_add(1);
+        for s in locked.shards_mut() {
+            for (db, t) in s.dbs.iter_mut().enumerate() {
+                t.begin_snapshot(spec.clone(), db, epoch);
+            }
+        }
+        Snapshot {
+            ks: self.ks.clone(),
+            header,
+            body,
+            fence: self.fence.load(Ordering::SeqCst),
+            visits: VISITS_PER_STEP,
+            chunk: CHUNK_BYTES,
+            ended: false,
+        }
     }
 
     /// Loads an RDB file into this server's keyspace (which the caller emptied if it had to). On
@@ -247,15 +462,16 @@ impl Server {
                             self.fence.fetch_max(f, Ordering::SeqCst);
                         }
                         b"latch-lock" => {
-                            let (ldb, key, lock, at) = parse_lock_field(&v).ok_or_else(short)?;
+                            let (ldb, key, lock, at) = rdb::parse_lock_field(&v).ok_or_else(short)?;
                             if ldb >= ndbs {
                                 return Err(short());
                             }
                             self.fence.fetch_max(lock.token, Ordering::SeqCst);
-                            let mono = at.saturating_sub(offset);
-                            if mono > now as i64 {
+                            // Deadline 0: a lock without TTL (PERSIST made it so).
+                            let mono = (at != 0).then(|| at.saturating_sub(offset).max(1));
+                            if mono.is_none_or(|m| m >= now as i64) {
                                 let mut e = Entry::new(Value::Lock(Box::new(lock)));
-                                e.expire_at = mono as u64;
+                                e.expire_at = mono.unwrap_or(0) as u64;
                                 locked.shard_for(&key).dbs[ldb].insert(&key, e);
                                 loaded.locks += 1;
                             }
@@ -288,7 +504,8 @@ impl Server {
                     let at = expire_at.take();
                     let (f, i) = (lfu.take(), idle.take());
                     let mono = at.map(|a| a.saturating_sub(offset));
-                    if mono.is_some_and(|m| m <= now as i64) {
+                    // Expired when the deadline is before now, as everywhere (Redis's `expiretime < now`).
+                    if mono.is_some_and(|m| m < now as i64) {
                         loaded.expired += 1;
                         continue;
                     }
@@ -334,26 +551,6 @@ impl Server {
 
 /// A `latch-lock` AUX value: database, key, owner, deadline (Unix ms) and token, each length-prefixed
 /// or fixed-size so that any bytes survive.
-fn lock_field(db: usize, key: &[u8], l: &LockValue, deadline_unix: i64) -> Vec<u8> {
-    let mut w = Writer::new(false);
-    w.len(db as u64);
-    w.string(key);
-    w.string(&l.owner);
-    w.buf.extend_from_slice(&deadline_unix.to_le_bytes());
-    w.buf.extend_from_slice(&l.token.to_le_bytes());
-    w.buf
-}
-
-fn parse_lock_field(b: &[u8]) -> Option<(usize, SmallBytes, LockValue, i64)> {
-    let mut r = Reader::new(b);
-    let db = usize::try_from(r.length().ok()?).ok()?;
-    let key = r.string().ok()?;
-    let owner = r.string().ok()?;
-    let at = i64::from_le_bytes(r.bytes(8).ok()?.try_into().ok()?);
-    let token = u64::from_le_bytes(r.bytes(8).ok()?.try_into().ok()?);
-    r.rest().is_empty().then_some((db, key, LockValue { owner, token }, at))
-}
-
 impl Server {
     /// Where RDB files are written and read: `dir`/`dbfilename`.
     pub fn rdb_path(&self) -> std::path::PathBuf {
@@ -364,8 +561,7 @@ impl Server {
     /// The dataset, snapshotted with every shard held, written durably to [`Server::rdb_path`]: what
     /// SAVE, SHUTDOWN and a save on SIGTERM share (only SAVE records it as a save).
     pub fn write_rdb_locked(&self, locked: &mut crate::keyspace::Locked<'_>) -> std::io::Result<()> {
-        let data = self.rdb_snapshot_locked(locked);
-        self.config.host().write_durably(&self.rdb_path(), &data)
+        self.config.host().write_durably_with(&self.rdb_path(), &mut |w| self.rdb_write_locked(locked, w))
     }
 
     /// SAVE: a snapshot, on disk before this returns. The caller holds every shard.
@@ -396,23 +592,36 @@ impl Server {
         }
     }
 
-    /// BGSAVE: the snapshot now, with every shard held (one point in time), written to disk off the
-    /// command path; its outcome lands in [`Server::persistence`].
+    /// BGSAVE: a snapshot of this instant ([`Server::begin_snapshot`]; the caller holds every
+    /// shard), written to disk by a thread of its own while commands go on; its outcome lands in
+    /// [`Server::persistence`].
     pub fn bgsave_locked(&self, locked: &mut crate::keyspace::Locked<'_>) -> Result<(), &'static str> {
-        if self.persistence.bgsave_in_progress.swap(true, Ordering::SeqCst) {
+        if self.persistence.bgsave_in_progress.load(Ordering::SeqCst) {
             return Err("ERR Background save already in progress");
         }
+        // One snapshot runs at a time (Redis: one child process).
+        if self.persistence.aof_rewrite_in_progress.load(Ordering::SeqCst) {
+            return Err(BGSAVE_BUSY);
+        }
+        self.persistence.bgsave_in_progress.store(true, Ordering::SeqCst);
         let dirty = self.stats.dirty();
-        let data = self.rdb_snapshot_locked(locked);
+        let snapshot = self.begin_snapshot(locked, false);
         let (host, clock, state, path) =
             (self.config.host_arc(), self.clock.clone(), self.persistence.clone(), self.rdb_path());
         let started = clock.unix_ms() / 1000;
         state.bgsave_started.store(started, Ordering::SeqCst);
-        host.log(crate::host::LogLevel::Notice, "Background saving started");
+        let fence = self.fence.clone();
         let h = host.clone();
-        host.in_background(Box::new(move || {
-            let result = h.write_durably(&path, &data);
-            drop(data);
+        // The job takes the snapshot from here; if the job cannot start, it is dropped where the
+        // caller's locks are held, so the snapshot must not be in it.
+        let slot = Arc::new(parking_lot::Mutex::new(Some(snapshot)));
+        let theirs = slot.clone();
+        let job = Box::new(move || {
+            let mut snapshot = theirs.lock().take();
+            let result = h.write_durably_with(&path, &mut |w| match snapshot.take() {
+                Some(s) => s.write(w, &fence),
+                None => Err(io::Error::other("the snapshot was written already")),
+            });
             let end = clock.unix_ms() / 1000;
             match result {
                 Ok(()) => {
@@ -428,7 +637,16 @@ impl Server {
             }
             state.last_bgsave_secs.store(end - started, Ordering::SeqCst);
             state.bgsave_in_progress.store(false, Ordering::SeqCst);
-        }));
+        });
+        if let Err(e) = host.in_background(job) {
+            if let Some(s) = slot.lock().take() {
+                s.abandon_locked(locked);
+            }
+            host.log(crate::host::LogLevel::Warning, &format!("Can't save in background: {e}"));
+            self.persistence.bgsave_in_progress.store(false, Ordering::SeqCst);
+            return Err("ERR");
+        }
+        host.log(crate::host::LogLevel::Notice, "Background saving started");
         Ok(())
     }
 
@@ -451,6 +669,11 @@ impl Server {
         let changes = self.changes_since_save();
         let since = unix_s.saturating_sub(p.lastsave.load(Ordering::SeqCst) as i64) as u64;
         let retry_ok = unix_s - p.last_failure.load(Ordering::SeqCst) > 5;
+        let scheduled = p.bgsave_scheduled.load(Ordering::SeqCst) && !p.aof_rewrite_in_progress.load(Ordering::SeqCst);
+        if scheduled {
+            p.bgsave_scheduled.store(false, Ordering::SeqCst);
+            return self.bgsave_locked(&mut self.ks.lock_all()).is_ok();
+        }
         let due = self.save_points().iter().any(|&(secs, n)| changes >= n && since >= secs) && retry_ok;
         due && {
             self.config
@@ -499,13 +722,18 @@ impl Server {
         self.changes.set_aof(false);
     }
 
-    /// For an AOF rewrite, with every shard held: the dataset as an RDB file (the new base) and the
-    /// encoded changes that belong to the incr file being closed.
-    pub fn aof_rewrite_snapshot(&self) -> (Vec<u8>, Vec<u8>, u64) {
+    /// For an AOF rewrite, at one instant with every shard held: a background snapshot (the new
+    /// base, written with [`Snapshot::write`]) and the encoded changes that belong to the incr file
+    /// being closed, with the stream's offset.
+    /// None while a BGSAVE runs (one snapshot at a time; the rewrite waits for it).
+    pub fn aof_rewrite_begin(&self) -> Option<(Snapshot, Vec<u8>, u64)> {
         let mut locked = self.ks.lock_all();
-        let rdb = self.rdb_snapshot_locked(&mut locked);
+        if self.persistence.bgsave_in_progress.load(Ordering::SeqCst) {
+            return None;
+        }
+        let snapshot = self.begin_snapshot(&mut locked, true);
         let (tail, offset) = self.changes.rotate_aof();
-        (rdb, tail, offset)
+        Some((snapshot, tail, offset))
     }
 
     /// Replays the commands of an AOF file (loading): through a client of its own, as Redis's fake

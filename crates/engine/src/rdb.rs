@@ -17,7 +17,9 @@
 //! and the CRC-64 (Jones polynomial, Redis's `crc64.c`) of everything before it, little-endian.
 
 use crate::types::zset::ZSet;
-use crate::value::{EncodingLimits, HashValue, ListValue, SetValue, SmallBytes, Value, canonical_i64};
+use crate::value::{
+    EncodingLimits, Entry, HashValue, ListValue, LockValue, SetValue, SmallBytes, Value, canonical_i64,
+};
 
 /// The RDB version Latch writes (Redis 7.0's).
 pub const RDB_VERSION: u16 = 10;
@@ -75,7 +77,7 @@ pub enum DecodeError {
 
 /// The CRC-64 Redis puts in RDB files and DUMP payloads.
 pub fn crc64(data: &[u8]) -> u64 {
-    crc::Crc::<u64>::new(&crc::CRC_64_REDIS).checksum(data)
+    CRC64.checksum(data)
 }
 
 // ---- writing ---------------------------------------------------------------------------------------
@@ -86,6 +88,8 @@ pub struct Writer {
     pub buf: Vec<u8>,
     /// `rdbcompression`: LZF-compress strings longer than 20 bytes when it pays.
     pub compress: bool,
+    /// The compressor and its output buffer, made on first use (its table is 256 KiB).
+    lzf: Option<Box<(crate::lzf::Lzf, Vec<u8>)>>,
 }
 
 /// The largest listpack node Latch writes into a quicklist (Redis's `list-max-listpack-size -2`).
@@ -94,7 +98,7 @@ const QUICKLIST_NODE_BYTES: usize = 8 * 1024;
 impl Writer {
     /// An empty writer.
     pub fn new(compress: bool) -> Writer {
-        Writer { buf: Vec::new(), compress }
+        Writer { buf: Vec::new(), compress, lzf: None }
     }
 
     /// A length (`rdbSaveLen`): 6 bits, 14 bits, 32 or 64 bits big-endian.
@@ -121,16 +125,20 @@ impl Writer {
         {
             return;
         }
-        if self.compress
-            && s.len() > 20
-            && let Ok(c) = lzf::compress(s)
-            && c.len() <= s.len() - 4
-        {
-            self.buf.push(0xC3);
-            self.len(c.len() as u64);
-            self.len(s.len() as u64);
-            self.buf.extend_from_slice(&c);
-            return;
+        if self.compress && s.len() > 20 {
+            // Redis's `rdbSaveLzfStringObject`: worth it only at 4 bytes or more saved. The header
+            // goes before the data, whose size is known after: compress aside first.
+            let (lzf, out) = &mut **self.lzf.get_or_insert_with(Box::default);
+            out.clear();
+            if lzf.compress(s, out, s.len() - 4) {
+                let c = std::mem::take(out);
+                self.buf.push(0xC3);
+                self.len(c.len() as u64);
+                self.len(s.len() as u64);
+                self.buf.extend_from_slice(&c);
+                self.lzf.as_mut().expect("made above").1 = c;
+                return;
+            }
         }
         self.len(s.len() as u64);
         self.buf.extend_from_slice(s);
@@ -387,6 +395,155 @@ pub fn restore(body: &[u8]) -> Result<Value, DecodeError> {
     let t = r.byte()?;
     let v = r.value(t)?;
     if r.rest().is_empty() { Ok(v) } else { Err(DecodeError::BadFormat) }
+}
+
+// ---- file records ----------------------------------------------------------------------------------
+
+/// Opcodes of an RDB file (`RDB_OPCODE_*`).
+pub mod op {
+    /// A function library (Redis 7.0).
+    pub const FUNCTION2: u8 = 245;
+    /// A function library, pre-release format.
+    pub const FUNCTION: u8 = 246;
+    /// Module auxiliary data.
+    pub const MODULE_AUX: u8 = 247;
+    /// The LRU idle time of the key that follows.
+    pub const IDLE: u8 = 248;
+    /// The LFU counter of the key that follows.
+    pub const FREQ: u8 = 249;
+    /// An auxiliary field (name, value).
+    pub const AUX: u8 = 250;
+    /// Sizes of the database's tables (a hint).
+    pub const RESIZEDB: u8 = 251;
+    /// The deadline of the key that follows, Unix milliseconds.
+    pub const EXPIRETIME_MS: u8 = 252;
+    /// The deadline of the key that follows, Unix seconds.
+    pub const EXPIRETIME: u8 = 253;
+    /// The database the keys that follow belong to.
+    pub const SELECTDB: u8 = 254;
+    /// End of the file (the checksum follows).
+    pub const EOF: u8 = 255;
+}
+
+/// What a key's record carries besides its value: the access data of the eviction policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessField {
+    /// Nothing (no LRU or LFU policy).
+    None,
+    /// `IDLE`: seconds since the last access (an LRU policy).
+    Idle,
+    /// `FREQ`: the LFU counter (an LFU policy).
+    Freq,
+}
+
+/// How the records of one snapshot are written: fixed when it starts, so that every record in a
+/// file, whenever it is encoded, describes the same instant.
+#[derive(Clone, Debug)]
+pub struct RecordSpec {
+    /// `rdbcompression`.
+    pub compress: bool,
+    /// The encoding limits in effect (they choose listpack or plain encodings).
+    pub limits: EncodingLimits,
+    /// The eviction policy's access field.
+    pub access: AccessField,
+    /// The snapshot's instant on the monotonic clock (ms): keys whose deadline is before it are
+    /// not written.
+    pub now_ms: u64,
+    /// `unix_ms - monotonic_ms` at that instant: deadlines are written as Unix milliseconds.
+    pub wall_offset_ms: i64,
+}
+
+impl RecordSpec {
+    /// True when a key with this entry existed at the snapshot's instant (its TTL had not passed).
+    pub fn live(&self, e: &Entry) -> bool {
+        e.expire_at == 0 || e.expire_at >= self.now_ms
+    }
+}
+
+/// Appends the record of one key of database `db` to `out`: `EXPIRETIME_MS`, the access field,
+/// then type, key and value; for a native lock (which has no RDB type) a `latch-lock` AUX field.
+/// Keys whose TTL had passed at the snapshot's instant are skipped. `scratch` is reused between
+/// calls (the type byte precedes the key, so the value is encoded aside first).
+pub fn write_record(spec: &RecordSpec, db: usize, key: &[u8], e: &Entry, out: &mut Writer, scratch: &mut Writer) {
+    if !spec.live(e) {
+        return;
+    }
+    let deadline = e.expire_at as i64 + spec.wall_offset_ms;
+    if let Value::Lock(l) = &e.value {
+        out.buf.push(op::AUX);
+        out.string(b"latch-lock");
+        out.string(&lock_field(db, key, l, if e.expire_at == 0 { 0 } else { deadline }));
+        return;
+    }
+    if e.expire_at != 0 {
+        out.buf.push(op::EXPIRETIME_MS);
+        out.buf.extend_from_slice(&deadline.to_le_bytes());
+    }
+    match spec.access {
+        AccessField::None => {}
+        AccessField::Freq => {
+            out.buf.push(op::FREQ);
+            out.buf.push(e.lfu);
+        }
+        AccessField::Idle => {
+            out.buf.push(op::IDLE);
+            out.len(u64::from(((spec.now_ms / 1000) as u32).wrapping_sub(e.atime)));
+        }
+    }
+    scratch.buf.clear();
+    scratch.compress = spec.compress;
+    // Not a lock (handled above): every other value has an RDB type.
+    scratch.value(&e.value, &spec.limits);
+    out.buf.push(scratch.buf[0]);
+    out.string(key);
+    out.buf.extend_from_slice(&scratch.buf[1..]);
+}
+
+/// The value of a `latch-lock` AUX field: database, key, owner, deadline (Unix ms; 0 for none),
+/// token.
+pub fn lock_field(db: usize, key: &[u8], l: &LockValue, deadline_unix: i64) -> Vec<u8> {
+    let mut w = Writer::new(false);
+    w.len(db as u64);
+    w.string(key);
+    w.string(&l.owner);
+    w.buf.extend_from_slice(&deadline_unix.to_le_bytes());
+    w.buf.extend_from_slice(&l.token.to_le_bytes());
+    w.buf
+}
+
+/// Reads a `latch-lock` AUX field back: (database, key, lock, deadline in Unix ms).
+pub fn parse_lock_field(b: &[u8]) -> Option<(usize, SmallBytes, LockValue, i64)> {
+    let mut r = Reader::new(b);
+    let db = usize::try_from(r.length().ok()?).ok()?;
+    let key = r.string().ok()?;
+    let owner = r.string().ok()?;
+    let at = i64::from_le_bytes(r.bytes(8).ok()?.try_into().ok()?);
+    let token = u64::from_le_bytes(r.bytes(8).ok()?.try_into().ok()?);
+    r.rest().is_empty().then_some((db, key, LockValue { owner, token }, at))
+}
+
+/// The CRC-64 of an RDB file, fed as the file is written.
+pub struct Crc64(crc::Digest<'static, u64, crc::Table<16>>);
+
+/// Slice-by-16 tables (32 KiB): a byte-at-a-time CRC took most of the time of a save (Redis uses
+/// `crcspeed`'s slice-by-8 for the same reason).
+static CRC64: crc::Crc<u64, crc::Table<16>> = crc::Crc::<u64, crc::Table<16>>::new(&crc::CRC_64_REDIS);
+
+impl Default for Crc64 {
+    fn default() -> Crc64 {
+        Crc64(CRC64.digest())
+    }
+}
+
+impl Crc64 {
+    /// Adds bytes.
+    pub fn update(&mut self, b: &[u8]) {
+        self.0.update(b);
+    }
+    /// The checksum of everything added.
+    pub fn finish(self) -> u64 {
+        self.0.finalize()
+    }
 }
 
 // ---- reading ---------------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ pub type MonitorSink = Box<dyn Fn(Bytes) + Send + Sync>;
 /// Everything shared by all connections.
 pub struct Server {
     /// The data.
-    pub ks: Keyspace,
+    pub ks: Arc<Keyspace>,
     /// Time source.
     pub clock: Arc<dyn Clock>,
     /// Configuration.
@@ -83,7 +83,7 @@ pub struct Server {
     /// Clients currently blocked on keys (`blocked_clients`).
     pub blocked_clients: AtomicU64,
     /// Last fencing token handed out by LOCK.
-    pub fence: AtomicU64,
+    pub fence: Arc<AtomicU64>,
     /// The configuration file the server was started with (CONFIG REWRITE, `INFO server`), set by the
     /// server crate.
     pub config_file: Mutex<Option<std::path::PathBuf>>,
@@ -166,7 +166,7 @@ impl Server {
         let now = clock.now_ms();
         let unix_s = (clock.unix_ms() / 1000) as u64;
         Server {
-            ks: Keyspace::new(ndbs, nshards),
+            ks: Arc::new(Keyspace::new(ndbs, nshards)),
             clock,
             config,
             clients: ClientRegistry::default(),
@@ -183,7 +183,7 @@ impl Server {
             changes: Default::default(),
             persistence: Arc::new(crate::persistence::State::new(unix_s)),
             blocked_clients: AtomicU64::new(0),
-            fence: AtomicU64::new(0),
+            fence: Arc::new(AtomicU64::new(0)),
             config_file: Mutex::new(None),
             scripting: crate::lua::Scripting::new(commands),
             evictor: Default::default(),

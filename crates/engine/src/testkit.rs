@@ -195,7 +195,12 @@ impl TestClient {
     /// Runs a command given as separate arguments.
     pub fn cmd<A: AsRef<[u8]>>(&mut self, args: &[A]) -> Option<Frame> {
         let args: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a.as_ref())).collect();
-        self.srv.execute(&mut self.client, &args).map(decoded)
+        // Background jobs (a BGSAVE's write) run between commands, as if their thread were quick.
+        let host = self.srv.config.host_arc();
+        host.run_queued();
+        let reply = self.srv.execute(&mut self.client, &args).map(decoded);
+        host.run_queued();
+        reply
     }
 
     /// Runs a command line split like redis-cli/inline commands do; returns the reply in [`show`] form.

@@ -198,12 +198,16 @@ pub struct Entry {
     /// A string edited in place (APPEND, SETRANGE, SETBIT...): Redis's `raw` encoding, which it
     /// keeps until the key gets a new value. Fits in the entry's padding.
     pub(crate) raw: bool,
+    /// The snapshot epoch this entry was last written in, or created in (see
+    /// `keyspace::Table::begin_snapshot`): a running snapshot writes an entry whose epoch is not its
+    /// own before the entry changes. Fits in the entry's padding.
+    pub(crate) epoch: u8,
 }
 
 impl Entry {
     /// A fresh entry without TTL.
     pub fn new(value: Value) -> Entry {
-        Entry { value, expire_at: 0, atime: 0, lfu: crate::types::LFU_INIT_VAL, raw: false }
+        Entry { value, expire_at: 0, atime: 0, lfu: crate::types::LFU_INIT_VAL, raw: false, epoch: 0 }
     }
     /// The string's bytes, to edit in place (Redis's `dbUnshareStringValue`): from now on the
     /// value is a `raw` string. None when the value is not a string.
@@ -240,7 +244,7 @@ mod tests {
     #[test]
     fn entry_is_small() {
         assert_eq!(std::mem::size_of::<Value>(), 32);
-        assert!(std::mem::size_of::<Entry>() <= 48);
+        assert_eq!(std::mem::size_of::<Entry>(), 48);
     }
 
     #[test]

@@ -156,6 +156,14 @@ impl Host for OsHost {
     /// Redis's `rdbSave`: a temporary file in the same directory, fsync, rename, then the
     /// directory's fsync so that the rename itself is on disk.
     fn write_durably(&self, path: &Path, data: &[u8]) -> io::Result<()> {
+        self.write_durably_with(path, &mut |w| w.write_all(data))
+    }
+
+    fn write_durably_with(
+        &self,
+        path: &Path,
+        fill: &mut dyn FnMut(&mut dyn io::Write) -> io::Result<()>,
+    ) -> io::Result<()> {
         use std::io::Write;
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         // Unique per write: a SHUTDOWN's save may overlap a background one.
@@ -163,9 +171,11 @@ impl Host for OsHost {
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let tmp = dir.join(format!("temp-{}-{n}.rdb", std::process::id()));
         let result = (|| {
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(data)?;
-            f.sync_all()?;
+            let mut f = io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp)?);
+            fill(&mut f)?;
+            f.flush()?;
+            f.get_ref().sync_all()?;
+            drop(f);
             std::fs::rename(&tmp, path)?;
             std::fs::File::open(dir)?.sync_all()
         })();
@@ -175,23 +185,8 @@ impl Host for OsHost {
         result
     }
 
-    fn in_background(&self, job: Box<dyn FnOnce() + Send>) {
-        // A job that cannot get a thread runs here: slower, never lost.
-        let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(job)));
-        let theirs = slot.clone();
-        let spawned = std::thread::Builder::new().name("latch-bgsave".into()).spawn(move || {
-            let job = theirs.lock().ok().and_then(|mut j| j.take());
-            if let Some(job) = job {
-                job()
-            }
-        });
-        if let Err(e) = spawned {
-            tracing::warn!("no thread for a background job ({e}); running it in place");
-            let job = slot.lock().ok().and_then(|mut j| j.take());
-            if let Some(job) = job {
-                job()
-            }
-        }
+    fn in_background(&self, job: Box<dyn FnOnce() + Send>) -> io::Result<()> {
+        std::thread::Builder::new().name("latch-bgsave".into()).spawn(job).map(drop)
     }
 
     fn resolve_dir(&self, value: &str) -> Result<String, String> {

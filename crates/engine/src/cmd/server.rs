@@ -322,20 +322,32 @@ fn save(ctx: &mut Ctx<'_, '_>) -> Frame {
 }
 
 fn bgsave(ctx: &mut Ctx<'_, '_>) -> Frame {
-    match ctx.argc() {
-        1 => {}
-        2 if crate::args::eq_ic(ctx.arg(1), "schedule") => {}
+    let schedule = match ctx.argc() {
+        1 => false,
+        2 if crate::args::eq_ic(ctx.arg(1), "schedule") => true,
         _ => return crate::error::syntax(),
-    }
+    };
     match ctx.srv.bgsave_locked(ctx.locked) {
         Ok(()) => Frame::simple("Background saving started"),
+        Err(crate::persistence::BGSAVE_BUSY) if schedule => {
+            ctx.srv.persistence.bgsave_scheduled.store(true, Ordering::SeqCst);
+            Frame::simple("Background saving scheduled")
+        }
         Err(e) => Frame::error(e),
     }
 }
 
 fn bgrewriteaof(ctx: &mut Ctx<'_, '_>) -> Frame {
     let p = &ctx.srv.persistence;
-    if p.aof_rewrite_in_progress.load(Ordering::SeqCst) || p.aof_rewrite_requested.swap(true, Ordering::SeqCst) {
+    if p.aof_rewrite_in_progress.load(Ordering::SeqCst) {
+        return Frame::error("ERR Background append only file rewriting already in progress");
+    }
+    // During a BGSAVE the rewrite waits for it (Redis: another child process is active).
+    if p.bgsave_in_progress.load(Ordering::SeqCst) {
+        p.aof_rewrite_requested.store(true, Ordering::SeqCst);
+        return Frame::simple("Background append only file rewriting scheduled");
+    }
+    if p.aof_rewrite_requested.swap(true, Ordering::SeqCst) {
         return Frame::error("ERR Background append only file rewriting already in progress");
     }
     Frame::simple("Background append only file rewriting started")

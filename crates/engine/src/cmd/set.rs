@@ -521,7 +521,7 @@ fn set_op(db: &mut Db<'_, '_>, keys: &[Bytes], op: SetOp, limit: usize) -> Resul
             let Some(first) = (0..keys.len()).min_by_key(|&i| sizes[i]) else {
                 return Ok(out);
             };
-            out = read_set(db, &keys[first])?.map(|s| s.clone()).unwrap_or_default();
+            out = read_set(db, &keys[first])?.cloned().unwrap_or_default();
             for (i, k) in keys.iter().enumerate() {
                 if i == first || out.is_empty() {
                     continue;

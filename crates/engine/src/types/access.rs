@@ -12,11 +12,11 @@ macro_rules! accessors {
     ($variant:ident, $ty:ty, $read:ident, $write:ident, $create:ident) => {
         /// Looks the key up for reading (counts a hit/miss): Ok(None) if missing, WRONGTYPE for
         /// another type.
-        pub fn $read<'a>(db: &'a mut Db<'_, '_>, key: &[u8]) -> Result<Option<&'a mut $ty>, Frame> {
+        pub fn $read<'a>(db: &'a mut Db<'_, '_>, key: &[u8]) -> Result<Option<&'a $ty>, Frame> {
             match db.read(key) {
                 None => Ok(None),
-                Some(e) => match &mut e.value {
-                    Value::$variant(v) => Ok(Some(&mut **v)),
+                Some(e) => match &e.value {
+                    Value::$variant(v) => Ok(Some(&**v)),
                     _ => Err(error::wrong_type()),
                 },
             }
