@@ -81,6 +81,15 @@ impl Server {
             self.reject(cmd);
             return Some(self.reject_in_multi(client, cmd, Frame::error(crate::error::MISCONF)));
         }
+        // The AOF could not be written: writes wait until it can (Redis's DISK_ERROR_TYPE_AOF).
+        if self.persistence.aof_write_failed.load(Ordering::Relaxed)
+            && self.changes.aof_on()
+            && (self.is_write(client, cmd) || cmd.name == "ping")
+        {
+            self.reject(cmd);
+            let text = format!("MISCONF Errors writing to the AOF file: {}", self.persistence.aof_last_error.lock());
+            return Some(self.reject_in_multi(client, cmd, Frame::error(text)));
+        }
         if let Some(e) = self.busy_error_at(cmd, Some(now)) {
             self.reject(cmd);
             return Some(self.reject_in_multi(client, cmd, e));

@@ -35,13 +35,61 @@ pub struct Aof {
     done: tokio::sync::watch::Sender<u64>,
 }
 
-/// The open incr file and where it lives.
+/// The files of the AOF: what the manifest names, and the incr file open for appending.
 struct Files {
     dir: PathBuf,
     name: String,
+    /// The highest sequence number in use (a rewrite names its files with the next one).
     seq: u64,
+    /// The base file the manifest names, if any yet.
+    base: Option<(String, u64)>,
+    /// The incr files the manifest names, oldest first; the last one is `incr`.
+    incrs: Vec<(String, u64)>,
     incr: File,
+    /// Length of `incr` up to its last complete write: a write that fails half-way is cut back.
+    len: u64,
+    /// Encoded changes not written yet because the disk failed: written first, next time.
+    unwritten: Vec<u8>,
     last_sync: Instant,
+}
+
+impl Files {
+    /// Writes what waits; a failed write leaves the file as it was and keeps the bytes.
+    fn write_unwritten(&mut self) -> std::io::Result<()> {
+        if self.unwritten.is_empty() {
+            return Ok(());
+        }
+        match self.incr.write_all(&self.unwritten) {
+            Ok(()) => {
+                self.len += self.unwritten.len() as u64;
+                self.unwritten.clear();
+                if self.unwritten.capacity() > 1 << 20 {
+                    self.unwritten = Vec::new();
+                }
+                Ok(())
+            }
+            Err(e) => {
+                // Redis's `flushAppendOnlyFile`: a partial write is removed with ftruncate, so the
+                // file never ends inside a command.
+                if let Err(t) = self.incr.set_len(self.len) {
+                    tracing::warn!("Could not remove short write from the append-only file: {t}");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The manifest naming the base and incr files.
+    fn manifest(&self) -> String {
+        let mut m = String::new();
+        if let Some((b, seq)) = &self.base {
+            m += &format!("file {b} seq {seq} type b\n");
+        }
+        for (i, seq) in &self.incrs {
+            m += &format!("file {i} seq {seq} type i\n");
+        }
+        m
+    }
 }
 
 fn dir_and_name(srv: &Server) -> (PathBuf, String) {
@@ -226,6 +274,10 @@ impl Aof {
                 *r
             };
             self.write_pending(true, Some(want));
+            if self.srv.persistence.aof_write_failed.load(Ordering::SeqCst) {
+                // The disk failed: try again shortly, not in a busy loop.
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
             if self.files.lock().is_none() {
                 // The AOF was turned off meanwhile: nothing is left to make durable.
                 self.synced.fetch_max(want, Ordering::SeqCst);
@@ -288,7 +340,21 @@ impl Aof {
                     .create(true)
                     .open(dir.join(&incr_name))
                     .map_err(|e| format!("Can't open the append-only file {incr_name}: {e}"))?;
-                *self.files.lock() = Some(Files { dir, name, seq, incr, last_sync: Instant::now() });
+                let len =
+                    incr.metadata().map_err(|e| format!("Can't stat the append-only file {incr_name}: {e}"))?.len();
+                let base = files.iter().find(|f| f.2 == 'b').map(|f| (f.0.clone(), f.1));
+                let incrs = files.iter().filter(|f| f.2 == 'i').map(|f| (f.0.clone(), f.1)).collect();
+                *self.files.lock() = Some(Files {
+                    dir,
+                    name,
+                    seq,
+                    base,
+                    incrs,
+                    incr,
+                    len,
+                    unwritten: Vec::new(),
+                    last_sync: Instant::now(),
+                });
                 self.srv.aof_start();
                 Ok(())
             }
@@ -303,16 +369,19 @@ impl Aof {
 
     /// The cron's part: follows `appendonly` (a rewrite starts the AOF, `no` stops it), runs a
     /// requested rewrite, writes what was encoded, and syncs by `appendfsync`.
-    pub fn tick(&self) {
+    pub fn tick(self: &Arc<Self>) {
+        let p = &self.srv.persistence;
         let want = self.srv.config.get("appendonly").as_deref() == Some("yes");
         let on = self.files.lock().is_some();
-        if want && !on || self.srv.persistence.aof_rewrite_requested.load(Ordering::SeqCst) {
-            if let Err(e) = self.rewrite() {
-                tracing::warn!("Background AOF rewrite failed: {e}");
-            }
-            return;
+        let busy = p.aof_rewrite_in_progress.load(Ordering::SeqCst);
+        // One snapshot runs at a time: a rewrite asked for during a BGSAVE waits for its end.
+        if (want && !on || p.aof_rewrite_requested.load(Ordering::SeqCst))
+            && !busy
+            && !p.bgsave_in_progress.load(Ordering::SeqCst)
+        {
+            self.start_rewrite();
         }
-        if !want && on {
+        if !want && on && !busy {
             self.write_pending(true, None);
             self.srv.aof_stop();
             *self.files.lock() = None;
@@ -335,26 +404,35 @@ impl Aof {
         }
         let Some(f) = files.as_mut() else { return 0 };
         let (bytes, offset) = self.srv.changes.take_aof();
-        let mut result = if bytes.is_empty() { Ok(()) } else { f.incr.write_all(&bytes) };
+        f.unwritten.extend_from_slice(&bytes);
+        let mut result = f.write_unwritten();
         if sync && result.is_ok() {
             result = f.incr.sync_data();
             f.last_sync = Instant::now();
         }
+        let p = &self.srv.persistence;
         match result {
             Ok(()) => {
-                self.srv.persistence.aof_write_failed.store(false, Ordering::Relaxed);
+                if p.aof_write_failed.swap(false, Ordering::SeqCst) {
+                    tracing::warn!("AOF write error looks solved, Redis can write again.");
+                }
                 if sync {
                     self.synced.fetch_max(offset, Ordering::SeqCst);
                 }
+                offset
             }
             Err(e) => {
-                // Redis keeps the data in its buffer and retries; Latch has already taken it, so
-                // the failure is reported loudly (INFO aof_last_write_status:err).
-                self.srv.persistence.aof_write_failed.store(true, Ordering::Relaxed);
-                tracing::warn!("Error writing to the AOF file: {e}");
+                // As Redis: the changes stay buffered and are retried (every second by the cron, or
+                // by the next sync); writes are refused with MISCONF meanwhile. Nothing waiting for
+                // `appendfsync always` is answered until its changes are on disk.
+                let text = strip_os_code(&e.to_string()).to_string();
+                if !p.aof_write_failed.swap(true, Ordering::SeqCst) {
+                    tracing::warn!("Error writing to the AOF file: {text}");
+                }
+                *p.aof_last_error.lock() = text;
+                self.synced.load(Ordering::SeqCst)
             }
         }
-        offset
     }
 
     /// `appendfsync always`: resolves once everything encoded so far is on disk, without holding
@@ -376,55 +454,109 @@ impl Aof {
         let _ = rx.wait_for(|s| *s >= want).await;
     }
 
-    /// A rewrite: a new base from a snapshot, the old incr file closed with what preceded it, a new
-    /// incr file, the manifest replaced atomically, the old files removed.
-    pub fn rewrite(&self) -> Result<(), String> {
+    /// Starts a rewrite on a thread of its own (the cron goes on: everysec syncs, expiry).
+    fn start_rewrite(self: &Arc<Self>) {
         let p = &self.srv.persistence;
         p.aof_rewrite_in_progress.store(true, Ordering::SeqCst);
         p.aof_rewrite_requested.store(false, Ordering::SeqCst);
-        let result = self.rewrite_inner();
-        p.aof_rewrite_in_progress.store(false, Ordering::SeqCst);
-        if result.is_ok() {
-            p.aof_rewrites.fetch_add(1, Ordering::Relaxed);
-            tracing::info!("Background AOF rewrite finished successfully");
+        tracing::info!("Background append only file rewriting started");
+        let me = self.clone();
+        let spawned = std::thread::Builder::new().name("latch-aof-rewrite".into()).spawn(move || {
+            let result = me.rewrite_inner();
+            let p = &me.srv.persistence;
+            match result {
+                Ok(()) => {
+                    p.aof_rewrites.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!("Background AOF rewrite finished successfully");
+                }
+                Err(e) => tracing::warn!("Background AOF rewrite failed: {e}"),
+            }
+            p.aof_rewrite_in_progress.store(false, Ordering::SeqCst);
+        });
+        if let Err(e) = spawned {
+            tracing::warn!("Can't rewrite the append only file in background: {e}");
+            p.aof_rewrite_in_progress.store(false, Ordering::SeqCst);
         }
-        result
     }
 
+    /// Redis 7.0's rewrite, without a fork: (1) at one instant, a background snapshot begins, the
+    /// incr file is closed with the changes before it, a new incr file takes the changes after it
+    /// and the manifest names both (a crash from here loads old base + both incr files); (2) the
+    /// snapshot is written as the new base while commands go on; (3) the manifest names the new
+    /// base and the new incr file, and the old files are removed.
     fn rewrite_inner(&self) -> Result<(), String> {
+        let host = self.srv.config.host_arc();
+        let (snapshot, base, seq, dir) = {
+            let mut files = self.files.lock();
+            let (dir, name) = dir_and_name(&self.srv);
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| format!("Can't create the AOF directory {}: {e}", dir.display()))?;
+            // From here every change is encoded; the snapshot and the rotation happen at one instant.
+            if files.is_none() {
+                self.srv.aof_start();
+            }
+            let Some((snapshot, tail, offset)) = self.srv.aof_rewrite_begin() else {
+                return Err("a background save is in progress; the rewrite waits for it".into());
+            };
+            let seq = files.as_ref().map_or(1, |f| f.seq + 1);
+            let incr_name = format!("{name}.{seq}.incr.aof");
+            let incr = OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(dir.join(&incr_name))
+                .map_err(|e| format!("Can't open the append-only file {incr_name}: {e}"))?;
+            let (base, mut incrs) = match files.take() {
+                Some(mut old) => {
+                    old.unwritten.extend_from_slice(&tail);
+                    if let Err(e) = old.write_unwritten().and_then(|()| old.incr.sync_data()) {
+                        *files = Some(old);
+                        return Err(format!("Error writing to the AOF file: {e}"));
+                    }
+                    (old.base, old.incrs)
+                }
+                None => (None, Vec::new()),
+            };
+            incrs.push((incr_name, seq));
+            let f = Files {
+                dir: dir.clone(),
+                name: name.clone(),
+                seq,
+                base,
+                incrs,
+                incr,
+                len: 0,
+                unwritten: Vec::new(),
+                last_sync: Instant::now(),
+            };
+            if f.base.is_some() {
+                host.write_durably(&manifest_path(&dir, &name), f.manifest().as_bytes())
+                    .map_err(|e| format!("Error writing the AOF manifest: {e}"))?;
+            }
+            *files = Some(f);
+            self.synced.fetch_max(offset, Ordering::SeqCst);
+            (snapshot, format!("{name}.{seq}.base.rdb"), seq, dir)
+        };
+        let mut snapshot = Some(snapshot);
+        host.write_durably_with(&dir.join(&base), &mut |w| match snapshot.take() {
+            Some(s) => s.write(w, &self.srv.fence),
+            None => Err(std::io::Error::other("the snapshot was written already")),
+        })
+        .map_err(|e| format!("Error writing the AOF base file: {e}"))?;
         let mut files = self.files.lock();
-        let (dir, name) = dir_and_name(&self.srv);
-        std::fs::create_dir_all(&dir).map_err(|e| format!("Can't create the AOF directory {}: {e}", dir.display()))?;
-        // From here every change is encoded; the snapshot and the rotation happen at one instant.
-        if files.is_none() {
-            self.srv.aof_start();
-        }
-        let (rdb, tail, offset) = self.srv.aof_rewrite_snapshot();
-        let old = files.take();
-        if let Some(mut f) = old.as_ref().and_then(|f| f.incr.try_clone().ok()) {
-            f.write_all(&tail)
-                .and_then(|()| f.sync_data())
-                .map_err(|e| format!("Error writing to the AOF file: {e}"))?;
-        }
-        let seq = old.as_ref().map_or(1, |f| f.seq + 1);
-        let base = format!("{name}.{seq}.base.rdb");
-        let incr = format!("{name}.{seq}.incr.aof");
-        let host = self.srv.config.host();
-        host.write_durably(&dir.join(&base), &rdb).map_err(|e| format!("Error writing the AOF base file: {e}"))?;
-        let incr_file = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(dir.join(&incr))
-            .map_err(|e| format!("Can't open the append-only file {incr}: {e}"))?;
-        let manifest = format!("file {base} seq {seq} type b\nfile {incr} seq {seq} type i\n");
-        host.write_durably(&manifest_path(&dir, &name), manifest.as_bytes())
+        let Some(f) = files.as_mut().filter(|f| f.dir == dir && f.incrs.iter().any(|i| i.1 == seq)) else {
+            // The AOF was turned off (or rewritten) meanwhile.
+            let _ = std::fs::remove_file(dir.join(&base));
+            return Err("the AOF changed while its base was written".into());
+        };
+        let mut old: Vec<String> = f.base.take().into_iter().map(|b| b.0).collect();
+        let keep = f.incrs.iter().position(|i| i.1 == seq).expect("checked above");
+        old.extend(f.incrs.drain(..keep).map(|i| i.0));
+        f.base = Some((base, seq));
+        host.write_durably(&manifest_path(&f.dir, &f.name), f.manifest().as_bytes())
             .map_err(|e| format!("Error writing the AOF manifest: {e}"))?;
-        if let Some(o) = old {
-            let _ = std::fs::remove_file(o.dir.join(format!("{}.{}.base.rdb", o.name, o.seq)));
-            let _ = std::fs::remove_file(o.dir.join(format!("{}.{}.incr.aof", o.name, o.seq)));
+        for o in old {
+            let _ = std::fs::remove_file(f.dir.join(o));
         }
-        self.synced.fetch_max(offset, Ordering::SeqCst);
-        *files = Some(Files { dir, name, seq, incr: incr_file, last_sync: Instant::now() });
         Ok(())
     }
 
