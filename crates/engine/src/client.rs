@@ -46,6 +46,10 @@ pub struct Client {
     pub no_evict: bool,
     /// Set by MONITOR.
     pub monitor: bool,
+    /// A command that reads or writes data ran since the replies were last written: with
+    /// `appendfsync always` they wait until the AOF is on disk (set by `Server::call`, taken by
+    /// the connection). Rejected commands and those that show no data (PING, INFO) do not wait.
+    pub wait_durable: bool,
     /// Drop the reply of the command now running (SHUTDOWN, which closes instead of replying).
     pub suppress_reply: bool,
     /// MULTI/WATCH state.
@@ -93,6 +97,7 @@ impl Client {
             no_touch: false,
             no_evict: false,
             monitor: false,
+            wait_durable: false,
             suppress_reply: false,
             multi: Default::default(),
             block: None,

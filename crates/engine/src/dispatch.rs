@@ -175,6 +175,8 @@ impl Server {
         start_ticks: u64,
     ) -> Frame {
         let (db, mark) = (client.db, client.effects.len());
+        // Its reply shows or depends on data (commands of EXEC and scripts set it on their own).
+        client.wait_durable |= cmd.flags.has(Flags::READONLY) || cmd.flags.has(Flags::WRITE);
         let mut ctx = Ctx::new(self, client, locked, args, now, cmd);
         let reply = (cmd.handler)(&mut ctx);
         let (dirty, rewrite) = (ctx.dirty, ctx.rewrite.take());

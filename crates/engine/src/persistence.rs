@@ -797,6 +797,29 @@ mod tests {
         assert_eq!(c.run("SET k x"), "+OK");
     }
 
+    /// The AOF writer could not write: writes and PING get Redis's AOF MISCONF, reads go on, and
+    /// once a write succeeds everything is accepted again.
+    #[test]
+    fn a_failed_aof_write_stops_writes_until_one_succeeds() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        assert_eq!(c.run("SET k v"), "+OK");
+        let p = &ts.srv.persistence;
+        *p.aof_last_error.lock() = "No space left on device".into();
+        p.aof_write_failed.store(true, Ordering::SeqCst);
+        assert_eq!(c.run("SET k w"), "+OK", "no AOF, nothing to refuse");
+        ts.srv.aof_start();
+        let misconf = "-MISCONF Errors writing to the AOF file: No space left on device";
+        assert_eq!(c.run("SET k w"), misconf);
+        assert_eq!(c.run("PING"), misconf);
+        assert_eq!(c.run("GET k"), "\"w\"");
+        assert_eq!(c.run("MULTI"), "+OK");
+        assert_eq!(c.run("INCR n"), misconf);
+        assert_eq!(c.run("EXEC"), "-EXECABORT Transaction discarded because of previous errors.");
+        p.aof_write_failed.store(false, Ordering::SeqCst);
+        assert_eq!(c.run("SET k w"), "+OK");
+    }
+
     #[test]
     fn save_and_reload_round_trip_in_memory() {
         let (ts, host) = TestServer::with_host();

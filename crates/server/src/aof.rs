@@ -426,10 +426,10 @@ impl Aof {
                 // by the next sync); writes are refused with MISCONF meanwhile. Nothing waiting for
                 // `appendfsync always` is answered until its changes are on disk.
                 let text = strip_os_code(&e.to_string()).to_string();
+                *p.aof_last_error.lock() = text.clone();
                 if !p.aof_write_failed.swap(true, Ordering::SeqCst) {
                     tracing::warn!("Error writing to the AOF file: {text}");
                 }
-                *p.aof_last_error.lock() = text;
                 self.synced.load(Ordering::SeqCst)
             }
         }
@@ -569,6 +569,34 @@ impl Aof {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A write the disk refuses keeps its bytes for the next try, which writes them in order.
+    #[test]
+    fn a_failed_write_keeps_its_bytes() {
+        let Ok(full) = OpenOptions::new().append(true).open("/dev/full") else { return };
+        let mut f = Files {
+            dir: PathBuf::new(),
+            name: String::new(),
+            seq: 1,
+            base: None,
+            incrs: Vec::new(),
+            incr: full,
+            len: 0,
+            unwritten: b"*1\r\n$4\r\nPING\r\n".to_vec(),
+            last_sync: Instant::now(),
+        };
+        assert!(f.write_unwritten().is_err());
+        f.unwritten.extend_from_slice(b"*1\r\n$4\r\nPONG\r\n");
+        assert!(f.write_unwritten().is_err());
+        let path = std::env::temp_dir().join(format!("latch-aof-unit-{}", std::process::id()));
+        f.incr = OpenOptions::new().append(true).create(true).truncate(false).open(&path).expect("temp file");
+        assert!(f.write_unwritten().is_ok());
+        assert!(f.unwritten.is_empty());
+        let written = std::fs::read(&path).expect("written");
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(written, b"*1\r\n$4\r\nPING\r\n*1\r\n$4\r\nPONG\r\n");
+        assert_eq!(f.len, written.len() as u64);
+    }
 
     #[test]
     fn commands_parse_and_a_torn_tail_is_found() {

@@ -104,7 +104,10 @@ where
                     // A blocking command that found nothing: wait for a writer to serve it, the
                     // timeout, or the client to go away. Later pipelined commands wait behind it.
                     while let Some(w) = client.blocked.clone() {
-                        if flush(&srv, &aof, &client.info, &kill, &mut wr, &mut wbuf).await.is_err() {
+                        if flush(&srv, &aof, &client.info, &mut client.wait_durable, &kill, &mut wr, &mut wbuf)
+                            .await
+                            .is_err()
+                        {
                             w.cancel();
                             srv.unblocked(&mut client);
                             break 'conn;
@@ -113,7 +116,11 @@ where
                             wait_blocked(&srv, &w, &mut rd, &mut rbuf, &unblock, &kill, &client.info.killed).await;
                         srv.unblocked(&mut client);
                         match outcome {
-                            Blocked::Reply(f) => reply = Some(f),
+                            Blocked::Reply(f) => {
+                                // Served by another client's write.
+                                client.wait_durable = true;
+                                reply = Some(f);
+                            }
                             Blocked::Retry => reply = srv.execute(&mut client, &args),
                             Blocked::Gone => break 'conn,
                         }
@@ -141,7 +148,9 @@ where
                             break 'conn;
                         }
                         if srv.config.normal_obuf_limits().0 == 0 {
-                            if flush(&srv, &aof, &client.info, &kill, &mut wr, &mut wbuf).await.is_err()
+                            if flush(&srv, &aof, &client.info, &mut client.wait_durable, &kill, &mut wr, &mut wbuf)
+                                .await
+                                .is_err()
                                 || write_out(&srv, &client.info, &kill, &mut wr, big).await.is_err()
                             {
                                 break 'conn;
@@ -163,7 +172,9 @@ where
                             }
                             if wbuf.len() >= FLUSH_AT
                                 && srv.config.normal_obuf_limits().0 == 0
-                                && flush(&srv, &aof, &client.info, &kill, &mut wr, &mut wbuf).await.is_err()
+                                && flush(&srv, &aof, &client.info, &mut client.wait_durable, &kill, &mut wr, &mut wbuf)
+                                    .await
+                                    .is_err()
                             {
                                 break 'conn;
                             }
@@ -195,7 +206,8 @@ where
                         );
                     }
                     if client.close_after_reply || client.info.killed.load(Ordering::Relaxed) {
-                        let _ = flush(&srv, &aof, &client.info, &kill, &mut wr, &mut wbuf).await;
+                        let _ =
+                            flush(&srv, &aof, &client.info, &mut client.wait_durable, &kill, &mut wr, &mut wbuf).await;
                         break 'conn;
                     }
                 }
@@ -203,7 +215,7 @@ where
                 Err(e) => {
                     tracing::debug!(client = client.id, "protocol error: {e}");
                     resp::encode(&Frame::error(format!("ERR {}", e.message())), client.proto, &mut wbuf);
-                    let _ = flush(&srv, &aof, &client.info, &kill, &mut wr, &mut wbuf).await;
+                    let _ = flush(&srv, &aof, &client.info, &mut client.wait_durable, &kill, &mut wr, &mut wbuf).await;
                     break 'conn;
                 }
             }
@@ -216,7 +228,7 @@ where
             // fell from 34% to 23% with the yield, and EVALSHA at -P 16 went from 0.99x to 1.2x
             // Redis's rate (docs/performance.md).
             tokio::task::yield_now().await;
-            if flush(&srv, &aof, &client.info, &kill, &mut wr, &mut wbuf).await.is_err() {
+            if flush(&srv, &aof, &client.info, &mut client.wait_durable, &kill, &mut wr, &mut wbuf).await.is_err() {
                 break;
             }
         }
@@ -395,6 +407,7 @@ async fn flush<W: AsyncWrite + Unpin>(
     srv: &Server,
     aof: &crate::aof::Aof,
     info: &engine::client::ClientInfo,
+    wait_durable: &mut bool,
     kill: &Notify,
     wr: &mut W,
     wbuf: &mut BytesMut,
@@ -402,8 +415,10 @@ async fn flush<W: AsyncWrite + Unpin>(
     if wbuf.is_empty() {
         return Ok(());
     }
-    // `appendfsync always`: no reply before its write is on disk.
-    if srv.config.appendfsync_always.load(Ordering::Relaxed) {
+    // `appendfsync always`: no reply of a command that ran goes out before everything it wrote or
+    // could have read is on disk. Replies of rejected commands (MISCONF while the disk is full,
+    // arity and auth errors) show no data and do not wait.
+    if std::mem::take(wait_durable) && srv.config.appendfsync_always.load(Ordering::Relaxed) {
         aof.durable().await;
     }
     // The reply buffer's peak: what it held, up to its size (Redis's buf_peak of its static buffer;
