@@ -66,6 +66,8 @@ pub struct ChangeStream {
     log: Mutex<Vec<Unit>>,
     aof_on: AtomicBool,
     aof: Mutex<AofBuffer>,
+    /// `AofBuffer::appended`, readable without the lock (every reply flush asks).
+    appended: std::sync::atomic::AtomicU64,
 }
 
 /// Units encoded for the AOF and not yet taken by its writer.
@@ -76,6 +78,8 @@ struct AofBuffer {
     db: Option<usize>,
     /// Bytes ever appended (the offset a client waits for under `appendfsync always`).
     appended: u64,
+    /// The Unix second of the last `#TS:` annotation.
+    last_ts: i64,
 }
 
 impl ChangeStream {
@@ -107,14 +111,21 @@ impl ChangeStream {
         self.aof_on.load(Ordering::Relaxed)
     }
 
-    /// Appends a unit (nothing for an empty one).
-    pub(crate) fn publish(&self, at: u64, effects: Vec<Effect>) {
+    /// Appends a unit (nothing for an empty one). With `ts` (`aof-timestamp-enabled`), a unit in
+    /// a new second starts with Redis's `#TS:<unix seconds>` annotation.
+    pub(crate) fn publish(&self, at: u64, ts: Option<i64>, effects: Vec<Effect>) {
         if effects.is_empty() {
             return;
         }
         if self.aof_on.load(Ordering::Relaxed) {
             let mut b = self.aof.lock();
             let start = b.bytes.len();
+            if let Some(ts) = ts
+                && ts != b.last_ts
+            {
+                b.bytes.extend_from_slice(format!("#TS:{ts}\r\n").as_bytes());
+                b.last_ts = ts;
+            }
             let wrap = effects.len() > 1;
             if wrap {
                 encode_command(&mut b.bytes, &[&b"MULTI"[..]]);
@@ -144,6 +155,7 @@ impl ChangeStream {
             }
             let added = (b.bytes.len() - start) as u64;
             b.appended += added;
+            self.appended.store(b.appended, Ordering::Release);
         }
         if self.logging.load(Ordering::Relaxed) {
             self.log.lock().push(Unit { at, effects });
@@ -170,13 +182,105 @@ impl ChangeStream {
 
     /// Bytes ever encoded for the AOF.
     pub fn aof_appended(&self) -> u64 {
-        self.aof.lock().appended
+        self.appended.load(Ordering::Acquire)
     }
 }
 
 /// The prefix of an AOF line holding a command only Latch has (a lock grant), hex-encoded: Redis
 /// skips lines that start with `#` (its annotations), so Redis still loads the file.
 pub const LATCH_ANNOTATION: &[u8] = b"#latch:";
+
+/// How the commands of an AOF file end (see [`decode_commands`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AofEnd {
+    /// After a complete command.
+    Complete,
+    /// Inside a command, or inside a MULTI never closed by its EXEC: a write cut short (Redis's
+    /// "Unexpected end of file"; `aof-load-truncated` may allow it).
+    Truncated,
+    /// On something that is not a command (Redis's "Bad file format").
+    Bad,
+}
+
+/// The commands of an AOF file, as Redis's loader reads them.
+#[derive(Debug)]
+pub struct Decoded {
+    /// The commands, up to the last complete one (a transaction the file does not finish left out).
+    pub commands: Vec<Vec<bytes::Bytes>>,
+    /// Bytes those commands take from the start (where a torn file is cut).
+    pub good: usize,
+    /// How the file ends.
+    pub end: AofEnd,
+}
+
+/// Reads the RESP commands of an AOF file, skipping Redis's `#` annotations and taking Latch's own
+/// (`#latch:` lock grants).
+pub fn decode_commands(data: &[u8]) -> Decoded {
+    let mut commands = Vec::new();
+    let mut pos = 0;
+    // Where the open MULTI started: (commands before it, its offset).
+    let mut multi: Option<(usize, usize)> = None;
+    let line = |from: usize| -> Option<(&[u8], usize)> {
+        let end = memchr::memchr(b'\n', &data[from..])? + from;
+        (end > from && data[end - 1] == b'\r').then(|| (&data[from..end - 1], end + 1))
+    };
+    let end = 'outer: loop {
+        if pos >= data.len() {
+            break AofEnd::Complete;
+        }
+        if data[pos] == b'#' {
+            let Some((text, next)) = line(pos) else { break AofEnd::Truncated };
+            if let Some(hex) = text.strip_prefix(LATCH_ANNOTATION) {
+                let raw: Option<Vec<u8>> = hex
+                    .chunks(2)
+                    .map(|p| std::str::from_utf8(p).ok().and_then(|h| u8::from_str_radix(h, 16).ok()))
+                    .collect();
+                match raw.map(|r| decode_commands(&r)) {
+                    Some(inner) if inner.end == AofEnd::Complete => commands.extend(inner.commands),
+                    _ => break AofEnd::Bad,
+                }
+            }
+            pos = next;
+            continue;
+        }
+        let Some((head, mut at)) = line(pos) else { break AofEnd::Truncated };
+        // Redis's loader: a command is an array of at least one bulk string.
+        let Some(n) = head.strip_prefix(b"*").and_then(|n| std::str::from_utf8(n).ok()?.parse::<usize>().ok()) else {
+            break AofEnd::Bad;
+        };
+        if n == 0 {
+            break AofEnd::Bad;
+        }
+        let mut args = Vec::with_capacity(n.min(1024));
+        for _ in 0..n {
+            let Some((h, next)) = line(at) else { break 'outer AofEnd::Truncated };
+            let Some(len) = h.strip_prefix(b"$").and_then(|l| std::str::from_utf8(l).ok()?.parse::<usize>().ok())
+            else {
+                break 'outer AofEnd::Bad;
+            };
+            if next + len + 2 > data.len() {
+                break 'outer AofEnd::Truncated;
+            }
+            args.push(bytes::Bytes::copy_from_slice(&data[next..next + len]));
+            at = next + len + 2;
+        }
+        if args[0].eq_ignore_ascii_case(b"multi") {
+            multi = Some((commands.len(), pos));
+        } else if args[0].eq_ignore_ascii_case(b"exec") {
+            multi = None;
+        }
+        commands.push(args);
+        pos = at;
+    };
+    match (end, multi) {
+        (AofEnd::Bad, _) => Decoded { commands, good: pos, end },
+        (_, Some((n, at))) => {
+            commands.truncate(n);
+            Decoded { commands, good: at, end: AofEnd::Truncated }
+        }
+        (_, None) => Decoded { commands, good: pos, end },
+    }
+}
 
 /// One command as RESP (an array of bulk strings), as Redis writes its AOF.
 pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, args: &[A]) {

@@ -46,6 +46,8 @@ pub struct Client {
     pub no_evict: bool,
     /// Set by MONITOR.
     pub monitor: bool,
+    /// The AOF loader's client: Redis's loading mode (no key expires, a past deadline is kept).
+    pub loading: bool,
     /// A command that reads or writes data ran since the replies were last written: with
     /// `appendfsync always` they wait until the AOF is on disk (set by `Server::call`, taken by
     /// the connection). Rejected commands and those that show no data (PING, INFO) do not wait.
@@ -97,6 +99,7 @@ impl Client {
             no_touch: false,
             no_evict: false,
             monitor: false,
+            loading: false,
             wait_durable: false,
             suppress_reply: false,
             multi: Default::default(),

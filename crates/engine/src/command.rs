@@ -494,6 +494,7 @@ impl<'a, 'k> Ctx<'a, 'k> {
             self.client.no_touch,
             self.srv.table_eviction(),
         )
+        .loading_if(self.client.loading)
     }
     /// Another database (MOVE, COPY ... DB).
     pub fn db_at(&mut self, index: usize) -> crate::db::Db<'_, 'k> {
@@ -505,6 +506,7 @@ impl<'a, 'k> Ctx<'a, 'k> {
             self.client.no_touch,
             self.srv.table_eviction(),
         )
+        .loading_if(self.client.loading)
     }
     /// Argument `i`.
     pub fn arg(&self, i: usize) -> &'a [u8] {

@@ -217,7 +217,14 @@ pub static PARAMS: &[Param] = &[
     P { name: "rdb-save-incremental-fsync", alias: None, flags: 0, kind: Kind::Bool, default: "yes", apply: None },
     P { name: "aof-load-truncated", alias: None, flags: 0, kind: Kind::Bool, default: "yes", apply: None },
     P { name: "aof-use-rdb-preamble", alias: None, flags: 0, kind: Kind::Bool, default: "yes", apply: None },
-    P { name: "aof-timestamp-enabled", alias: None, flags: 0, kind: Kind::Bool, default: "no", apply: None },
+    P {
+        name: "aof-timestamp-enabled",
+        alias: None,
+        flags: 0,
+        kind: Kind::Bool,
+        default: "no",
+        apply: Some(|c, v| c.aof_timestamps.store(v == "yes", Relaxed)),
+    },
     P {
         name: "cluster-replica-no-failover",
         alias: Some("cluster-slave-no-failover"),
@@ -968,6 +975,8 @@ pub struct Config {
     pub latency_monitor_threshold: AtomicI64,
     /// `appendfsync always`: a reply waits until its write is on disk (read per reply flush).
     pub appendfsync_always: AtomicBool,
+    /// `aof-timestamp-enabled`: `#TS:` annotations in the AOF (read per published change).
+    pub aof_timestamps: AtomicBool,
     /// `min-replicas-to-write` (0 = off).
     min_replicas_to_write: AtomicI64,
     /// `min-replicas-max-lag` (0 = the check is off).
@@ -1348,6 +1357,7 @@ impl Config {
             latency_monitor_threshold: AtomicI64::new(0),
             min_replicas_to_write: AtomicI64::new(0),
             appendfsync_always: AtomicBool::new(false),
+            aof_timestamps: AtomicBool::new(false),
             min_replicas_max_lag: AtomicI64::new(0),
             requirepass: RwLock::new(Vec::new()),
             host,

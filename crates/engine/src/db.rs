@@ -16,6 +16,9 @@ pub struct Db<'l, 'k> {
     pub index: usize,
     /// The command's time (monotonic ms).
     pub now: u64,
+    /// The time keys expire by: `now`, or 0 while an AOF loads (Redis's loading mode, where no key
+    /// expires until the load ends).
+    expire_now: u64,
     /// What reads and writes record on the keys they reach; none for a CLIENT NO-TOUCH client's reads.
     access: crate::types::Access,
     no_touch: bool,
@@ -40,7 +43,16 @@ impl<'l, 'k> Db<'l, 'k> {
         no_touch: bool,
         evict: Option<&'l dyn MakeRoom>,
     ) -> Self {
-        Db { locked, index, now, access, no_touch, evict }
+        Db { locked, index, now, expire_now: now, access, no_touch, evict }
+    }
+
+    /// With `loading`, Redis's loading mode: no key expires (an AOF replays commands on keys whose
+    /// TTL may have passed since they were written; they expire once the load is over).
+    pub(crate) fn loading_if(mut self, loading: bool) -> Self {
+        if loading {
+            self.expire_now = 0;
+        }
+        self
     }
 
     /// The table for a key about to be stored: room made first if it is new to a full table (see
@@ -63,8 +75,9 @@ impl<'l, 'k> Db<'l, 'k> {
     /// Looks a key up for reading: counts a keyspace hit or miss and refreshes its access time.
     pub fn read(&mut self, key: &[u8]) -> Option<&Entry> {
         let (now, i, no_touch, access) = (self.now, self.index, self.no_touch, self.access);
+        let expire_now = self.expire_now;
         let crate::keyspace::Shard { dbs, hits, misses, .. } = self.locked.shard_for(key);
-        match dbs[i].lookup(key, now) {
+        match dbs[i].lookup(key, expire_now) {
             Some(e) => {
                 *hits += 1;
                 if !no_touch {
@@ -82,7 +95,7 @@ impl<'l, 'k> Db<'l, 'k> {
     /// Looks a key up for reading without refreshing its access time (Redis's `LOOKUP_NOTOUCH`):
     /// counts a keyspace hit or miss. Used by EXISTS, TYPE, TTL, OBJECT.
     pub fn read_notouch(&mut self, key: &[u8]) -> Option<&Entry> {
-        let (now, i) = (self.now, self.index);
+        let (now, i) = (self.expire_now, self.index);
         let crate::keyspace::Shard { dbs, hits, misses, .. } = self.locked.shard_for(key);
         match dbs[i].lookup(key, now) {
             Some(e) => {
@@ -98,32 +111,32 @@ impl<'l, 'k> Db<'l, 'k> {
 
     /// Looks a key up for modification (no statistics).
     pub fn write(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        let (now, access) = (self.now, self.access);
-        let e = self.table(key).lookup_for_write(key, now)?;
+        let (now, access, expire_now) = (self.now, self.access, self.expire_now);
+        let e = self.table(key).lookup_for_write(key, expire_now)?;
         access.touch(e, now);
         Some(e)
     }
 
     /// True if the key exists (and is not expired). Does not count as a read.
     pub fn exists(&mut self, key: &[u8]) -> bool {
-        let now = self.now;
+        let now = self.expire_now;
         self.table(key).lookup(key, now).is_some()
     }
 
     /// The live entry without touching statistics or access time (TYPE-like introspection).
     pub fn peek(&mut self, key: &[u8]) -> Option<&Entry> {
-        let now = self.now;
+        let now = self.expire_now;
         self.table(key).lookup(key, now).map(|e| &*e)
     }
 
     /// Stores `value` under `key`. With `keep_ttl` an existing TTL survives, otherwise it is cleared.
     pub fn set(&mut self, key: &[u8], value: Value, keep_ttl: bool) {
-        let (now, access) = (self.now, self.access);
+        let (now, access, expire_now) = (self.now, self.access, self.expire_now);
         let t = self.table_for_insert(key);
         let mut e = Entry::new(value);
         e.atime = (now / 1000) as u32;
         if (keep_ttl || access != crate::types::Access::Lru)
-            && let Some(old) = t.lookup(key, now)
+            && let Some(old) = t.lookup(key, expire_now)
         {
             if keep_ttl {
                 e.expire_at = old.expire_at;
@@ -152,7 +165,7 @@ impl<'l, 'k> Db<'l, 'k> {
 
     /// Deletes a key; returns the removed entry if it was live.
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
-        let now = self.now;
+        let now = self.expire_now;
         let t = self.table(key);
         t.lookup(key, now)?;
         t.remove(key)
@@ -160,7 +173,7 @@ impl<'l, 'k> Db<'l, 'k> {
 
     /// Sets the deadline of a live key; false if absent.
     pub fn set_expire(&mut self, key: &[u8], at: u64) -> bool {
-        let now = self.now;
+        let now = self.expire_now;
         let t = self.table(key);
         if t.lookup(key, now).is_none() {
             return false;

@@ -256,8 +256,16 @@ impl Server {
     pub fn publish_changes(&self, client: &mut Client, locked: &mut crate::keyspace::Locked<'_>, now: u64) {
         if self.changes.enabled() {
             self.publish_server_deletes(locked, now);
-            self.changes.publish(now, std::mem::take(&mut client.effects));
+            self.changes.publish(now, self.aof_timestamp(now), std::mem::take(&mut client.effects));
         }
+    }
+
+    /// With `aof-timestamp-enabled`, the Unix second of `now` (monotonic ms) for the AOF's `#TS:`.
+    fn aof_timestamp(&self, now: u64) -> Option<i64> {
+        self.config
+            .aof_timestamps
+            .load(Ordering::Relaxed)
+            .then(|| (now as i64 + self.clock.wall_offset_ms()).div_euclid(1000))
     }
 
     /// Publishes a `DEL` unit for each key the locked shards' tables deleted on their own (expired,
@@ -266,7 +274,7 @@ impl Server {
         let mut dels = Vec::new();
         self.drain_server_deletes(locked, &mut dels);
         for d in dels {
-            self.changes.publish(now, vec![d]);
+            self.changes.publish(now, self.aof_timestamp(now), vec![d]);
         }
     }
 
@@ -348,7 +356,7 @@ impl Server {
                             debug_assert!(dirty == 0 || rewrite.is_some(), "{} served without its effect", w.cmd.name);
                             let mut effects = Vec::new();
                             self.collect_effects(ctx.locked, &mut effects, dirty, rewrite, Some((w.db, &[])));
-                            self.changes.publish(now, effects);
+                            self.changes.publish(now, self.aof_timestamp(now), effects);
                         }
                         outcome
                     };

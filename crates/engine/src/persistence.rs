@@ -57,6 +57,10 @@ pub struct State {
     pub aof_last_error: parking_lot::Mutex<String>,
     /// BGSAVE SCHEDULE asked for a save while a rewrite ran: the cron starts it after.
     pub bgsave_scheduled: AtomicBool,
+    /// DEBUG AOF-FLUSH-SLEEP: microseconds the AOF writer sleeps before each write (tests).
+    pub aof_flush_sleep_us: AtomicU64,
+    /// How DEBUG LOADAOF reads the AOF (set once by the AOF writer).
+    pub aof_reader: std::sync::OnceLock<AofReader>,
 }
 
 impl State {
@@ -78,10 +82,10 @@ pub const BGSAVE_BUSY: &str = "ERR Another child process is active (AOF?): can't
 
 /// Records go to the file in chunks of about this size (a background snapshot also holds a shard's
 /// lock for no longer than it takes to encode one).
-const CHUNK_BYTES: usize = 256 * 1024;
+const CHUNK_BYTES: usize = 32 * 1024;
 
 /// Positions a background snapshot walks per lock of a shard, at most.
-const VISITS_PER_STEP: usize = 4096;
+const VISITS_PER_STEP: usize = 512;
 
 fn aux(w: &mut Writer, k: &[u8], v: &[u8]) {
     w.buf.push(op::AUX);
@@ -286,6 +290,8 @@ pub struct Loaded {
     pub locks: u64,
     /// Function libraries loaded.
     pub libraries: u64,
+    /// Bytes of the input the file took (an AOF base may go on with commands).
+    pub bytes: usize,
 }
 
 impl Server {
@@ -540,6 +546,7 @@ impl Server {
                 }
             }
         }
+        loaded.bytes = data.len() - r.rest().len();
         Ok(loaded)
     }
 
@@ -736,29 +743,135 @@ impl Server {
         Some((snapshot, tail, offset))
     }
 
-    /// Replays the commands of an AOF file (loading): through a client of its own, as Redis's fake
-    /// AOF client; an unknown command stops the load, other errors are ignored as Redis ignores them.
+    /// Replays the commands of an AOF file (loading at startup).
     pub fn aof_replay(&self, commands: Vec<Vec<bytes::Bytes>>) -> Result<u64, String> {
+        self.aof_replay_locked(&mut self.ks.lock_all(), commands)
+    }
+
+    /// Replays AOF commands while the caller holds every shard, through a client of its own (Redis's
+    /// fake AOF client), each run as Redis's loader runs it: a MULTI's commands once its EXEC is
+    /// read (a transaction the file does not finish is left out, as Redis reverts it), errors of
+    /// commands ignored, an unknown command or a wrong number of arguments stop the load. Nothing
+    /// replayed is propagated: the AOF holds it already.
+    pub fn aof_replay_locked(
+        &self,
+        locked: &mut crate::keyspace::Locked<'_>,
+        commands: Vec<Vec<bytes::Bytes>>,
+    ) -> Result<u64, String> {
         let mut client = self.new_client("aof".into(), String::new());
         client.authenticated = true;
-        let mut n = 0u64;
-        let mut result = Ok(0);
+        client.loading = true;
+        let (mut n, mut result) = (0u64, Ok(()));
+        let mut multi: Option<Vec<Vec<bytes::Bytes>>> = None;
         for args in commands {
-            if let Some(resp::Frame::Error(e)) = self.execute(&mut client, &args)
-                && e.starts_with(b"ERR unknown command")
-            {
-                result = Err(format!(
-                    "Unknown command '{}' reading the append only file",
-                    String::from_utf8_lossy(&args[0])
-                ));
-                break;
+            let cmd = match self.table.resolve(&args) {
+                Ok(c) if c.arity_ok(args.len()) => c,
+                Ok(_) | Err(_) if self.table.get(&args[0]).is_none() => {
+                    let name = String::from_utf8_lossy(&args[0]);
+                    result = Err(format!("Unknown command '{name}' reading the append only file"));
+                    break;
+                }
+                _ => {
+                    let name = String::from_utf8_lossy(&args[0]);
+                    result = Err(format!("Wrong number of arguments for '{name}' reading the append only file"));
+                    break;
+                }
+            };
+            match (cmd.name, multi.as_mut()) {
+                ("multi", _) => multi = Some(Vec::new()),
+                ("exec", Some(_)) => {
+                    for args in multi.take().unwrap_or_default() {
+                        self.replay_one(&mut client, locked, &args);
+                    }
+                }
+                (_, Some(queued)) => queued.push(args),
+                _ => self.replay_one(&mut client, locked, &args),
             }
             n += 1;
         }
+        if multi.is_some() {
+            self.config
+                .host()
+                .log(crate::host::LogLevel::Warning, "Revert incomplete MULTI/EXEC transaction in AOF file");
+        }
         self.client_closed(&client);
-        result.map(|_: u64| n)
+        // Keys the replay expired are not news for the AOF either.
+        for s in locked.shards_mut() {
+            s.take_server_deletes();
+        }
+        result.map(|()| n)
+    }
+
+    fn replay_one(
+        &self,
+        client: &mut crate::client::Client,
+        locked: &mut crate::keyspace::Locked<'_>,
+        args: &[bytes::Bytes],
+    ) {
+        if let Ok(cmd) = self.table.resolve(args) {
+            let now = self.clock.now_ms();
+            self.call(client, locked, cmd, args, now);
+            client.effects.clear();
+        }
+    }
+
+    /// Loads one file of an AOF (at startup).
+    pub fn aof_load_part(&self, part: AofPart) -> Result<(), String> {
+        self.aof_load_part_locked(&mut self.ks.lock_all(), part)
+    }
+
+    /// Loads one file of an AOF while the caller holds every shard: an RDB (a base), with the
+    /// commands that may follow it (the AOF of a Redis before 7.0 with `aof-use-rdb-preamble`), or
+    /// commands.
+    pub fn aof_load_part_locked(&self, locked: &mut crate::keyspace::Locked<'_>, part: AofPart) -> Result<(), String> {
+        match part {
+            AofPart::Rdb(data) => {
+                let loaded = self.rdb_load_locked(locked, &data, false)?;
+                if loaded.bytes < data.len() {
+                    let d = crate::changes::decode_commands(&data[loaded.bytes..]);
+                    if d.end != crate::changes::AofEnd::Complete {
+                        return Err("Bad file format reading the append only file: make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>".into());
+                    }
+                    self.aof_replay_locked(locked, d.commands)?;
+                }
+            }
+            AofPart::Commands(commands) => {
+                self.aof_replay_locked(locked, commands)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// DEBUG LOADAOF: writes out what the AOF has pending, empties the data and the functions, and
+    /// loads the AOF again (base, then incr files), with every shard held. The change count is
+    /// then as after a load: nothing to save.
+    pub fn debug_loadaof_locked(&self, locked: &mut crate::keyspace::Locked<'_>, now: u64) -> Result<(), String> {
+        let reader = self.persistence.aof_reader.get().ok_or("AOF is not available")?;
+        let parts = reader()?;
+        for s in locked.shards_mut() {
+            s.dbs.iter_mut().for_each(|t| t.clear(now));
+        }
+        self.scripting.flush_functions();
+        for part in parts {
+            self.aof_load_part_locked(locked, part)?;
+        }
+        self.persistence.dirty_at_save.store(self.stats.dirty(), Ordering::SeqCst);
+        self.config.host().log(crate::host::LogLevel::Warning, "Append Only File loaded by DEBUG LOADAOF");
+        Ok(())
     }
 }
+
+/// One file of an AOF as its owner (the server's AOF writer) read it, for DEBUG LOADAOF.
+pub enum AofPart {
+    /// A base file in RDB format.
+    Rdb(Vec<u8>),
+    /// A base file in AOF format, or an incr file: its commands.
+    Commands(Vec<Vec<bytes::Bytes>>),
+}
+
+/// Reads the AOF for DEBUG LOADAOF, after writing out what is pending; set by whoever owns the AOF
+/// files ([`State::aof_reader`]). Called with every shard held: it must not run commands.
+pub type AofReader = Box<dyn Fn() -> Result<Vec<AofPart>, String> + Send + Sync>;
 
 #[cfg(test)]
 mod tests {

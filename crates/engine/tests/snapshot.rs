@@ -74,7 +74,7 @@ fn fill(c: &mut TestClient, seed: u16) {
         c.cmd(&["SELECT", db]);
         for i in 0..FILLER {
             let k = format!("f{i}");
-            let line = match (i + seed) % 6 {
+            let line = match (u32::from(i) + u32::from(seed)) % 6 {
                 0 => format!("SET {k} v{i}"),
                 1 => format!("RPUSH {k} a b {i}"),
                 2 => format!("HSET {k} f {i} g x"),

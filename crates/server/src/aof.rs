@@ -13,6 +13,8 @@
 //! held, closes the incr file with the changes encoded before that instant, opens a new one, and
 //! replaces the manifest atomically before removing the old files.
 
+use engine::changes::AofEnd;
+use engine::persistence::AofPart;
 use engine::server::Server;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -33,14 +35,16 @@ pub struct Aof {
     wake: parking_lot::Condvar,
     /// What the syncer made durable, for the connections awaiting it.
     done: tokio::sync::watch::Sender<u64>,
+    /// A rewrite's thread runs.
+    rewriting: std::sync::atomic::AtomicBool,
+    /// Offset of the change stream written to the file (not necessarily synced).
+    written: AtomicU64,
 }
 
 /// The files of the AOF: what the manifest names, and the incr file open for appending.
 struct Files {
     dir: PathBuf,
     name: String,
-    /// The highest sequence number in use (a rewrite names its files with the next one).
-    seq: u64,
     /// The base file the manifest names, if any yet.
     base: Option<(String, u64)>,
     /// The incr files the manifest names, oldest first; the last one is `incr`.
@@ -81,14 +85,7 @@ impl Files {
 
     /// The manifest naming the base and incr files.
     fn manifest(&self) -> String {
-        let mut m = String::new();
-        if let Some((b, seq)) = &self.base {
-            m += &format!("file {b} seq {seq} type b\n");
-        }
-        for (i, seq) in &self.incrs {
-            m += &format!("file {i} seq {seq} type i\n");
-        }
-        m
+        manifest_text(self.base.as_ref(), &self.incrs)
     }
 }
 
@@ -100,6 +97,20 @@ fn dir_and_name(srv: &Server) -> (PathBuf, String) {
 
 fn manifest_path(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{name}.manifest"))
+}
+
+/// A manifest: a line per file, the base first; a name that needs quoting is quoted as Redis's
+/// `sdscatrepr` quotes it (an `appendfilename` with spaces).
+fn manifest_text(base: Option<&(String, u64)>, incrs: &[(String, u64)]) -> String {
+    let quoted = |n: &str| {
+        let plain = n.bytes().all(|c| c.is_ascii_graphic() && c != b'\\' && c != b'"');
+        if plain { n.to_string() } else { engine::args::repr(n.as_bytes()) }
+    };
+    let mut m = String::new();
+    for (file, seq, kind) in base.map(|(f, s)| (f, s, 'b')).into_iter().chain(incrs.iter().map(|(f, s)| (f, s, 'i'))) {
+        m += &format!("file {} seq {seq} type {kind}\n", quoted(file));
+    }
+    m
 }
 
 /// A manifest entry: file name, sequence number, type (`b`, `i`, `h`).
@@ -178,68 +189,59 @@ fn parse_manifest(text: &str) -> Result<Vec<Entry>, String> {
     Ok(base.into_iter().chain(incr).collect())
 }
 
-/// RESP commands of an AOF file; `truncated` is set when it ends inside a command (the commands
-/// before it are returned, and the length of the part that parsed).
-fn parse_commands(data: &[u8]) -> (Vec<Vec<bytes::Bytes>>, usize, bool) {
-    let mut cmds = Vec::new();
-    let mut pos = 0;
-    let line = |from: usize| -> Option<(&[u8], usize)> {
-        let end = memchr::memchr(b'\n', &data[from..])? + from;
-        (end > from && data[end - 1] == b'\r').then(|| (&data[from..end - 1], end + 1))
-    };
-    'outer: while pos < data.len() {
-        // Annotations: Redis's timestamps are comments; Latch's own commands (lock grants) are
-        // hex-encoded RESP after `#latch:`.
-        if data[pos] == b'#' {
-            match line(pos) {
-                Some((text, next)) => {
-                    if let Some(hex) = text.strip_prefix(engine::changes::LATCH_ANNOTATION) {
-                        let raw: Option<Vec<u8>> = hex
-                            .chunks(2)
-                            .map(|p| std::str::from_utf8(p).ok().and_then(|h| u8::from_str_radix(h, 16).ok()))
-                            .collect();
-                        match raw.map(|r| parse_commands(&r)) {
-                            Some((inner, _, false)) => cmds.extend(inner),
-                            _ => return (cmds, pos, true),
-                        }
-                    }
-                    pos = next;
-                    continue;
-                }
-                None => return (cmds, pos, true),
-            }
-        }
-        let start = pos;
-        let Some((head, mut at)) = line(pos) else { return (cmds, start, true) };
-        let Some(n) = head.strip_prefix(b"*").and_then(|n| std::str::from_utf8(n).ok()?.parse::<usize>().ok()) else {
-            return (cmds, start, true);
-        };
-        let mut args = Vec::with_capacity(n.min(1024));
-        for _ in 0..n {
-            let Some((h, next)) = line(at) else { return (cmds, start, true) };
-            let Some(len) = h.strip_prefix(b"$").and_then(|l| std::str::from_utf8(l).ok()?.parse::<usize>().ok())
-            else {
-                return (cmds, start, true);
-            };
-            if next + len + 2 > data.len() {
-                break 'outer;
-            }
-            args.push(bytes::Bytes::copy_from_slice(&data[next..next + len]));
-            at = next + len + 2;
-        }
-        if args.len() != n {
-            return (cmds, start, true);
-        }
-        cmds.push(args);
-        pos = at;
-    }
-    let truncated = pos < data.len();
-    (cmds, pos, truncated)
-}
-
 /// An io::Error's text without Rust's ` (os error N)` suffix: what C's strerror prints.
 fn strip_os_code(s: &str) -> &str {
     s.split(" (os error").next().unwrap_or(s)
+}
+
+/// The files `manifest` names, read and parsed in loading order, with Redis's checks: a torn end
+/// is allowed only at the end of the last incr file with `aof-load-truncated yes` (then the file
+/// is cut there, as Redis cuts it).
+fn read_parts(srv: &Server, dir: &Path, files: &[Entry]) -> Result<Vec<AofPart>, String> {
+    let n_incr = files.iter().filter(|f| f.2 == 'i').count();
+    let mut incr_seen = 0;
+    let mut parts = Vec::new();
+    for (file, _, kind) in files {
+        let path = dir.join(file);
+        let data = std::fs::read(&path)
+            .map_err(|e| format!("The append log file {file} doesn't exist: {}", strip_os_code(&e.to_string())))?;
+        match kind {
+            'b' if data.starts_with(b"REDIS") => parts.push(AofPart::Rdb(data)),
+            'b' | 'i' => {
+                incr_seen += usize::from(*kind == 'i');
+                let last = *kind == 'i' && incr_seen == n_incr;
+                let d = engine::changes::decode_commands(&data);
+                let allowed = srv.config.get("aof-load-truncated").as_deref() == Some("yes");
+                match d.end {
+                    AofEnd::Complete => {}
+                    AofEnd::Bad => {
+                        return Err(format!(
+                            "Bad file format reading the append only file {file}: make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>"
+                        ));
+                    }
+                    AofEnd::Truncated if !(last && allowed) => {
+                        return Err(format!(
+                            "Unexpected end of file reading the append only file {file}. You can: 1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server."
+                        ));
+                    }
+                    AofEnd::Truncated => {
+                        let good = d.good;
+                        tracing::warn!("!!! Warning: short read while loading the AOF file {file}!!!");
+                        tracing::warn!("!!! Truncating the AOF {file} at offset {good} !!!");
+                        OpenOptions::new()
+                            .write(true)
+                            .open(&path)
+                            .and_then(|f| f.set_len(good as u64))
+                            .map_err(|e| format!("Error truncating the AOF file {file}: {e}"))?;
+                        tracing::warn!("AOF {file} loaded anyway because aof-load-truncated is enabled");
+                    }
+                }
+                parts.push(AofPart::Commands(d.commands));
+            }
+            _ => {}
+        }
+    }
+    Ok(parts)
 }
 
 impl Aof {
@@ -253,7 +255,14 @@ impl Aof {
             requested: parking_lot::Mutex::new(0),
             wake: parking_lot::Condvar::new(),
             done: tokio::sync::watch::channel(0).0,
+            rewriting: Default::default(),
+            written: AtomicU64::new(0),
         });
+        let weak = Arc::downgrade(&aof);
+        let _ = aof.srv.persistence.aof_reader.set(Box::new(move || match weak.upgrade() {
+            Some(aof) => aof.read_for_debug(),
+            None => Err("the AOF writer is gone".into()),
+        }));
         let syncer = aof.clone();
         std::thread::Builder::new()
             .name("latch-aof-sync".into())
@@ -291,80 +300,67 @@ impl Aof {
     pub fn start_at_boot(&self) -> Result<(), String> {
         let (dir, name) = dir_and_name(&self.srv);
         let manifest = manifest_path(&dir, &name);
-        match std::fs::read_to_string(&manifest) {
-            Ok(text) => {
-                let files = parse_manifest(&text)?;
-                let mut seq = 1;
-                let n_incr = files.iter().filter(|f| f.2 == 'i').count();
-                let mut incr_seen = 0;
-                for (file, s, kind) in &files {
-                    let path = dir.join(file);
-                    let data = std::fs::read(&path).map_err(|e| {
-                        format!("The append log file {file} doesn't exist: {}", strip_os_code(&e.to_string()))
-                    })?;
-                    match kind {
-                        'b' if data.starts_with(b"REDIS") => {
-                            self.srv.rdb_load(&data)?;
-                        }
-                        'b' | 'i' => {
-                            incr_seen += usize::from(*kind == 'i');
-                            let last = *kind == 'i' && incr_seen == n_incr;
-                            let (cmds, good, truncated) = parse_commands(&data);
-                            if truncated {
-                                let allowed = self.srv.config.get("aof-load-truncated").as_deref() == Some("yes");
-                                if !(last && allowed) {
-                                    return Err(format!(
-                                        "Bad file format reading the append only file {file}: make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>"
-                                    ));
-                                }
-                                tracing::warn!("!!! Warning: short read while loading the AOF file {file}!!!");
-                                tracing::warn!("!!! Truncating the AOF {file} at offset {good} !!!");
-                                OpenOptions::new()
-                                    .write(true)
-                                    .open(&path)
-                                    .and_then(|f| f.set_len(good as u64))
-                                    .map_err(|e| format!("Error truncating the AOF file {file}: {e}"))?;
-                                tracing::warn!("AOF {file} loaded anyway because aof-load-truncated is enabled");
-                            }
-                            self.srv.aof_replay(cmds)?;
-                        }
-                        _ => {}
-                    }
-                    seq = seq.max(*s);
-                }
-                tracing::info!("DB loaded from append only file");
-                let (incr_name, _, _) =
-                    files.iter().rev().find(|f| f.2 == 'i').cloned().ok_or("The AOF manifest names no incr file")?;
-                let incr = OpenOptions::new()
-                    .append(true)
-                    .create(true)
-                    .open(dir.join(&incr_name))
-                    .map_err(|e| format!("Can't open the append-only file {incr_name}: {e}"))?;
-                let len =
-                    incr.metadata().map_err(|e| format!("Can't stat the append-only file {incr_name}: {e}"))?.len();
-                let base = files.iter().find(|f| f.2 == 'b').map(|f| (f.0.clone(), f.1));
-                let incrs = files.iter().filter(|f| f.2 == 'i').map(|f| (f.0.clone(), f.1)).collect();
-                *self.files.lock() = Some(Files {
-                    dir,
-                    name,
-                    seq,
-                    base,
-                    incrs,
-                    incr,
-                    len,
-                    unwritten: Vec::new(),
-                    last_sync: Instant::now(),
-                });
-                self.srv.aof_start();
-                Ok(())
-            }
-            // No AOF yet: its first base is made from what is in memory (not counted as a rewrite).
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                tracing::info!("Creating AOF base file {name}.1.base.rdb on server start");
-                self.rewrite_inner()
-            }
-            Err(e) => Err(format!("Can't open the AOF manifest {}: {e}", manifest.display())),
+        let mut files = match std::fs::read_to_string(&manifest) {
+            Ok(text) => parse_manifest(&text)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(format!("Can't open the AOF manifest {}: {e}", manifest.display())),
+        };
+        // An AOF of a Redis before 7.0 (`appendfilename` in `dir`) becomes the base of a
+        // multi-part one, in the three cases Redis's `loadAppendOnlyFiles` upgrades.
+        let old = Path::new(&self.srv.config.get("dir").unwrap_or_else(|| ".".into())).join(&name);
+        if old.is_file()
+            && (!dir.is_dir()
+                || files.is_empty()
+                || (files.len() == 1 && files[0].2 == 'b' && files[0].0 == name && !dir.join(&name).exists()))
+        {
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| format!("Can't open or create append-only dir {}: {e}", dir.display()))?;
+            files = vec![(name.clone(), 1, 'b')];
+            self.srv
+                .config
+                .host()
+                .write_durably(&manifest, manifest_text(Some(&(name.clone(), 1)), &[]).as_bytes())
+                .map_err(|e| format!("Can't persist the AOF manifest: {e}"))?;
+            std::fs::rename(&old, dir.join(&name))
+                .map_err(|e| format!("Error trying to move the old AOF file {name} into dir {}: {e}", dir.display()))?;
+            tracing::info!(
+                "Successfully migrated an old-style AOF file ({name}) into the AOF directory ({}).",
+                dir.display()
+            );
         }
+        if files.is_empty() {
+            // No AOF yet: its first base is made from what is in memory (not counted as a rewrite).
+            tracing::info!("Creating AOF base file {name}.1.base.rdb on server start");
+            return self.rewrite_inner();
+        }
+        for part in read_parts(&self.srv, &dir, &files)? {
+            self.srv.aof_load_part(part)?;
+        }
+        tracing::info!("DB loaded from append only file");
+        let base = files.iter().find(|f| f.2 == 'b').map(|f| (f.0.clone(), f.1));
+        let mut incrs: Vec<(String, u64)> = files.iter().filter(|f| f.2 == 'i').map(|f| (f.0.clone(), f.1)).collect();
+        if incrs.is_empty() {
+            // A base alone (an upgraded AOF): appends go to a new incr file.
+            incrs.push((format!("{name}.1.incr.aof"), 1));
+        }
+        let incr_name = incrs.last().expect("one at least").0.clone();
+        let incr = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(dir.join(&incr_name))
+            .map_err(|e| format!("Can't open the append-only file {incr_name}: {e}"))?;
+        let len = incr.metadata().map_err(|e| format!("Can't stat the append-only file {incr_name}: {e}"))?.len();
+        let f = Files { dir, name, base, incrs, incr, len, unwritten: Vec::new(), last_sync: Instant::now() };
+        if files.iter().all(|e| e.2 != 'i') {
+            self.srv
+                .config
+                .host()
+                .write_durably(&manifest, f.manifest().as_bytes())
+                .map_err(|e| format!("Can't persist the AOF manifest: {e}"))?;
+        }
+        *self.files.lock() = Some(f);
+        self.srv.aof_start();
+        Ok(())
     }
 
     /// The cron's part: follows `appendonly` (a rewrite starts the AOF, `no` stops it), runs a
@@ -373,9 +369,11 @@ impl Aof {
         let p = &self.srv.persistence;
         let want = self.srv.config.get("appendonly").as_deref() == Some("yes");
         let on = self.files.lock().is_some();
-        let busy = p.aof_rewrite_in_progress.load(Ordering::SeqCst);
+        let busy = self.rewriting.load(Ordering::SeqCst);
+        // Turned on (CONFIG SET marked the rewrite in progress already, or a config file did not).
+        let starting = want && !on;
         // One snapshot runs at a time: a rewrite asked for during a BGSAVE waits for its end.
-        if (want && !on || p.aof_rewrite_requested.load(Ordering::SeqCst))
+        if (starting || p.aof_rewrite_requested.load(Ordering::SeqCst))
             && !busy
             && !p.bgsave_in_progress.load(Ordering::SeqCst)
         {
@@ -396,7 +394,10 @@ impl Aof {
     /// `covered`, nothing is done when a sync that finished while this one waited for the file
     /// covered that offset already (group commit).
     fn write_pending(&self, sync: bool, covered: Option<u64>) -> u64 {
-        let mut files = self.files.lock();
+        self.write_pending_in(&mut self.files.lock(), sync, covered)
+    }
+
+    fn write_pending_in(&self, files: &mut Option<Files>, sync: bool, covered: Option<u64>) -> u64 {
         if let Some(want) = covered
             && self.synced.load(Ordering::SeqCst) >= want
         {
@@ -405,6 +406,10 @@ impl Aof {
         let Some(f) = files.as_mut() else { return 0 };
         let (bytes, offset) = self.srv.changes.take_aof();
         f.unwritten.extend_from_slice(&bytes);
+        let sleep = self.srv.persistence.aof_flush_sleep_us.load(Ordering::Relaxed);
+        if sleep > 0 && !f.unwritten.is_empty() {
+            std::thread::sleep(std::time::Duration::from_micros(sleep));
+        }
         let mut result = f.write_unwritten();
         if sync && result.is_ok() {
             result = f.incr.sync_data();
@@ -413,6 +418,7 @@ impl Aof {
         let p = &self.srv.persistence;
         match result {
             Ok(()) => {
+                self.written.fetch_max(offset, Ordering::SeqCst);
                 if p.aof_write_failed.swap(false, Ordering::SeqCst) {
                     tracing::warn!("AOF write error looks solved, Redis can write again.");
                 }
@@ -454,9 +460,34 @@ impl Aof {
         let _ = rx.wait_for(|s| *s >= want).await;
     }
 
+    /// `appendfsync everysec` and `no`: what was encoded is written to the file (not synced) before
+    /// the replies that follow it go out, as Redis writes its AOF buffer before replying: a killed
+    /// process loses no acknowledged write, only a machine crash can (up to a second's worth).
+    pub fn write_through(&self) {
+        if self.srv.changes.aof_on() && self.written.load(Ordering::SeqCst) < self.srv.changes.aof_appended() {
+            self.write_pending(false, None);
+        }
+    }
+
+    /// DEBUG LOADAOF's reading (called with every shard held, so it does not wait for the files
+    /// behind a rewrite that waits for the shards): what is pending goes to disk, then the files
+    /// the manifest names are read.
+    fn read_for_debug(&self) -> Result<Vec<AofPart>, String> {
+        let Some(mut files) = self.files.try_lock_for(std::time::Duration::from_secs(1)) else {
+            return Err("the AOF files are busy (a rewrite is starting)".into());
+        };
+        self.write_pending_in(&mut files, true, None);
+        drop(files);
+        let (dir, name) = dir_and_name(&self.srv);
+        let text = std::fs::read_to_string(manifest_path(&dir, &name))
+            .map_err(|e| format!("Can't open the AOF manifest: {}", strip_os_code(&e.to_string())))?;
+        read_parts(&self.srv, &dir, &parse_manifest(&text)?)
+    }
+
     /// Starts a rewrite on a thread of its own (the cron goes on: everysec syncs, expiry).
     fn start_rewrite(self: &Arc<Self>) {
         let p = &self.srv.persistence;
+        self.rewriting.store(true, Ordering::SeqCst);
         p.aof_rewrite_in_progress.store(true, Ordering::SeqCst);
         p.aof_rewrite_requested.store(false, Ordering::SeqCst);
         tracing::info!("Background append only file rewriting started");
@@ -472,10 +503,12 @@ impl Aof {
                 Err(e) => tracing::warn!("Background AOF rewrite failed: {e}"),
             }
             p.aof_rewrite_in_progress.store(false, Ordering::SeqCst);
+            me.rewriting.store(false, Ordering::SeqCst);
         });
         if let Err(e) = spawned {
             tracing::warn!("Can't rewrite the append only file in background: {e}");
             p.aof_rewrite_in_progress.store(false, Ordering::SeqCst);
+            self.rewriting.store(false, Ordering::SeqCst);
         }
     }
 
@@ -486,7 +519,7 @@ impl Aof {
     /// base and the new incr file, and the old files are removed.
     fn rewrite_inner(&self) -> Result<(), String> {
         let host = self.srv.config.host_arc();
-        let (snapshot, base, seq, dir) = {
+        let (snapshot, (base, base_seq), seq, dir) = {
             let mut files = self.files.lock();
             let (dir, name) = dir_and_name(&self.srv);
             std::fs::create_dir_all(&dir)
@@ -498,8 +531,10 @@ impl Aof {
             let Some((snapshot, tail, offset)) = self.srv.aof_rewrite_begin() else {
                 return Err("a background save is in progress; the rewrite waits for it".into());
             };
-            let seq = files.as_ref().map_or(1, |f| f.seq + 1);
-            let incr_name = format!("{name}.{seq}.incr.aof");
+            // Base and incr files are numbered apart, as Redis numbers them.
+            let incr_seq = files.as_ref().and_then(|f| f.incrs.last()).map_or(0, |i| i.1) + 1;
+            let base_seq = files.as_ref().and_then(|f| f.base.as_ref()).map_or(0, |b| b.1) + 1;
+            let incr_name = format!("{name}.{incr_seq}.incr.aof");
             let incr = OpenOptions::new()
                 .append(true)
                 .create(true)
@@ -516,11 +551,10 @@ impl Aof {
                 }
                 None => (None, Vec::new()),
             };
-            incrs.push((incr_name, seq));
+            incrs.push((incr_name, incr_seq));
             let f = Files {
                 dir: dir.clone(),
                 name: name.clone(),
-                seq,
                 base,
                 incrs,
                 incr,
@@ -534,7 +568,7 @@ impl Aof {
             }
             *files = Some(f);
             self.synced.fetch_max(offset, Ordering::SeqCst);
-            (snapshot, format!("{name}.{seq}.base.rdb"), seq, dir)
+            (snapshot, (format!("{name}.{base_seq}.base.rdb"), base_seq), incr_seq, dir)
         };
         let mut snapshot = Some(snapshot);
         host.write_durably_with(&dir.join(&base), &mut |w| match snapshot.take() {
@@ -551,7 +585,7 @@ impl Aof {
         let mut old: Vec<String> = f.base.take().into_iter().map(|b| b.0).collect();
         let keep = f.incrs.iter().position(|i| i.1 == seq).expect("checked above");
         old.extend(f.incrs.drain(..keep).map(|i| i.0));
-        f.base = Some((base, seq));
+        f.base = Some((base, base_seq));
         host.write_durably(&manifest_path(&f.dir, &f.name), f.manifest().as_bytes())
             .map_err(|e| format!("Error writing the AOF manifest: {e}"))?;
         for o in old {
@@ -577,7 +611,6 @@ mod tests {
         let mut f = Files {
             dir: PathBuf::new(),
             name: String::new(),
-            seq: 1,
             base: None,
             incrs: Vec::new(),
             incr: full,
@@ -601,14 +634,19 @@ mod tests {
     #[test]
     fn commands_parse_and_a_torn_tail_is_found() {
         let full = b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n#TS:1700000000\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n";
-        let (cmds, good, truncated) = parse_commands(full);
-        assert_eq!(cmds.len(), 2);
-        assert_eq!((good, truncated), (full.len(), false));
+        let d = engine::changes::decode_commands(full);
+        assert_eq!(d.commands.len(), 2);
+        assert_eq!((d.good, d.end), (full.len(), AofEnd::Complete));
         let torn = &full[..full.len() - 3];
-        let (cmds, good, truncated) = parse_commands(torn);
-        assert_eq!(cmds.len(), 1);
-        assert!(truncated);
-        assert_eq!(&torn[..good], &full[..good]);
+        let d = engine::changes::decode_commands(torn);
+        assert_eq!(d.commands.len(), 1);
+        assert_eq!(d.end, AofEnd::Truncated);
+        assert_eq!(&torn[..d.good], &full[..d.good]);
+        // A MULTI without its EXEC is a torn write: cut before the MULTI.
+        let open = b"*1\r\n$4\r\nPING\r\n*1\r\n$5\r\nMULTI\r\n*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n";
+        let d = engine::changes::decode_commands(open);
+        assert_eq!((d.commands.len(), d.good, d.end), (1, 14, AofEnd::Truncated));
+        assert_eq!(engine::changes::decode_commands(b"*1\r\n$4\r\nPING\r\nbla\r\n").end, AofEnd::Bad);
         assert!(parse_manifest("file a.1.base.rdb seq 1 type b\nfile a.1.incr.aof seq 1 type i\n").is_ok());
         assert!(parse_manifest("garbage\n").is_err());
     }

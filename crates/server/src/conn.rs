@@ -416,10 +416,15 @@ async fn flush<W: AsyncWrite + Unpin>(
         return Ok(());
     }
     // `appendfsync always`: no reply of a command that ran goes out before everything it wrote or
-    // could have read is on disk. Replies of rejected commands (MISCONF while the disk is full,
-    // arity and auth errors) show no data and do not wait.
-    if std::mem::take(wait_durable) && srv.config.appendfsync_always.load(Ordering::Relaxed) {
-        aof.durable().await;
+    // could have read is on disk; `everysec` and `no`: before it is written to the file (a killed
+    // process loses nothing acknowledged). Replies of rejected commands (MISCONF while the disk is
+    // full, arity and auth errors) show no data and do not wait.
+    if std::mem::take(wait_durable) {
+        if srv.config.appendfsync_always.load(Ordering::Relaxed) {
+            aof.durable().await;
+        } else {
+            aof.write_through();
+        }
     }
     // The reply buffer's peak: what it held, up to its size (Redis's buf_peak of its static buffer;
     // beyond that, Redis's replies go to its reply list).

@@ -180,11 +180,13 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     if srv.config.get("appendonly").as_deref() == Some("yes") {
         // With the AOF on, Redis loads the AOF and not the RDB file.
         if let Err(e) = aof.start_at_boot() {
+            // Redis's loader exits right after its message: the last line says why.
             tracing::warn!("{e}");
-            tracing::warn!("Fatal error loading the DB. Exiting.");
+            pidfile.remove_quietly();
             return 1;
         }
     } else if !load_rdb(&srv) {
+        pidfile.remove_quietly();
         return 1;
     }
 

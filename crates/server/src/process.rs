@@ -57,6 +57,16 @@ impl PidFile {
     }
 }
 
+impl PidFile {
+    /// Removes the file without a log line: a server that fails to start ends its log with why
+    /// (Redis exits there, and the suite reads the last line).
+    pub fn remove_quietly(mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
 impl Drop for PidFile {
     fn drop(&mut self) {
         if let Some(p) = self.0.take() {

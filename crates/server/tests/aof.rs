@@ -136,3 +136,35 @@ fn aof_directories_move_between_latch_and_redis() {
     let mut c = l.raw();
     assert_eq!(digest(&mut c), after, "Latch loaded another dataset from Redis's AOF");
 }
+
+/// DEBUG LOADAOF empties the data and loads the AOF again (base and incr files), before and after
+/// a rewrite; what it loads is not written to the AOF a second time.
+#[test]
+fn debug_loadaof_reloads_what_the_aof_holds() {
+    let dir = TempDir::new("aof-loadaof");
+    let l = latch(&dir, "everysec", &[]);
+    let mut c = l.raw();
+    write_some(&mut c, 0, 30);
+    c.cmd(&[b"LOCK", b"res", b"owner", b"100000"]);
+    let before = digest(&mut c);
+    assert_eq!(c.cmd(&[b"DEBUG", b"LOADAOF"]), "+OK\r\n");
+    assert_eq!(digest(&mut c), before);
+    assert!(c.cmd(&[b"INFO", b"persistence"]).contains("rdb_changes_since_last_save:0"));
+    assert_eq!(c.cmd(&[b"BGREWRITEAOF"]), "+Background append only file rewriting started\r\n");
+    for _ in 0..200 {
+        std::thread::sleep(Duration::from_millis(20));
+        let info = c.cmd(&[b"INFO", b"persistence"]);
+        if info.contains("aof_rewrites:1") && info.contains("aof_rewrite_in_progress:0") {
+            break;
+        }
+    }
+    write_some(&mut c, 30, 40);
+    let before = digest(&mut c);
+    assert_eq!(c.cmd(&[b"DEBUG", b"LOADAOF"]), "+OK\r\n");
+    assert_eq!(c.cmd(&[b"DEBUG", b"LOADAOF"]), "+OK\r\n");
+    assert_eq!(digest(&mut c), before);
+    drop(l);
+    // Loading twice added nothing to the files: a restart has the same data.
+    let l = latch(&dir, "everysec", &[]);
+    assert_eq!(digest(&mut l.raw()), before);
+}

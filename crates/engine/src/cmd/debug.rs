@@ -29,6 +29,8 @@ pub static COMMANDS: &[Command] = &[Command {
 }];
 
 const HELP: &[&str] = &[
+    "AOF-FLUSH-SLEEP <microsec>",
+    "    Server will sleep before flushing the AOF, this is used for testing.",
     "CHANGE-REPL-ID",
     "    Change the replication IDs of the instance.",
     "    Dangerous: should be used only for testing the replication subsystem.",
@@ -128,6 +130,11 @@ fn debug(ctx: &mut Ctx<'_, '_>) -> Frame {
             } else {
                 return subcommand_syntax_error(ctx.arg(1), "DEBUG");
             }
+            Frame::ok()
+        }
+        (b"aof-flush-sleep", 3) => {
+            let us = resp::atoi(ctx.arg(2)).max(0) as u64;
+            ctx.srv.persistence.aof_flush_sleep_us.store(us, Ordering::Relaxed);
             Frame::ok()
         }
         (b"pause-cron", 3) => {
@@ -238,7 +245,14 @@ fn debug(ctx: &mut Ctx<'_, '_>) -> Frame {
             }
         }
         (b"loadaof", 2) => {
-            Frame::error("ERR DEBUG LOADAOF is not supported by Latch: restart the server to reload the AOF")
+            let now = ctx.now;
+            match ctx.srv.debug_loadaof_locked(ctx.locked, now) {
+                Ok(()) => Frame::ok(),
+                Err(e) => {
+                    ctx.srv.config.host().log(crate::host::LogLevel::Warning, &e);
+                    Frame::error("ERR")
+                }
+            }
         }
         _ => subcommand_syntax_error(ctx.arg(1), "DEBUG"),
     }

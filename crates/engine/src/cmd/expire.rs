@@ -85,6 +85,7 @@ fn expire_generic(ctx: &mut Ctx<'_, '_>, relative: bool, seconds: bool) -> Frame
         when.checked_sub(off).unwrap_or(if off < 0 { i64::MAX } else { i64::MIN })
     };
     let key = ctx.arg(1);
+    let loading = ctx.client.loading;
     let mut db = ctx.db();
     let Some(e) = db.write(key) else {
         return Frame::Integer(0);
@@ -98,11 +99,13 @@ fn expire_generic(ctx: &mut Ctx<'_, '_>, relative: bool, seconds: bool) -> Frame
     if refused {
         return Frame::Integer(0);
     }
-    if deadline <= now {
+    // While an AOF loads, a deadline that passed is kept (Redis's checkAlreadyExpired): the
+    // commands after it in the file ran on the key.
+    if deadline <= now && !loading {
         db.remove(key);
         ctx.propagate_as(&[&b"DEL"[..], key]);
     } else {
-        db.set_expire(key, deadline as u64);
+        db.set_expire(key, deadline.max(1) as u64);
         // Relative or in seconds, it replays as the same absolute deadline in milliseconds.
         if relative || seconds {
             let at = ctx.to_unix_ms(deadline as u64).to_string();

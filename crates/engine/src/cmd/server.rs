@@ -235,8 +235,20 @@ fn config_set(ctx: &mut Ctx<'_, '_>) -> Frame {
     }
     let pairs: Vec<(&[u8], &[u8])> = ctx.args[2..].chunks(2).map(|c| (&c[0][..], &c[1][..])).collect();
     let allow = protected_allowed(ctx, "enable-protected-configs");
+    let was_on = ctx.srv.config.get("appendonly").as_deref() == Some("yes");
     match ctx.srv.config.set_many(&pairs, allow) {
-        Ok(()) => Frame::ok(),
+        Ok(()) => {
+            // `appendonly yes` starts the AOF with a rewrite (the AOF writer runs it), in progress
+            // from now on, as Redis's startAppendOnly forks it at once.
+            let p = &ctx.srv.persistence;
+            if !was_on
+                && ctx.srv.config.get("appendonly").as_deref() == Some("yes")
+                && !p.bgsave_in_progress.load(Ordering::SeqCst)
+            {
+                p.aof_rewrite_in_progress.store(true, Ordering::SeqCst);
+            }
+            Frame::ok()
+        }
         Err(e) => Frame::error(e),
     }
 }
@@ -347,9 +359,9 @@ fn bgrewriteaof(ctx: &mut Ctx<'_, '_>) -> Frame {
         p.aof_rewrite_requested.store(true, Ordering::SeqCst);
         return Frame::simple("Background append only file rewriting scheduled");
     }
-    if p.aof_rewrite_requested.swap(true, Ordering::SeqCst) {
-        return Frame::error("ERR Background append only file rewriting already in progress");
-    }
+    // In progress from now on (the AOF writer's thread picks it up), as a forked child would be.
+    p.aof_rewrite_in_progress.store(true, Ordering::SeqCst);
+    p.aof_rewrite_requested.store(true, Ordering::SeqCst);
     Frame::simple("Background append only file rewriting started")
 }
 
@@ -680,7 +692,9 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("rdb_saves:{}", p.saves.load(Ordering::Relaxed));
             line!("aof_enabled:{}", (aof && srv.changes.aof_on()) as u8);
             line!("aof_rewrite_in_progress:{}", p.aof_rewrite_in_progress.load(Ordering::Relaxed) as u8);
-            line!("aof_rewrite_scheduled:{}", p.aof_rewrite_requested.load(Ordering::Relaxed) as u8);
+            let scheduled =
+                p.aof_rewrite_requested.load(Ordering::Relaxed) && !p.aof_rewrite_in_progress.load(Ordering::Relaxed);
+            line!("aof_rewrite_scheduled:{}", scheduled as u8);
             line!("aof_last_rewrite_time_sec:-1");
             line!("aof_current_rewrite_time_sec:-1");
             line!("aof_last_bgrewrite_status:ok");
