@@ -336,20 +336,8 @@ impl Listpack {
             }
             self.body.extend_from_slice(s);
         }
-        let entry = self.body.len() - start;
-        // The back-length: the entry's size, 7 bits per byte, read right to left.
-        let mut groups = Vec::with_capacity(5);
-        let mut rest = entry as u64;
-        loop {
-            groups.push((rest & 0x7F) as u8);
-            rest >>= 7;
-            if rest == 0 {
-                break;
-            }
-        }
-        for (i, g) in groups.iter().enumerate().rev() {
-            self.body.push(if i == 0 { *g } else { *g | 0x80 });
-        }
+        let (b, n) = backlen((self.body.len() - start) as u64);
+        self.body.extend_from_slice(&b[..n]);
         self.count += 1;
     }
 
@@ -377,6 +365,11 @@ pub fn dump(v: &Value, limits: &EncodingLimits, compress: bool) -> Option<Vec<u8
 /// Checks a DUMP payload's footer (Redis's `verifyDumpPayload`): an RDB version Latch reads and a
 /// matching checksum. Returns the value's bytes.
 pub fn verify_dump(payload: &[u8]) -> Option<&[u8]> {
+    verify_dump_with(payload, false)
+}
+
+/// [`verify_dump`], the checksum not checked with `skip_crc` (DEBUG SET-SKIP-CHECKSUM-VALIDATION).
+pub fn verify_dump_with(payload: &[u8], skip_crc: bool) -> Option<&[u8]> {
     if payload.len() < 10 {
         return None;
     }
@@ -386,7 +379,7 @@ pub fn verify_dump(payload: &[u8]) -> Option<&[u8]> {
         return None;
     }
     let crc = u64::from_le_bytes(footer[2..10].try_into().ok()?);
-    (crc == crc64(&payload[..payload.len() - 8])).then_some(body)
+    (skip_crc || crc == crc64(&payload[..payload.len() - 8])).then_some(body)
 }
 
 /// Reads a DUMP payload's value (after [`verify_dump`]); the whole input must be one value.
@@ -686,7 +679,10 @@ impl<'a> Reader<'a> {
                 let n = self.count(1)?;
                 let mut s = SetValue::with_capacity_and_hasher(n, Default::default());
                 for _ in 0..n {
-                    s.insert(self.string()?);
+                    // A member twice is a corrupt payload (Redis: "Duplicate set members detected").
+                    if !s.insert(self.string()?) {
+                        return Err(BAD);
+                    }
                 }
                 non_empty(Value::Set(Box::new(s)))?
             }
@@ -696,10 +692,9 @@ impl<'a> Reader<'a> {
                 for _ in 0..n {
                     let m = self.string()?;
                     let s = if t == ZSET_2 { self.binary_double()? } else { self.text_double()? };
-                    if s.is_nan() {
+                    if s.is_nan() || z.insert(&m, s).is_some() {
                         return Err(BAD);
                     }
-                    z.insert(&m, s);
                 }
                 non_empty(Value::ZSet(Box::new(z)))?
             }
@@ -709,7 +704,9 @@ impl<'a> Reader<'a> {
                 for _ in 0..n {
                     let f = self.string()?;
                     let v = self.string()?;
-                    h.insert(f, v);
+                    if h.insert(f, v).is_some() {
+                        return Err(BAD);
+                    }
                 }
                 non_empty(Value::Hash(Box::new(h)))?
             }
@@ -736,7 +733,12 @@ impl<'a> Reader<'a> {
                 if !items.len().is_multiple_of(2) {
                     return Err(BAD);
                 }
-                let h: HashValue = items.chunks(2).map(|p| (p[0].clone(), p[1].clone())).collect();
+                let mut h = HashValue::with_capacity_and_hasher(items.len() / 2, Default::default());
+                for p in items.chunks(2) {
+                    if h.insert(p[0].clone(), p[1].clone()).is_some() {
+                        return Err(BAD);
+                    }
+                }
                 non_empty(Value::Hash(Box::new(h)))?
             }
             LIST_QUICKLIST | LIST_QUICKLIST_2 => {
@@ -756,7 +758,17 @@ impl<'a> Reader<'a> {
             }
             STREAM_LISTPACKS | STREAM_LISTPACKS_2 => return Err(DecodeError::Unsupported("stream")),
             MODULE | MODULE_2 => return Err(DecodeError::Unsupported("module")),
-            HASH_ZIPMAP => return Err(DecodeError::Unsupported("zipmap hash")),
+            HASH_ZIPMAP => {
+                let blob = self.string()?;
+                let items = parse_zipmap(&blob)?;
+                let mut h = HashValue::with_capacity_and_hasher(items.len() / 2, Default::default());
+                for p in items.chunks(2) {
+                    if h.insert(p[0].clone(), p[1].clone()).is_some() {
+                        return Err(BAD);
+                    }
+                }
+                non_empty(Value::Hash(Box::new(h)))?
+            }
             _ => return Err(BAD),
         })
     }
@@ -793,7 +805,9 @@ fn zset_from_pairs(items: &[SmallBytes]) -> R<ZSet> {
     }
     let mut z = ZSet::new();
     for p in items.chunks(2) {
-        z.insert(&p[0], parse_score(&p[1])?);
+        if z.insert(&p[0], parse_score(&p[1])?).is_some() {
+            return Err(BAD);
+        }
     }
     Ok(z)
 }
@@ -807,14 +821,64 @@ fn parse_intset(b: &[u8]) -> R<Vec<i64>> {
     if !matches!(width, 2 | 4 | 8) || b.len() != 8 + width.checked_mul(n).ok_or(BAD)? {
         return Err(BAD);
     }
-    Ok(b[8..]
+    let v: Vec<i64> = b[8..]
         .chunks(width)
         .map(|c| match width {
             2 => i64::from(i16::from_le_bytes([c[0], c[1]])),
             4 => i64::from(i32::from_le_bytes([c[0], c[1], c[2], c[3]])),
             _ => i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]),
         })
-        .collect())
+        .collect();
+    // Redis's intsetValidateIntegrity: strictly ascending (sorted, no duplicates), not empty.
+    if n == 0 || v.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(BAD);
+    }
+    Ok(v)
+}
+
+/// A zipmap's fields and values, alternating (the hash encoding of Redis before 2.6, which RDB
+/// files from then still carry): a count byte, then per pair `len field len free value free-bytes`,
+/// lengths in one byte below 254 or 254 and four bytes, and 255 at the end.
+fn parse_zipmap(b: &[u8]) -> R<Vec<SmallBytes>> {
+    let mut r = Reader { data: b, pos: 1 };
+    let mut out = Vec::new();
+    let len = |r: &mut Reader<'_>| -> R<Option<u64>> {
+        Ok(match r.byte()? {
+            255 => None,
+            254 => Some(u64::from(u32::from_le_bytes(r.array()?))),
+            n => Some(u64::from(n)),
+        })
+    };
+    while let Some(flen) = len(&mut r)? {
+        out.push(SmallBytes::from_slice(r.bytes(flen)?));
+        let vlen = len(&mut r)?.ok_or(BAD)?;
+        let free = r.byte()?;
+        out.push(SmallBytes::from_slice(r.bytes(vlen)?));
+        r.bytes(u64::from(free))?;
+    }
+    if b.is_empty() || r.pos != b.len() || out.is_empty() {
+        return Err(BAD);
+    }
+    Ok(out)
+}
+
+/// A listpack entry's back-length (Redis's `lpEncodeBacklen`): the entry's size in 1 to 5 bytes,
+/// read right to left, 7 bits each; every byte but the first (the most significant group) has
+/// the high bit set.
+fn backlen(size: u64) -> ([u8; 5], usize) {
+    let n = match size {
+        0..=127 => 1,
+        128..16383 => 2,
+        16383..2_097_151 => 3,
+        2_097_151..268_435_455 => 4,
+        _ => 5,
+    };
+    let mut b = [0u8; 5];
+    for (i, slot) in b[..n].iter_mut().enumerate() {
+        let group = ((size >> (7 * (n - 1 - i))) & 127) as u8;
+        *slot = if i == 0 { group } else { group | 128 };
+    }
+    (b, n)
 }
 
 /// A listpack's entries as strings (integers in their decimal form).
@@ -857,23 +921,16 @@ fn parse_listpack(b: &[u8]) -> R<Vec<SmallBytes>> {
                 _ => return Err(BAD),
             }
         };
-        // The back-length: the size of the entry so far, in 1 to 5 bytes.
-        let size = (r.pos - start) as u64;
-        let blen = if size < 128 {
-            1
-        } else if size < 16384 {
-            2
-        } else if size < 2_097_152 {
-            3
-        } else if size < 268_435_456 {
-            4
-        } else {
-            5
-        };
-        r.bytes(blen)?;
+        // The back-length must say the size of the entry so far.
+        let (want, n) = backlen((r.pos - start) as u64);
+        if r.bytes(n as u64)? != &want[..n] {
+            return Err(BAD);
+        }
         out.push(item);
     }
-    if r.pos != b.len() {
+    // The header's element count, unless it says "too many to count" (65535).
+    let count = u16::from_le_bytes([b[4], b[5]]);
+    if r.pos != b.len() || (count != u16::MAX && usize::from(count) != out.len()) {
         return Err(BAD);
     }
     Ok(out)
@@ -886,14 +943,19 @@ fn parse_ziplist(b: &[u8]) -> R<Vec<SmallBytes>> {
     }
     let mut r = Reader { data: b, pos: 10 };
     let mut out = Vec::new();
+    // Redis's ziplistValidateIntegrity: each entry's prevlen is the size of the one before it,
+    // the tail offset names the last entry, the count (unless 65535) is the number of entries.
+    let (mut prev_size, mut last) = (0u64, 10usize);
     loop {
+        let start = r.pos;
         let first = r.byte()?;
         if first == 0xFF {
             break;
         }
         // prevlen: one byte, or 0xFE and four.
-        if first == 0xFE {
-            r.bytes(4)?;
+        let prevlen = if first == 0xFE { u64::from(u32::from_le_bytes(r.array()?)) } else { u64::from(first) };
+        if prevlen != prev_size {
+            return Err(BAD);
         }
         let e = r.byte()?;
         let item = match e >> 6 {
@@ -920,8 +982,12 @@ fn parse_ziplist(b: &[u8]) -> R<Vec<SmallBytes>> {
             },
         };
         out.push(item);
+        prev_size = (r.pos - start) as u64;
+        last = start;
     }
-    if r.pos != b.len() {
+    let tail = u32::from_le_bytes(b[4..8].try_into().map_err(|_| BAD)?) as usize;
+    let count = u16::from_le_bytes([b[8], b[9]]);
+    if r.pos != b.len() || tail != last || (count != u16::MAX && usize::from(count) != out.len()) {
         return Err(BAD);
     }
     Ok(out)
@@ -933,6 +999,21 @@ mod tests {
 
     fn limits() -> EncodingLimits {
         EncodingLimits::default()
+    }
+
+    /// Back-lengths as redis-server 7.0.15 writes them (a 200-byte list element is a 202-byte
+    /// entry: `01 CA`; Latch wrote `81 4A` before, which Redis reads backwards as 74).
+    #[test]
+    fn listpack_backlen_is_redis_s() {
+        assert_eq!(backlen(10), ([10, 0, 0, 0, 0], 1));
+        assert_eq!(backlen(202), ([0x01, 0xCA, 0, 0, 0], 2));
+        assert_eq!(backlen(16382).1, 2);
+        assert_eq!(backlen(16383), ([0, 0xFF, 0xFF, 0, 0], 3));
+        let mut v = ListValue::new();
+        v.push_back(SmallBytes::from_slice(&[b'a'; 200]));
+        let p = dump(&Value::List(Box::new(v)), &limits(), false).expect("dumpable");
+        let tail = &p[p.len() - 13..p.len() - 10];
+        assert_eq!(tail, [0x01, 0xCA, 0xFF], "the element's back-length and the listpack's end");
     }
 
     fn roundtrip(v: &Value) -> Value {

@@ -110,6 +110,9 @@ pub struct Switches {
     pub active_expire: AtomicBool,
     /// DEBUG PAUSE-CRON: the server crate's cron does nothing while set.
     pub pause_cron: AtomicBool,
+    /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RESTORE takes payloads whatever their CRC (tests of
+    /// corrupt payloads).
+    pub skip_checksum: AtomicBool,
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call commands flagged `noscript`.
     pub disable_deny_scripts: AtomicBool,
     /// DEBUG REPLYBUFFER PEAK-RESET-TIME: milliseconds between resets of a client's reply buffer
@@ -127,6 +130,7 @@ impl Default for Switches {
         Switches {
             active_expire: AtomicBool::new(true),
             pause_cron: AtomicBool::new(false),
+            skip_checksum: AtomicBool::new(false),
             disable_deny_scripts: AtomicBool::new(false),
             reply_buffer_peak_reset_ms: AtomicI64::new(REPLY_BUFFER_PEAK_RESET_MS),
             reply_buffer_resizing: AtomicBool::new(true),

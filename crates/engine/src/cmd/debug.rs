@@ -76,6 +76,8 @@ const HELP: &[&str] = &[
     "    Setting it to 0 disables expiring keys in background when they are not",
     "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
     "    default.",
+    "SET-SKIP-CHECKSUM-VALIDATION <0|1>",
+    "    Enables or disables checksum checks for RDB files and RESTORE's payload.",
     "SLEEP <seconds>",
     "    Stop the server for <seconds>. Decimals allowed.",
     "STRINGMATCH-TEST",
@@ -100,6 +102,10 @@ fn debug(ctx: &mut Ctx<'_, '_>) -> Frame {
             let secs = if secs.is_finite() { secs.max(0.0) } else { 0.0 };
             ctx.srv.long_op();
             std::thread::sleep(std::time::Duration::from_micros((secs * 1_000_000.0) as u64));
+            Frame::ok()
+        }
+        (b"set-skip-checksum-validation", 3) => {
+            ctx.srv.debug.skip_checksum.store(resp::atoi(ctx.arg(2)) != 0, Ordering::Relaxed);
             Frame::ok()
         }
         (b"set-active-expire", 3) => {

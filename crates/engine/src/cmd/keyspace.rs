@@ -516,12 +516,20 @@ fn restore(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(t) => t,
         Err(e) => return e,
     };
-    let Some(body) = crate::rdb::verify_dump(ctx.arg(3)) else {
+    let skip_crc = ctx.srv.debug.skip_checksum.load(std::sync::atomic::Ordering::Relaxed);
+    let Some(body) = crate::rdb::verify_dump_with(ctx.arg(3), skip_crc) else {
         return Frame::error("ERR DUMP payload version or checksum are wrong");
     };
     let value = match crate::rdb::restore(body) {
         Ok(v) => v,
-        Err(crate::rdb::DecodeError::BadFormat) => return Frame::error("ERR Bad data format"),
+        Err(crate::rdb::DecodeError::BadFormat) => {
+            // Redis reports the check that failed in its log (`rdbReportCorruptRDB`).
+            ctx.srv
+                .config
+                .host()
+                .log(crate::host::LogLevel::Warning, "Bad data format in a RESTORE payload: integrity check failed.");
+            return Frame::error("ERR Bad data format");
+        }
         Err(crate::rdb::DecodeError::Unsupported(t)) => {
             return Frame::error(format!("ERR Bad data format: Latch has no {t} type"));
         }
