@@ -14,7 +14,9 @@
 #   N=16 ROUNDS=300 scripts/crash-test.sh
 #   DISK_FULL=1 ROUNDS=30 scripts/crash-test.sh
 # Environment: N (8), ROUNDS (100), PORT (7130), SEED (random; printed, replays the kill delays),
-# APPENDFSYNC (always; `no` or `everysec` show that the check does catch lost writes), SERVER_BIN (a
+# APPENDFSYNC (always; `everysec` and `no` must lose nothing either: their replies wait for the
+# write, only the fsync is deferred; a build that replied before writing, cd3c4af, lost thousands
+# of writes with them, which is how the check was shown to catch losses), SERVER_BIN (a
 # server binary to test instead of building latch-server; redis-server takes the same options, for
 # comparison), DISK_FULL (0). With DISK_FULL=1 the directory is a tmpfs of TMPFS_MB (128) MB
 # (mounting needs root or passwordless sudo) that a filler file fills up to FREE_KB (64) KB free:
