@@ -582,12 +582,17 @@ impl Aof {
             let _ = std::fs::remove_file(dir.join(&base));
             return Err("the AOF changed while its base was written".into());
         };
-        let mut old: Vec<String> = f.base.take().into_iter().map(|b| b.0).collect();
+        // The manifest on disk first: if it cannot be written, the old one (old base, every incr
+        // file) stays right, and so does what this writer believes.
         let keep = f.incrs.iter().position(|i| i.1 == seq).expect("checked above");
+        let new_base = (base, base_seq);
+        host.write_durably(
+            &manifest_path(&f.dir, &f.name),
+            manifest_text(Some(&new_base), &f.incrs[keep..]).as_bytes(),
+        )
+        .map_err(|e| format!("Error writing the AOF manifest: {e}"))?;
+        let mut old: Vec<String> = f.base.replace(new_base).into_iter().map(|b| b.0).collect();
         old.extend(f.incrs.drain(..keep).map(|i| i.0));
-        f.base = Some((base, base_seq));
-        host.write_durably(&manifest_path(&f.dir, &f.name), f.manifest().as_bytes())
-            .map_err(|e| format!("Error writing the AOF manifest: {e}"))?;
         for o in old {
             let _ = std::fs::remove_file(f.dir.join(o));
         }
