@@ -3,7 +3,8 @@
 //! The engine does no IO of its own: the few facts and files it needs from the operating system
 //! (process memory and CPU for INFO, the config file for CONFIG REWRITE, whether `dir` exists) come
 //! through [`Host`], which the server crate implements on the real system and tests replace with
-//! [`MemoryHost`].
+//! [`MemoryHost`]. So do the client connections MIGRATE opens to other servers ([`Host::connect`]),
+//! which [`ConnCache`] keeps open between commands.
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -97,6 +98,117 @@ pub trait Host: Send + Sync + 'static {
     fn log(&self, level: LogLevel, msg: &str) {
         let _ = (level, msg);
     }
+    /// Opens a blocking client connection to `host`:`port` (a name or an address), giving up after
+    /// `timeout_ms` milliseconds (Redis's `connBlockingConnect`), with Nagle's algorithm off. An
+    /// error of kind `InvalidInput` (the name resolves to no address) or `Unsupported` (a host
+    /// without sockets) means no attempt could start; any other is the attempt's failure (refused,
+    /// timed out: see [`is_timeout`]).
+    fn connect(&self, host: &str, port: u16, timeout_ms: u64) -> io::Result<Box<dyn HostConn>> {
+        let _ = (host, port, timeout_ms);
+        Err(io::Error::new(io::ErrorKind::Unsupported, "no network on this host"))
+    }
+}
+
+/// A client connection from [`Host::connect`]: a blocking byte stream to another server.
+pub trait HostConn: io::Read + io::Write + Send {
+    /// Makes every later read and write give up after `timeout_ms` milliseconds (> 0) without
+    /// progress, with an error of kind `WouldBlock` or `TimedOut` (see [`is_timeout`]).
+    fn set_timeout(&mut self, timeout_ms: u64) -> io::Result<()>;
+}
+
+/// True if `e` is a read or write that ran out of time (Redis's `ETIMEDOUT`), not a failure of the
+/// connection.
+pub fn is_timeout(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
+}
+
+/// A connection kept in a [`ConnCache`], with what its user remembers about it.
+pub struct CachedConn {
+    /// The connection.
+    pub conn: Box<dyn HostConn>,
+    /// The database last selected on it, -1 if unknown (MIGRATE's `last_dbid`).
+    pub last_db: i64,
+    /// When it was last handed out, in seconds of the server's clock.
+    last_use_s: u64,
+}
+
+impl CachedConn {
+    /// Stamps its use at `now_s` (what [`ConnCache::close_idle`] measures idleness from).
+    pub fn used_at(&mut self, now_s: u64) {
+        self.last_use_s = now_s;
+    }
+}
+
+/// A shared [`CachedConn`]: whoever uses the connection holds its lock for the whole exchange, so
+/// two commands talking to the same server take turns on it.
+pub type SharedConn = std::sync::Arc<Mutex<CachedConn>>;
+
+/// Client connections kept open between commands, by `host:port` as the command named them (Redis's
+/// `migrate_cached_sockets`): at most [`ConnCache::MAX`], each closed by [`ConnCache::close_idle`]
+/// once unused for more than [`ConnCache::IDLE_S`] seconds.
+#[derive(Default)]
+pub struct ConnCache {
+    conns: Mutex<HashMap<Vec<u8>, SharedConn>>,
+}
+
+impl ConnCache {
+    /// Redis's `MIGRATE_SOCKET_CACHE_ITEMS`: a new connection beyond it closes one at random.
+    pub const MAX: usize = 64;
+    /// Redis's `MIGRATE_SOCKET_CACHE_TTL`, in seconds.
+    pub const IDLE_S: u64 = 10;
+
+    /// The connection cached under `name`, or a new one from `open` (cached before it is returned;
+    /// the cache is not locked while it opens), stamped as used at `now_s`. Its user stamps it
+    /// again ([`CachedConn::used_at`]) once it holds its lock.
+    pub fn get_or_open(
+        &self,
+        name: &[u8],
+        now_s: u64,
+        open: impl FnOnce() -> io::Result<Box<dyn HostConn>>,
+    ) -> io::Result<SharedConn> {
+        if let Some(c) = self.conns.lock().get(name) {
+            return Ok(c.clone());
+        }
+        let conn = open()?;
+        let shared = std::sync::Arc::new(Mutex::new(CachedConn { conn, last_db: -1, last_use_s: now_s }));
+        let mut conns = self.conns.lock();
+        if conns.len() >= Self::MAX && !conns.contains_key(name) {
+            // The hash map's first key is as good as a random one.
+            if let Some(k) = conns.keys().next().cloned() {
+                conns.remove(&k);
+            }
+        }
+        conns.insert(name.to_vec(), shared.clone());
+        Ok(shared)
+    }
+
+    /// Forgets `conn`, cached under `name` (after an error on it): closed once its last user lets go.
+    pub fn close(&self, name: &[u8], conn: &SharedConn) {
+        let mut conns = self.conns.lock();
+        if conns.get(name).is_some_and(|c| std::sync::Arc::ptr_eq(c, conn)) {
+            conns.remove(name);
+        }
+    }
+
+    /// Closes the connections unused for more than [`ConnCache::IDLE_S`] seconds at `now_s`
+    /// (Redis's `migrateCloseTimedoutSockets`, from the cron). One in use is not idle.
+    pub fn close_idle(&self, now_s: u64) {
+        let mut conns = self.conns.lock();
+        if conns.is_empty() {
+            return;
+        }
+        conns.retain(|_, c| c.try_lock().is_none_or(|g| now_s.saturating_sub(g.last_use_s) <= Self::IDLE_S));
+    }
+
+    /// How many connections are cached (INFO's `migrate_cached_sockets`).
+    pub fn len(&self) -> usize {
+        self.conns.lock().len()
+    }
+
+    /// True if none is.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// Redis's log levels.
@@ -128,6 +240,7 @@ pub struct MemoryHost {
     pub disk_full: std::sync::atomic::AtomicBool,
     /// Background jobs, run by [`Host::run_queued`] (tests run them between commands).
     queued: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
+    connect_fn: Mutex<Option<ConnectFn>>,
 }
 
 impl Default for MemoryHost {
@@ -141,6 +254,7 @@ impl Default for MemoryHost {
             oom_score_adj: Default::default(),
             disk_full: Default::default(),
             queued: Mutex::default(),
+            connect_fn: Mutex::new(None),
         }
     }
 }
@@ -148,11 +262,20 @@ impl Default for MemoryHost {
 /// A model of used memory for tests (see [`MemoryHost::set_used_fn`]).
 pub type UsedFn = std::sync::Arc<dyn Fn() -> u64 + Send + Sync>;
 
+/// A model of the network for tests (see [`MemoryHost::set_connect_fn`]): `(host, port, timeout_ms)`
+/// to a connection.
+pub type ConnectFn = std::sync::Arc<dyn Fn(&str, u16, u64) -> io::Result<Box<dyn HostConn>> + Send + Sync>;
+
 impl MemoryHost {
     /// Makes [`Host::used_memory`] call `f`: tests model memory that falls as keys are evicted. `f`
     /// is called with shards locked: it must not run commands.
     pub fn set_used_fn(&self, f: UsedFn) {
         *self.used_fn.lock() = Some(f);
+    }
+    /// Makes [`Host::connect`] call `f` (without it, connecting is `Unsupported`): tests give MIGRATE
+    /// peers in memory. `f` is called with shards locked.
+    pub fn set_connect_fn(&self, f: ConnectFn) {
+        *self.connect_fn.lock() = Some(f);
     }
     /// Creates a directory.
     pub fn mkdir(&self, path: impl Into<PathBuf>) {
@@ -251,5 +374,12 @@ impl Host for MemoryHost {
     fn set_oom_score_adj(&self, value: i64) -> Result<(), String> {
         self.oom_score_adj.store(value, std::sync::atomic::Ordering::Relaxed);
         Ok(())
+    }
+    fn connect(&self, host: &str, port: u16, timeout_ms: u64) -> io::Result<Box<dyn HostConn>> {
+        let f = self.connect_fn.lock().clone();
+        match f {
+            Some(f) => f(host, port, timeout_ms),
+            None => Err(io::Error::new(io::ErrorKind::Unsupported, "no network on this host")),
+        }
     }
 }

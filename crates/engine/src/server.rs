@@ -101,6 +101,9 @@ pub struct Server {
     pub repl_id: Mutex<String>,
     /// The latency monitor's events (LATENCY LATEST/HISTORY).
     pub latency_monitor: crate::latency::Monitor,
+    /// MIGRATE's connections to other servers, kept open between commands (INFO's
+    /// `migrate_cached_sockets`); the cron closes idle ones ([`Server::close_idle_connections`]).
+    pub migrate_sockets: crate::host::ConnCache,
 }
 
 /// What DEBUG switches on and off for tests.
@@ -196,6 +199,7 @@ impl Server {
             debug: Default::default(),
             repl_id: Mutex::new(random_id()),
             latency_monitor: Default::default(),
+            migrate_sockets: Default::default(),
         }
     }
 
@@ -222,6 +226,12 @@ impl Server {
                 c.trim_query_buffer();
             }
         }
+    }
+
+    /// Closes MIGRATE's cached connections unused for more than 10 seconds (Redis's
+    /// `migrateCloseTimedoutSockets`), run by the server's cron.
+    pub fn close_idle_connections(&self, now_ms: u64) {
+        self.migrate_sockets.close_idle(now_ms / 1000);
     }
 
     /// Records a client's memory (its connection calls this as its buffers change) and closes the

@@ -347,6 +347,7 @@ async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>, aof: Arc<aof::Aof>) {
         }
         let now = clock.now_ms();
         srv.clients_cron(now);
+        srv.close_idle_connections(now);
         let srv2 = srv.clone();
         let aof2 = aof.clone();
         // Expiry takes shard locks; keep it off the async workers' hot path.

@@ -1,8 +1,11 @@
-//! [`engine::host::Host`] on the real operating system: process figures from `/proc`, real files.
+//! [`engine::host::Host`] on the real operating system: process figures from `/proc`, real files,
+//! TCP client connections.
 
-use engine::host::Host;
+use engine::host::{Host, HostConn};
 use std::io;
+use std::net::{TcpStream, ToSocketAddrs};
 use std::path::Path;
+use std::time::Duration;
 
 /// The machine Latch runs on.
 pub struct OsHost;
@@ -201,6 +204,25 @@ impl Host for OsHost {
             .map(drop)
     }
 
+    /// Redis's `anetTcpGenericConnect` with a timeout: every address the name resolves to is tried
+    /// in turn, each given `timeout_ms`. A name that does not resolve is `InvalidInput`.
+    fn connect(&self, host: &str, port: u16, timeout_ms: u64) -> io::Result<Box<dyn HostConn>> {
+        let timeout = Duration::from_millis(timeout_ms.max(1));
+        let unresolved = |e: String| io::Error::new(io::ErrorKind::InvalidInput, e);
+        let addrs = (host, port).to_socket_addrs().map_err(|e| unresolved(e.to_string()))?;
+        let mut last = unresolved(format!("{host} resolves to no address"));
+        for addr in addrs {
+            match TcpStream::connect_timeout(&addr, timeout) {
+                Ok(s) => {
+                    s.set_nodelay(true)?;
+                    return Ok(Box::new(Tcp(s)));
+                }
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
     fn resolve_dir(&self, value: &str) -> Result<String, String> {
         let path = Path::new(value);
         match std::fs::metadata(path) {
@@ -212,6 +234,32 @@ impl Host for OsHost {
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Err("Permission denied".into()),
             Err(e) => Err(e.to_string()),
         }
+    }
+}
+
+/// A connection from [`OsHost::connect`].
+struct Tcp(TcpStream);
+
+impl io::Read for Tcp {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl io::Write for Tcp {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl HostConn for Tcp {
+    fn set_timeout(&mut self, timeout_ms: u64) -> io::Result<()> {
+        let t = Some(Duration::from_millis(timeout_ms.max(1)));
+        self.0.set_read_timeout(t)?;
+        self.0.set_write_timeout(t)
     }
 }
 
@@ -227,5 +275,29 @@ mod tests {
         assert!(h.os().starts_with("Linux"));
         assert_eq!(h.resolve_dir("/nonexistent-dir-xyz"), Err("No such file or directory".into()));
         assert!(h.resolve_dir("/tmp").is_ok());
+    }
+
+    #[test]
+    fn connects_with_timeouts() {
+        use std::io::{Read, Write};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+        let port = l.local_addr().expect("addr").port();
+        let mut c = OsHost.connect("127.0.0.1", port, 1000).expect("connect");
+        let (mut peer, _) = l.accept().expect("accept");
+        c.write_all(b"PING\r\n").expect("write");
+        let mut got = [0u8; 6];
+        peer.read_exact(&mut got).expect("peer reads");
+        assert_eq!(&got, b"PING\r\n");
+        // Nothing comes back: the read gives up after the timeout.
+        c.set_timeout(50).expect("timeout");
+        let e = c.read(&mut got).expect_err("times out");
+        assert!(engine::host::is_timeout(&e), "{e:?}");
+        drop(l);
+        drop(peer);
+        // A port nobody listens on; a name nobody has.
+        let e = OsHost.connect("127.0.0.1", port, 1000).err().expect("refused");
+        assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused);
+        let e = OsHost.connect("nonexistent.invalid", port, 1000).err().expect("unresolved");
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
     }
 }

@@ -14,6 +14,7 @@ pub mod latency;
 pub mod list;
 pub mod lock;
 pub mod memory;
+pub mod migrate;
 pub mod multi;
 pub mod scripting;
 pub mod server;
@@ -32,6 +33,7 @@ pub static FAMILIES: &[&[Command]] = &[
     latency::COMMANDS,
     introspection::COMMANDS,
     keyspace::COMMANDS,
+    migrate::COMMANDS,
     expire::COMMANDS,
     string::COMMANDS,
     bits::COMMANDS,

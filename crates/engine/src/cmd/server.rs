@@ -734,7 +734,7 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("pubsubshard_channels:0");
             line!("latest_fork_usec:0");
             line!("total_forks:0");
-            line!("migrate_cached_sockets:0");
+            line!("migrate_cached_sockets:{}", srv.migrate_sockets.len());
             line!("tracking_total_keys:0");
             line!("tracking_total_items:0");
             line!("tracking_total_prefixes:0");
