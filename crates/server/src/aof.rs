@@ -39,6 +39,12 @@ pub struct Aof {
     rewriting: std::sync::atomic::AtomicBool,
     /// Offset of the change stream written to the file (not necessarily synced).
     written: AtomicU64,
+    /// Connections that asked for a sync since the syncer last started one, and how many asked
+    /// before that one (the batch it covered).
+    arrivals: std::sync::atomic::AtomicUsize,
+    last_batch: std::sync::atomic::AtomicUsize,
+    /// The syncer waits for a batch to complete.
+    batching: std::sync::atomic::AtomicBool,
 }
 
 /// The files of the AOF: what the manifest names, and the incr file open for appending.
@@ -257,6 +263,9 @@ impl Aof {
             done: tokio::sync::watch::channel(0).0,
             rewriting: Default::default(),
             written: AtomicU64::new(0),
+            arrivals: Default::default(),
+            last_batch: Default::default(),
+            batching: Default::default(),
         });
         let weak = Arc::downgrade(&aof);
         let _ = aof.srv.persistence.aof_reader.set(Box::new(move || match weak.upgrade() {
@@ -280,6 +289,23 @@ impl Aof {
                 while *r <= self.synced.load(Ordering::SeqCst) {
                     self.wake.wait(&mut r);
                 }
+                // Group commit batched as Redis's event loop batches: the connections the last
+                // sync released come back at about the same time. Until as many have asked as
+                // last time (or 100 µs passed), wait: one sync then covers them all, instead of
+                // one for the first and another for the rest. After a sync that released one
+                // connection, nobody waits.
+                let last = self.last_batch.load(Ordering::SeqCst);
+                if last > 1 {
+                    let until = Instant::now() + std::time::Duration::from_micros(100);
+                    self.batching.store(true, Ordering::SeqCst);
+                    while self.arrivals.load(Ordering::SeqCst) < last {
+                        if self.wake.wait_until(&mut r, until).timed_out() {
+                            break;
+                        }
+                    }
+                    self.batching.store(false, Ordering::SeqCst);
+                }
+                self.last_batch.store(self.arrivals.swap(0, Ordering::SeqCst), Ordering::SeqCst);
                 *r
             };
             self.write_pending(true, Some(want));
@@ -455,7 +481,12 @@ impl Aof {
         {
             let mut r = self.requested.lock();
             *r = (*r).max(want);
-            self.wake.notify_one();
+            // While the syncer waits for a batch (under this lock), only the connection that
+            // completes it wakes it; otherwise every one does.
+            let n = self.arrivals.fetch_add(1, Ordering::SeqCst) + 1;
+            if !self.batching.load(Ordering::SeqCst) || n >= self.last_batch.load(Ordering::SeqCst) {
+                self.wake.notify_one();
+            }
         }
         let _ = rx.wait_for(|s| *s >= want).await;
     }
