@@ -292,6 +292,8 @@ pub struct Loaded {
     pub libraries: u64,
     /// Bytes of the input the file took (an AOF base may go on with commands).
     pub bytes: usize,
+    /// Empty aggregates skipped (Redis skips them too).
+    pub empty_skipped: u64,
 }
 
 impl Server {
@@ -500,13 +502,32 @@ impl Server {
                 op::MODULE_AUX => return Err("Latch cannot load module data (RDB module AUX field).".into()),
                 t => {
                     let key = r.string().map_err(|_| short())?;
-                    let value = r.value(t).map_err(|e| match e {
-                        rdb::DecodeError::Unsupported(ty) => format!(
-                            "Latch cannot load key '{}' in database {db}: it holds a Redis {ty}, a type Latch does not have",
-                            String::from_utf8_lossy(&key)
-                        ),
-                        rdb::DecodeError::BadFormat => short(),
-                    })?;
+                    let at_offset = data.len() - r.rest().len();
+                    let value = match r.value(t) {
+                        Ok(v) => v,
+                        Err(rdb::DecodeError::EmptyKey) => {
+                            // Redis skips empty aggregates in a file, with a log line for the first ten.
+                            if loaded.empty_skipped < 10 {
+                                self.config.host().log(
+                                    crate::host::LogLevel::Warning,
+                                    &format!("rdbLoadObject skipping empty key: {}", String::from_utf8_lossy(&key)),
+                                );
+                            }
+                            loaded.empty_skipped += 1;
+                            (expire_at, lfu, idle) = (None, None, None);
+                            continue;
+                        }
+                        Err(rdb::DecodeError::Unsupported(ty)) => {
+                            return Err(format!(
+                                "Latch cannot load key '{}' in database {db}: it holds a Redis {ty}, a type Latch does not have",
+                                String::from_utf8_lossy(&key)
+                            ));
+                        }
+                        Err(rdb::DecodeError::Corrupt(msg)) => {
+                            return Err(format!("Internal error in RDB reading offset {at_offset} -> {msg}"));
+                        }
+                        Err(rdb::DecodeError::BadFormat) => return Err(short()),
+                    };
                     let at = expire_at.take();
                     let (f, i) = (lfu.take(), idle.take());
                     let mono = at.map(|a| a.saturating_sub(offset));

@@ -71,6 +71,12 @@ pub mod types {
 pub enum DecodeError {
     /// The input is not a valid encoding (truncated, inconsistent lengths, unknown encodings).
     BadFormat,
+    /// An encoded aggregate failed its integrity check: Redis's message for it (what Redis logs,
+    /// e.g. "Zset ziplist integrity check failed.").
+    Corrupt(&'static str),
+    /// An aggregate with no element: Redis skips such keys when it loads a file, and RESTORE
+    /// refuses them.
+    EmptyKey,
     /// A valid type that Latch has no data type for (a stream, a module value): its name.
     Unsupported(&'static str),
 }
@@ -679,9 +685,8 @@ impl<'a> Reader<'a> {
                 let n = self.count(1)?;
                 let mut s = SetValue::with_capacity_and_hasher(n, Default::default());
                 for _ in 0..n {
-                    // A member twice is a corrupt payload (Redis: "Duplicate set members detected").
                     if !s.insert(self.string()?) {
-                        return Err(BAD);
+                        return Err(DecodeError::Corrupt("Duplicate set members detected"));
                     }
                 }
                 non_empty(Value::Set(Box::new(s)))?
@@ -692,8 +697,11 @@ impl<'a> Reader<'a> {
                 for _ in 0..n {
                     let m = self.string()?;
                     let s = if t == ZSET_2 { self.binary_double()? } else { self.text_double()? };
-                    if s.is_nan() || z.insert(&m, s).is_some() {
+                    if s.is_nan() {
                         return Err(BAD);
+                    }
+                    if z.insert(&m, s).is_some() {
+                        return Err(DecodeError::Corrupt("Duplicate zset fields detected"));
                     }
                 }
                 non_empty(Value::ZSet(Box::new(z)))?
@@ -705,7 +713,7 @@ impl<'a> Reader<'a> {
                     let f = self.string()?;
                     let v = self.string()?;
                     if h.insert(f, v).is_some() {
-                        return Err(BAD);
+                        return Err(DecodeError::Corrupt("Duplicate hash fields detected"));
                     }
                 }
                 non_empty(Value::Hash(Box::new(h)))?
@@ -713,32 +721,40 @@ impl<'a> Reader<'a> {
             SET_INTSET => {
                 let blob = self.string()?;
                 let mut s = SetValue::default();
-                for i in parse_intset(&blob)? {
+                for i in parse_intset(&blob).map_err(corrupt("Intset integrity check failed."))? {
                     s.insert(int_bytes(i));
                 }
                 non_empty(Value::Set(Box::new(s)))?
             }
             LIST_ZIPLIST => {
                 let blob = self.string()?;
-                non_empty(Value::List(Box::new(parse_ziplist(&blob)?.into_iter().collect())))?
+                let items = parse_ziplist(&blob).map_err(corrupt("Ziplist integrity check failed."))?;
+                non_empty(Value::List(Box::new(items.into_iter().collect())))?
             }
             ZSET_ZIPLIST | ZSET_LISTPACK => {
                 let blob = self.string()?;
-                let items = if t == ZSET_LISTPACK { parse_listpack(&blob)? } else { parse_ziplist(&blob)? };
-                non_empty(Value::ZSet(Box::new(zset_from_pairs(&items)?)))?
+                let z = if t == ZSET_LISTPACK {
+                    parse_listpack(&blob)
+                        .and_then(|i| zset_from_pairs(&i))
+                        .map_err(corrupt("Zset listpack integrity check failed."))
+                } else {
+                    parse_ziplist(&blob)
+                        .and_then(|i| zset_from_pairs(&i))
+                        .map_err(corrupt("Zset ziplist integrity check failed."))
+                }?;
+                non_empty(Value::ZSet(Box::new(z)))?
             }
             HASH_ZIPLIST | HASH_LISTPACK => {
                 let blob = self.string()?;
-                let items = if t == HASH_LISTPACK { parse_listpack(&blob)? } else { parse_ziplist(&blob)? };
-                if !items.len().is_multiple_of(2) {
-                    return Err(BAD);
-                }
-                let mut h = HashValue::with_capacity_and_hasher(items.len() / 2, Default::default());
-                for p in items.chunks(2) {
-                    if h.insert(p[0].clone(), p[1].clone()).is_some() {
-                        return Err(BAD);
-                    }
-                }
+                let h = if t == HASH_LISTPACK {
+                    parse_listpack(&blob)
+                        .and_then(hash_from_pairs)
+                        .map_err(corrupt("Hash listpack integrity check failed."))
+                } else {
+                    parse_ziplist(&blob)
+                        .and_then(hash_from_pairs)
+                        .map_err(corrupt("Hash ziplist integrity check failed."))
+                }?;
                 non_empty(Value::Hash(Box::new(h)))?
             }
             LIST_QUICKLIST | LIST_QUICKLIST_2 => {
@@ -747,10 +763,16 @@ impl<'a> Reader<'a> {
                 for _ in 0..nodes {
                     let container = if t == LIST_QUICKLIST_2 { self.length()? } else { 2 };
                     let blob = self.string()?;
+                    if blob.is_empty() {
+                        // Redis: a node whose encoded length is 0 is a bad format.
+                        return Err(BAD);
+                    }
                     match (t, container) {
-                        (LIST_QUICKLIST, _) => l.extend(parse_ziplist(&blob)?),
+                        (LIST_QUICKLIST, _) => {
+                            l.extend(parse_ziplist(&blob).map_err(corrupt("Ziplist integrity check failed."))?)
+                        }
                         (_, 1) => l.push_back(blob),
-                        (_, 2) => l.extend(parse_listpack(&blob)?),
+                        (_, 2) => l.extend(parse_listpack(&blob).map_err(corrupt("Listpack integrity check failed."))?),
                         _ => return Err(BAD),
                     }
                 }
@@ -760,13 +782,8 @@ impl<'a> Reader<'a> {
             MODULE | MODULE_2 => return Err(DecodeError::Unsupported("module")),
             HASH_ZIPMAP => {
                 let blob = self.string()?;
-                let items = parse_zipmap(&blob)?;
-                let mut h = HashValue::with_capacity_and_hasher(items.len() / 2, Default::default());
-                for p in items.chunks(2) {
-                    if h.insert(p[0].clone(), p[1].clone()).is_some() {
-                        return Err(BAD);
-                    }
-                }
+                let h =
+                    parse_zipmap(&blob).and_then(hash_from_pairs).map_err(corrupt("Zipmap integrity check failed."))?;
                 non_empty(Value::Hash(Box::new(h)))?
             }
             _ => return Err(BAD),
@@ -774,7 +791,12 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// An empty aggregate is not a valid value (Redis refuses them too).
+/// Maps a failed check of an encoded aggregate to Redis's message for it.
+fn corrupt(msg: &'static str) -> impl Fn(DecodeError) -> DecodeError {
+    move |e| if e == BAD { DecodeError::Corrupt(msg) } else { e }
+}
+
+/// An empty aggregate is not a valid value (Redis skips them in files, refuses them in RESTORE).
 fn non_empty(v: Value) -> R<Value> {
     let empty = match &v {
         Value::List(l) => l.is_empty(),
@@ -783,7 +805,7 @@ fn non_empty(v: Value) -> R<Value> {
         Value::ZSet(z) => z.is_empty(),
         _ => false,
     };
-    if empty { Err(BAD) } else { Ok(v) }
+    if empty { Err(DecodeError::EmptyKey) } else { Ok(v) }
 }
 
 fn int_bytes(i: i64) -> SmallBytes {
@@ -797,6 +819,21 @@ fn parse_score(b: &[u8]) -> R<f64> {
         "-inf" => Ok(f64::NEG_INFINITY),
         _ => s.parse::<f64>().ok().filter(|d| !d.is_nan()).ok_or(BAD),
     }
+}
+
+/// Fields and values alternating, each field once.
+fn hash_from_pairs(items: Vec<SmallBytes>) -> R<HashValue> {
+    if !items.len().is_multiple_of(2) {
+        return Err(BAD);
+    }
+    let mut h = HashValue::with_capacity_and_hasher(items.len() / 2, Default::default());
+    let mut it = items.into_iter();
+    while let (Some(f), Some(v)) = (it.next(), it.next()) {
+        if h.insert(f, v).is_some() {
+            return Err(BAD);
+        }
+    }
+    Ok(h)
 }
 
 fn zset_from_pairs(items: &[SmallBytes]) -> R<ZSet> {
@@ -1085,7 +1122,7 @@ mod tests {
         // A length naming far more than the input holds.
         assert_eq!(restore(&[types::SET, 0x81, 0xFF, 0, 0, 0, 0, 0, 0, 0]).err(), Some(DecodeError::BadFormat));
         assert_eq!(restore(&[types::STREAM_LISTPACKS_2]).err(), Some(DecodeError::Unsupported("stream")));
-        assert_eq!(restore(&[types::SET, 0]).err(), Some(DecodeError::BadFormat));
+        assert_eq!(restore(&[types::SET, 0]).err(), Some(DecodeError::EmptyKey));
         assert_eq!(restore(&[types::STRING, 0xC3, 1, 0x7F, 0]).err(), Some(DecodeError::BadFormat));
     }
 

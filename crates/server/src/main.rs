@@ -379,13 +379,23 @@ fn load_rdb(srv: &Server) -> bool {
     let start = std::time::Instant::now();
     match srv.rdb_load(&data) {
         Ok(l) => {
-            tracing::info!("Done loading RDB, keys loaded: {}, keys expired: {}.", l.keys + l.locks, l.expired);
+            if l.empty_skipped > 0 {
+                tracing::warn!(
+                    "Done loading RDB, keys loaded: {}, keys expired: {}, empty keys skipped: {}.",
+                    l.keys + l.locks,
+                    l.expired,
+                    l.empty_skipped
+                );
+            } else {
+                tracing::info!("Done loading RDB, keys loaded: {}, keys expired: {}.", l.keys + l.locks, l.expired);
+            }
             tracing::info!("DB loaded from disk: {:.3} seconds", start.elapsed().as_secs_f64());
             true
         }
         Err(e) => {
+            // Redis's rdbReportError: the reason, then this line, then exit.
             tracing::warn!("{e}");
-            tracing::warn!("Fatal error loading the DB: {}. Exiting.", path.display());
+            tracing::warn!("Terminating server after rdb file reading failure.");
             false
         }
     }

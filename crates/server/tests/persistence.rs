@@ -146,7 +146,7 @@ fn a_corrupt_file_stops_the_server() {
         .expect("run latch-server");
     let log = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "started on a corrupt file:\n{log}");
-    assert!(log.contains("Fatal error loading the DB"), "{log}");
+    assert!(log.contains("Terminating server after rdb file reading failure."), "{log}");
     assert!(Path::new(&path).exists(), "the file is left for the operator");
 }
 

@@ -522,16 +522,21 @@ fn restore(ctx: &mut Ctx<'_, '_>) -> Frame {
     };
     let value = match crate::rdb::restore(body) {
         Ok(v) => v,
-        Err(crate::rdb::DecodeError::BadFormat) => {
+        Err(crate::rdb::DecodeError::Unsupported(t)) => {
+            return Frame::error(format!("ERR Bad data format: Latch has no {t} type"));
+        }
+        Err(e) => {
             // Redis reports the check that failed in its log (`rdbReportCorruptRDB`).
+            let why = match e {
+                crate::rdb::DecodeError::Corrupt(msg) => msg,
+                crate::rdb::DecodeError::EmptyKey => "Empty keys are not allowed.",
+                _ => "integrity check failed.",
+            };
             ctx.srv
                 .config
                 .host()
-                .log(crate::host::LogLevel::Warning, "Bad data format in a RESTORE payload: integrity check failed.");
+                .log(crate::host::LogLevel::Warning, &format!("Bad data format in a RESTORE payload: {why}"));
             return Frame::error("ERR Bad data format");
-        }
-        Err(crate::rdb::DecodeError::Unsupported(t)) => {
-            return Frame::error(format!("ERR Bad data format: Latch has no {t} type"));
         }
     };
     let deleted = replace && ctx.db().remove(key).is_some();
