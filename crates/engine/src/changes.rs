@@ -137,15 +137,9 @@ impl ChangeStream {
                     b.db = Some(e.db);
                 }
                 if e.args.first().is_some_and(|a| a.eq_ignore_ascii_case(b"LOCKRESTORE")) {
-                    // Redis has no lock type: a grant is an annotation Redis skips (`#...`), the
-                    // command's RESP in hex, which Latch's loader replays.
                     let mut cmd = Vec::new();
                     encode_command(&mut cmd, &e.args);
-                    b.bytes.extend_from_slice(LATCH_ANNOTATION);
-                    for byte in cmd {
-                        b.bytes.extend_from_slice(format!("{byte:02x}").as_bytes());
-                    }
-                    b.bytes.extend_from_slice(b"\r\n");
+                    encode_annotation(&mut b.bytes, &cmd);
                 } else {
                     encode_command(&mut b.bytes, &e.args);
                 }
@@ -280,6 +274,18 @@ pub fn decode_commands(data: &[u8]) -> Decoded {
         }
         (_, None) => Decoded { commands, good: pos, end },
     }
+}
+
+/// Commands only Latch has (RESP bytes `cmds`) as an AOF line Redis skips: Redis has no lock
+/// type, so a lock grant is an annotation (`#...`, Redis's comment lines), the commands' RESP in
+/// hex, which Latch's loader replays.
+pub fn encode_annotation(out: &mut Vec<u8>, cmds: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.extend_from_slice(LATCH_ANNOTATION);
+    for byte in cmds {
+        out.extend_from_slice(&[HEX[usize::from(byte >> 4)], HEX[usize::from(byte & 15)]]);
+    }
+    out.extend_from_slice(b"\r\n");
 }
 
 /// One command as RESP (an array of bulk strings), as Redis writes its AOF.

@@ -81,6 +81,15 @@ impl Server {
             self.reject(cmd);
             return Some(self.reject_in_multi(client, cmd, Frame::error(crate::error::MISCONF)));
         }
+        // Loading at startup (Redis checks it before a busy script).
+        if self.loading.load(Ordering::Relaxed) && !cmd.flags.has(Flags::LOADING) {
+            self.reject(cmd);
+            return Some(self.reject_in_multi(
+                client,
+                cmd,
+                Frame::error("LOADING Redis is loading the dataset in memory"),
+            ));
+        }
         // The AOF could not be written: writes wait until it can (Redis's DISK_ERROR_TYPE_AOF).
         if self.persistence.aof_write_failed.load(Ordering::Relaxed)
             && self.changes.aof_on()

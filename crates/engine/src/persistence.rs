@@ -119,6 +119,8 @@ struct FileBody {
     sizes: Vec<(u64, u64)>,
     resized: Vec<bool>,
     selected: Option<usize>,
+    /// An AOF base of commands: `SELECT` commands, no end marker.
+    commands: bool,
 }
 
 impl FileBody {
@@ -131,13 +133,17 @@ impl FileBody {
                 sizes[db].1 += t.volatile_len() as u64;
             }
         }
-        FileBody { resized: vec![false; sizes.len()], sizes, selected: None }
+        FileBody { resized: vec![false; sizes.len()], sizes, selected: None, commands: false }
     }
 
     /// Appends records of database `db` to `out`.
     fn records(&mut self, db: usize, records: &[u8], out: &mut Vec<u8>) {
         if records.is_empty() {
             return;
+        }
+        if self.selected != Some(db) && self.commands {
+            crate::changes::encode_command(out, &[&b"SELECT"[..], db.to_string().as_bytes()]);
+            self.selected = Some(db);
         }
         if self.selected != Some(db) {
             let mut w = Writer::new(false);
@@ -157,11 +163,25 @@ impl FileBody {
     /// Appends the end of the file before the checksum: the fencing counter's high-water mark at
     /// the end of the write (tokens handed out while it ran included) and `EOF`.
     fn end(&mut self, fence: u64, out: &mut Vec<u8>) {
+        if self.commands {
+            return;
+        }
         let mut w = Writer::new(false);
         aux(&mut w, b"latch-fence", fence.to_string().as_bytes());
         w.buf.push(op::EOF);
         out.extend_from_slice(&w.buf);
     }
+}
+
+/// What a snapshot's file is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SnapshotKind {
+    /// An RDB file (BGSAVE).
+    Rdb,
+    /// An AOF base in RDB format (`aof-use-rdb-preamble yes`, the default): `aof-base` is 1.
+    AofBaseRdb,
+    /// An AOF base of commands (`aof-use-rdb-preamble no`), as Redis's rewrite writes it.
+    AofBaseCommands,
 }
 
 /// A background snapshot ([`Server::begin_snapshot`]): the file of one instant, written while
@@ -246,7 +266,7 @@ impl Snapshot {
         }
         self.body.end(self.fence.max(fence.load(Ordering::SeqCst)), &mut buf);
         out.write_all(&buf)?;
-        out.finish()
+        if self.body.commands { Ok(()) } else { out.finish() }
     }
 
     /// With shard `i` locked: walks one chunk on (when `walk`) and takes the records waiting in its
@@ -298,7 +318,7 @@ pub struct Loaded {
 
 impl Server {
     /// How records are written by a snapshot taken now.
-    fn record_spec(&self) -> RecordSpec {
+    fn record_spec(&self, commands: bool) -> RecordSpec {
         let policy = self.config.policy();
         RecordSpec {
             compress: self.config.get("rdbcompression").as_deref() == Some("yes"),
@@ -312,13 +332,26 @@ impl Server {
             },
             now_ms: self.clock.now_ms(),
             wall_offset_ms: self.clock.wall_offset_ms(),
+            commands,
         }
     }
 
     /// What a file starts with: signature, AUX fields, function libraries. Taken with every shard
     /// held, with the snapshot's instant.
-    fn rdb_header(&self, aof_base: bool) -> Vec<u8> {
+    fn rdb_header(&self, kind: SnapshotKind) -> Vec<u8> {
         let mut w = Writer::new(false);
+        if kind == SnapshotKind::AofBaseCommands {
+            // Redis's rewrite without preamble: a timestamp annotation (when enabled), then the
+            // function libraries as FUNCTION LOAD.
+            if self.config.aof_timestamps.load(Ordering::Relaxed) {
+                w.buf.extend_from_slice(format!("#TS:{}\r\n", self.clock.unix_ms() / 1000).as_bytes());
+            }
+            for lib in self.scripting.libraries.lock().values() {
+                crate::changes::encode_command(&mut w.buf, &[&b"FUNCTION"[..], b"LOAD", &lib.code]);
+            }
+            return w.buf;
+        }
+        let aof_base = kind == SnapshotKind::AofBaseRdb;
         w.buf.extend_from_slice(format!("REDIS{:04}", rdb::RDB_VERSION).as_bytes());
         aux(&mut w, b"redis-ver", crate::server::REDIS_VERSION.as_bytes());
         aux(&mut w, b"redis-bits", b"64");
@@ -346,9 +379,9 @@ impl Server {
     /// It does not disturb a background snapshot that may be running.
     pub fn rdb_write_locked(&self, locked: &mut crate::keyspace::Locked<'_>, w: &mut dyn Write) -> io::Result<()> {
         assert!(locked.is_all(), "a snapshot needs every shard");
-        let spec = self.record_spec();
+        let spec = self.record_spec(false);
         let mut out = CrcWrite::new(w);
-        out.write_all(&self.rdb_header(false))?;
+        out.write_all(&self.rdb_header(SnapshotKind::Rdb))?;
         let mut file = FileBody::new(locked);
         let (mut rec, mut scratch) = (Writer::new(spec.compress), Writer::new(spec.compress));
         let mut buf = Vec::new();
@@ -376,11 +409,13 @@ impl Server {
     /// shard: the instant of the file is now, but nothing is copied (see
     /// [`crate::keyspace::Table::begin_snapshot`]); [`Snapshot::write`] then writes it from
     /// another thread while commands go on.
-    pub fn begin_snapshot(&self, locked: &mut crate::keyspace::Locked<'_>, aof_base: bool) -> Snapshot {
+    pub fn begin_snapshot(&self, locked: &mut crate::keyspace::Locked<'_>, kind: SnapshotKind) -> Snapshot {
         assert!(locked.is_all(), "a snapshot needs every shard");
-        let spec = Arc::new(self.record_spec());
-        let header = self.rdb_header(aof_base);
-        let body = FileBody::new(locked);
+        let commands = kind == SnapshotKind::AofBaseCommands;
+        let spec = Arc::new(self.record_spec(commands));
+        let header = self.rdb_header(kind);
+        let mut body = FileBody::new(locked);
+        body.commands = commands;
         // Every table has the same epoch; the snapshot's is the next one.
         let epoch = locked.shard(0).dbs[0].snapshot_epoch().wrapping_add(1);
         for s in locked.shards_mut() {
@@ -633,7 +668,7 @@ impl Server {
         }
         self.persistence.bgsave_in_progress.store(true, Ordering::SeqCst);
         let dirty = self.stats.dirty();
-        let snapshot = self.begin_snapshot(locked, false);
+        let snapshot = self.begin_snapshot(locked, SnapshotKind::Rdb);
         let (host, clock, state, path) =
             (self.config.host_arc(), self.clock.clone(), self.persistence.clone(), self.rdb_path());
         let started = clock.unix_ms() / 1000;
@@ -754,12 +789,13 @@ impl Server {
     /// base, written with [`Snapshot::write`]) and the encoded changes that belong to the incr file
     /// being closed, with the stream's offset.
     /// None while a BGSAVE runs (one snapshot at a time; the rewrite waits for it).
-    pub fn aof_rewrite_begin(&self) -> Option<(Snapshot, Vec<u8>, u64)> {
+    pub fn aof_rewrite_begin(&self, preamble: bool) -> Option<(Snapshot, Vec<u8>, u64)> {
         let mut locked = self.ks.lock_all();
         if self.persistence.bgsave_in_progress.load(Ordering::SeqCst) {
             return None;
         }
-        let snapshot = self.begin_snapshot(&mut locked, true);
+        let kind = if preamble { SnapshotKind::AofBaseRdb } else { SnapshotKind::AofBaseCommands };
+        let snapshot = self.begin_snapshot(&mut locked, kind);
         let (tail, offset) = self.changes.rotate_aof();
         Some((snapshot, tail, offset))
     }
@@ -869,6 +905,19 @@ impl Server {
     pub fn debug_loadaof_locked(&self, locked: &mut crate::keyspace::Locked<'_>, now: u64) -> Result<(), String> {
         let reader = self.persistence.aof_reader.get().ok_or("AOF is not available")?;
         let parts = reader()?;
+        // Loading, as at startup: other clients get -LOADING until the end.
+        self.loading.store(true, Ordering::SeqCst);
+        let result = self.debug_load_parts_locked(locked, parts, now);
+        self.loading.store(false, Ordering::SeqCst);
+        result
+    }
+
+    fn debug_load_parts_locked(
+        &self,
+        locked: &mut crate::keyspace::Locked<'_>,
+        parts: Vec<AofPart>,
+        now: u64,
+    ) -> Result<(), String> {
         for s in locked.shards_mut() {
             s.dbs.iter_mut().for_each(|t| t.clear(now));
         }

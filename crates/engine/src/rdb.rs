@@ -450,6 +450,9 @@ pub struct RecordSpec {
     pub now_ms: u64,
     /// `unix_ms - monotonic_ms` at that instant: deadlines are written as Unix milliseconds.
     pub wall_offset_ms: i64,
+    /// Records as the commands that rebuild each key (an AOF base without the RDB preamble,
+    /// `aof-use-rdb-preamble no`), not RDB records.
+    pub commands: bool,
 }
 
 impl RecordSpec {
@@ -465,6 +468,10 @@ impl RecordSpec {
 /// calls (the type byte precedes the key, so the value is encoded aside first).
 pub fn write_record(spec: &RecordSpec, db: usize, key: &[u8], e: &Entry, out: &mut Writer, scratch: &mut Writer) {
     if !spec.live(e) {
+        return;
+    }
+    if spec.commands {
+        write_commands(spec, key, e, &mut out.buf);
         return;
     }
     let deadline = e.expire_at as i64 + spec.wall_offset_ms;
@@ -496,6 +503,64 @@ pub fn write_record(spec: &RecordSpec, db: usize, key: &[u8], e: &Entry, out: &m
     out.buf.push(scratch.buf[0]);
     out.string(key);
     out.buf.extend_from_slice(&scratch.buf[1..]);
+}
+
+/// Items per command when a key is rewritten as commands (Redis's `AOF_REWRITE_ITEMS_PER_CMD`).
+const ITEMS_PER_CMD: usize = 64;
+
+/// A key as the commands that rebuild it, as Redis's AOF rewrite writes them: SET, RPUSH, SADD,
+/// ZADD, HMSET of up to 64 items each, then PEXPIREAT; a lock as a `#latch:` annotation
+/// (LOCKRESTORE, and PERSIST for a lock without TTL).
+fn write_commands(spec: &RecordSpec, key: &[u8], e: &Entry, out: &mut Vec<u8>) {
+    use crate::changes::encode_command;
+    let deadline = (e.expire_at as i64 + spec.wall_offset_ms).to_string();
+    let batches = |out: &mut Vec<u8>, cmd: &[u8], items: &mut dyn Iterator<Item = Vec<SmallBytes>>| {
+        let mut args: Vec<SmallBytes> = Vec::new();
+        let mut n = 0;
+        for item in items {
+            args.extend(item);
+            n += 1;
+            if n == ITEMS_PER_CMD {
+                let all: Vec<&[u8]> = [cmd, key].into_iter().chain(args.iter().map(|a| &a[..])).collect();
+                encode_command(out, &all);
+                (args, n) = (Vec::new(), 0);
+            }
+        }
+        if n > 0 {
+            let all: Vec<&[u8]> = [cmd, key].into_iter().chain(args.iter().map(|a| &a[..])).collect();
+            encode_command(out, &all);
+        }
+    };
+    match &e.value {
+        Value::Lock(l) => {
+            let mut cmds = Vec::new();
+            let at = if e.expire_at == 0 { (i64::MAX / 2).to_string() } else { deadline.clone() };
+            encode_command(
+                &mut cmds,
+                &[&b"LOCKRESTORE"[..], key, &l.owner, at.as_bytes(), l.token.to_string().as_bytes()],
+            );
+            if e.expire_at == 0 {
+                encode_command(&mut cmds, &[&b"PERSIST"[..], key]);
+            }
+            crate::changes::encode_annotation(out, &cmds);
+            return;
+        }
+        Value::List(l) => batches(out, b"RPUSH", &mut l.iter().map(|m| vec![m.clone()])),
+        Value::Set(s) => batches(out, b"SADD", &mut s.iter().map(|m| vec![m.clone()])),
+        Value::ZSet(z) => batches(
+            out,
+            b"ZADD",
+            &mut z.iter().map(|(m, score)| vec![SmallBytes::from_slice(&score_text(score)), m.clone()]),
+        ),
+        Value::Hash(h) => batches(out, b"HMSET", &mut h.iter().map(|(f, v)| vec![f.clone(), v.clone()])),
+        v => {
+            let bytes = v.as_bytes().unwrap_or_default();
+            encode_command(out, &[&b"SET"[..], key, &bytes]);
+        }
+    }
+    if e.expire_at != 0 {
+        encode_command(out, &[&b"PEXPIREAT"[..], key, deadline.as_bytes()]);
+    }
 }
 
 /// The value of a `latch-lock` AUX field: database, key, owner, deadline (Unix ms; 0 for none),

@@ -82,6 +82,9 @@ pub struct Server {
     pub persistence: Arc<crate::persistence::State>,
     /// Clients currently blocked on keys (`blocked_clients`).
     pub blocked_clients: AtomicU64,
+    /// The dataset is being loaded at startup: commands without the `loading` flag get
+    /// `-LOADING` (INFO's `loading:1`).
+    pub loading: AtomicBool,
     /// Last fencing token handed out by LOCK.
     pub fence: Arc<AtomicU64>,
     /// The configuration file the server was started with (CONFIG REWRITE, `INFO server`), set by the
@@ -190,6 +193,7 @@ impl Server {
             changes: Default::default(),
             persistence: Arc::new(crate::persistence::State::new(unix_s)),
             blocked_clients: AtomicU64::new(0),
+            loading: AtomicBool::new(false),
             fence: Arc::new(AtomicU64::new(0)),
             config_file: Mutex::new(None),
             scripting: crate::lua::Scripting::new(commands),

@@ -10,6 +10,7 @@
 
 mod vocab;
 
+use engine::persistence::SnapshotKind;
 use engine::testkit::{TestClient, TestServer};
 use proptest::prelude::*;
 use std::io::Write;
@@ -133,8 +134,8 @@ impl Write for Interleaved<'_> {
 }
 
 /// A background snapshot of `ts` taken now, written while `steps` run: the file it made.
-fn snapshot_during(ts: &TestServer, steps: &[Step], per_chunk: usize, visits: usize) -> Vec<u8> {
-    let snap = ts.srv.begin_snapshot(&mut ts.srv.ks.lock_all(), false).with_steps(visits, 64);
+fn snapshot_during(ts: &TestServer, steps: &[Step], per_chunk: usize, visits: usize, kind: SnapshotKind) -> Vec<u8> {
+    let snap = ts.srv.begin_snapshot(&mut ts.srv.ks.lock_all(), kind).with_steps(visits, 64);
     let mut w = Interleaved { file: Vec::new(), steps: steps.iter(), per_chunk, ts, client: ts.client() };
     snap.write(&mut w, &ts.srv.fence).expect("written to memory");
     w.run(usize::MAX);
@@ -142,15 +143,29 @@ fn snapshot_during(ts: &TestServer, steps: &[Step], per_chunk: usize, visits: us
 }
 
 /// The digest a fresh server has after loading `file`, at the monotonic time `at`.
-fn loaded_digest(file: &[u8], at: u64) -> Result<String, TestCaseError> {
+fn loaded_digest(file: &[u8], at: u64, kind: SnapshotKind) -> Result<String, TestCaseError> {
     let b = server();
     b.clock.advance_ms(at.saturating_sub(b.srv.clock.now_ms()));
-    let loaded = b.srv.rdb_load(file);
+    let loaded = match kind {
+        SnapshotKind::AofBaseCommands => {
+            let d = engine::changes::decode_commands(file);
+            prop_assert_eq!(d.end, engine::changes::AofEnd::Complete);
+            b.srv.aof_replay(d.commands).map(drop)
+        }
+        _ => b.srv.rdb_load(file).map(drop),
+    };
     prop_assert!(loaded.is_ok(), "the file does not load: {:?}", loaded);
     Ok(digest(&mut b.client()))
 }
 
-fn check(seed: u16, before: &[Step], during: &[Step], per_chunk: usize, visits: usize) -> Result<(), TestCaseError> {
+fn check(
+    seed: u16,
+    before: &[Step],
+    during: &[Step],
+    per_chunk: usize,
+    visits: usize,
+    kind: SnapshotKind,
+) -> Result<(), TestCaseError> {
     let a = server();
     let mut c = a.client();
     fill(&mut c, seed);
@@ -161,8 +176,8 @@ fn check(seed: u16, before: &[Step], during: &[Step], per_chunk: usize, visits: 
         // file never holds them. Reclaim them first.
         a.srv.active_expire_cycle(a.srv.clock.now_ms(), 1_000_000);
         let (expected, at) = (digest(&mut c), a.srv.clock.now_ms());
-        let file = snapshot_during(&a, during, per_chunk, visits);
-        prop_assert_eq!(loaded_digest(&file, at)?, expected, "snapshot {} differs from its instant", round);
+        let file = snapshot_during(&a, during, per_chunk, visits, kind);
+        prop_assert_eq!(loaded_digest(&file, at, kind)?, expected, "snapshot {} differs from its instant", round);
     }
     Ok(())
 }
@@ -181,8 +196,10 @@ proptest! {
         during in proptest::collection::vec(step(), 1..150),
         per_chunk in 1usize..6,
         visits in 1usize..40,
+        commands in any::<bool>(),
     ) {
-        check(seed, &before, &during, per_chunk, visits)?;
+        let kind = if commands { SnapshotKind::AofBaseCommands } else { SnapshotKind::Rdb };
+        check(seed, &before, &during, per_chunk, visits, kind)?;
     }
 }
 
@@ -194,7 +211,8 @@ fn flushdb_and_swapdb_during_a_snapshot() {
         .iter()
         .flat_map(|&k| [Step::Filler(1, 3, 4), Step::Cmd(k, 0, 0, 8), Step::Filler(3, 5, 6)])
         .collect();
-    check(0, &[], &during, 1, 5).unwrap();
+    check(0, &[], &during, 1, 5, SnapshotKind::Rdb).unwrap();
+    check(0, &[], &during, 1, 5, SnapshotKind::AofBaseCommands).unwrap();
 }
 
 /// A snapshot whose file cannot be written ends its walk anyway: the next one is complete.
@@ -217,11 +235,11 @@ fn a_failed_write_leaves_the_next_snapshot_whole() {
     let mut c = a.client();
     fill(&mut c, 0);
     for _ in 0..3 {
-        let snap = a.srv.begin_snapshot(&mut a.srv.ks.lock_all(), false).with_steps(7, 64);
+        let snap = a.srv.begin_snapshot(&mut a.srv.ks.lock_all(), SnapshotKind::Rdb).with_steps(7, 64);
         assert!(snap.write(&mut Full(3), &a.srv.fence).is_err());
     }
     a.srv.active_expire_cycle(a.srv.clock.now_ms(), 1_000_000);
     let (expected, at) = (digest(&mut c), a.srv.clock.now_ms());
-    let file = snapshot_during(&a, &[], 1, 7);
-    assert_eq!(loaded_digest(&file, at).unwrap(), expected);
+    let file = snapshot_during(&a, &[], 1, 7, SnapshotKind::Rdb);
+    assert_eq!(loaded_digest(&file, at, SnapshotKind::Rdb).unwrap(), expected);
 }

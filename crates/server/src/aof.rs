@@ -356,7 +356,9 @@ impl Aof {
         }
         if files.is_empty() {
             // No AOF yet: its first base is made from what is in memory (not counted as a rewrite).
-            tracing::info!("Creating AOF base file {name}.1.base.rdb on server start");
+            let suffix =
+                if self.srv.config.get("aof-use-rdb-preamble").as_deref() == Some("no") { "aof" } else { "rdb" };
+            tracing::info!("Creating AOF base file {name}.1.base.{suffix} on server start");
             return self.rewrite_inner();
         }
         for part in read_parts(&self.srv, &dir, &files)? {
@@ -559,7 +561,8 @@ impl Aof {
             if files.is_none() {
                 self.srv.aof_start();
             }
-            let Some((snapshot, tail, offset)) = self.srv.aof_rewrite_begin() else {
+            let preamble = self.srv.config.get("aof-use-rdb-preamble").as_deref() != Some("no");
+            let Some((snapshot, tail, offset)) = self.srv.aof_rewrite_begin(preamble) else {
                 return Err("a background save is in progress; the rewrite waits for it".into());
             };
             // Base and incr files are numbered apart, as Redis numbers them.
@@ -599,7 +602,8 @@ impl Aof {
             }
             *files = Some(f);
             self.synced.fetch_max(offset, Ordering::SeqCst);
-            (snapshot, (format!("{name}.{base_seq}.base.rdb"), base_seq), incr_seq, dir)
+            let suffix = if preamble { "rdb" } else { "aof" };
+            (snapshot, (format!("{name}.{base_seq}.base.{suffix}"), base_seq), incr_seq, dir)
         };
         let mut snapshot = Some(snapshot);
         host.write_durably_with(&dir.join(&base), &mut |w| match snapshot.take() {

@@ -177,19 +177,10 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     tracing::warn!("Server initialized");
     srv.memory_startup.store(alloc::used(), std::sync::atomic::Ordering::Relaxed);
     let aof = aof::Aof::new(srv.clone());
-    if srv.config.get("appendonly").as_deref() == Some("yes") {
-        // With the AOF on, Redis loads the AOF and not the RDB file.
-        if let Err(e) = aof.start_at_boot() {
-            // Redis's loader exits right after its message: the last line says why.
-            tracing::warn!("{e}");
-            pidfile.remove_quietly();
-            return 1;
-        }
-    } else if !load_rdb(&srv) {
-        pidfile.remove_quietly();
-        return 1;
-    }
 
+    // Clients are served while the data loads, as Redis serves them: commands without the
+    // `loading` flag get -LOADING until it is done.
+    srv.loading.store(true, std::sync::atomic::Ordering::SeqCst);
     // Each accept loop records the port it serves (for INFO), here and after CONFIG SET port.
     let (acceptor, acceptor_aof) = (srv.clone(), aof.clone());
     net::serve(listeners, &binds, port, backlog, move |l| {
@@ -197,6 +188,26 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
         acceptor.tcp_port.store(l.local_addr().map_or(0, |a| a.port()) as u64, std::sync::atomic::Ordering::Relaxed);
         tokio::spawn(accept_loop(l, acceptor.clone(), acceptor_aof.clone()))
     });
+    let (loader, loader_aof) = (srv.clone(), aof.clone());
+    let loaded = tokio::task::spawn_blocking(move || {
+        if loader.config.get("appendonly").as_deref() == Some("yes") {
+            // With the AOF on, Redis loads the AOF and not the RDB file.
+            loader_aof.start_at_boot().map_err(|e| {
+                // Redis's loader exits right after its message: the last line says why.
+                tracing::warn!("{e}");
+            })
+        } else if load_rdb(&loader) {
+            Ok(())
+        } else {
+            Err(())
+        }
+    })
+    .await;
+    if !matches!(loaded, Ok(Ok(()))) {
+        pidfile.remove_quietly();
+        return 1;
+    }
+    srv.loading.store(false, std::sync::atomic::Ordering::SeqCst);
     tokio::spawn(waiter_timer(srv.clone(), clock.clone()));
     tokio::spawn(cron(srv.clone(), clock, aof.clone()));
     tracing::info!("Ready to accept connections tcp");

@@ -168,3 +168,52 @@ fn debug_loadaof_reloads_what_the_aof_holds() {
     let l = latch(&dir, "everysec", &[]);
     assert_eq!(digest(&mut l.raw()), before);
 }
+
+/// `aof-use-rdb-preamble no`: the rewrite's base is commands (`.base.aof`, with the function
+/// libraries as FUNCTION LOAD and locks as `#latch:` annotations), which Latch and redis-server
+/// both load.
+#[test]
+fn a_base_of_commands_loads_in_latch_and_redis() {
+    let dir = TempDir::new("aof-base-commands");
+    let (before, plain) = {
+        let l = latch(&dir, "always", &["--aof-use-rdb-preamble", "no"]);
+        let mut c = l.raw();
+        write_some(&mut c, 0, 100);
+        let many: Vec<Vec<u8>> = (0..150).map(|i| format!("m{i}").into_bytes()).collect();
+        let mut sadd: Vec<&[u8]> = vec![b"SADD", b"big"];
+        sadd.extend(many.iter().map(|m| &m[..]));
+        c.cmd(&sadd);
+        c.cmd(&[b"ZADD", b"z", b"1.5", b"a", b"-inf", b"b"]);
+        c.cmd(&[b"HSET", b"h", b"f", b"v", b"g", b"w"]);
+        c.cmd(&[b"FUNCTION", b"LOAD", b"#!lua name=lib\nredis.register_function('f', function() return 1 end)"]);
+        let plain = digest(&mut c);
+        c.cmd(&[b"LOCK", b"res", b"owner", b"100000"]);
+        assert_eq!(c.cmd(&[b"BGREWRITEAOF"]), "+Background append only file rewriting started\r\n");
+        for _ in 0..200 {
+            std::thread::sleep(Duration::from_millis(20));
+            if c.cmd(&[b"INFO", b"persistence"]).contains("aof_rewrite_in_progress:0") {
+                break;
+            }
+        }
+        (digest(&mut c), plain)
+    };
+    let manifest = std::fs::read_to_string(dir.0.join("appendonlydir/appendonly.aof.manifest")).expect("manifest");
+    assert!(manifest.contains("appendonly.aof.2.base.aof seq 2 type b"), "{manifest}");
+    let base = std::fs::read(dir.0.join("appendonlydir/appendonly.aof.2.base.aof")).expect("base");
+    assert!(base.starts_with(b"*3\r\n$8\r\nFUNCTION\r\n$4\r\nLOAD\r\n"), "{}", String::from_utf8_lossy(&base[..40]));
+    {
+        let l = latch(&dir, "always", &[]);
+        let mut c = l.raw();
+        assert_eq!(digest(&mut c), before);
+        assert!(c.cmd(&[b"LOCKINFO", b"res"]).contains("owner"));
+    }
+    let Some(redis) = RedisServer::start_with_or_skip(
+        "loading Latch's command base into redis-server",
+        &["--dir", dir.path(), "--appendonly", "yes", "--enable-debug-command", "yes"],
+    ) else {
+        return;
+    };
+    let mut r = redis.raw();
+    redis.wait_loaded(&mut r);
+    assert_eq!(digest(&mut r), plain, "redis-server loaded another dataset (locks aside)");
+}

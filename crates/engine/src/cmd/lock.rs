@@ -175,8 +175,9 @@ fn lockrestore(ctx: &mut Ctx<'_, '_>) -> Frame {
     let value = Value::Lock(Box::new(LockValue { owner: SmallBytes::from_slice(owner), token }));
     let now = ctx.now as i64;
     let mut db = ctx.db();
-    if deadline <= now {
-        // Already past its deadline: the grant is over (as SET ... PXAT in the past).
+    if deadline < now {
+        // Already past its deadline (a key expires once its deadline is behind the clock): the
+        // grant is over, as SET ... PXAT in the past.
         db.remove(key);
     } else {
         db.set_with_expire(key, value, deadline as u64);

@@ -672,7 +672,7 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
         "persistence" => {
             let aof = cfg.get("appendonly").as_deref() == Some("yes");
             line!("# Persistence");
-            line!("loading:0");
+            line!("loading:{}", ctx.srv.loading.load(Ordering::Relaxed) as u8);
             line!("async_loading:0");
             line!("current_cow_peak:0");
             line!("current_cow_size:0");
