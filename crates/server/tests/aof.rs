@@ -40,6 +40,20 @@ fn write_some(c: &mut Raw, from: usize, to: usize) {
     ]);
 }
 
+/// redis-check-aof (when installed) accepts the AOF directory in `dir`.
+fn redis_check_aof(dir: &TempDir) {
+    let manifest = dir.0.join("appendonlydir/appendonly.aof.manifest");
+    if let Ok(out) = std::process::Command::new("redis-check-aof").arg(&manifest).output() {
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains("All AOF files and manifest are valid"),
+            "redis-check-aof refused Latch's AOF:\n{text}"
+        );
+    } else {
+        assert!(std::env::var_os("CI").is_none(), "redis-check-aof is missing (apt-get install redis-tools)");
+    }
+}
+
 fn digest(c: &mut Raw) -> String {
     c.cmd(&[b"DEBUG", b"DIGEST"])
 }
@@ -119,6 +133,7 @@ fn aof_directories_move_between_latch_and_redis() {
         c.cmd(&[b"DEL", b"res"]);
         digest(&mut c)
     };
+    redis_check_aof(&dir);
     let Some(redis) = RedisServer::start_with_or_skip(
         "loading Latch's AOF into redis-server",
         &["--dir", dir.path(), "--appendonly", "yes", "--appendfsync", "always", "--enable-debug-command", "yes"],
@@ -199,6 +214,7 @@ fn a_base_of_commands_loads_in_latch_and_redis() {
     };
     let manifest = std::fs::read_to_string(dir.0.join("appendonlydir/appendonly.aof.manifest")).expect("manifest");
     assert!(manifest.contains("appendonly.aof.2.base.aof seq 2 type b"), "{manifest}");
+    redis_check_aof(&dir);
     let base = std::fs::read(dir.0.join("appendonlydir/appendonly.aof.2.base.aof")).expect("base");
     assert!(base.starts_with(b"*3\r\n$8\r\nFUNCTION\r\n$4\r\nLOAD\r\n"), "{}", String::from_utf8_lossy(&base[..40]));
     {
