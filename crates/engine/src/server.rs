@@ -173,6 +173,7 @@ impl Server {
             Box::leak(Box::new(t.expect("rename-command lines are checked when the configuration is read")))
         };
         let run_id = random_id();
+        let scripting = crate::lua::Scripting::new(commands, clock.clone(), config.host_arc());
         let now = clock.now_ms();
         let unix_s = (clock.unix_ms() / 1000) as u64;
         Server {
@@ -196,7 +197,7 @@ impl Server {
             loading: AtomicBool::new(false),
             fence: Arc::new(AtomicU64::new(0)),
             config_file: Mutex::new(None),
-            scripting: crate::lua::Scripting::new(commands),
+            scripting,
             evictor: Default::default(),
             memory_peak: AtomicU64::new(0),
             memory_startup: AtomicU64::new(0),

@@ -29,7 +29,7 @@ use parking_lot::Mutex;
 use resp::Frame;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
 /// Script flag: no shebang (EVAL compatibility mode).
 pub const FLAG_COMPAT: u32 = 1;
@@ -80,6 +80,10 @@ pub struct RunState {
     pub handed_off: AtomicBool,
     /// What to call when a run gets long (`Server::long_op`).
     pub long_op: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
+    /// `busy-reply-threshold` when the run started (ms; 0: none).
+    pub threshold_ms: AtomicI64,
+    /// The run was logged as slow (once per run, as Redis's "Slow script detected").
+    pub slow_logged: AtomicBool,
 }
 
 /// A cached EVAL script.
@@ -146,6 +150,41 @@ pub struct Scripting {
     /// The command table as defined (before `rename-command`): what `redis.call` resolves names in
     /// when the server renamed nothing, and what `redis.acl_check_cmd` checks.
     pub table: &'static crate::command::CommandTable,
+    /// What the instruction hook reads the time on and logs to (a run past the threshold).
+    watch: SlowWatch,
+}
+
+/// The clock and the log a running script is watched with.
+#[derive(Clone)]
+struct SlowWatch {
+    clock: Arc<dyn crate::clock::Clock>,
+    host: Arc<dyn crate::host::Host>,
+}
+
+impl SlowWatch {
+    /// Called by the instruction hook: logs the run once it is past its threshold (Redis's
+    /// "Slow script detected" warning).
+    fn check(&self, r: &RunState) {
+        let threshold = r.threshold_ms.load(Ordering::Relaxed);
+        if threshold <= 0 || r.slow_logged.load(Ordering::Relaxed) {
+            return;
+        }
+        let elapsed = self.clock.now_ms().saturating_sub(r.start_ms.load(Ordering::Relaxed));
+        if (elapsed as i64) < threshold || r.slow_logged.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let (kill, name) = if r.eval.load(Ordering::Relaxed) {
+            ("SCRIPT KILL", String::new())
+        } else {
+            ("FUNCTION KILL", format!(" Script name is: {}.", r.info.lock().0))
+        };
+        self.host.log(
+            crate::host::LogLevel::Warning,
+            &format!(
+                "Slow script detected: still in execution after {elapsed} milliseconds. You can try killing the script using the {kill} command.{name}"
+            ),
+        );
+    }
 }
 
 /// Slots of `Scripting::verified`.
@@ -167,7 +206,11 @@ fn script_id(name: &[u8], what: &[u8]) -> Option<u64> {
 
 impl Scripting {
     /// Scripting for a server whose commands are `table` (as defined, before `rename-command`).
-    pub fn new(table: &'static crate::command::CommandTable) -> Self {
+    pub fn new(
+        table: &'static crate::command::CommandTable,
+        clock: Arc<dyn crate::clock::Clock>,
+        host: Arc<dyn crate::host::Host>,
+    ) -> Self {
         let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).saturating_mul(2).max(2);
         Scripting {
             pool: (0..n).map(|_| Slot { vm: Mutex::new(None), run: Arc::default() }).collect(),
@@ -180,6 +223,7 @@ impl Scripting {
             any_escalated: AtomicBool::new(false),
             verified: (0..VERIFIED_SLOTS).map(|_| AtomicU64::new(0)).collect(),
             table,
+            watch: SlowWatch { clock, host },
         }
     }
 }
@@ -310,7 +354,7 @@ pub fn script_sha(body: &[u8]) -> String {
 }
 
 impl Vm {
-    fn new(run: Arc<RunState>, table: &'static crate::command::CommandTable) -> mlua::Result<Vm> {
+    fn new(run: Arc<RunState>, table: &'static crate::command::CommandTable, watch: SlowWatch) -> mlua::Result<Vm> {
         let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())?;
         let raised: libs::Pending = Arc::new(Mutex::new(None));
         let err = raised.clone();
@@ -538,6 +582,7 @@ impl Vm {
                     f();
                 }
             }
+            watch.check(&r);
             if r.killed.load(Ordering::Relaxed) {
                 return Err(mlua::Error::runtime("Script killed by user with SCRIPT KILL..."));
             }
@@ -889,7 +934,7 @@ impl Scripting {
         }
         let slot = &self.pool[i];
         if g.is_none() {
-            match Vm::new(slot.run.clone(), self.table) {
+            match Vm::new(slot.run.clone(), self.table, self.watch.clone()) {
                 Ok(vm) => *g = Some(vm),
                 Err(e) => return Err(Frame::error(format!("ERR Lua initialisation failed: {e}"))),
             }
@@ -1038,6 +1083,8 @@ impl Scripting {
         run.wrote.store(false, Ordering::Relaxed);
         run.resp.store(2, Ordering::Relaxed);
         run.handed_off.store(false, Ordering::Relaxed);
+        run.slow_logged.store(false, Ordering::Relaxed);
+        run.threshold_ms.store(a.srv.config.busy_reply_threshold.load(Ordering::Relaxed), Ordering::Relaxed);
         if !eval {
             // FUNCTION STATS shows the running function (it answers BUSY during EVAL).
             *run.info.lock() = (name.to_string(), a.command.to_vec());

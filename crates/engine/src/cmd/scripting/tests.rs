@@ -657,3 +657,30 @@ fn monitor_shows_the_script_then_its_commands_from_lua() {
     assert!(shapes[3].contains("] \"FCALL\" \"t\" \"0\""), "{got:?}");
     assert_eq!(shapes[4], "[0 lua] \"set\" \"foo\" \"baz\"");
 }
+
+#[test]
+fn a_script_past_the_threshold_is_logged_once() {
+    // The script runs until the clock moves (another thread moves it), then a little more, so that
+    // the instruction hook sees it past `busy-reply-threshold` (5 s by default).
+    let (ts, host) = TestServer::with_host();
+    let clock = ts.clock.clone();
+    let mover = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        clock.advance_ms(6000);
+    });
+    let mut c = ts.client();
+    let script = "local t0 = redis.call('time')[1] \
+                  while redis.call('time')[1] == t0 do end \
+                  for i = 1, 1000000 do end return 1";
+    assert_eq!(c.run(&format!("EVAL \"{script}\" 0")), ":1");
+    mover.join().expect("clock thread");
+    let slow: Vec<String> = host
+        .logged
+        .lock()
+        .iter()
+        .filter(|(_, line)| line.starts_with("Slow script detected: still in execution after"))
+        .map(|(_, line)| line.clone())
+        .collect();
+    assert_eq!(slow.len(), 1, "{slow:?}");
+    assert!(slow[0].contains("using the SCRIPT KILL command"), "{slow:?}");
+}
