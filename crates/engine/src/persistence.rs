@@ -57,6 +57,10 @@ pub struct State {
     pub aof_last_error: parking_lot::Mutex<String>,
     /// BGSAVE SCHEDULE asked for a save while a rewrite ran: the cron starts it after.
     pub bgsave_scheduled: AtomicBool,
+    /// Keys the last RDB load took (`rdb_last_load_keys_loaded`).
+    pub last_load_keys: AtomicU64,
+    /// Keys the last RDB load dropped because their TTL had passed (`rdb_last_load_keys_expired`).
+    pub last_load_expired: AtomicU64,
     /// DEBUG AOF-FLUSH-SLEEP: microseconds the AOF writer sleeps before each write (tests).
     pub aof_flush_sleep_us: AtomicU64,
     /// How DEBUG LOADAOF reads the AOF (set once by the AOF writer).
@@ -598,11 +602,16 @@ impl Server {
             if checked && stored != 0 {
                 let actual = rdb::crc64(&data[..body_end]);
                 if actual != stored {
-                    return Err(format!("Wrong RDB checksum expected: ({stored:x}) got: ({actual:x}). Aborting now."));
+                    // Redis logs both lines (the second from rdbReportCorruptRDB).
+                    return Err(format!(
+                        "Wrong RDB checksum expected: ({stored:x}) got: ({actual:x}). Aborting now.\nInternal error in RDB reading offset {body_end} -> RDB CRC error"
+                    ));
                 }
             }
         }
         loaded.bytes = data.len() - r.rest().len();
+        self.persistence.last_load_keys.store(loaded.keys + loaded.locks, Ordering::Relaxed);
+        self.persistence.last_load_expired.store(loaded.expired, Ordering::Relaxed);
         Ok(loaded)
     }
 

@@ -464,13 +464,16 @@ impl RecordSpec {
 
 /// Appends the record of one key of database `db` to `out`: `EXPIRETIME_MS`, the access field,
 /// then type, key and value; for a native lock (which has no RDB type) a `latch-lock` AUX field.
-/// Keys whose TTL had passed at the snapshot's instant are skipped. `scratch` is reused between
-/// calls (the type byte precedes the key, so the value is encoded aside first).
+/// `scratch` is reused between calls (the type byte precedes the key, so the value is encoded
+/// aside first).
 pub fn write_record(spec: &RecordSpec, db: usize, key: &[u8], e: &Entry, out: &mut Writer, scratch: &mut Writer) {
-    if !spec.live(e) {
-        return;
-    }
+    // An RDB file keeps keys whose TTL passed but that are still stored, as Redis's rdbSave does
+    // (the loader drops them and counts them in `rdb_last_load_keys_expired`); a rewrite into
+    // commands leaves them out, as Redis's AOF rewrite does.
     if spec.commands {
+        if !spec.live(e) {
+            return;
+        }
         write_commands(spec, key, e, &mut out.buf);
         return;
     }

@@ -194,7 +194,9 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
             // With the AOF on, Redis loads the AOF and not the RDB file.
             loader_aof.start_at_boot().map_err(|e| {
                 // Redis's loader exits right after its message: the last line says why.
-                tracing::warn!("{e}");
+                for line in e.lines() {
+                    tracing::warn!("{line}");
+                }
             })
         } else if load_rdb(&loader) {
             Ok(())
@@ -405,7 +407,9 @@ fn load_rdb(srv: &Server) -> bool {
         }
         Err(e) => {
             // Redis's rdbReportError: the reason, then this line, then exit.
-            tracing::warn!("{e}");
+            for line in e.lines() {
+                tracing::warn!("{line}");
+            }
             tracing::warn!("Terminating server after rdb file reading failure.");
             false
         }

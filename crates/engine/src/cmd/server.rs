@@ -690,6 +690,8 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
                 if running { unix_s - p.bgsave_started.load(Ordering::Relaxed) } else { -1 }
             );
             line!("rdb_saves:{}", p.saves.load(Ordering::Relaxed));
+            line!("rdb_last_load_keys_expired:{}", p.last_load_expired.load(Ordering::Relaxed));
+            line!("rdb_last_load_keys_loaded:{}", p.last_load_keys.load(Ordering::Relaxed));
             line!("aof_enabled:{}", (aof && srv.changes.aof_on()) as u8);
             line!("aof_rewrite_in_progress:{}", p.aof_rewrite_in_progress.load(Ordering::Relaxed) as u8);
             let scheduled =
