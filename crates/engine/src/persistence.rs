@@ -84,6 +84,9 @@ impl State {
 /// BGSAVE while an AOF rewrite runs, without SCHEDULE (Redis's text).
 pub const BGSAVE_BUSY: &str = "ERR Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.";
 
+/// Keys loaded between two moments a startup load lets the shards go.
+const LOAD_YIELD_KEYS: u64 = 1024;
+
 /// Records go to the file in chunks of about this size (a background snapshot also holds a shard's
 /// lock for no longer than it takes to encode one).
 const CHUNK_BYTES: usize = 32 * 1024;
@@ -442,7 +445,7 @@ impl Server {
     /// error nothing tells what was loaded before it: the caller stops (at startup the server exits,
     /// as Redis does).
     pub fn rdb_load(&self, data: &[u8]) -> Result<Loaded, String> {
-        self.rdb_load_locked(&mut self.ks.lock_all(), data, false)
+        self.rdb_load_inner(&mut self.ks.lock_all(), data, false, true)
     }
 
     /// [`Server::rdb_load`] for a caller that holds every shard already. Without `merge`, a key or
@@ -454,7 +457,23 @@ impl Server {
         data: &[u8],
         merge: bool,
     ) -> Result<Loaded, String> {
+        self.rdb_load_inner(locked, data, merge, false)
+    }
+
+    /// The load; with `yields` (loading at startup, no command holding the locks), every shard is
+    /// let go now and then (every [`LOAD_YIELD_KEYS`] keys), as Redis processes events while it
+    /// loads: INFO and the other commands that may run while loading answer meanwhile, the rest get
+    /// -LOADING.
+    fn rdb_load_inner(
+        &self,
+        locked: &mut crate::keyspace::Locked<'_>,
+        data: &[u8],
+        merge: bool,
+        yields: bool,
+    ) -> Result<Loaded, String> {
         assert!(locked.is_all(), "loading needs every shard");
+        // DEBUG's `key-load-delay`: microseconds to wait after each key (tests of loading).
+        let delay = self.config.get_i64("key-load-delay");
         let short = || "Short read or OOM loading DB. Unrecoverable error, aborting now.".to_string();
         if data.len() < 9 || &data[..5] != b"REDIS" {
             return Err("Wrong signature trying to load DB from file".into());
@@ -590,6 +609,12 @@ impl Server {
                     }
                     t.insert(&key, e);
                     loaded.keys += 1;
+                    if delay > 0 {
+                        std::thread::sleep(std::time::Duration::from_micros(delay as u64));
+                    }
+                    if yields && loaded.keys.is_multiple_of(LOAD_YIELD_KEYS) {
+                        locked.relock_all();
+                    }
                 }
             }
         }
