@@ -59,3 +59,17 @@ proptest! {
         }
     }
 }
+
+/// Found by the property in CI: inputs that decode to hundreds of values (250 msgpack `true`s, a
+/// struct format of 300 items).
+#[test]
+fn decoders_returning_hundreds_of_values() {
+    let ts = TestServer::new();
+    let mut c = ts.client();
+    for input in [vec![0xc3u8; 250], b"b".repeat(300)] {
+        for script in engine::testkit::LUA_DECODER_SCRIPTS {
+            let reply = c.cmd(&[b"EVAL".to_vec(), script.as_bytes().to_vec(), b"0".to_vec(), input.clone()]);
+            assert!(reply.is_some(), "{script}");
+        }
+    }
+}
