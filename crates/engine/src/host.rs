@@ -46,6 +46,11 @@ pub trait Host: Send + Sync + 'static {
         fill(&mut data)?;
         self.write_durably(path, &data)
     }
+    /// Renames `from` over `to` (same directory) and flushes the directory: a crash leaves one
+    /// or the other. A background save's last step.
+    fn rename_durably(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Removes a file (a background save that was cancelled).
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
     /// Runs `job` off the command path, on a thread of its own. The caller may hold shard locks
     /// the job takes: it never runs in place. An error when it cannot start (no thread).
     fn in_background(&self, job: Box<dyn FnOnce() + Send>) -> io::Result<()>;
@@ -345,6 +350,15 @@ impl Host for MemoryHost {
     fn in_background(&self, job: Box<dyn FnOnce() + Send>) -> io::Result<()> {
         self.queued.lock().push(job);
         Ok(())
+    }
+    fn rename_durably(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut files = self.files.lock();
+        let data = files.remove(from).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        files.insert(to.to_path_buf(), data);
+        Ok(())
+    }
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.files.lock().remove(path).map(drop).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
     }
     fn run_queued(&self) {
         loop {

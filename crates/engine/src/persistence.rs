@@ -57,6 +57,12 @@ pub struct State {
     pub aof_last_error: parking_lot::Mutex<String>,
     /// BGSAVE SCHEDULE asked for a save while a rewrite ran: the cron starts it after.
     pub bgsave_scheduled: AtomicBool,
+    /// The running background save must not land (FLUSHALL, SHUTDOWN save something newer):
+    /// Redis kills its child for the same reason.
+    pub bgsave_cancel: AtomicBool,
+    /// Held while the RDB file is replaced: by a save on the command path for its whole write,
+    /// by a background save for its check of [`State::bgsave_cancel`] and its rename only.
+    pub rdb_file: parking_lot::Mutex<()>,
     /// Keys the last RDB load took (`rdb_last_load_keys_loaded`).
     pub last_load_keys: AtomicU64,
     /// Keys the last RDB load dropped because their TTL had passed (`rdb_last_load_keys_expired`).
@@ -228,8 +234,13 @@ impl Snapshot {
     /// takes what commands wrote in the meantime (old values of entries they changed). After an
     /// error the rest of the walk only marks entries ([`Snapshot::abandon`] is called here), so
     /// the next snapshot starts clean.
-    pub fn write(mut self, w: &mut dyn Write, fence: &AtomicU64) -> io::Result<()> {
-        let result = self.write_inner(w, fence);
+    pub fn write(self, w: &mut dyn Write, fence: &AtomicU64) -> io::Result<()> {
+        self.write_until(w, fence, &AtomicBool::new(false))
+    }
+
+    /// [`Snapshot::write`], giving up (an `Interrupted` error) once `cancel` is set.
+    pub fn write_until(mut self, w: &mut dyn Write, fence: &AtomicU64, cancel: &AtomicBool) -> io::Result<()> {
+        let result = self.write_inner(w, fence, cancel);
         if result.is_err() {
             self.abandon();
         }
@@ -245,13 +256,16 @@ impl Snapshot {
         self.ended = true;
     }
 
-    fn write_inner(&mut self, w: &mut dyn Write, fence: &AtomicU64) -> io::Result<()> {
+    fn write_inner(&mut self, w: &mut dyn Write, fence: &AtomicU64, cancel: &AtomicBool) -> io::Result<()> {
         let mut out = CrcWrite::new(w);
         out.write_all(&self.header)?;
         let mut left: Vec<usize> = (0..self.ks.nshards()).collect();
         let mut buf = Vec::new();
         let mut steps = 0u64;
         while let Some(&i) = left.first() {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled by a newer save"));
+            }
             let done = self.step(i, true, &mut buf);
             if done {
                 left.remove(0);
@@ -658,20 +672,27 @@ impl Server {
     /// The dataset, snapshotted with every shard held, written durably to [`Server::rdb_path`]: what
     /// SAVE, SHUTDOWN and a save on SIGTERM share (only SAVE records it as a save).
     pub fn write_rdb_locked(&self, locked: &mut crate::keyspace::Locked<'_>) -> std::io::Result<()> {
+        // A background save still running holds an older instant: it must not replace this file
+        // once it is written.
+        if self.persistence.bgsave_in_progress.load(Ordering::SeqCst) {
+            self.persistence.bgsave_cancel.store(true, Ordering::SeqCst);
+        }
+        let _file = self.persistence.rdb_file.lock();
         self.config.host().write_durably_with(&self.rdb_path(), &mut |w| self.rdb_write_locked(locked, w))
     }
 
     /// SAVE: a snapshot, on disk before this returns. The caller holds every shard.
     pub fn save_locked(&self, locked: &mut crate::keyspace::Locked<'_>) -> Result<(), String> {
+        if self.persistence.bgsave_in_progress.load(Ordering::SeqCst) {
+            return Err("ERR Background save already in progress".into());
+        }
         self.save_locked_pending(locked, 0)
     }
 
     /// [`Server::save_locked`] from inside a command that already made `pending` changes, not yet
-    /// added to the change count (FLUSHALL saves what it flushed).
+    /// added to the change count (FLUSHALL saves what it flushed, and a background save running
+    /// is cancelled first, as Redis kills its child).
     pub fn save_locked_pending(&self, locked: &mut crate::keyspace::Locked<'_>, pending: u64) -> Result<(), String> {
-        if self.persistence.bgsave_in_progress.load(Ordering::SeqCst) {
-            return Err("ERR Background save already in progress".into());
-        }
         let dirty = self.stats.dirty() + pending;
         let host = self.config.host();
         let unix_s = (self.clock.unix_ms() / 1000) as u64;
@@ -702,6 +723,7 @@ impl Server {
         }
         self.persistence.bgsave_in_progress.store(true, Ordering::SeqCst);
         let dirty = self.stats.dirty();
+        self.persistence.bgsave_cancel.store(false, Ordering::SeqCst);
         let snapshot = self.begin_snapshot(locked, SnapshotKind::Rdb);
         let (host, clock, state, path) =
             (self.config.host_arc(), self.clock.clone(), self.persistence.clone(), self.rdb_path());
@@ -715,12 +737,29 @@ impl Server {
         let theirs = slot.clone();
         let job = Box::new(move || {
             let mut snapshot = theirs.lock().take();
-            let result = h.write_durably_with(&path, &mut |w| match snapshot.take() {
-                Some(s) => s.write(w, &fence),
+            // Written aside, then renamed over the file unless a save on the command path (which
+            // holds a newer instant) cancelled it meanwhile.
+            let tmp = path.with_file_name(format!("temp-bgsave-{}.rdb", h.pid()));
+            let cancelled = || io::Error::new(io::ErrorKind::Interrupted, "cancelled by a newer save");
+            let mut result = h.write_durably_with(&tmp, &mut |w| match snapshot.take() {
+                Some(s) => s.write_until(w, &fence, &state.bgsave_cancel),
                 None => Err(io::Error::other("the snapshot was written already")),
             });
+            if result.is_ok() {
+                let _file = state.rdb_file.lock();
+                result = if state.bgsave_cancel.load(Ordering::SeqCst) {
+                    let _ = h.remove_file(&tmp);
+                    Err(cancelled())
+                } else {
+                    h.rename_durably(&tmp, &path)
+                };
+            }
             let end = clock.unix_ms() / 1000;
             match result {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                    // Not a failure (Redis: a child it killed on purpose).
+                    h.log(crate::host::LogLevel::Warning, "Background saving terminated: a newer save replaced it");
+                }
                 Ok(()) => {
                     state.saved(dirty, end as u64);
                     state.last_bgsave_failed.store(false, Ordering::SeqCst);

@@ -188,6 +188,16 @@ impl Host for OsHost {
         result
     }
 
+    fn rename_durably(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::rename(from, to)?;
+        let dir = to.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        std::fs::File::open(dir)?.sync_all()
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        std::fs::remove_file(path)
+    }
+
     fn in_background(&self, job: Box<dyn FnOnce() + Send>) -> io::Result<()> {
         std::thread::Builder::new()
             .name("latch-bgsave".into())

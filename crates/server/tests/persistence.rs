@@ -171,3 +171,38 @@ fn fencing_tokens_grow_across_a_crash_without_persistence() {
     let after = token(&c.cmd(&[b"LOCK", b"l0", b"o", b"100000"]));
     assert!(after > before, "token after the crash {after} <= {before} before it");
 }
+
+/// A FLUSHALL (or SHUTDOWN) that saves while a BGSAVE of an older instant is still writing wins:
+/// the background save is cancelled and never replaces the newer file (Redis kills its child).
+/// Before, the old dataset came back after a restart.
+#[test]
+fn a_newer_save_cancels_a_running_bgsave() {
+    let dir = TempDir::new("bgsave-cancel");
+    {
+        let l = latch_in(&dir, "dump.rdb", &["--save", "3600 1", "--rdbcompression", "no"]);
+        let mut c = l.raw();
+        assert_eq!(c.cmd(&[b"DEBUG", b"POPULATE", b"400000", b"key", b"100"]), "+OK\r\n");
+        assert_eq!(c.cmd(&[b"BGSAVE"]), "+Background saving started\r\n");
+        assert_eq!(c.cmd(&[b"FLUSHALL"]), "+OK\r\n");
+        assert_eq!(c.cmd(&[b"SET", b"after", b"1"]), "+OK\r\n");
+        for _ in 0..500 {
+            if c.cmd(&[b"INFO", b"persistence"]).contains("rdb_bgsave_in_progress:0") {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let info = c.cmd(&[b"INFO", b"persistence"]);
+        assert!(info.contains("rdb_last_bgsave_status:ok"), "a cancelled save is no failure: {info}");
+        assert_eq!(c.cmd(&[b"SET", b"k", b"v"]), "+OK\r\n", "writes go on");
+        // Dropped: SIGKILL, so only what FLUSHALL saved is on disk.
+    }
+    let l = latch_in(&dir, "dump.rdb", &[]);
+    let mut c = l.raw();
+    assert_eq!(c.cmd(&[b"DBSIZE"]), ":0\r\n", "the flushed dataset came back from the cancelled BGSAVE");
+    assert!(
+        !std::fs::read_dir(dir.path())
+            .expect("dir")
+            .any(|e| { e.expect("entry").file_name().to_string_lossy().starts_with("temp-") }),
+        "temporary files left behind"
+    );
+}
