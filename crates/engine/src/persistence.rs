@@ -875,7 +875,7 @@ impl Server {
 
     /// Replays the commands of an AOF file (loading at startup).
     pub fn aof_replay(&self, commands: Vec<Vec<bytes::Bytes>>) -> Result<u64, String> {
-        self.aof_replay_locked(&mut self.ks.lock_all(), commands)
+        self.aof_replay_inner(&mut self.ks.lock_all(), commands, true)
     }
 
     /// Replays AOF commands while the caller holds every shard, through a client of its own (Redis's
@@ -887,6 +887,17 @@ impl Server {
         &self,
         locked: &mut crate::keyspace::Locked<'_>,
         commands: Vec<Vec<bytes::Bytes>>,
+    ) -> Result<u64, String> {
+        self.aof_replay_inner(locked, commands, false)
+    }
+
+    /// The replay; with `yields` (at startup), every shard is let go every [`LOAD_YIELD_KEYS`]
+    /// commands outside a transaction, as an RDB load at startup does.
+    fn aof_replay_inner(
+        &self,
+        locked: &mut crate::keyspace::Locked<'_>,
+        commands: Vec<Vec<bytes::Bytes>>,
+        yields: bool,
     ) -> Result<u64, String> {
         let mut client = self.new_client("aof".into(), String::new());
         client.authenticated = true;
@@ -918,6 +929,9 @@ impl Server {
                 _ => self.replay_one(&mut client, locked, &args),
             }
             n += 1;
+            if yields && multi.is_none() && n.is_multiple_of(LOAD_YIELD_KEYS) {
+                locked.relock_all();
+            }
         }
         if multi.is_some() {
             self.config
@@ -947,26 +961,35 @@ impl Server {
 
     /// Loads one file of an AOF (at startup).
     pub fn aof_load_part(&self, part: AofPart) -> Result<(), String> {
-        self.aof_load_part_locked(&mut self.ks.lock_all(), part)
+        self.aof_load_part_inner(&mut self.ks.lock_all(), part, true)
     }
 
     /// Loads one file of an AOF while the caller holds every shard: an RDB (a base), with the
     /// commands that may follow it (the AOF of a Redis before 7.0 with `aof-use-rdb-preamble`), or
     /// commands.
     pub fn aof_load_part_locked(&self, locked: &mut crate::keyspace::Locked<'_>, part: AofPart) -> Result<(), String> {
+        self.aof_load_part_inner(locked, part, false)
+    }
+
+    fn aof_load_part_inner(
+        &self,
+        locked: &mut crate::keyspace::Locked<'_>,
+        part: AofPart,
+        yields: bool,
+    ) -> Result<(), String> {
         match part {
             AofPart::Rdb(data) => {
-                let loaded = self.rdb_load_locked(locked, &data, false)?;
+                let loaded = self.rdb_load_inner(locked, &data, false, yields)?;
                 if loaded.bytes < data.len() {
                     let d = crate::changes::decode_commands(&data[loaded.bytes..]);
                     if d.end != crate::changes::AofEnd::Complete {
                         return Err("Bad file format reading the append only file: make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>".into());
                     }
-                    self.aof_replay_locked(locked, d.commands)?;
+                    self.aof_replay_inner(locked, d.commands, yields)?;
                 }
             }
             AofPart::Commands(commands) => {
-                self.aof_replay_locked(locked, commands)?;
+                self.aof_replay_inner(locked, commands, yields)?;
             }
         }
         Ok(())
