@@ -472,10 +472,18 @@ impl Server {
     /// Slow log and MONITOR, stamped with the time the command finished (as Redis stamps both).
     fn after_call(&self, client: &Client, cmd: &Command, args: &[Bytes], took: u64) {
         let threshold = self.config.slowlog_log_slower_than.load(Ordering::Relaxed);
-        if threshold >= 0 && took as i64 >= threshold && !cmd.flags.has(Flags::SKIP_SLOWLOG) {
+        let slow = threshold >= 0 && took as i64 >= threshold && !cmd.flags.has(Flags::SKIP_SLOWLOG);
+        let monitored = self.has_monitors.load(Ordering::Relaxed)
+            && !cmd.flags.has(Flags::SKIP_MONITOR)
+            && !cmd.flags.has(Flags::ADMIN);
+        if !slow && !monitored {
+            return;
+        }
+        let args = &*redacted(cmd, args);
+        if slow {
             self.slowlog_push(client, args, took);
         }
-        if !cmd.flags.has(Flags::SKIP_MONITOR) && !cmd.flags.has(Flags::ADMIN) {
+        if monitored {
             self.feed_monitors(client, args);
         }
     }
@@ -520,5 +528,81 @@ fn propagate(effects: &mut Vec<crate::changes::Effect>, db: usize, args: &[Bytes
     match rewrite {
         Some(cmds) => effects.extend(cmds.into_iter().map(|args| crate::changes::Effect { db, args })),
         None => effects.push(crate::changes::Effect { db, args: args.to_vec() }),
+    }
+}
+
+/// `args` as SLOWLOG and MONITOR show them: passwords replaced by `(redacted)`, as Redis's
+/// `redactClientCommandArgument` does (AUTH's arguments, HELLO's and MIGRATE's AUTH/AUTH2 ones,
+/// the values of sensitive parameters in CONFIG SET).
+fn redacted<'a>(cmd: &Command, args: &'a [Bytes]) -> std::borrow::Cow<'a, [Bytes]> {
+    let eq = |i: usize, w: &str| args.get(i).is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()));
+    let mut secret: Vec<usize> = Vec::new();
+    match cmd.name {
+        "auth" => secret.extend(1..args.len()),
+        "hello" => {
+            if let Some(i) = (2..args.len()).find(|&i| eq(i, "auth")) {
+                secret.extend([i + 1, i + 2]);
+            }
+        }
+        "migrate" => {
+            for i in 6..args.len() {
+                if eq(i, "keys") {
+                    break;
+                }
+                if eq(i, "auth") {
+                    secret.push(i + 1);
+                } else if eq(i, "auth2") {
+                    secret.extend([i + 1, i + 2]);
+                }
+            }
+        }
+        "config|set" => {
+            for i in (2..args.len()).step_by(2) {
+                let name = String::from_utf8_lossy(&args[i]);
+                if crate::config::find(&name).is_some_and(|p| p.flags & crate::config::SENS != 0) {
+                    secret.push(i + 1);
+                }
+            }
+        }
+        _ => {}
+    }
+    secret.retain(|&i| i < args.len());
+    if secret.is_empty() {
+        return std::borrow::Cow::Borrowed(args);
+    }
+    let mut v = args.to_vec();
+    for i in secret {
+        v[i] = Bytes::from_static(b"(redacted)");
+    }
+    std::borrow::Cow::Owned(v)
+}
+
+#[cfg(test)]
+mod redaction_tests {
+    use crate::testkit::TestServer;
+
+    /// Passwords never reach SLOWLOG (nor MONITOR, fed from the same arguments).
+    #[test]
+    fn passwords_are_redacted_in_the_slowlog() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.run("CONFIG SET slowlog-log-slower-than 0");
+        for line in [
+            "AUTH secretpw",
+            "AUTH someone secretpw",
+            "HELLO 3 AUTH default secretpw",
+            "HELLO 2",
+            "MIGRATE 127.0.0.1 1 k 0 10 AUTH secretpw",
+            "MIGRATE 127.0.0.1 1 k 0 10 AUTH2 someone secretpw",
+            "CONFIG SET requirepass secretpw maxmemory-samples 5",
+            "AUTH secretpw",
+            "CONFIG SET requirepass \"\"",
+        ] {
+            c.run(line);
+        }
+        let log = c.run("SLOWLOG GET 20");
+        assert!(!log.contains("secretpw") && !log.contains("someone"), "{log}");
+        assert!(log.contains("(redacted)"), "{log}");
+        assert!(log.contains("\"maxmemory-samples\"") && log.contains("\"5\""), "other values stay: {log}");
     }
 }

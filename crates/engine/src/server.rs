@@ -67,7 +67,7 @@ pub struct Server {
     /// Slow log.
     pub slowlog: Mutex<SlowLog>,
     monitors: Mutex<Vec<(u64, MonitorSink)>>,
-    has_monitors: AtomicBool,
+    pub(crate) has_monitors: AtomicBool,
     shutdown_hook: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
     long_op_hook: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
     /// Random 40-hex run id.
