@@ -161,13 +161,23 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
         // A long script (or a command waiting for its locks) must not keep this worker's other
         // tasks and the IO driver from running: hand the worker off to another thread.
         srv.set_long_op_hook(std::sync::Arc::new(|| {
-            if tokio::runtime::Handle::try_current()
-                .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
-            {
-                // The pause gives the blocking pool's thread time to take this worker's core; the
-                // command then goes on here, outside the runtime's workers.
-                tokio::task::block_in_place(|| std::thread::sleep(std::time::Duration::from_millis(5)));
+            let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
+            if rt.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+                return;
             }
+            // `block_in_place` offers this worker's core to a thread of the blocking pool, and
+            // takes it back when the closure returns if that thread has not taken it yet. So the
+            // closure returns only once a task spawned here has run, which on a single worker
+            // means the other thread owns the core (a fixed pause lost that race on a loaded
+            // machine, and every other client waited behind the script, SCRIPT KILL included).
+            // The command then goes on here, outside the runtime's workers.
+            tokio::task::block_in_place(|| {
+                let (ran, probe) = std::sync::mpsc::sync_channel(1);
+                rt.spawn(async move {
+                    let _ = ran.send(());
+                });
+                let _ = probe.recv_timeout(std::time::Duration::from_secs(1));
+            });
         }));
     }
     // Redis's order after its listeners: the pid file, the logo, "Server initialized", then
