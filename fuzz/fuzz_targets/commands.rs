@@ -46,6 +46,7 @@ fuzz_target!(|data: &[u8]| {
                 None => break,
             }
         }
-        assert!(c.cmd(&argv).is_some(), "no reply to {name}");
+        // UNSUBSCRIBE and its kin answer with messages (pushes) only.
+        assert!(c.cmd(&argv).is_some() || !c.pushes().is_empty(), "no reply to {name}");
     }
 });

@@ -74,6 +74,11 @@ pub struct Client {
     /// Effects of the top-level command now running, while the change stream records (see
     /// [`crate::changes`]).
     pub effects: Vec<crate::changes::Effect>,
+    /// Channels, patterns and shard channels this client is subscribed to (see [`crate::pubsub`]).
+    pub subs: crate::pubsub::Subscriptions,
+    /// A MONITOR client's line for its own command: written after that command's reply, where
+    /// Redis writes it (other clients' lines go through the outbox).
+    pub monitor_echo: std::cell::Cell<Option<bytes::Bytes>>,
 }
 
 impl Client {
@@ -111,6 +116,8 @@ impl Client {
             oom: false,
             info,
             effects: Vec::new(),
+            subs: Default::default(),
+            monitor_echo: Default::default(),
         }
     }
 }
@@ -179,8 +186,116 @@ pub struct ClientInfo {
     pub ssub: AtomicUsize,
     /// Commands queued in MULTI (`multi=`), -1 outside a transaction; kept by the transaction code.
     pub multi: AtomicI64,
+    /// Messages waiting for the connection to write them: pub/sub messages, MONITOR lines,
+    /// tracking invalidations (see [`crate::pubsub`]).
+    pub outbox: Outbox,
     waker: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
     blocked_on: Mutex<Option<std::sync::Weak<crate::waiters::Waiter>>>,
+}
+
+/// A client's queue of messages that do not answer one of its commands. Other clients' commands
+/// fill it ([`crate::server::Server::deliver`]); the connection task empties it between commands,
+/// and right after each of its own commands, before the reply (a message a command sends its own
+/// client arrives first, as in Redis).
+#[derive(Default)]
+pub struct Outbox {
+    queue: Mutex<OutboxQueue>,
+    /// True while `queue` holds messages: what the connection checks after each command.
+    pending: AtomicBool,
+}
+
+#[derive(Default)]
+struct OutboxQueue {
+    msgs: Vec<bytes::Bytes>,
+    /// Bytes in `msgs`.
+    bytes: usize,
+    /// Unix second the soft output limit was first seen reached, while it stays reached.
+    soft_since: Option<u64>,
+}
+
+/// How [`Outbox::push`] went.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Pushed {
+    /// Queued behind other messages: the connection has been woken already.
+    Queued,
+    /// Queued into an empty outbox: wake the connection.
+    First,
+    /// Over the output limits: not queued, and the queue was emptied.
+    Overflow,
+}
+
+/// Output limits of a client's class (`client-output-buffer-limit`): hard bytes, soft bytes, soft
+/// seconds; 0 disables.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ObufLimits {
+    /// Close at once at this many bytes.
+    pub hard: u64,
+    /// Close when over this many bytes for more than `soft_secs`.
+    pub soft: u64,
+    /// See `soft`.
+    pub soft_secs: u64,
+}
+
+impl ObufLimits {
+    /// Whether `used` bytes put a client over these limits, at Unix second `now_s`; `since` keeps
+    /// when the soft limit was first reached (Redis's `checkClientOutputBufferLimits`).
+    pub fn over(&self, used: u64, now_s: u64, since: &mut Option<u64>) -> bool {
+        if used == 0 {
+            *since = None;
+            return false;
+        }
+        if self.hard != 0 && used >= self.hard {
+            return true;
+        }
+        if self.soft == 0 || used < self.soft {
+            *since = None;
+            return false;
+        }
+        now_s - *since.get_or_insert(now_s) > self.soft_secs
+    }
+}
+
+impl Outbox {
+    /// Queues `msg` unless the client's pending output (`unwritten`, what its connection has not
+    /// written yet beyond the static reply buffer, plus this queue) goes over `limits`.
+    pub fn push(&self, msg: bytes::Bytes, unwritten: usize, limits: ObufLimits, now_s: u64) -> Pushed {
+        let mut q = self.queue.lock();
+        let used = (unwritten + q.bytes + msg.len()) as u64;
+        let OutboxQueue { msgs, bytes, soft_since } = &mut *q;
+        if limits.over(used, now_s, soft_since) {
+            msgs.clear();
+            *bytes = 0;
+            self.pending.store(false, Ordering::Relaxed);
+            return Pushed::Overflow;
+        }
+        *bytes += msg.len();
+        msgs.push(msg);
+        if msgs.len() == 1 {
+            self.pending.store(true, Ordering::Release);
+            Pushed::First
+        } else {
+            Pushed::Queued
+        }
+    }
+
+    /// True when messages are waiting.
+    pub fn pending(&self) -> bool {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    /// Bytes waiting.
+    pub fn bytes(&self) -> usize {
+        self.queue.lock().bytes
+    }
+
+    /// Takes every waiting message, oldest first, into `out` (emptied first).
+    pub fn take(&self, out: &mut Vec<bytes::Bytes>) {
+        out.clear();
+        let mut q = self.queue.lock();
+        std::mem::swap(&mut q.msgs, out);
+        q.bytes = 0;
+        self.pending.store(false, Ordering::Relaxed);
+    }
 }
 
 /// Memory a client costs besides its buffers, so that `tot-mem` looks like Redis's.
@@ -302,6 +417,12 @@ impl ClientInfo {
             w();
         }
     }
+    /// Wakes the connection task (messages are waiting in its outbox).
+    pub fn wake(&self) {
+        if let Some(w) = &*self.waker.lock() {
+            w();
+        }
+    }
     /// Marks the client killed and wakes its connection task.
     pub fn kill(&self) {
         self.killed.store(true, Ordering::SeqCst);
@@ -385,6 +506,7 @@ impl ClientRegistry {
             psub: AtomicUsize::new(0),
             ssub: AtomicUsize::new(0),
             multi: AtomicI64::new(-1),
+            outbox: Outbox::default(),
             waker: Mutex::new(None),
             blocked_on: Mutex::new(None),
         });

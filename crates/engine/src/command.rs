@@ -470,7 +470,7 @@ impl<'a, 'k> Ctx<'a, 'k> {
     /// (none set, or a script's call, whose result is checked when the script replies). Commands
     /// that can build huge replies size them first and refuse them with [`Ctx::reply_too_large`].
     pub fn reply_cap(&self) -> usize {
-        let (hard, _, _) = self.srv.config.normal_obuf_limits();
+        let hard = self.srv.config.normal_obuf_limits().hard;
         if hard == 0 || self.client.in_script {
             return usize::MAX;
         }

@@ -909,7 +909,23 @@ pub static PARAMS: &[Param] = &[
         flags: MULTI,
         kind: Kind::Special,
         default: "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
-        apply: None,
+        apply: Some(|c, v| {
+            let limits = |class: &str| {
+                let words: Vec<&str> = v.split_whitespace().collect();
+                words
+                    .chunks(4)
+                    .find(|c| c.first() == Some(&class))
+                    .and_then(|c| {
+                        Some(crate::client::ObufLimits {
+                            hard: c.get(1)?.parse().ok()?,
+                            soft: c.get(2)?.parse().ok()?,
+                            soft_secs: c.get(3)?.parse().ok()?,
+                        })
+                    })
+                    .unwrap_or_default()
+            };
+            *c.obuf_limits.write() = [limits("normal"), limits("pubsub")];
+        }),
     },
     P {
         name: "oom-score-adj-values",
@@ -919,7 +935,14 @@ pub static PARAMS: &[Param] = &[
         default: "0 200 800",
         apply: None,
     },
-    P { name: "notify-keyspace-events", alias: None, flags: 0, kind: Kind::Special, default: "", apply: None },
+    P {
+        name: "notify-keyspace-events",
+        alias: None,
+        flags: 0,
+        kind: Kind::Special,
+        default: "",
+        apply: Some(|c, v| c.notify_keyspace_events.store(keyspace_events_flags(v).unwrap_or(0), Relaxed)),
+    },
     P { name: "bind", alias: None, flags: MULTI, kind: Kind::Special, default: "* -::*", apply: None },
     P { name: "replicaof", alias: Some("slaveof"), flags: IMM | MULTI, kind: Kind::Special, default: "", apply: None },
     P {
@@ -971,6 +994,10 @@ pub struct Config {
     pub maxmemory_clients: AtomicI64,
     /// Hot copy of `latency-tracking` (per-command latency histograms).
     pub latency_tracking: AtomicBool,
+    /// Hot copy of `client-output-buffer-limit` for the normal and pubsub classes.
+    pub obuf_limits: RwLock<[crate::client::ObufLimits; 2]>,
+    /// Hot copy of `notify-keyspace-events` (the bits of [`keyspace_events_flags`]).
+    pub notify_keyspace_events: std::sync::atomic::AtomicU32,
     /// Hot copy of `latency-monitor-threshold` (milliseconds, 0 = the latency monitor is off).
     pub latency_monitor_threshold: AtomicI64,
     /// `appendfsync always`: a reply waits until its write is on disk (read per reply flush).
@@ -1354,6 +1381,8 @@ impl Config {
             evict_native_locks: AtomicBool::new(false),
             maxmemory_clients: AtomicI64::new(0),
             latency_tracking: AtomicBool::new(true),
+            obuf_limits: RwLock::default(),
+            notify_keyspace_events: std::sync::atomic::AtomicU32::new(0),
             latency_monitor_threshold: AtomicI64::new(0),
             min_replicas_to_write: AtomicI64::new(0),
             appendfsync_always: AtomicBool::new(false),
@@ -1376,16 +1405,14 @@ impl Config {
         self.values.read().get(p.name).cloned()
     }
 
-    /// The normal class's `client-output-buffer-limit`: hard bytes, soft bytes, soft seconds
-    /// (0 = no limit). Parsed from the stored value, so call it only when a buffer could be over.
-    pub fn normal_obuf_limits(&self) -> (u64, u64, u64) {
-        let v = self.get("client-output-buffer-limit").unwrap_or_default();
-        let words: Vec<&str> = v.split_whitespace().collect();
-        words
-            .chunks(4)
-            .find(|c| c.first() == Some(&"normal"))
-            .and_then(|c| Some((c.get(1)?.parse().ok()?, c.get(2)?.parse().ok()?, c.get(3)?.parse().ok()?)))
-            .unwrap_or((0, 0, 0))
+    /// The normal class's `client-output-buffer-limit` (0 = no limit).
+    pub fn normal_obuf_limits(&self) -> crate::client::ObufLimits {
+        self.obuf_limits.read()[0]
+    }
+
+    /// The pubsub class's `client-output-buffer-limit` (0 = no limit).
+    pub fn pubsub_obuf_limits(&self) -> crate::client::ObufLimits {
+        self.obuf_limits.read()[1]
     }
 
     /// An integer parameter (0 if unset or not numeric).

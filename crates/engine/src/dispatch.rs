@@ -81,6 +81,33 @@ impl Server {
             self.reject(cmd);
             return Some(self.reject_in_multi(client, cmd, Frame::error(crate::error::MISCONF)));
         }
+        // A RESP2 client with subscriptions reads messages on its connection: only commands that
+        // answer in the same shape are let through.
+        if client.subs.total() > 0
+            && client.proto == resp::Protocol::Resp2
+            && !matches!(
+                cmd.name,
+                "ping"
+                    | "subscribe"
+                    | "ssubscribe"
+                    | "unsubscribe"
+                    | "sunsubscribe"
+                    | "psubscribe"
+                    | "punsubscribe"
+                    | "quit"
+                    | "reset"
+            )
+        {
+            self.reject(cmd);
+            return Some(self.reject_in_multi(
+                client,
+                cmd,
+                Frame::error(format!(
+                    "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                    cmd.name
+                )),
+            ));
+        }
         // Loading at startup (Redis checks it before a busy script).
         if self.loading.load(Ordering::Relaxed) && !cmd.flags.has(Flags::LOADING) {
             self.reject(cmd);

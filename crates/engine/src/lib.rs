@@ -41,6 +41,7 @@ pub mod lua;
 pub mod lzf;
 pub mod ops;
 pub mod persistence;
+pub mod pubsub;
 pub mod rdb;
 pub mod server;
 pub mod stats;

@@ -46,9 +46,6 @@ pub struct SlowLog {
     pub next_id: u64,
 }
 
-/// A MONITOR subscriber: the connection layer gives a function that queues a line for its client.
-pub type MonitorSink = Box<dyn Fn(Bytes) + Send + Sync>;
-
 /// Everything shared by all connections.
 pub struct Server {
     /// The data.
@@ -66,7 +63,7 @@ pub struct Server {
     pub table: &'static CommandTable,
     /// Slow log.
     pub slowlog: Mutex<SlowLog>,
-    monitors: Mutex<Vec<(u64, MonitorSink)>>,
+    monitors: Mutex<Vec<Arc<crate::client::ClientInfo>>>,
     pub(crate) has_monitors: AtomicBool,
     shutdown_hook: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
     long_op_hook: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
@@ -92,6 +89,8 @@ pub struct Server {
     pub config_file: Mutex<Option<std::path::PathBuf>>,
     /// Lua scripts, function libraries and the running script's state.
     pub scripting: crate::lua::Scripting,
+    /// Pub/sub subscriptions.
+    pub pubsub: crate::pubsub::PubSub,
     /// `maxmemory` eviction state and counters.
     pub evictor: crate::evict::Evictor,
     /// `used_memory_peak`.
@@ -198,6 +197,7 @@ impl Server {
             fence: Arc::new(AtomicU64::new(0)),
             config_file: Mutex::new(None),
             scripting,
+            pubsub: Default::default(),
             evictor: Default::default(),
             memory_peak: AtomicU64::new(0),
             memory_startup: AtomicU64::new(0),
@@ -267,6 +267,7 @@ impl Server {
         if client.monitor {
             self.remove_monitor(client.id);
         }
+        self.forget_subscriptions(client);
     }
 
     /// Installs what SHUTDOWN calls.
@@ -301,17 +302,17 @@ impl Server {
         }
     }
 
-    /// Subscribes a client to MONITOR output.
-    pub fn add_monitor(&self, id: u64, sink: MonitorSink) {
+    /// Sends MONITOR output to a client's outbox.
+    pub fn add_monitor(&self, client: Arc<crate::client::ClientInfo>) {
         let mut m = self.monitors.lock();
-        m.push((id, sink));
+        m.push(client);
         self.has_monitors.store(true, Ordering::SeqCst);
     }
 
-    /// Unsubscribes a client from MONITOR output.
+    /// Stops a client's MONITOR output.
     pub fn remove_monitor(&self, id: u64) {
         let mut m = self.monitors.lock();
-        m.retain(|(i, _)| *i != id);
+        m.retain(|c| c.id != id);
         self.has_monitors.store(!m.is_empty(), Ordering::SeqCst);
     }
 
@@ -407,8 +408,12 @@ impl Server {
     pub(crate) fn feed_monitors(&self, client: &Client, args: &[Bytes]) {
         if self.has_monitors.load(Ordering::Relaxed) {
             let line = monitor_line(self.clock.wall_offset_ms(), self.clock.now_us(), client, args);
-            for (_, sink) in self.monitors.lock().iter() {
-                sink(line.clone());
+            for c in self.monitors.lock().iter() {
+                if c.id == client.id {
+                    client.monitor_echo.set(Some(line.clone()));
+                } else {
+                    self.deliver(c, line.clone());
+                }
             }
         }
     }
@@ -423,5 +428,6 @@ fn monitor_line(offset_ms: i64, start_us: u64, client: &Client, args: &[Bytes]) 
         s.push(' ');
         s.push_str(&crate::args::repr(a));
     }
-    Bytes::from(s)
+    // A status reply, as the connection writes it (`+...\r\n`).
+    Bytes::from(format!("+{s}\r\n"))
 }

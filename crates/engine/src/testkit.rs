@@ -196,24 +196,57 @@ impl Drop for TestClient {
 }
 
 impl TestClient {
-    /// Runs a command given as separate arguments.
+    /// Runs a command given as separate arguments. Messages that reached the client's outbox
+    /// (pub/sub, MONITOR) are left there for [`TestClient::pushes`]; a reply that is only pushes
+    /// (SUBSCRIBE's) is None.
     pub fn cmd<A: AsRef<[u8]>>(&mut self, args: &[A]) -> Option<Frame> {
         let args: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a.as_ref())).collect();
         // Background jobs (a BGSAVE's write) run between commands, as if their thread were quick.
         let host = self.srv.config.host_arc();
         host.run_queued();
-        let reply = self.srv.execute(&mut self.client, &args).map(decoded);
+        let reply = self.srv.execute(&mut self.client, &args);
         host.run_queued();
-        reply
+        reply.filter(|f| !matches!(f, Frame::Encoded(b) if b.is_empty())).map(decoded)
     }
 
-    /// Runs a command line split like redis-cli/inline commands do; returns the reply in [`show`] form.
+    /// Takes the messages waiting in the client's outbox, in [`show`] form (a RESP3 client's are
+    /// pushes, `>[...]`).
+    pub fn pushes(&mut self) -> Vec<String> {
+        let mut msgs = Vec::new();
+        self.client.info.outbox.take(&mut msgs);
+        msgs.into_iter()
+            .map(|m| {
+                let mut wire = resp::BytesMut::new();
+                match (self.client.proto, m.first()) {
+                    (resp::Protocol::Resp3, Some(b'*')) => {
+                        wire.extend_from_slice(b">");
+                        wire.extend_from_slice(&m[1..]);
+                    }
+                    _ => wire.extend_from_slice(&m),
+                }
+                match resp::decode_reply(&mut wire) {
+                    Ok(Some(f)) => show(&f),
+                    other => panic!("bad message {:?}: {other:?}", crate::args::repr(&m)),
+                }
+            })
+            .collect()
+    }
+
+    /// Runs a command line split like redis-cli/inline commands do; returns, in [`show`] form, what
+    /// the connection would write: the messages in the outbox, then the reply, joined by ` | `.
     pub fn run(&mut self, line: &str) -> String {
         let args = resp::split_args(line.as_bytes()).unwrap_or_else(|| panic!("unbalanced quotes: {line}"));
-        match self.cmd(&args) {
-            Some(f) => show(&f),
-            None => "(no reply)".to_string(),
+        let reply = self.cmd(&args);
+        let mut out = self.pushes();
+        match reply {
+            Some(f) => out.push(show(&f)),
+            None if out.is_empty() => out.push("(no reply)".to_string()),
+            None => {}
         }
+        if let Some(line) = self.client.monitor_echo.take() {
+            out.push(String::from_utf8_lossy(line.trim_ascii_end()).into_owned());
+        }
+        out.join(" | ")
     }
 
     /// For a client blocked by its last command: the reply it got since (served by another client's

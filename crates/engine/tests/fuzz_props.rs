@@ -28,7 +28,8 @@ proptest! {
         for (name, args) in cmds {
             let mut argv: Vec<Vec<u8>> = vec![name.as_bytes().to_vec()];
             argv.extend(args);
-            prop_assert!(c.cmd(&argv).is_some(), "no reply to {name}");
+            // UNSUBSCRIBE and its kin answer with messages (pushes) only.
+            prop_assert!(c.cmd(&argv).is_some() || !c.pushes().is_empty(), "no reply to {name}");
         }
     }
 

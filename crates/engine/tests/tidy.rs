@@ -34,6 +34,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "lua",
             "docs",
             "persistence",
+            "pubsub",
         ],
     ),
     // The command families.

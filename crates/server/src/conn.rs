@@ -15,7 +15,7 @@ use resp::{Frame, Limits, RequestDecoder};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::Notify;
 
 const READ_CHUNK: usize = 16 * 1024;
 /// Write buffers larger than this are released once written.
@@ -28,8 +28,9 @@ const REPLY_CHUNK: usize = 16 * 1024;
 /// Pending output that is written out before the next request runs (no hard limit configured).
 const FLUSH_AT: usize = 64 * 1024;
 
-/// `client-output-buffer-limit` for one connection (the normal class: Latch has no pub/sub or
-/// replica clients): Redis's `checkClientOutputBufferLimits`.
+/// `client-output-buffer-limit` for the replies of one connection (the normal class; messages
+/// waiting in the outbox are checked as they are queued, see `engine::pubsub`): Redis's
+/// `checkClientOutputBufferLimits`.
 #[derive(Default)]
 struct Obuf {
     /// Unix second the soft limit was first seen reached, while it stays reached.
@@ -41,21 +42,22 @@ impl Obuf {
     /// reached continuously for more than its seconds).
     fn over(&mut self, srv: &Server, pending: usize) -> bool {
         let used = pending.saturating_sub(REPLY_CHUNK) as u64;
-        if used == 0 {
-            self.soft_since = None;
-            return false;
+        srv.config.normal_obuf_limits().over(used, srv.clock.now_ms() / 1000, &mut self.soft_since)
+    }
+}
+
+/// Moves the messages waiting in the client's outbox into `wbuf`; a RESP3 client gets the arrays
+/// as pushes.
+fn take_outbox(client: &engine::client::Client, msgs: &mut Vec<bytes::Bytes>, wbuf: &mut BytesMut) {
+    client.info.outbox.take(msgs);
+    let resp3 = client.proto == resp::Protocol::Resp3;
+    for m in msgs.drain(..) {
+        if resp3 && m.first() == Some(&b'*') {
+            wbuf.extend_from_slice(b">");
+            wbuf.extend_from_slice(&m[1..]);
+        } else {
+            wbuf.extend_from_slice(&m);
         }
-        let (hard, soft, secs) = srv.config.normal_obuf_limits();
-        if hard != 0 && used >= hard {
-            return true;
-        }
-        if soft == 0 || used < soft {
-            self.soft_since = None;
-            return false;
-        }
-        let now = srv.clock.now_ms() / 1000;
-        let since = *self.soft_since.get_or_insert(now);
-        now - since > secs
     }
 }
 
@@ -77,9 +79,8 @@ where
         let u = unblock.clone();
         client.block_waker = Some(Arc::new(move || u.notify_one()));
     }
-    let (mon_tx, mut mon_rx) = mpsc::unbounded_channel::<bytes::Bytes>();
-    // Bytes of MONITOR lines sent to `mon_tx` and not yet encoded.
-    let mon_queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    // Messages taken from the outbox (the vector is reused).
+    let mut msgs: Vec<bytes::Bytes> = Vec::new();
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut wbuf = BytesMut::with_capacity(client.info.rbs.load(Ordering::Relaxed));
     let mut dec = RequestDecoder::new();
@@ -99,7 +100,6 @@ where
             };
             match dec.decode(&mut rbuf, &limits) {
                 Ok(Some(args)) => {
-                    let was_monitor = client.monitor;
                     let mut reply = srv.execute(&mut client, &args);
                     // A blocking command that found nothing: wait for a writer to serve it, the
                     // timeout, or the client to go away. Later pipelined commands wait behind it.
@@ -125,6 +125,11 @@ where
                             Blocked::Gone => break 'conn,
                         }
                     }
+                    // Messages the command sent this client (a subscription's confirmations, a
+                    // message it published to itself) go before its reply, as in Redis.
+                    if client.info.outbox.pending() {
+                        take_outbox(&client, &mut msgs, &mut wbuf);
+                    }
                     if client.obuf_overflow {
                         tracing::warn!(
                             client = client.id,
@@ -147,7 +152,7 @@ where
                             );
                             break 'conn;
                         }
-                        if srv.config.normal_obuf_limits().0 == 0 {
+                        if srv.config.normal_obuf_limits().hard == 0 {
                             if flush(&srv, &aof, &client.info, &mut client.wait_durable, &kill, &mut wr, &mut wbuf)
                                 .await
                                 .is_err()
@@ -171,7 +176,7 @@ where
                                 break 'conn;
                             }
                             if wbuf.len() >= FLUSH_AT
-                                && srv.config.normal_obuf_limits().0 == 0
+                                && srv.config.normal_obuf_limits().hard == 0
                                 && flush(&srv, &aof, &client.info, &mut client.wait_durable, &kill, &mut wr, &mut wbuf)
                                     .await
                                     .is_err()
@@ -180,30 +185,8 @@ where
                             }
                         }
                     }
-                    if client.monitor && !was_monitor {
-                        let (tx, queued, info, srv2) =
-                            (mon_tx.clone(), mon_queued.clone(), client.info.clone(), srv.clone());
-                        srv.add_monitor(
-                            client.id,
-                            Box::new(move |line| {
-                                // A MONITOR client is a normal one: lines waiting for it count
-                                // against client-output-buffer-limit's hard limit.
-                                let n = queued.fetch_add(line.len() + 3, Ordering::Relaxed) + line.len() + 3;
-                                let (hard, _, _) = srv2.config.normal_obuf_limits();
-                                if hard != 0 && n.saturating_sub(REPLY_CHUNK) as u64 >= hard {
-                                    if !info.killed.load(Ordering::Relaxed) {
-                                        tracing::warn!(
-                                            client = info.id,
-                                            addr = %info.addr,
-                                            "Client scheduled to be closed ASAP for overcoming of output buffer limits."
-                                        );
-                                        info.kill();
-                                    }
-                                    return;
-                                }
-                                let _ = tx.send(line);
-                            }),
-                        );
+                    if let Some(line) = client.monitor_echo.take() {
+                        wbuf.extend_from_slice(&line);
                     }
                     if client.close_after_reply || client.info.killed.load(Ordering::Relaxed) {
                         let _ =
@@ -219,6 +202,9 @@ where
                     break 'conn;
                 }
             }
+        }
+        if client.info.outbox.pending() {
+            take_outbox(&client, &mut msgs, &mut wbuf);
         }
         if !wbuf.is_empty() {
             // Let the other connections whose requests are ready run first, then write: tokio runs a
@@ -274,6 +260,10 @@ where
         if srv.client_memory(&client.info) {
             break;
         }
+        // Messages that arrived while the replies were written (their wake-up went to the write).
+        if client.info.outbox.pending() {
+            continue;
+        }
         tokio::select! {
             biased;
             r = rd.read_buf(&mut rbuf) => match r {
@@ -284,16 +274,9 @@ where
                     idle_released = false;
                 }
             },
-            // A kill, or the server's cron asking for the query buffer back (`trim_qbuf`).
+            // A kill, messages in the outbox, or the server's cron asking for the query buffer
+            // back (`trim_qbuf`).
             _ = kill.notified() => if client.info.killed.load(Ordering::Relaxed) { break },
-            Some(line) = mon_rx.recv(), if client.monitor => {
-                mon_queued.fetch_sub(line.len() + 3, Ordering::Relaxed);
-                resp::encode(&Frame::Simple(line), client.proto, &mut wbuf);
-                while let Ok(line) = mon_rx.try_recv() {
-                    mon_queued.fetch_sub(line.len() + 3, Ordering::Relaxed);
-                    resp::encode(&Frame::Simple(line), client.proto, &mut wbuf);
-                }
-            }
         }
     }
     srv.client_closed(&client);

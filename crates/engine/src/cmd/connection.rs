@@ -437,8 +437,7 @@ fn select(ctx: &mut Ctx<'_, '_>) -> Frame {
 fn reset(ctx: &mut Ctx<'_, '_>) -> Frame {
     // Discard the MULTI state and unwatch every key, as Redis's discardTransaction() does.
     super::multi::leave(ctx);
-    // Hook (pub/sub): unsubscribe from every channel, pattern and shard channel here (which also
-    // clears the `P` flag and the sub/psub/ssub counters).
+    ctx.srv.unsubscribe_all(ctx.client);
     if ctx.client.monitor {
         ctx.srv.remove_monitor(ctx.client.id);
         ctx.client.monitor = false;
@@ -548,9 +547,9 @@ fn monitor(ctx: &mut Ctx<'_, '_>) -> Frame {
         ctx.client.suppress_reply = true;
         return Frame::ok();
     }
-    // The connection layer sees `monitor` turn true and registers its sink.
     ctx.client.monitor = true;
     ctx.client.info.set_flag('O', true);
+    ctx.srv.add_monitor(ctx.client.info.clone());
     Frame::ok()
 }
 
@@ -1115,7 +1114,7 @@ mod tests {
             > MONITOR
             +OK
             > HELLO 3
-            {"server": "redis", "version": "7.0.15", "proto": :3, "id": :1, "mode": "standalone", "role": "master", "modules": []}
+            {"server": "redis", "version": "7.0.15", "proto": :3, "id": :1, "mode": "standalone", "role": "master", "modules": []} | +1700000000.000000 [2 127.0.0.1:50000] "HELLO" "3"
             > RESET
             +RESET
             > CLIENT INFO

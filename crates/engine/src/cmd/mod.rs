@@ -16,6 +16,7 @@ pub mod lock;
 pub mod memory;
 pub mod migrate;
 pub mod multi;
+pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod set;
@@ -48,6 +49,7 @@ pub static FAMILIES: &[&[Command]] = &[
     lock::COMMANDS,
     cluster::COMMANDS,
     scripting::COMMANDS,
+    pubsub::COMMANDS,
 ];
 
 /// The command table, built once, for code that must resolve commands without a server at hand

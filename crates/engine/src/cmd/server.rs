@@ -731,9 +731,9 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("current_eviction_exceeded_time:{current_ms}");
             line!("keyspace_hits:{}", w.hits);
             line!("keyspace_misses:{}", w.misses);
-            line!("pubsub_channels:0");
-            line!("pubsub_patterns:0");
-            line!("pubsubshard_channels:0");
+            line!("pubsub_channels:{}", srv.pubsub.len(crate::pubsub::Kind::Channel));
+            line!("pubsub_patterns:{}", srv.pubsub.len(crate::pubsub::Kind::Pattern));
+            line!("pubsubshard_channels:{}", srv.pubsub.len(crate::pubsub::Kind::Shard));
             line!("latest_fork_usec:0");
             line!("total_forks:0");
             line!("migrate_cached_sockets:{}", srv.migrate_sockets.len());

@@ -640,15 +640,13 @@ fn undeclared_key_under_contention_restarts_the_run() {
 #[test]
 fn monitor_shows_the_script_then_its_commands_from_lua() {
     let ts = TestServer::new();
-    let lines = std::sync::Arc::new(parking_lot::Mutex::new(Vec::<String>::new()));
-    let sink = lines.clone();
-    ts.srv
-        .add_monitor(999, Box::new(move |b: bytes::Bytes| sink.lock().push(String::from_utf8_lossy(&b).into_owned())));
+    let mut monitor = ts.client();
+    monitor.run("MONITOR");
     let mut c = ts.client();
     c.run("EVAL \"redis.call('set', KEYS[1], ARGV[1])\" 1 foo bar");
     c.run("FUNCTION LOAD \"#!lua name=t\\nredis.register_function('t', function() return redis.call('set', 'foo', 'baz') end)\"");
     c.run("FCALL t 0");
-    let got = lines.lock().clone();
+    let got: Vec<String> = monitor.pushes().iter().map(|l| l.trim_start_matches('+').to_string()).collect();
     let shapes: Vec<&str> = got.iter().map(|l| l.split_once(' ').map_or("", |x| x.1)).collect();
     assert_eq!(shapes.len(), 5, "{got:?}");
     assert!(shapes[0].starts_with("[0 ") && shapes[0].contains("] \"EVAL\""), "{got:?}");

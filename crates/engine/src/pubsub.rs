@@ -1,0 +1,313 @@
+//! Pub/sub: who listens to which channels, patterns and shard channels, and delivery of messages
+//! that answer no command of the client receiving them (pub/sub messages, subscription
+//! confirmations, MONITOR lines, tracking invalidations) to its [`crate::client::Outbox`].
+//!
+//! A message is encoded once, in RESP2 (`*3\r\n$7\r\nmessage\r\n...`), and shared by every
+//! receiver: a RESP3 connection writes its first byte as `>` (a push), the only difference between
+//! the two forms. Delivery never waits for the receiver: a client whose queued output goes over its
+//! class's `client-output-buffer-limit` (pubsub while it has subscriptions, else normal) is closed,
+//! as Redis closes it, and the publisher goes on.
+
+use crate::client::{Client, ClientInfo, Pushed};
+use crate::server::Server;
+use bytes::{BufMut, Bytes, BytesMut};
+use indexmap::{IndexMap, IndexSet};
+use parking_lot::RwLock;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+type Listeners = Vec<Arc<ClientInfo>>;
+type Map = IndexMap<Bytes, Listeners, foldhash::fast::RandomState>;
+
+/// The server's side: channel (pattern, shard channel) -> subscribed clients, in subscription order.
+#[derive(Default)]
+pub struct PubSub {
+    channels: RwLock<Map>,
+    patterns: RwLock<Map>,
+    shard: RwLock<Map>,
+}
+
+/// A client's side: what it is subscribed to, in subscription order.
+#[derive(Default, Debug)]
+pub struct Subscriptions {
+    /// SUBSCRIBE.
+    pub channels: IndexSet<Bytes, foldhash::fast::RandomState>,
+    /// PSUBSCRIBE.
+    pub patterns: IndexSet<Bytes, foldhash::fast::RandomState>,
+    /// SSUBSCRIBE.
+    pub shard: IndexSet<Bytes, foldhash::fast::RandomState>,
+}
+
+impl Subscriptions {
+    /// Channels and patterns: the count (P)SUBSCRIBE and (P)UNSUBSCRIBE reply with.
+    pub fn count(&self) -> usize {
+        self.channels.len() + self.patterns.len()
+    }
+    /// Every subscription, shard channels included: the client is in pub/sub mode while it is not 0.
+    pub fn total(&self) -> usize {
+        self.count() + self.shard.len()
+    }
+}
+
+/// Which family a subscription belongs to.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Kind {
+    /// SUBSCRIBE / UNSUBSCRIBE / PUBLISH.
+    Channel,
+    /// PSUBSCRIBE / PUNSUBSCRIBE.
+    Pattern,
+    /// SSUBSCRIBE / SUNSUBSCRIBE / SPUBLISH.
+    Shard,
+}
+
+impl Kind {
+    fn words(self) -> (&'static [u8], &'static [u8]) {
+        match self {
+            Kind::Channel => (b"subscribe", b"unsubscribe"),
+            Kind::Pattern => (b"psubscribe", b"punsubscribe"),
+            Kind::Shard => (b"ssubscribe", b"sunsubscribe"),
+        }
+    }
+}
+
+/// Appends `$<len>\r\n<s>\r\n`.
+fn put_bulk(out: &mut BytesMut, s: &[u8]) {
+    out.put_u8(b'$');
+    out.put_slice(itoa::Buffer::new().format(s.len()).as_bytes());
+    out.put_slice(b"\r\n");
+    out.put_slice(s);
+    out.put_slice(b"\r\n");
+}
+
+/// A message as RESP2 bytes: an array of bulk strings.
+pub fn encode_message(parts: &[&[u8]]) -> Bytes {
+    let mut out = BytesMut::with_capacity(16 + parts.iter().map(|p| p.len() + 16).sum::<usize>());
+    out.put_u8(b'*');
+    out.put_slice(itoa::Buffer::new().format(parts.len()).as_bytes());
+    out.put_slice(b"\r\n");
+    for p in parts {
+        put_bulk(&mut out, p);
+    }
+    out.freeze()
+}
+
+/// A (un)subscription confirmation: `[kind, channel or nil, count]`.
+fn confirmation(word: &[u8], channel: Option<&[u8]>, count: usize) -> Bytes {
+    let mut out = BytesMut::with_capacity(48 + channel.map_or(0, <[u8]>::len));
+    out.put_slice(b"*3\r\n");
+    put_bulk(&mut out, word);
+    match channel {
+        Some(c) => put_bulk(&mut out, c),
+        None => out.put_slice(b"$-1\r\n"),
+    }
+    out.put_u8(b':');
+    out.put_slice(itoa::Buffer::new().format(count).as_bytes());
+    out.put_slice(b"\r\n");
+    out.freeze()
+}
+
+impl PubSub {
+    fn map(&self, kind: Kind) -> &RwLock<Map> {
+        match kind {
+            Kind::Channel => &self.channels,
+            Kind::Pattern => &self.patterns,
+            Kind::Shard => &self.shard,
+        }
+    }
+
+    /// Channels (patterns, shard channels) with at least one subscriber.
+    pub fn len(&self, kind: Kind) -> usize {
+        self.map(kind).read().len()
+    }
+
+    /// True when nobody is subscribed to anything of `kind`.
+    pub fn is_empty(&self, kind: Kind) -> bool {
+        self.len(kind) == 0
+    }
+
+    /// Subscribers of `channel` (of a pattern or shard channel, by `kind`).
+    pub fn numsub(&self, kind: Kind, channel: &[u8]) -> usize {
+        self.map(kind).read().get(channel).map_or(0, Vec::len)
+    }
+
+    /// Channels of `kind` matching `pattern` (all without one), as PUBSUB CHANNELS lists them.
+    pub fn list(&self, kind: Kind, pattern: Option<&[u8]>) -> Vec<Bytes> {
+        self.map(kind)
+            .read()
+            .keys()
+            .filter(|c| pattern.is_none_or(|p| crate::glob::matches(p, c, false)))
+            .cloned()
+            .collect()
+    }
+}
+
+impl Server {
+    /// Queues `msg` for `to`. A client over its output limits is closed instead (Redis's
+    /// `closeClientOnOutputBufferLimitReached`); the caller never waits.
+    pub fn deliver(&self, to: &ClientInfo, msg: Bytes) {
+        if to.killed.load(Ordering::Relaxed) {
+            return;
+        }
+        let pubsub =
+            to.sub.load(Ordering::Relaxed) + to.psub.load(Ordering::Relaxed) + to.ssub.load(Ordering::Relaxed) > 0;
+        let limits = if pubsub { self.config.pubsub_obuf_limits() } else { self.config.normal_obuf_limits() };
+        let unwritten = to.omem.load(Ordering::Relaxed);
+        match to.outbox.push(msg, unwritten, limits, self.clock.now_ms() / 1000) {
+            Pushed::Queued => {}
+            Pushed::First => to.wake(),
+            Pushed::Overflow => {
+                if !to.killed.load(Ordering::Relaxed) {
+                    self.config.host().log(
+                        crate::host::LogLevel::Warning,
+                        &format!(
+                            "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+                            to.id, to.addr
+                        ),
+                    );
+                    to.kill();
+                }
+            }
+        }
+    }
+
+    /// PUBLISH / SPUBLISH: delivers `message` to the subscribers of `channel` (and, for plain
+    /// channels, of the patterns matching it). Returns how many received it.
+    pub fn publish(&self, shard: bool, channel: &[u8], message: &[u8]) -> usize {
+        let mut receivers = 0;
+        let kind = if shard { Kind::Shard } else { Kind::Channel };
+        {
+            let map = self.pubsub.map(kind).read();
+            if let Some(subs) = map.get(channel) {
+                let word: &[u8] = if shard { b"smessage" } else { b"message" };
+                let msg = encode_message(&[word, channel, message]);
+                for c in subs {
+                    self.deliver(c, msg.clone());
+                }
+                receivers += subs.len();
+            }
+        }
+        if !shard {
+            let patterns = self.pubsub.patterns.read();
+            for (pattern, subs) in patterns.iter() {
+                if !crate::glob::matches(pattern, channel, false) {
+                    continue;
+                }
+                let msg = encode_message(&[b"pmessage", pattern, channel, message]);
+                for c in subs {
+                    self.deliver(c, msg.clone());
+                }
+                receivers += subs.len();
+            }
+        }
+        receivers
+    }
+
+    /// Subscribes `client` to `channels` of `kind`, confirming each through its outbox.
+    pub fn subscribe(&self, client: &mut Client, kind: Kind, channels: &[Bytes]) {
+        for ch in channels {
+            if own(client, kind).insert(ch.clone()) {
+                self.pubsub.map(kind).write().entry(ch.clone()).or_default().push(client.info.clone());
+            }
+            let count = if kind == Kind::Shard { client.subs.shard.len() } else { client.subs.count() };
+            self.deliver(&client.info, confirmation(kind.words().0, Some(ch), count));
+        }
+        self.sync_counts(client);
+    }
+
+    /// Unsubscribes `client` from `channels` of `kind` (from all of them when `channels` is
+    /// empty), confirming each through its outbox when `notify` (one confirmation with a nil
+    /// channel when there was nothing to leave).
+    pub fn unsubscribe(&self, client: &mut Client, kind: Kind, channels: &[Bytes], notify: bool) {
+        let all: Vec<Bytes>;
+        let list = if channels.is_empty() {
+            all = own(client, kind).iter().cloned().collect();
+            &all[..]
+        } else {
+            channels
+        };
+        for ch in list {
+            if own(client, kind).shift_remove(ch) {
+                let mut map = self.pubsub.map(kind).write();
+                if let Some(subs) = map.get_mut(ch) {
+                    subs.retain(|c| c.id != client.id);
+                    if subs.is_empty() {
+                        map.shift_remove(ch);
+                    }
+                }
+            }
+            if notify {
+                let count = if kind == Kind::Shard { client.subs.shard.len() } else { client.subs.count() };
+                self.deliver(&client.info, confirmation(kind.words().1, Some(ch), count));
+            }
+        }
+        if notify && list.is_empty() {
+            let count = if kind == Kind::Shard { client.subs.shard.len() } else { client.subs.count() };
+            self.deliver(&client.info, confirmation(kind.words().1, None, count));
+        }
+        self.sync_counts(client);
+    }
+
+    /// Leaves every subscription without a word to the client (RESET, a closed connection).
+    pub fn unsubscribe_all(&self, client: &mut Client) {
+        if client.subs.total() == 0 {
+            return;
+        }
+        for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
+            self.unsubscribe(client, kind, &[], false);
+        }
+    }
+
+    /// Removes a closing client from every channel, pattern and shard channel it listened to.
+    pub fn forget_subscriptions(&self, client: &Client) {
+        for (kind, set) in [
+            (Kind::Channel, &client.subs.channels),
+            (Kind::Pattern, &client.subs.patterns),
+            (Kind::Shard, &client.subs.shard),
+        ] {
+            if set.is_empty() {
+                continue;
+            }
+            let mut map = self.pubsub.map(kind).write();
+            for ch in set {
+                if let Some(subs) = map.get_mut(ch) {
+                    subs.retain(|c| c.id != client.id);
+                    if subs.is_empty() {
+                        map.shift_remove(ch);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Mirrors the client's subscriptions in its shared info (`sub=`, `psub=`, `ssub=`, flag `P`).
+    fn sync_counts(&self, client: &Client) {
+        let i = &client.info;
+        i.sub.store(client.subs.channels.len(), Ordering::Relaxed);
+        i.psub.store(client.subs.patterns.len(), Ordering::Relaxed);
+        i.ssub.store(client.subs.shard.len(), Ordering::Relaxed);
+        i.set_flag('P', client.subs.total() > 0);
+    }
+}
+
+fn own(client: &mut Client, kind: Kind) -> &mut IndexSet<Bytes, foldhash::fast::RandomState> {
+    match kind {
+        Kind::Channel => &mut client.subs.channels,
+        Kind::Pattern => &mut client.subs.patterns,
+        Kind::Shard => &mut client.subs.shard,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_and_confirmations_are_resp2_arrays() {
+        assert_eq!(
+            &encode_message(&[b"message", b"ch", b"hi"])[..],
+            b"*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n"
+        );
+        assert_eq!(&confirmation(b"unsubscribe", None, 0)[..], b"*3\r\n$11\r\nunsubscribe\r\n$-1\r\n:0\r\n");
+        assert_eq!(&confirmation(b"subscribe", Some(b"a"), 2)[..], b"*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:2\r\n");
+    }
+}
