@@ -1087,6 +1087,8 @@ pub fn keyspace_events_flags(s: &str) -> Option<u32> {
             'm' => 1 << 11,
             'd' => 1 << 13,
             'n' => 1 << 14,
+            // Latch's own: native locks (crate::notify).
+            'L' => 1 << 15,
             _ => return None,
         };
     }
@@ -1120,7 +1122,7 @@ pub fn keyspace_events_string(f: u32) -> String {
             }
         }
     }
-    for (bit, c) in [(0, 'K'), (1, 'E'), (11, 'm')] {
+    for (bit, c) in [(0, 'K'), (1, 'E'), (11, 'm'), (15, 'L')] {
         if f & (1 << bit) != 0 {
             s.push(c);
         }

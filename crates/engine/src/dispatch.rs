@@ -216,6 +216,12 @@ impl Server {
         let mut ctx = Ctx::new(self, client, locked, args, now, cmd);
         let reply = (cmd.handler)(&mut ctx);
         let (dirty, rewrite) = (ctx.dirty, ctx.rewrite.take());
+        if self.ks.key_log() != 0 {
+            // A command that changed nothing (dirty 0: SREM of a missing member) raises no event
+            // of its own, whatever paths it took.
+            let changed = dirty > 0 || rewrite.is_some();
+            self.raise_key_events(locked, changed.then_some((cmd.name, args)), db);
+        }
         if self.changes.enabled() {
             // Commands run on this one's behalf (EXEC's, a script's) propagated what it did.
             let inner = client.effects.len() != mark;
@@ -352,6 +358,11 @@ impl Server {
     pub fn serve_ready(&self, locked: &mut crate::keyspace::Locked<'_>, now: u64) {
         use crate::waiters::{Serve, WaitState};
         loop {
+            // Keys the cron expired or eviction removed, and an expired lock's events before the
+            // grant to its next waiter.
+            if self.ks.key_log() != 0 {
+                self.raise_key_events(locked, None, 0);
+            }
             // An expired lock's DEL goes before the grant to its next waiter.
             if self.changes.enabled() {
                 self.publish_server_deletes(locked, now);
@@ -385,6 +396,17 @@ impl Server {
                         let (dirty, rewrite) = (ctx.dirty, ctx.rewrite.take());
                         if dirty > 0 {
                             self.stats.add_dirty(dirty);
+                        }
+                        if self.ks.key_log() != 0 {
+                            // Named after what the serve step did (LPOP, LMOVE, ZPOPMIN...), as
+                            // Redis names a served blocking pop's events.
+                            let effect = rewrite.as_ref().and_then(|r| r.first()).cloned().unwrap_or_default();
+                            let name = match effect.first() {
+                                _ if w.cmd.name == "lock" => "lock_served".to_string(),
+                                Some(n) => String::from_utf8_lossy(n).to_ascii_lowercase(),
+                                None => String::new(),
+                            };
+                            self.raise_key_events(ctx.locked, Some((&name, &effect)), w.db);
                         }
                         if self.changes.enabled() {
                             // A served waiter's own arguments (BLPOP ...) are never its effect: its

@@ -25,7 +25,7 @@ use parking_lot::{Mutex, MutexGuard};
 use std::collections::{BTreeSet, HashMap};
 use std::hash::BuildHasher;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 /// A client's WATCH state: set dirty when any key it watches is modified.
 #[derive(Debug, Default)]
@@ -92,6 +92,13 @@ pub struct Table {
     /// Shared by the tables of one shard: set when any of them has such keys, so that taking them
     /// after each command is one load per shard, not one per database.
     shard_deletes: Arc<AtomicBool>,
+    /// What this table logs about its keys for keyspace notifications and client tracking
+    /// ([`KeyEvent`] bits, [`Keyspace::set_key_log`]); shared by every table of the keyspace.
+    log_mask: Arc<AtomicU32>,
+    /// Logged key events since they were last taken.
+    log: Vec<(Key, KeyEvent)>,
+    /// Shared by the tables of one shard: set when any of them has logged events.
+    shard_log: Arc<AtomicBool>,
     /// The snapshot epoch (see [`Table::begin_snapshot`]); every table of a keyspace has the same.
     epoch: u8,
     /// The running snapshot's state in this table, if one runs.
@@ -127,6 +134,35 @@ impl TableSnapshot {
     }
 }
 
+/// What a table logs about a key, for keyspace notifications and client tracking (see
+/// `crate::notify`): each kind is logged while its bit is in the keyspace's log mask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyEvent {
+    /// Written or deleted (every path that tells WATCH: Redis's `signalModifiedKey`).
+    Changed,
+    /// Added (Redis's `dbAdd`: the `new` event).
+    New,
+    /// Reclaimed because its TTL passed; `lock` when it held a native lock.
+    Expired {
+        /// The key held a native lock.
+        lock: bool,
+    },
+    /// Evicted under `maxmemory`.
+    Evicted,
+}
+
+impl KeyEvent {
+    /// This kind's bit in the log mask.
+    pub const fn bit(self) -> u32 {
+        match self {
+            KeyEvent::Changed => 1,
+            KeyEvent::New => 2,
+            KeyEvent::Expired { .. } => 4,
+            KeyEvent::Evicted => 8,
+        }
+    }
+}
+
 #[inline]
 fn is_expired(e: &Entry, now: u64) -> bool {
     e.expire_at != 0 && e.expire_at < now
@@ -150,9 +186,10 @@ impl Table {
     fn live_index(&mut self, key: &[u8], now: u64) -> Option<usize> {
         let idx = self.map.get_index_of(key)?;
         if is_expired(&self.map[idx], now) {
-            self.remove_index(idx);
+            let e = self.remove_index(idx);
             self.expired += 1;
             self.note_server_delete(key);
+            self.log_key(key, KeyEvent::Expired { lock: matches!(e.value, crate::value::Value::Lock(_)) });
             self.touch(key);
             self.signal_ready(key);
             return None;
@@ -199,6 +236,7 @@ impl Table {
             Some(slot) => Some(std::mem::replace(slot, entry)),
             None => {
                 self.map.insert(Key::from_slice(key), entry);
+                self.log_key(key, KeyEvent::New);
                 None
             }
         };
@@ -293,12 +331,15 @@ impl Table {
                 break;
             }
             let Expiry { key, .. } = self.expires.pop_first().expect("first exists");
+            let mut lock = false;
             if let Some(idx) = self.map.get_index_of(&key[..]) {
                 self.before_change(idx);
-                let (_, _e) = self.map.swap_remove_index(idx).expect("index from get_index_of");
+                let (_, e) = self.map.swap_remove_index(idx).expect("index from get_index_of");
+                lock = matches!(e.value, crate::value::Value::Lock(_));
             }
             self.expired += 1;
             self.note_server_delete(&key);
+            self.log_key(&key, KeyEvent::Expired { lock });
             self.touch(&key);
             self.signal_ready(&key);
             n += 1;
@@ -310,12 +351,16 @@ impl Table {
     pub fn evict(&mut self, key: &[u8]) -> Option<Entry> {
         let e = self.remove(key)?;
         self.note_server_delete(key);
+        self.log_key(key, KeyEvent::Evicted);
         Some(e)
     }
 
     /// [`Table::remove_many`] for keys the server chose to evict (they propagate as `DEL`).
     pub fn evict_many(&mut self, keys: &[Key]) -> usize {
         let n = self.remove_many(keys);
+        for k in keys {
+            self.log_key(k, KeyEvent::Evicted);
+        }
         if let Some(log) = self.server_deletes.as_mut() {
             // The batch was picked from this table: every key in it was present.
             log.extend(keys.iter().cloned());
@@ -334,6 +379,20 @@ impl Table {
             log.push(Key::from_slice(key));
             self.shard_deletes.store(true, Ordering::Relaxed);
         }
+    }
+
+    /// Logs `ev` for `key` if its kind is being logged.
+    #[inline]
+    fn log_key(&mut self, key: &[u8], ev: KeyEvent) {
+        if self.log_mask.load(Ordering::Relaxed) & ev.bit() != 0 {
+            self.log.push((Key::from_slice(key), ev));
+            self.shard_log.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Takes the key events logged since the last call.
+    pub fn take_log(&mut self) -> Vec<(Key, KeyEvent)> {
+        std::mem::take(&mut self.log)
     }
 
     /// Takes the keys deleted on the table's own since the last call (expired, evicted).
@@ -490,8 +549,10 @@ impl Table {
         w
     }
 
-    /// Marks the watchers of `key` dirty after a modification (Redis's `touchWatchedKey`).
+    /// Marks the watchers of `key` dirty after a modification (Redis's `touchWatchedKey`), and
+    /// logs the change for keyspace notifications and client tracking.
     pub fn touch(&mut self, key: &[u8]) {
+        self.log_key(key, KeyEvent::Changed);
         let Some(watch) = self.watch.as_deref_mut() else { return };
         let Some(list) = watch.get_mut(key) else { return };
         let exists = self.map.contains_key(key);
@@ -731,9 +792,23 @@ pub struct Shard {
     ready: Arc<AtomicBool>,
     /// Set when a table of this shard has keys it deleted on its own, not yet taken.
     deletes: Arc<AtomicBool>,
+    /// Set when a table of this shard has logged key events, not yet taken.
+    logged: Arc<AtomicBool>,
 }
 
 impl Shard {
+    /// Takes the key events this shard's tables logged, as (db, key, event), database by database.
+    pub fn take_log(&mut self, out: &mut Vec<(usize, Key, KeyEvent)>) {
+        if !self.logged.swap(false, Ordering::Relaxed) {
+            return;
+        }
+        for (db, t) in self.dbs.iter_mut().enumerate() {
+            if !t.log.is_empty() {
+                out.extend(t.take_log().into_iter().map(|(k, e)| (db, k, e)));
+            }
+        }
+    }
+
     /// Takes the keys this shard's tables deleted on their own (expired, evicted), as (db, key).
     pub fn take_server_deletes(&mut self) -> Vec<(usize, Key)> {
         if !self.deletes.swap(false, Ordering::Relaxed) {
@@ -768,6 +843,8 @@ pub struct Keyspace {
     mask: usize,
     bits: u32,
     ndbs: usize,
+    /// Shared with every table: which [`KeyEvent`]s they log.
+    log_mask: Arc<AtomicU32>,
 }
 
 impl Keyspace {
@@ -775,22 +852,36 @@ impl Keyspace {
     pub fn new(ndbs: usize, nshards: usize) -> Keyspace {
         let n = nshards.max(1).next_power_of_two();
         let seq = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let log_mask = Arc::new(AtomicU32::new(0));
         let shards = (0..n)
             .map(|_| {
                 let deletes = Arc::new(AtomicBool::new(false));
                 let flag = Arc::new(AtomicBool::new(false));
+                let logged = Arc::new(AtomicBool::new(false));
                 let dbs = (0..ndbs)
                     .map(|_| Table {
                         shard_ready: flag.clone(),
                         ready_seq: seq.clone(),
                         shard_deletes: deletes.clone(),
+                        log_mask: log_mask.clone(),
+                        shard_log: logged.clone(),
                         ..Table::default()
                     })
                     .collect();
-                Mutex::new(Shard { dbs, hits: 0, misses: 0, ready: flag, deletes })
+                Mutex::new(Shard { dbs, hits: 0, misses: 0, ready: flag, deletes, logged })
             })
             .collect();
-        Keyspace { shards, hasher: Hasher::default(), mask: n - 1, bits: n.trailing_zeros(), ndbs }
+        Keyspace { shards, hasher: Hasher::default(), mask: n - 1, bits: n.trailing_zeros(), ndbs, log_mask }
+    }
+
+    /// Sets which [`KeyEvent`]s the tables log (bits of [`KeyEvent::bit`]; 0: none).
+    pub fn set_key_log(&self, mask: u32) {
+        self.log_mask.store(mask, Ordering::Relaxed);
+    }
+
+    /// Which [`KeyEvent`]s the tables log.
+    pub fn key_log(&self) -> u32 {
+        self.log_mask.load(Ordering::Relaxed)
     }
 
     /// Number of databases.

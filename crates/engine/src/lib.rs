@@ -39,6 +39,7 @@ pub mod keyspace;
 pub mod latency;
 pub mod lua;
 pub mod lzf;
+pub mod notify;
 pub mod ops;
 pub mod persistence;
 pub mod pubsub;

@@ -175,8 +175,10 @@ impl Server {
         let scripting = crate::lua::Scripting::new(commands, clock.clone(), config.host_arc());
         let now = clock.now_ms();
         let unix_s = (clock.unix_ms() / 1000) as u64;
+        let ks = Arc::new(Keyspace::new(ndbs, nshards));
+        ks.set_key_log(crate::notify::key_log_mask(config.notify_keyspace_events.load(Ordering::Relaxed)));
         Server {
-            ks: Arc::new(Keyspace::new(ndbs, nshards)),
+            ks,
             clock,
             config,
             clients: ClientRegistry::default(),

@@ -35,6 +35,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "docs",
             "persistence",
             "pubsub",
+            "notify",
         ],
     ),
     // The command families.

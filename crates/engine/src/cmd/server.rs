@@ -247,6 +247,7 @@ fn config_set(ctx: &mut Ctx<'_, '_>) -> Frame {
             {
                 p.aof_rewrite_in_progress.store(true, Ordering::SeqCst);
             }
+            ctx.srv.sync_key_log();
             Frame::ok()
         }
         Err(e) => Frame::error(e),

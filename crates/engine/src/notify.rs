@@ -1,0 +1,342 @@
+//! Keyspace notifications (`notify-keyspace-events`), raised from the change stream rather than by
+//! handlers, so that no command can forget one.
+//!
+//! While some class is enabled, the tables log what happens to their keys ([`KeyEvent`]: changed,
+//! added, expired, evicted; `Table::touch`, the path every modification takes to tell WATCH, logs
+//! the changes). After each command, [`Server::raise_key_events`] takes that log from the command's
+//! shards and turns it into Redis's events: `expired`, `evicted` and `new` as the tables saw them,
+//! then, for each key the command changed, the event Redis raises for that command ([`events`]),
+//! plus `del` when the command emptied an aggregate. Keys the command did not change raise
+//! nothing (a `DEL` of a missing key), nor does a command that changed nothing at all (its dirty
+//! count is 0: an `SREM` of a missing member). The cron's and eviction's
+//! deletions are raised by the pass that made them ([`Server::serve_ready`] runs after both).
+//!
+//! Latch adds class `L` for native locks: `lock_acquired`, `lock_handed_over` (a waiter got the
+//! lock when it was freed), `lock_released`, `lock_extended` and `lock_expired`. `A` does not
+//! include it, as it does not include `m` and `n`.
+
+use crate::keyspace::{KeyEvent, Locked};
+use crate::server::Server;
+use bytes::Bytes;
+use std::sync::atomic::Ordering;
+
+/// `K`: `__keyspace@<db>__:<key>` channels.
+pub const KEYSPACE: u32 = 1;
+/// `E`: `__keyevent@<db>__:<event>` channels.
+pub const KEYEVENT: u32 = 1 << 1;
+/// `g`: generic commands (DEL, EXPIRE, RENAME...).
+pub const GENERIC: u32 = 1 << 2;
+/// `$`: string commands.
+pub const STRING: u32 = 1 << 3;
+/// `l`: list commands.
+pub const LIST: u32 = 1 << 4;
+/// `s`: set commands.
+pub const SET: u32 = 1 << 5;
+/// `h`: hash commands.
+pub const HASH: u32 = 1 << 6;
+/// `z`: sorted set commands.
+pub const ZSET: u32 = 1 << 7;
+/// `x`: expired keys.
+pub const EXPIRED: u32 = 1 << 8;
+/// `e`: evicted keys.
+pub const EVICTED: u32 = 1 << 9;
+/// `n`: new keys.
+pub const NEW: u32 = 1 << 14;
+/// `L` (Latch's own): native locks.
+pub const LOCK: u32 = 1 << 15;
+
+/// The [`KeyEvent`]s the tables must log for `flags` (0 when nothing would be published).
+pub fn key_log_mask(flags: u32) -> u32 {
+    if flags & (KEYSPACE | KEYEVENT) == 0 || flags & !(KEYSPACE | KEYEVENT) == 0 {
+        return 0;
+    }
+    let mut mask = KeyEvent::Changed.bit();
+    if flags & (EXPIRED | LOCK) != 0 {
+        mask |= KeyEvent::Expired { lock: false }.bit();
+    }
+    if flags & EVICTED != 0 {
+        mask |= KeyEvent::Evicted.bit();
+    }
+    if flags & NEW != 0 {
+        mask |= KeyEvent::New.bit();
+    }
+    mask
+}
+
+/// An event: its class and name.
+type Ev = (u32, &'static str);
+
+fn has(args: &[Bytes], word: &str) -> bool {
+    args.iter().skip(1).any(|a| a.eq_ignore_ascii_case(word.as_bytes()))
+}
+
+/// The events Redis raises for `key`, which command `name` (lowercase; `args` its arguments)
+/// changed; `exists` tells whether the key is there after it, `moved_away` whether it changed in
+/// the database the command did not select (MOVE's and COPY's other database).
+pub fn events(name: &str, args: &[Bytes], key: &[u8], exists: bool, other_db: bool) -> Vec<Ev> {
+    let arg = |i: usize| args.get(i).map(|a| &a[..]);
+    let is = |i: usize| arg(i) == Some(key);
+    // Emptied aggregates are deleted after the command's own event.
+    let then_del = |ev: Ev| if exists { vec![ev] } else { vec![ev, (GENERIC, "del")] };
+    let stored = |ev: Ev| if exists { vec![ev] } else { vec![(GENERIC, "del")] };
+    let pop_end = |i: usize| if arg(i).is_some_and(|a| a.eq_ignore_ascii_case(b"left")) { "lpop" } else { "rpop" };
+    let push_end = |i: usize| if arg(i).is_some_and(|a| a.eq_ignore_ascii_case(b"left")) { "lpush" } else { "rpush" };
+    match name {
+        "set" => {
+            let ttl = ["ex", "px", "exat", "pxat"].iter().any(|w| has(args, w));
+            if ttl { vec![(STRING, "set"), (GENERIC, "expire")] } else { vec![(STRING, "set")] }
+        }
+        "setex" | "psetex" => vec![(STRING, "set"), (GENERIC, "expire")],
+        "setnx" | "mset" | "msetnx" | "getset" => vec![(STRING, "set")],
+        "append" => vec![(STRING, "append")],
+        "setrange" => vec![(STRING, "setrange")],
+        "incr" | "decr" | "incrby" | "decrby" => vec![(STRING, "incrby")],
+        "incrbyfloat" => vec![(STRING, "incrbyfloat")],
+        "setbit" | "bitfield" => vec![(STRING, "setbit")],
+        "bitop" => stored((STRING, "set")),
+        "del" | "unlink" | "getdel" => vec![(GENERIC, "del")],
+        "getex" if !exists => vec![(GENERIC, "del")],
+        "getex" if has(args, "persist") => vec![(GENERIC, "persist")],
+        "getex" | "expire" | "pexpire" | "expireat" | "pexpireat" => stored((GENERIC, "expire")),
+        "persist" => vec![(GENERIC, "persist")],
+        "rename" | "renamenx" if is(1) => vec![(GENERIC, "rename_from")],
+        "rename" | "renamenx" => vec![(GENERIC, "rename_to")],
+        "move" if other_db => vec![(GENERIC, "move_to")],
+        "move" => vec![(GENERIC, "move_from")],
+        "copy" => vec![(GENERIC, "copy_to")],
+        "restore" => vec![(GENERIC, "restore")],
+        "sort" => stored((GENERIC, "sortstore")),
+        "migrate" => vec![(GENERIC, "del")],
+        "lpush" | "lpushx" => vec![(LIST, "lpush")],
+        "rpush" | "rpushx" => vec![(LIST, "rpush")],
+        "linsert" => vec![(LIST, "linsert")],
+        "lset" => vec![(LIST, "lset")],
+        "lpop" | "blpop" => then_del((LIST, "lpop")),
+        "rpop" | "brpop" => then_del((LIST, "rpop")),
+        "ltrim" => then_del((LIST, "ltrim")),
+        "lrem" => then_del((LIST, "lrem")),
+        "rpoplpush" | "brpoplpush" => {
+            // The source first; one key can be both (a rotation).
+            let mut v = Vec::new();
+            if is(1) {
+                v.extend(then_del((LIST, "rpop")));
+            }
+            if is(2) {
+                v.push((LIST, "lpush"));
+            }
+            v
+        }
+        "lmove" | "blmove" => {
+            let mut v = Vec::new();
+            if is(1) {
+                v.extend(then_del((LIST, pop_end(3))));
+            }
+            if is(2) {
+                v.push((LIST, push_end(4)));
+            }
+            v
+        }
+        "lmpop" | "blmpop" => {
+            let left = args.iter().any(|a| a.eq_ignore_ascii_case(b"left"));
+            then_del((LIST, if left { "lpop" } else { "rpop" }))
+        }
+        "sadd" => vec![(SET, "sadd")],
+        "srem" => then_del((SET, "srem")),
+        "spop" => then_del((SET, "spop")),
+        "smove" if is(1) => then_del((SET, "srem")),
+        "smove" => vec![(SET, "sadd")],
+        "sinterstore" => stored((SET, "sinterstore")),
+        "sunionstore" => stored((SET, "sunionstore")),
+        "sdiffstore" => stored((SET, "sdiffstore")),
+        "hset" | "hsetnx" | "hmset" => vec![(HASH, "hset")],
+        "hdel" => then_del((HASH, "hdel")),
+        "hincrby" => vec![(HASH, "hincrby")],
+        "hincrbyfloat" => vec![(HASH, "hincrbyfloat")],
+        "zadd" if has(args, "incr") => vec![(ZSET, "zincr")],
+        "zadd" => vec![(ZSET, "zadd")],
+        "zincrby" => vec![(ZSET, "zincr")],
+        "zrem" => then_del((ZSET, "zrem")),
+        "zremrangebyscore" => then_del((ZSET, "zremrangebyscore")),
+        "zremrangebyrank" => then_del((ZSET, "zremrangebyrank")),
+        "zremrangebylex" => then_del((ZSET, "zremrangebylex")),
+        "zpopmin" | "bzpopmin" => then_del((ZSET, "zpopmin")),
+        "zpopmax" | "bzpopmax" => then_del((ZSET, "zpopmax")),
+        "zmpop" | "bzmpop" => {
+            let min = args.iter().any(|a| a.eq_ignore_ascii_case(b"min"));
+            then_del((ZSET, if min { "zpopmin" } else { "zpopmax" }))
+        }
+        "zunionstore" => stored((ZSET, "zunionstore")),
+        "zinterstore" => stored((ZSET, "zinterstore")),
+        "zdiffstore" => stored((ZSET, "zdiffstore")),
+        "zrangestore" => stored((ZSET, "zrangestore")),
+        "lock" => vec![(LOCK, "lock_acquired")],
+        "lock_served" => vec![(LOCK, "lock_handed_over")],
+        "unlock" => vec![(LOCK, "lock_released")],
+        "lockextend" => vec![(LOCK, "lock_extended")],
+        _ => Vec::new(),
+    }
+}
+
+impl Server {
+    /// Publishes one keyspace event, on the channels `notify-keyspace-events` asks for (Redis's
+    /// `notifyKeyspaceEvent`).
+    pub fn notify_keyspace_event(&self, class: u32, event: &str, db: usize, key: &[u8]) {
+        let flags = self.config.notify_keyspace_events.load(Ordering::Relaxed);
+        if flags & class == 0 {
+            return;
+        }
+        if self.pubsub.is_empty(crate::pubsub::Kind::Channel) && self.pubsub.is_empty(crate::pubsub::Kind::Pattern) {
+            return;
+        }
+        if flags & KEYSPACE != 0 {
+            let mut ch = format!("__keyspace@{db}__:").into_bytes();
+            ch.extend_from_slice(key);
+            self.publish(false, &ch, event.as_bytes());
+        }
+        if flags & KEYEVENT != 0 {
+            let ch = format!("__keyevent@{db}__:{event}");
+            self.publish(false, ch.as_bytes(), key);
+        }
+    }
+
+    /// Makes the tables log what keyspace notifications need, after `notify-keyspace-events`
+    /// changed.
+    pub fn sync_key_log(&self) {
+        let flags = self.config.notify_keyspace_events.load(Ordering::Relaxed);
+        self.ks.set_key_log(key_log_mask(flags));
+    }
+
+    /// Raises the events of what happened to the locked shards' keys since the last call: the
+    /// tables' own (expired, evicted, new), then those of command `name` with `args` (lowercase;
+    /// None outside a command), which ran in database `db`.
+    pub(crate) fn raise_key_events(&self, locked: &mut Locked<'_>, cmd: Option<(&str, &[Bytes])>, db: usize) {
+        let mut log = Vec::new();
+        for s in locked.shards_mut() {
+            s.take_log(&mut log);
+        }
+        if log.is_empty() {
+            return;
+        }
+        let mut changed: Vec<(usize, crate::value::Key)> = Vec::new();
+        for (kdb, key, ev) in log {
+            match ev {
+                KeyEvent::Expired { lock } => {
+                    self.notify_keyspace_event(EXPIRED, "expired", kdb, &key);
+                    if lock {
+                        self.notify_keyspace_event(LOCK, "lock_expired", kdb, &key);
+                    }
+                }
+                KeyEvent::Evicted => self.notify_keyspace_event(EVICTED, "evicted", kdb, &key),
+                KeyEvent::New => self.notify_keyspace_event(NEW, "new", kdb, &key),
+                KeyEvent::Changed => {
+                    if !changed.contains(&(kdb, key.clone())) {
+                        changed.push((kdb, key));
+                    }
+                }
+            }
+        }
+        let Some((name, args)) = cmd else { return };
+        // In the order of the command's arguments (the source before the destination).
+        let pos = |k: &[u8]| args.iter().skip(1).position(|a| &a[..] == k).unwrap_or(usize::MAX);
+        changed.sort_by_key(|(_, k)| pos(k));
+        for (kdb, key) in changed {
+            let exists = locked.shard_for(&key).dbs[kdb].peek(&key).is_some();
+            for (class, event) in events(name, args, &key, exists, kdb != db) {
+                self.notify_keyspace_event(class, event, kdb, &key);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::TestServer;
+
+    /// What a `PSUBSCRIBE *` client receives while `commands` run, one event per line
+    /// (`<channel> <message>`).
+    fn events_of(flags: &str, commands: &[&str]) -> Vec<String> {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.run(&format!("CONFIG SET notify-keyspace-events {flags}"));
+        let mut sub = ts.client();
+        sub.run("PSUBSCRIBE *");
+        for line in commands {
+            c.run(line);
+        }
+        sub.pushes()
+            .into_iter()
+            .map(|m| {
+                let inner = m.trim_start_matches('[').trim_end_matches(']');
+                let parts: Vec<&str> = inner.split(", ").map(|p| p.trim_matches('"')).collect();
+                format!("{} {}", parts[2], parts[3])
+            })
+            .collect()
+    }
+
+    #[test]
+    fn generic_and_string_events() {
+        assert_eq!(
+            events_of("KEA", &["SET k v", "SET k v EX 100", "DEL k missing", "DEL missing", "APPEND a x", "INCR n"]),
+            [
+                "__keyspace@0__:k set",
+                "__keyevent@0__:set k",
+                "__keyspace@0__:k set",
+                "__keyevent@0__:set k",
+                "__keyspace@0__:k expire",
+                "__keyevent@0__:expire k",
+                "__keyspace@0__:k del",
+                "__keyevent@0__:del k",
+                "__keyspace@0__:a append",
+                "__keyevent@0__:append a",
+                "__keyspace@0__:n incrby",
+                "__keyevent@0__:incrby n",
+            ]
+        );
+    }
+
+    #[test]
+    fn emptied_aggregates_rename_and_masks() {
+        assert_eq!(
+            events_of("Elg", &["RPUSH l a", "LPOP l", "SADD s x", "RPUSH m a", "LREM m 0 zz", "RENAME m q"]),
+            [
+                "__keyevent@0__:rpush l",
+                "__keyevent@0__:lpop l",
+                "__keyevent@0__:del l",
+                "__keyevent@0__:rpush m",
+                "__keyevent@0__:rename_from m",
+                "__keyevent@0__:rename_to q",
+            ]
+        );
+        assert_eq!(
+            events_of("En", &["SET a 1", "SET a 2", "RPUSH b x"]),
+            ["__keyevent@0__:new a", "__keyevent@0__:new b"]
+        );
+        assert_eq!(events_of("K", &["SET a 1"]), Vec::<String>::new());
+    }
+
+    #[test]
+    fn expired_keys_and_locks() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.run("CONFIG SET notify-keyspace-events ExL");
+        let mut sub = ts.client();
+        sub.run("PSUBSCRIBE *");
+        c.run("SET k v PX 10");
+        c.run("LOCK lk owner 10");
+        c.run("LOCK held owner 10000");
+        c.run("UNLOCK held owner");
+        ts.clock.advance_ms(20);
+        c.run("GET k");
+        ts.srv.active_expire_cycle(crate::clock::Clock::now_ms(&*ts.clock), 100);
+        let got = sub.pushes();
+        let want = [
+            "[\"pmessage\", \"*\", \"__keyevent@0__:lock_acquired\", \"lk\"]",
+            "[\"pmessage\", \"*\", \"__keyevent@0__:lock_acquired\", \"held\"]",
+            "[\"pmessage\", \"*\", \"__keyevent@0__:lock_released\", \"held\"]",
+            "[\"pmessage\", \"*\", \"__keyevent@0__:expired\", \"k\"]",
+            "[\"pmessage\", \"*\", \"__keyevent@0__:expired\", \"lk\"]",
+            "[\"pmessage\", \"*\", \"__keyevent@0__:lock_expired\", \"lk\"]",
+        ];
+        assert_eq!(got, want);
+    }
+}
