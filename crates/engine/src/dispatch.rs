@@ -14,6 +14,8 @@ impl Server {
     /// Runs one command. Returns the reply to send, or None when the client asked for no reply.
     pub fn execute(&self, client: &mut Client, args: &[Bytes]) -> Option<Frame> {
         let reply = self.execute_inner(client, args);
+        // A client released from a pause has run its command again: the next one's turn.
+        self.pause_turn_done(client.id);
         if let Some(r) = &reply {
             self.stats.count_error(r);
         }
@@ -130,20 +132,22 @@ impl Server {
             self.reject(cmd);
             return Some(self.reject_in_multi(client, cmd, e));
         }
-        if client.multi.active() {
-            if cmd.flags.has(Flags::NO_MULTI) {
-                self.reject(cmd);
-                client.multi.flag_error();
-                return Some(Frame::error("ERR Command not allowed inside a transaction"));
+        if client.multi.active() && cmd.flags.has(Flags::NO_MULTI) {
+            self.reject(cmd);
+            client.multi.flag_error();
+            return Some(Frame::error("ERR Command not allowed inside a transaction"));
+        }
+        // CLIENT PAUSE: last of the checks, before MULTI queues the command (see crate::pause).
+        if self.postpone_if_paused(client, cmd, args, now) {
+            return None;
+        }
+        if client.multi.active() && !matches!(cmd.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
+            if let Some(q) = client.multi.queued.as_mut() {
+                q.push((cmd, args.to_vec()));
+                client.info.multi.store(q.len() as i64, Ordering::Relaxed);
+                client.info.multi_mem.fetch_add(crate::transactions::queued_size(args), Ordering::Relaxed);
             }
-            if !matches!(cmd.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
-                if let Some(q) = client.multi.queued.as_mut() {
-                    q.push((cmd, args.to_vec()));
-                    client.info.multi.store(q.len() as i64, Ordering::Relaxed);
-                    client.info.multi_mem.fetch_add(crate::transactions::queued_size(args), Ordering::Relaxed);
-                }
-                return Some(Frame::simple("QUEUED"));
-            }
+            return Some(Frame::simple("QUEUED"));
         }
         *client.info.last_cmd.lock() = cmd.name;
         let handed_off = std::cell::Cell::new(false);

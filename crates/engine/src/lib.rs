@@ -40,6 +40,7 @@ pub mod latency;
 pub mod lua;
 pub mod lzf;
 pub mod ops;
+pub mod pause;
 pub mod persistence;
 pub mod pubsub;
 pub mod rdb;

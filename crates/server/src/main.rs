@@ -354,6 +354,10 @@ async fn waiter_timer(srv: Arc<Server>, clock: Arc<SystemClock>) {
             continue;
         }
         let now = clock.now_ms();
+        // Clients held by a CLIENT PAUSE are blocked too: release them within 10 ms of its end.
+        if !srv.debug.pause_cron.load(std::sync::atomic::Ordering::Relaxed) {
+            srv.pause_cron(now);
+        }
         let srv2 = srv.clone();
         let _ = tokio::task::spawn_blocking(move || srv2.expire_for_waiters(now)).await;
     }
@@ -369,6 +373,8 @@ async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>, aof: Arc<aof::Aof>) {
             continue;
         }
         let now = clock.now_ms();
+        // A CLIENT PAUSE whose time is up ends, and its clients run (Redis's serverCron).
+        srv.pause_cron(now);
         srv.clients_cron(now);
         srv.close_idle_connections(now);
         let srv2 = srv.clone();

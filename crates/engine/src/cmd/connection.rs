@@ -1,11 +1,12 @@
 //! Connection commands: PING, ECHO, QUIT, SELECT, RESET, AUTH, HELLO, MONITOR and the CLIENT
-//! container (ID, INFO, LIST, KILL, SETNAME, GETNAME, SETINFO, NO-EVICT, NO-TOUCH, REPLY, GETREDIR,
-//! TRACKINGINFO, HELP).
+//! container (ID, INFO, LIST, KILL, SETNAME, GETNAME, SETINFO, NO-EVICT, NO-TOUCH, REPLY, PAUSE,
+//! UNPAUSE, UNBLOCK, GETREDIR, TRACKINGINFO, HELP).
 
 use super::BASE;
 use crate::args::eq_ic;
 use crate::client::{ClientInfo, ReplyMode};
 use crate::command::{Command, Ctx, Flags};
+use crate::pause::PauseKind;
 use bytes::Bytes;
 use resp::{Frame, Protocol};
 use std::fmt::Write as _;
@@ -96,6 +97,14 @@ static CLIENT_SUBCOMMANDS: &[Command] = &[
         ..BASE
     },
     Command {
+        name: "client|pause",
+        arity: -3,
+        flags: ADMIN_NLS,
+        group: crate::command::Group::Connection,
+        handler: client_pause,
+        ..BASE
+    },
+    Command {
         name: "client|reply",
         arity: 3,
         flags: NLS,
@@ -128,6 +137,14 @@ static CLIENT_SUBCOMMANDS: &[Command] = &[
         flags: ADMIN_NLS,
         group: crate::command::Group::Connection,
         handler: client_unblock,
+        ..BASE
+    },
+    Command {
+        name: "client|unpause",
+        arity: 2,
+        flags: ADMIN_NLS,
+        group: crate::command::Group::Connection,
+        handler: client_unpause,
         ..BASE
     },
     Command {
@@ -773,7 +790,7 @@ fn client_unblock(ctx: &mut Ctx<'_, '_>) -> Frame {
         4 if eq_ic(ctx.arg(3), "timeout") => false,
         4 if eq_ic(ctx.arg(3), "error") => true,
         4 => return Frame::error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
-        _ => return crate::error::syntax(),
+        _ => return super::server::subcommand_syntax_error(ctx.arg(1), "CLIENT"),
     };
     let waiter = u64::try_from(id).ok().and_then(|id| ctx.srv.clients.get(id)).and_then(|c| c.blocked_on());
     let Some(w) = waiter else { return Frame::Integer(0) };
@@ -784,6 +801,30 @@ fn client_unblock(ctx: &mut Ctx<'_, '_>) -> Frame {
         if error { Frame::error("UNBLOCKED client unblocked via CLIENT UNBLOCK") } else { w.timeout_reply.clone() };
     w.finish(crate::waiters::WaitState::Served(reply));
     Frame::Integer(1)
+}
+
+/// CLIENT PAUSE timeout [WRITE|ALL]: holds back every command, or those that may write, for
+/// `timeout` milliseconds (see [`crate::pause`]). The mode is checked before the timeout, as in Redis.
+fn client_pause(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let kind = match ctx.argc() {
+        3 => PauseKind::All,
+        4 if eq_ic(ctx.arg(3), "write") => PauseKind::Write,
+        4 if eq_ic(ctx.arg(3), "all") => PauseKind::All,
+        4 => return Frame::error("ERR CLIENT PAUSE mode must be WRITE or ALL"),
+        _ => return super::server::subcommand_syntax_error(ctx.arg(1), "CLIENT"),
+    };
+    let end = match crate::pause::parse_pause_timeout(ctx.arg(2), ctx.now) {
+        Ok(end) => end,
+        Err(e) => return e,
+    };
+    ctx.srv.pause_clients(kind, end, ctx.now);
+    Frame::ok()
+}
+
+/// CLIENT UNPAUSE: ends the pause; the clients it held back run their commands, in arrival order.
+fn client_unpause(ctx: &mut Ctx<'_, '_>) -> Frame {
+    ctx.srv.unpause_clients();
+    Frame::ok()
 }
 
 fn client_trackinginfo(_ctx: &mut Ctx<'_, '_>) -> Frame {
