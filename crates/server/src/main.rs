@@ -341,7 +341,10 @@ async fn accept_loop(l: TcpListener, srv: Arc<Server>, aof: Arc<aof::Aof>) {
         if let Err(e) = net::keepalive(&sock, srv.config.get_i64("tcp-keepalive")) {
             tracing::debug!("tcp-keepalive on {peer}: {e}");
         }
-        tokio::spawn(conn::serve(srv.clone(), aof.clone(), sock, peer.to_string(), local.clone()));
+        // CLIENT LIST's `laddr` is the connection's own address, as Redis reads it with getsockname:
+        // 127.0.0.1:6379 for a client of a listener bound to 0.0.0.0.
+        let laddr = sock.local_addr().map_or_else(|_| local.clone(), |a| a.to_string());
+        tokio::spawn(conn::serve(srv.clone(), aof.clone(), sock, peer.to_string(), laddr));
     }
 }
 
