@@ -37,12 +37,20 @@ impl Server {
         let now = self.clock.now_ms();
         let start = self.clock.ticks_us();
         client.info.last_active_ms.store(now, Ordering::Relaxed);
+        // CLIENT LIST's `cmd=` is the command as looked up, before any check (Redis's `lastcmd`):
+        // rejected and queued commands show too, an unknown one (or subcommand) as NULL, a container
+        // without its subcommand as itself.
         let cmd = match self.table.resolve(args) {
-            Ok(c) => c,
+            Ok(c) => {
+                *client.info.last_cmd.lock() = c.name;
+                c
+            }
             Err(e) => {
-                if let Some(c) = self.table.get(&args[0]) {
+                let known = self.table.get(&args[0]);
+                if let Some(c) = known {
                     self.reject(c);
                 }
+                *client.info.last_cmd.lock() = known.filter(|_| args.len() == 1).map_or("NULL", |c| c.name);
                 client.multi.flag_error();
                 return Some(e);
             }
@@ -149,7 +157,6 @@ impl Server {
             }
             return Some(Frame::simple("QUEUED"));
         }
-        *client.info.last_cmd.lock() = cmd.name;
         let handed_off = std::cell::Cell::new(false);
         let give_up = || {
             if !handed_off.replace(true) {
@@ -263,7 +270,14 @@ impl Server {
         }
         client.info.set_blocked_on(Some(&w));
         client.blocked = Some(w);
+        self.mark_blocked(client, args);
+    }
+
+    /// Shows `client` blocked in CLIENT LIST and INFO: the `b` flag, its command's arguments as
+    /// `argv-mem` (Redis keeps them while the client waits), `blocked_clients`.
+    pub(crate) fn mark_blocked(&self, client: &mut Client, args: &[Bytes]) {
         client.info.set_flag('b', true);
+        client.info.argv_mem.store(args.iter().map(|a| a.len()).sum(), Ordering::Relaxed);
         self.blocked_clients.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -272,6 +286,7 @@ impl Server {
         if client.blocked.take().is_some() {
             client.info.set_blocked_on(None);
             client.info.set_flag('b', false);
+            client.info.argv_mem.store(0, Ordering::Relaxed);
             self.blocked_clients.fetch_sub(1, Ordering::Relaxed);
         }
     }
@@ -481,6 +496,7 @@ impl Server {
     fn reject_in_multi(&self, client: &mut Client, cmd: &Command, e: Frame) -> Frame {
         if cmd.name == "exec" && client.multi.active() {
             client.multi.reset();
+            client.info.set_watch_state(None);
             client.info.set_flag('x', false);
             client.info.multi.store(-1, Ordering::Relaxed);
             client.info.multi_mem.store(0, Ordering::Relaxed);

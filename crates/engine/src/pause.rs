@@ -63,7 +63,6 @@ impl Pause {
             _ => Some(PauseKind::All),
         }
     }
-
 }
 
 /// Parses CLIENT PAUSE's timeout (milliseconds) into the pause's last millisecond, as Redis's
@@ -179,10 +178,8 @@ impl Server {
             q.push_back(w.clone());
         }
         drop(q);
-        *client.info.last_cmd.lock() = cmd.name;
         client.blocked = Some(w);
-        client.info.set_flag('b', true);
-        self.blocked_clients.fetch_add(1, Ordering::Relaxed);
+        self.mark_blocked(client, args);
         true
     }
 
