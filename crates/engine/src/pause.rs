@@ -32,6 +32,10 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
+/// How long a released client may take to run its command again before the next one is woken
+/// regardless (see [`Server::pause_cron`]).
+pub const TURN_GRACE_MS: u64 = 100;
+
 /// What a pause holds back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum PauseKind {
@@ -50,6 +54,8 @@ pub struct Pause {
     end: AtomicU64,
     /// The client woken to run its command again (0: none); the next one is woken once it has.
     in_flight: AtomicU64,
+    /// When `in_flight` was woken (monotonic ms).
+    released_ms: AtomicU64,
     /// Changes of the state above happen under this lock, as do the queue's.
     queue: Mutex<VecDeque<Arc<Waiter>>>,
 }
@@ -129,9 +135,22 @@ impl Server {
     }
 
     /// The cron's part: ends a pause whose deadline passed, so that its clients run even when no
-    /// command comes.
+    /// command comes; and wakes the next released client when the one whose turn it is has not run
+    /// its command within [`TURN_GRACE_MS`] (its connection is stuck writing earlier replies to a
+    /// client that does not read): one stuck client does not hold up the others, as in Redis,
+    /// which runs their commands whatever their output.
     pub fn pause_cron(&self, now: u64) {
-        self.paused(now);
+        if self.paused(now).is_some() || self.pause.in_flight.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let mut q = self.pause.queue.lock();
+        if self.pause.kind().is_none()
+            && self.pause.in_flight.load(Ordering::Relaxed) != 0
+            && now.saturating_sub(self.pause.released_ms.load(Ordering::Relaxed)) > TURN_GRACE_MS
+        {
+            self.pause.in_flight.store(0, Ordering::Relaxed);
+            self.release_next(&mut q);
+        }
     }
 
     /// Whether a pause of `kind` holds back `cmd` (Redis's `processCommand`: everything under ALL;
@@ -204,6 +223,7 @@ impl Server {
         while let Some(w) = q.pop_front() {
             if w.claim() {
                 self.pause.in_flight.store(w.info.id, Ordering::Relaxed);
+                self.pause.released_ms.store(self.clock.now_ms(), Ordering::Relaxed);
                 w.finish(WaitState::Retry);
                 return;
             }
@@ -395,6 +415,26 @@ mod tests {
         drop(a);
         assert_eq!(b.blocked_reply().as_deref(), Some("+OK"));
         admin.transcript("> GET k\n\"b\"");
+    }
+
+    #[test]
+    fn a_released_client_that_does_not_run_holds_the_others_up_only_briefly() {
+        let ts = TestServer::new();
+        let mut admin = ts.client();
+        admin.transcript("> CLIENT PAUSE 100000 WRITE\n+OK");
+        let mut stuck = ts.client();
+        let mut b = ts.client();
+        assert_eq!(stuck.cmd(&["SET", "k", "stuck"]), None);
+        assert_eq!(b.cmd(&["SET", "k", "b"]), None);
+        admin.transcript("> CLIENT UNPAUSE\n+OK");
+        // `stuck` is woken but its connection does not get to run the command.
+        advance(&ts, super::TURN_GRACE_MS);
+        assert_eq!(b.blocked_reply(), None);
+        advance(&ts, 1);
+        assert_eq!(b.blocked_reply().as_deref(), Some("+OK"));
+        // It still runs its command when it gets to it.
+        assert_eq!(stuck.blocked_reply().as_deref(), Some("+OK"));
+        admin.transcript("> GET k\n\"stuck\"");
     }
 
     #[test]
