@@ -248,6 +248,21 @@ mod tests {
         ts.srv.pause_cron(crate::clock::Clock::now_ms(&*ts.clock));
     }
 
+    /// CLIENT PAUSE WRITE and read-only scripts go by `may_replicate`, which COMMAND INFO does not
+    /// show (so the metadata comparison cannot check it): the commands Redis 7.0.15 flags so
+    /// (src/commands.c) have it here, and no other.
+    #[test]
+    fn may_replicate_flags_are_redis_s() {
+        const REDIS: &[&str] = &["eval", "evalsha", "fcall", "publish", "spublish", "pfcount"];
+        let ts = TestServer::new();
+        for c in ts.srv.table.all() {
+            for cmd in std::iter::once(*c).chain(c.subcommands.iter()) {
+                let has = cmd.flags.has(crate::command::Flags::MAY_REPLICATE);
+                assert_eq!(has, REDIS.contains(&cmd.name), "{} may_replicate", cmd.name);
+            }
+        }
+    }
+
     #[test]
     fn pause_arguments() {
         let ts = TestServer::new();
@@ -546,10 +561,12 @@ mod tests {
             "hello"
             "##,
         );
-        // May write: no shebang (EVAL is may_replicate), a shebang without no-writes, a function
-        // without it, a script not found.
+        // May write or replicate: no shebang (EVAL is may_replicate), a shebang without no-writes, a
+        // function without it, a script not found, PUBLISH.
         for cmd in [
-            &["EVAL", "return 1", "0"][..],
+            &["PUBLISH", "ch", "m"][..],
+            &["SPUBLISH", "ch", "m"],
+            &["EVAL", "return 1", "0"],
             &["EVAL", "#!lua\nreturn 1", "0"],
             &["FCALL", "rw", "0"],
             &["EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "0"],
