@@ -191,6 +191,9 @@ pub struct ClientInfo {
     pub outbox: Outbox,
     waker: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
     blocked_on: Mutex<Option<std::sync::Weak<crate::waiters::Waiter>>>,
+    /// The WATCH state while the client watches keys: CLIENT LIST shows `d` once a watched key
+    /// was touched (Redis's `CLIENT_DIRTY_CAS`).
+    watch: Mutex<Option<Arc<crate::keyspace::WatchState>>>,
 }
 
 /// A client's queue of messages that do not answer one of its commands. Other clients' commands
@@ -344,19 +347,38 @@ impl ClientInfo {
         letters.sort_by_key(|c| FLAG_ORDER.find(*c).unwrap_or(usize::MAX));
         *f = if letters.is_empty() { String::from("N") } else { letters.into_iter().collect() };
     }
+    /// Records the client's WATCH state (WATCH), or forgets it (UNWATCH, EXEC, DISCARD, RESET).
+    pub fn set_watch_state(&self, w: Option<Arc<crate::keyspace::WatchState>>) {
+        *self.watch.lock() = w;
+    }
+    /// The flag letters CLIENT LIST shows: the ones set, plus `d` while a watched key was touched.
+    pub fn flags_shown(&self) -> String {
+        let dirty = self.watch.lock().as_ref().is_some_and(|w| w.dirty.load(Ordering::Relaxed));
+        let f = self.flags.lock().clone();
+        if !dirty {
+            return f;
+        }
+        let mut letters: Vec<char> = f.chars().filter(|&c| c != 'N').chain(['d']).collect();
+        letters.sort_by_key(|c| FLAG_ORDER.find(*c).unwrap_or(usize::MAX));
+        letters.into_iter().collect()
+    }
     /// True if the flag letter is set.
     pub fn has_flag(&self, letter: char) -> bool {
         letter != 'N' && self.flags.lock().contains(letter)
     }
     /// The client's type as `CLIENT LIST TYPE` / `CLIENT KILL TYPE` see it: `normal`, `slave`,
-    /// `pubsub` or `master` (a MONITOR client is normal).
+    /// `pubsub` or `master` (a MONITOR client is normal). A client is `pubsub` while it has the `P`
+    /// flag or any subscription (Redis's `CLIENT_PUBSUB` is set exactly then).
     pub fn type_name(&self) -> &'static str {
         let f = self.flags.lock();
+        let subscribed = || {
+            self.sub.load(Ordering::Relaxed) + self.psub.load(Ordering::Relaxed) + self.ssub.load(Ordering::Relaxed) > 0
+        };
         if f.contains('M') {
             "master"
         } else if f.contains('S') {
             "slave"
-        } else if f.contains('P') {
+        } else if f.contains('P') || subscribed() {
             "pubsub"
         } else {
             "normal"
@@ -509,6 +531,7 @@ impl ClientRegistry {
             outbox: Outbox::default(),
             waker: Mutex::new(None),
             blocked_on: Mutex::new(None),
+            watch: Mutex::new(None),
         });
         self.clients.lock().insert(id, info.clone());
         self.total_connections.fetch_add(1, Ordering::Relaxed);

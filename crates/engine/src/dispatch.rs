@@ -14,6 +14,8 @@ impl Server {
     /// Runs one command. Returns the reply to send, or None when the client asked for no reply.
     pub fn execute(&self, client: &mut Client, args: &[Bytes]) -> Option<Frame> {
         let reply = self.execute_inner(client, args);
+        // A client released from a pause has run its command again: the next one's turn.
+        self.pause_turn_done(client.id);
         if let Some(r) = &reply {
             self.stats.count_error(r);
         }
@@ -35,12 +37,20 @@ impl Server {
         let now = self.clock.now_ms();
         let start = self.clock.ticks_us();
         client.info.last_active_ms.store(now, Ordering::Relaxed);
+        // CLIENT LIST's `cmd=` is the command as looked up, before any check (Redis's `lastcmd`):
+        // rejected and queued commands show too, an unknown one (or subcommand) as NULL, a container
+        // without its subcommand as itself.
         let cmd = match self.table.resolve(args) {
-            Ok(c) => c,
+            Ok(c) => {
+                *client.info.last_cmd.lock() = c.name;
+                c
+            }
             Err(e) => {
-                if let Some(c) = self.table.get(&args[0]) {
+                let known = self.table.get(&args[0]);
+                if let Some(c) = known {
                     self.reject(c);
                 }
+                *client.info.last_cmd.lock() = known.filter(|_| args.len() == 1).map_or("NULL", |c| c.name);
                 client.multi.flag_error();
                 return Some(e);
             }
@@ -130,22 +140,23 @@ impl Server {
             self.reject(cmd);
             return Some(self.reject_in_multi(client, cmd, e));
         }
-        if client.multi.active() {
-            if cmd.flags.has(Flags::NO_MULTI) {
-                self.reject(cmd);
-                client.multi.flag_error();
-                return Some(Frame::error("ERR Command not allowed inside a transaction"));
-            }
-            if !matches!(cmd.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
-                if let Some(q) = client.multi.queued.as_mut() {
-                    q.push((cmd, args.to_vec()));
-                    client.info.multi.store(q.len() as i64, Ordering::Relaxed);
-                    client.info.multi_mem.fetch_add(crate::transactions::queued_size(args), Ordering::Relaxed);
-                }
-                return Some(Frame::simple("QUEUED"));
-            }
+        if client.multi.active() && cmd.flags.has(Flags::NO_MULTI) {
+            self.reject(cmd);
+            client.multi.flag_error();
+            return Some(Frame::error("ERR Command not allowed inside a transaction"));
         }
-        *client.info.last_cmd.lock() = cmd.name;
+        // CLIENT PAUSE: last of the checks, before MULTI queues the command (see crate::pause).
+        if self.postpone_if_paused(client, cmd, args, now) {
+            return None;
+        }
+        if client.multi.active() && !matches!(cmd.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
+            if let Some(q) = client.multi.queued.as_mut() {
+                q.push((cmd, args.to_vec()));
+                client.info.multi.store(q.len() as i64, Ordering::Relaxed);
+                client.info.multi_mem.fetch_add(crate::transactions::queued_size(args), Ordering::Relaxed);
+            }
+            return Some(Frame::simple("QUEUED"));
+        }
         let handed_off = std::cell::Cell::new(false);
         let give_up = || {
             if !handed_off.replace(true) {
@@ -265,7 +276,14 @@ impl Server {
         }
         client.info.set_blocked_on(Some(&w));
         client.blocked = Some(w);
+        self.mark_blocked(client, args);
+    }
+
+    /// Shows `client` blocked in CLIENT LIST and INFO: the `b` flag, its command's arguments as
+    /// `argv-mem` (Redis keeps them while the client waits), `blocked_clients`.
+    pub(crate) fn mark_blocked(&self, client: &mut Client, args: &[Bytes]) {
         client.info.set_flag('b', true);
+        client.info.argv_mem.store(args.iter().map(|a| a.len()).sum(), Ordering::Relaxed);
         self.blocked_clients.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -274,6 +292,7 @@ impl Server {
         if client.blocked.take().is_some() {
             client.info.set_blocked_on(None);
             client.info.set_flag('b', false);
+            client.info.argv_mem.store(0, Ordering::Relaxed);
             self.blocked_clients.fetch_sub(1, Ordering::Relaxed);
         }
     }
@@ -499,6 +518,7 @@ impl Server {
     fn reject_in_multi(&self, client: &mut Client, cmd: &Command, e: Frame) -> Frame {
         if cmd.name == "exec" && client.multi.active() {
             client.multi.reset();
+            client.info.set_watch_state(None);
             client.info.set_flag('x', false);
             client.info.multi.store(-1, Ordering::Relaxed);
             client.info.multi_mem.store(0, Ordering::Relaxed);

@@ -216,7 +216,9 @@ impl<'a> TableEviction<'a> {
     /// The server's settings, or None when nothing is evicted (no `maxmemory`, or `noeviction`).
     pub fn for_server(srv: &'a Server) -> Option<TableEviction<'a>> {
         let max = srv.config.maxmemory.load(Ordering::Relaxed);
-        if max == 0 {
+        // A client pause holds the dataset still: nothing is evicted (Redis's
+        // isSafeToPerformEvictions).
+        if max == 0 || srv.pause_in_force() {
             return None;
         }
         let policy = srv.config.policy();
@@ -288,7 +290,8 @@ impl Server {
     /// Called before each command (with no shard locked) and by the cron while [`Evictor::running`].
     pub fn perform_evictions(&self) -> Evicted {
         let max = self.config.maxmemory.load(Ordering::Relaxed);
-        if max == 0 {
+        // A client pause holds the dataset still (Redis's isSafeToPerformEvictions).
+        if max == 0 || self.pause_in_force() {
             return Evicted::Ok;
         }
         let host = self.config.host();

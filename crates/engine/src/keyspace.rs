@@ -103,6 +103,10 @@ pub struct Table {
     epoch: u8,
     /// The running snapshot's state in this table, if one runs.
     snap: Option<Box<TableSnapshot>>,
+    /// Shared by all tables of a keyspace: while clients are paused, the last millisecond of the pause
+    /// (0: no pause). Until then no key is deleted for its TTL: lookups treat an expired key as
+    /// absent and leave it stored, and the active cycle skips it (see [`Keyspace::hold_expiry`]).
+    held_until: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// A running snapshot's state in one table (see [`Table::begin_snapshot`]).
@@ -169,6 +173,14 @@ fn is_expired(e: &Entry, now: u64) -> bool {
 }
 
 impl Table {
+    /// True while a client pause holds the dataset still at `now` (Redis's
+    /// `checkClientPauseTimeoutAndReturnIfPaused` in `expireIfNeeded` and the active cycle): expired
+    /// keys are not deleted. Only read on the path of an expired key.
+    fn expiry_held(&self, now: u64) -> bool {
+        let until = self.held_until.load(Ordering::Relaxed);
+        until != 0 && now <= until
+    }
+
     /// Number of keys, including expired ones not yet reclaimed.
     pub fn len(&self) -> usize {
         self.map.len()
@@ -186,6 +198,10 @@ impl Table {
     fn live_index(&mut self, key: &[u8], now: u64) -> Option<usize> {
         let idx = self.map.get_index_of(key)?;
         if is_expired(&self.map[idx], now) {
+            if self.expiry_held(now) {
+                // Logically expired, kept until the pause ends.
+                return None;
+            }
             let e = self.remove_index(idx);
             self.expired += 1;
             self.note_server_delete(key);
@@ -324,6 +340,9 @@ impl Table {
 
     /// Reclaims up to `max` keys whose deadline is before `now`; returns how many.
     pub fn active_expire(&mut self, now: u64, max: usize) -> usize {
+        if self.expiry_held(now) {
+            return 0;
+        }
         let mut n = 0;
         while n < max {
             let Some(first) = self.expires.first() else { break };
@@ -695,6 +714,9 @@ impl Table {
             visited += 1;
             let (k, e) = self.map.get_index(pos).expect("pos < len");
             if is_expired(e, now) {
+                if self.expiry_held(now) {
+                    continue;
+                }
                 // Swap-remove moves the last entry (already visited, position >= pos) into `pos`:
                 // it may be returned twice, which SCAN allows, but nothing is skipped.
                 let k = k.clone();
@@ -845,6 +867,8 @@ pub struct Keyspace {
     ndbs: usize,
     /// Shared with every table: which [`KeyEvent`]s they log.
     log_mask: Arc<AtomicU32>,
+    /// Shared with every table (see [`Keyspace::hold_expiry`]).
+    held_until: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Keyspace {
@@ -853,6 +877,7 @@ impl Keyspace {
         let n = nshards.max(1).next_power_of_two();
         let seq = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let log_mask = Arc::new(AtomicU32::new(0));
+        let held_until = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let shards = (0..n)
             .map(|_| {
                 let deletes = Arc::new(AtomicBool::new(false));
@@ -865,13 +890,22 @@ impl Keyspace {
                         shard_deletes: deletes.clone(),
                         log_mask: log_mask.clone(),
                         shard_log: logged.clone(),
+                        held_until: held_until.clone(),
                         ..Table::default()
                     })
                     .collect();
                 Mutex::new(Shard { dbs, hits: 0, misses: 0, ready: flag, deletes, logged })
             })
             .collect();
-        Keyspace { shards, hasher: Hasher::default(), mask: n - 1, bits: n.trailing_zeros(), ndbs, log_mask }
+        Keyspace {
+            shards,
+            hasher: Hasher::default(),
+            mask: n - 1,
+            bits: n.trailing_zeros(),
+            ndbs,
+            log_mask,
+            held_until,
+        }
     }
 
     /// Sets which [`KeyEvent`]s the tables log (bits of [`KeyEvent::bit`]; 0: none).
@@ -882,6 +916,13 @@ impl Keyspace {
     /// Which [`KeyEvent`]s the tables log.
     pub fn key_log(&self) -> u32 {
         self.log_mask.load(Ordering::Relaxed)
+    }
+
+    /// Holds the dataset still until `until` (monotonic ms, inclusive; 0 releases): while a client
+    /// pause lasts no key is deleted because its TTL passed, though reads see it as gone (Redis keeps
+    /// the dataset constant during a pause). Every table reads it, at no cost to keys that are live.
+    pub fn hold_expiry(&self, until: u64) {
+        self.held_until.store(until, Ordering::Relaxed);
     }
 
     /// Number of databases.

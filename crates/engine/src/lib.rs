@@ -41,6 +41,7 @@ pub mod lua;
 pub mod lzf;
 pub mod notify;
 pub mod ops;
+pub mod pause;
 pub mod persistence;
 pub mod pubsub;
 pub mod rdb;

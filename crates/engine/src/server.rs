@@ -77,8 +77,10 @@ pub struct Server {
     pub changes: crate::changes::ChangeStream,
     /// RDB saves: what INFO persistence reports and what decides the next one.
     pub persistence: Arc<crate::persistence::State>,
-    /// Clients currently blocked on keys (`blocked_clients`).
+    /// Clients currently blocked on keys or by a client pause (`blocked_clients`).
     pub blocked_clients: AtomicU64,
+    /// CLIENT PAUSE's state and the clients it holds back (see [`crate::pause`]).
+    pub pause: crate::pause::Pause,
     /// The dataset is being loaded at startup: commands without the `loading` flag get
     /// `-LOADING` (INFO's `loading:1`).
     pub loading: AtomicBool,
@@ -195,6 +197,7 @@ impl Server {
             changes: Default::default(),
             persistence: Arc::new(crate::persistence::State::new(unix_s)),
             blocked_clients: AtomicU64::new(0),
+            pause: Default::default(),
             loading: AtomicBool::new(false),
             fence: Arc::new(AtomicU64::new(0)),
             config_file: Mutex::new(None),
@@ -266,6 +269,8 @@ impl Server {
     /// Forgets a closed connection.
     pub fn client_closed(&self, client: &Client) {
         self.clients.unregister(client.id);
+        // A client released from a pause that goes before running its command passes its turn on.
+        self.pause_turn_done(client.id);
         if client.monitor {
             self.remove_monitor(client.id);
         }

@@ -191,6 +191,11 @@ pub struct TestClient {
 /// make hundreds of thousands of them, and INFO and CLIENT LIST walk the registry.
 impl Drop for TestClient {
     fn drop(&mut self) {
+        // A blocked client's connection stops waiting before it closes.
+        if let Some(w) = self.client.blocked.clone() {
+            w.cancel();
+            self.srv.unblocked(&mut self.client);
+        }
         self.srv.client_closed(&self.client);
     }
 }
@@ -250,13 +255,22 @@ impl TestClient {
     }
 
     /// For a client blocked by its last command: the reply it got since (served by another client's
-    /// write), in [`show`] form, or None while still waiting. Unblocks it once answered.
+    /// write), in [`show`] form, or None while still waiting. Unblocks it once answered. A client
+    /// woken to run its command again (a pause ended) runs it, as its connection would.
     pub fn blocked_reply(&mut self) -> Option<String> {
         let w = self.client.blocked.clone()?;
         match w.take() {
             crate::waiters::WaitState::Served(f) => {
                 self.srv.unblocked(&mut self.client);
                 Some(show(&f))
+            }
+            crate::waiters::WaitState::Retry => {
+                self.srv.unblocked(&mut self.client);
+                let reply = self.srv.execute(&mut self.client, &w.args).map(decoded);
+                if self.client.blocked.is_some() {
+                    return None;
+                }
+                Some(reply.as_ref().map_or_else(|| "(no reply)".to_string(), show))
             }
             _ => None,
         }

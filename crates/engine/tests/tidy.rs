@@ -26,6 +26,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "dispatch",
             "client",
             "waiters",
+            "pause",
             "transactions",
             "config",
             "stats",

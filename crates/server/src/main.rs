@@ -342,7 +342,10 @@ async fn accept_loop(l: TcpListener, srv: Arc<Server>, aof: Arc<aof::Aof>) {
         if let Err(e) = net::keepalive(&sock, srv.config.get_i64("tcp-keepalive")) {
             tracing::debug!("tcp-keepalive on {peer}: {e}");
         }
-        tokio::spawn(conn::serve(srv.clone(), aof.clone(), sock, peer.to_string(), local.clone()));
+        // CLIENT LIST's `laddr` is the connection's own address, as Redis reads it with getsockname:
+        // 127.0.0.1:6379 for a client of a listener bound to 0.0.0.0.
+        let laddr = sock.local_addr().map_or_else(|_| local.clone(), |a| a.to_string());
+        tokio::spawn(conn::serve(srv.clone(), aof.clone(), sock, peer.to_string(), laddr));
     }
 }
 
@@ -355,6 +358,10 @@ async fn waiter_timer(srv: Arc<Server>, clock: Arc<SystemClock>) {
             continue;
         }
         let now = clock.now_ms();
+        // Clients held by a CLIENT PAUSE are blocked too: release them within 10 ms of its end.
+        if !srv.debug.pause_cron.load(std::sync::atomic::Ordering::Relaxed) {
+            srv.pause_cron(now);
+        }
         let srv2 = srv.clone();
         let _ = tokio::task::spawn_blocking(move || srv2.expire_for_waiters(now)).await;
     }
@@ -370,6 +377,8 @@ async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>, aof: Arc<aof::Aof>) {
             continue;
         }
         let now = clock.now_ms();
+        // A CLIENT PAUSE whose time is up ends, and its clients run (Redis's serverCron).
+        srv.pause_cron(now);
         srv.clients_cron(now);
         srv.close_idle_connections(now);
         let srv2 = srv.clone();

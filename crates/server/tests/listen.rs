@@ -378,3 +378,17 @@ fn config_set_port_and_bind_move_the_listener() {
     assert_eq!(call(("127.0.0.1", new_port), "PING"), "+PONG\r\n");
     assert_eq!(call(("127.0.0.1", new_port), "CONFIG GET bind"), "*2\r\n$4\r\nbind\r\n$9\r\n127.0.0.1\r\n");
 }
+
+/// A connection's `laddr` is its own address (Redis's getsockname), not the listener's wildcard:
+/// CLIENT KILL LADDR finds clients by the address they connected to.
+#[test]
+fn laddr_is_the_connections_own_address() {
+    let (s, _) = Latch::start_exact(&["--port", "$PORT", "--bind", "0.0.0.0"]);
+    let mut c = s.raw();
+    let info = c.call(b"CLIENT INFO\r\n");
+    assert!(info.contains(&format!(" laddr=127.0.0.1:{} ", s.port)), "{info}");
+    let mut other = s.raw();
+    assert_eq!(other.call(b"PING\r\n"), "+PONG\r\n");
+    assert_eq!(c.call(format!("CLIENT KILL LADDR 127.0.0.1:{}\r\n", s.port).as_bytes()), ":1\r\n");
+    assert!(other.closed());
+}

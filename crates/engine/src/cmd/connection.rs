@@ -1,11 +1,12 @@
 //! Connection commands: PING, ECHO, QUIT, SELECT, RESET, AUTH, HELLO, MONITOR and the CLIENT
-//! container (ID, INFO, LIST, KILL, SETNAME, GETNAME, SETINFO, NO-EVICT, NO-TOUCH, REPLY, GETREDIR,
-//! TRACKINGINFO, HELP).
+//! container (ID, INFO, LIST, KILL, SETNAME, GETNAME, SETINFO, NO-EVICT, NO-TOUCH, REPLY, PAUSE,
+//! UNPAUSE, UNBLOCK, GETREDIR, TRACKINGINFO, HELP).
 
 use super::BASE;
 use crate::args::eq_ic;
 use crate::client::{ClientInfo, ReplyMode};
 use crate::command::{Command, Ctx, Flags};
+use crate::pause::PauseKind;
 use bytes::Bytes;
 use resp::{Frame, Protocol};
 use std::fmt::Write as _;
@@ -96,6 +97,14 @@ static CLIENT_SUBCOMMANDS: &[Command] = &[
         ..BASE
     },
     Command {
+        name: "client|pause",
+        arity: -3,
+        flags: ADMIN_NLS,
+        group: crate::command::Group::Connection,
+        handler: client_pause,
+        ..BASE
+    },
+    Command {
         name: "client|reply",
         arity: 3,
         flags: NLS,
@@ -128,6 +137,14 @@ static CLIENT_SUBCOMMANDS: &[Command] = &[
         flags: ADMIN_NLS,
         group: crate::command::Group::Connection,
         handler: client_unblock,
+        ..BASE
+    },
+    Command {
+        name: "client|unpause",
+        arity: 2,
+        flags: ADMIN_NLS,
+        group: crate::command::Group::Connection,
+        handler: client_unpause,
         ..BASE
     },
     Command {
@@ -299,7 +316,7 @@ fn client_line(out: &mut String, info: &ClientInfo, now: u64, me: Option<&Ctx<'_
     let name = info.name.lock().clone().unwrap_or_default();
     let lib_name = info.lib_name.lock().clone().unwrap_or_default();
     let lib_ver = info.lib_ver.lock().clone().unwrap_or_default();
-    let flags = info.flags.lock().clone();
+    let flags = info.flags_shown();
     let age = now.saturating_sub(info.created_ms) / 1000;
     let idle = now.saturating_sub(info.last_active_ms.load(Ordering::Relaxed)) / 1000;
     let omem = info.omem.load(Ordering::Relaxed);
@@ -453,10 +470,10 @@ fn reset(ctx: &mut Ctx<'_, '_>) -> Frame {
     if ctx.client.reply_mode != ReplyMode::SkipThis {
         ctx.client.reply_mode = ReplyMode::On;
     }
+    // NO-TOUCH (7.2) goes, as in Redis 7.2; NO-EVICT stays, as in Redis 7.0 (its
+    // clearClientConnectionState leaves CLIENT_NO_EVICT).
     ctx.client.no_touch = false;
-    ctx.client.no_evict = false;
     ctx.client.info.set_flag('T', false);
-    ctx.client.info.set_flag('e', false);
     Frame::simple("RESET")
 }
 
@@ -773,7 +790,7 @@ fn client_unblock(ctx: &mut Ctx<'_, '_>) -> Frame {
         4 if eq_ic(ctx.arg(3), "timeout") => false,
         4 if eq_ic(ctx.arg(3), "error") => true,
         4 => return Frame::error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
-        _ => return crate::error::syntax(),
+        _ => return super::server::subcommand_syntax_error(ctx.arg(1), "CLIENT"),
     };
     let waiter = u64::try_from(id).ok().and_then(|id| ctx.srv.clients.get(id)).and_then(|c| c.blocked_on());
     let Some(w) = waiter else { return Frame::Integer(0) };
@@ -784,6 +801,30 @@ fn client_unblock(ctx: &mut Ctx<'_, '_>) -> Frame {
         if error { Frame::error("UNBLOCKED client unblocked via CLIENT UNBLOCK") } else { w.timeout_reply.clone() };
     w.finish(crate::waiters::WaitState::Served(reply));
     Frame::Integer(1)
+}
+
+/// CLIENT PAUSE timeout [WRITE|ALL]: holds back every command, or those that may write, for
+/// `timeout` milliseconds (see [`crate::pause`]). The mode is checked before the timeout, as in Redis.
+fn client_pause(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let kind = match ctx.argc() {
+        3 => PauseKind::All,
+        4 if eq_ic(ctx.arg(3), "write") => PauseKind::Write,
+        4 if eq_ic(ctx.arg(3), "all") => PauseKind::All,
+        4 => return Frame::error("ERR CLIENT PAUSE mode must be WRITE or ALL"),
+        _ => return super::server::subcommand_syntax_error(ctx.arg(1), "CLIENT"),
+    };
+    let end = match crate::pause::parse_pause_timeout(ctx.arg(2), ctx.now) {
+        Ok(end) => end,
+        Err(e) => return e,
+    };
+    ctx.srv.pause_clients(kind, end, ctx.now);
+    Frame::ok()
+}
+
+/// CLIENT UNPAUSE: ends the pause; the clients it held back run their commands, in arrival order.
+fn client_unpause(ctx: &mut Ctx<'_, '_>) -> Frame {
+    ctx.srv.unpause_clients();
+    Frame::ok()
 }
 
 fn client_trackinginfo(_ctx: &mut Ctx<'_, '_>) -> Frame {
@@ -1118,13 +1159,13 @@ mod tests {
             > RESET
             +RESET
             > CLIENT INFO
-            "id=1 addr=127.0.0.1:50000 laddr=127.0.0.1:6379 fd=8 name= age=0 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=26 qbuf-free=0 argv-mem=10 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=17210 events=r cmd=client|info user=default redir=-1 resp=2 lib-name=mylib lib-ver=\n"
+            "id=1 addr=127.0.0.1:50000 laddr=127.0.0.1:6379 fd=8 name= age=0 idle=0 flags=e db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=26 qbuf-free=0 argv-mem=10 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=17210 events=r cmd=client|info user=default redir=-1 resp=2 lib-name=mylib lib-ver=\n"
             > RESET x
             -ERR wrong number of arguments for 'reset' command
             "#,
         );
         assert_eq!(c.client.proto, Protocol::Resp2);
-        assert!(!c.client.monitor && !c.client.no_touch && !c.client.no_evict);
+        assert!(!c.client.monitor && !c.client.no_touch && c.client.no_evict);
         assert_eq!(c.client.db, 0);
         // RESET turns CLIENT REPLY OFF back on, and replies.
         c.transcript(
@@ -1453,6 +1494,69 @@ mod tests {
         // A MONITOR client is a normal client.
         assert!(other.run("CLIENT LIST TYPE normal").contains(" flags=O "));
         other.transcript("> MONITOR x\n-ERR wrong number of arguments for 'monitor' command");
+    }
+
+    /// The fields of another client's CLIENT LIST line named in `keys`, as `key=value` words.
+    fn fields(observer: &mut TestClient, id: u64, keys: &[&str]) -> Vec<String> {
+        let line = observer.run(&format!("CLIENT LIST ID {id}"));
+        line.trim_matches('"')
+            .trim_end_matches("\\n")
+            .split(' ')
+            .filter(|w| keys.iter().any(|k| w.split('=').next() == Some(k)))
+            .map(String::from)
+            .collect()
+    }
+
+    /// What Redis 7.0.15 shows of a client as its state changes (checked against redis-server).
+    #[test]
+    fn client_list_follows_redis_lastcmd_flags_and_argv() {
+        let ts = TestServer::new();
+        let mut me = ts.client();
+        let mut c = ts.client();
+        let id = c.client.id;
+        let show = |me: &mut TestClient| fields(me, id, &["flags", "cmd", "argv-mem"]);
+        // `cmd=` is the command as looked up, whether it ran or not.
+        c.run("GET a b");
+        assert_eq!(show(&mut me), ["flags=N", "argv-mem=0", "cmd=get"]);
+        c.run("NOSUCHCOMMAND");
+        assert_eq!(show(&mut me), ["flags=N", "argv-mem=0", "cmd=NULL"]);
+        c.run("CLIENT NOSUCH");
+        assert_eq!(show(&mut me), ["flags=N", "argv-mem=0", "cmd=NULL"]);
+        c.run("CLIENT");
+        assert_eq!(show(&mut me), ["flags=N", "argv-mem=0", "cmd=client"]);
+        c.transcript("> MULTI\n+OK\n> CLIENT ID\n+QUEUED");
+        assert_eq!(show(&mut me), ["flags=x", "argv-mem=0", "cmd=client|id"]);
+        c.transcript("> DISCARD\n+OK");
+        // `d` once a watched key is touched, until UNWATCH / EXEC / DISCARD.
+        c.transcript("> WATCH k\n+OK\n> MULTI\n+OK");
+        assert_eq!(show(&mut me), ["flags=x", "argv-mem=0", "cmd=multi"]);
+        me.transcript("> SET k 1\n+OK");
+        assert_eq!(show(&mut me), ["flags=xd", "argv-mem=0", "cmd=multi"]);
+        c.transcript("> EXEC\n(nil-array)");
+        assert_eq!(show(&mut me), ["flags=N", "argv-mem=0", "cmd=exec"]);
+        c.transcript("> WATCH k\n+OK");
+        me.transcript("> DEL k\n:1");
+        assert_eq!(show(&mut me), ["flags=d", "argv-mem=0", "cmd=watch"]);
+        c.transcript("> UNWATCH\n+OK");
+        assert_eq!(show(&mut me), ["flags=N", "argv-mem=0", "cmd=unwatch"]);
+        // A blocked client keeps its command's arguments.
+        assert_eq!(c.cmd(&["BLPOP", "nokey", "0"]), None);
+        assert_eq!(show(&mut me), ["flags=b", "argv-mem=11", "cmd=blpop"]);
+        me.transcript(&format!("> CLIENT UNBLOCK {id}\n:1"));
+        assert_eq!(c.blocked_reply().as_deref(), Some("(nil-array)"));
+        assert_eq!(show(&mut me), ["flags=N", "argv-mem=0", "cmd=blpop"]);
+        // A client with subscriptions is of type pubsub.
+        c.client.info.sub.store(1, Ordering::Relaxed);
+        assert!(me.run("CLIENT LIST TYPE pubsub").contains(&format!("id={id} ")));
+        assert!(!me.run("CLIENT LIST TYPE normal").contains(&format!("id={id} ")));
+        me.transcript("> CLIENT KILL TYPE pubsub\n:1");
+        assert!(c.client.info.killed.load(Ordering::Relaxed));
+        me.transcript(
+            r#"
+            > CLIENT UNBLOCK 1 timeout x
+            -ERR unknown subcommand or wrong number of arguments for 'UNBLOCK'. Try CLIENT HELP.
+            "#,
+        );
     }
 
     #[test]

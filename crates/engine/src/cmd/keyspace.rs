@@ -250,7 +250,10 @@ fn scan(ctx: &mut Ctx<'_, '_>) -> Frame {
 fn randomkey(ctx: &mut Ctx<'_, '_>) -> Frame {
     let now = ctx.now;
     let mut db = ctx.db();
-    // Each failed try reclaims one expired key, so this terminates.
+    // Each failed try reclaims one expired key, so this terminates; except during a client pause,
+    // which keeps expired keys: after 100 such tries the key is returned though it may be logically
+    // expired (Redis 7.2's fix of the endless loop 7.0 has there).
+    let mut held_tries = 100;
     loop {
         let lens: Vec<usize> = db.tables().map(|t| t.len()).collect();
         let total: usize = lens.iter().sum();
@@ -269,8 +272,15 @@ fn randomkey(ctx: &mut Ctx<'_, '_>) -> Frame {
         let Some(key) = t.get_index(pos).map(|(k, _)| k.clone()) else {
             return Frame::Null;
         };
+        let len = t.len();
         if t.lookup(&key, now).is_some() {
             return bulk(&key);
+        }
+        if t.len() == len {
+            held_tries -= 1;
+            if held_tries == 0 {
+                return bulk(&key);
+            }
         }
     }
 }

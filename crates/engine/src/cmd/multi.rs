@@ -71,6 +71,7 @@ fn multi(ctx: &mut Ctx<'_, '_>) -> Frame {
 /// Leaves MULTI and unwatches everything (DISCARD, EXEC, RESET), keeping CLIENT LIST in step.
 pub(crate) fn leave(ctx: &mut Ctx<'_, '_>) {
     ctx.client.multi.reset();
+    ctx.client.info.set_watch_state(None);
     ctx.client.info.set_flag('x', false);
     ctx.client.info.multi.store(-1, Ordering::Relaxed);
     ctx.client.info.multi_mem.store(0, Ordering::Relaxed);
@@ -102,6 +103,7 @@ fn watch(ctx: &mut Ctx<'_, '_>) -> Frame {
         let reg = ctx.locked.shard_for(key).dbs[db].watch(key, &state, now);
         ctx.client.multi.watched.push((db, crate::value::Key::from_slice(key), reg));
     }
+    ctx.client.info.set_watch_state(Some(ctx.client.multi.watch.clone()));
     // Each watched key costs its entry in the client's list (Redis's multiStateMemOverhead).
     let per_key = std::mem::size_of::<(usize, crate::value::Key, std::sync::Arc<crate::keyspace::WatchedKey>)>();
     ctx.client.info.watched_mem.store(ctx.client.multi.watched.len() * per_key, Ordering::Relaxed);
@@ -110,6 +112,7 @@ fn watch(ctx: &mut Ctx<'_, '_>) -> Frame {
 
 fn unwatch(ctx: &mut Ctx<'_, '_>) -> Frame {
     ctx.client.multi.unwatch();
+    ctx.client.info.set_watch_state(None);
     ctx.client.info.watched_mem.store(0, Ordering::Relaxed);
     Frame::ok()
 }

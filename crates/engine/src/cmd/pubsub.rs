@@ -15,8 +15,9 @@ use resp::{Frame, Protocol};
 const SUB: Flags = Flags::PUBSUB.or(Flags::NOSCRIPT).or(Flags::LOADING).or(Flags::STALE);
 /// `pubsub loading stale`.
 const PLS: Flags = Flags::PUBSUB.or(Flags::LOADING).or(Flags::STALE);
-/// `pubsub loading stale fast`.
-const PUB: Flags = PLS.or(Flags::FAST);
+/// `pubsub loading stale fast may_replicate` (PUBLISH and SPUBLISH go into Redis's replication
+/// stream, so CLIENT PAUSE WRITE holds them back and read-only scripts may not call them).
+const PUB: Flags = PLS.or(Flags::FAST).or(Flags::MAY_REPLICATE);
 
 static PUBSUB_SUBCOMMANDS: &[Command] = &[
     Command { name: "pubsub|channels", arity: -2, flags: PLS, group: Group::PubSub, handler: channels, ..BASE },

@@ -850,8 +850,32 @@ impl Scripting {
     /// (see [`flags_deny_oom`]); false for any other command, and for scripts not found (they fail
     /// on their own).
     pub fn denies_oom(&self, cmd: &Command, args: &[Bytes]) -> bool {
-        let Some(what) = args.get(1) else { return false };
-        let flags = match cmd.name.strip_suffix("_ro").unwrap_or(cmd.name) {
+        self.script_flags(cmd, args).is_some_and(flags_deny_oom)
+    }
+
+    /// True for EVAL, EVALSHA, FCALL and their `_RO` variants: the commands whose flags their
+    /// script's flags replace (Redis's `getCommandFlags`).
+    pub fn is_script_call(&self, cmd: &Command) -> bool {
+        matches!(cmd.name.strip_suffix("_ro").unwrap_or(cmd.name), "eval" | "evalsha" | "fcall")
+    }
+
+    /// Whether this EVAL/EVALSHA/FCALL (or `_RO`) call may write or replicate, as CLIENT PAUSE WRITE
+    /// asks (Redis's `getCommandFlags` and `scriptFlagsToCmdFlags`): a script with flags (a
+    /// shebang, or a function) may unless it declares `no-writes`; otherwise (no shebang, a script or
+    /// function not found) the command's own flags say (`may_replicate` for EVAL, not for EVAL_RO).
+    pub fn may_replicate(&self, cmd: &Command, args: &[Bytes]) -> bool {
+        match self.script_flags(cmd, args) {
+            Some(flags) if flags & FLAG_COMPAT == 0 => flags & FLAG_NO_WRITES == 0,
+            _ => cmd.flags.has(crate::command::Flags::WRITE) || cmd.flags.has(crate::command::Flags::MAY_REPLICATE),
+        }
+    }
+
+    /// The `FLAG_*` bits of the script an EVAL/EVALSHA/FCALL (or `_RO`) call runs: from EVAL's
+    /// shebang, the cached script of EVALSHA, the registered function of FCALL; None for other
+    /// commands and for scripts not found (they fail on their own).
+    fn script_flags(&self, cmd: &Command, args: &[Bytes]) -> Option<u32> {
+        let what = args.get(1)?;
+        match cmd.name.strip_suffix("_ro").unwrap_or(cmd.name) {
             "eval" => parse_shebang(what).map(|(f, _)| f).ok(),
             "evalsha" => {
                 let sha = String::from_utf8_lossy(what).to_ascii_lowercase();
@@ -859,8 +883,7 @@ impl Scripting {
             }
             "fcall" => self.function_flags(&String::from_utf8_lossy(what)),
             _ => None,
-        };
-        flags.is_some_and(flags_deny_oom)
+        }
     }
 
     /// Records that the script `command` runs touched a key it did not declare.
