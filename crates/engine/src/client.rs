@@ -79,6 +79,14 @@ pub struct Client {
     /// A MONITOR client's line for its own command: written after that command's reply, where
     /// Redis writes it (other clients' lines go through the outbox).
     pub monitor_echo: std::cell::Cell<Option<bytes::Bytes>>,
+    /// Tracking is on (the state is in `info.tracking`).
+    pub tracking: bool,
+    /// The running script called a read command (tracking remembers the script's keys).
+    pub script_read: bool,
+    /// Messages for this client caused by its own command (tracking invalidations), written after
+    /// that command's reply as Redis writes its pending invalidations; RESP2-encoded, like the
+    /// outbox's.
+    pub after_reply: Vec<bytes::Bytes>,
 }
 
 impl Client {
@@ -118,6 +126,9 @@ impl Client {
             effects: Vec::new(),
             subs: Default::default(),
             monitor_echo: Default::default(),
+            tracking: false,
+            script_read: false,
+            after_reply: Vec::new(),
         }
     }
 }
@@ -189,6 +200,8 @@ pub struct ClientInfo {
     /// Messages waiting for the connection to write them: pub/sub messages, MONITOR lines,
     /// tracking invalidations (see [`crate::pubsub`]).
     pub outbox: Outbox,
+    /// Client-side caching state, while tracking is on.
+    pub tracking: Mutex<Option<crate::tracking::ClientTracking>>,
     waker: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
     blocked_on: Mutex<Option<std::sync::Weak<crate::waiters::Waiter>>>,
     /// The WATCH state while the client watches keys: CLIENT LIST shows `d` once a watched key
@@ -529,6 +542,7 @@ impl ClientRegistry {
             ssub: AtomicUsize::new(0),
             multi: AtomicI64::new(-1),
             outbox: Outbox::default(),
+            tracking: Mutex::new(None),
             waker: Mutex::new(None),
             blocked_on: Mutex::new(None),
             watch: Mutex::new(None),

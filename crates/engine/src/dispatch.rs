@@ -157,6 +157,10 @@ impl Server {
             }
             return Some(Frame::simple("QUEUED"));
         }
+        // The tracking table stays within tracking-table-max-keys (Redis checks before each command).
+        if self.tracking.clients.load(Ordering::Relaxed) > 0 {
+            self.limit_tracking_table();
+        }
         let handed_off = std::cell::Cell::new(false);
         let give_up = || {
             if !handed_off.replace(true) {
@@ -185,6 +189,20 @@ impl Server {
         // deletes wakes nobody), before its locks are released. Reads count: a lazy expiry can free
         // a lock that has waiters.
         self.serve_ready(&mut locked, now);
+        if self.tracking.clients.load(Ordering::Relaxed) > 0 {
+            self.broadcast_invalidations(crate::tracking::Cause {
+                id: client.id,
+                after_reply: Some(&mut client.after_reply),
+            });
+            // CLIENT CACHING applies to the next command (or transaction) only.
+            if client.tracking
+                && !client.multi.active()
+                && !cmd.name.starts_with("client|")
+                && let Some(t) = client.info.tracking.lock().as_mut()
+            {
+                t.caching = false;
+            }
+        }
         if let Some(req) = client.block.take() {
             self.block(client, &mut locked, cmd, args, req);
             return None;
@@ -228,10 +246,28 @@ impl Server {
         let reply = (cmd.handler)(&mut ctx);
         let (dirty, rewrite) = (ctx.dirty, ctx.rewrite.take());
         if self.ks.key_log() != 0 {
-            // A command that changed nothing (dirty 0: SREM of a missing member) raises no event
-            // of its own, whatever paths it took.
-            let changed = dirty > 0 || rewrite.is_some();
-            self.raise_key_events(locked, changed.then_some((cmd.name, args)), db);
+            let ran = crate::notify::Ran { name: cmd.name, args, changed: dirty > 0 || rewrite.is_some() };
+            let cause = crate::tracking::Cause { id: client.id, after_reply: Some(&mut client.after_reply) };
+            self.raise_key_events(locked, Some(ran), db, cause);
+        }
+        if client.tracking {
+            // Reads remember their keys. A script that called a read command remembers the keys
+            // it declared (its own commands' keys are not followed), as Redis does.
+            let script = matches!(cmd.name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro");
+            if script {
+                if std::mem::take(&mut client.script_read) {
+                    self.remember_keys(client, cmd, args);
+                }
+            } else if cmd.flags.has(Flags::READONLY) {
+                if client.in_script {
+                    client.script_read = true;
+                } else {
+                    self.remember_keys(client, cmd, args);
+                }
+            }
+        }
+        if matches!(cmd.name, "flushall" | "flushdb") {
+            self.invalidate_all(crate::tracking::Cause { id: client.id, after_reply: Some(&mut client.after_reply) });
         }
         if self.changes.enabled() {
             // Commands run on this one's behalf (EXEC's, a script's) propagated what it did.
@@ -380,7 +416,7 @@ impl Server {
             // Keys the cron expired or eviction removed, and an expired lock's events before the
             // grant to its next waiter.
             if self.ks.key_log() != 0 {
-                self.raise_key_events(locked, None, 0);
+                self.raise_key_events(locked, None, 0, crate::tracking::Cause { id: 0, after_reply: None });
             }
             // An expired lock's DEL goes before the grant to its next waiter.
             if self.changes.enabled() {
@@ -425,7 +461,12 @@ impl Server {
                                 Some(n) => String::from_utf8_lossy(n).to_ascii_lowercase(),
                                 None => String::new(),
                             };
-                            self.raise_key_events(ctx.locked, Some((&name, &effect)), w.db);
+                            let ran = crate::notify::Ran { name: &name, args: &effect, changed: true };
+                            let cause = crate::tracking::Cause {
+                                id: w.info.id,
+                                after_reply: Some(&mut ctx.client.after_reply),
+                            };
+                            self.raise_key_events(ctx.locked, Some(ran), w.db, cause);
                         }
                         if self.changes.enabled() {
                             // A served waiter's own arguments (BLPOP ...) are never its effect: its
@@ -438,7 +479,11 @@ impl Server {
                         outcome
                     };
                     match outcome {
-                        Serve::Reply(f) => w.finish(WaitState::Served(f)),
+                        Serve::Reply(f) => {
+                            // Its own invalidations follow the reply (BLMOVE's destination).
+                            let msgs = std::mem::take(&mut stand_in.after_reply);
+                            w.finish(WaitState::Served(crate::tracking::followed_by(f, w.proto, &msgs)))
+                        }
                         Serve::Retry => w.finish(WaitState::Retry),
                         Serve::NotNow => {
                             w.finish(WaitState::Waiting);

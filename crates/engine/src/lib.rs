@@ -49,6 +49,7 @@ pub mod server;
 pub mod stats;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
+pub mod tracking;
 pub mod transactions;
 pub mod types;
 pub mod value;

@@ -66,6 +66,16 @@ pub fn key_log_mask(flags: u32) -> u32 {
 /// An event: its class and name.
 type Ev = (u32, &'static str);
 
+/// The command whose changes are being raised.
+pub struct Ran<'a> {
+    /// Its name (lowercase), or what a served waiter's step did (`lpop`, `lmove`...).
+    pub name: &'a str,
+    /// Its arguments.
+    pub args: &'a [Bytes],
+    /// It changed data (its dirty count is not 0, or it asked to be propagated).
+    pub changed: bool,
+}
+
 fn has(args: &[Bytes], word: &str) -> bool {
     args.iter().skip(1).any(|a| a.eq_ignore_ascii_case(word.as_bytes()))
 }
@@ -199,17 +209,28 @@ impl Server {
         }
     }
 
-    /// Makes the tables log what keyspace notifications need, after `notify-keyspace-events`
-    /// changed.
+    /// Makes the tables log what keyspace notifications and client tracking need, after
+    /// `notify-keyspace-events` changed or tracking was turned on or off.
     pub fn sync_key_log(&self) {
         let flags = self.config.notify_keyspace_events.load(Ordering::Relaxed);
-        self.ks.set_key_log(key_log_mask(flags));
+        let tracking = if self.tracking.clients.load(Ordering::Relaxed) > 0 {
+            KeyEvent::Changed.bit() | KeyEvent::Expired { lock: false }.bit() | KeyEvent::Evicted.bit()
+        } else {
+            0
+        };
+        self.ks.set_key_log(key_log_mask(flags) | tracking);
     }
 
-    /// Raises the events of what happened to the locked shards' keys since the last call: the
-    /// tables' own (expired, evicted, new), then those of command `name` with `args` (lowercase;
-    /// None outside a command), which ran in database `db`.
-    pub(crate) fn raise_key_events(&self, locked: &mut Locked<'_>, cmd: Option<(&str, &[Bytes])>, db: usize) {
+    /// Raises what happened to the locked shards' keys since the last call: the tables' own events
+    /// (expired, evicted, new), the invalidations of client tracking, then the events of the
+    /// command that `ran` (None outside commands), in database `db`.
+    pub(crate) fn raise_key_events(
+        &self,
+        locked: &mut Locked<'_>,
+        ran: Option<Ran<'_>>,
+        db: usize,
+        cause: crate::tracking::Cause<'_>,
+    ) {
         let mut log = Vec::new();
         for s in locked.shards_mut() {
             s.take_log(&mut log);
@@ -218,6 +239,7 @@ impl Server {
             return;
         }
         let mut changed: Vec<(usize, crate::value::Key)> = Vec::new();
+        let mut gone: Vec<crate::value::Key> = Vec::new();
         for (kdb, key, ev) in log {
             match ev {
                 KeyEvent::Expired { lock } => {
@@ -225,8 +247,12 @@ impl Server {
                     if lock {
                         self.notify_keyspace_event(LOCK, "lock_expired", kdb, &key);
                     }
+                    gone.push(key);
                 }
-                KeyEvent::Evicted => self.notify_keyspace_event(EVICTED, "evicted", kdb, &key),
+                KeyEvent::Evicted => {
+                    self.notify_keyspace_event(EVICTED, "evicted", kdb, &key);
+                    gone.push(key);
+                }
                 KeyEvent::New => self.notify_keyspace_event(NEW, "new", kdb, &key),
                 KeyEvent::Changed => {
                     if !changed.contains(&(kdb, key.clone())) {
@@ -235,10 +261,29 @@ impl Server {
                 }
             }
         }
-        let Some((name, args)) = cmd else { return };
         // In the order of the command's arguments (the source before the destination).
-        let pos = |k: &[u8]| args.iter().skip(1).position(|a| &a[..] == k).unwrap_or(usize::MAX);
-        changed.sort_by_key(|(_, k)| pos(k));
+        if let Some(r) = &ran {
+            let pos = |k: &[u8]| r.args.iter().skip(1).position(|a| &a[..] == k).unwrap_or(usize::MAX);
+            changed.sort_by_key(|(_, k)| pos(k));
+        }
+        // A command that changed nothing (dirty 0: SREM of a missing member) invalidates and
+        // raises nothing of its own, whatever paths it took.
+        let real = ran.as_ref().is_none_or(|r| r.changed);
+        if self.tracking.clients.load(Ordering::Relaxed) > 0 {
+            let mut keys: Vec<&[u8]> = gone.iter().map(|k| &k[..]).collect();
+            if real {
+                for (_, k) in &changed {
+                    if !keys.contains(&&k[..]) {
+                        keys.push(k);
+                    }
+                }
+            }
+            self.invalidate_keys(&keys, cause);
+        }
+        let Some(Ran { name, args, changed: true }) = ran else { return };
+        if self.config.notify_keyspace_events.load(Ordering::Relaxed) == 0 {
+            return;
+        }
         for (kdb, key) in changed {
             let exists = locked.shard_for(&key).dbs[kdb].peek(&key).is_some();
             for (class, event) in events(name, args, &key, exists, kdb != db) {

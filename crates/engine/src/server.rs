@@ -93,6 +93,8 @@ pub struct Server {
     pub scripting: crate::lua::Scripting,
     /// Pub/sub subscriptions.
     pub pubsub: crate::pubsub::PubSub,
+    /// Client-side caching.
+    pub tracking: crate::tracking::Tracking,
     /// `maxmemory` eviction state and counters.
     pub evictor: crate::evict::Evictor,
     /// `used_memory_peak`.
@@ -203,6 +205,7 @@ impl Server {
             config_file: Mutex::new(None),
             scripting,
             pubsub: Default::default(),
+            tracking: Default::default(),
             evictor: Default::default(),
             memory_peak: AtomicU64::new(0),
             memory_startup: AtomicU64::new(0),
@@ -275,6 +278,7 @@ impl Server {
             self.remove_monitor(client.id);
         }
         self.forget_subscriptions(client);
+        self.forget_tracking(&client.info);
     }
 
     /// Installs what SHUTDOWN calls.

@@ -251,6 +251,14 @@ impl TestClient {
         if let Some(line) = self.client.monitor_echo.take() {
             out.push(String::from_utf8_lossy(line.trim_ascii_end()).into_owned());
         }
+        for m in std::mem::take(&mut self.client.after_reply) {
+            let mut wire = resp::BytesMut::new();
+            crate::tracking::put_message(&mut wire, self.client.proto, &m);
+            match resp::decode_reply(&mut wire) {
+                Ok(Some(f)) => out.push(show(&f)),
+                other => panic!("bad message {:?}: {other:?}", crate::args::repr(&m)),
+            }
+        }
         out.join(" | ")
     }
 

@@ -37,6 +37,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "persistence",
             "pubsub",
             "notify",
+            "tracking",
         ],
     ),
     // The command families.

@@ -50,14 +50,8 @@ impl Obuf {
 /// as pushes.
 fn take_outbox(client: &engine::client::Client, msgs: &mut Vec<bytes::Bytes>, wbuf: &mut BytesMut) {
     client.info.outbox.take(msgs);
-    let resp3 = client.proto == resp::Protocol::Resp3;
     for m in msgs.drain(..) {
-        if resp3 && m.first() == Some(&b'*') {
-            wbuf.extend_from_slice(b">");
-            wbuf.extend_from_slice(&m[1..]);
-        } else {
-            wbuf.extend_from_slice(&m);
-        }
+        engine::tracking::put_message(wbuf, client.proto, &m);
     }
 }
 
@@ -187,6 +181,10 @@ where
                     }
                     if let Some(line) = client.monitor_echo.take() {
                         wbuf.extend_from_slice(&line);
+                    }
+                    // Invalidations its own command caused go after its reply.
+                    for m in client.after_reply.drain(..) {
+                        engine::tracking::put_message(&mut wbuf, client.proto, &m);
                     }
                     if client.close_after_reply || client.info.killed.load(Ordering::Relaxed) {
                         let _ =

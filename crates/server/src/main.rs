@@ -381,6 +381,7 @@ async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>, aof: Arc<aof::Aof>) {
         srv.pause_cron(now);
         srv.clients_cron(now);
         srv.close_idle_connections(now);
+        srv.limit_tracking_table();
         let srv2 = srv.clone();
         let aof2 = aof.clone();
         // Expiry takes shard locks; keep it off the async workers' hot path.
@@ -391,6 +392,7 @@ async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>, aof: Arc<aof::Aof>) {
             // Over maxmemory without commands coming (CONFIG SET maxmemory lowered it, or an
             // eviction ran out of time): evict here too, as Redis's eviction timer does.
             srv2.perform_evictions();
+            srv2.broadcast_tracking();
             alloc::publish();
         })
         .await;

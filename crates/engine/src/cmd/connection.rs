@@ -132,6 +132,22 @@ static CLIENT_SUBCOMMANDS: &[Command] = &[
         ..BASE
     },
     Command {
+        name: "client|tracking",
+        arity: -3,
+        flags: NLS,
+        group: crate::command::Group::Connection,
+        handler: client_tracking,
+        ..BASE
+    },
+    Command {
+        name: "client|caching",
+        arity: 3,
+        flags: NLS,
+        group: crate::command::Group::Connection,
+        handler: client_caching,
+        ..BASE
+    },
+    Command {
         name: "client|unblock",
         arity: -3,
         flags: ADMIN_NLS,
@@ -344,7 +360,7 @@ fn client_line(out: &mut String, info: &ClientInfo, now: u64, me: Option<&Ctx<'_
         out,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} \
          qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events=r \
-         cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+         cmd={} user=default redir={} resp={} lib-name={} lib-ver={}",
         info.id,
         info.addr,
         info.laddr,
@@ -367,6 +383,7 @@ fn client_line(out: &mut String, info: &ClientInfo, now: u64, me: Option<&Ctx<'_
         omem,
         tot_mem,
         *info.last_cmd.lock(),
+        info.tracking.lock().as_ref().map_or(-1, |t| t.redirect as i64),
         resp,
         String::from_utf8_lossy(&lib_name),
         String::from_utf8_lossy(&lib_ver),
@@ -455,6 +472,7 @@ fn reset(ctx: &mut Ctx<'_, '_>) -> Frame {
     // Discard the MULTI state and unwatch every key, as Redis's discardTransaction() does.
     super::multi::leave(ctx);
     ctx.srv.unsubscribe_all(ctx.client);
+    ctx.srv.disable_tracking(ctx.client);
     if ctx.client.monitor {
         ctx.srv.remove_monitor(ctx.client.id);
         ctx.client.monitor = false;
@@ -776,9 +794,125 @@ fn client_reply(ctx: &mut Ctx<'_, '_>) -> Frame {
     Frame::ok()
 }
 
-fn client_getredir(_ctx: &mut Ctx<'_, '_>) -> Frame {
-    // Client-side caching is not supported: tracking is always off.
-    Frame::Integer(-1)
+fn client_getredir(ctx: &mut Ctx<'_, '_>) -> Frame {
+    Frame::Integer(ctx.client.info.tracking.lock().as_ref().map_or(-1, |t| t.redirect as i64))
+}
+
+/// CLIENT TRACKING (ON|OFF) [REDIRECT id] [BCAST] [PREFIX p]... [OPTIN] [OPTOUT] [NOLOOP], with
+/// Redis's checks in Redis's order.
+fn client_tracking(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let mut opts = crate::tracking::ClientTracking::default();
+    let mut prefixes: Vec<Bytes> = Vec::new();
+    let mut j = 3;
+    while j < ctx.argc() {
+        let more = ctx.argc() - 1 - j;
+        let a = ctx.arg(j);
+        if eq_ic(a, "redirect") && more > 0 {
+            j += 1;
+            if opts.redirect != 0 {
+                return Frame::error("ERR A client can only redirect to a single other client");
+            }
+            let Some(id) = crate::args::parse_i64_strict(ctx.arg(j)) else {
+                return crate::error::not_integer();
+            };
+            if id <= 0 || ctx.srv.clients.get(id as u64).is_none() {
+                return Frame::error("ERR The client ID you want redirect to does not exist");
+            }
+            opts.redirect = id as u64;
+        } else if eq_ic(a, "bcast") {
+            opts.bcast = true;
+        } else if eq_ic(a, "optin") {
+            opts.optin = true;
+        } else if eq_ic(a, "optout") {
+            opts.optout = true;
+        } else if eq_ic(a, "noloop") {
+            opts.noloop = true;
+        } else if eq_ic(a, "prefix") && more > 0 {
+            j += 1;
+            prefixes.push(ctx.args[j].clone());
+        } else {
+            return crate::error::syntax();
+        }
+        j += 1;
+    }
+    if eq_ic(ctx.arg(2), "off") {
+        ctx.srv.disable_tracking(ctx.client);
+        return Frame::ok();
+    }
+    if !eq_ic(ctx.arg(2), "on") {
+        return crate::error::syntax();
+    }
+    if !opts.bcast && !prefixes.is_empty() {
+        return Frame::error("ERR PREFIX option requires BCAST mode to be enabled");
+    }
+    let current = ctx.client.info.tracking.lock().clone();
+    if let Some(cur) = &current
+        && cur.bcast != opts.bcast
+    {
+        return Frame::error(
+            "ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.",
+        );
+    }
+    if opts.bcast && (opts.optin || opts.optout) {
+        return Frame::error("ERR OPTIN and OPTOUT are not compatible with BCAST");
+    }
+    if opts.optin && opts.optout {
+        return Frame::error("ERR You can't specify both OPTIN mode and OPTOUT mode");
+    }
+    if let Some(cur) = &current
+        && ((opts.optin && cur.optout) || (opts.optout && cur.optin))
+    {
+        return Frame::error(
+            "ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.",
+        );
+    }
+    if opts.bcast {
+        // No prefix may be a prefix of another, among the new ones and the client's own.
+        let overlap = |a: &[u8], b: &[u8]| a.starts_with(b) || b.starts_with(a);
+        let show = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        for (i, p) in prefixes.iter().enumerate() {
+            if let Some(c) = current.iter().flat_map(|c| c.prefixes.iter()).find(|c| overlap(c, p)) {
+                return Frame::error(format!(
+                    "ERR Prefix '{}' overlaps with an existing prefix '{}'. Prefixes for a single client must not overlap.",
+                    show(p),
+                    show(c)
+                ));
+            }
+            if let Some(q) = prefixes[i + 1..].iter().find(|q| overlap(p, q)) {
+                return Frame::error(format!(
+                    "ERR Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a single client must not overlap.",
+                    show(p),
+                    show(q)
+                ));
+            }
+        }
+    }
+    opts.prefixes = prefixes.into_iter().collect();
+    ctx.srv.enable_tracking(ctx.client, opts);
+    Frame::ok()
+}
+
+/// CLIENT CACHING YES|NO: whether the next command's keys are tracked (OPTIN / OPTOUT).
+fn client_caching(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let mut t = ctx.client.info.tracking.lock();
+    let Some(t) = t.as_mut() else {
+        return Frame::error(
+            "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled",
+        );
+    };
+    if eq_ic(ctx.arg(2), "yes") {
+        if !t.optin {
+            return Frame::error("ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.");
+        }
+    } else if eq_ic(ctx.arg(2), "no") {
+        if !t.optout {
+            return Frame::error("ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.");
+        }
+    } else {
+        return crate::error::syntax();
+    }
+    t.caching = true;
+    Frame::ok()
 }
 
 /// CLIENT UNBLOCK id [TIMEOUT|ERROR]: answers a blocked client now, with its timeout reply or an
@@ -827,12 +961,33 @@ fn client_unpause(ctx: &mut Ctx<'_, '_>) -> Frame {
     Frame::ok()
 }
 
-fn client_trackinginfo(_ctx: &mut Ctx<'_, '_>) -> Frame {
+fn client_trackinginfo(ctx: &mut Ctx<'_, '_>) -> Frame {
     let s = |v: &'static str| Frame::bulk(Bytes::from_static(v.as_bytes()));
+    let t = ctx.client.info.tracking.lock().clone();
+    let mut flags = vec![s(if t.is_some() { "on" } else { "off" })];
+    let mut redirect = -1;
+    let mut prefixes = Vec::new();
+    if let Some(t) = t {
+        for (on, name) in [
+            (t.bcast, "bcast"),
+            (t.optin, "optin"),
+            (t.optin && t.caching, "caching-yes"),
+            (t.optout, "optout"),
+            (t.optout && t.caching, "caching-no"),
+            (t.noloop, "noloop"),
+            (t.broken, "broken_redirect"),
+        ] {
+            if on {
+                flags.push(s(name));
+            }
+        }
+        redirect = t.redirect as i64;
+        prefixes = t.prefixes.into_iter().map(Frame::Bulk).collect();
+    }
     Frame::Map(vec![
-        (s("flags"), Frame::Set(vec![s("off")])),
-        (s("redirect"), Frame::Integer(-1)),
-        (s("prefixes"), Frame::Array(Vec::new())),
+        (s("flags"), Frame::Set(flags)),
+        (s("redirect"), Frame::Integer(redirect)),
+        (s("prefixes"), Frame::Array(prefixes)),
     ])
 }
 

@@ -613,7 +613,7 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("client_recent_max_input_buffer:0");
             line!("client_recent_max_output_buffer:0");
             line!("blocked_clients:{}", srv.blocked_clients.load(Ordering::Relaxed));
-            line!("tracking_clients:0");
+            line!("tracking_clients:{}", srv.tracking.clients.load(Ordering::Relaxed));
             line!("clients_in_timeout_table:0");
         }
         "memory" => {
@@ -738,9 +738,10 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("latest_fork_usec:0");
             line!("total_forks:0");
             line!("migrate_cached_sockets:{}", srv.migrate_sockets.len());
-            line!("tracking_total_keys:0");
-            line!("tracking_total_items:0");
-            line!("tracking_total_prefixes:0");
+            let (keys, items, prefixes) = srv.tracking_totals();
+            line!("tracking_total_keys:{keys}");
+            line!("tracking_total_items:{items}");
+            line!("tracking_total_prefixes:{prefixes}");
             line!("unexpected_error_replies:0");
             line!("total_error_replies:{}", st.error_replies.load(Ordering::Relaxed));
             line!("dump_payload_sanitizations:0");
