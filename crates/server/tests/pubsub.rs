@@ -186,6 +186,27 @@ fn resp3_push_arrives_before_the_reply_of_the_publish_that_sent_it() {
     });
 }
 
+// FIXME(bug): in RESP3, an UNSUBSCRIBE / PUNSUBSCRIBE / SUNSUBSCRIBE that finds nothing to leave
+// confirms with a RESP2 null bulk (`$-1`) for the channel where Redis sends RESP3's null (`_`):
+// confirmations are encoded once in RESP2 (engine `pubsub::confirmation`) and only their first byte
+// is turned into `>` for RESP3 connections (server `conn.rs`, `take_outbox`). Ignored until fixed
+// in crates/engine or crates/server/src; `cargo test -p server --test pubsub -- --ignored` shows it.
+#[test]
+#[ignore = "bug: RESP3 unsubscribe confirmations with no channel carry `$-1`, not `_`"]
+fn resp3_unsubscribe_from_nothing_confirms_with_a_resp3_null() {
+    on_both("the RESP3 null-channel comparison", |t| {
+        let who = t.name;
+        let mut s = t.raw();
+        assert!(s.cmd(&[b"HELLO", b"3"]).starts_with('%'), "{who}");
+        assert_eq!(s.cmd(&[b"UNSUBSCRIBE"]), ">3\r\n$11\r\nunsubscribe\r\n_\r\n:0\r\n", "{who}");
+        assert_eq!(s.cmd(&[b"PUNSUBSCRIBE"]), ">3\r\n$12\r\npunsubscribe\r\n_\r\n:0\r\n", "{who}");
+        assert_eq!(s.cmd(&[b"SUNSUBSCRIBE"]), ">3\r\n$12\r\nsunsubscribe\r\n_\r\n:0\r\n", "{who}");
+        // In RESP2 the same confirmation carries `$-1`.
+        assert_eq!(s.cmd(&[b"HELLO", b"2"]).get(..4), Some("*14\r"), "{who}");
+        assert_eq!(s.cmd(&[b"UNSUBSCRIBE"]), "*3\r\n$11\r\nunsubscribe\r\n$-1\r\n:0\r\n", "{who}");
+    });
+}
+
 fn vm_kib(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc/PID/status");
     let line = status.lines().find(|l| l.starts_with(field)).unwrap_or_else(|| panic!("{field} in {status}"));
@@ -314,5 +335,85 @@ fn a_subscriber_that_never_reads_is_closed_and_the_others_get_everything() {
         eprintln!(
             "{who}: slow subscriber closed after {first_one} messages, {received} bytes reached it; RSS {rss_before} -> {rss} KiB, peak {peak} KiB"
         );
+    });
+}
+
+#[test]
+fn a_subscriber_over_the_soft_limit_is_closed_after_its_seconds() {
+    on_both("the soft-limit comparison", |t| {
+        let who = t.name;
+        // No hard limit: only staying over 64 KiB for more than a second closes the client.
+        const SIZE: usize = 1024;
+        const AHEAD: u64 = 8;
+        let mut ctl = t.raw();
+        assert_eq!(
+            ctl.cmd(&[b"CONFIG", b"SET", b"client-output-buffer-limit", b"pubsub 0 64kb 1"]),
+            "+OK\r\n",
+            "{who}"
+        );
+        let mut slow = t.raw();
+        assert_eq!(slow.cmd(&[b"SUBSCRIBE", b"ch"]), "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n", "{who}");
+        let fast = t.raw();
+        let mut fast_sock = fast.s.try_clone().unwrap();
+        fast_sock.write_all(b"SUBSCRIBE ch\r\n").unwrap();
+        let mut confirmation = [0u8; 31];
+        fast_sock.read_exact(&mut confirmation).unwrap();
+        assert_eq!(&confirmation, b"*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n", "{who}");
+
+        // Publish (the fast subscriber at most AHEAD messages behind) until a PUBLISH reaches one
+        // receiver only: bounded by a count and a deadline, never by a sleep.
+        let (got_tx, got_rx) = mpsc::channel::<u64>();
+        let reader = std::thread::spawn(move || -> Result<u64, String> {
+            let mut buf = vec![0u8; SIZE + 64];
+            let mut i = 0;
+            loop {
+                let (_, want) = slow_test_message(i, SIZE);
+                let got = &mut buf[..want.len()];
+                match fast_sock.read_exact(got) {
+                    // The test shut the socket down once it had read everything.
+                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(i),
+                    r => r.map_err(|e| format!("message {i}: {e}"))?,
+                }
+                if got != &want[..] {
+                    return Err(format!("message {i} differs"));
+                }
+                i += 1;
+                let _ = got_tx.send(i);
+            }
+        });
+        let mut publisher = t.raw();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let (mut i, mut fast_read, mut twos) = (0u64, 0u64, 0u64);
+        loop {
+            assert!(Instant::now() < deadline && i < 2_000_000, "{who}: still two receivers after {i} messages");
+            while fast_read + AHEAD < i {
+                fast_read = got_rx.recv_timeout(Duration::from_secs(10)).expect("the fast subscriber stopped");
+            }
+            let (payload, _) = slow_test_message(i, SIZE);
+            let n = publisher.cmd(&[b"PUBLISH", b"ch", &payload]);
+            i += 1;
+            match n.as_str() {
+                ":2\r\n" => twos += 1,
+                ":1\r\n" => break,
+                other => panic!("{who}: PUBLISH answered {other:?}"),
+            }
+        }
+        assert_eq!(twos, i - 1, "{who}");
+        // Well past the soft limit before it was closed (the socket's buffers hold much more).
+        assert!(twos * SIZE as u64 > 64 * 1024, "{who}: closed after {twos} messages");
+        // Messages after the close still reach the fast subscriber; it got every one.
+        for _ in 0..10 {
+            let (payload, _) = slow_test_message(i, SIZE);
+            assert_eq!(publisher.cmd(&[b"PUBLISH", b"ch", &payload]), ":1\r\n", "{who}");
+            i += 1;
+        }
+        while fast_read < i {
+            fast_read = got_rx.recv_timeout(Duration::from_secs(10)).expect("the fast subscriber stopped");
+        }
+        assert_eq!(ctl.cmd(&[b"PUBSUB", b"NUMSUB", b"ch"]), "*2\r\n$2\r\nch\r\n:1\r\n", "{who}");
+        fast.s.shutdown(std::net::Shutdown::Both).unwrap();
+        assert_eq!(reader.join().unwrap(), Ok(i), "{who}: the fast subscriber got every message");
+        assert!(slow.closed(), "{who}: the slow subscriber's socket did not reach EOF");
+        eprintln!("{who}: soft limit closed the slow subscriber after {twos} messages of {SIZE} bytes");
     });
 }
