@@ -34,7 +34,7 @@
 #   REDIS=/usr/bin/redis-server                   BENCH=path to a built pubsub-bench
 #   RAW=FILE             also save the per-run rows (server run subs mode rate cpu_ns_per_msg)
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 
 usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0" >&2; exit 2; }
 [ $# -le 1 ] || usage
@@ -99,8 +99,8 @@ cli() { timeout 10 redis-cli -h 127.0.0.1 -p "${PORT[$1]}" "${@:2}" 2>&1; }
 # start TAG binary args...: on a spare port (one that nothing answers on; picked again if the
 # server cannot listen there), waiting until the server on it reports our child's process id.
 start() {
-  local tag=$1 bin=$2 port pid i try; shift 2
-  for try in $(seq 10); do
+  local tag=$1 bin=$2 port pid i; shift 2
+  for _ in $(seq 10); do
     port=$((20000 + RANDOM % 30000))
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi
     mkdir -p "$WORK/$tag"
