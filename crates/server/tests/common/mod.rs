@@ -290,6 +290,11 @@ impl RedisServer {
         Raw::connect(self.port)
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Waits (at most 20 s) until the server has loaded its data: Redis answers INFO, and some
     /// commands with empty results, while it is still loading.
     pub fn wait_loaded(&self, c: &mut Raw) {
