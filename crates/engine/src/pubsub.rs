@@ -91,13 +91,15 @@ pub fn encode_message(parts: &[&[u8]]) -> Bytes {
     out.freeze()
 }
 
-/// A (un)subscription confirmation: `[kind, channel or nil, count]`.
-fn confirmation(word: &[u8], channel: Option<&[u8]>, count: usize) -> Bytes {
+/// A (un)subscription confirmation: `[kind, channel or nil, count]`; the nil is `_` for a RESP3
+/// client (the only part of a message that is not the same in both protocols but its first byte).
+fn confirmation(word: &[u8], channel: Option<&[u8]>, count: usize, resp3: bool) -> Bytes {
     let mut out = BytesMut::with_capacity(48 + channel.map_or(0, <[u8]>::len));
     out.put_slice(b"*3\r\n");
     put_bulk(&mut out, word);
     match channel {
         Some(c) => put_bulk(&mut out, c),
+        None if resp3 => out.put_slice(b"_\r\n"),
         None => out.put_slice(b"$-1\r\n"),
     }
     out.put_u8(b':');
@@ -209,7 +211,7 @@ impl Server {
                 self.pubsub.map(kind).write().entry(ch.clone()).or_default().push(client.info.clone());
             }
             let count = if kind == Kind::Shard { client.subs.shard.len() } else { client.subs.count() };
-            self.deliver(&client.info, confirmation(kind.words().0, Some(ch), count));
+            self.deliver(&client.info, confirmation(kind.words().0, Some(ch), count, false));
         }
         self.sync_counts(client);
     }
@@ -237,12 +239,15 @@ impl Server {
             }
             if notify {
                 let count = if kind == Kind::Shard { client.subs.shard.len() } else { client.subs.count() };
-                self.deliver(&client.info, confirmation(kind.words().1, Some(ch), count));
+                self.deliver(&client.info, confirmation(kind.words().1, Some(ch), count, false));
             }
         }
         if notify && list.is_empty() {
             let count = if kind == Kind::Shard { client.subs.shard.len() } else { client.subs.count() };
-            self.deliver(&client.info, confirmation(kind.words().1, None, count));
+            self.deliver(
+                &client.info,
+                confirmation(kind.words().1, None, count, client.proto == resp::Protocol::Resp3),
+            );
         }
         self.sync_counts(client);
     }
@@ -307,7 +312,11 @@ mod tests {
             &encode_message(&[b"message", b"ch", b"hi"])[..],
             b"*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n"
         );
-        assert_eq!(&confirmation(b"unsubscribe", None, 0)[..], b"*3\r\n$11\r\nunsubscribe\r\n$-1\r\n:0\r\n");
-        assert_eq!(&confirmation(b"subscribe", Some(b"a"), 2)[..], b"*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:2\r\n");
+        assert_eq!(&confirmation(b"unsubscribe", None, 0, false)[..], b"*3\r\n$11\r\nunsubscribe\r\n$-1\r\n:0\r\n");
+        assert_eq!(&confirmation(b"unsubscribe", None, 0, true)[..], b"*3\r\n$11\r\nunsubscribe\r\n_\r\n:0\r\n");
+        assert_eq!(
+            &confirmation(b"subscribe", Some(b"a"), 2, false)[..],
+            b"*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:2\r\n"
+        );
     }
 }

@@ -186,13 +186,9 @@ fn resp3_push_arrives_before_the_reply_of_the_publish_that_sent_it() {
     });
 }
 
-// FIXME(bug): in RESP3, an UNSUBSCRIBE / PUNSUBSCRIBE / SUNSUBSCRIBE that finds nothing to leave
-// confirms with a RESP2 null bulk (`$-1`) for the channel where Redis sends RESP3's null (`_`):
-// confirmations are encoded once in RESP2 (engine `pubsub::confirmation`) and only their first byte
-// is turned into `>` for RESP3 connections (server `conn.rs`, `take_outbox`). Ignored until fixed
-// in crates/engine or crates/server/src; `cargo test -p server --test pubsub -- --ignored` shows it.
+/// In RESP3, an UNSUBSCRIBE / PUNSUBSCRIBE / SUNSUBSCRIBE that finds nothing to leave confirms
+/// with RESP3's null (`_`) for the channel, as Redis does.
 #[test]
-#[ignore = "bug: RESP3 unsubscribe confirmations with no channel carry `$-1`, not `_`"]
 fn resp3_unsubscribe_from_nothing_confirms_with_a_resp3_null() {
     on_both("the RESP3 null-channel comparison", |t| {
         let who = t.name;
