@@ -79,6 +79,11 @@ impl Server {
             }
             client.oom = oom;
         }
+        // The tracking table stays within tracking-table-max-keys (Redis checks before each
+        // command, queued ones included).
+        if self.tracking.clients.load(Ordering::Relaxed) > 0 {
+            self.limit_tracking_table();
+        }
         if self.config.writes_need_replicas() && self.is_write(client, cmd) {
             self.reject(cmd);
             return Some(self.reject_in_multi(client, cmd, Frame::error(crate::error::NOREPLICAS)));
@@ -156,10 +161,6 @@ impl Server {
                 client.info.multi_mem.fetch_add(crate::transactions::queued_size(args), Ordering::Relaxed);
             }
             return Some(Frame::simple("QUEUED"));
-        }
-        // The tracking table stays within tracking-table-max-keys (Redis checks before each command).
-        if self.tracking.clients.load(Ordering::Relaxed) > 0 {
-            self.limit_tracking_table();
         }
         let handed_off = std::cell::Cell::new(false);
         let give_up = || {
