@@ -77,7 +77,7 @@ impl<'l, 'k> Db<'l, 'k> {
         let (now, i, no_touch, access) = (self.now, self.index, self.no_touch, self.access);
         let expire_now = self.expire_now;
         let crate::keyspace::Shard { dbs, hits, misses, .. } = self.locked.shard_for(key);
-        match dbs[i].lookup(key, expire_now) {
+        match dbs[i].lookup_read(key, expire_now) {
             Some(e) => {
                 *hits += 1;
                 if !no_touch {
@@ -97,7 +97,7 @@ impl<'l, 'k> Db<'l, 'k> {
     pub fn read_notouch(&mut self, key: &[u8]) -> Option<&Entry> {
         let (now, i) = (self.expire_now, self.index);
         let crate::keyspace::Shard { dbs, hits, misses, .. } = self.locked.shard_for(key);
-        match dbs[i].lookup(key, now) {
+        match dbs[i].lookup_read(key, now) {
             Some(e) => {
                 *hits += 1;
                 Some(e)

@@ -153,6 +153,8 @@ pub enum KeyEvent {
     },
     /// Evicted under `maxmemory`.
     Evicted,
+    /// Looked up for reading and not found (Redis's `keymiss` event).
+    Missed,
 }
 
 impl KeyEvent {
@@ -163,6 +165,7 @@ impl KeyEvent {
             KeyEvent::New => 2,
             KeyEvent::Expired { .. } => 4,
             KeyEvent::Evicted => 8,
+            KeyEvent::Missed => 16,
         }
     }
 }
@@ -217,6 +220,18 @@ impl Table {
     pub fn lookup(&mut self, key: &[u8], now: u64) -> Option<&mut Entry> {
         let idx = self.live_index(key, now)?;
         Some(&mut self.map[idx])
+    }
+
+    /// [`Table::lookup`] for a read that counts as a keyspace hit or miss: a miss is logged
+    /// (keyspace notifications' `keymiss`).
+    pub fn lookup_read(&mut self, key: &[u8], now: u64) -> Option<&mut Entry> {
+        match self.live_index(key, now) {
+            Some(idx) => Some(&mut self.map[idx]),
+            None => {
+                self.log_key(key, KeyEvent::Missed);
+                None
+            }
+        }
     }
 
     /// Like [`Table::lookup`], for a caller about to modify the value in place: WATCH is told first.

@@ -40,6 +40,8 @@ pub const ZSET: u32 = 1 << 7;
 pub const EXPIRED: u32 = 1 << 8;
 /// `e`: evicted keys.
 pub const EVICTED: u32 = 1 << 9;
+/// `m`: reads that found no key.
+pub const KEYMISS: u32 = 1 << 11;
 /// `n`: new keys.
 pub const NEW: u32 = 1 << 14;
 /// `L` (Latch's own): native locks.
@@ -59,6 +61,9 @@ pub fn key_log_mask(flags: u32) -> u32 {
     }
     if flags & NEW != 0 {
         mask |= KeyEvent::New.bit();
+    }
+    if flags & KEYMISS != 0 {
+        mask |= KeyEvent::Missed.bit();
     }
     mask
 }
@@ -254,6 +259,7 @@ impl Server {
                     gone.push(key);
                 }
                 KeyEvent::New => self.notify_keyspace_event(NEW, "new", kdb, &key),
+                KeyEvent::Missed => self.notify_keyspace_event(KEYMISS, "keymiss", kdb, &key),
                 KeyEvent::Changed => {
                     if !changed.contains(&(kdb, key.clone())) {
                         changed.push((kdb, key));
@@ -357,6 +363,10 @@ mod tests {
             ["__keyevent@0__:new a", "__keyevent@0__:new b"]
         );
         assert_eq!(events_of("K", &["SET a 1"]), Vec::<String>::new());
+        assert_eq!(
+            events_of("Em", &["GET nothing", "SET a 1", "GET a", "EXISTS gone"]),
+            ["__keyevent@0__:keymiss nothing", "__keyevent@0__:keymiss gone"]
+        );
     }
 
     #[test]
