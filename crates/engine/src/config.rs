@@ -1441,6 +1441,18 @@ impl Config {
         Ok(())
     }
 
+    /// Whether CONFIG SET of `pairs` must wait for the data to load (Redis's `DENY_LOADING_CONFIG`:
+    /// `appendonly`, `dir`, `repl-diskless-load`), as Redis answers it with `-LOADING` first.
+    pub fn denied_while_loading(pairs: &[(&[u8], &[u8])], allow_protected: bool) -> bool {
+        pairs.iter().any(|(name, _)| {
+            find(&String::from_utf8_lossy(name)).is_some_and(|p| {
+                matches!(p.name, "appendonly" | "dir" | "repl-diskless-load")
+                    && !p.immutable()
+                    && (p.flags & PROT == 0 || allow_protected)
+            })
+        })
+    }
+
     /// CONFIG SET with Redis 7's semantics: every (name, value) pair is checked (unknown name,
     /// immutable, protected, duplicate, then each value) before any is stored, so either all change or
     /// none. `allow_protected` tells whether `enable-protected-configs` lets this client change `dir`

@@ -236,6 +236,9 @@ fn config_set(ctx: &mut Ctx<'_, '_>) -> Frame {
     let pairs: Vec<(&[u8], &[u8])> = ctx.args[2..].chunks(2).map(|c| (&c[0][..], &c[1][..])).collect();
     let allow = protected_allowed(ctx, "enable-protected-configs");
     let was_on = ctx.srv.config.get("appendonly").as_deref() == Some("yes");
+    if ctx.srv.loading.load(Ordering::Relaxed) && crate::config::Config::denied_while_loading(&pairs, allow) {
+        return Frame::error("LOADING Redis is loading the dataset in memory");
+    }
     match ctx.srv.config.set_many(&pairs, allow) {
         Ok(()) => {
             // `appendonly yes` starts the AOF with a rewrite (the AOF writer runs it), in progress
@@ -912,6 +915,27 @@ mod tests {
         }
         // INFO itself counted once it ran.
         assert_eq!(total(&mut c).as_deref(), Some("4"));
+    }
+
+    /// While data loads, `dir` (when protected configs may change), `appendonly` and
+    /// `repl-diskless-load` answer -LOADING, before other errors; other parameters can change.
+    #[test]
+    fn config_set_while_loading() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        ts.srv.loading.store(true, Ordering::SeqCst);
+        c.transcript(
+            r#"
+            > CONFIG SET loglevel debug
+            +OK
+            > CONFIG SET dir asdf
+            -ERR CONFIG SET failed (possibly related to argument 'dir') - can't set protected config
+            > CONFIG SET hz 20 appendonly yes
+            -LOADING Redis is loading the dataset in memory
+            "#,
+        );
+        ts.srv.loading.store(false, Ordering::SeqCst);
+        c.transcript("> CONFIG SET hz 20 appendonly no\n+OK");
     }
 
     #[test]
