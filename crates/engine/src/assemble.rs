@@ -12,6 +12,14 @@ impl Server {
     /// A server running every command family ([`crate::cmd::table`]), from a configuration and a
     /// clock.
     pub fn new(config: Config, clock: Arc<dyn Clock>) -> Server {
-        Server::with_commands(config, clock, crate::cmd::table())
+        let srv = Server::with_commands(config, clock, crate::cmd::table());
+        // The ACL check reads categories and key specs from the families' metadata, and the ACL log
+        // records clients as CLIENT LIST shows them.
+        srv.acl.install(crate::cmd::acl::meta(crate::cmd::table()), |info, now| {
+            let mut s = String::new();
+            crate::cmd::connection::client_line(&mut s, info, now, None);
+            s
+        });
+        srv
     }
 }

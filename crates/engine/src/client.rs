@@ -33,6 +33,9 @@ pub struct Client {
     pub proto: Protocol,
     /// Whether AUTH succeeded (or no password is required).
     pub authenticated: bool,
+    /// The ACL user the client runs as; None for the server's own clients (AOF loading, a
+    /// blocked client's stand-in), which may run anything, as Redis's `c->user == NULL`.
+    pub user: Option<Arc<crate::acl::User>>,
     /// Reply mode.
     pub reply_mode: ReplyMode,
     /// Close the connection once the current reply is written (QUIT, protocol errors, CLIENT KILL self).
@@ -66,6 +69,8 @@ pub struct Client {
     pub deny_blocking: bool,
     /// Running inside a script (Redis's `CLIENT_SCRIPT`): SORT orders unsorted set output.
     pub in_script: bool,
+    /// Running EXEC's queued commands (Redis keeps `CLIENT_MULTI` then): ACL log context `multi`.
+    pub in_exec: bool,
     /// Memory was over `maxmemory`, with nothing to evict, when the current command started (Redis's
     /// `pre_command_oom_state`): scripts and EXEC check their writes against it.
     pub oom: bool,
@@ -106,6 +111,7 @@ impl Client {
             db,
             proto,
             authenticated: true,
+            user: None,
             reply_mode: ReplyMode::On,
             close_after_reply: false,
             obuf_overflow: false,
@@ -121,6 +127,7 @@ impl Client {
             block_waker: None,
             deny_blocking: true,
             in_script: false,
+            in_exec: false,
             oom: false,
             info,
             effects: Vec::new(),
@@ -153,6 +160,8 @@ pub struct ClientInfo {
     pub lib_ver: Mutex<Option<Vec<u8>>>,
     /// Last command name (`cmd=` in CLIENT LIST).
     pub last_cmd: Mutex<&'static str>,
+    /// The ACL user's name (`user=` in CLIENT LIST, CLIENT KILL USER).
+    pub user: Mutex<bytes::Bytes>,
     /// Selected db, mirrored for CLIENT LIST.
     pub db: AtomicUsize,
     /// Protocol version, mirrored for CLIENT LIST.
@@ -519,6 +528,7 @@ impl ClientRegistry {
             lib_name: Mutex::new(None),
             lib_ver: Mutex::new(None),
             last_cmd: Mutex::new("NULL"),
+            user: Mutex::new(bytes::Bytes::from_static(b"default")),
             db: AtomicUsize::new(0),
             resp: AtomicUsize::new(2),
             qbuf: AtomicUsize::new(0),

@@ -376,7 +376,9 @@ pub static PARAMS: &[Param] = &[
         default: "",
         apply: Some(|c, v| {
             *c.requirepass.write() = v.as_bytes().to_vec();
-            c.has_password.store(!v.is_empty(), Relaxed);
+            // Redis's ACLUpdateDefaultUserPassword: `requirepass` is the default user's password.
+            crate::acl::Acl::set_default_password(&c.default_user, v.as_bytes());
+            c.has_password.store(!c.default_user.nopass_enabled(), Relaxed);
         }),
     },
     // Enumerations. `loglevel` (startup), `maxmemory-policy` (LFU counters, OBJECT FREQ) and
@@ -425,7 +427,7 @@ pub static PARAMS: &[Param] = &[
         flags: 0,
         kind: Kind::Enum(E_PUBSUB_DEFAULT),
         default: "resetchannels",
-        apply: None,
+        apply: Some(|c, v| c.acl_pubsub_all.store(v == "allchannels", Relaxed)),
     },
     P {
         name: "sanitize-dump-payload",
@@ -975,8 +977,15 @@ pub struct Config {
     pub timeout: AtomicI64,
     /// Hot copy of `hz` (clamped to 1..=500 as Redis does).
     pub hz: AtomicU64,
-    /// True when `requirepass` is non-empty.
+    /// True when a new connection must authenticate: the `default` user has a password or is off
+    /// (Redis's `authRequired`); kept by `requirepass` and the ACL commands.
     pub has_password: AtomicBool,
+    /// The `default` ACL user, whose password `requirepass` sets (shared with [`crate::acl::Acl`]).
+    pub default_user: std::sync::Arc<crate::acl::User>,
+    /// Hot copy of `acl-pubsub-default` (`allchannels`).
+    pub acl_pubsub_all: AtomicBool,
+    /// The config file's `user` lines (name and rules), created once the server exists.
+    pub acl_user_lines: parking_lot::Mutex<Vec<Vec<bytes::Bytes>>>,
     /// Hot copy of `busy-reply-threshold` (alias `lua-time-limit`), milliseconds.
     pub busy_reply_threshold: AtomicI64,
     /// Hot copy of `maxmemory` (bytes, 0 = no limit).
@@ -1375,6 +1384,9 @@ impl Config {
             timeout: AtomicI64::new(0),
             hz: AtomicU64::new(10),
             has_password: AtomicBool::new(false),
+            default_user: crate::acl::Acl::default_user(),
+            acl_pubsub_all: AtomicBool::new(false),
+            acl_user_lines: parking_lot::Mutex::default(),
             busy_reply_threshold: AtomicI64::new(0),
             maxmemory: AtomicU64::new(0),
             maxmemory_policy: AtomicU8::new(0),

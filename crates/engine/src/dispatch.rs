@@ -60,10 +60,17 @@ impl Server {
             client.multi.flag_error();
             return Some(crate::error::wrong_arity(cmd.name));
         }
-        if !client.authenticated && !cmd.flags.has(Flags::NO_AUTH) {
+        if !client.authenticated && !cmd.flags.has(Flags::NO_AUTH) && self.config.has_password.load(Ordering::Relaxed) {
             self.reject(cmd);
             client.multi.flag_error();
             return Some(crate::error::noauth());
+        }
+        // ACL (see crate::acl): one load for an unrestricted user; commands queued in MULTI are
+        // checked now and again by EXEC, scripts' calls by the Lua call path.
+        let context = if client.multi.active() { crate::acl::Context::Multi } else { crate::acl::Context::Toplevel };
+        if let Err(d) = self.acl_check(client, cmd, args, context) {
+            self.reject(cmd);
+            return Some(self.reject_in_multi(client, cmd, Frame::error(d.reply(cmd))));
         }
         // maxmemory (Redis's processCommand): evict first; refuse what may grow memory if that failed.
         // Not while a script runs long: it holds the shards eviction would wait for.

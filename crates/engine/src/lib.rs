@@ -20,6 +20,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod acl;
 pub mod args;
 mod assemble;
 pub mod changes;

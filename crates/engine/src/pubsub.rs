@@ -117,6 +117,28 @@ impl PubSub {
         }
     }
 
+    /// Subscribers authenticated as `user` whose channels or patterns `allowed` (ACL channel
+    /// patterns) no longer covers: Redis's `ACLKillPubsubClientsIfNeeded` disconnects them.
+    pub fn subscribers_outside(&self, user: &[u8], allowed: &[Vec<u8>]) -> Vec<Arc<ClientInfo>> {
+        let mut out: Vec<Arc<ClientInfo>> = Vec::new();
+        for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
+            for (channel, listeners) in self.map(kind).read().iter() {
+                let ok = allowed.iter().any(|a| {
+                    if kind == Kind::Pattern { a[..] == channel[..] } else { crate::glob::matches(a, channel, false) }
+                });
+                if ok {
+                    continue;
+                }
+                for l in listeners {
+                    if *l.user.lock() == user && !out.iter().any(|o| o.id == l.id) {
+                        out.push(l.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Channels (patterns, shard channels) with at least one subscriber.
     pub fn len(&self, kind: Kind) -> usize {
         self.map(kind).read().len()

@@ -63,6 +63,8 @@ pub struct Server {
     pub table: &'static CommandTable,
     /// Slow log.
     pub slowlog: Mutex<SlowLog>,
+    /// ACL users, the ACL log and its counters (see [`crate::acl`]).
+    pub acl: crate::acl::Acl,
     monitors: Mutex<Vec<Arc<crate::client::ClientInfo>>>,
     pub(crate) has_monitors: AtomicBool,
     shutdown_hook: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
@@ -180,6 +182,7 @@ impl Server {
         let now = clock.now_ms();
         let unix_s = (clock.unix_ms() / 1000) as u64;
         let ks = Arc::new(Keyspace::new(ndbs, nshards));
+        let acl = crate::acl::Acl::new(config.default_user.clone());
         ks.set_key_log(crate::notify::key_log_mask(config.notify_keyspace_events.load(Ordering::Relaxed)));
         Server {
             ks,
@@ -189,6 +192,7 @@ impl Server {
             stats: Stats::new(table.id_count()),
             table,
             slowlog: Mutex::new(SlowLog::default()),
+            acl,
             monitors: Mutex::new(Vec::new()),
             has_monitors: AtomicBool::new(false),
             shutdown_hook: Mutex::new(None),
@@ -219,7 +223,9 @@ impl Server {
     /// A new client connection.
     pub fn new_client(&self, addr: String, laddr: String) -> Client {
         let authenticated = !self.config.has_password.load(Ordering::Relaxed);
-        Client::new(&self.clients, addr, laddr, self.clock.now_ms(), authenticated)
+        let mut c = Client::new(&self.clients, addr, laddr, self.clock.now_ms(), authenticated);
+        c.user = Some(self.acl.default().clone());
+        c
     }
 
     /// Redis's clientsCron for idle connections, run by the server's cron: a client idle past

@@ -21,6 +21,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "runtime",
         &[
+            "acl",
             "command",
             "server",
             "dispatch",

@@ -129,6 +129,22 @@ pub fn apply(config: &Config, text: &str) -> Result<(), ConfigError> {
             engine::cmd::table().renamed(&renames).map_err(err)?;
             continue;
         }
+        if name.eq_ignore_ascii_case("user") && !values.is_empty() {
+            let words: Vec<bytes::Bytes> = parts.iter().map(|p| bytes::Bytes::from(p.clone().into_bytes())).collect();
+            let mut users = config.acl_user_lines.lock();
+            let dup = users.iter().any(|u| u.first() == words.get(1));
+            let checked = if dup {
+                Err((1, "Duplicate user found. A user can only be defined once in config files"))
+            } else {
+                engine::acl::validate_user_line(&words[2..])
+            };
+            if let Err((at, why)) = checked {
+                let word = parts.get(at).cloned().unwrap_or_default();
+                return Err(err(format!("Error in user declaration '{word}': {why}")));
+            }
+            users.push(words[1..].to_vec());
+            continue;
+        }
         // A parameter taking several arguments may be given none (`save` alone, as the Tcl suite
         // writes `save ""`): Redis hands its setter an empty list. Any other needs exactly one.
         let param = engine::config::find(name);

@@ -143,6 +143,10 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     let clock = Arc::new(SystemClock::new());
     let srv = Arc::new(Server::new(config, clock.clone()));
     *srv.config_file.lock() = config_file;
+    if let Err(e) = engine::cmd::acl::load_at_startup(&srv) {
+        tracing::error!("{e}");
+        return 1;
+    }
     tracing::info!("{} I/O thread(s), {} keyspace shards", threads, srv.ks.nshards());
 
     let backlog = srv.config.get_i64("tcp-backlog").clamp(0, i32::MAX as i64) as i32;

@@ -271,23 +271,32 @@ fn set_name(ctx: &mut Ctx<'_, '_>, name: &[u8]) -> Result<(), Frame> {
     Ok(())
 }
 
-/// Compares without an early exit, so the time taken does not reveal the matching prefix.
-fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// Checks credentials against the only user Latch has, `default` (protected by `requirepass`, or
-/// `nopass` when none is set).
-fn credentials_ok(ctx: &Ctx<'_, '_>, user: &[u8], pass: &[u8]) -> bool {
-    if user != b"default" {
-        return false;
-    }
-    match ctx.srv.config.requirepass() {
-        None => true,
-        Some(p) => ct_eq(&p, pass),
+/// Authenticates the client as `user` if `pass` opens it (Redis's `ACLAuthenticateUser`); a
+/// failure goes to the ACL log.
+fn authenticate(ctx: &mut Ctx<'_, '_>, user: &[u8], pass: &[u8]) -> bool {
+    match ctx.srv.acl.authenticate(user, pass) {
+        Some(u) => {
+            ctx.client.authenticated = true;
+            *ctx.client.info.user.lock() = u.name.clone();
+            ctx.client.user = Some(u);
+            true
+        }
+        None => {
+            let context = if ctx.client.multi.active() || ctx.client.in_exec {
+                crate::acl::Context::Multi
+            } else {
+                crate::acl::Context::Toplevel
+            };
+            let object = ctx.args[0].clone();
+            ctx.srv.acl_denied(
+                ctx.client,
+                crate::acl::Reason::Auth,
+                context,
+                object,
+                Some(Bytes::copy_from_slice(user)),
+            );
+            false
+        }
     }
 }
 
@@ -328,7 +337,7 @@ fn request_len(args: &[Bytes]) -> usize {
 /// One `CLIENT LIST` / `CLIENT INFO` line (without the trailing newline), in Redis 7.2's format.
 /// `me` is the calling client's context when `info` describes it: its live state is used, and its
 /// query buffer holds the running command as in Redis.
-fn client_line(out: &mut String, info: &ClientInfo, now: u64, me: Option<&Ctx<'_, '_>>) {
+pub(crate) fn client_line(out: &mut String, info: &ClientInfo, now: u64, me: Option<&Ctx<'_, '_>>) {
     let name = info.name.lock().clone().unwrap_or_default();
     let lib_name = info.lib_name.lock().clone().unwrap_or_default();
     let lib_ver = info.lib_ver.lock().clone().unwrap_or_default();
@@ -360,7 +369,7 @@ fn client_line(out: &mut String, info: &ClientInfo, now: u64, me: Option<&Ctx<'_
         out,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} \
          qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events=r \
-         cmd={} user=default redir={} resp={} lib-name={} lib-ver={}",
+         cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
         info.id,
         info.addr,
         info.laddr,
@@ -383,6 +392,7 @@ fn client_line(out: &mut String, info: &ClientInfo, now: u64, me: Option<&Ctx<'_
         omem,
         tot_mem,
         *info.last_cmd.lock(),
+        String::from_utf8_lossy(&info.user.lock()),
         info.tracking.lock().as_ref().map_or(-1, |t| t.redirect as i64),
         resp,
         String::from_utf8_lossy(&lib_name),
@@ -481,7 +491,11 @@ fn reset(ctx: &mut Ctx<'_, '_>) -> Frame {
     ctx.client.db = 0;
     ctx.client.info.db.store(0, Ordering::Relaxed);
     set_proto(ctx, Protocol::Resp2);
-    ctx.client.authenticated = !ctx.srv.config.has_password.load(Ordering::Relaxed);
+    // Back to the default user, authenticated if it needs no password (Redis's clientSetDefaultAuth).
+    let default = ctx.srv.acl.default().clone();
+    ctx.client.authenticated = default.nopass_enabled();
+    *ctx.client.info.user.lock() = default.name.clone();
+    ctx.client.user = Some(default);
     *ctx.client.info.name.lock() = None;
     // lib-name and lib-ver are kept: they still describe the library behind the connection.
     // A pending CLIENT REPLY SKIP applies to this very command (Redis clears only SKIP_NEXT/OFF).
@@ -500,7 +514,7 @@ fn auth(ctx: &mut Ctx<'_, '_>) -> Frame {
         return crate::error::syntax();
     }
     let (user, pass): (&[u8], &[u8]) = if ctx.argc() == 2 {
-        if ctx.srv.config.requirepass().is_none() {
+        if ctx.srv.acl.default().nopass() {
             return Frame::error(
                 "ERR AUTH <password> called without any password configured for the default user. \
                  Are you sure your configuration is correct?",
@@ -510,12 +524,7 @@ fn auth(ctx: &mut Ctx<'_, '_>) -> Frame {
     } else {
         (ctx.arg(1), ctx.arg(2))
     };
-    if credentials_ok(ctx, user, pass) {
-        ctx.client.authenticated = true;
-        Frame::ok()
-    } else {
-        wrongpass()
-    }
+    if authenticate(ctx, user, pass) { Frame::ok() } else { wrongpass() }
 }
 
 fn hello(ctx: &mut Ctx<'_, '_>) -> Frame {
@@ -537,10 +546,9 @@ fn hello(ctx: &mut Ctx<'_, '_>) -> Frame {
         let opt = ctx.arg(j);
         if eq_ic(opt, "auth") && more >= 2 {
             let (user, pass) = (ctx.arg(j + 1), ctx.arg(j + 2));
-            if !credentials_ok(ctx, user, pass) {
+            if !authenticate(ctx, user, pass) {
                 return wrongpass();
             }
-            ctx.client.authenticated = true;
             j += 3;
         } else if eq_ic(opt, "setname") && more >= 1 {
             let name = ctx.arg(j + 1);
@@ -645,6 +653,7 @@ fn client_kill(ctx: &mut Ctx<'_, '_>) -> Frame {
     let mut laddr: Option<&[u8]> = None;
     let mut wanted_type = None;
     let mut id = 0u64;
+    let mut user: Option<&[u8]> = None;
     let mut skipme = true;
     if argc == 3 {
         // Old form: CLIENT KILL addr:port, which may kill the caller.
@@ -673,10 +682,10 @@ fn client_kill(ctx: &mut Ctx<'_, '_>) -> Frame {
             } else if eq_ic(opt, "laddr") {
                 laddr = Some(val);
             } else if eq_ic(opt, "user") {
-                // Latch has a single user; every connection is authenticated as (or will be) it.
-                if val != b"default" {
+                if ctx.srv.acl.get(val).is_none() {
                     return Frame::error(format!("ERR No such user '{}'", String::from_utf8_lossy(val)));
                 }
+                user = Some(val);
             } else if eq_ic(opt, "skipme") {
                 if eq_ic(val, "yes") {
                     skipme = true;
@@ -698,6 +707,7 @@ fn client_kill(ctx: &mut Ctx<'_, '_>) -> Frame {
             || laddr.is_some_and(|a| info.laddr.as_bytes() != a)
             || wanted_type.is_some_and(|t| info.type_name() != t)
             || (id != 0 && info.id != id)
+            || user.is_some_and(|u| info.user.lock()[..] != *u)
         {
             continue;
         }

@@ -317,6 +317,17 @@ fn fenced(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(None) => return Frame::error(format!("FENCED token {token} is stale, the lock is not held")),
     }
     let args = &ctx.args[3..];
+    // The wrapped command needs the user's permission as if sent alone.
+    let context = if ctx.client.in_script {
+        crate::acl::Context::Lua
+    } else if ctx.client.multi.active() || ctx.client.in_exec {
+        crate::acl::Context::Multi
+    } else {
+        crate::acl::Context::Toplevel
+    };
+    if let Err(d) = ctx.srv.acl_check(ctx.client, inner, args, context) {
+        return Frame::error(d.reply(inner));
+    }
     let deny = std::mem::replace(&mut ctx.client.deny_blocking, true);
     let reply = ctx.srv.call(ctx.client, ctx.locked, inner, args, ctx.now);
     ctx.client.deny_blocking = deny;

@@ -1,6 +1,7 @@
 //! Command families. Each module exports `COMMANDS`, a slice of table entries with their handlers;
 //! handlers parse, operate through [`crate::db::Db`], and return a reply.
 
+pub mod acl;
 pub mod bits;
 pub mod blocking;
 pub mod cluster;
@@ -50,6 +51,7 @@ pub static FAMILIES: &[&[Command]] = &[
     cluster::COMMANDS,
     scripting::COMMANDS,
     pubsub::COMMANDS,
+    acl::COMMANDS,
 ];
 
 /// The command table, built once, for code that must resolve commands without a server at hand

@@ -164,13 +164,23 @@ fn exec(ctx: &mut Ctx<'_, '_>) -> Frame {
     let mut replies = Vec::with_capacity(queued.len());
     // Blocking commands inside a transaction answer at once as if timed out.
     let deny = std::mem::replace(&mut ctx.client.deny_blocking, true);
+    ctx.client.in_exec = true;
     for (cmd, args) in &queued {
-        let reply = srv.call(ctx.client, &mut locked, cmd, args, now);
+        // Permissions are checked again: the rules may have changed since the command was queued.
+        let reply = match srv.acl_check(ctx.client, cmd, args, crate::acl::Context::Multi) {
+            Ok(()) => srv.call(ctx.client, &mut locked, cmd, args, now),
+            Err(d) => Frame::error(format!(
+                "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC \
+                 call. This command is no longer allowed for the following reason: {}",
+                d.exec_reason()
+            )),
+        };
         // Each command's error counts in INFO errorstats, as if it had been sent alone.
         srv.stats.count_error(&reply);
         replies.push(reply);
     }
     ctx.client.deny_blocking = deny;
+    ctx.client.in_exec = false;
     // The transaction's effects go out under its locks, then the clients blocked on keys it
     // changed are served, before its locks drop.
     srv.publish_changes(ctx.client, &mut locked, now);

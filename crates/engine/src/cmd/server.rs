@@ -752,6 +752,11 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("total_writes_processed:0");
             line!("io_threaded_reads_processed:0");
             line!("io_threaded_writes_processed:0");
+            // Redis 7.2's ACL counters (7.0 has none; clients that look for them find them).
+            line!("acl_access_denied_auth:{}", srv.acl.denied_auth.load(Ordering::Relaxed));
+            line!("acl_access_denied_cmd:{}", srv.acl.denied_cmd.load(Ordering::Relaxed));
+            line!("acl_access_denied_key:{}", srv.acl.denied_key.load(Ordering::Relaxed));
+            line!("acl_access_denied_channel:{}", srv.acl.denied_channel.load(Ordering::Relaxed));
         }
         "replication" => {
             line!("# Replication");

@@ -181,6 +181,11 @@ fn sort_generic(ctx: &mut Ctx<'_, '_>, readonly: bool) -> Frame {
     let mut dontsort = false;
     let mut store: Option<Bytes> = None;
     let mut gets: Vec<Bytes> = Vec::new();
+    // BY and GET patterns reach arbitrary keys: only a user who may read every key gets them.
+    let full_key_access = match &ctx.client.user {
+        Some(u) if !u.unrestricted() => ctx.srv.acl.check_all_keys(u, ctx.cmd, ctx.args, crate::acl::key_flags::ACCESS),
+        _ => true,
+    };
     let mut j = 2;
     while j < ctx.argc() {
         let left = ctx.argc() - j - 1;
@@ -204,9 +209,15 @@ fn sort_generic(ctx: &mut Ctx<'_, '_>, readonly: bool) -> Frame {
             let p = ctx.args[j + 1].clone();
             // A BY pattern without '*' is constant: nothing to sort by.
             dontsort = !p.contains(&b'*');
+            if !dontsort && !full_key_access {
+                return Frame::error("ERR BY option of SORT denied due to insufficient ACL permissions.");
+            }
             sortby = Some(p);
             j += 1;
         } else if eq_ic(a, "get") && left >= 1 {
+            if !full_key_access {
+                return Frame::error("ERR GET option of SORT denied due to insufficient ACL permissions.");
+            }
             gets.push(ctx.args[j + 1].clone());
             j += 1;
         } else {

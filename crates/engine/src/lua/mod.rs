@@ -357,6 +357,7 @@ impl Vm {
     fn new(run: Arc<RunState>, table: &'static crate::command::CommandTable, watch: SlowWatch) -> mlua::Result<Vm> {
         let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())?;
         let raised: libs::Pending = Arc::new(Mutex::new(None));
+        let host = Arc::new(raw::Host::new(table));
         let err = raised.clone();
         let rt = lua.create_table()?;
         let p = raised.clone();
@@ -439,7 +440,7 @@ impl Vm {
                 Ok(())
             })?,
         )?;
-        let (r, e) = (run.clone(), raised.clone());
+        let (r, e, h) = (run.clone(), raised.clone(), host.clone());
         rt.raw_set(
             "acl_check_cmd",
             lua.create_function(move |lua, args: MultiValue| {
@@ -450,7 +451,14 @@ impl Vm {
                         "redis.acl_check_cmd can only be called inside a script invocation",
                     ));
                 }
-                acl_check_cmd(table, &args).map_err(|m| raise_err(lua, &e, m))
+                let (cmd, argv) = acl_check_cmd(table, &args).map_err(|m| raise_err(lua, &e, m))?;
+                // The caller's user decides (Redis: the script's original client).
+                Ok(h.active
+                    .with(|c| match &c.client.user {
+                        Some(u) if !u.unrestricted() => c.srv.acl.check(u, cmd, &argv).is_ok(),
+                        _ => true,
+                    })
+                    .unwrap_or(true))
             })?,
         )?;
         let rng = Arc::new(Mutex::new(Rand48(0x1234_ABCD_330E)));
@@ -566,7 +574,6 @@ impl Vm {
             Table,
         ) = boot.call((rt.clone(), globals.clone()))?;
         let raw = raw::RawState::of(&lua)?;
-        let host = Arc::new(raw::Host::new(table));
         raw.install_call(lua.create_registry_value(redis)?.id(), &host);
         let globals_ref = lua.create_registry_value(globals)?;
         raw.install_iterators(globals_ref.id(), lua.create_registry_value(protected)?.id());
@@ -1245,18 +1252,20 @@ fn raise_err(lua: &Lua, p: &libs::Pending, msg: &str) -> mlua::Error {
 }
 
 /// `redis.acl_check_cmd(cmd, ...)` (Redis's `luaRedisAclCheckCmdPermissionsCommand`): whether the
-/// command would pass the caller's ACL. Latch has the default user only, whose permissions cover
-/// every command, so the answer is true for any command that exists: a top-level command, or a
-/// container's subcommand when one is named.
-fn acl_check_cmd(table: &crate::command::CommandTable, args: &MultiValue) -> Result<bool, &'static str> {
+/// command would pass the caller's ACL. Resolves the command (a top-level command, or a container's
+/// subcommand when one is named) and returns it with the arguments for the caller's check.
+fn acl_check_cmd(
+    table: &'static crate::command::CommandTable,
+    args: &MultiValue,
+) -> Result<(&'static Command, Vec<Bytes>), &'static str> {
     let mut argv = Vec::with_capacity(args.len());
     for a in args.iter() {
         match a {
-            Value::String(s) => argv.push(s.as_bytes().to_vec()),
+            Value::String(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
             Value::Integer(_) | Value::Number(_) => {
                 let mut o = Vec::new();
                 resp::format_double(lua_tonumber(a).unwrap_or(0.0), &mut o);
-                argv.push(o);
+                argv.push(Bytes::from(o));
             }
             _ => return Err("Lua redis lib command arguments must be strings or integers"),
         }
@@ -1264,14 +1273,18 @@ fn acl_check_cmd(table: &crate::command::CommandTable, args: &MultiValue) -> Res
     let Some(name) = argv.first() else {
         return Err("Please specify at least one argument for this redis lib call");
     };
-    let exists = table.get(name).is_some_and(|cmd| {
-        cmd.subcommands.is_empty()
-            || argv.len() == 1
-            || cmd.subcommands.iter().any(|s| {
-                s.name.rsplit('|').next().is_some_and(|n| n.eq_ignore_ascii_case(&String::from_utf8_lossy(&argv[1])))
-            })
+    let found = table.get(name).and_then(|cmd| {
+        if cmd.subcommands.is_empty() || argv.len() == 1 {
+            return Some(cmd);
+        }
+        cmd.subcommands.iter().find(|s| {
+            s.name.rsplit('|').next().is_some_and(|n| n.eq_ignore_ascii_case(&String::from_utf8_lossy(&argv[1])))
+        })
     });
-    if exists { Ok(true) } else { Err("Invalid command passed to redis.acl_check_cmd()") }
+    match found {
+        Some(cmd) => Ok((cmd, argv)),
+        None => Err("Invalid command passed to redis.acl_check_cmd()"),
+    }
 }
 
 /// Lua's `lua_tonumber`: numbers and numeric strings.

@@ -1056,6 +1056,9 @@ fn dispatch(c: &mut CallCtx<'_, '_>, named: Option<&'static Command>, argv: &[By
     if cmd.flags.has(Flags::NOSCRIPT) && !c.srv.debug.disable_deny_scripts.load(std::sync::atomic::Ordering::Relaxed) {
         return refuse(b"This Redis command is not allowed from script");
     }
+    if let Err(d) = c.srv.acl_check(c.client, cmd, argv, crate::acl::Context::Lua) {
+        return Outcome::Refused(format!("The user executing the script {}", d.message()).into_bytes(), false);
+    }
     if c.read_only && (cmd.flags.has(Flags::WRITE) || cmd.flags.has(Flags::MAY_REPLICATE)) {
         return refuse(b"Write commands are not allowed from read-only scripts.");
     }
