@@ -203,6 +203,10 @@ impl Meta {
         if pos.is_empty() {
             return pos.into_iter().map(|p| (p, 0)).collect();
         }
+        // Key specs with variable flags: Redis asks the command (setGetKeys, bitfieldGetKeys).
+        if let Some(f) = variable_flags(cmd, args) {
+            return pos.into_iter().map(|p| (p, f)).collect();
+        }
         let specs = match self.specs.get(usize::from(cmd.id)) {
             Some(s) if !s.is_empty() => s,
             _ => {
@@ -213,7 +217,11 @@ impl Meta {
         let found: Vec<Vec<usize>> = specs.iter().map(|s| s.positions(args)).collect();
         let fallback = specs
             .iter()
-            .find(|s| s.flags & key_flags::INCOMPLETE != 0)
+            .find(|s| {
+                s.flags & key_flags::INCOMPLETE != 0
+                    || matches!(s.begin, Begin::Unknown)
+                    || matches!(s.find, Find::Unknown)
+            })
             .map(|s| s.flags)
             .unwrap_or_else(|| specs.iter().fold(0, |a, s| a | s.flags));
         pos.into_iter()
@@ -230,6 +238,39 @@ impl Meta {
                 Some((p, flags.unwrap_or(fallback)))
             })
             .collect()
+    }
+}
+
+/// The key flags of SET and BITFIELD, which depend on their arguments (Redis's `setGetKeys` and
+/// `bitfieldGetKeys`): SET reads its key only with GET, BITFIELD writes only with SET or INCRBY.
+fn variable_flags(cmd: &Command, args: &[Bytes]) -> Option<u32> {
+    use key_flags::{ACCESS, UPDATE};
+    match cmd.name {
+        "set" => {
+            Some(if args.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get")) { ACCESS | UPDATE } else { UPDATE })
+        }
+        "bitfield" => {
+            let mut i = 2;
+            let mut readonly = true;
+            while i < args.len() {
+                let rem = args.len() - i - 1;
+                let a = &args[i];
+                if a.eq_ignore_ascii_case(b"get") && rem >= 2 {
+                    i += 2;
+                } else if (a.eq_ignore_ascii_case(b"set") || a.eq_ignore_ascii_case(b"incrby")) && rem >= 3 {
+                    readonly = false;
+                    break;
+                } else if a.eq_ignore_ascii_case(b"overflow") && rem >= 1 {
+                    i += 1;
+                } else {
+                    readonly = false;
+                    break;
+                }
+                i += 1;
+            }
+            Some(if readonly { ACCESS } else { ACCESS | UPDATE })
+        }
+        _ => None,
     }
 }
 
