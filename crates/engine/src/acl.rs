@@ -1772,7 +1772,7 @@ mod tests {
         let ts = TestServer::new();
         let mut c = ts.client();
         c.run("CONFIG SET requirepass secret");
-        assert_eq!(c.run("ACL GETUSER default").contains("\"flags\": ~[\"on\"]"), true);
+        assert!(c.run("ACL GETUSER default").contains("\"flags\": ~[\"on\"]"));
         let mut d = ts.client();
         d.transcript(
             r#"

@@ -186,7 +186,7 @@ fn auth_whoami_client_list_and_deleted_users() {
     let _: () = q(&["CONFIG", "SET", "requirepass", "s3cret"]).query(&mut admin).unwrap();
     let mut fresh = l.raw();
     assert_eq!(fresh.cmd(&[b"GET", b"x"]), "-NOAUTH Authentication required.\r\n");
-    assert_eq!(fresh.cmd(&[b"HELLO", b"3", b"AUTH", b"default", b"s3cret"]).starts_with('%'), true);
+    assert!(fresh.cmd(&[b"HELLO", b"3", b"AUTH", b"default", b"s3cret"]).starts_with('%'));
 }
 
 #[test]
