@@ -214,6 +214,11 @@ impl Meta {
                 return pos.into_iter().map(|p| (p, f)).collect();
             }
         };
+        // Every spec alike (most commands have one): no need to find which spec finds which key.
+        let f0 = specs[0].flags;
+        if f0 & key_flags::NOT_KEY == 0 && specs.iter().all(|s| s.flags == f0) {
+            return pos.into_iter().map(|p| (p, f0)).collect();
+        }
         let found: Vec<Vec<usize>> = specs.iter().map(|s| s.positions(args)).collect();
         let fallback = specs
             .iter()
