@@ -207,6 +207,11 @@ impl Meta {
         if let Some(f) = variable_flags(cmd, args) {
             return pos.into_iter().map(|p| (p, f)).collect();
         }
+        // SORT's keys come from its getkeys function in Redis (sortGetKeys): the sorted key is
+        // read, the STORE key written.
+        if cmd.name == "sort" {
+            return pos.into_iter().map(|p| (p, if p == 1 { key_flags::ACCESS } else { key_flags::UPDATE })).collect();
+        }
         let specs = match self.specs.get(usize::from(cmd.id)) {
             Some(s) if !s.is_empty() => s,
             _ => {
