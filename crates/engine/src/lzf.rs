@@ -118,34 +118,34 @@ impl Lzf {
                 if op >= out_end {
                     return None;
                 }
-                lit += 1;
-                o[op] = input[ip];
-                op += 1;
+                literal(o, &mut op, &mut lit, input[ip]);
                 ip += 1;
-                if lit == MAX_LIT {
-                    o[op - lit - 1] = (lit - 1) as u8;
-                    lit = 0;
-                    op += 1;
-                }
             }
         }
         if op + 3 > out_end {
             return None;
         }
         while ip < in_len {
-            lit += 1;
-            o[op] = input[ip];
-            op += 1;
+            literal(o, &mut op, &mut lit, input[ip]);
             ip += 1;
-            if lit == MAX_LIT {
-                o[op - lit - 1] = (lit - 1) as u8;
-                lit = 0;
-                op += 1;
-            }
         }
         o[op - lit - 1] = (lit as u8).wrapping_sub(1); // end run
         op -= usize::from(lit == 0);
         Some(op)
+    }
+}
+
+/// Appends one literal byte to the open run; a run of `MAX_LIT` is closed (its length byte written
+/// before it) and the next one opened.
+#[inline(always)]
+fn literal(o: &mut [u8], op: &mut usize, lit: &mut usize, byte: u8) {
+    *lit += 1;
+    o[*op] = byte;
+    *op += 1;
+    if *lit == MAX_LIT {
+        o[*op - *lit - 1] = (*lit - 1) as u8;
+        *lit = 0;
+        *op += 1;
     }
 }
 
