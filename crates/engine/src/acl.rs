@@ -203,8 +203,7 @@ impl Meta {
         if pos.is_empty() {
             return pos.into_iter().map(|p| (p, 0)).collect();
         }
-        // Key specs with variable flags: Redis asks the command (setGetKeys, bitfieldGetKeys).
-        if let Some(f) = variable_flags(cmd, args) {
+        if let Some(f) = self.uniform_flags(cmd, args) {
             return pos.into_iter().map(|p| (p, f)).collect();
         }
         // SORT's keys come from its getkeys function in Redis (sortGetKeys): the sorted key is
@@ -212,18 +211,7 @@ impl Meta {
         if cmd.name == "sort" {
             return pos.into_iter().map(|p| (p, if p == 1 { key_flags::ACCESS } else { key_flags::UPDATE })).collect();
         }
-        let specs = match self.specs.get(usize::from(cmd.id)) {
-            Some(s) if !s.is_empty() => s,
-            _ => {
-                let f = if cmd.flags.has(Flags::WRITE) { key_flags::UPDATE } else { key_flags::ACCESS };
-                return pos.into_iter().map(|p| (p, f)).collect();
-            }
-        };
-        // Every spec alike (most commands have one): no need to find which spec finds which key.
-        let f0 = specs[0].flags;
-        if f0 & key_flags::NOT_KEY == 0 && specs.iter().all(|s| s.flags == f0) {
-            return pos.into_iter().map(|p| (p, f0)).collect();
-        }
+        let specs = &self.specs[usize::from(cmd.id)];
         let found: Vec<Vec<usize>> = specs.iter().map(|s| s.positions(args)).collect();
         let fallback = specs
             .iter()
@@ -248,6 +236,28 @@ impl Meta {
                 Some((p, flags.unwrap_or(fallback)))
             })
             .collect()
+    }
+}
+
+impl Meta {
+    /// The access flags every key of `cmd` has, when they are all alike: SET's and BITFIELD's
+    /// (they depend on the arguments, as Redis asks the command: setGetKeys, bitfieldGetKeys), a
+    /// command without key specs (by its write flag), or one whose specs all have the same flags
+    /// (most commands have one). None when its keys must be matched to their specs one by one.
+    fn uniform_flags(&self, cmd: &Command, args: &[Bytes]) -> Option<u32> {
+        if let Some(f) = variable_flags(cmd, args) {
+            return Some(f);
+        }
+        if cmd.name == "sort" {
+            return None;
+        }
+        match self.specs.get(usize::from(cmd.id)) {
+            Some(specs) if !specs.is_empty() => {
+                let f0 = specs[0].flags;
+                (f0 & key_flags::NOT_KEY == 0 && specs.iter().all(|s| s.flags == f0)).then_some(f0)
+            }
+            _ => Some(if cmd.flags.has(Flags::WRITE) { key_flags::UPDATE } else { key_flags::ACCESS }),
+        }
     }
 }
 
@@ -709,6 +719,18 @@ impl Selector {
             }
         }
         if !self.allkeys {
+            // Keys at fixed steps with one set of flags (most commands): checked where they are,
+            // with nothing allocated.
+            if let crate::command::Keys::Range { .. } = cmd.keys
+                && let Some(f) = meta.uniform_flags(cmd, args)
+            {
+                for i in cmd.keys.range_positions(args.len()) {
+                    if !self.key_ok(&args[i], f) {
+                        return Verdict::DeniedKey(i);
+                    }
+                }
+                return self.check_channels(cmd, args);
+            }
             let keys = keys.get_or_insert_with(|| meta.keys_with_flags(cmd, args));
             for &(i, f) in keys.iter() {
                 if !self.key_ok(&args[i], f) {
@@ -716,6 +738,11 @@ impl Selector {
                 }
             }
         }
+        self.check_channels(cmd, args)
+    }
+
+    /// The channel part of [`Selector::check`].
+    fn check_channels(&self, cmd: &Command, args: &[Bytes]) -> Verdict {
         if !self.allchannels {
             for (i, pattern) in channels(cmd, args) {
                 if !self.channel_ok(&args[i], pattern) {

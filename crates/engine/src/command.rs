@@ -114,19 +114,21 @@ impl Keys {
     pub fn positions(&self, args: &[Bytes]) -> Vec<usize> {
         match *self {
             Keys::None => Vec::new(),
-            Keys::Range { first, last, step } => {
-                let argc = args.len() as i32;
-                let last = if last < 0 { argc + last } else { last };
-                let mut v = Vec::new();
-                let mut i = first;
-                while i <= last && i < argc && step > 0 {
-                    v.push(i as usize);
-                    i += step;
-                }
-                v
-            }
+            Keys::Range { .. } => self.range_positions(args.len()).collect(),
             Keys::Custom { find, .. } => find(args).into_iter().filter(|&i| i < args.len()).collect(),
         }
+    }
+
+    /// The positions a `Range` finds among `argc` arguments, without allocating (none for the
+    /// other kinds).
+    pub fn range_positions(&self, argc: usize) -> impl Iterator<Item = usize> {
+        let (first, last, step) = match *self {
+            Keys::Range { first, last, step } if step > 0 => (first, last, step),
+            _ => (1, 0, 1),
+        };
+        let argc = argc as i32;
+        let last = if last < 0 { argc + last } else { last };
+        (first..=last.min(argc - 1)).step_by(step as usize).map(|i| i as usize)
     }
 
     /// The (first, last, step) triple COMMAND reports.
