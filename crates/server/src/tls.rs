@@ -340,8 +340,11 @@ struct SessionCache {
     size: usize,
     timeout: Duration,
     /// Sessions by id, and the ids in insertion order (the oldest goes first when full).
-    inner: Mutex<(HashMap<Vec<u8>, (Vec<u8>, Instant)>, VecDeque<Vec<u8>>)>,
+    inner: Mutex<(Sessions, VecDeque<Vec<u8>>)>,
 }
+
+/// Session id -> (encoded session, when it was stored).
+type Sessions = HashMap<Vec<u8>, (Vec<u8>, Instant)>;
 
 impl SessionCache {
     fn new(size: usize, timeout: Duration) -> SessionCache {
