@@ -378,6 +378,14 @@ async fn accept_loop(l: TcpListener, tls: bool, srv: Arc<Server>, aof: Arc<aof::
         };
         let (srv, aof) = (srv.clone(), aof.clone());
         tokio::spawn(async move {
+            // Bytes that do not open a TLS handshake record (0x16), such as a plain-text command,
+            // close the connection without a reply, as Redis's OpenSSL does; rustls would answer
+            // with an alert, which a plain client reads as a reply.
+            let mut first = [0u8; 1];
+            if !matches!(sock.peek(&mut first).await, Ok(1) if first[0] == 0x16) {
+                tracing::debug!("Error accepting a client connection: not a TLS handshake (conn: {peer})");
+                return;
+            }
             match acceptor.accept(sock).await {
                 Ok(stream) => start(srv, aof, stream, reject, peer.to_string(), laddr).await,
                 Err(e) => tracing::debug!("Error accepting a client connection: {e} (conn: {peer})"),

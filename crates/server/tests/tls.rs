@@ -201,8 +201,12 @@ fn plaintext_and_tls_ports_at_once() {
     plain.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
     plain.write_all(b"PING\r\n").unwrap();
     let mut b = [0u8; 64];
-    let n = plain.read(&mut b).unwrap_or(0);
-    assert!(!b[..n].starts_with(b"+PONG"), "{:?}", &b[..n]);
+    // Closed without a reply (Redis's OpenSSL sends no alert to a plain-text client either).
+    match plain.read(&mut b) {
+        Ok(0) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        other => panic!("plain text on the TLS port: {other:?} {:?}", &b[..8]),
+    }
     assert!(Client::new(&pki).ping(srv.port).is_err());
     // CONFIG SET tls-port moves the TLS listener.
     let moved = free_port();
