@@ -24,6 +24,10 @@ for t in openssl redis-benchmark redis-cli; do
 done
 [ -x "$LATCH" ] || { echo "tls-bench: no latch-server at $LATCH" >&2; exit 2; }
 [ -x "$REDIS" ] || { echo "tls-bench: no redis-server at $REDIS" >&2; exit 2; }
+# Absolute paths (the servers run in directories of their own), symlinks kept: Debian's
+# redis-server is a link to redis-check-rdb that dispatches on its name.
+absolute() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
+LATCH=$(absolute "$LATCH"); REDIS=$(absolute "$REDIS")
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tls-bench.XXXXXX") || exit 2
 PIDS=()
