@@ -28,6 +28,8 @@
 #                 round starts from the same state. The script refuses to start when DB holds
 #                 keys on a target; FLUSH=force empties it anyway, FLUSH=0 never flushes.
 #   RAW=FILE      also save the per-run rows (target round workload rps p50_ms)
+#   TLS="--tls --cacert CA [--cert C --key K]"  connect over TLS: these options go to every
+#                 redis-cli and redis-benchmark call (scripts/tls-bench.sh sets them)
 # Last line: "ratio geomean A/B: <x> (over <n> workloads)".
 set -u
 
@@ -36,6 +38,7 @@ usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' 
 
 N=${N:-100000}; C=${C:-50}; P=${P:-1}; R=${R:-100000}; ROUNDS=${ROUNDS:-3}
 TIMEOUT=${TIMEOUT:-120}; DB=${DB:-0}; FLUSH=${FLUSH:-1}; RAW=${RAW:-}
+read -r -a TLS_ARGS <<<"${TLS:-}"
 ALL="SET GET INCR LPUSH LPOP MSET SETNX SET_NX_PX EVALSHA_RELEASE"
 WORKLOADS=${WORKLOADS:-$ALL}
 for v in N C P R ROUNDS TIMEOUT; do
@@ -68,7 +71,7 @@ RELEASE="if redis.call('get',KEYS[1])==ARGV[1] then return redis.call('del',KEYS
 
 cli() { # HOST PORT args... -> the reply, as redis-cli prints it; "(error) ..." on failure
   local h=$1 p=$2; shift 2
-  timeout 10 redis-cli --no-raw -h "$h" -p "$p" -n "$DB" "$@" 2>&1 || echo "(error) redis-cli rc=$?"
+  timeout 10 redis-cli ${TLS_ARGS[@]+"${TLS_ARGS[@]}"} --no-raw -h "$h" -p "$p" -n "$DB" "$@" 2>&1 || echo "(error) redis-cli rc=$?"
 }
 is_err() { [[ $1 == "(error)"* || $1 == *"Could not connect"* ]]; }
 
@@ -107,7 +110,7 @@ flush() { [ "$FLUSH" = 0 ] || cli "$1" "$2" FLUSHDB >/dev/null; }
 
 bench() { # TAG ROUND HOST PORT WORKLOAD redis-benchmark args... -> appends "tag round workload rps p50"
   local tag=$1 round=$2 h=$3 p=$4 w=$5 out rc=0; shift 5
-  out=$(timeout -k 5 "$TIMEOUT" redis-benchmark -h "$h" -p "$p" --dbnum "$DB" -c "$C" -n "$N" -P "$P" \
+  out=$(timeout -k 5 "$TIMEOUT" redis-benchmark ${TLS_ARGS[@]+"${TLS_ARGS[@]}"} -h "$h" -p "$p" --dbnum "$DB" -c "$C" -n "$N" -P "$P" \
         -r "$R" --csv "$@" 2>"$WORK/err") || rc=$?
   if [ $rc -ne 0 ]; then
     echo "warn: $tag round $round: $w failed (rc=$rc$([ $rc = 124 ] && echo ", over ${TIMEOUT}s")): $(head -c 200 "$WORK/err")" >&2
@@ -137,7 +140,7 @@ preflight A "$A_HOST" "$A_PORT"
 preflight B "$B_HOST" "$B_PORT"
 [ "$FLUSH" = 0 ] || trap 'flush "$A_HOST" "$A_PORT"; flush "$B_HOST" "$B_PORT"; rm -rf "$WORK"' EXIT
 
-echo "# bench-compare A=$A_HOST:$A_PORT B=$B_HOST:$B_PORT N=$N C=$C P=$P R=$R ROUNDS=$ROUNDS DB=$DB ($(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null))"
+echo "# bench-compare A=$A_HOST:$A_PORT B=$B_HOST:$B_PORT$([ -n "${TLS:-}" ] && echo " TLS") N=$N C=$C P=$P R=$R ROUNDS=$ROUNDS DB=$DB ($(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null))"
 for round in $(seq 1 "$ROUNDS"); do
   echo "round $round/$ROUNDS: A" >&2; run_target A "$round" "$A_HOST" "$A_PORT"
   echo "round $round/$ROUNDS: B" >&2; run_target B "$round" "$B_HOST" "$B_PORT"

@@ -56,6 +56,16 @@ pub fn io_error_text(e: &io::Error) -> String {
 enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+/// Why a connection could not be opened.
+#[derive(Debug)]
+pub enum ConnectError {
+    /// The socket could not be connected.
+    Io(io::Error),
+    /// The TLS set-up or handshake failed (redis-cli: "Could not negotiate a TLS connection: ...").
+    Tls(String),
 }
 
 /// An open connection with its read buffer.
@@ -70,6 +80,18 @@ impl Conn {
         let s = TcpStream::connect((host, port))?;
         s.set_nodelay(true)?;
         Ok(Conn::new(Stream::Tcp(s)))
+    }
+
+    /// Connects over TCP and TLS (`--tls`), with the handshake done.
+    pub fn tls(host: &str, port: u16, t: &crate::opts::TlsInfo) -> Result<Conn, ConnectError> {
+        let client = crate::tls::client(host, t).map_err(ConnectError::Tls)?;
+        let s = TcpStream::connect((host, port)).map_err(ConnectError::Io)?;
+        s.set_nodelay(true).map_err(ConnectError::Io)?;
+        let mut s = rustls::StreamOwned::new(client, s);
+        while s.conn.is_handshaking() {
+            s.conn.complete_io(&mut s.sock).map_err(|e| ConnectError::Tls(e.to_string()))?;
+        }
+        Ok(Conn::new(Stream::Tls(Box::new(s))))
     }
 
     /// Connects to a Unix socket.
@@ -88,6 +110,7 @@ impl Conn {
         let r = match &mut self.stream {
             Stream::Tcp(s) => s.write_all(&out),
             Stream::Unix(s) => s.write_all(&out),
+            Stream::Tls(s) => s.write_all(&out).and_then(|_| s.flush()),
         };
         r.map_err(ConnError::Io)
     }
@@ -105,6 +128,11 @@ impl Conn {
                 let r = match &mut self.stream {
                     Stream::Tcp(s) => s.read(&mut chunk),
                     Stream::Unix(s) => s.read(&mut chunk),
+                    Stream::Tls(s) => match s.read(&mut chunk) {
+                        // A peer that closes without close_notify: closed, as hiredis reports it.
+                        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(0),
+                        r => r,
+                    },
                 };
                 match r {
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

@@ -22,6 +22,7 @@ pub mod lock_cmd;
 pub mod opts;
 pub mod repl;
 pub mod session;
+pub mod tls;
 
 use std::io::IsTerminal;
 use std::os::unix::ffi::OsStrExt;
@@ -93,12 +94,6 @@ pub fn run() -> i32 {
     if args.version {
         println!("latch-cli {}", env!("CARGO_PKG_VERSION"));
         return 0;
-    }
-    if args.tls || args.conn.uri.as_deref().is_some_and(|u| u.to_ascii_lowercase().starts_with("rediss://")) {
-        eprintln!(
-            "TLS is not supported by latch-cli yet: connect without --tls (or use redis:// instead of rediss://)."
-        );
-        return 1;
     }
     let mut cfg = match config_from_args(&args, std::io::stdout().is_terminal()) {
         Ok(c) => c,

@@ -69,6 +69,12 @@ pub fn connection_info(info: &ConnInfo) -> redis::RedisResult<redis::ConnectionI
     use redis::IntoConnectionInfo;
     let addr = match &info.socket {
         Some(path) => redis::ConnectionAddr::Unix(path.into()),
+        None if info.tls.enabled => redis::ConnectionAddr::TcpTls {
+            host: info.host.clone(),
+            port: info.port,
+            insecure: info.tls.insecure,
+            tls_params: None,
+        },
         None => redis::ConnectionAddr::Tcp(info.host.clone(), info.port),
     };
     let mut settings = redis::RedisConnectionInfo::default().set_db(info.db);
@@ -79,6 +85,36 @@ pub fn connection_info(info: &ConnInfo) -> redis::RedisResult<redis::ConnectionI
         settings = settings.set_password(p);
     }
     Ok(addr.into_connection_info()?.set_redis_settings(settings))
+}
+
+/// A `redis` crate client for `info`; with TLS, the `--cacert` and `--cert`/`--key` files are
+/// read here (without `--cacert`, the system's roots are trusted). `--cacertdir` and `--sni` have
+/// no equivalent in the `redis` crate and are refused.
+fn open_client(info: redis::ConnectionInfo, conn: &ConnInfo) -> redis::RedisResult<redis::Client> {
+    let t = &conn.tls;
+    if !t.enabled {
+        return redis::Client::open(info);
+    }
+    let refuse = |what: &str| {
+        redis::RedisError::from((redis::ErrorKind::InvalidClientConfig, "unsupported option", what.to_string()))
+    };
+    if t.cacertdir.is_some() || t.sni.is_some() {
+        return Err(refuse(
+            "--cacertdir and --sni are not supported by latch-cli lock (use --cacert; the host is the name checked)",
+        ));
+    }
+    let read = |p: &str| {
+        std::fs::read(p).map_err(|e| {
+            redis::RedisError::from((redis::ErrorKind::InvalidClientConfig, "cannot read", format!("{p}: {e}")))
+        })
+    };
+    let client_tls = match (&t.cert, &t.key) {
+        (Some(c), Some(k)) => Some(redis::ClientTlsConfig { client_cert: read(c)?, client_key: read(k)? }),
+        (None, None) => None,
+        _ => return Err(refuse("--cert and --key go together")),
+    };
+    let root_cert = t.cacert.as_deref().map(read).transpose()?;
+    redis::Client::build_with_tls(info, redis::TlsCertificates { client_tls, root_cert })
 }
 
 /// Applies the lock subcommand's connection options over `base` (the options given before `lock`).
@@ -132,7 +168,7 @@ async fn run_async(args: LockArgs, conn: ConnInfo) -> i32 {
             return 2;
         }
     };
-    let client = match connection_info(&conn).and_then(redis::Client::open) {
+    let client = match connection_info(&conn).and_then(|i| open_client(i, &conn)) {
         Ok(c) => lock::LockClient::new(c, None),
         Err(e) => {
             eprintln!("latch-cli lock: {e}");

@@ -42,6 +42,28 @@ pub struct ConnArgs {
     /// Database number.
     #[arg(short = 'n', value_name = "db")]
     pub db: Option<i64>,
+    /// Establish a secure TLS connection.
+    #[arg(long = "tls")]
+    pub tls: bool,
+    /// Server name indication for TLS.
+    #[arg(long = "sni", value_name = "host")]
+    pub sni: Option<String>,
+    /// CA Certificate file to verify with.
+    #[arg(long = "cacert", value_name = "file")]
+    pub cacert: Option<String>,
+    /// Directory where trusted CA certificates are stored. If neither cacert nor cacertdir are
+    /// specified, the default system-wide trusted root certs configuration will apply.
+    #[arg(long = "cacertdir", value_name = "dir")]
+    pub cacertdir: Option<String>,
+    /// Allow insecure TLS connection by skipping cert validation.
+    #[arg(long = "insecure")]
+    pub insecure: bool,
+    /// Client certificate to authenticate with.
+    #[arg(long = "cert", value_name = "file")]
+    pub cert: Option<String>,
+    /// Private key file to authenticate with.
+    #[arg(long = "key", value_name = "file")]
+    pub key: Option<String>,
 }
 
 impl ConnArgs {
@@ -64,6 +86,24 @@ impl ConnArgs {
         }
         if let Some(n) = self.db {
             conn.db = n;
+        }
+        if self.tls {
+            conn.tls.enabled = true;
+        }
+        let t = &mut conn.tls;
+        for (field, value) in [
+            (&mut t.sni, &self.sni),
+            (&mut t.cacert, &self.cacert),
+            (&mut t.cacertdir, &self.cacertdir),
+            (&mut t.cert, &self.cert),
+            (&mut t.key, &self.key),
+        ] {
+            if value.is_some() {
+                *field = value.clone();
+            }
+        }
+        if self.insecure {
+            t.insecure = true;
         }
         if let Some(u) = &self.uri {
             apply_uri(u, &mut conn).map_err(|e| e.0)?;
@@ -121,9 +161,6 @@ pub struct Args {
     /// Show RESP3 push messages: y(es) or n(o) (default: yes when stdout is a tty).
     #[arg(long = "show-pushes", value_name = "yn")]
     pub show_pushes: Option<String>,
-    /// Establish a secure TLS connection (not supported yet).
-    #[arg(long = "tls")]
-    pub tls: bool,
     /// Output this help and exit.
     #[arg(long = "help", action = ArgAction::Help)]
     pub help: Option<bool>,
@@ -150,11 +187,41 @@ pub struct ConnInfo {
     pub auth: Option<String>,
     /// Database to SELECT after connecting.
     pub db: i64,
+    /// TLS, as redis-cli's `--tls` options (or a `rediss://` URI) ask.
+    pub tls: TlsInfo,
+}
+
+/// redis-cli's TLS options: `--tls`, `--sni`, `--cacert`, `--cacertdir`, `--insecure`, `--cert`,
+/// `--key`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TlsInfo {
+    /// Connect over TLS.
+    pub enabled: bool,
+    /// The server name sent and verified (default: the host).
+    pub sni: Option<String>,
+    /// A PEM file of trusted CAs.
+    pub cacert: Option<String>,
+    /// A directory of PEM files of trusted CAs.
+    pub cacertdir: Option<String>,
+    /// Skip verifying the server's certificate.
+    pub insecure: bool,
+    /// Client certificate (PEM).
+    pub cert: Option<String>,
+    /// Client private key (PEM).
+    pub key: Option<String>,
 }
 
 impl Default for ConnInfo {
     fn default() -> ConnInfo {
-        ConnInfo { host: "127.0.0.1".into(), port: 6379, socket: None, user: None, auth: None, db: 0 }
+        ConnInfo {
+            host: "127.0.0.1".into(),
+            port: 6379,
+            socket: None,
+            user: None,
+            auth: None,
+            db: 0,
+            tls: TlsInfo::default(),
+        }
     }
 }
 
@@ -183,11 +250,12 @@ fn percent_decode(s: &str) -> String {
 }
 
 /// Applies a `redis://[[user]:password@]host[:port][/db]` URI to `info`, following redis-cli's
-/// parseRedisUri (`rediss://` is refused: TLS is not supported yet).
+/// parseRedisUri (`rediss://` turns TLS on).
 pub fn apply_uri(uri: &str, info: &mut ConnInfo) -> Result<(), UriError> {
     let lower = uri.to_ascii_lowercase();
     let rest = if lower.starts_with("rediss://") {
-        return Err(UriError("rediss:// is not supported: latch-cli has no TLS support yet".into()));
+        info.tls.enabled = true;
+        &uri["rediss://".len()..]
     } else if lower.starts_with("redis://") {
         &uri["redis://".len()..]
     } else {
@@ -283,6 +351,9 @@ mod tests {
         assert_eq!((info.host.as_str(), info.db), ("127.0.0.1", 5));
 
         assert_eq!(apply_uri("http://x", &mut ConnInfo::default()), Err(UriError("Invalid URI scheme".into())));
-        assert!(apply_uri("rediss://x", &mut ConnInfo::default()).is_err());
+        let mut info = ConnInfo::default();
+        apply_uri("rediss://x:7000", &mut info).unwrap();
+        assert!(info.tls.enabled);
+        assert_eq!((info.host.as_str(), info.port), ("x", 7000));
     }
 }

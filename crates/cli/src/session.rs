@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use resp::Frame;
 
-use crate::conn::{Conn, ConnError};
+use crate::conn::{Conn, ConnError, ConnectError};
 use crate::format;
 use crate::help::{self, HelpEntry};
 use crate::opts::{ConnInfo, OutputMode};
@@ -177,12 +177,19 @@ impl Session {
         }
         let info = &self.cfg.conn;
         let opened = match &info.socket {
-            Some(path) => Conn::unix(path),
-            None => Conn::tcp(&info.host, info.port),
+            Some(path) => Conn::unix(path).map_err(ConnectError::Io),
+            None if info.tls.enabled => Conn::tls(&info.host, info.port, &info.tls),
+            None => Conn::tcp(&info.host, info.port).map_err(ConnectError::Io),
         };
         match opened {
             Ok(c) => self.conn = Some(c),
-            Err(e) => {
+            Err(ConnectError::Tls(e)) => {
+                if !quiet {
+                    eprintln!("Could not negotiate a TLS connection: {e}");
+                }
+                return false;
+            }
+            Err(ConnectError::Io(e)) => {
                 if !quiet {
                     let target = match &info.socket {
                         Some(path) => path.clone(),

@@ -1,7 +1,7 @@
 //! Runtime configuration: one table of parameters serves the config file, `--name value` arguments,
 //! `CONFIG GET/SET/REWRITE`, and the hot values the engine reads on every command (kept in atomics).
 //!
-//! [`PARAMS`] lists every parameter Redis 7.0.15 accepts (its `standardConfig` table, TLS excluded),
+//! [`PARAMS`] lists every parameter Redis 7.0.15 accepts (its `standardConfig` table, TLS included),
 //! with the same names, aliases, defaults, ranges and validation messages, plus Latch's own `shards`.
 //! Validation is pure ([`Config::validate`]): CONFIG SET checks every pair before storing any, so a
 //! multi-parameter SET is atomic.
@@ -110,6 +110,7 @@ const E_SANITIZE: &[(&str, u32)] = &[("no", 0), ("yes", 1), ("clients", 2)];
 const E_PROTECTED: &[(&str, u32)] = &[("no", 0), ("yes", 1), ("local", 2)];
 const E_ENDPOINT: &[(&str, u32)] = &[("ip", 0), ("hostname", 1), ("unknown-endpoint", 2)];
 const E_PROPAGATION: &[(&str, u32)] = &[("ignore", 0), ("panic", 1), ("panic-on-replicas", 2)];
+const E_TLS_AUTH: &[(&str, u32)] = &[("no", 0), ("yes", 1), ("optional", 2)];
 const E_SHUTDOWN: &[(&str, u32)] = &[("default", 0), ("save", 1), ("nosave", 2), ("now", 4), ("force", 8)];
 
 /// An integer value already validated by its row's [`Kind`] (what `apply` functions read).
@@ -499,6 +500,42 @@ pub static PARAMS: &[Param] = &[
     // `bind` listens anew (through the host) before the value is stored.
     P { name: "databases", alias: None, flags: IMM, kind: Kind::Int(1, I32MAX), default: "16", apply: None },
     P { name: "port", alias: None, flags: 0, kind: Kind::Int(0, 65535), default: "6379", apply: None },
+    // TLS (Redis's rows when built with TLS; docs/tls.md). The values are kept here; the server's
+    // TLS layer reads them when it (re)configures, through `Host::configure_tls` below.
+    P { name: "tls-port", alias: None, flags: 0, kind: Kind::Int(0, 65535), default: "0", apply: None },
+    P {
+        name: "tls-session-cache-size",
+        alias: None,
+        flags: 0,
+        kind: Kind::Int(0, I32MAX),
+        default: "20480",
+        apply: None,
+    },
+    P {
+        name: "tls-session-cache-timeout",
+        alias: None,
+        flags: 0,
+        kind: Kind::Int(0, I32MAX),
+        default: "300",
+        apply: None,
+    },
+    P { name: "tls-cluster", alias: None, flags: 0, kind: Kind::Bool, default: "no", apply: None },
+    P { name: "tls-replication", alias: None, flags: 0, kind: Kind::Bool, default: "no", apply: None },
+    P { name: "tls-auth-clients", alias: None, flags: 0, kind: Kind::Enum(E_TLS_AUTH), default: "yes", apply: None },
+    P { name: "tls-prefer-server-ciphers", alias: None, flags: 0, kind: Kind::Bool, default: "no", apply: None },
+    P { name: "tls-session-caching", alias: None, flags: 0, kind: Kind::Bool, default: "yes", apply: None },
+    P { name: "tls-cert-file", alias: None, flags: 0, kind: Kind::Str(None), default: "", apply: None },
+    P { name: "tls-key-file", alias: None, flags: 0, kind: Kind::Str(None), default: "", apply: None },
+    P { name: "tls-key-file-pass", alias: None, flags: 0, kind: Kind::Str(None), default: "", apply: None },
+    P { name: "tls-client-cert-file", alias: None, flags: 0, kind: Kind::Str(None), default: "", apply: None },
+    P { name: "tls-client-key-file", alias: None, flags: 0, kind: Kind::Str(None), default: "", apply: None },
+    P { name: "tls-client-key-file-pass", alias: None, flags: 0, kind: Kind::Str(None), default: "", apply: None },
+    P { name: "tls-dh-params-file", alias: None, flags: 0, kind: Kind::Str(None), default: "", apply: None },
+    P { name: "tls-ca-cert-file", alias: None, flags: 0, kind: Kind::Str(None), default: "", apply: None },
+    P { name: "tls-ca-cert-dir", alias: None, flags: 0, kind: Kind::Str(None), default: "", apply: None },
+    P { name: "tls-protocols", alias: None, flags: 0, kind: Kind::Str(None), default: "", apply: None },
+    P { name: "tls-ciphers", alias: None, flags: 0, kind: Kind::Str(None), default: "", apply: None },
+    P { name: "tls-ciphersuites", alias: None, flags: 0, kind: Kind::Str(None), default: "", apply: None },
     P { name: "io-threads", alias: None, flags: IMM, kind: Kind::Int(0, 128), default: "0", apply: None },
     P {
         name: "auto-aof-rewrite-percentage",
@@ -1534,11 +1571,39 @@ impl Config {
         {
             let bind = bind_at.map_or_else(|| self.get("bind").unwrap_or_default(), |i| normalized[i].clone());
             let port = port_at.map_or_else(|| self.get_i64("port"), |i| normalized[i].parse().unwrap_or(0));
-            if self.host().relisten(&bind, port as u16).is_err() {
+            let tls_port = self.get_i64("tls-port") as u16;
+            let tls_failed = bind_at.is_some() && tls_port != 0 && self.host().relisten_tls(&bind, tls_port).is_err();
+            if tls_failed || self.host().relisten(&bind, port as u16).is_err() {
                 return Err(match bind_at {
                     Some(_) => "ERR CONFIG SET failed (possibly related to argument 'bind') - Failed to bind to specified addresses.".into(),
                     None => "ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port".into(),
                 });
+            }
+        }
+        // TLS (Redis's applyTlsCfg and applyTLSPort): while TLS is on (a TLS port, or TLS for
+        // replication or cluster), a change of any TLS parameter builds the TLS configuration anew
+        // from the files; if that fails nothing changes and the old configuration stays. A new
+        // `tls-port` is listened on after that. `tls-auth-clients` is read per connection.
+        let tls_at: Vec<usize> = (0..found.len())
+            .filter(|&i| found[i].name.starts_with("tls-") && found[i].name != "tls-auth-clients")
+            .collect();
+        if let Some(&first) = tls_at.first() {
+            let value =
+                |name: &str| pos(name).map_or_else(|| self.get(name).unwrap_or_default(), |i| normalized[i].clone());
+            let on = value("tls-port") != "0" || value("tls-replication") == "yes" || value("tls-cluster") == "yes";
+            if on && self.host().configure_tls(&value).is_err() {
+                return Err(format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{}') - Unable to update TLS configuration. Check server logs.",
+                    found[first].name
+                ));
+            }
+            if pos("tls-port").is_some() {
+                let port = value("tls-port").parse().unwrap_or(0);
+                if self.host().relisten_tls(&value("bind"), port).is_err() {
+                    return Err(
+                        "ERR CONFIG SET failed (possibly related to argument 'tls-port') - Unable to listen on this port".into()
+                    );
+                }
             }
         }
         // oom-score-adj: the process's score changes before the values are stored (Redis's

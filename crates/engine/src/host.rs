@@ -79,6 +79,20 @@ pub trait Host: Send + Sync + 'static {
         let _ = (bind, port);
         Ok(())
     }
+    /// Listens for TLS connections on `bind`'s addresses at `port` (0: none) instead of the current
+    /// TLS sockets (CONFIG SET tls-port, bind), as [`Host::relisten`] does for plain TCP.
+    fn relisten_tls(&self, bind: &str, port: u16) -> Result<(), String> {
+        let _ = (bind, port);
+        Ok(())
+    }
+    /// Builds the TLS configuration new connections get from the `tls-*` parameters (`value` gives
+    /// each one's value by name, the new values of a CONFIG SET included) and the files they name,
+    /// as Redis's `tlsConfigure`: either all of it is loaded and replaces the old, or the old stays
+    /// and the reason is logged and returned. A host without TLS accepts any.
+    fn configure_tls(&self, value: &dyn Fn(&str) -> String) -> Result<(), String> {
+        let _ = value;
+        Ok(())
+    }
     /// DEBUG MALLCTL: reads an integer tuning value of the allocator by name (and writes `value`
     /// if given), returning the old value; the error is the allocator's (strerror text). None
     /// when the allocator has no such interface (then DEBUG has no MALLCTL subcommand).

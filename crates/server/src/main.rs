@@ -12,6 +12,7 @@ mod log;
 mod net;
 mod os_host;
 mod process;
+mod tls;
 
 use engine::clock::{Clock, SystemClock};
 use engine::config::Config;
@@ -153,8 +154,18 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     if let Some(warning) = net::backlog_warning(backlog, net::somaxconn()) {
         tracing::warn!("{warning}");
     }
-    let Ok(listeners) = net::listen_all(&binds, port, backlog) else { return 1 };
-    if listeners.is_empty() {
+    // TLS is configured before any socket is made (Redis's initServer), when it is on.
+    let tls_port = srv.config.get_i64("tls-port") as u16;
+    let tls_on = tls_port != 0
+        || srv.config.get("tls-replication").as_deref() == Some("yes")
+        || srv.config.get("tls-cluster").as_deref() == Some("yes");
+    if tls_on && tls::configure(&|name| srv.config.get(name).unwrap_or_default()).is_err() {
+        tracing::warn!("Failed to configure TLS. Check logs for more info.");
+        return 1;
+    }
+    let Ok(listeners) = net::listen_all(&binds, port, backlog, false) else { return 1 };
+    let Ok(tls_listeners) = net::listen_all(&binds, tls_port, backlog, true) else { return 1 };
+    if listeners.is_empty() && tls_listeners.is_empty() {
         tracing::error!("Configured to not listen anywhere, exiting.");
         return 1;
     }
@@ -188,7 +199,7 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     // Redis's order after its listeners: the pid file, the logo, "Server initialized", then
     // (once the data is loaded) "Ready to accept connections".
     let pidfile = process::PidFile::create(&srv.config);
-    process::announce(&srv.config, port);
+    process::announce(&srv.config, if port != 0 { port } else { tls_port });
     tracing::warn!("Server initialized");
     srv.memory_startup.store(alloc::used(), std::sync::atomic::Ordering::Relaxed);
     let aof = aof::Aof::new(srv.clone());
@@ -198,10 +209,21 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     srv.loading.store(true, std::sync::atomic::Ordering::SeqCst);
     // Each accept loop records the port it serves (for INFO), here and after CONFIG SET port.
     let (acceptor, acceptor_aof) = (srv.clone(), aof.clone());
-    net::serve(listeners, &binds, port, backlog, move |l| {
+    net::serve(false, listeners, &binds, port, backlog, move |l| {
         tracing::debug!("Listening on {}", l.local_addr().map(|a| a.to_string()).unwrap_or_default());
         acceptor.tcp_port.store(l.local_addr().map_or(0, |a| a.port()) as u64, std::sync::atomic::Ordering::Relaxed);
-        tokio::spawn(accept_loop(l, acceptor.clone(), acceptor_aof.clone()))
+        tokio::spawn(accept_loop(l, false, acceptor.clone(), acceptor_aof.clone()))
+    });
+    // INFO's tcp_port is the TLS port when there is no plain one (Redis: port ? port : tls_port).
+    let (acceptor, acceptor_aof) = (srv.clone(), aof.clone());
+    net::serve(true, tls_listeners, &binds, tls_port, backlog, move |l| {
+        tracing::debug!("Listening on {} (TLS)", l.local_addr().map(|a| a.to_string()).unwrap_or_default());
+        if acceptor.config.get_i64("port") == 0 {
+            acceptor
+                .tcp_port
+                .store(l.local_addr().map_or(0, |a| a.port()) as u64, std::sync::atomic::Ordering::Relaxed);
+        }
+        tokio::spawn(accept_loop(l, true, acceptor.clone(), acceptor_aof.clone()))
     });
     let (loader, loader_aof) = (srv.clone(), aof.clone());
     let loaded = tokio::task::spawn_blocking(move || {
@@ -304,7 +326,9 @@ impl Signals {
     }
 }
 
-async fn accept_loop(l: TcpListener, srv: Arc<Server>, aof: Arc<aof::Aof>) {
+/// Accepts connections on `l` (TLS ones if `tls`: the handshake runs on the connection's own
+/// task, with the TLS configuration current at accept) and serves each on a task of its own.
+async fn accept_loop(l: TcpListener, tls: bool, srv: Arc<Server>, aof: Arc<aof::Aof>) {
     let local = l.local_addr().map(|a| a.to_string()).unwrap_or_default();
     loop {
         let (sock, peer) = match l.accept().await {
@@ -319,28 +343,20 @@ async fn accept_loop(l: TcpListener, srv: Arc<Server>, aof: Arc<aof::Aof>) {
         // Redis's order: the client limit at accept (acceptCommonHandler), then protected mode
         // (clientAcceptHandler); both count in rejected_connections.
         let max = srv.config.maxclients.load(std::sync::atomic::Ordering::Relaxed) as usize;
-        if srv.clients.len() >= max {
-            srv.clients.rejected_connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            tokio::spawn(async move {
-                use tokio::io::AsyncWriteExt;
-                let mut sock = sock;
-                let _ = sock.write_all(b"-ERR max number of clients reached\r\n").await;
-            });
-            continue;
-        }
         let refused = net::protected_refuses(
             srv.config.get("protected-mode").as_deref() == Some("yes"),
             srv.config.has_password.load(std::sync::atomic::Ordering::Relaxed),
             peer.ip(),
         );
-        if refused {
+        let reject: Option<&'static [u8]> = if srv.clients.len() >= max {
+            Some(b"-ERR max number of clients reached\r\n")
+        } else if refused {
+            Some(net::DENIED)
+        } else {
+            None
+        };
+        if reject.is_some() {
             srv.clients.rejected_connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            tokio::spawn(async move {
-                use tokio::io::AsyncWriteExt;
-                let mut sock = sock;
-                let _ = sock.write_all(net::DENIED).await;
-            });
-            continue;
         }
         let _ = sock.set_nodelay(true);
         if let Err(e) = net::keepalive(&sock, srv.config.get_i64("tcp-keepalive")) {
@@ -349,7 +365,55 @@ async fn accept_loop(l: TcpListener, srv: Arc<Server>, aof: Arc<aof::Aof>) {
         // CLIENT LIST's `laddr` is the connection's own address, as Redis reads it with getsockname:
         // 127.0.0.1:6379 for a client of a listener bound to 0.0.0.0.
         let laddr = sock.local_addr().map_or_else(|_| local.clone(), |a| a.to_string());
-        tokio::spawn(conn::serve(srv.clone(), aof.clone(), sock, peer.to_string(), laddr));
+        if !tls {
+            tokio::spawn(start(srv.clone(), aof.clone(), sock, reject, peer.to_string(), laddr));
+            continue;
+        }
+        let auth = srv.config.get("tls-auth-clients").unwrap_or_default();
+        let Some(acceptor) = tls::acceptor(&auth) else {
+            tracing::debug!(
+                "Error accepting a client connection: TLS is not configured for tls-auth-clients {auth} (conn: {peer})"
+            );
+            continue;
+        };
+        let (srv, aof) = (srv.clone(), aof.clone());
+        tokio::spawn(async move {
+            // Bytes that do not open a TLS handshake record (0x16), such as a plain-text command,
+            // close the connection without a reply, as Redis's OpenSSL does; rustls would answer
+            // with an alert, which a plain client reads as a reply.
+            let mut first = [0u8; 1];
+            if !matches!(sock.peek(&mut first).await, Ok(1) if first[0] == 0x16) {
+                tracing::debug!("Error accepting a client connection: not a TLS handshake (conn: {peer})");
+                return;
+            }
+            match acceptor.accept(sock).await {
+                Ok(stream) => start(srv, aof, stream, reject, peer.to_string(), laddr).await,
+                Err(e) => tracing::debug!("Error accepting a client connection: {e} (conn: {peer})"),
+            }
+        });
+    }
+}
+
+/// Serves an accepted connection, or writes why it is refused (`reject`: the client limit,
+/// protected mode) and closes it.
+async fn start<S>(
+    srv: Arc<Server>,
+    aof: Arc<aof::Aof>,
+    stream: S,
+    reject: Option<&'static [u8]>,
+    peer: String,
+    laddr: String,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use tokio::io::AsyncWriteExt;
+    match reject {
+        Some(msg) => {
+            let mut stream = stream;
+            let _ = stream.write_all(msg).await;
+            let _ = stream.shutdown().await;
+        }
+        None => conn::serve(srv, aof, stream, peer, laddr).await,
     }
 }
 

@@ -31,7 +31,8 @@ the server to start accepting connections from the outside.\r\n";
 /// Redis's `listenToPort`: a socket for every `bind` word at `port` (none for port 0). A failure is
 /// logged as Redis logs it, then skipped (an optional address the machine lacks) or fatal for the
 /// whole set: "Failed listening on port N (TCP), aborting." and no socket is kept.
-pub fn listen_all(binds: &str, port: u16, backlog: i32) -> Result<Vec<TcpListener>, ()> {
+/// `tls` names the kind in the log ("TCP" or "TLS").
+pub fn listen_all(binds: &str, port: u16, backlog: i32, tls: bool) -> Result<Vec<TcpListener>, ()> {
     let mut listeners = Vec::new();
     for word in binds.split_whitespace().filter(|_| port != 0) {
         let (host, optional) = bind_word(word);
@@ -40,7 +41,8 @@ pub fn listen_all(binds: &str, port: u16, backlog: i32) -> Result<Vec<TcpListene
             Err(e) => {
                 tracing::warn!("Warning: Could not create server TCP listening socket {host}:{port}: {}", e.msg);
                 if !e.skippable(optional) {
-                    tracing::error!("Failed listening on port {port} (TCP), aborting.");
+                    let kind = if tls { "TLS" } else { "TCP" };
+                    tracing::error!("Failed listening on port {port} ({kind}), aborting.");
                     return Err(());
                 }
             }
@@ -49,8 +51,10 @@ pub fn listen_all(binds: &str, port: u16, backlog: i32) -> Result<Vec<TcpListene
     Ok(listeners)
 }
 
-/// The running accept loops, kept so that CONFIG SET `bind`/`port` can replace them.
+/// The running accept loops of one kind (plain TCP or TLS), kept so that CONFIG SET
+/// `bind`/`port`/`tls-port` can replace them.
 pub struct Listening {
+    tls: bool,
     runtime: tokio::runtime::Handle,
     backlog: i32,
     /// Starts an accept loop on a socket.
@@ -60,10 +64,12 @@ pub struct Listening {
 }
 
 static LISTENING: std::sync::OnceLock<Listening> = std::sync::OnceLock::new();
+static LISTENING_TLS: std::sync::OnceLock<Listening> = std::sync::OnceLock::new();
 
-/// Starts accept loops on `listeners` (bound to `binds` at `port`) and remembers them for
-/// [`relisten`]. Called once, from inside the runtime.
+/// Starts accept loops on `listeners` (bound to `binds` at `port`; TLS ones if `tls`) and
+/// remembers them for [`relisten`]. Called once per kind, from inside the runtime.
 pub fn serve(
+    tls: bool,
     listeners: Vec<TcpListener>,
     binds: &str,
     port: u16,
@@ -72,19 +78,21 @@ pub fn serve(
 ) {
     let loops = listeners.into_iter().map(&spawn).collect();
     let l = Listening {
+        tls,
         runtime: tokio::runtime::Handle::current(),
         backlog,
         spawn: Box::new(spawn),
         loops: std::sync::Mutex::new((loops, binds.to_string(), port)),
     };
-    let _ = LISTENING.set(l);
+    let _ = if tls { LISTENING_TLS.set(l) } else { LISTENING.set(l) };
 }
 
-/// CONFIG SET `bind`/`port` (Redis's `changeListener`): the current sockets are closed, then
-/// `binds` at `port` are listened on; if that fails, the previous sockets are made again and the
-/// error returned.
-pub fn relisten(binds: &str, port: u16) -> Result<(), String> {
-    let Some(l) = LISTENING.get() else { return Err("not listening".into()) };
+/// CONFIG SET `bind`/`port`/`tls-port` (Redis's `changeListener`): the current sockets of the kind
+/// are closed, then `binds` at `port` are listened on; if that fails, the previous sockets are
+/// made again and the error returned.
+pub fn relisten(tls: bool, binds: &str, port: u16) -> Result<(), String> {
+    let l = if tls { LISTENING_TLS.get() } else { LISTENING.get() };
+    let Some(l) = l else { return Err("not listening".into()) };
     let mut loops = l.loops.lock().unwrap_or_else(|e| e.into_inner());
     // Close the sockets first: a new one on the same address and port could not be bound beside
     // them. A loop drops its socket when its task ends; wait for that.
@@ -102,7 +110,7 @@ pub fn relisten(binds: &str, port: u16) -> Result<(), String> {
         Err(_) => wait(),
     }
     let _inside = l.runtime.enter();
-    match listen_all(binds, port, l.backlog) {
+    match listen_all(binds, port, l.backlog, l.tls) {
         Ok(listeners) => {
             loops.0 = listeners.into_iter().map(&l.spawn).collect();
             loops.1 = binds.to_string();
@@ -112,7 +120,7 @@ pub fn relisten(binds: &str, port: u16) -> Result<(), String> {
         Err(()) => {
             tracing::warn!("Failed to bind, trying to restore old listening sockets.");
             let (old_binds, old_port) = (loops.1.clone(), loops.2);
-            match listen_all(&old_binds, old_port, l.backlog) {
+            match listen_all(&old_binds, old_port, l.backlog, l.tls) {
                 Ok(listeners) => loops.0 = listeners.into_iter().map(&l.spawn).collect(),
                 Err(()) => tracing::warn!("Failed to restore old listening sockets."),
             }

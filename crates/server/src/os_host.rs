@@ -76,7 +76,15 @@ impl Host for OsHost {
     }
 
     fn relisten(&self, bind: &str, port: u16) -> Result<(), String> {
-        crate::net::relisten(bind, port)
+        crate::net::relisten(false, bind, port)
+    }
+
+    fn relisten_tls(&self, bind: &str, port: u16) -> Result<(), String> {
+        crate::net::relisten(true, bind, port)
+    }
+
+    fn configure_tls(&self, value: &dyn Fn(&str) -> String) -> Result<(), String> {
+        crate::tls::configure(value)
     }
 
     fn set_log_level(&self, loglevel: &str) {
