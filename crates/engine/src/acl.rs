@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-/// Redis's ACL categories, in its order (`ACL CAT`, the describe algorithm's order).
+/// Redis's ACL categories, in its order (`ACL CAT`, the describe algorithm's order), then Latch's.
 pub const CATEGORIES: &[&str] = &[
     "keyspace",
     "read",
@@ -40,6 +40,8 @@ pub const CATEGORIES: &[&str] = &[
     "connection",
     "transaction",
     "scripting",
+    // Latch's own: the native lock commands (LOCK, UNLOCK, LOCKEXTEND, LOCKINFO, FENCED...).
+    "latch-lock",
 ];
 
 /// The category bit of `name` (without `@`), case-insensitively.
@@ -1735,6 +1737,30 @@ mod tests {
 
     /// A restricted user is refused commands, keys and channels on every route: direct, queued in
     /// MULTI (and at EXEC when the rules changed meanwhile), from a script, SORT's patterns, FENCED.
+    /// Latch's own category `@latch-lock` holds the native lock commands.
+    #[test]
+    fn native_locks_have_their_own_category() {
+        let ts = TestServer::new();
+        let mut admin = ts.client();
+        let cats = admin.run("ACL CAT");
+        assert!(cats.ends_with("\"scripting\", \"latch-lock\"]"), "{cats}");
+        let members = admin.run("ACL CAT latch-lock");
+        for c in ["\"lock\"", "\"unlock\"", "\"lockextend\"", "\"fenced\""] {
+            assert!(members.contains(c), "{c} in {members}");
+        }
+        admin.run("ACL SETUSER app on >pw ~* +@all -@latch-lock");
+        let mut app = ts.client();
+        app.run("AUTH app pw");
+        app.transcript(
+            r#"
+            > LOCK res owner 1000
+            -NOPERM this user has no permissions to run the 'lock' command
+            > SET res x
+            +OK
+            "#,
+        );
+    }
+
     #[test]
     fn restricted_user_is_checked_on_every_route() {
         let ts = TestServer::new();

@@ -224,7 +224,8 @@ impl Group {
             Group::Connection => Some("@connection"),
             Group::Transactions => Some("@transaction"),
             Group::Scripting => Some("@scripting"),
-            Group::Server | Group::Cluster | Group::Lock => None,
+            Group::Lock => Some("@latch-lock"),
+            Group::Server | Group::Cluster => None,
         }
     }
 }

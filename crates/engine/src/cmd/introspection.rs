@@ -219,6 +219,7 @@ pub fn acl_categories(c: &Command) -> Vec<String> {
         "@connection",
         "@transaction",
         "@scripting",
+        "@latch-lock",
     ];
     ORDER.iter().filter(|o| set.contains(o)).map(|o| o.to_string()).collect()
 }
