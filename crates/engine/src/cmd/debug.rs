@@ -181,7 +181,7 @@ fn debug(ctx: &mut Ctx<'_, '_>) -> Frame {
                     "ERR CONFIG-REWRITE-FORCE-ALL failed: The server is running without a config file",
                 );
             };
-            match super::server::rewrite_config_file(&path, &ctx.srv.config, true) {
+            match super::server::rewrite_config_file(&path, ctx.srv, true) {
                 Ok(()) => Frame::ok(),
                 Err(e) => Frame::error(format!("ERR CONFIG-REWRITE-FORCE-ALL failed: {e}")),
             }

@@ -277,7 +277,7 @@ fn config_rewrite(ctx: &mut Ctx<'_, '_>) -> Frame {
     let Some(path) = ctx.srv.config_file.lock().clone() else {
         return Frame::error("ERR The server is running without a config file");
     };
-    match rewrite_config_file(&path, &ctx.srv.config, false) {
+    match rewrite_config_file(&path, ctx.srv, false) {
         Ok(()) => Frame::ok(),
         Err(e) => Frame::error(format!("ERR Rewriting config file: {e}")),
     }
@@ -287,16 +287,24 @@ fn config_rewrite(ctx: &mut Ctx<'_, '_>) -> Frame {
 /// [`crate::config::rewrite_text`], and replace the file atomically through the host.
 pub(crate) fn rewrite_config_file(
     path: &std::path::Path,
-    config: &crate::config::Config,
+    srv: &crate::server::Server,
     force_all: bool,
 ) -> std::io::Result<()> {
+    let config = &srv.config;
     let host = config.host();
     let old = match host.read_file(path) {
         Ok(s) => s,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(e),
     };
-    host.replace_file(path, &crate::config::rewrite_text_with(&old, config, force_all))
+    // The ACL users as `user` lines, unless they live in an aclfile (then the file's `user`
+    // lines are dropped, as Redis drops them).
+    let users: Vec<String> = if config.get("aclfile").is_some_and(|f| !f.is_empty()) {
+        Vec::new()
+    } else {
+        srv.acl.list_lines().iter().map(|l| String::from_utf8_lossy(l).into_owned()).collect()
+    };
+    host.replace_file(path, &crate::config::rewrite_text_users(&old, config, force_all, Some(&users)))
 }
 
 fn config_help(_: &mut Ctx<'_, '_>) -> Frame {
