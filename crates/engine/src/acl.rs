@@ -1007,6 +1007,9 @@ fn valid_hash(h: &[u8]) -> Result<String, RuleError> {
     Ok(String::from_utf8_lossy(h).into_owned())
 }
 
+/// A client's copy of its user's rules: the user, the version of its rules, the rules.
+pub type RulesCopy = (Arc<User>, u64, Arc<UserData>);
+
 /// A user, shared by the clients authenticated as it.
 pub struct User {
     /// The name.
@@ -1014,7 +1017,10 @@ pub struct User {
     unrestricted: AtomicBool,
     /// Set when the user was deleted (its clients are being disconnected).
     deleted: AtomicBool,
-    data: RwLock<UserData>,
+    data: RwLock<Arc<UserData>>,
+    /// Bumped by every change of `data`: a client's copy of the rules (`Client::acl_rules`) is good
+    /// while it matches, so the per-command check takes no lock.
+    version: AtomicU64,
 }
 
 impl User {
@@ -1023,8 +1029,22 @@ impl User {
             name,
             unrestricted: AtomicBool::new(data.unrestricted()),
             deleted: AtomicBool::new(false),
-            data: RwLock::new(data),
+            data: RwLock::new(Arc::new(data)),
+            version: AtomicU64::new(0),
         }
+    }
+
+    /// Runs `f` on the user's rules as `client` last saw them, refreshed when they changed since.
+    /// The copy holds the user itself, so no other user can take its address while it exists.
+    fn with_rules<R>(self: &Arc<User>, client: &crate::client::Client, f: impl FnOnce(&UserData) -> R) -> R {
+        let version = self.version.load(Ordering::Acquire);
+        let copy = match client.acl_rules.take() {
+            Some((who, v, data)) if Arc::ptr_eq(&who, self) && v == version => (who, v, data),
+            _ => (self.clone(), version, self.data.read().clone()),
+        };
+        let r = f(&copy.2);
+        client.acl_rules.set(Some(copy));
+        r
     }
 
     /// True while the user may run anything: the per-command fast path.
@@ -1035,13 +1055,14 @@ impl User {
 
     /// A copy of the user's state.
     pub fn data(&self) -> UserData {
-        self.data.read().clone()
+        UserData::clone(&self.data.read())
     }
 
     /// Replaces the user's state.
     fn set(&self, data: UserData) {
         self.unrestricted.store(data.unrestricted(), Ordering::Relaxed);
-        *self.data.write() = data;
+        *self.data.write() = Arc::new(data);
+        self.version.fetch_add(1, Ordering::Release);
     }
 
     /// Whether the user can log in without a password (Redis: nopass and not disabled).
@@ -1280,8 +1301,12 @@ impl Acl {
 
     /// Checks whether `user` may run `cmd` with `args` (Redis's `ACLCheckAllUserCommandPerm`).
     pub fn check(&self, user: &User, cmd: &Command, args: &[Bytes]) -> Result<(), Denied> {
+        self.check_rules(&user.data.read(), cmd, args)
+    }
+
+    /// [`Acl::check`] against rules already read.
+    fn check_rules(&self, data: &UserData, cmd: &Command, args: &[Bytes]) -> Result<(), Denied> {
         let Some(meta) = self.meta() else { return Ok(()) };
-        let data = user.data.read();
         let mut keys = None;
         let mut worst: Option<Denied> = None;
         for s in &data.selectors {
@@ -1513,12 +1538,12 @@ impl crate::server::Server {
     fn acl_check_slow(
         &self,
         client: &crate::client::Client,
-        user: &User,
+        user: &Arc<User>,
         cmd: &Command,
         args: &[Bytes],
         context: Context,
     ) -> Result<(), Denied> {
-        self.acl.check(user, cmd, args).inspect_err(|d| {
+        user.with_rules(client, |rules| self.acl.check_rules(rules, cmd, args)).inspect_err(|d| {
             let (reason, object) = match *d {
                 Denied::Cmd => (Reason::Command, Bytes::from_static(cmd.name.as_bytes())),
                 Denied::Key(i) => (Reason::Key, args[i].clone()),
@@ -1737,6 +1762,27 @@ mod tests {
 
     /// A restricted user is refused commands, keys and channels on every route: direct, queued in
     /// MULTI (and at EXEC when the rules changed meanwhile), from a script, SORT's patterns, FENCED.
+    /// A client's copy of its user's rules follows every change of the user, at its next command.
+    #[test]
+    fn rule_changes_reach_authenticated_clients_at_once() {
+        let ts = TestServer::new();
+        let mut admin = ts.client();
+        admin.run("ACL SETUSER carol on >pw ~c:* +get");
+        let mut carol = ts.client();
+        carol.run("AUTH carol pw");
+        carol.transcript("> GET c:1\n(nil)");
+        admin.run("ACL SETUSER carol -get");
+        carol.transcript("> GET c:1\n-NOPERM this user has no permissions to run the 'get' command");
+        admin.run("ACL SETUSER carol +get resetkeys ~d:*");
+        carol.transcript(
+            "> GET c:1\n-NOPERM this user has no permissions to access one of the keys used as arguments\n> GET d:1\n(nil)",
+        );
+        // Another user's rules, after AUTH as that user.
+        admin.run("ACL SETUSER dave on >pw ~c:* +get");
+        carol.run("AUTH dave pw");
+        carol.transcript("> GET c:1\n(nil)");
+    }
+
     /// Latch's own category `@latch-lock` holds the native lock commands.
     #[test]
     fn native_locks_have_their_own_category() {

@@ -88,6 +88,9 @@ pub struct Client {
     pub tracking: bool,
     /// The running script called a read command (tracking remembers the script's keys).
     pub script_read: bool,
+    /// A copy of the rules of its ACL user (the user, its rules' version, the rules), so that the
+    /// per-command check of a restricted user takes no lock (see `acl::User::rules_for`).
+    pub acl_rules: std::cell::Cell<Option<crate::acl::RulesCopy>>,
     /// Messages for this client caused by its own command (tracking invalidations), written after
     /// that command's reply as Redis writes its pending invalidations; RESP2-encoded, like the
     /// outbox's.
@@ -135,6 +138,7 @@ impl Client {
             monitor_echo: Default::default(),
             tracking: false,
             script_read: false,
+            acl_rules: Default::default(),
             after_reply: Vec::new(),
         }
     }
