@@ -174,7 +174,13 @@ pub struct Meta {
     pub categories: Vec<u32>,
     /// Key specs per command id.
     pub specs: Vec<Vec<KeySpec>>,
+    /// Per command id, the access flags all its keys share ([`NOT_UNIFORM`] when they differ or
+    /// depend on the arguments): see [`Meta::uniform_flags`].
+    pub uniform: Vec<u32>,
 }
+
+/// [`Meta::uniform`]'s "ask [`Meta::uniform_flags`]".
+pub const NOT_UNIFORM: u32 = u32::MAX;
 
 impl Meta {
     fn cats(&self, c: &Command) -> u32 {
@@ -247,6 +253,14 @@ impl Meta {
     /// command without key specs (by its write flag), or one whose specs all have the same flags
     /// (most commands have one). None when its keys must be matched to their specs one by one.
     fn uniform_flags(&self, cmd: &Command, args: &[Bytes]) -> Option<u32> {
+        match self.uniform.get(usize::from(cmd.id)) {
+            Some(&f) if f != NOT_UNIFORM => Some(f),
+            _ => self.uniform_flags_of(cmd, args),
+        }
+    }
+
+    /// [`Meta::uniform_flags`] worked out from the specs (and, for SET and BITFIELD, `args`).
+    pub fn uniform_flags_of(&self, cmd: &Command, args: &[Bytes]) -> Option<u32> {
         if let Some(f) = variable_flags(cmd, args) {
             return Some(f);
         }
@@ -301,9 +315,28 @@ fn variable_flags(cmd: &Command, args: &[Bytes]) -> Option<u32> {
 struct KeyPattern {
     pattern: Vec<u8>,
     perm: u8,
+    /// The pattern is this many plain bytes then one `*` (`key:*`, the common form): matched by
+    /// comparing the prefix.
+    prefix: Option<usize>,
 }
 
 impl KeyPattern {
+    fn new(pattern: Vec<u8>, perm: u8) -> KeyPattern {
+        let prefix = match pattern.split_last() {
+            Some((b'*', head)) if !head.iter().any(|c| matches!(c, b'*' | b'?' | b'[' | b'\\')) => Some(head.len()),
+            _ => None,
+        };
+        KeyPattern { pattern, perm, prefix }
+    }
+
+    /// Whether `key` matches (Redis's `stringmatchlen`).
+    fn matches(&self, key: &[u8]) -> bool {
+        match self.prefix {
+            Some(n) => key.starts_with(&self.pattern[..n]),
+            None => crate::glob::matches(&self.pattern, key, false),
+        }
+    }
+
     fn describe(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(match self.perm {
             READ => b"%R~".as_slice(),
@@ -479,7 +512,7 @@ impl Selector {
             }
             match self.keys.iter_mut().find(|k| k.pattern == pattern) {
                 Some(k) => k.perm |= perm,
-                None => self.keys.push(KeyPattern { pattern, perm }),
+                None => self.keys.push(KeyPattern::new(pattern, perm)),
             }
             self.allkeys = false;
         } else if op[0] == b'&' {
@@ -679,7 +712,7 @@ impl Selector {
         if flags & (key_flags::INSERT | key_flags::DELETE | key_flags::UPDATE) != 0 {
             need |= WRITE;
         }
-        self.keys.iter().any(|p| p.perm & need == need && crate::glob::matches(&p.pattern, key, false))
+        self.keys.iter().any(|p| p.perm & need == need && p.matches(key))
     }
 
     fn channel_ok(&self, channel: &[u8], is_pattern: bool) -> bool {
@@ -745,7 +778,7 @@ impl Selector {
 
     /// The channel part of [`Selector::check`].
     fn check_channels(&self, cmd: &Command, args: &[Bytes]) -> Verdict {
-        if !self.allchannels {
+        if !self.allchannels && cmd.flags.has(Flags::PUBSUB) {
             for (i, pattern) in channels(cmd, args) {
                 if !self.channel_ok(&args[i], pattern) {
                     return Verdict::DeniedChannel(i);
@@ -1762,6 +1795,21 @@ mod tests {
 
     /// A restricted user is refused commands, keys and channels on every route: direct, queued in
     /// MULTI (and at EXEC when the rules changed meanwhile), from a script, SORT's patterns, FENCED.
+    /// A `literal*` pattern's prefix comparison answers as the glob matcher does.
+    #[test]
+    fn prefix_patterns_match_as_globs() {
+        for pat in ["key:*", "*", "a*", "k\\*x*", "k?*", "k[a]*", "ab", "a*b*"] {
+            let p = KeyPattern::new(pat.as_bytes().to_vec(), READ);
+            for key in ["key:1", "key:", "ke", "", "a", "ab", "abc", "k*x1", "kax", "b"] {
+                assert_eq!(
+                    p.matches(key.as_bytes()),
+                    crate::glob::matches(pat.as_bytes(), key.as_bytes(), false),
+                    "{pat} vs {key}"
+                );
+            }
+        }
+    }
+
     /// A client's copy of its user's rules follows every change of the user, at its next command.
     #[test]
     fn rule_changes_reach_authenticated_clients_at_once() {

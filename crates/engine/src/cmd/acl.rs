@@ -59,7 +59,17 @@ pub fn meta(table: &'static CommandTable) -> Meta {
             .fold(0, |a, b| a | b);
         specs[id] = key_specs(c);
     }
-    Meta { table, categories, specs }
+    let mut m = Meta { table, categories, specs, uniform: Vec::new() };
+    // What the check can take as read per command: not SET's and BITFIELD's (their arguments
+    // decide), nor SORT's (its STORE key is a write).
+    m.uniform = vec![crate::acl::NOT_UNIFORM; n];
+    for c in table.all().iter().flat_map(|c| std::iter::once(*c).chain(c.subcommands.iter())) {
+        let id = usize::from(c.id);
+        if id < n && !matches!(c.name, "set" | "bitfield" | "sort") {
+            m.uniform[id] = m.uniform_flags_of(c, &[]).unwrap_or(crate::acl::NOT_UNIFORM);
+        }
+    }
+    m
 }
 
 /// A command's key specs from Redis's COMMAND INFO entry (none for Latch's own commands: the check
