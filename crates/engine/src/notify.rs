@@ -243,7 +243,10 @@ impl Server {
         if log.is_empty() {
             return;
         }
-        let mut changed: Vec<(usize, crate::value::Key)> = Vec::new();
+        // Each changed key once, in the order the tables logged it (a set: a DEL of many keys
+        // must not cost their square).
+        let mut changed: indexmap::IndexSet<(usize, crate::value::Key), foldhash::fast::RandomState> =
+            Default::default();
         let mut gone: Vec<crate::value::Key> = Vec::new();
         for (kdb, key, ev) in log {
             match ev {
@@ -261,30 +264,28 @@ impl Server {
                 KeyEvent::New => self.notify_keyspace_event(NEW, "new", kdb, &key),
                 KeyEvent::Missed => self.notify_keyspace_event(KEYMISS, "keymiss", kdb, &key),
                 KeyEvent::Changed => {
-                    if !changed.contains(&(kdb, key.clone())) {
-                        changed.push((kdb, key));
-                    }
+                    changed.insert((kdb, key));
                 }
             }
         }
         // In the order of the command's arguments (the source before the destination).
         if let Some(r) = &ran {
-            let pos = |k: &[u8]| r.args.iter().skip(1).position(|a| &a[..] == k).unwrap_or(usize::MAX);
-            changed.sort_by_key(|(_, k)| pos(k));
+            let mut first: std::collections::HashMap<&[u8], usize, foldhash::fast::RandomState> = Default::default();
+            for (i, a) in r.args.iter().enumerate().skip(1) {
+                first.entry(&a[..]).or_insert(i);
+            }
+            changed.sort_by_cached_key(|(_, k)| first.get(&k[..]).copied().unwrap_or(usize::MAX));
         }
         // A command that changed nothing (dirty 0: SREM of a missing member) invalidates and
         // raises nothing of its own, whatever paths it took.
         let real = ran.as_ref().is_none_or(|r| r.changed);
         if self.tracking.clients.load(Ordering::Relaxed) > 0 {
-            let mut keys: Vec<&[u8]> = gone.iter().map(|k| &k[..]).collect();
+            let mut keys: indexmap::IndexSet<&[u8], foldhash::fast::RandomState> =
+                gone.iter().map(|k| &k[..]).collect();
             if real {
-                for (_, k) in &changed {
-                    if !keys.contains(&&k[..]) {
-                        keys.push(k);
-                    }
-                }
+                keys.extend(changed.iter().map(|(_, k)| &k[..]));
             }
-            self.invalidate_keys(&keys, cause);
+            self.invalidate_keys(&keys.into_iter().collect::<Vec<_>>(), cause);
         }
         let Some(Ran { name, args, changed: true }) = ran else { return };
         if self.config.notify_keyspace_events.load(Ordering::Relaxed) == 0 {
