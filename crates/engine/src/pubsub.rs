@@ -43,6 +43,10 @@ impl Subscriptions {
     pub fn count(&self) -> usize {
         self.channels.len() + self.patterns.len()
     }
+    /// The count a (un)subscription of `kind` confirms with: shard channels count apart.
+    pub fn count_of(&self, kind: Kind) -> usize {
+        if kind == Kind::Shard { self.shard.len() } else { self.count() }
+    }
     /// Every subscription, shard channels included: the client is in pub/sub mode while it is not 0.
     pub fn total(&self) -> usize {
         self.count() + self.shard.len()
@@ -70,8 +74,19 @@ impl Kind {
     }
 }
 
+/// Appends `msg` (RESP2-encoded, as outboxes hold messages) to `out` as a client speaking
+/// `proto` gets it: a RESP3 client's arrays are pushes.
+pub fn put_message(out: &mut BytesMut, proto: resp::Protocol, msg: &[u8]) {
+    if proto == resp::Protocol::Resp3 && msg.first() == Some(&b'*') {
+        out.put_u8(b'>');
+        out.put_slice(&msg[1..]);
+    } else {
+        out.put_slice(msg);
+    }
+}
+
 /// Appends `$<len>\r\n<s>\r\n`.
-fn put_bulk(out: &mut BytesMut, s: &[u8]) {
+pub(crate) fn put_bulk(out: &mut BytesMut, s: &[u8]) {
     out.put_u8(b'$');
     out.put_slice(itoa::Buffer::new().format(s.len()).as_bytes());
     out.put_slice(b"\r\n");
@@ -232,8 +247,7 @@ impl Server {
             if own(client, kind).insert(ch.clone()) {
                 self.pubsub.map(kind).write().entry(ch.clone()).or_default().push(client.info.clone());
             }
-            let count = if kind == Kind::Shard { client.subs.shard.len() } else { client.subs.count() };
-            self.deliver(&client.info, confirmation(kind.words().0, Some(ch), count, false));
+            self.deliver(&client.info, confirmation(kind.words().0, Some(ch), client.subs.count_of(kind), false));
         }
         self.sync_counts(client);
     }
@@ -250,22 +264,23 @@ impl Server {
             channels
         };
         for ch in list {
-            if own(client, kind).shift_remove(ch) {
-                let mut map = self.pubsub.map(kind).write();
-                if let Some(subs) = map.get_mut(ch) {
-                    subs.retain(|c| c.id != client.id);
-                    if subs.is_empty() {
-                        map.shift_remove(ch);
-                    }
-                }
+            // Leaving every channel: the order of what stays does not matter (nothing stays), so
+            // each removal is O(1), not a shift of the rest.
+            let left = if channels.is_empty() {
+                own(client, kind).swap_remove(ch)
+            } else {
+                own(client, kind).shift_remove(ch)
+            };
+            if left {
+                leave(&mut self.pubsub.map(kind).write(), ch, client.id);
             }
             if notify {
-                let count = if kind == Kind::Shard { client.subs.shard.len() } else { client.subs.count() };
+                let count = client.subs.count_of(kind);
                 self.deliver(&client.info, confirmation(kind.words().1, Some(ch), count, false));
             }
         }
         if notify && list.is_empty() {
-            let count = if kind == Kind::Shard { client.subs.shard.len() } else { client.subs.count() };
+            let count = client.subs.count_of(kind);
             self.deliver(
                 &client.info,
                 confirmation(kind.words().1, None, count, client.proto == resp::Protocol::Resp3),
@@ -296,12 +311,7 @@ impl Server {
             }
             let mut map = self.pubsub.map(kind).write();
             for ch in set {
-                if let Some(subs) = map.get_mut(ch) {
-                    subs.retain(|c| c.id != client.id);
-                    if subs.is_empty() {
-                        map.shift_remove(ch);
-                    }
-                }
+                leave(&mut map, ch, client.id);
             }
         }
     }
@@ -313,6 +323,16 @@ impl Server {
         i.psub.store(client.subs.patterns.len(), Ordering::Relaxed);
         i.ssub.store(client.subs.shard.len(), Ordering::Relaxed);
         i.set_flag('P', client.subs.total() > 0);
+    }
+}
+
+/// Takes client `id` off `ch`'s subscribers; a channel left with none goes.
+fn leave(map: &mut Map, ch: &[u8], id: u64) {
+    if let Some(subs) = map.get_mut(ch) {
+        subs.retain(|c| c.id != id);
+        if subs.is_empty() {
+            map.shift_remove(ch);
+        }
     }
 }
 

@@ -219,22 +219,17 @@ impl TestClient {
     pub fn pushes(&mut self) -> Vec<String> {
         let mut msgs = Vec::new();
         self.client.info.outbox.take(&mut msgs);
-        msgs.into_iter()
-            .map(|m| {
-                let mut wire = resp::BytesMut::new();
-                match (self.client.proto, m.first()) {
-                    (resp::Protocol::Resp3, Some(b'*')) => {
-                        wire.extend_from_slice(b">");
-                        wire.extend_from_slice(&m[1..]);
-                    }
-                    _ => wire.extend_from_slice(&m),
-                }
-                match resp::decode_reply(&mut wire) {
-                    Ok(Some(f)) => show(&f),
-                    other => panic!("bad message {:?}: {other:?}", crate::args::repr(&m)),
-                }
-            })
-            .collect()
+        msgs.iter().map(|m| self.show_message(m)).collect()
+    }
+
+    /// A message as the connection would write it to this client, read back, in [`show`] form.
+    fn show_message(&self, m: &[u8]) -> String {
+        let mut wire = resp::BytesMut::new();
+        crate::pubsub::put_message(&mut wire, self.client.proto, m);
+        match resp::decode_reply(&mut wire) {
+            Ok(Some(f)) => show(&f),
+            other => panic!("bad message {:?}: {other:?}", crate::args::repr(m)),
+        }
     }
 
     /// Runs a command line split like redis-cli/inline commands do; returns, in [`show`] form, what
@@ -252,12 +247,7 @@ impl TestClient {
             out.push(String::from_utf8_lossy(line.trim_ascii_end()).into_owned());
         }
         for m in std::mem::take(&mut self.client.after_reply) {
-            let mut wire = resp::BytesMut::new();
-            crate::tracking::put_message(&mut wire, self.client.proto, &m);
-            match resp::decode_reply(&mut wire) {
-                Ok(Some(f)) => out.push(show(&f)),
-                other => panic!("bad message {:?}: {other:?}", crate::args::repr(&m)),
-            }
+            out.push(self.show_message(&m));
         }
         out.join(" | ")
     }

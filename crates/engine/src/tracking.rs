@@ -83,11 +83,7 @@ fn key_array<'a>(keys: impl ExactSizeIterator<Item = &'a [u8]>) -> Bytes {
     out.put_slice(itoa::Buffer::new().format(keys.len()).as_bytes());
     out.put_slice(b"\r\n");
     for k in keys {
-        out.put_u8(b'$');
-        out.put_slice(itoa::Buffer::new().format(k.len()).as_bytes());
-        out.put_slice(b"\r\n");
-        out.put_slice(k);
-        out.put_slice(b"\r\n");
+        crate::pubsub::put_bulk(&mut out, k);
     }
     out.freeze()
 }
@@ -108,17 +104,6 @@ fn invalidation(to: &ClientInfo, redirected: bool, payload: &[u8]) -> Option<Byt
     Some(out.freeze())
 }
 
-/// Appends `msg` (RESP2-encoded, as outboxes hold messages) to `out` as a client speaking
-/// `proto` gets it: a RESP3 client's arrays are pushes.
-pub fn put_message(out: &mut BytesMut, proto: resp::Protocol, msg: &[u8]) {
-    if proto == resp::Protocol::Resp3 && msg.first() == Some(&b'*') {
-        out.put_u8(b'>');
-        out.put_slice(&msg[1..]);
-    } else {
-        out.put_slice(msg);
-    }
-}
-
 /// `reply` followed by `msgs` on the wire, for a client speaking `proto`.
 pub(crate) fn followed_by(reply: resp::Frame, proto: resp::Protocol, msgs: &[Bytes]) -> resp::Frame {
     if msgs.is_empty() {
@@ -127,7 +112,7 @@ pub(crate) fn followed_by(reply: resp::Frame, proto: resp::Protocol, msgs: &[Byt
     let mut out = BytesMut::new();
     resp::encode(&reply, proto, &mut out);
     for m in msgs {
-        put_message(&mut out, proto, m);
+        crate::pubsub::put_message(&mut out, proto, m);
     }
     resp::Frame::Encoded(out.freeze())
 }

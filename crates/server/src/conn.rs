@@ -51,7 +51,7 @@ impl Obuf {
 fn take_outbox(client: &engine::client::Client, msgs: &mut Vec<bytes::Bytes>, wbuf: &mut BytesMut) {
     client.info.outbox.take(msgs);
     for m in msgs.drain(..) {
-        engine::tracking::put_message(wbuf, client.proto, &m);
+        engine::pubsub::put_message(wbuf, client.proto, &m);
     }
 }
 
@@ -184,7 +184,7 @@ where
                     }
                     // Invalidations its own command caused go after its reply.
                     for m in client.after_reply.drain(..) {
-                        engine::tracking::put_message(&mut wbuf, client.proto, &m);
+                        engine::pubsub::put_message(&mut wbuf, client.proto, &m);
                     }
                     if client.close_after_reply || client.info.killed.load(Ordering::Relaxed) {
                         let _ =

@@ -9,7 +9,7 @@ use super::BASE;
 use crate::command::{Command, Ctx, Flags, Group, Keys};
 use crate::pubsub::Kind;
 use bytes::Bytes;
-use resp::{Frame, Protocol};
+use resp::Frame;
 
 /// `pubsub noscript loading stale`.
 const SUB: Flags = Flags::PUBSUB.or(Flags::NOSCRIPT).or(Flags::LOADING).or(Flags::STALE);
@@ -88,17 +88,11 @@ fn confirmed(ctx: &mut Ctx<'_, '_>, run: impl FnOnce(&mut Ctx<'_, '_>)) -> Frame
     }
     let mut msgs = Vec::new();
     ctx.client.info.outbox.take(&mut msgs);
-    let mut out = Vec::with_capacity(msgs.iter().map(Bytes::len).sum());
+    let mut out = bytes::BytesMut::with_capacity(msgs.iter().map(Bytes::len).sum());
     for m in msgs {
-        match (ctx.client.proto, m.first()) {
-            (Protocol::Resp3, Some(b'*')) => {
-                out.push(b'>');
-                out.extend_from_slice(&m[1..]);
-            }
-            _ => out.extend_from_slice(&m),
-        }
+        crate::pubsub::put_message(&mut out, ctx.client.proto, &m);
     }
-    Frame::Encoded(out.into())
+    Frame::Encoded(out.freeze())
 }
 
 fn subscribe(ctx: &mut Ctx<'_, '_>) -> Frame {
