@@ -180,18 +180,39 @@ impl PubSub {
     }
 }
 
+/// What [`Server::deliver_within`] checks a delivery against.
+struct DeliveryLimits {
+    normal: crate::client::ObufLimits,
+    pubsub: crate::client::ObufLimits,
+    now_s: u64,
+}
+
 impl Server {
     /// Queues `msg` for `to`. A client over its output limits is closed instead (Redis's
     /// `closeClientOnOutputBufferLimitReached`); the caller never waits.
     pub fn deliver(&self, to: &ClientInfo, msg: Bytes) {
+        self.deliver_within(to, msg, &self.delivery_limits());
+    }
+
+    /// The output limits and the second deliveries are checked at, read once for a fan-out.
+    fn delivery_limits(&self) -> DeliveryLimits {
+        DeliveryLimits {
+            normal: self.config.normal_obuf_limits(),
+            pubsub: self.config.pubsub_obuf_limits(),
+            now_s: self.clock.now_ms() / 1000,
+        }
+    }
+
+    /// [`Server::deliver`] with the limits already read.
+    fn deliver_within(&self, to: &ClientInfo, msg: Bytes, l: &DeliveryLimits) {
         if to.killed.load(Ordering::Relaxed) {
             return;
         }
         let pubsub =
             to.sub.load(Ordering::Relaxed) + to.psub.load(Ordering::Relaxed) + to.ssub.load(Ordering::Relaxed) > 0;
-        let limits = if pubsub { self.config.pubsub_obuf_limits() } else { self.config.normal_obuf_limits() };
+        let limits = if pubsub { l.pubsub } else { l.normal };
         let unwritten = to.omem.load(Ordering::Relaxed);
-        match to.outbox.push(msg, unwritten, limits, self.clock.now_ms() / 1000) {
+        match to.outbox.push(msg, unwritten, limits, l.now_s) {
             Pushed::Queued => {}
             Pushed::First => to.wake(),
             Pushed::Overflow => {
@@ -214,13 +235,16 @@ impl Server {
     pub fn publish(&self, shard: bool, channel: &[u8], message: &[u8]) -> usize {
         let mut receivers = 0;
         let kind = if shard { Kind::Shard } else { Kind::Channel };
+        // Read once for all the receivers, and only when there are some.
+        let mut limits = None;
         {
             let map = self.pubsub.map(kind).read();
             if let Some(subs) = map.get(channel) {
                 let word: &[u8] = if shard { b"smessage" } else { b"message" };
                 let msg = encode_message(&[word, channel, message]);
+                let limits = limits.get_or_insert_with(|| self.delivery_limits());
                 for c in subs {
-                    self.deliver(c, msg.clone());
+                    self.deliver_within(c, msg.clone(), limits);
                 }
                 receivers += subs.len();
             }
@@ -232,8 +256,9 @@ impl Server {
                     continue;
                 }
                 let msg = encode_message(&[b"pmessage", pattern, channel, message]);
+                let limits = limits.get_or_insert_with(|| self.delivery_limits());
                 for c in subs {
-                    self.deliver(c, msg.clone());
+                    self.deliver_within(c, msg.clone(), limits);
                 }
                 receivers += subs.len();
             }
