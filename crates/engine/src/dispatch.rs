@@ -198,10 +198,7 @@ impl Server {
         // a lock that has waiters.
         self.serve_ready(&mut locked, now);
         if self.tracking.clients.load(Ordering::Relaxed) > 0 {
-            self.broadcast_invalidations(crate::tracking::Cause {
-                id: client.id,
-                after_reply: Some(&mut client.after_reply),
-            });
+            self.broadcast_invalidations(crate::tracking::Cause::of(client));
             // CLIENT CACHING applies to the next command (or transaction) only.
             if client.tracking
                 && !client.multi.active()
@@ -255,8 +252,7 @@ impl Server {
         let (dirty, rewrite) = (ctx.dirty, ctx.rewrite.take());
         if self.ks.key_log() != 0 {
             let ran = crate::notify::Ran { name: cmd.name, args, changed: dirty > 0 || rewrite.is_some() };
-            let cause = crate::tracking::Cause { id: client.id, after_reply: Some(&mut client.after_reply) };
-            self.raise_key_events(locked, Some(ran), db, cause);
+            self.raise_key_events(locked, Some(ran), db, crate::tracking::Cause::of(client));
         }
         if client.tracking {
             // Reads remember their keys. A script that called a read command remembers the keys
@@ -275,7 +271,7 @@ impl Server {
             }
         }
         if matches!(cmd.name, "flushall" | "flushdb") {
-            self.invalidate_all(crate::tracking::Cause { id: client.id, after_reply: Some(&mut client.after_reply) });
+            self.invalidate_all(crate::tracking::Cause::of(client));
         }
         if self.changes.enabled() {
             // Commands run on this one's behalf (EXEC's, a script's) propagated what it did.
@@ -470,11 +466,8 @@ impl Server {
                                 None => String::new(),
                             };
                             let ran = crate::notify::Ran { name: &name, args: &effect, changed: true };
-                            let cause = crate::tracking::Cause {
-                                id: w.info.id,
-                                after_reply: Some(&mut ctx.client.after_reply),
-                            };
-                            self.raise_key_events(ctx.locked, Some(ran), w.db, cause);
+                            // The stand-in has the served client's id.
+                            self.raise_key_events(ctx.locked, Some(ran), w.db, crate::tracking::Cause::of(ctx.client));
                         }
                         if self.changes.enabled() {
                             // A served waiter's own arguments (BLPOP ...) are never its effect: its

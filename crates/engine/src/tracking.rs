@@ -76,6 +76,13 @@ pub struct Cause<'a> {
     pub after_reply: Option<&'a mut Vec<Bytes>>,
 }
 
+impl<'a> Cause<'a> {
+    /// The client whose command runs: its own messages wait for its reply.
+    pub fn of(client: &'a mut Client) -> Cause<'a> {
+        Cause { id: client.id, after_reply: Some(&mut client.after_reply) }
+    }
+}
+
 /// `*<n>\r\n` then each key as a bulk string: the payload of an invalidation.
 fn key_array<'a>(keys: impl ExactSizeIterator<Item = &'a [u8]>) -> Bytes {
     let mut out = BytesMut::new();
