@@ -10,7 +10,8 @@
 //! Command metadata (categories, key-spec flags) comes from the families through [`Meta`], installed
 //! once by the assembly layer; the runtime itself knows no command.
 
-use crate::command::{Command, CommandTable, Flags};
+use crate::command::Flags;
+use crate::ctx::{Command, CommandTable};
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, VecDeque};

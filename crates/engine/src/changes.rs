@@ -1,9 +1,9 @@
 //! The change stream: what every change to the data was, as commands that reproduce it.
 //!
-//! Each command that changes data reports it once, through its [`crate::command::Ctx`]:
-//! [`Ctx::changed`](crate::command::Ctx::changed) counts the changes (Redis's `server.dirty`, which
+//! Each command that changes data reports it once, through its [`crate::ctx::Ctx`]:
+//! [`Ctx::changed`](crate::ctx::Ctx::changed) counts the changes (Redis's `server.dirty`, which
 //! `rdb_changes_since_last_save` shows), and
-//! [`Ctx::propagate_as`](crate::command::Ctx::propagate_as) replaces the command's own arguments with
+//! [`Ctx::propagate_as`](crate::ctx::Ctx::propagate_as) replaces the command's own arguments with
 //! the *effect* when replaying the arguments would not reproduce the same data. The rules are
 //! Redis's: relative expiries become absolute (`SET ... PX` → `SET ... PXAT`, `EXPIRE` →
 //! `PEXPIREAT`), served blocking pops propagate as their non-blocking form, random and floating

@@ -1,10 +1,12 @@
 //! The command table: one entry per command drives dispatch, arity checks, key extraction (and so
 //! shard locking), `COMMAND` introspection and flags. Families (`cmd/*.rs`) each export a slice of
 //! [`Command`]s; [`CommandTable`] indexes them by name.
+//!
+//! Commands here are data: the functions a command holds are typed by a [`Runner`], which the
+//! runtime's composition names once (`crate::ctx::Engine`, whose handlers receive its `Ctx`). This
+//! file knows nothing of the server that runs them, so every subsystem may read command metadata
+//! without importing the server.
 
-use crate::client::Client;
-use crate::keyspace::Locked;
-use crate::server::Server;
 use bytes::Bytes;
 use resp::Frame;
 use std::collections::HashMap;
@@ -140,8 +142,14 @@ impl Keys {
     }
 }
 
-/// A command handler: reads `ctx.args`, works on `ctx.db()`, returns the reply.
-pub type Handler = fn(&mut Ctx<'_, '_>) -> Frame;
+/// What runs commands: the types of the functions a [`Command`] holds. One implementation exists
+/// (`crate::ctx::Engine`); the parameter keeps the table free of the server it serves.
+pub trait Runner: 'static {
+    /// A command handler: reads its context's arguments, works on the data, returns the reply.
+    type Handler: Copy + Send + Sync + 'static;
+    /// See [`Command::serve`].
+    type Serve: Copy + Send + Sync + 'static;
+}
 
 /// A command's group, as COMMAND DOCS names it (Redis's `commandGroupStr`), plus Latch's own
 /// `lock` group for the native lock commands.
@@ -231,8 +239,7 @@ impl Group {
 }
 
 /// One entry of the command table.
-#[derive(Clone)]
-pub struct Command {
+pub struct Command<R: Runner> {
     /// Lowercase name; subcommands are named `container|sub` as in Redis.
     pub name: &'static str,
     /// Redis arity: positive = exact argc, negative = at least -arity.
@@ -253,13 +260,13 @@ pub struct Command {
     /// (`key value [NX | XX] [GET] [EX seconds | PX milliseconds]`). Parsed for COMMAND DOCS.
     pub syntax: &'static str,
     /// Handler (unused for containers, whose subcommands have their own).
-    pub handler: Handler,
+    pub handler: R::Handler,
     /// Subcommands of a container command.
-    pub subcommands: &'static [Command],
+    pub subcommands: &'static [Command<R>],
     /// For blocking commands: serves a blocked client of this command from `key`, which just became
     /// ready (see [`crate::waiters`]). Runs with the waiter's arguments in `ctx.args` and a stand-in
     /// client with the waiter's db and protocol, against the writer's locks.
-    pub serve: Option<ServeFn>,
+    pub serve: Option<R::Serve>,
     /// For commands that need the whole keyspace only with some arguments (SORT with BY/GET
     /// patterns): returns true when `args` (`args[0]` = name) needs every shard locked, like
     /// [`Flags::ALL_SHARDS`]. Whoever locks for a command asks [`Command::needs_all_shards`].
@@ -270,10 +277,13 @@ pub struct Command {
     pub id: u16,
 }
 
-/// See [`Command::serve`].
-pub type ServeFn = fn(&mut Ctx<'_, '_>, &[u8]) -> crate::waiters::Serve;
+impl<R: Runner> Clone for Command<R> {
+    fn clone(&self) -> Self {
+        Command { ..*self }
+    }
+}
 
-impl Command {
+impl<R: Runner> Command<R> {
     /// [`Command::id`] of a definition no table has numbered.
     pub const NO_ID: u16 = u16::MAX;
 
@@ -289,45 +299,40 @@ impl Command {
     }
 }
 
-/// A handler for container commands invoked without a valid subcommand; dispatch never calls it.
-pub fn container_handler(_: &mut Ctx<'_, '_>) -> Frame {
-    Frame::error("ERR container command called without subcommand")
-}
-
 /// All commands, indexed by lowercase name.
 ///
 /// The table holds numbered copies of the families' definitions (see [`Command::id`]): every
-/// `&'static Command` it hands out, subcommands included, carries a dense id. The copies live for the
+/// `&'static Command<R>` it hands out, subcommands included, carries a dense id. The copies live for the
 /// rest of the process, so the table is meant to be built once: [`crate::cmd::table`].
-pub struct CommandTable {
+pub struct CommandTable<R: Runner> {
     /// Keyed by lowercase name. The keys are the table's own, so a fast unkeyed hash is safe here.
-    by_name: HashMap<Vec<u8>, &'static Command, foldhash::fast::FixedState>,
-    all: Vec<&'static Command>,
+    by_name: HashMap<Vec<u8>, &'static Command<R>, foldhash::fast::FixedState>,
+    all: Vec<&'static Command<R>>,
     ids: usize,
 }
 
-impl CommandTable {
+impl<R: Runner> CommandTable<R> {
     /// Builds the table from the families' slices, numbering the commands in name order, each
     /// container followed by its subcommands.
-    pub fn new(families: &[&'static [Command]]) -> CommandTable {
-        let mut defs: Vec<&'static Command> = families.iter().flat_map(|f| f.iter()).collect();
+    pub fn new(families: &[&'static [Command<R>]]) -> CommandTable<R> {
+        let mut defs: Vec<&'static Command<R>> = families.iter().flat_map(|f| f.iter()).collect();
         defs.sort_by_key(|c| c.name);
         let mut next: usize = 0;
-        let mut number = |c: &Command| {
-            let id = u16::try_from(next).ok().filter(|&id| id != Command::NO_ID).expect("too many commands");
+        let mut number = |c: &Command<R>| {
+            let id = u16::try_from(next).ok().filter(|&id| id != Command::<R>::NO_ID).expect("too many commands");
             next += 1;
             Command { id, ..c.clone() }
         };
         let mut copies = Vec::with_capacity(defs.len());
         for def in &defs {
             let mut c = number(def);
-            let subs: Vec<Command> = def.subcommands.iter().map(&mut number).collect();
+            let subs: Vec<Command<R>> = def.subcommands.iter().map(&mut number).collect();
             if !subs.is_empty() {
                 c.subcommands = Box::leak(subs.into_boxed_slice());
             }
             copies.push(c);
         }
-        let copies: &'static [Command] = Box::leak(copies.into_boxed_slice());
+        let copies: &'static [Command<R>] = Box::leak(copies.into_boxed_slice());
         let mut by_name = HashMap::with_hasher(foldhash::fast::FixedState::default());
         for c in copies {
             let prev = by_name.insert(c.name.as_bytes().to_vec(), c);
@@ -340,7 +345,7 @@ impl CommandTable {
     /// them: `old` must name a command ("No such command in rename-command"), leaves the table, and
     /// comes back under `new` unless `new` is empty ("Target command name already exists" if taken).
     /// A renamed command keeps its own name in COMMAND's replies, as in Redis.
-    pub fn renamed(&self, renames: &[(String, String)]) -> Result<CommandTable, String> {
+    pub fn renamed(&self, renames: &[(String, String)]) -> Result<CommandTable<R>, String> {
         let mut by_name = self.by_name.clone();
         for (old, new) in renames {
             let Some(cmd) = by_name.remove(old.to_ascii_lowercase().as_bytes()) else {
@@ -360,7 +365,7 @@ impl CommandTable {
     }
 
     /// Finds a top-level command by name, case-insensitively.
-    pub fn get(&self, name: &[u8]) -> Option<&'static Command> {
+    pub fn get(&self, name: &[u8]) -> Option<&'static Command<R>> {
         if name.len() > 64 {
             return None;
         }
@@ -373,7 +378,7 @@ impl CommandTable {
 
     /// Resolves `args` to the command that will run: a top-level command or, for containers, the
     /// subcommand named by `args[1]`.
-    pub fn resolve(&self, args: &[Bytes]) -> Result<&'static Command, Frame> {
+    pub fn resolve(&self, args: &[Bytes]) -> Result<&'static Command<R>, Frame> {
         let Some(cmd) = self.get(&args[0]) else {
             return Err(crate::error::unknown_command(args));
         };
@@ -395,179 +400,7 @@ impl CommandTable {
     }
 
     /// Every top-level command, sorted by name.
-    pub fn all(&self) -> &[&'static Command] {
+    pub fn all(&self) -> &[&'static Command<R>] {
         &self.all
-    }
-}
-
-/// Everything a handler may touch.
-pub struct Ctx<'a, 'k> {
-    /// Server-wide state.
-    pub srv: &'a Server,
-    /// The calling client.
-    pub client: &'a mut Client,
-    /// The locked shards.
-    pub locked: &'a mut Locked<'k>,
-    /// The arguments, `args[0]` being the command name as sent.
-    pub args: &'a [Bytes],
-    /// Monotonic milliseconds, fixed for the duration of the command (and of a whole EXEC or script,
-    /// as in Redis).
-    pub now: u64,
-    /// The command being run.
-    pub cmd: &'static Command,
-    /// Changes made so far ([`Ctx::changed`]).
-    pub dirty: u64,
-    /// What the command propagates as instead of its arguments ([`Ctx::propagate_as`]).
-    pub rewrite: Option<Vec<Vec<Bytes>>>,
-}
-
-impl<'a, 'k> Ctx<'a, 'k> {
-    /// A context for running `cmd` with `args`.
-    pub fn new(
-        srv: &'a Server,
-        client: &'a mut Client,
-        locked: &'a mut Locked<'k>,
-        args: &'a [Bytes],
-        now: u64,
-        cmd: &'static Command,
-    ) -> Self {
-        Ctx { srv, client, locked, args, now, cmd, dirty: 0, rewrite: None }
-    }
-
-    /// Reports `n` changes to the data (Redis's `server.dirty += n`: the count behind
-    /// `rdb_changes_since_last_save`, and what makes the command reach the change stream; see
-    /// [`crate::changes`]). Zero means the command changed nothing after all.
-    #[inline]
-    pub fn changed(&mut self, n: u64) {
-        self.dirty += n;
-    }
-
-    /// Propagates the command as `args` instead of its own arguments (Redis's
-    /// `rewriteClientCommandVector`/`alsoPropagate`); called several times, as several commands. The
-    /// command is propagated even if it reports no change (Redis's `forceCommandPropagation`).
-    pub fn propagate_as<A: AsRef<[u8]>>(&mut self, args: &[A]) {
-        if !self.propagating() {
-            return;
-        }
-        let v = args.iter().map(|a| Bytes::copy_from_slice(a.as_ref())).collect();
-        self.rewrite.get_or_insert_with(Vec::new).push(v);
-    }
-
-    /// Propagates the command as it was sent even if it reports no change (FLUSHALL on an empty
-    /// server, as Redis's `forceCommandPropagation`).
-    pub fn force_propagate(&mut self) {
-        if !self.propagating() {
-            return;
-        }
-        let v = self.args.to_vec();
-        self.rewrite.get_or_insert_with(Vec::new).push(v);
-    }
-
-    /// True when the change stream records effects (a handler may skip building a rewrite if not).
-    pub fn propagating(&self) -> bool {
-        self.srv.changes.enabled()
-    }
-
-    /// The most bytes a reply to this client may take: what `client-output-buffer-limit`'s hard
-    /// limit for the normal class lets through beyond Redis's 16 KiB reply buffer, or no bound
-    /// (none set, or a script's call, whose result is checked when the script replies). Commands
-    /// that can build huge replies size them first and refuse them with [`Ctx::reply_too_large`].
-    pub fn reply_cap(&self) -> usize {
-        let hard = self.srv.config.normal_obuf_limits().hard;
-        if hard == 0 || self.client.in_script {
-            return usize::MAX;
-        }
-        usize::try_from(hard).unwrap_or(usize::MAX).saturating_add(16 * 1024)
-    }
-
-    /// Gives up a reply over [`Ctx::reply_cap`] before building it: the client is closed without
-    /// it, as Redis closes a client whose reply outgrows the limit mid-run.
-    pub fn reply_too_large(&mut self) -> Frame {
-        self.client.obuf_overflow = true;
-        Frame::Null
-    }
-
-    /// The client's selected database.
-    pub fn db(&mut self) -> crate::db::Db<'_, 'k> {
-        crate::db::Db::new(
-            self.locked,
-            self.client.db,
-            self.now,
-            self.srv.config.access(),
-            self.client.no_touch,
-            self.srv.table_eviction(),
-        )
-        .loading_if(self.client.loading)
-    }
-    /// Another database (MOVE, COPY ... DB).
-    pub fn db_at(&mut self, index: usize) -> crate::db::Db<'_, 'k> {
-        crate::db::Db::new(
-            self.locked,
-            index,
-            self.now,
-            self.srv.config.access(),
-            self.client.no_touch,
-            self.srv.table_eviction(),
-        )
-        .loading_if(self.client.loading)
-    }
-    /// Argument `i`.
-    pub fn arg(&self, i: usize) -> &'a [u8] {
-        &self.args[i]
-    }
-    /// Number of arguments including the name.
-    pub fn argc(&self) -> usize {
-        self.args.len()
-    }
-    /// Argument `i` as a strict integer, or the standard error reply.
-    pub fn int_arg(&self, i: usize) -> Result<i64, Frame> {
-        crate::args::parse_i64_strict(&self.args[i]).ok_or_else(crate::error::not_integer)
-    }
-    /// Argument `i` as a float, or the standard error reply.
-    pub fn float_arg(&self, i: usize) -> Result<f64, Frame> {
-        crate::args::parse_f64(&self.args[i]).ok_or_else(crate::error::not_float)
-    }
-    /// The Unix time in ms of a deadline on the monotonic timeline (what `PXAT`/`PEXPIREAT` take).
-    pub fn to_unix_ms(&self, deadline: u64) -> i64 {
-        (deadline as i64).saturating_add(self.srv.clock.wall_offset_ms())
-    }
-    /// Unix time in ms matching `self.now`.
-    pub fn unix_ms(&self) -> i64 {
-        self.now as i64 + self.srv.clock.wall_offset_ms()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn table_numbers_every_command_and_subcommand_densely() {
-        let t = crate::cmd::table();
-        let mut seen = vec![false; t.id_count()];
-        for c in t.all() {
-            for c in std::iter::once(*c).chain(c.subcommands.iter()) {
-                let id = usize::from(c.id);
-                assert!(id < seen.len(), "{} has id {id}", c.name);
-                assert!(!seen[id], "{} reuses id {id}", c.name);
-                seen[id] = true;
-            }
-        }
-        assert!(seen.iter().all(|s| *s), "ids not dense");
-        // What dispatch hands out is numbered, subcommands included, and agrees with `all`.
-        let args = |v: &[&str]| v.iter().map(|s| Bytes::copy_from_slice(s.as_bytes())).collect::<Vec<_>>();
-        let get = t.resolve(&args(&["GeT", "k"])).expect("get");
-        assert!(std::ptr::eq(get, t.get(b"get").expect("get")));
-        assert!(t.all().iter().any(|c| std::ptr::eq(*c, get)));
-        let cg = t.resolve(&args(&["CONFIG", "get", "hz"])).expect("config|get");
-        assert_eq!(cg.name, "config|get");
-        let config = t.get(b"config").expect("config");
-        assert!(config.subcommands.iter().any(|s| std::ptr::eq(s, cg)));
-        assert!(usize::from(config.id) < usize::from(cg.id) && usize::from(cg.id) < t.id_count());
-        // The definitions themselves stay unnumbered.
-        assert!(crate::cmd::FAMILIES.iter().flat_map(|f| f.iter()).all(|c| c.id == Command::NO_ID));
-        // A server uses the process-wide table.
-        let srv = Server::new(crate::config::Config::new(), std::sync::Arc::new(crate::clock::ManualClock::new(0)));
-        assert!(std::ptr::eq(srv.table, t));
     }
 }

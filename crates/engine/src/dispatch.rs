@@ -3,7 +3,8 @@
 //! blocked on keys it changed. [`Server::execute`] is the engine's single entry point.
 
 use crate::client::{Client, ReplyMode};
-use crate::command::{Command, Ctx, Flags};
+use crate::command::Flags;
+use crate::ctx::{Command, Ctx};
 use crate::server::{Server, SlowEntry};
 use bytes::Bytes;
 use resp::Frame;

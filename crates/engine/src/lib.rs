@@ -28,6 +28,7 @@ pub mod client;
 pub mod clock;
 pub mod cmd;
 pub mod command;
+pub mod ctx;
 pub mod config;
 pub mod db;
 pub mod dispatch;

@@ -22,7 +22,8 @@
 //! pause keeps the stronger kind and the later deadline of the two.
 
 use crate::client::Client;
-use crate::command::{Command, Flags};
+use crate::command::Flags;
+use crate::ctx::Command;
 use crate::server::Server;
 use crate::waiters::{BlockRequest, WaitState, Waiter};
 use bytes::Bytes;

@@ -5,7 +5,8 @@
 
 use crate::client::{Client, ClientInfo, ClientRegistry};
 use crate::clock::Clock;
-use crate::command::{Command, CommandTable, Flags};
+use crate::command::Flags;
+use crate::ctx::{Command, CommandTable};
 use crate::config::Config;
 use crate::keyspace::Keyspace;
 pub use crate::stats::{CmdStats, Stats};

@@ -7,7 +7,7 @@
 //! stripes. Threads that end up on the same stripe stay correct (the adds are atomic), they only share
 //! the lines again. Error statistics are written on errors only and stay plain.
 
-use crate::command::Command;
+use crate::ctx::Command;
 use parking_lot::Mutex;
 use resp::Frame;
 use std::cell::Cell;
@@ -117,7 +117,7 @@ impl Default for Stats {
 
 impl Stats {
     /// Statistics for the `ncmds` commands of a command table
-    /// ([`crate::command::CommandTable::id_count`]), striped for the machine's cores.
+    /// ([`crate::ctx::CommandTable::id_count`]), striped for the machine's cores.
     pub fn new(ncmds: usize) -> Stats {
         Stats::with_stripes(ncmds, default_stripes())
     }

@@ -232,7 +232,7 @@ impl Server {
 
     /// Remembers the keys a read command of `client` touched (Redis's `trackingRememberKeys`),
     /// unless OPTIN/OPTOUT and CLIENT CACHING say otherwise.
-    pub(crate) fn remember_keys(&self, client: &Client, cmd: &crate::command::Command, args: &[Bytes]) {
+    pub(crate) fn remember_keys(&self, client: &Client, cmd: &crate::ctx::Command, args: &[Bytes]) {
         {
             let t = client.info.tracking.lock();
             let Some(t) = t.as_ref() else { return };

@@ -1,6 +1,6 @@
 //! Per-client transaction state (MULTI/EXEC) and WATCH registrations.
 
-use crate::command::Command;
+use crate::ctx::Command;
 use crate::keyspace::{WatchState, WatchedKey};
 use crate::value::Key;
 use bytes::Bytes;

@@ -12,7 +12,7 @@
 //! `Waiting` and queues skip and drop it when they next look.
 
 use crate::client::ClientInfo;
-use crate::command::Command;
+use crate::ctx::Command;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use resp::{Frame, Protocol};
@@ -28,7 +28,7 @@ pub struct BlockRequest {
     pub timeout_reply: Frame,
 }
 
-/// What a command's serve step did with a ready key (see [`crate::command::Command::serve`]).
+/// What a command's serve step did with a ready key (see [`crate::ctx::Command::serve`]).
 pub enum Serve {
     /// Served: the waiter's reply.
     Reply(Frame),

@@ -191,3 +191,188 @@ fn the_checker_sees_upward_references() {
     assert_eq!(code("a\n// crate::server\n#[cfg(test)]\nmod tests { crate::server }"), "a");
     assert!(code("#[cfg(test)]\nmod tests;\nfn f() { crate::server::x() }").contains("crate::server"));
 }
+
+/// Import cycles between source files that may stay, each with its reason. A cycle is written as its
+/// files sorted by module path. Nothing else may import in a loop, and nothing listed may grow.
+const ALLOWED_CYCLES: &[(&[&str], &str)] = &[];
+
+/// The files (modules) each file names: `crate::a::b` and `super::b` paths, and a parent module's
+/// `child::` paths to the children it declares, each resolved to the deepest module that is a file.
+fn file_graph() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let (src, files) = sources();
+    let modules: std::collections::BTreeMap<String, &PathBuf> = files.iter().map(|f| (module_of(&src, f), f)).collect();
+    let resolve = |parts: &[&str]| -> Option<String> {
+        (1..=parts.len()).rev().map(|k| parts[..k].join("::")).find(|m| modules.contains_key(m))
+    };
+    let mut graph = std::collections::BTreeMap::new();
+    for (module, file) in &modules {
+        if module.ends_with("::tests") || module == "lib" {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).expect("read");
+        let code = code(&text);
+        let own: Vec<&str> = module.split("::").collect();
+        let is_parent = file.ends_with("mod.rs");
+        // `super` from `a/b.rs` (module a::b) is `a`; from `a/b/mod.rs` (also a::b) it is `a` too.
+        let parent: Vec<&str> = own[..own.len() - 1].to_vec();
+        let mut targets = std::collections::BTreeSet::new();
+        for (prefix, base) in [("crate::", Vec::new()), ("super::", parent.clone())] {
+            for path in paths_after(&code, prefix) {
+                let mut parts = base.clone();
+                parts.extend(path.split("::"));
+                if let Some(t) = resolve(&parts) {
+                    targets.insert(t);
+                }
+            }
+        }
+        // A parent naming its own children (`mod raw;` ... `raw::push`).
+        let children: Vec<&str> = code
+            .lines()
+            .filter_map(|l| l.trim().trim_start_matches("pub ").trim_start_matches("pub(crate) ").strip_prefix("mod "))
+            .filter_map(|l| l.strip_suffix(';'))
+            .collect();
+        let own_dir: Vec<&str> = if is_parent || module.is_empty() { own.clone() } else { own.clone() };
+        for child in children {
+            let needle = format!("{child}::");
+            let used = code.match_indices(&needle).any(|(i, _)| {
+                !code[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+            });
+            if used {
+                let mut parts = own_dir.clone();
+                parts.push(child);
+                if let Some(t) = resolve(&parts) {
+                    targets.insert(t);
+                }
+            }
+        }
+        targets.remove(module);
+        graph.insert(module.clone(), targets);
+    }
+    graph
+}
+
+/// The paths that follow each `prefix` in `code` (`crate::a::b::C` gives `a::b::C`); a group
+/// (`crate::{a::X, b}`) gives each of its members.
+fn paths_after(code: &str, prefix: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = code;
+    while let Some(i) = rest.find(prefix) {
+        let before = &rest[..i];
+        rest = &rest[i + prefix.len()..];
+        if before.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+            continue; // `foo::crate::` never happens; `self::super::` is rare: skip oddities
+        }
+        let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':')).unwrap_or(rest.len());
+        let head = rest[..end].trim_end_matches(':');
+        if rest[end..].starts_with('{') && rest[..end].ends_with("::") || (end == 0 && rest.starts_with('{')) {
+            let close = rest.find('}').unwrap_or(rest.len());
+            for member in rest[end + 1..close].split(',') {
+                let m = member.trim().split(" as ").next().unwrap_or("").trim();
+                let m = m.trim_start_matches('{');
+                if !m.is_empty() {
+                    out.push(if head.is_empty() { m.to_string() } else { format!("{head}::{m}") });
+                }
+            }
+        } else if !head.is_empty() {
+            out.push(head.to_string());
+        }
+    }
+    out
+}
+
+/// Strongly connected components of more than one file (Tarjan), each sorted, largest first.
+fn cycles(graph: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>) -> Vec<Vec<String>> {
+    struct Walk<'g> {
+        graph: &'g std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+        index: std::collections::HashMap<&'g str, (usize, usize)>,
+        stack: Vec<&'g str>,
+        on_stack: std::collections::HashSet<&'g str>,
+        next: usize,
+        out: Vec<Vec<String>>,
+    }
+    impl<'g> Walk<'g> {
+        fn visit(&mut self, v: &'g str) {
+            self.index.insert(v, (self.next, self.next));
+            self.next += 1;
+            self.stack.push(v);
+            self.on_stack.insert(v);
+            for w in self.graph.get(v).into_iter().flatten() {
+                let w = w.as_str();
+                if !self.index.contains_key(w) {
+                    self.visit(w);
+                    let low = self.index[w].1.min(self.index[v].1);
+                    self.index.get_mut(v).unwrap().1 = low;
+                } else if self.on_stack.contains(w) {
+                    let low = self.index[w].0.min(self.index[v].1);
+                    self.index.get_mut(v).unwrap().1 = low;
+                }
+            }
+            if self.index[v].0 == self.index[v].1 {
+                let mut comp = Vec::new();
+                loop {
+                    let w = self.stack.pop().expect("on stack");
+                    self.on_stack.remove(w);
+                    comp.push(w.to_string());
+                    if w == v {
+                        break;
+                    }
+                }
+                if comp.len() > 1 {
+                    comp.sort();
+                    self.out.push(comp);
+                }
+            }
+        }
+    }
+    let mut walk = Walk {
+        graph,
+        index: Default::default(),
+        stack: Vec::new(),
+        on_stack: Default::default(),
+        next: 0,
+        out: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !walk.index.contains_key(v.as_str()) {
+            walk.visit(v);
+        }
+    }
+    walk.out.sort_by_key(|c| std::cmp::Reverse(c.len()));
+    walk.out
+}
+
+#[test]
+fn no_import_cycles_between_files() {
+    let graph = file_graph();
+    let mut wrong = Vec::new();
+    for c in cycles(&graph) {
+        let allowed = ALLOWED_CYCLES.iter().any(|(files, _)| files.iter().copied().eq(c.iter().map(String::as_str)));
+        if !allowed {
+            let edges: Vec<String> = c
+                .iter()
+                .map(|f| {
+                    let to: Vec<&str> = graph[f].iter().filter(|t| c.contains(t)).map(String::as_str).collect();
+                    format!("  {f} -> {}", to.join(", "))
+                })
+                .collect();
+            wrong.push(format!("a cycle of {} files:\n{}", c.len(), edges.join("\n")));
+        }
+    }
+    assert!(wrong.is_empty(), "import cycles between engine source files:\n{}", wrong.join("\n"));
+    for (files, why) in ALLOWED_CYCLES {
+        assert!(files.len() <= 3 && !why.is_empty(), "an allowed cycle is at most 3 files, with its reason");
+    }
+}
+
+#[test]
+fn the_cycle_checker_sees_cycles() {
+    let mut g = std::collections::BTreeMap::new();
+    let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<std::collections::BTreeSet<_>>();
+    g.insert("a".to_string(), set(&["b"]));
+    g.insert("b".to_string(), set(&["c"]));
+    g.insert("c".to_string(), set(&["a", "d"]));
+    g.insert("d".to_string(), set(&[]));
+    assert_eq!(cycles(&g), vec![vec!["a".to_string(), "b".to_string(), "c".to_string()]]);
+    assert_eq!(paths_after("use crate::{a::X, b};", "crate::"), ["a::X", "b"]);
+    assert_eq!(paths_after("use super::b::{C, D};", "super::"), ["b::C", "b::D"]);
+}

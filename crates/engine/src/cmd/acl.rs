@@ -6,7 +6,8 @@
 use super::BASE;
 use super::introspection::{acl_categories, redis_meta};
 use crate::acl::{Begin, Find, KeySpec, Meta, key_flags};
-use crate::command::{Command, CommandTable, Ctx, Flags};
+use crate::command::Flags;
+use crate::ctx::{Command, CommandTable, Ctx};
 use bytes::Bytes;
 use resp::Frame;
 use std::sync::Arc;

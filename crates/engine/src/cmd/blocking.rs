@@ -7,7 +7,8 @@
 //! timeout reply comes at once, as in Redis.
 
 use super::BASE;
-use crate::command::{Command, Ctx, Flags, Keys};
+use crate::command::{Flags, Keys};
+use crate::ctx::{Command, Ctx};
 use crate::types::access::{MPop, bulk, parse_mpop};
 use crate::value::SmallBytes;
 use crate::waiters::{BlockRequest, Serve, parse_timeout};

@@ -4,7 +4,8 @@
 //! rules (`CLUSTER RESET` is `noscript`) behave the same.
 
 use super::BASE;
-use crate::command::{Command, Ctx, Flags};
+use crate::command::Flags;
+use crate::ctx::{Command, Ctx};
 use resp::Frame;
 
 /// Table entries.

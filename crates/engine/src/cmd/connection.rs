@@ -5,7 +5,8 @@
 use super::BASE;
 use crate::args::eq_ic;
 use crate::client::{ClientInfo, ReplyMode};
-use crate::command::{Command, Ctx, Flags};
+use crate::command::Flags;
+use crate::ctx::{Command, Ctx};
 use crate::pause::PauseKind;
 use bytes::Bytes;
 use resp::{Frame, Protocol};

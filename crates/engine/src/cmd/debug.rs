@@ -8,7 +8,8 @@
 
 use super::BASE;
 use super::server::{help_reply, subcommand_syntax_error};
-use crate::command::{Command, Ctx, Flags};
+use crate::command::Flags;
+use crate::ctx::{Command, Ctx};
 use crate::host::LogLevel;
 use crate::value::{Entry, Value};
 use bytes::Bytes;

@@ -6,7 +6,8 @@
 
 use super::{BASE, f};
 use crate::args::eq_ic;
-use crate::command::{Command, Ctx, Keys};
+use crate::command::Keys;
+use crate::ctx::{Command, Ctx};
 use crate::error;
 use resp::Frame;
 

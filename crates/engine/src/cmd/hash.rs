@@ -2,7 +2,8 @@
 
 use super::BASE;
 use crate::args::parse_i64_strict;
-use crate::command::{Command, Ctx, Flags, Keys};
+use crate::command::{Flags, Keys};
+use crate::ctx::{Command, Ctx};
 use crate::error;
 use crate::types::access::{
     bulk, create_hash, parse_scan, read_hash, remove_if_empty, sb, scan_match, scan_positions, scan_reply, write_hash,

@@ -9,7 +9,8 @@
 
 use super::BASE;
 use super::server::help_reply;
-use crate::command::{Command, Ctx, Flags, Keys};
+use crate::command::{Flags, Keys};
+use crate::ctx::{Command, Ctx};
 use crate::docs::{Arg, ArgType};
 use bytes::Bytes;
 use resp::Frame;

@@ -10,7 +10,8 @@
 
 use super::{BASE, f};
 use crate::args::eq_ic;
-use crate::command::{Command, Ctx, Flags, Keys};
+use crate::command::{Flags, Keys};
+use crate::ctx::{Command, Ctx};
 use crate::error;
 use crate::glob;
 use bytes::Bytes;

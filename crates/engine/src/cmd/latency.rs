@@ -3,7 +3,8 @@
 
 use super::BASE;
 use super::server::help_reply;
-use crate::command::{Command, Ctx, Flags};
+use crate::command::Flags;
+use crate::ctx::{Command, Ctx};
 use bytes::Bytes;
 use resp::Frame;
 use std::sync::atomic::Ordering;
@@ -14,7 +15,7 @@ const ADMIN: Flags = Flags::ADMIN.or(Flags::NOSCRIPT).or(Flags::LOADING).or(Flag
 pub static COMMANDS: &[Command] =
     &[Command { name: "latency", arity: -2, group: crate::command::Group::Server, subcommands: SUBCOMMANDS, ..BASE }];
 
-const fn sub(name: &'static str, arity: i32, handler: crate::command::Handler) -> Command {
+const fn sub(name: &'static str, arity: i32, handler: crate::ctx::Handler) -> Command {
     Command { name, arity, flags: ADMIN, group: crate::command::Group::Server, handler, ..BASE }
 }
 

@@ -2,7 +2,8 @@
 
 use super::BASE;
 use crate::args::eq_ic;
-use crate::command::{Command, Ctx, Flags, Keys};
+use crate::command::{Flags, Keys};
+use crate::ctx::{Command, Ctx};
 use crate::error;
 use crate::types::access::{
     MPop, bulk, create_list, numkeys_keys, parse_mpop, read_list, remove_if_empty, sb, write_list,

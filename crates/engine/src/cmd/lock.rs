@@ -24,7 +24,8 @@
 
 use super::BASE;
 use crate::args::{eq_ic, parse_i64_strict};
-use crate::command::{Command, Ctx, Flags, Keys};
+use crate::command::{Flags, Keys};
+use crate::ctx::{Command, Ctx};
 use crate::error;
 use crate::value::{Entry, LockValue, SmallBytes, Value};
 use crate::waiters::{BlockRequest, Serve};

@@ -13,7 +13,8 @@
 
 use super::BASE;
 use crate::args::eq_ic;
-use crate::command::{Command, Ctx, Flags, Keys};
+use crate::command::{Flags, Keys};
+use crate::ctx::{Command, Ctx};
 use crate::error;
 use crate::value::{Entry, Key};
 use bytes::Bytes;

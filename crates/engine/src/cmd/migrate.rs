@@ -15,7 +15,8 @@
 
 use super::BASE;
 use crate::args::eq_ic;
-use crate::command::{Command, Ctx, Keys};
+use crate::command::Keys;
+use crate::ctx::{Command, Ctx};
 use crate::error;
 use crate::host::{CachedConn, HostConn, is_timeout};
 use bytes::{Bytes, BytesMut};

@@ -25,7 +25,8 @@ pub mod sort;
 pub mod string;
 pub mod zset;
 
-use crate::command::{Command, Flags, Keys, container_handler};
+use crate::command::{Flags, Keys};
+use crate::ctx::{Command, container_handler};
 
 /// Every family's table, in the order COMMAND lists them (sorted later).
 pub static FAMILIES: &[&[Command]] = &[
@@ -56,9 +57,9 @@ pub static FAMILIES: &[&[Command]] = &[
 
 /// The command table, built once, for code that must resolve commands without a server at hand
 /// (key extraction of commands that wrap other commands, such as FENCED).
-pub fn table() -> &'static crate::command::CommandTable {
-    static TABLE: std::sync::OnceLock<crate::command::CommandTable> = std::sync::OnceLock::new();
-    TABLE.get_or_init(|| crate::command::CommandTable::new(FAMILIES))
+pub fn table() -> &'static crate::ctx::CommandTable {
+    static TABLE: std::sync::OnceLock<crate::ctx::CommandTable> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| crate::ctx::CommandTable::new(FAMILIES))
 }
 
 /// Defaults for table entries: `Command { name: "get", ..., ..BASE }`.

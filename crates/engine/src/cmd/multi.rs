@@ -6,7 +6,8 @@
 //! transaction is atomic with respect to every client on every core.
 
 use super::BASE;
-use crate::command::{Command, Ctx, Flags, Keys};
+use crate::command::{Flags, Keys};
+use crate::ctx::{Command, Ctx};
 use resp::Frame;
 use std::sync::atomic::Ordering;
 

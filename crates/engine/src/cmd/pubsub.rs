@@ -6,7 +6,8 @@
 //! Inside EXEC they are the command's reply instead, in the transaction's array.
 
 use super::BASE;
-use crate::command::{Command, Ctx, Flags, Group, Keys};
+use crate::command::{Flags, Group, Keys};
+use crate::ctx::{Command, Ctx};
 use crate::pubsub::Kind;
 use bytes::Bytes;
 use resp::Frame;

@@ -14,7 +14,8 @@
 use super::BASE;
 use super::server::{help_reply, subcommand_syntax_error};
 use crate::args::eq_ic;
-use crate::command::{Command, Ctx, Flags, Keys, container_handler};
+use crate::command::{Flags, Keys};
+use crate::ctx::{Command, Ctx, container_handler};
 use crate::lua::{Callable, FLAG_NAMES, RunArgs};
 use bytes::Bytes;
 use resp::Frame;

@@ -5,7 +5,8 @@
 //! `proc_*` functions at the bottom; on systems without `/proc` they report 0.
 
 use super::BASE;
-use crate::command::{Command, Ctx, Flags};
+use crate::command::Flags;
+use crate::ctx::{Command, Ctx};
 use crate::keyspace::Shard;
 use bytes::Bytes;
 use resp::Frame;

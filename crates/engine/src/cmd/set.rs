@@ -2,7 +2,8 @@
 
 use super::BASE;
 use crate::args::{eq_ic, parse_i64_strict};
-use crate::command::{Command, Ctx, Flags, Keys};
+use crate::command::{Flags, Keys};
+use crate::ctx::{Command, Ctx};
 use crate::db::Db;
 use crate::error;
 use crate::types::access::{

@@ -3,7 +3,8 @@
 
 use super::{BASE, f};
 use crate::args::{eq_ic, parse_i64_strict};
-use crate::command::{Command, Ctx, Keys};
+use crate::command::Keys;
+use crate::ctx::{Command, Ctx};
 use crate::db::Db;
 use crate::error;
 use crate::value::{SmallBytes, Value};

@@ -6,7 +6,8 @@
 
 use super::BASE;
 use crate::args::{eq_ic, parse_f64, parse_i64_strict};
-use crate::command::{Command, Ctx, Flags, Keys};
+use crate::command::{Flags, Keys};
+use crate::ctx::{Command, Ctx};
 use crate::error;
 use crate::types::access::{
     MPop, bulk, create_zset, numkeys_keys, parse_mpop, parse_scan, read_zset, remove_if_empty, scan_match,

@@ -20,7 +20,7 @@ mod msgpack;
 mod raw;
 
 use crate::client::Client;
-use crate::command::Command;
+use crate::ctx::Command;
 use crate::keyspace::Locked;
 use crate::server::Server;
 use bytes::Bytes;
@@ -149,7 +149,7 @@ pub struct Scripting {
     verified: Box<[AtomicU64]>,
     /// The command table as defined (before `rename-command`): what `redis.call` resolves names in
     /// when the server renamed nothing, and what `redis.acl_check_cmd` checks.
-    pub table: &'static crate::command::CommandTable,
+    pub table: &'static crate::ctx::CommandTable,
     /// What the instruction hook reads the time on and logs to (a run past the threshold).
     watch: SlowWatch,
 }
@@ -207,7 +207,7 @@ fn script_id(name: &[u8], what: &[u8]) -> Option<u64> {
 impl Scripting {
     /// Scripting for a server whose commands are `table` (as defined, before `rename-command`).
     pub fn new(
-        table: &'static crate::command::CommandTable,
+        table: &'static crate::ctx::CommandTable,
         clock: Arc<dyn crate::clock::Clock>,
         host: Arc<dyn crate::host::Host>,
     ) -> Self {
@@ -354,7 +354,7 @@ pub fn script_sha(body: &[u8]) -> String {
 }
 
 impl Vm {
-    fn new(run: Arc<RunState>, table: &'static crate::command::CommandTable, watch: SlowWatch) -> mlua::Result<Vm> {
+    fn new(run: Arc<RunState>, table: &'static crate::ctx::CommandTable, watch: SlowWatch) -> mlua::Result<Vm> {
         let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())?;
         let raised: libs::Pending = Arc::new(Mutex::new(None));
         let host = Arc::new(raw::Host::new(table));
@@ -1255,7 +1255,7 @@ fn raise_err(lua: &Lua, p: &libs::Pending, msg: &str) -> mlua::Error {
 /// command would pass the caller's ACL. Resolves the command (a top-level command, or a container's
 /// subcommand when one is named) and returns it with the arguments for the caller's check.
 fn acl_check_cmd(
-    table: &'static crate::command::CommandTable,
+    table: &'static crate::ctx::CommandTable,
     args: &MultiValue,
 ) -> Result<(&'static Command, Vec<Bytes>), &'static str> {
     let mut argv = Vec::with_capacity(args.len());

@@ -35,7 +35,8 @@
 #![allow(unsafe_code)]
 
 use super::{ActiveRun, CallCtx, ensure_shards, lstruct, lua_num_str};
-use crate::command::{Command, Flags};
+use crate::command::Flags;
+use crate::ctx::Command;
 use bytes::Bytes;
 use mlua::ffi;
 use resp::{Frame, Protocol};
@@ -66,12 +67,12 @@ pub(super) struct Host {
     /// A panic caught inside `redis.call`, resumed when the script returns.
     pub panic: parking_lot::Mutex<Option<Box<dyn Any + Send>>>,
     /// The command table as defined (before `rename-command`), whose static names argv[0] reuses.
-    pub table: &'static crate::command::CommandTable,
+    pub table: &'static crate::ctx::CommandTable,
 }
 
 impl Host {
     /// A host for a VM of a server whose commands are `table` (before renames).
-    pub fn new(table: &'static crate::command::CommandTable) -> Host {
+    pub fn new(table: &'static crate::ctx::CommandTable) -> Host {
         Host { active: ActiveRun::default(), panic: Default::default(), table }
     }
 }
