@@ -1194,7 +1194,7 @@ pub struct LogEntry {
 }
 
 /// A client's CLIENT LIST line, provided by the families (the ACL log records it).
-pub type ClientLineFn = fn(&crate::client::ClientInfo, u64) -> String;
+pub type ClientLineFn = fn(&crate::clients::ClientInfo, u64) -> String;
 
 /// Every user, the log and the counters.
 pub struct Acl {
@@ -1380,7 +1380,7 @@ impl Acl {
         context: Context,
         object: Bytes,
         username: Bytes,
-        info: &crate::client::ClientInfo,
+        info: &crate::clients::ClientInfo,
         now_ms: u64,
         unix_ms: i64,
         max_len: usize,

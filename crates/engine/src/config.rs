@@ -955,7 +955,7 @@ pub static PARAMS: &[Param] = &[
                     .chunks(4)
                     .find(|c| c.first() == Some(&class))
                     .and_then(|c| {
-                        Some(crate::client::ObufLimits {
+                        Some(crate::config::ObufLimits {
                             hard: c.get(1)?.parse().ok()?,
                             soft: c.get(2)?.parse().ok()?,
                             soft_secs: c.get(3)?.parse().ok()?,
@@ -1041,7 +1041,7 @@ pub struct Config {
     /// Hot copy of `latency-tracking` (per-command latency histograms).
     pub latency_tracking: AtomicBool,
     /// Hot copy of `client-output-buffer-limit` for the normal and pubsub classes.
-    pub obuf_limits: RwLock<[crate::client::ObufLimits; 2]>,
+    pub obuf_limits: RwLock<[crate::config::ObufLimits; 2]>,
     /// Hot copy of `notify-keyspace-events` (the bits of [`keyspace_events_flags`]).
     pub notify_keyspace_events: std::sync::atomic::AtomicU32,
     /// Hot copy of `latency-monitor-threshold` (milliseconds, 0 = the latency monitor is off).
@@ -1457,12 +1457,12 @@ impl Config {
     }
 
     /// The normal class's `client-output-buffer-limit` (0 = no limit).
-    pub fn normal_obuf_limits(&self) -> crate::client::ObufLimits {
+    pub fn normal_obuf_limits(&self) -> crate::config::ObufLimits {
         self.obuf_limits.read()[0]
     }
 
     /// The pubsub class's `client-output-buffer-limit` (0 = no limit).
-    pub fn pubsub_obuf_limits(&self) -> crate::client::ObufLimits {
+    pub fn pubsub_obuf_limits(&self) -> crate::config::ObufLimits {
         self.obuf_limits.read()[1]
     }
 
@@ -1882,6 +1882,37 @@ fn directive_lines(p: &Param, v: &str) -> Vec<String> {
             vec![format!("{} {}", p.name, words.iter().map(|w| quote_conf(w)).collect::<Vec<_>>().join(" "))]
         }
         _ => vec![format!("{} {}", p.name, quote_conf(v))],
+    }
+}
+
+/// Output limits of a client's class (`client-output-buffer-limit`): hard bytes, soft bytes, soft
+/// seconds; 0 disables.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ObufLimits {
+    /// Close at once at this many bytes.
+    pub hard: u64,
+    /// Close when over this many bytes for more than `soft_secs`.
+    pub soft: u64,
+    /// See `soft`.
+    pub soft_secs: u64,
+}
+
+impl ObufLimits {
+    /// Whether `used` bytes put a client over these limits, at Unix second `now_s`; `since` keeps
+    /// when the soft limit was first reached (Redis's `checkClientOutputBufferLimits`).
+    pub fn over(&self, used: u64, now_s: u64, since: &mut Option<u64>) -> bool {
+        if used == 0 {
+            *since = None;
+            return false;
+        }
+        if self.hard != 0 && used >= self.hard {
+            return true;
+        }
+        if self.soft == 0 || used < self.soft {
+            *since = None;
+            return false;
+        }
+        now_s - *since.get_or_insert(now_s) > self.soft_secs
     }
 }
 

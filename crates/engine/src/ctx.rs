@@ -32,6 +32,12 @@ pub type Command = crate::command::Command<Engine>;
 /// Latch's command table.
 pub type CommandTable = crate::command::CommandTable<Engine>;
 
+/// A client blocked on keys, waiting to run one of Latch's commands.
+pub type Waiter = crate::waiters::Waiter<Engine>;
+
+/// A client's MULTI/WATCH state, queuing Latch's commands.
+pub type MultiState = crate::transactions::MultiState<Engine>;
+
 /// A handler for container commands invoked without a valid subcommand; dispatch never calls it.
 pub fn container_handler(_: &mut Ctx<'_, '_>) -> Frame {
     Frame::error("ERR container command called without subcommand")

@@ -315,7 +315,7 @@ impl Server {
         for k in &keys {
             locked.shard_for(k).dbs[client.db].block(k, w.clone());
         }
-        client.info.set_blocked_on(Some(&w));
+        client.info.set_blocked_on(Some(w.clone()));
         client.blocked = Some(w);
         self.mark_blocked(client, args);
     }
@@ -437,7 +437,7 @@ impl Server {
             work.sort_unstable_by_key(|(seq, _, _)| *seq);
             for (_, db, key) in work {
                 while let Some(w) = locked.shard_for(&key).dbs[db].first_waiter(&key) {
-                    let Ok(w) = w.into_any().downcast::<crate::waiters::Waiter>() else {
+                    let Ok(w) = w.into_any().downcast::<crate::ctx::Waiter>() else {
                         unreachable!("tables queue only the runtime's waiters")
                     };
                     if !w.claim() {

@@ -25,6 +25,7 @@ pub mod args;
 mod assemble;
 pub mod changes;
 pub mod client;
+pub mod clients;
 pub mod clock;
 pub mod cmd;
 pub mod command;

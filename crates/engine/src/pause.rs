@@ -21,12 +21,9 @@
 //! Latch has one pause purpose (Redis also pauses for failover, which Latch does not do): a later
 //! pause keeps the stronger kind and the later deadline of the two.
 
-use crate::client::Client;
-use crate::command::Flags;
-use crate::ctx::Command;
-use crate::server::Server;
-use crate::waiters::{BlockRequest, WaitState, Waiter};
-use bytes::Bytes;
+use crate::command::Runner;
+use crate::keyspace::Keyspace;
+use crate::waiters::{WaitState, Waiter};
 use parking_lot::Mutex;
 use resp::Frame;
 use std::collections::VecDeque;
@@ -34,7 +31,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 /// How long a released client may take to run its command again before the next one is woken
-/// regardless (see [`Server::pause_cron`]).
+/// regardless (see [`Pause::cron`]).
 pub const TURN_GRACE_MS: u64 = 100;
 
 /// What a pause holds back.
@@ -46,9 +43,8 @@ pub enum PauseKind {
     All = 2,
 }
 
-/// The pause state of a server.
-#[derive(Default)]
-pub struct Pause {
+/// The pause state of a server, and the clients it holds back (waiting to run commands of `R`).
+pub struct Pause<R: Runner> {
     /// 0 when no pause lasts, else a [`PauseKind`]: the one load every command pays.
     kind: AtomicU8,
     /// The last millisecond of the pause (monotonic timeline), while `kind` is not 0.
@@ -58,10 +54,22 @@ pub struct Pause {
     /// When `in_flight` was woken (monotonic ms).
     released_ms: AtomicU64,
     /// Changes of the state above happen under this lock, as do the queue's.
-    queue: Mutex<VecDeque<Arc<Waiter>>>,
+    queue: Mutex<VecDeque<Arc<Waiter<R>>>>,
 }
 
-impl Pause {
+impl<R: Runner> Default for Pause<R> {
+    fn default() -> Self {
+        Pause {
+            kind: AtomicU8::new(0),
+            end: AtomicU64::new(0),
+            in_flight: AtomicU64::new(0),
+            released_ms: AtomicU64::new(0),
+            queue: Mutex::new(VecDeque::new()),
+        }
+    }
+}
+
+impl<R: Runner> Pause<R> {
     /// The pause in force at `now`, if any, ignoring whether its deadline passed.
     fn kind(&self) -> Option<PauseKind> {
         match self.kind.load(Ordering::Relaxed) {
@@ -87,52 +95,54 @@ pub fn parse_pause_timeout(arg: &[u8], now: u64) -> Result<u64, Frame> {
     Ok(i64::try_from(now).ok().and_then(|n| n.checked_add(ms)).map_or(0, |end| end as u64))
 }
 
-impl Server {
+impl<R: Runner> Pause<R> {
     /// CLIENT PAUSE: pauses clients of `kind` until `end` (monotonic ms, the pause's last
-    /// millisecond). A pause already in force keeps the stronger kind and the later end.
-    pub fn pause_clients(&self, kind: PauseKind, end: u64, now: u64) {
-        let _q = self.pause.queue.lock();
-        let (kind, end) = match self.pause.kind() {
-            Some(old) => (old.max(kind), self.pause.end.load(Ordering::Relaxed).max(end)),
+    /// millisecond). A pause already in force keeps the stronger kind and the later end. Keys of
+    /// `ks` stop expiring until then.
+    pub fn pause(&self, ks: &Keyspace, kind: PauseKind, end: u64, now: u64) {
+        let _q = self.queue.lock();
+        let (kind, end) = match self.kind() {
+            Some(old) => (old.max(kind), self.end.load(Ordering::Relaxed).max(end)),
             None => (kind, end),
         };
         if end < now {
             // Over before it began (a timeout of 0): nothing changes.
             return;
         }
-        self.pause.end.store(end, Ordering::Relaxed);
-        self.pause.kind.store(kind as u8, Ordering::Relaxed);
-        self.ks.hold_expiry(end);
+        self.end.store(end, Ordering::Relaxed);
+        self.kind.store(kind as u8, Ordering::Relaxed);
+        ks.hold_expiry(end);
     }
 
-    /// CLIENT UNPAUSE, or the pause's deadline passed: the waiting clients run their commands again,
-    /// in arrival order.
-    pub fn unpause_clients(&self) {
-        let mut q = self.pause.queue.lock();
-        if self.pause.kind.swap(0, Ordering::Relaxed) == 0 {
+    /// CLIENT UNPAUSE, or the pause's deadline passed (at `now`): the waiting clients run their
+    /// commands again, in arrival order.
+    pub fn unpause(&self, ks: &Keyspace, now: u64) {
+        let mut q = self.queue.lock();
+        if self.kind.swap(0, Ordering::Relaxed) == 0 {
             return;
         }
-        self.pause.end.store(0, Ordering::Relaxed);
-        self.ks.hold_expiry(0);
-        if self.pause.in_flight.load(Ordering::Relaxed) == 0 {
-            self.release_next(&mut q);
+        self.end.store(0, Ordering::Relaxed);
+        ks.hold_expiry(0);
+        if self.in_flight.load(Ordering::Relaxed) == 0 {
+            self.release_next(&mut q, now);
         }
     }
 
     /// The pause in force at `now`; one whose deadline passed ends here (Redis's
     /// `checkClientPauseTimeoutAndReturnIfPaused`).
-    pub fn paused(&self, now: u64) -> Option<PauseKind> {
-        let kind = self.pause.kind()?;
-        if self.pause.end.load(Ordering::Relaxed) < now {
-            self.unpause_clients();
+    pub fn paused(&self, ks: &Keyspace, now: u64) -> Option<PauseKind> {
+        let kind = self.kind()?;
+        if self.end.load(Ordering::Relaxed) < now {
+            self.unpause(ks, now);
             return None;
         }
         Some(kind)
     }
 
-    /// True while a pause is in force (Redis stops evicting then): one load when none is.
-    pub fn pause_in_force(&self) -> bool {
-        self.pause.kind().is_some() && self.paused(self.clock.now_ms()).is_some()
+    /// True while a pause is in force (Redis stops evicting then): one load when none is; `now` is
+    /// read only when one is.
+    pub fn in_force(&self, ks: &Keyspace, now: impl FnOnce() -> u64) -> bool {
+        self.kind().is_some() && self.paused(ks, now()).is_some()
     }
 
     /// The cron's part: ends a pause whose deadline passed, so that its clients run even when no
@@ -140,91 +150,70 @@ impl Server {
     /// its command within [`TURN_GRACE_MS`] (its connection is stuck writing earlier replies to a
     /// client that does not read): one stuck client does not hold up the others, as in Redis,
     /// which runs their commands whatever their output.
-    pub fn pause_cron(&self, now: u64) {
-        if self.paused(now).is_some() || self.pause.in_flight.load(Ordering::Relaxed) == 0 {
+    pub fn cron(&self, ks: &Keyspace, now: u64) {
+        if self.paused(ks, now).is_some() || self.in_flight.load(Ordering::Relaxed) == 0 {
             return;
         }
-        let mut q = self.pause.queue.lock();
-        if self.pause.kind().is_none()
-            && self.pause.in_flight.load(Ordering::Relaxed) != 0
-            && now.saturating_sub(self.pause.released_ms.load(Ordering::Relaxed)) > TURN_GRACE_MS
+        let mut q = self.queue.lock();
+        if self.kind().is_none()
+            && self.in_flight.load(Ordering::Relaxed) != 0
+            && now.saturating_sub(self.released_ms.load(Ordering::Relaxed)) > TURN_GRACE_MS
         {
-            self.pause.in_flight.store(0, Ordering::Relaxed);
-            self.release_next(&mut q);
+            self.in_flight.store(0, Ordering::Relaxed);
+            self.release_next(&mut q, now);
         }
     }
 
-    /// Whether a pause of `kind` holds back `cmd` (Redis's `processCommand`: everything under ALL;
-    /// under WRITE what may write or replicate, an EXEC by its queue).
-    fn pause_holds(&self, kind: PauseKind, client: &Client, cmd: &Command, args: &[Bytes]) -> bool {
-        let may_replicate = |c: &Command, a: &[Bytes]| {
-            if self.scripting.is_script_call(c) {
-                self.scripting.may_replicate(c, a)
-            } else {
-                c.flags.has(Flags::WRITE) || c.flags.has(Flags::MAY_REPLICATE)
-            }
-        };
-        kind == PauseKind::All
-            || may_replicate(cmd, args)
-            || (cmd.name == "exec"
-                && client.multi.queued.as_ref().is_some_and(|q| q.iter().any(|(c, a)| may_replicate(c, a))))
-    }
-
-    /// Called by `execute` once a command passed every other check: if a pause holds it back, the
-    /// client waits (true; the command runs again when the pause ends).
-    pub(crate) fn postpone_if_paused(
+    /// Called once a command passed every other check: if the pause in force at `now` holds it back
+    /// (`holds`, asked with the pause's kind), the waiter `wait` makes for it is queued and returned
+    /// (the command runs again when the pause ends).
+    pub fn postpone(
         &self,
-        client: &mut Client,
-        cmd: &'static Command,
-        args: &[Bytes],
+        ks: &Keyspace,
         now: u64,
-    ) -> bool {
-        if self.paused(now).is_none() {
-            return false;
-        }
+        client_id: u64,
+        holds: impl FnOnce(PauseKind) -> bool,
+        wait: impl FnOnce() -> Arc<Waiter<R>>,
+    ) -> Option<Arc<Waiter<R>>> {
+        self.paused(ks, now)?;
         // Queued under the lock that ends a pause, so that none ends between the check and the queue.
-        let mut q = self.pause.queue.lock();
-        let Some(kind) = self.pause.kind() else { return false };
-        if !self.pause_holds(kind, client, cmd, args) {
-            return false;
+        let mut q = self.queue.lock();
+        let kind = self.kind()?;
+        if !holds(kind) {
+            return None;
         }
-        let wake = client.block_waker.clone().unwrap_or_else(|| Arc::new(|| {}));
-        let req = BlockRequest { keys: Vec::new(), deadline: None, timeout_reply: Frame::Null };
-        let w = Arc::new(Waiter::new(client.info.clone(), client.db, client.proto, cmd, args.to_vec(), req, wake));
-        if self.pause.in_flight.load(Ordering::Relaxed) == client.id {
+        let w = wait();
+        if self.in_flight.load(Ordering::Relaxed) == client_id {
             // Released, and paused again before its turn ended: it keeps its place at the front.
             q.push_front(w.clone());
         } else {
             q.push_back(w.clone());
         }
-        drop(q);
-        client.blocked = Some(w);
-        self.mark_blocked(client, args);
-        true
+        Some(w)
     }
 
-    /// After `client` ran a command (or went away): if it was the released client whose turn it
-    /// was, the next waiting client is woken.
-    pub(crate) fn pause_turn_done(&self, client_id: u64) {
-        if self.pause.in_flight.load(Ordering::Relaxed) != client_id {
+    /// After client `client_id` ran a command (or went away): if it was the released client whose
+    /// turn it was, the next waiting client is woken.
+    pub fn turn_done(&self, client_id: u64, now: impl FnOnce() -> u64) {
+        if self.in_flight.load(Ordering::Relaxed) != client_id {
             return;
         }
-        let mut q = self.pause.queue.lock();
-        if self.pause.in_flight.load(Ordering::Relaxed) != client_id {
+        let mut q = self.queue.lock();
+        if self.in_flight.load(Ordering::Relaxed) != client_id {
             return;
         }
-        self.pause.in_flight.store(0, Ordering::Relaxed);
-        if self.pause.kind().is_none() {
-            self.release_next(&mut q);
+        self.in_flight.store(0, Ordering::Relaxed);
+        if self.kind().is_none() {
+            self.release_next(&mut q, now());
         }
     }
 
     /// Wakes the first client of the queue still waiting to run its command again.
-    fn release_next(&self, q: &mut VecDeque<Arc<Waiter>>) {
+    fn release_next(&self, q: &mut VecDeque<Arc<Waiter<R>>>, now: u64) {
         while let Some(w) = q.pop_front() {
             if w.claim() {
-                self.pause.in_flight.store(w.info.id, Ordering::Relaxed);
-                self.pause.released_ms.store(self.clock.now_ms(), Ordering::Relaxed);
+                self.in_flight.store(w.info.id, Ordering::Relaxed);
+                self.released_ms.store(now, Ordering::Relaxed);
                 w.finish(WaitState::Retry);
                 return;
             }
@@ -299,7 +288,7 @@ mod tests {
             +OK
             "#,
         );
-        assert!(ts.srv.paused(0).is_none());
+        assert!(ts.srv.pause.paused(&ts.srv.ks, 0).is_none());
     }
 
     #[test]

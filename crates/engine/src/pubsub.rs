@@ -1,6 +1,6 @@
 //! Pub/sub: who listens to which channels, patterns and shard channels, and delivery of messages
 //! that answer no command of the client receiving them (pub/sub messages, subscription
-//! confirmations, MONITOR lines, tracking invalidations) to its [`crate::client::Outbox`].
+//! confirmations, MONITOR lines, tracking invalidations) to its [`crate::clients::Outbox`].
 //!
 //! A message is encoded once, in RESP2 (`*3\r\n$7\r\nmessage\r\n...`), and shared by every
 //! receiver: a RESP3 connection writes its first byte as `>` (a push), the only difference between
@@ -8,7 +8,8 @@
 //! class's `client-output-buffer-limit` (pubsub while it has subscriptions, else normal) is closed,
 //! as Redis closes it, and the publisher goes on.
 
-use crate::client::{Client, ClientInfo, Pushed};
+use crate::client::Client;
+use crate::clients::{ClientInfo, Pushed};
 use crate::server::Server;
 use bytes::{BufMut, Bytes, BytesMut};
 use indexmap::{IndexMap, IndexSet};
@@ -182,8 +183,8 @@ impl PubSub {
 
 /// What [`Server::deliver_within`] checks a delivery against.
 struct DeliveryLimits {
-    normal: crate::client::ObufLimits,
-    pubsub: crate::client::ObufLimits,
+    normal: crate::config::ObufLimits,
+    pubsub: crate::config::ObufLimits,
     now_s: u64,
 }
 

@@ -7,7 +7,7 @@
 //! stripes. Threads that end up on the same stripe stay correct (the adds are atomic), they only share
 //! the lines again. Error statistics are written on errors only and stay plain.
 
-use crate::ctx::Command;
+use crate::command::{Command, Runner};
 use parking_lot::Mutex;
 use resp::Frame;
 use std::cell::Cell;
@@ -68,7 +68,7 @@ impl Stripe {
     }
 
     /// `cmd`'s counters (None for [`Command::NO_ID`], which is past the end of any table).
-    fn cmd(&self, cmd: &Command) -> Option<&CmdCounters> {
+    fn cmd<R: Runner>(&self, cmd: &Command<R>) -> Option<&CmdCounters> {
         self.cmd[PAD..self.cmd.len() - PAD].get(usize::from(cmd.id))
     }
 }
@@ -139,7 +139,7 @@ impl Stats {
 
     /// Counts a call of `cmd` that ran its handler for `usec` microseconds (`failed` if it replied
     /// with an error), and a command processed (`total_commands_processed`).
-    pub fn count_call(&self, cmd: &Command, usec: u64, failed: bool, dirty: u64) {
+    pub fn count_call<R: Runner>(&self, cmd: &Command<R>, usec: u64, failed: bool, dirty: u64) {
         let s = self.stripe();
         s.commands.fetch_add(1, Ordering::Relaxed);
         if dirty > 0 {
@@ -165,7 +165,7 @@ impl Stats {
     }
 
     /// Adds a call of `cmd` that took `usec` to its latency histogram (`latency-tracking`).
-    pub fn record_latency(&self, cmd: &Command, usec: u64) {
+    pub fn record_latency<R: Runner>(&self, cmd: &Command<R>, usec: u64) {
         if let Some(c) = self.stripe().cmd(cmd) {
             c.latency.get_or_init(Default::default).record(usec);
         }
@@ -173,7 +173,7 @@ impl Stats {
 
     /// `cmd`'s latency histogram summed over the stripes (bucket counts, see [`crate::latency`]),
     /// or None when no call was recorded.
-    pub fn latency(&self, cmd: &Command) -> Option<Vec<u64>> {
+    pub fn latency<R: Runner>(&self, cmd: &Command<R>) -> Option<Vec<u64>> {
         let mut counts = vec![0u64; crate::latency::BUCKETS];
         for h in self.stripes.iter().filter_map(|s| s.cmd(cmd).and_then(|c| c.latency.get())) {
             h.add_into(&mut counts);
@@ -182,7 +182,7 @@ impl Stats {
     }
 
     /// Counts a call of `cmd` refused before its handler ran.
-    pub fn count_rejected(&self, cmd: &Command) {
+    pub fn count_rejected<R: Runner>(&self, cmd: &Command<R>) {
         if let Some(c) = self.stripe().cmd(cmd) {
             c.rejected.fetch_add(1, Ordering::Relaxed);
         }
@@ -218,7 +218,7 @@ impl Stats {
     }
 
     /// The counters of `cmd` (None for a command no table numbered, or numbered by a larger table).
-    pub fn cmd(&self, cmd: &Command) -> Option<CmdStats> {
+    pub fn cmd<R: Runner>(&self, cmd: &Command<R>) -> Option<CmdStats> {
         let mut t = CmdStats::default();
         for s in self.stripes.iter() {
             let c = s.cmd(cmd)?;
@@ -269,7 +269,7 @@ impl Stats {
 mod tests {
     use super::*;
 
-    fn cmd(name: &str) -> &'static Command {
+    fn cmd(name: &str) -> &'static crate::ctx::Command {
         crate::cmd::table().get(name.as_bytes()).expect("known command")
     }
 

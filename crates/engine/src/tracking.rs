@@ -10,7 +10,8 @@
 //! A message for the client whose command caused it goes after that command's reply (Redis's
 //! pending invalidations): it is kept in `Client::after_reply` until the connection wrote the reply.
 
-use crate::client::{Client, ClientInfo};
+use crate::client::Client;
+use crate::clients::ClientInfo;
 use crate::server::Server;
 use bytes::{BufMut, Bytes, BytesMut};
 use indexmap::IndexMap;

@@ -1,6 +1,6 @@
 //! Per-client transaction state (MULTI/EXEC) and WATCH registrations.
 
-use crate::ctx::Command;
+use crate::command::{Command, Runner};
 use crate::keyspace::{WatchState, WatchedKey};
 use crate::value::Key;
 use bytes::Bytes;
@@ -8,10 +8,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 /// A client's MULTI and WATCH state.
-#[derive(Default)]
-pub struct MultiState {
+pub struct MultiState<R: Runner> {
     /// Inside MULTI: the queued commands.
-    pub queued: Option<Vec<(&'static Command, Vec<Bytes>)>>,
+    pub queued: Option<Vec<(&'static Command<R>, Vec<Bytes>)>>,
     /// A command failed to queue: EXEC will answer EXECABORT.
     pub aborted: bool,
     /// The WATCH state shared with the tables holding the watched keys.
@@ -21,7 +20,13 @@ pub struct MultiState {
     pub watched: Vec<(usize, Key, Arc<WatchedKey>)>,
 }
 
-impl MultiState {
+impl<R: Runner> Default for MultiState<R> {
+    fn default() -> Self {
+        MultiState { queued: None, aborted: false, watch: Default::default(), watched: Vec::new() }
+    }
+}
+
+impl<R: Runner> MultiState<R> {
     /// True inside MULTI.
     pub fn active(&self) -> bool {
         self.queued.is_some()
@@ -53,6 +58,6 @@ impl MultiState {
 /// Memory a queued command holds: its arguments and their bookkeeping (Redis's `multiCmd` and
 /// the argument objects), for CLIENT LIST `multi-mem` and `maxmemory-clients`.
 pub fn queued_size(args: &[Bytes]) -> usize {
-    std::mem::size_of::<(&Command, Vec<Bytes>)>()
+    std::mem::size_of::<(&(), Vec<Bytes>)>()
         + args.iter().map(|a| a.len() + std::mem::size_of::<Bytes>()).sum::<usize>()
 }

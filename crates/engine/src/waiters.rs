@@ -11,8 +11,8 @@
 //! A waiter leaves its queues lazily: once served, timed out, or disconnected, its state is no longer
 //! `Waiting` and queues skip and drop it when they next look.
 
-use crate::client::ClientInfo;
-use crate::ctx::Command;
+use crate::clients::ClientInfo;
+use crate::command::{Command, Runner};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use resp::{Frame, Protocol};
@@ -54,7 +54,7 @@ pub enum WaitState {
 }
 
 /// A blocked client, as the key queues see it.
-pub struct Waiter {
+pub struct Waiter<R: Runner> {
     /// The client.
     pub info: Arc<ClientInfo>,
     /// Database the command runs in.
@@ -62,7 +62,7 @@ pub struct Waiter {
     /// Protocol of the client (serve functions shape replies by it).
     pub proto: Protocol,
     /// The blocking command.
-    pub cmd: &'static Command,
+    pub cmd: &'static Command<R>,
     /// Its arguments.
     pub args: Vec<Bytes>,
     /// Deadline (monotonic ms), if any.
@@ -73,17 +73,17 @@ pub struct Waiter {
     wake: Arc<dyn Fn() + Send + Sync>,
 }
 
-impl Waiter {
+impl<R: Runner> Waiter<R> {
     /// A waiting waiter; `wake` tells its connection to look at its state.
     pub fn new(
         info: Arc<ClientInfo>,
         db: usize,
         proto: Protocol,
-        cmd: &'static Command,
+        cmd: &'static Command<R>,
         args: Vec<Bytes>,
         req: BlockRequest,
         wake: Arc<dyn Fn() + Send + Sync>,
-    ) -> Waiter {
+    ) -> Waiter<R> {
         Waiter {
             info,
             db,
@@ -165,7 +165,7 @@ pub fn parse_timeout(arg: &[u8], now: u64) -> Result<Option<u64>, Frame> {
     Ok(Some(now.saturating_add(ms)))
 }
 
-impl crate::keyspace::Waiting for Waiter {
+impl<R: Runner> crate::keyspace::Waiting for Waiter<R> {
     fn is_waiting(&self) -> bool {
         Waiter::is_waiting(self)
     }

@@ -346,7 +346,7 @@ async fn wait_blocked<R: AsyncRead + Unpin>(
 /// A client killed meanwhile (CLIENT KILL, a MONITOR over its limit, shutdown) stops the write.
 async fn write_out<W: AsyncWrite + Unpin>(
     srv: &Server,
-    info: &engine::client::ClientInfo,
+    info: &engine::clients::ClientInfo,
     kill: &Notify,
     wr: &mut W,
     out: &[u8],
@@ -387,7 +387,7 @@ async fn write_out<W: AsyncWrite + Unpin>(
 async fn flush<W: AsyncWrite + Unpin>(
     srv: &Server,
     aof: &crate::aof::Aof,
-    info: &engine::client::ClientInfo,
+    info: &engine::clients::ClientInfo,
     wait_durable: &mut bool,
     kill: &Notify,
     wr: &mut W,
@@ -422,7 +422,7 @@ async fn flush<W: AsyncWrite + Unpin>(
 /// Empties `wbuf`, and gives it the size the cron chose (`rbs`) when it is smaller than that or
 /// larger than it may stay: twice `rbs` for an idle client, [`KEEP_BUF`] between the replies of a
 /// busy one (a buffer that grew for a burst is kept for the next).
-fn fit_reply_buffer(info: &engine::client::ClientInfo, wbuf: &mut BytesMut, idle: bool) {
+fn fit_reply_buffer(info: &engine::clients::ClientInfo, wbuf: &mut BytesMut, idle: bool) {
     let rbs = info.rbs.load(Ordering::Relaxed);
     let keep = if idle { 2 * rbs } else { KEEP_BUF.max(rbs) };
     let cap = wbuf.capacity();

@@ -4,7 +4,8 @@
 
 use super::BASE;
 use crate::args::eq_ic;
-use crate::client::{ClientInfo, ReplyMode};
+use crate::client::ReplyMode;
+use crate::clients::ClientInfo;
 use crate::command::Flags;
 use crate::ctx::{Command, Ctx};
 use crate::pause::PauseKind;
@@ -365,7 +366,7 @@ pub(crate) fn client_line(out: &mut String, info: &ClientInfo, now: u64, me: Opt
     let qbuf_alloc = info.qbuf_cap.load(Ordering::Relaxed).max(qbuf);
     let qbuf_free = qbuf_alloc - qbuf;
     let multi_mem = info.multi_mem_total();
-    let tot_mem = crate::client::tot_mem(rbs, qbuf_alloc, argv_mem, omem, multi_mem);
+    let tot_mem = crate::clients::tot_mem(rbs, qbuf_alloc, argv_mem, omem, multi_mem);
     let _ = write!(
         out,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} \
@@ -937,7 +938,11 @@ fn client_unblock(ctx: &mut Ctx<'_, '_>) -> Frame {
         4 => return Frame::error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
         _ => return super::server::subcommand_syntax_error(ctx.arg(1), "CLIENT"),
     };
-    let waiter = u64::try_from(id).ok().and_then(|id| ctx.srv.clients.get(id)).and_then(|c| c.blocked_on());
+    let waiter = u64::try_from(id)
+        .ok()
+        .and_then(|id| ctx.srv.clients.get(id))
+        .and_then(|c| c.blocked_on())
+        .and_then(|w| w.into_any().downcast::<crate::ctx::Waiter>().ok());
     let Some(w) = waiter else { return Frame::Integer(0) };
     if !w.claim() {
         return Frame::Integer(0);

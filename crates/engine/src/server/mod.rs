@@ -3,13 +3,16 @@
 //! All generic checks happen here, before any handler runs (unknown command, arity, authentication),
 //! and so does the bookkeeping after it (command statistics, error statistics, slow log, MONITOR).
 
-use crate::client::{Client, ClientInfo, ClientRegistry};
+use crate::client::Client;
+use crate::clients::{ClientInfo, ClientRegistry};
 use crate::clock::Clock;
 use crate::command::Flags;
 use crate::ctx::{Command, CommandTable};
 use crate::config::Config;
 use crate::keyspace::Keyspace;
 pub use crate::stats::{CmdStats, Stats};
+
+mod pause;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -66,7 +69,7 @@ pub struct Server {
     pub slowlog: Mutex<SlowLog>,
     /// ACL users, the ACL log and its counters (see [`crate::acl`]).
     pub acl: crate::acl::Acl,
-    monitors: Mutex<Vec<Arc<crate::client::ClientInfo>>>,
+    monitors: Mutex<Vec<Arc<crate::clients::ClientInfo>>>,
     pub(crate) has_monitors: AtomicBool,
     shutdown_hook: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
     long_op_hook: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
@@ -83,7 +86,7 @@ pub struct Server {
     /// Clients currently blocked on keys or by a client pause (`blocked_clients`).
     pub blocked_clients: AtomicU64,
     /// CLIENT PAUSE's state and the clients it holds back (see [`crate::pause`]).
-    pub pause: crate::pause::Pause,
+    pub pause: crate::pause::Pause<crate::ctx::Engine>,
     /// The dataset is being loaded at startup: commands without the `loading` flag get
     /// `-LOADING` (INFO's `loading:1`).
     pub loading: AtomicBool,
@@ -321,7 +324,7 @@ impl Server {
     }
 
     /// Sends MONITOR output to a client's outbox.
-    pub fn add_monitor(&self, client: Arc<crate::client::ClientInfo>) {
+    pub fn add_monitor(&self, client: Arc<crate::clients::ClientInfo>) {
         let mut m = self.monitors.lock();
         m.push(client);
         self.has_monitors.store(true, Ordering::SeqCst);
