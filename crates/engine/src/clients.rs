@@ -313,6 +313,46 @@ impl ClientInfo {
     }
 }
 
+/// What a delivery to an outbox is checked against: the output limits of the two classes a
+/// receiver may be in, and the second, read once for a whole fan-out.
+pub struct DeliveryLimits {
+    /// `client-output-buffer-limit normal`.
+    pub normal: ObufLimits,
+    /// `client-output-buffer-limit pubsub` (a receiver with subscriptions).
+    pub pubsub: ObufLimits,
+    /// Unix seconds.
+    pub now_s: u64,
+}
+
+impl ClientInfo {
+    /// Queues `msg` in this client's outbox, waking its connection for the first message. A client
+    /// its class's limits put over is closed instead (Redis's
+    /// `closeClientOnOutputBufferLimitReached`): true when this delivery closed it. Never waits.
+    pub fn deliver(&self, msg: bytes::Bytes, l: &DeliveryLimits) -> bool {
+        if self.killed.load(Ordering::Relaxed) {
+            return false;
+        }
+        let pubsub =
+            self.sub.load(Ordering::Relaxed) + self.psub.load(Ordering::Relaxed) + self.ssub.load(Ordering::Relaxed) > 0;
+        let limits = if pubsub { l.pubsub } else { l.normal };
+        let unwritten = self.omem.load(Ordering::Relaxed);
+        match self.outbox.push(msg, unwritten, limits, l.now_s) {
+            Pushed::Queued => false,
+            Pushed::First => {
+                self.wake();
+                false
+            }
+            Pushed::Overflow => {
+                if self.killed.load(Ordering::Relaxed) {
+                    return false;
+                }
+                self.kill();
+                true
+            }
+        }
+    }
+}
+
 /// Hands out the lowest free `fd=` number.
 #[derive(Default)]
 struct FdPool {

@@ -8,9 +8,7 @@
 //! class's `client-output-buffer-limit` (pubsub while it has subscriptions, else normal) is closed,
 //! as Redis closes it, and the publisher goes on.
 
-use crate::client::Client;
-use crate::clients::{ClientInfo, Pushed};
-use crate::server::Server;
+use crate::clients::ClientInfo;
 use bytes::{BufMut, Bytes, BytesMut};
 use indexmap::{IndexMap, IndexSet};
 use parking_lot::RwLock;
@@ -51,6 +49,22 @@ impl Subscriptions {
     /// Every subscription, shard channels included: the client is in pub/sub mode while it is not 0.
     pub fn total(&self) -> usize {
         self.count() + self.shard.len()
+    }
+
+    fn set_mut(&mut self, kind: Kind) -> &mut IndexSet<Bytes, foldhash::fast::RandomState> {
+        match kind {
+            Kind::Channel => &mut self.channels,
+            Kind::Pattern => &mut self.patterns,
+            Kind::Shard => &mut self.shard,
+        }
+    }
+
+    /// Mirrors these subscriptions in the client's shared info (`sub=`, `psub=`, `ssub=`, flag `P`).
+    fn show_in(&self, info: &ClientInfo) {
+        info.sub.store(self.channels.len(), Ordering::Relaxed);
+        info.psub.store(self.patterns.len(), Ordering::Relaxed);
+        info.ssub.store(self.shard.len(), Ordering::Relaxed);
+        info.set_flag('P', self.total() > 0);
     }
 }
 
@@ -181,85 +195,33 @@ impl PubSub {
     }
 }
 
-/// What [`Server::deliver_within`] checks a delivery against.
-struct DeliveryLimits {
-    normal: crate::config::ObufLimits,
-    pubsub: crate::config::ObufLimits,
-    now_s: u64,
-}
-
-impl Server {
-    /// Queues `msg` for `to`. A client over its output limits is closed instead (Redis's
-    /// `closeClientOnOutputBufferLimitReached`); the caller never waits.
-    pub fn deliver(&self, to: &ClientInfo, msg: Bytes) {
-        self.deliver_within(to, msg, &self.delivery_limits());
-    }
-
-    /// The output limits and the second deliveries are checked at, read once for a fan-out.
-    fn delivery_limits(&self) -> DeliveryLimits {
-        DeliveryLimits {
-            normal: self.config.normal_obuf_limits(),
-            pubsub: self.config.pubsub_obuf_limits(),
-            now_s: self.clock.now_ms() / 1000,
-        }
-    }
-
-    /// [`Server::deliver`] with the limits already read.
-    fn deliver_within(&self, to: &ClientInfo, msg: Bytes, l: &DeliveryLimits) {
-        if to.killed.load(Ordering::Relaxed) {
-            return;
-        }
-        let pubsub =
-            to.sub.load(Ordering::Relaxed) + to.psub.load(Ordering::Relaxed) + to.ssub.load(Ordering::Relaxed) > 0;
-        let limits = if pubsub { l.pubsub } else { l.normal };
-        let unwritten = to.omem.load(Ordering::Relaxed);
-        match to.outbox.push(msg, unwritten, limits, l.now_s) {
-            Pushed::Queued => {}
-            Pushed::First => to.wake(),
-            Pushed::Overflow => {
-                if !to.killed.load(Ordering::Relaxed) {
-                    self.config.host().log(
-                        crate::host::LogLevel::Warning,
-                        &format!(
-                            "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
-                            to.id, to.addr
-                        ),
-                    );
-                    to.kill();
-                }
-            }
-        }
-    }
-
-    /// PUBLISH / SPUBLISH: delivers `message` to the subscribers of `channel` (and, for plain
-    /// channels, of the patterns matching it). Returns how many received it.
-    pub fn publish(&self, shard: bool, channel: &[u8], message: &[u8]) -> usize {
+impl PubSub {
+    /// PUBLISH / SPUBLISH: hands `message` to `deliver` for each subscriber of `channel` (and, for
+    /// plain channels, of each pattern matching it), encoded once per channel or pattern. Returns
+    /// how many received it.
+    pub fn publish(&self, shard: bool, channel: &[u8], message: &[u8], mut deliver: impl FnMut(&ClientInfo, Bytes)) -> usize {
         let mut receivers = 0;
         let kind = if shard { Kind::Shard } else { Kind::Channel };
-        // Read once for all the receivers, and only when there are some.
-        let mut limits = None;
         {
-            let map = self.pubsub.map(kind).read();
+            let map = self.map(kind).read();
             if let Some(subs) = map.get(channel) {
                 let word: &[u8] = if shard { b"smessage" } else { b"message" };
                 let msg = encode_message(&[word, channel, message]);
-                let limits = limits.get_or_insert_with(|| self.delivery_limits());
                 for c in subs {
-                    self.deliver_within(c, msg.clone(), limits);
+                    deliver(c, msg.clone());
                 }
                 receivers += subs.len();
             }
         }
         if !shard {
-            let patterns = self.pubsub.patterns.read();
+            let patterns = self.patterns.read();
             for (pattern, subs) in patterns.iter() {
                 if !crate::glob::matches(pattern, channel, false) {
                     continue;
                 }
                 let msg = encode_message(&[b"pmessage", pattern, channel, message]);
-                let limits = limits.get_or_insert_with(|| self.delivery_limits());
                 for c in subs {
-                    self.deliver_within(c, msg.clone(), limits);
+                    deliver(c, msg.clone());
                 }
                 receivers += subs.len();
             }
@@ -267,24 +229,42 @@ impl Server {
         receivers
     }
 
-    /// Subscribes `client` to `channels` of `kind`, confirming each through its outbox.
-    pub fn subscribe(&self, client: &mut Client, kind: Kind, channels: &[Bytes]) {
+    /// Subscribes the client of `info` (whose side is `subs`) to `channels` of `kind`, handing
+    /// `confirm` each confirmation.
+    pub fn subscribe(
+        &self,
+        subs: &mut Subscriptions,
+        info: &Arc<ClientInfo>,
+        kind: Kind,
+        channels: &[Bytes],
+        mut confirm: impl FnMut(Bytes),
+    ) {
         for ch in channels {
-            if own(client, kind).insert(ch.clone()) {
-                self.pubsub.map(kind).write().entry(ch.clone()).or_default().push(client.info.clone());
+            if subs.set_mut(kind).insert(ch.clone()) {
+                self.map(kind).write().entry(ch.clone()).or_default().push(info.clone());
             }
-            self.deliver(&client.info, confirmation(kind.words().0, Some(ch), client.subs.count_of(kind), false));
+            confirm(confirmation(kind.words().0, Some(ch), subs.count_of(kind), false));
         }
-        self.sync_counts(client);
+        subs.show_in(info);
     }
 
-    /// Unsubscribes `client` from `channels` of `kind` (from all of them when `channels` is
-    /// empty), confirming each through its outbox when `notify` (one confirmation with a nil
-    /// channel when there was nothing to leave).
-    pub fn unsubscribe(&self, client: &mut Client, kind: Kind, channels: &[Bytes], notify: bool) {
+    /// Unsubscribes the client of `info` from `channels` of `kind` (from all of them when
+    /// `channels` is empty), handing `confirm` each confirmation when `notify` (one with a nil
+    /// channel when there was nothing to leave; RESP3's null when `resp3`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn unsubscribe(
+        &self,
+        subs: &mut Subscriptions,
+        info: &ClientInfo,
+        resp3: bool,
+        kind: Kind,
+        channels: &[Bytes],
+        notify: bool,
+        mut confirm: impl FnMut(Bytes),
+    ) {
         let all: Vec<Bytes>;
         let list = if channels.is_empty() {
-            all = own(client, kind).iter().cloned().collect();
+            all = subs.set_mut(kind).iter().cloned().collect();
             &all[..]
         } else {
             channels
@@ -293,62 +273,46 @@ impl Server {
             // Leaving every channel: the order of what stays does not matter (nothing stays), so
             // each removal is O(1), not a shift of the rest.
             let left = if channels.is_empty() {
-                own(client, kind).swap_remove(ch)
+                subs.set_mut(kind).swap_remove(ch)
             } else {
-                own(client, kind).shift_remove(ch)
+                subs.set_mut(kind).shift_remove(ch)
             };
             if left {
-                leave(&mut self.pubsub.map(kind).write(), ch, client.id);
+                leave(&mut self.map(kind).write(), ch, info.id);
             }
             if notify {
-                let count = client.subs.count_of(kind);
-                self.deliver(&client.info, confirmation(kind.words().1, Some(ch), count, false));
+                confirm(confirmation(kind.words().1, Some(ch), subs.count_of(kind), false));
             }
         }
         if notify && list.is_empty() {
-            let count = client.subs.count_of(kind);
-            self.deliver(
-                &client.info,
-                confirmation(kind.words().1, None, count, client.proto == resp::Protocol::Resp3),
-            );
+            confirm(confirmation(kind.words().1, None, subs.count_of(kind), resp3));
         }
-        self.sync_counts(client);
+        subs.show_in(info);
     }
 
     /// Leaves every subscription without a word to the client (RESET, a closed connection).
-    pub fn unsubscribe_all(&self, client: &mut Client) {
-        if client.subs.total() == 0 {
+    pub fn unsubscribe_all(&self, subs: &mut Subscriptions, info: &ClientInfo) {
+        if subs.total() == 0 {
             return;
         }
         for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
-            self.unsubscribe(client, kind, &[], false);
+            self.unsubscribe(subs, info, false, kind, &[], false, |_| {});
         }
     }
 
-    /// Removes a closing client from every channel, pattern and shard channel it listened to.
-    pub fn forget_subscriptions(&self, client: &Client) {
-        for (kind, set) in [
-            (Kind::Channel, &client.subs.channels),
-            (Kind::Pattern, &client.subs.patterns),
-            (Kind::Shard, &client.subs.shard),
-        ] {
+    /// Removes a closing client (`id`, whose side was `subs`) from every channel, pattern and shard
+    /// channel it listened to.
+    pub fn forget(&self, subs: &Subscriptions, id: u64) {
+        for (kind, set) in [(Kind::Channel, &subs.channels), (Kind::Pattern, &subs.patterns), (Kind::Shard, &subs.shard)]
+        {
             if set.is_empty() {
                 continue;
             }
-            let mut map = self.pubsub.map(kind).write();
+            let mut map = self.map(kind).write();
             for ch in set {
-                leave(&mut map, ch, client.id);
+                leave(&mut map, ch, id);
             }
         }
-    }
-
-    /// Mirrors the client's subscriptions in its shared info (`sub=`, `psub=`, `ssub=`, flag `P`).
-    fn sync_counts(&self, client: &Client) {
-        let i = &client.info;
-        i.sub.store(client.subs.channels.len(), Ordering::Relaxed);
-        i.psub.store(client.subs.patterns.len(), Ordering::Relaxed);
-        i.ssub.store(client.subs.shard.len(), Ordering::Relaxed);
-        i.set_flag('P', client.subs.total() > 0);
     }
 }
 
@@ -359,14 +323,6 @@ fn leave(map: &mut Map, ch: &[u8], id: u64) {
         if subs.is_empty() {
             map.shift_remove(ch);
         }
-    }
-}
-
-fn own(client: &mut Client, kind: Kind) -> &mut IndexSet<Bytes, foldhash::fast::RandomState> {
-    match kind {
-        Kind::Channel => &mut client.subs.channels,
-        Kind::Pattern => &mut client.subs.patterns,
-        Kind::Shard => &mut client.subs.shard,
     }
 }
 

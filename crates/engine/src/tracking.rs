@@ -10,14 +10,10 @@
 //! A message for the client whose command caused it goes after that command's reply (Redis's
 //! pending invalidations): it is kept in `Client::after_reply` until the connection wrote the reply.
 
-use crate::client::Client;
-use crate::clients::ClientInfo;
-use crate::server::Server;
 use bytes::{BufMut, Bytes, BytesMut};
 use indexmap::IndexMap;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// A client's tracking state (kept in its shared info: invalidations read it).
@@ -44,7 +40,8 @@ pub struct ClientTracking {
 /// Keys changed under one BCAST prefix since the last broadcast, and who follows it.
 #[derive(Default)]
 struct Prefix {
-    clients: Vec<Arc<ClientInfo>>,
+    /// Ids of the clients registered under the prefix.
+    clients: Vec<u64>,
     /// Changed key -> id of the client that changed it last (0: the server).
     keys: BTreeMap<Bytes, u64>,
 }
@@ -77,15 +74,8 @@ pub struct Cause<'a> {
     pub after_reply: Option<&'a mut Vec<Bytes>>,
 }
 
-impl<'a> Cause<'a> {
-    /// The client whose command runs: its own messages wait for its reply.
-    pub fn of(client: &'a mut Client) -> Cause<'a> {
-        Cause { id: client.id, after_reply: Some(&mut client.after_reply) }
-    }
-}
-
 /// `*<n>\r\n` then each key as a bulk string: the payload of an invalidation.
-fn key_array<'a>(keys: impl ExactSizeIterator<Item = &'a [u8]>) -> Bytes {
+pub fn key_array<'a>(keys: impl ExactSizeIterator<Item = &'a [u8]>) -> Bytes {
     let mut out = BytesMut::new();
     out.put_u8(b'*');
     out.put_slice(itoa::Buffer::new().format(keys.len()).as_bytes());
@@ -96,14 +86,14 @@ fn key_array<'a>(keys: impl ExactSizeIterator<Item = &'a [u8]>) -> Bytes {
     out.freeze()
 }
 
-/// The message `to` gets: `[invalidate, payload]` (a push for RESP3) or, on a RESP2 connection
-/// that subscribed (a redirect target), `[message, __redis__:invalidate, payload]`. None when
-/// `to` cannot receive it (RESP2 and not subscribed).
-fn invalidation(to: &ClientInfo, redirected: bool, payload: &[u8]) -> Option<Bytes> {
+/// The message a client gets: `[invalidate, payload]` (a push for RESP3) or, on a RESP2
+/// connection that subscribed (a redirect target), `[message, __redis__:invalidate, payload]`.
+/// None when it cannot receive it (RESP2 and not subscribed).
+pub fn invalidation(resp3: bool, subscribed: bool, redirected: bool, payload: &[u8]) -> Option<Bytes> {
     let mut out = BytesMut::with_capacity(48 + payload.len());
-    if to.resp.load(Ordering::Relaxed) >= 3 {
+    if resp3 {
         out.put_slice(b"*2\r\n$10\r\ninvalidate\r\n");
-    } else if redirected && to.has_flag('P') {
+    } else if redirected && subscribed {
         out.put_slice(b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n");
     } else {
         return None;
@@ -125,280 +115,127 @@ pub(crate) fn followed_by(reply: resp::Frame, proto: resp::Protocol, msgs: &[Byt
     resp::Frame::Encoded(out.freeze())
 }
 
-impl Server {
-    /// Sends an invalidation about `payload` (an array of keys, or a null) to tracking client
-    /// `c`, or to the client it redirects to (Redis's `sendTrackingMessage`). `after_reply`: `c`
-    /// is running the command that caused it, and its own messages wait for the reply.
-    fn send_invalidation(&self, c: &ClientInfo, payload: &[u8], after_reply: Option<&mut Vec<Bytes>>) {
-        let redirect = c.tracking.lock().as_ref().map_or(0, |t| t.redirect);
-        let (to, redirected) = if redirect != 0 {
-            match self.clients.get(redirect) {
-                Some(r) => (r, true),
-                None => {
-                    if let Some(t) = c.tracking.lock().as_mut() {
-                        t.broken = true;
-                    }
-                    c.set_flag('R', true);
-                    if c.resp.load(Ordering::Relaxed) >= 3 {
-                        // `[tracking-redir-broken, <id as an integer>]`.
-                        let msg = Bytes::from(
-                            [
-                                &b"*2\r\n$21\r\ntracking-redir-broken\r\n:"[..],
-                                itoa::Buffer::new().format(redirect).as_bytes(),
-                                b"\r\n",
-                            ]
-                            .concat(),
-                        );
-                        match after_reply {
-                            Some(q) => q.push(msg),
-                            None => self.deliver(c, msg),
-                        }
-                    }
-                    return;
-                }
-            }
-        } else {
-            match self.clients.get(c.id) {
-                Some(me) => (me, false),
-                None => return,
-            }
-        };
-        let Some(msg) = invalidation(&to, redirected, payload) else { return };
-        match after_reply {
-            Some(q) if !redirected => q.push(msg),
-            _ => self.deliver(&to, msg),
-        }
+impl Tracking {
+    /// Whether any client tracks keys: the one load a change pays when none does.
+    pub fn any(&self) -> bool {
+        self.clients.load(Ordering::Relaxed) != 0
     }
 
-    /// Invalidates `keys` (changed, expired or evicted; any database), for the clients that read
-    /// them and the BCAST prefixes they match (Redis's `trackingInvalidateKey`).
-    pub(crate) fn invalidate_keys(&self, keys: &[&[u8]], mut cause: Cause<'_>) {
-        if self.tracking.clients.load(Ordering::Relaxed) == 0 {
+    /// Collects `keys` (changed by client `by`, 0 for the server) under every BCAST prefix they
+    /// match, for [`Tracking::take_broadcasts`].
+    pub fn note_for_prefixes(&self, keys: &[&[u8]], by: u64) {
+        let mut prefixes = self.prefixes.lock();
+        if prefixes.is_empty() {
             return;
-        }
-        {
-            let mut prefixes = self.tracking.prefixes.lock();
-            if !prefixes.is_empty() {
-                for key in keys {
-                    for (p, state) in prefixes.iter_mut() {
-                        if key.starts_with(p) {
-                            state.keys.insert(Bytes::copy_from_slice(key), cause.id);
-                            self.tracking.pending.store(true, Ordering::Relaxed);
-                        }
-                    }
-                }
-            }
         }
         for key in keys {
-            let ids = {
-                let mut t = self.tracking.table.lock();
-                let Some(ids) = t.keys.swap_remove(*key) else { continue };
-                t.items -= ids.len();
-                ids
-            };
-            let payload = key_array(std::iter::once(*key));
-            for id in ids {
-                let Some(target) = self.clients.get(id) else { continue };
-                let (on, bcast, noloop) = match target.tracking.lock().as_ref() {
-                    Some(t) => (true, t.bcast, t.noloop),
-                    None => (false, false, false),
-                };
-                if !on || bcast || (noloop && id == cause.id) {
-                    continue;
+            for (p, state) in prefixes.iter_mut() {
+                if key.starts_with(p) {
+                    state.keys.insert(Bytes::copy_from_slice(key), by);
+                    self.pending.store(true, Ordering::Relaxed);
                 }
-                let own = if id == cause.id { cause.after_reply.as_deref_mut() } else { None };
-                self.send_invalidation(&target, &payload, own);
             }
         }
     }
 
-    /// FLUSHALL / FLUSHDB: every tracking client is told to drop everything (a null payload), and
-    /// the table empties (Redis's `trackingInvalidateKeysOnFlush`).
-    pub(crate) fn invalidate_all(&self, mut cause: Cause<'_>) {
-        // Keys remembered for clients that turned tracking off since are dropped too.
-        if self.tracking.clients.load(Ordering::Relaxed) == 0 {
-            *self.tracking.table.lock() = Table::default();
-            return;
-        }
-        for c in self.clients.snapshot() {
-            if c.tracking.lock().is_none() {
-                continue;
-            }
-            let null: &[u8] = if c.resp.load(Ordering::Relaxed) >= 3 { b"_\r\n" } else { b"$-1\r\n" };
-            let own = if c.id == cause.id { cause.after_reply.as_deref_mut() } else { None };
-            self.send_invalidation(&c, null, own);
-        }
-        *self.tracking.table.lock() = Table::default();
+    /// Takes `key` out of the tracking table: the ids of the clients that read it.
+    pub fn take_readers(&self, key: &[u8]) -> Option<Vec<u64>> {
+        let mut t = self.table.lock();
+        let ids = t.keys.swap_remove(key)?;
+        t.items -= ids.len();
+        Some(ids)
     }
 
-    /// Remembers the keys a read command of `client` touched (Redis's `trackingRememberKeys`),
-    /// unless OPTIN/OPTOUT and CLIENT CACHING say otherwise.
-    pub(crate) fn remember_keys(&self, client: &Client, cmd: &crate::ctx::Command, args: &[Bytes]) {
-        {
-            let t = client.info.tracking.lock();
-            let Some(t) = t.as_ref() else { return };
-            if t.bcast || (t.optin && !t.caching) || (t.optout && t.caching) {
-                return;
-            }
-        }
-        if cmd.flags.has(crate::command::Flags::PUBSUB) {
-            return;
-        }
-        let pos = cmd.keys.positions(args);
-        if pos.is_empty() {
-            return;
-        }
-        let mut table = self.tracking.table.lock();
-        for i in pos {
+    /// Empties the tracking table (FLUSHALL, FLUSHDB).
+    pub fn clear(&self) {
+        *self.table.lock() = Table::default();
+    }
+
+    /// Remembers that client `id` read the keys at `positions` of `args`.
+    pub fn remember(&self, id: u64, args: &[Bytes], positions: impl IntoIterator<Item = usize>) {
+        let mut table = self.table.lock();
+        for i in positions {
             let ids = table.keys.entry(args[i].clone()).or_default();
-            if !ids.contains(&client.id) {
-                ids.push(client.id);
+            if !ids.contains(&id) {
+                ids.push(id);
                 table.items += 1;
             }
         }
     }
 
-    /// Turns tracking on for `client` with `opts` (checked by the caller), registering its BCAST
-    /// prefixes (the empty prefix when none is given).
-    pub(crate) fn enable_tracking(&self, client: &mut Client, opts: ClientTracking) {
-        if client.info.tracking.lock().is_none() {
-            self.tracking.clients.fetch_add(1, Ordering::Relaxed);
+    /// Counts a client that turned tracking on (`on`) or off.
+    pub fn count_client(&self, on: bool) {
+        if on {
+            self.clients.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.clients.fetch_sub(1, Ordering::Relaxed);
         }
-        let mut prefixes = opts.prefixes.clone();
-        if opts.bcast && prefixes.is_empty() {
-            prefixes.insert(Bytes::new());
+    }
+
+    /// Registers client `id` under BCAST `prefixes`.
+    pub fn add_prefixes<'p>(&self, id: u64, prefixes: impl IntoIterator<Item = &'p Bytes>) {
+        let mut table = self.prefixes.lock();
+        for p in prefixes {
+            let state = table.entry(p.clone()).or_default();
+            if !state.clients.contains(&id) {
+                state.clients.push(id);
+            }
         }
-        {
-            let mut table = self.tracking.prefixes.lock();
-            for p in &prefixes {
-                let state = table.entry(p.clone()).or_default();
-                if !state.clients.iter().any(|c| c.id == client.id) {
-                    state.clients.push(client.info.clone());
+    }
+
+    /// Takes client `id` off BCAST `prefixes`; a prefix left with no client goes.
+    pub fn remove_prefixes<'p>(&self, id: u64, prefixes: impl IntoIterator<Item = &'p Bytes>) {
+        let mut table = self.prefixes.lock();
+        for p in prefixes {
+            if let Some(state) = table.get_mut(p) {
+                state.clients.retain(|c| *c != id);
+                if state.clients.is_empty() {
+                    table.remove(p);
                 }
             }
         }
-        {
-            let mut t = client.info.tracking.lock();
-            let old_prefixes = t.as_ref().map(|t| t.prefixes.clone()).unwrap_or_default();
-            let mut all = old_prefixes;
-            all.extend(prefixes);
-            *t = Some(ClientTracking { prefixes: all, broken: false, caching: false, ..opts.clone() });
-        }
-        let i = &client.info;
-        i.set_flag('t', true);
-        i.set_flag('R', false);
-        i.set_flag('B', opts.bcast);
-        client.tracking = true;
-        self.sync_key_log();
     }
 
-    /// Turns tracking off for `client` (CLIENT TRACKING off, RESET).
-    pub fn disable_tracking(&self, client: &mut Client) {
-        self.forget_tracking(&client.info);
-        client.tracking = false;
+    /// The keys changed under each BCAST prefix since the last call, with the ids of the prefix's
+    /// clients; nothing when nothing changed.
+    pub fn take_broadcasts(&self) -> Vec<(Vec<u64>, BTreeMap<Bytes, u64>)> {
+        if !self.pending.swap(false, Ordering::Relaxed) {
+            return Vec::new();
+        }
+        let mut table = self.prefixes.lock();
+        table.values_mut().filter(|s| !s.keys.is_empty()).map(|s| (s.clients.clone(), std::mem::take(&mut s.keys))).collect()
     }
 
-    /// Turns tracking off for the client `info` describes (also when its connection closes).
-    pub(crate) fn forget_tracking(&self, info: &ClientInfo) {
-        let Some(t) = info.tracking.lock().take() else { return };
-        if !t.prefixes.is_empty() {
-            let mut table = self.tracking.prefixes.lock();
-            for p in &t.prefixes {
-                if let Some(state) = table.get_mut(p) {
-                    state.clients.retain(|c| c.id != info.id);
-                    if state.clients.is_empty() {
-                        table.remove(p);
-                    }
-                }
-            }
-        }
-        self.tracking.clients.fetch_sub(1, Ordering::Relaxed);
-        for f in ['t', 'R', 'B'] {
-            info.set_flag(f, false);
-        }
-        self.sync_key_log();
+    /// Keys in the table.
+    pub fn keys_len(&self) -> usize {
+        self.table.lock().keys.len()
     }
 
-    /// Sends the keys changed under each BCAST prefix since the last call, one message per prefix
-    /// (Redis's `trackingBroadcastInvalidationMessages`, run before it sleeps; here after each
-    /// command). A NOLOOP client does not hear of the keys it changed itself.
-    pub(crate) fn broadcast_invalidations(&self, mut cause: Cause<'_>) {
-        if !self.tracking.pending.swap(false, Ordering::Relaxed) {
-            return;
+    /// A key of the table at random.
+    pub fn random_key(&self) -> Option<Bytes> {
+        let t = self.table.lock();
+        if t.keys.is_empty() {
+            return None;
         }
-        type Followers = Vec<Arc<ClientInfo>>;
-        let work: Vec<(Followers, BTreeMap<Bytes, u64>)> = {
-            let mut table = self.tracking.prefixes.lock();
-            table
-                .values_mut()
-                .filter(|s| !s.keys.is_empty())
-                .map(|s| (s.clients.clone(), std::mem::take(&mut s.keys)))
-                .collect()
-        };
-        for (clients, keys) in work {
-            let all = key_array(keys.keys().map(|k| &k[..]));
-            for c in clients {
-                let noloop = c.tracking.lock().as_ref().is_some_and(|t| t.noloop);
-                let payload = if noloop {
-                    let mine: Vec<&[u8]> = keys.iter().filter(|(_, by)| **by != c.id).map(|(k, _)| &k[..]).collect();
-                    if mine.is_empty() {
-                        continue;
-                    }
-                    key_array(mine.into_iter())
-                } else {
-                    all.clone()
-                };
-                let own = if c.id == cause.id { cause.after_reply.as_deref_mut() } else { None };
-                self.send_invalidation(&c, &payload, own);
-            }
-        }
+        let i = rand::random_range(0..t.keys.len());
+        t.keys.get_index(i).map(|(k, _)| k.clone())
     }
 
-    /// Sends what BCAST clients have to hear of changes made outside commands (the cron's
-    /// expiries), as Redis does before it sleeps.
-    pub fn broadcast_tracking(&self) {
-        self.broadcast_invalidations(Cause { id: 0, after_reply: None });
+    /// Passes of `tracking-table-max-keys` enforcement in a row that ended still over the limit
+    /// (each pass tries harder).
+    pub fn limit_passes(&self) -> usize {
+        self.limit_passes.load(Ordering::Relaxed)
     }
 
-    /// Keeps the tracking table within `tracking-table-max-keys` by invalidating keys at random,
-    /// with more effort each pass that ends still over it (Redis's `trackingLimitUsedSlots`).
-    pub fn limit_tracking_table(&self) {
-        if self.tracking.clients.load(Ordering::Relaxed) == 0 {
-            return;
-        }
-        let max = self.config.get_i64("tracking-table-max-keys").max(0) as usize;
-        if max == 0 {
-            return;
-        }
-        if self.tracking.table.lock().keys.len() <= max {
-            self.tracking.limit_passes.store(0, Ordering::Relaxed);
-            return;
-        }
-        let mut effort = 100 * (self.tracking.limit_passes.load(Ordering::Relaxed) + 1);
-        while effort > 0 {
-            effort -= 1;
-            let key = {
-                let t = self.tracking.table.lock();
-                if t.keys.is_empty() {
-                    break;
-                }
-                let i = rand::random_range(0..t.keys.len());
-                t.keys.get_index(i).map(|(k, _)| k.clone())
-            };
-            let Some(key) = key else { break };
-            self.invalidate_keys(&[&key], Cause { id: 0, after_reply: None });
-            if self.tracking.table.lock().keys.len() <= max {
-                self.tracking.limit_passes.store(0, Ordering::Relaxed);
-                return;
-            }
-        }
-        self.tracking.limit_passes.fetch_add(1, Ordering::Relaxed);
+    /// See [`Tracking::limit_passes`].
+    pub fn set_limit_passes(&self, n: usize) {
+        self.limit_passes.store(n, Ordering::Relaxed);
     }
 
     /// INFO's `tracking_total_keys`, `tracking_total_items`, `tracking_total_prefixes`.
-    pub fn tracking_totals(&self) -> (usize, usize, usize) {
-        let t = self.tracking.table.lock();
-        (t.keys.len(), t.items, self.tracking.prefixes.lock().len())
+    pub fn totals(&self) -> (usize, usize, usize) {
+        let t = self.table.lock();
+        (t.keys.len(), t.items, self.prefixes.lock().len())
     }
 }
 

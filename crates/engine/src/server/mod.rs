@@ -13,6 +13,8 @@ use crate::keyspace::Keyspace;
 pub use crate::stats::{CmdStats, Stats};
 
 mod pause;
+mod pubsub;
+mod tracking;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
