@@ -15,10 +15,9 @@
 //! lock when it was freed), `lock_released`, `lock_extended` and `lock_expired`. `A` does not
 //! include it, as it does not include `m` and `n`.
 
-use crate::keyspace::{KeyEvent, Locked};
-use crate::server::Server;
+use crate::keyspace::KeyEvent;
+use crate::value::Key;
 use bytes::Bytes;
-use std::sync::atomic::Ordering;
 
 /// `K`: `__keyspace@<db>__:<key>` channels.
 pub const KEYSPACE: u32 = 1;
@@ -192,112 +191,77 @@ pub fn events(name: &str, args: &[Bytes], key: &[u8], exists: bool, other_db: bo
     }
 }
 
-impl Server {
-    /// Publishes one keyspace event, on the channels `notify-keyspace-events` asks for (Redis's
-    /// `notifyKeyspaceEvent`).
-    pub fn notify_keyspace_event(&self, class: u32, event: &str, db: usize, key: &[u8]) {
-        let flags = self.config.notify_keyspace_events.load(Ordering::Relaxed);
-        if flags & class == 0 {
-            return;
-        }
-        if self.pubsub.is_empty(crate::pubsub::Kind::Channel) && self.pubsub.is_empty(crate::pubsub::Kind::Pattern) {
-            return;
-        }
-        if flags & KEYSPACE != 0 {
-            let mut ch = format!("__keyspace@{db}__:").into_bytes();
-            ch.extend_from_slice(key);
-            self.publish(false, &ch, event.as_bytes());
-        }
-        if flags & KEYEVENT != 0 {
-            let ch = format!("__keyevent@{db}__:{event}");
-            self.publish(false, ch.as_bytes(), key);
-        }
-    }
+/// A key log sorted for raising: the tables' own events (expired, evicted, new, missed) in the
+/// order they happened, the keys that went (expired or evicted), and the keys changed, each once,
+/// in the order of the command's arguments (the source before the destination).
+pub struct Digest {
+    /// `(class, event, db, key)`, to publish first.
+    pub table_events: Vec<(u32, &'static str, usize, Key)>,
+    /// Keys expired or evicted: invalidated whatever the command did.
+    pub gone: Vec<Key>,
+    /// `(db, key)` changed by the command.
+    pub changed: indexmap::IndexSet<(usize, Key), foldhash::fast::RandomState>,
+}
 
-    /// Makes the tables log what keyspace notifications and client tracking need, after
-    /// `notify-keyspace-events` changed or tracking was turned on or off.
-    pub fn sync_key_log(&self) {
-        let flags = self.config.notify_keyspace_events.load(Ordering::Relaxed);
-        let tracking = if self.tracking.clients.load(Ordering::Relaxed) > 0 {
-            KeyEvent::Changed.bit() | KeyEvent::Expired { lock: false }.bit() | KeyEvent::Evicted.bit()
-        } else {
-            0
-        };
-        self.ks.set_key_log(key_log_mask(flags) | tracking);
+/// Sorts the tables' key `log` for the command that `ran` (None outside commands).
+pub fn digest(log: Vec<(usize, Key, KeyEvent)>, ran: Option<&Ran<'_>>) -> Digest {
+    // Each changed key once, in the order the tables logged it (a set: a DEL of many keys must not
+    // cost their square).
+    let mut d = Digest { table_events: Vec::new(), gone: Vec::new(), changed: Default::default() };
+    for (kdb, key, ev) in log {
+        match ev {
+            KeyEvent::Expired { lock } => {
+                d.table_events.push((EXPIRED, "expired", kdb, key.clone()));
+                if lock {
+                    d.table_events.push((LOCK, "lock_expired", kdb, key.clone()));
+                }
+                d.gone.push(key);
+            }
+            KeyEvent::Evicted => {
+                d.table_events.push((EVICTED, "evicted", kdb, key.clone()));
+                d.gone.push(key);
+            }
+            KeyEvent::New => d.table_events.push((NEW, "new", kdb, key)),
+            KeyEvent::Missed => d.table_events.push((KEYMISS, "keymiss", kdb, key)),
+            KeyEvent::Changed => {
+                d.changed.insert((kdb, key));
+            }
+        }
     }
+    if let Some(r) = ran {
+        let mut first: std::collections::HashMap<&[u8], usize, foldhash::fast::RandomState> = Default::default();
+        for (i, a) in r.args.iter().enumerate().skip(1) {
+            first.entry(&a[..]).or_insert(i);
+        }
+        d.changed.sort_by_cached_key(|(_, k)| first.get(&k[..]).copied().unwrap_or(usize::MAX));
+    }
+    d
+}
 
-    /// Raises what happened to the locked shards' keys since the last call: the tables' own events
-    /// (expired, evicted, new), the invalidations of client tracking, then the events of the
-    /// command that `ran` (None outside commands), in database `db`.
-    pub(crate) fn raise_key_events(
-        &self,
-        locked: &mut Locked<'_>,
-        ran: Option<Ran<'_>>,
-        db: usize,
-        cause: crate::tracking::Cause<'_>,
-    ) {
-        let mut log = Vec::new();
-        for s in locked.shards_mut() {
-            s.take_log(&mut log);
-        }
-        if log.is_empty() {
-            return;
-        }
-        // Each changed key once, in the order the tables logged it (a set: a DEL of many keys
-        // must not cost their square).
-        let mut changed: indexmap::IndexSet<(usize, crate::value::Key), foldhash::fast::RandomState> =
-            Default::default();
-        let mut gone: Vec<crate::value::Key> = Vec::new();
-        for (kdb, key, ev) in log {
-            match ev {
-                KeyEvent::Expired { lock } => {
-                    self.notify_keyspace_event(EXPIRED, "expired", kdb, &key);
-                    if lock {
-                        self.notify_keyspace_event(LOCK, "lock_expired", kdb, &key);
-                    }
-                    gone.push(key);
-                }
-                KeyEvent::Evicted => {
-                    self.notify_keyspace_event(EVICTED, "evicted", kdb, &key);
-                    gone.push(key);
-                }
-                KeyEvent::New => self.notify_keyspace_event(NEW, "new", kdb, &key),
-                KeyEvent::Missed => self.notify_keyspace_event(KEYMISS, "keymiss", kdb, &key),
-                KeyEvent::Changed => {
-                    changed.insert((kdb, key));
-                }
-            }
-        }
-        // In the order of the command's arguments (the source before the destination).
-        if let Some(r) = &ran {
-            let mut first: std::collections::HashMap<&[u8], usize, foldhash::fast::RandomState> = Default::default();
-            for (i, a) in r.args.iter().enumerate().skip(1) {
-                first.entry(&a[..]).or_insert(i);
-            }
-            changed.sort_by_cached_key(|(_, k)| first.get(&k[..]).copied().unwrap_or(usize::MAX));
-        }
-        // A command that changed nothing (dirty 0: SREM of a missing member) invalidates and
-        // raises nothing of its own, whatever paths it took.
-        let real = ran.as_ref().is_none_or(|r| r.changed);
-        if self.tracking.clients.load(Ordering::Relaxed) > 0 {
-            let mut keys: indexmap::IndexSet<&[u8], foldhash::fast::RandomState> =
-                gone.iter().map(|k| &k[..]).collect();
-            if real {
-                keys.extend(changed.iter().map(|(_, k)| &k[..]));
-            }
-            self.invalidate_keys(&keys.into_iter().collect::<Vec<_>>(), cause);
-        }
-        let Some(Ran { name, args, changed: true }) = ran else { return };
-        if self.config.notify_keyspace_events.load(Ordering::Relaxed) == 0 {
-            return;
-        }
-        for (kdb, key) in changed {
-            let exists = locked.shard_for(&key).dbs[kdb].peek(&key).is_some();
-            for (class, event) in events(name, args, &key, exists, kdb != db) {
-                self.notify_keyspace_event(class, event, kdb, &key);
-            }
-        }
+/// The channels and messages of one keyspace event under `flags` (`notify-keyspace-events`):
+/// `__keyspace@<db>__:<key>` carrying the event, `__keyevent@<db>__:<event>` carrying the key.
+pub fn channels(flags: u32, event: &str, db: usize, key: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::with_capacity(2);
+    if flags & KEYSPACE != 0 {
+        let mut ch = format!("__keyspace@{db}__:").into_bytes();
+        ch.extend_from_slice(key);
+        out.push((ch, event.as_bytes().to_vec()));
     }
+    if flags & KEYEVENT != 0 {
+        out.push((format!("__keyevent@{db}__:{event}").into_bytes(), key.to_vec()));
+    }
+    out
+}
+
+/// What the tables must log for `flags` and for client tracking (`tracking`: a client tracks
+/// keys).
+pub fn key_log_for(flags: u32, tracking: bool) -> u32 {
+    let t = if tracking {
+        KeyEvent::Changed.bit() | KeyEvent::Expired { lock: false }.bit() | KeyEvent::Evicted.bit()
+    } else {
+        0
+    };
+    key_log_mask(flags) | t
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use crate::keyspace::Keyspace;
 pub use crate::stats::{CmdStats, Stats};
 
 mod pause;
+mod notify;
 mod pubsub;
 mod tracking;
 use bytes::Bytes;
