@@ -27,8 +27,10 @@
 //! After 16 keys the time spent is checked against `maxmemory-eviction-tenacity`'s budget; past it,
 //! the command goes on and the server's cron continues ([`Evictor::running`]).
 
-use crate::keyspace::Table;
-use crate::server::Server;
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::keyspace::{Keyspace, Locked, Table};
+use crate::stats::Stats;
 use crate::value::{Entry, Key, Value};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -207,29 +209,30 @@ fn pool_insert(pool: &mut Vec<Candidate>, c: Candidate) {
 /// Eviction in the table a write is about to grow (see the module docs), for one command.
 #[derive(Clone, Copy)]
 pub struct TableEviction<'a> {
-    srv: &'a Server,
+    config: &'a Config,
+    evictor: &'a Evictor,
     max: u64,
     policy: Policy,
 }
 
 impl<'a> TableEviction<'a> {
-    /// The server's settings, or None when nothing is evicted (no `maxmemory`, or `noeviction`).
-    pub fn for_server(srv: &'a Server) -> Option<TableEviction<'a>> {
-        let max = srv.config.maxmemory.load(Ordering::Relaxed);
-        // A client pause holds the dataset still: nothing is evicted (Redis's
-        // isSafeToPerformEvictions).
-        if max == 0 || srv.pause_in_force() {
+    /// The configuration's settings, or None when nothing is evicted (no `maxmemory`, `noeviction`,
+    /// or `paused`: a client pause holds the dataset still, Redis's isSafeToPerformEvictions; asked
+    /// only when a limit is set).
+    pub fn new(config: &'a Config, evictor: &'a Evictor, paused: impl FnOnce() -> bool) -> Option<TableEviction<'a>> {
+        let max = config.maxmemory.load(Ordering::Relaxed);
+        if max == 0 || paused() {
             return None;
         }
-        let policy = srv.config.policy();
-        (policy != Policy::NoEviction).then_some(TableEviction { srv, max, policy })
+        let policy = config.policy();
+        (policy != Policy::NoEviction).then_some(TableEviction { config, evictor, max, policy })
     }
 
     /// Before `key` is added to `t` at `now_ms`: if the table would grow and its growth would take
     /// used memory over `maxmemory`, evicts the policy's pick among a sample of `t`'s keys instead.
     /// Nothing when the table has room, the growth fits, or nothing in `t` may be evicted.
     pub fn make_room(&self, t: &mut Table, key: &[u8], now_ms: u64) {
-        let config = &self.srv.config;
+        let config = self.config;
         if !t.would_grow(key) || config.host().used_memory() + t.growth_bytes() as u64 <= self.max {
             return;
         }
@@ -257,7 +260,7 @@ impl<'a> TableEviction<'a> {
         };
         let Some(victim) = pick(t, 1).pop() else { return };
         drop(t.evict(&victim));
-        self.srv.evictor.evicted_keys.fetch_add(1, Ordering::Relaxed);
+        self.evictor.evicted_keys.fetch_add(1, Ordering::Relaxed);
         if !t.would_grow(key) {
             return;
         }
@@ -266,32 +269,45 @@ impl<'a> TableEviction<'a> {
         // tombstones: the next inserts find free slots, and the pass costs O(table) once per batch.
         let batch = pick(t, (t.len() / 64).max(1));
         let n = t.evict_many(&batch);
-        self.srv.evictor.evicted_keys.fetch_add(n as u64, Ordering::Relaxed);
+        self.evictor.evicted_keys.fetch_add(n as u64, Ordering::Relaxed);
     }
 }
 
-impl crate::db::MakeRoom for Server {
-    fn make_room(&self, t: &mut Table, key: &[u8], now_ms: u64) {
-        if let Some(e) = TableEviction::for_server(self) {
-            e.make_room(t, key, now_ms);
-        }
-    }
+/// What eviction sees of the server: the keyspace, the configuration, the clock, its own state and
+/// the counters, and what the composition does around it ([`Hooks`]).
+pub struct Scope<'a> {
+    /// The keyspace.
+    pub ks: &'a Keyspace,
+    /// `maxmemory` and the policy's settings.
+    pub config: &'a Config,
+    /// Time.
+    pub clock: &'a dyn Clock,
+    /// Eviction's own state and counters.
+    pub evictor: &'a Evictor,
+    /// The dirty count an eviction adds to.
+    pub stats: &'a Stats,
+    /// The rest.
+    pub hooks: &'a dyn Hooks,
 }
 
-impl Server {
-    /// What a command's [`crate::db::Db`] evicts through when a new key would grow a full table, or
-    /// None when nothing is evicted (no `maxmemory`, or `noeviction`).
-    pub fn table_eviction(&self) -> Option<&dyn crate::db::MakeRoom> {
-        TableEviction::for_server(self).map(|_| self as &dyn crate::db::MakeRoom)
-    }
+/// What the composition does around an eviction.
+pub trait Hooks {
+    /// Clients blocked on the keys of `locked` may be served (a freed lock, a deleted list).
+    fn serve_ready(&self, locked: &mut Locked<'_>, now: u64);
+    /// A latency-monitor sample.
+    fn latency_sample(&self, event: &'static str, ms: u64);
+    /// A client pause holds the dataset still.
+    fn paused(&self) -> bool;
+}
 
+impl Scope<'_> {
     /// Redis's `performEvictions`: if used memory is over `maxmemory`, evicts keys by
     /// `maxmemory-policy` until it is not, the policy has nothing left, or the time budget runs out.
     /// Called before each command (with no shard locked) and by the cron while [`Evictor::running`].
     pub fn perform_evictions(&self) -> Evicted {
         let max = self.config.maxmemory.load(Ordering::Relaxed);
         // A client pause holds the dataset still (Redis's isSafeToPerformEvictions).
-        if max == 0 || self.pause_in_force() {
+        if max == 0 || self.hooks.paused() {
             return Evicted::Ok;
         }
         let host = self.config.host();
@@ -314,7 +330,7 @@ impl Server {
         } else {
             let start = self.clock.ticks_us();
             let r = self.evict(policy, max);
-            self.latency_sample("eviction-cycle", self.clock.ticks_us().saturating_sub(start) / 1000);
+            self.hooks.latency_sample("eviction-cycle", self.clock.ticks_us().saturating_sub(start) / 1000);
             r
         };
         if result != Evicted::Running {
@@ -375,7 +391,7 @@ impl Server {
         let after = host.used_memory().saturating_sub(Table::SLOT_BYTES as u64);
         self.stats.add_dirty(1);
         // A freed lock or a deleted list may have clients waiting on it.
-        self.serve_ready(&mut locked, now);
+        self.hooks.serve_ready(&mut locked, now);
         Some(before.saturating_sub(after))
     }
 

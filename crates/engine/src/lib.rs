@@ -56,6 +56,7 @@ pub mod tracking;
 pub mod transactions;
 pub mod types;
 pub mod value;
+pub mod version;
 pub mod waiters;
 
 pub use bytes::Bytes;

@@ -362,7 +362,7 @@ impl Vm {
         let rt = lua.create_table()?;
         let p = raised.clone();
         rt.raw_set("take_raised", lua.create_function(move |_, ()| Ok(p.lock().take().unwrap_or(Value::Nil)))?)?;
-        rt.raw_set("version", crate::server::REDIS_VERSION)?;
+        rt.raw_set("version", crate::version::REDIS_VERSION)?;
         let e1 = raised.clone();
         rt.raw_set("version_num", 0x07000f)?;
         rt.raw_set(

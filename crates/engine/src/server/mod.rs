@@ -13,7 +13,9 @@ use crate::keyspace::Keyspace;
 pub use crate::stats::{CmdStats, Stats};
 
 mod pause;
+mod evict;
 mod notify;
+mod persistence;
 mod pubsub;
 mod tracking;
 use bytes::Bytes;
@@ -22,10 +24,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
-/// The Redis version Latch answers as (clients enable features by it).
-pub const REDIS_VERSION: &str = "7.0.15";
-/// Latch's own version.
-pub const LATCH_VERSION: &str = env!("CARGO_PKG_VERSION");
+pub use crate::version::{LATCH_VERSION, REDIS_VERSION};
 
 /// One slow log entry.
 #[derive(Clone, Debug)]

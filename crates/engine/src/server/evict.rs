@@ -1,0 +1,51 @@
+//! `maxmemory` in the composition: eviction (`crate::evict`) runs on the server's keyspace,
+//! configuration and counters, and hands freed keys' waiters back to dispatch.
+
+use super::Server;
+use crate::evict::{Evicted, Hooks, Scope, TableEviction};
+use crate::keyspace::{Locked, Table};
+
+impl Hooks for Server {
+    fn serve_ready(&self, locked: &mut Locked<'_>, now: u64) {
+        Server::serve_ready(self, locked, now);
+    }
+    fn latency_sample(&self, event: &'static str, ms: u64) {
+        Server::latency_sample(self, event, ms);
+    }
+    fn paused(&self) -> bool {
+        self.pause_in_force()
+    }
+}
+
+impl crate::db::MakeRoom for Server {
+    fn make_room(&self, t: &mut Table, key: &[u8], now_ms: u64) {
+        if let Some(e) = self.table_evictor() {
+            e.make_room(t, key, now_ms);
+        }
+    }
+}
+
+impl Server {
+    fn table_evictor(&self) -> Option<TableEviction<'_>> {
+        TableEviction::new(&self.config, &self.evictor, || self.pause_in_force())
+    }
+
+    /// What a command's [`crate::db::Db`] evicts through when a new key would grow a full table, or
+    /// None when nothing is evicted (no `maxmemory`, or `noeviction`).
+    pub fn table_eviction(&self) -> Option<&dyn crate::db::MakeRoom> {
+        self.table_evictor().map(|_| self as &dyn crate::db::MakeRoom)
+    }
+
+    /// Redis's `performEvictions` on this server (see [`Scope::perform_evictions`]).
+    pub fn perform_evictions(&self) -> Evicted {
+        let scope = Scope {
+            ks: &self.ks,
+            config: &self.config,
+            clock: &*self.clock,
+            evictor: &self.evictor,
+            stats: &self.stats,
+            hooks: self,
+        };
+        scope.perform_evictions()
+    }
+}
