@@ -1439,7 +1439,7 @@ impl Acl {
     }
 
     /// Redis's `ACLUpdateDefaultUserPassword` (`requirepass`): empty means nopass.
-    pub fn set_default_password(default: &User, pass: &[u8]) {
+    fn set_default_password(default: &User, pass: &[u8]) {
         let mut d = default.data();
         let _ = d.apply(b"resetpass", None, false);
         if pass.is_empty() {
@@ -1691,6 +1691,13 @@ pub fn merge_selectors(args: &[Bytes]) -> Result<Vec<Vec<u8>>, usize> {
     match open {
         Some((j, _)) => Err(j),
         None => Ok(out),
+    }
+}
+
+impl crate::config::DefaultPassword for User {
+    fn set_password(&self, pass: &[u8]) -> bool {
+        Acl::set_default_password(self, pass);
+        !self.nopass_enabled()
     }
 }
 

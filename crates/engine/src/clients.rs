@@ -333,7 +333,8 @@ impl ClientInfo {
             return false;
         }
         let pubsub =
-            self.sub.load(Ordering::Relaxed) + self.psub.load(Ordering::Relaxed) + self.ssub.load(Ordering::Relaxed) > 0;
+            self.sub.load(Ordering::Relaxed) + self.psub.load(Ordering::Relaxed) + self.ssub.load(Ordering::Relaxed)
+                > 0;
         let limits = if pubsub { l.pubsub } else { l.normal };
         let unwritten = self.omem.load(Ordering::Relaxed);
         match self.outbox.push(msg, unwritten, limits, l.now_s) {
@@ -564,4 +565,3 @@ mod tests {
         assert_eq!(c.rbs.load(Ordering::Relaxed), 16384);
     }
 }
-

@@ -377,9 +377,7 @@ pub static PARAMS: &[Param] = &[
         default: "",
         apply: Some(|c, v| {
             *c.requirepass.write() = v.as_bytes().to_vec();
-            // Redis's ACLUpdateDefaultUserPassword: `requirepass` is the default user's password.
-            crate::acl::Acl::set_default_password(&c.default_user, v.as_bytes());
-            c.has_password.store(!c.default_user.nopass_enabled(), Relaxed);
+            c.apply_requirepass();
         }),
     },
     // Enumerations. `loglevel` (startup), `maxmemory-policy` (LFU counters, OBJECT FREQ) and
@@ -409,7 +407,7 @@ pub static PARAMS: &[Param] = &[
         kind: Kind::Enum(E_MAXMEMORY_POLICY),
         default: "noeviction",
         apply: Some(|c, v| {
-            let p = crate::evict::Policy::parse(v).unwrap_or(crate::evict::Policy::NoEviction);
+            let p = Policy::parse(v).unwrap_or(Policy::NoEviction);
             c.maxmemory_policy.store(p as u8, Relaxed);
         }),
     },
@@ -1017,8 +1015,9 @@ pub struct Config {
     /// True when a new connection must authenticate: the `default` user has a password or is off
     /// (Redis's `authRequired`); kept by `requirepass` and the ACL commands.
     pub has_password: AtomicBool,
-    /// The `default` ACL user, whose password `requirepass` sets (shared with [`crate::acl::Acl`]).
-    pub default_user: std::sync::Arc<crate::acl::User>,
+    /// What `requirepass` sets the password of: the ACL's `default` user, bound by the server
+    /// ([`Config::bind_default_user`]).
+    default_user: RwLock<Option<std::sync::Arc<dyn DefaultPassword>>>,
     /// Hot copy of `acl-pubsub-default` (`allchannels`).
     pub acl_pubsub_all: AtomicBool,
     /// The config file's `user` lines (name and rules), created once the server exists.
@@ -1421,7 +1420,7 @@ impl Config {
             timeout: AtomicI64::new(0),
             hz: AtomicU64::new(10),
             has_password: AtomicBool::new(false),
-            default_user: crate::acl::Acl::default_user(),
+            default_user: RwLock::new(None),
             acl_pubsub_all: AtomicBool::new(false),
             acl_user_lines: parking_lot::Mutex::default(),
             busy_reply_threshold: AtomicI64::new(0),
@@ -1700,8 +1699,8 @@ impl Config {
     }
 
     /// The eviction policy (`maxmemory-policy`).
-    pub fn policy(&self) -> crate::evict::Policy {
-        crate::evict::Policy::from_index(self.maxmemory_policy.load(Ordering::Relaxed))
+    pub fn policy(&self) -> Policy {
+        Policy::from_index(self.maxmemory_policy.load(Ordering::Relaxed))
     }
 
     /// The limit on all clients' memory together (`maxmemory-clients`), in bytes; 0 for none (a
@@ -1885,6 +1884,85 @@ fn directive_lines(p: &Param, v: &str) -> Vec<String> {
     }
 }
 
+/// What `requirepass` sets: the password of the ACL's `default` user (Redis's
+/// `ACLUpdateDefaultUserPassword`). The ACL's user implements it, so that this table names no ACL
+/// type.
+pub trait DefaultPassword: Send + Sync {
+    /// Sets the password (`nopass` when empty); returns whether the user now needs one to
+    /// authenticate (Redis's `authRequired`).
+    fn set_password(&self, pass: &[u8]) -> bool;
+}
+
+impl Config {
+    /// Binds the user `requirepass` sets the password of, and sets it from the current value.
+    pub fn bind_default_user(&self, user: std::sync::Arc<dyn DefaultPassword>) {
+        *self.default_user.write() = Some(user);
+        self.apply_requirepass();
+    }
+
+    /// `requirepass`'s value applied to the default user, if bound; `has_password` follows.
+    fn apply_requirepass(&self) {
+        let pass = self.requirepass.read().clone();
+        let needs = match &*self.default_user.read() {
+            Some(u) => u.set_password(&pass),
+            None => !pass.is_empty(),
+        };
+        self.has_password.store(needs, Ordering::Relaxed);
+    }
+}
+
+/// `maxmemory-policy`'s values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Policy {
+    /// `volatile-lru`
+    VolatileLru = 0,
+    /// `volatile-lfu`
+    VolatileLfu = 1,
+    /// `volatile-random`
+    VolatileRandom = 2,
+    /// `volatile-ttl`
+    VolatileTtl = 3,
+    /// `allkeys-lru`
+    AllkeysLru = 4,
+    /// `allkeys-lfu`
+    AllkeysLfu = 5,
+    /// `allkeys-random`
+    AllkeysRandom = 6,
+    /// `noeviction`
+    NoEviction = 7,
+}
+
+const POLICIES: [(Policy, &str); 8] = [
+    (Policy::VolatileLru, "volatile-lru"),
+    (Policy::VolatileLfu, "volatile-lfu"),
+    (Policy::VolatileRandom, "volatile-random"),
+    (Policy::VolatileTtl, "volatile-ttl"),
+    (Policy::AllkeysLru, "allkeys-lru"),
+    (Policy::AllkeysLfu, "allkeys-lfu"),
+    (Policy::AllkeysRandom, "allkeys-random"),
+    (Policy::NoEviction, "noeviction"),
+];
+
+impl Policy {
+    /// The policy a `maxmemory-policy` value names.
+    pub fn parse(s: &str) -> Option<Policy> {
+        POLICIES.iter().find(|(_, n)| n.eq_ignore_ascii_case(s)).map(|(p, _)| *p)
+    }
+    /// The policy stored as `p as u8`.
+    pub fn from_index(i: u8) -> Policy {
+        POLICIES.get(i as usize).map_or(Policy::NoEviction, |(p, _)| *p)
+    }
+    /// An LFU policy (keys keep an access-frequency counter).
+    pub fn is_lfu(self) -> bool {
+        matches!(self, Policy::VolatileLfu | Policy::AllkeysLfu)
+    }
+    /// An LRU or LFU policy (Redis then stops sharing small integers: each key needs its own metadata).
+    pub fn tracks_access(self) -> bool {
+        matches!(self, Policy::VolatileLru | Policy::AllkeysLru | Policy::VolatileLfu | Policy::AllkeysLfu)
+    }
+}
+
 /// Output limits of a client's class (`client-output-buffer-limit`): hard bytes, soft bytes, soft
 /// seconds; 0 disables.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -1918,6 +1996,16 @@ impl ObufLimits {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn policies_by_name_and_index() {
+        for (p, name) in POLICIES {
+            assert_eq!(Policy::parse(name), Some(p));
+            assert_eq!(Policy::from_index(p as u8), p);
+        }
+        assert_eq!(Policy::parse("ALLKEYS-LRU"), Some(Policy::AllkeysLru));
+        assert_eq!(Policy::parse("lru"), None);
+    }
+
     use super::*;
 
     /// Redis keeps save's changes count in a C int: a larger count reads back wrapped, and the

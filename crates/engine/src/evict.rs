@@ -35,56 +35,9 @@ use crate::value::{Entry, Key, Value};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-/// `maxmemory-policy`, in the order of its `CONFIG` enumeration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Policy {
-    /// `volatile-lru`
-    VolatileLru = 0,
-    /// `volatile-lfu`
-    VolatileLfu = 1,
-    /// `volatile-random`
-    VolatileRandom = 2,
-    /// `volatile-ttl`
-    VolatileTtl = 3,
-    /// `allkeys-lru`
-    AllkeysLru = 4,
-    /// `allkeys-lfu`
-    AllkeysLfu = 5,
-    /// `allkeys-random`
-    AllkeysRandom = 6,
-    /// `noeviction`
-    NoEviction = 7,
-}
-
-const POLICIES: [(Policy, &str); 8] = [
-    (Policy::VolatileLru, "volatile-lru"),
-    (Policy::VolatileLfu, "volatile-lfu"),
-    (Policy::VolatileRandom, "volatile-random"),
-    (Policy::VolatileTtl, "volatile-ttl"),
-    (Policy::AllkeysLru, "allkeys-lru"),
-    (Policy::AllkeysLfu, "allkeys-lfu"),
-    (Policy::AllkeysRandom, "allkeys-random"),
-    (Policy::NoEviction, "noeviction"),
-];
+pub use crate::config::Policy;
 
 impl Policy {
-    /// The policy a `maxmemory-policy` value names.
-    pub fn parse(s: &str) -> Option<Policy> {
-        POLICIES.iter().find(|(_, n)| n.eq_ignore_ascii_case(s)).map(|(p, _)| *p)
-    }
-    /// The policy stored as `p as u8`.
-    pub fn from_index(i: u8) -> Policy {
-        POLICIES.get(i as usize).map_or(Policy::NoEviction, |(p, _)| *p)
-    }
-    /// An LFU policy (keys keep an access-frequency counter).
-    pub fn is_lfu(self) -> bool {
-        matches!(self, Policy::VolatileLfu | Policy::AllkeysLfu)
-    }
-    /// An LRU or LFU policy (Redis then stops sharing small integers: each key needs its own metadata).
-    pub fn tracks_access(self) -> bool {
-        matches!(self, Policy::VolatileLru | Policy::AllkeysLru | Policy::VolatileLfu | Policy::AllkeysLfu)
-    }
     fn volatile_only(self) -> bool {
         matches!(self, Policy::VolatileLru | Policy::VolatileLfu | Policy::VolatileRandom | Policy::VolatileTtl)
     }
@@ -93,7 +46,7 @@ impl Policy {
     }
 }
 
-/// What [`Server::perform_evictions`] came to (Redis's `EVICT_OK`, `EVICT_RUNNING`, `EVICT_FAIL`).
+/// What [`Scope::perform_evictions`] came to (Redis's `EVICT_OK`, `EVICT_RUNNING`, `EVICT_FAIL`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Evicted {
     /// Under the limit (or no limit).
@@ -656,16 +609,6 @@ mod tests {
             c.run("exec"),
             "-EXECABORT Transaction discarded because of: OOM command not allowed when used memory > 'maxmemory'."
         );
-    }
-
-    #[test]
-    fn policies_by_name_and_index() {
-        for (p, name) in POLICIES {
-            assert_eq!(Policy::parse(name), Some(p));
-            assert_eq!(Policy::from_index(p as u8), p);
-        }
-        assert_eq!(Policy::parse("ALLKEYS-LRU"), Some(Policy::AllkeysLru));
-        assert_eq!(Policy::parse("lru"), None);
     }
 
     #[test]

@@ -184,7 +184,6 @@ pub fn write_locked(
     out.finish()
 }
 
-
 /// Passes bytes on to a writer and keeps their CRC-64: [`CrcWrite::finish`] appends it.
 struct CrcWrite<'w> {
     w: &'w mut dyn Write,
@@ -456,7 +455,6 @@ pub enum AofPart {
 /// Reads the AOF for DEBUG LOADAOF, after writing out what is pending; set by whoever owns the AOF
 /// files ([`State::aof_reader`]). Called with every shard held: it must not run commands.
 pub type AofReader = Box<dyn Fn() -> Result<Vec<AofPart>, String> + Send + Sync>;
-
 
 #[cfg(test)]
 mod tests {

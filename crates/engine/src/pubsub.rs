@@ -199,7 +199,13 @@ impl PubSub {
     /// PUBLISH / SPUBLISH: hands `message` to `deliver` for each subscriber of `channel` (and, for
     /// plain channels, of each pattern matching it), encoded once per channel or pattern. Returns
     /// how many received it.
-    pub fn publish(&self, shard: bool, channel: &[u8], message: &[u8], mut deliver: impl FnMut(&ClientInfo, Bytes)) -> usize {
+    pub fn publish(
+        &self,
+        shard: bool,
+        channel: &[u8],
+        message: &[u8],
+        mut deliver: impl FnMut(&ClientInfo, Bytes),
+    ) -> usize {
         let mut receivers = 0;
         let kind = if shard { Kind::Shard } else { Kind::Channel };
         {
@@ -303,7 +309,8 @@ impl PubSub {
     /// Removes a closing client (`id`, whose side was `subs`) from every channel, pattern and shard
     /// channel it listened to.
     pub fn forget(&self, subs: &Subscriptions, id: u64) {
-        for (kind, set) in [(Kind::Channel, &subs.channels), (Kind::Pattern, &subs.patterns), (Kind::Shard, &subs.shard)]
+        for (kind, set) in
+            [(Kind::Channel, &subs.channels), (Kind::Pattern, &subs.patterns), (Kind::Shard, &subs.shard)]
         {
             if set.is_empty() {
                 continue;

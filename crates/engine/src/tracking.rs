@@ -203,7 +203,11 @@ impl Tracking {
             return Vec::new();
         }
         let mut table = self.prefixes.lock();
-        table.values_mut().filter(|s| !s.keys.is_empty()).map(|s| (s.clients.clone(), std::mem::take(&mut s.keys))).collect()
+        table
+            .values_mut()
+            .filter(|s| !s.keys.is_empty())
+            .map(|s| (s.clients.clone(), std::mem::take(&mut s.keys)))
+            .collect()
     }
 
     /// Keys in the table.

@@ -11,7 +11,23 @@ use std::path::{Path, PathBuf};
 /// layer names a child on its own.
 const LAYERS: &[(&str, &[&str])] = &[
     // Values and the vocabulary everything shares; no state.
-    ("base", &["version", "args", "error", "glob", "clock", "value", "types", "types::zset", "changes", "host", "lzf", "rdb"]),
+    (
+        "base",
+        &[
+            "version",
+            "args",
+            "error",
+            "glob",
+            "clock",
+            "value",
+            "types",
+            "types::zset",
+            "changes",
+            "host",
+            "lzf",
+            "rdb",
+        ],
+    ),
     // The sharded keyspace and a database as a command sees it.
     ("store", &["keyspace", "db"]),
     // Data-type operations, each written once, on a `Db`.
@@ -234,9 +250,9 @@ fn file_graph() -> std::collections::BTreeMap<String, std::collections::BTreeSet
         let own_dir: Vec<&str> = if is_parent || module.is_empty() { own.clone() } else { own.clone() };
         for child in children {
             let needle = format!("{child}::");
-            let used = code.match_indices(&needle).any(|(i, _)| {
-                !code[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':')
-            });
+            let used = code
+                .match_indices(&needle)
+                .any(|(i, _)| !code[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':'));
             if used {
                 let mut parts = own_dir.clone();
                 parts.push(child);

@@ -7,14 +7,14 @@ use crate::client::Client;
 use crate::clients::{ClientInfo, ClientRegistry};
 use crate::clock::Clock;
 use crate::command::Flags;
-use crate::ctx::{Command, CommandTable};
 use crate::config::Config;
+use crate::ctx::{Command, CommandTable};
 use crate::keyspace::Keyspace;
 pub use crate::stats::{CmdStats, Stats};
 
-mod pause;
 mod evict;
 mod notify;
+mod pause;
 mod persistence;
 mod pubsub;
 mod tracking;
@@ -188,7 +188,8 @@ impl Server {
         let now = clock.now_ms();
         let unix_s = (clock.unix_ms() / 1000) as u64;
         let ks = Arc::new(Keyspace::new(ndbs, nshards));
-        let acl = crate::acl::Acl::new(config.default_user.clone());
+        let acl = crate::acl::Acl::new(crate::acl::Acl::default_user());
+        config.bind_default_user(acl.default().clone());
         ks.set_key_log(crate::notify::key_log_mask(config.notify_keyspace_events.load(Ordering::Relaxed)));
         Server {
             ks,

@@ -7,10 +7,10 @@ use super::Server;
 use crate::persistence::*;
 use crate::rdb::{self, AccessField, Reader, RecordSpec};
 use crate::value::{Entry, Value};
+use rdb::op;
 use std::io::{self, Write};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use rdb::op;
 
 impl Server {
     /// How records are written by a snapshot taken now.
