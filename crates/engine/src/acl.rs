@@ -11,7 +11,7 @@
 //! once by the assembly layer; the runtime itself knows no command.
 
 use crate::command::Flags;
-use crate::ctx::{Command, CommandTable};
+use crate::command::{Command, CommandTable, Runner};
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, VecDeque};
@@ -166,11 +166,30 @@ impl KeySpec {
     }
 }
 
-/// Command metadata the ACL needs, by [`Command::id`]: category bits and key specs.
+/// A command as the ACL's rules name it: its number in the table, its name, its subcommands.
+pub struct Row {
+    /// [`Command::id`].
+    pub id: u16,
+    /// Full name (`config|get` for a subcommand).
+    pub name: &'static str,
+    /// A container's subcommands.
+    pub subcommands: Vec<Row>,
+}
+
+impl Row {
+    fn of<R: Runner>(c: &Command<R>) -> Row {
+        Row { id: c.id, name: c.name, subcommands: c.subcommands.iter().map(Row::of).collect() }
+    }
+}
+
+/// Command metadata the ACL needs, by [`Command::id`]: the commands' names, category bits and key
+/// specs.
 pub struct Meta {
-    /// The table (the original one: ACL rules name commands as Redis defines them, whatever
-    /// `rename-command` did).
-    pub table: &'static CommandTable,
+    /// Every top-level command of the table (the original one: ACL rules name commands as Redis
+    /// defines them, whatever `rename-command` did), in table order.
+    pub commands: Vec<Row>,
+    /// Index in `commands` by name.
+    by_name: std::collections::HashMap<&'static str, usize>,
     /// Category bits (see [`category_bit`]) per command id.
     pub categories: Vec<u32>,
     /// Key specs per command id.
@@ -184,20 +203,33 @@ pub struct Meta {
 pub const NOT_UNIFORM: u32 = u32::MAX;
 
 impl Meta {
-    fn cats(&self, c: &Command) -> u32 {
+    /// Metadata for the commands of `table`, with the categories, key specs and shared key flags
+    /// (see the fields) the caller worked out.
+    pub fn new<R: Runner>(
+        table: &CommandTable<R>,
+        categories: Vec<u32>,
+        specs: Vec<Vec<KeySpec>>,
+        uniform: Vec<u32>,
+    ) -> Meta {
+        let commands: Vec<Row> = table.all().iter().map(|c| Row::of(*c)).collect();
+        let by_name = commands.iter().enumerate().map(|(i, c)| (c.name, i)).collect();
+        Meta { commands, by_name, categories, specs, uniform }
+    }
+
+    fn cats(&self, c: &Row) -> u32 {
         self.categories.get(usize::from(c.id)).copied().unwrap_or(0)
     }
 
     /// Every command and subcommand, containers first, in table order.
-    fn each(&self) -> impl Iterator<Item = &'static Command> + '_ {
-        self.table.all().iter().flat_map(|c| std::iter::once(*c).chain(c.subcommands.iter()))
+    fn each(&self) -> impl Iterator<Item = &Row> + '_ {
+        self.commands.iter().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter()))
     }
 
     /// Looks a command up by its full name (`config|get`), as Redis's `ACLLookupCommand`.
-    fn lookup(&self, name: &[u8]) -> Option<&'static Command> {
+    fn lookup(&self, name: &[u8]) -> Option<&Row> {
         let lower = name.to_ascii_lowercase();
         let mut parts = lower.splitn(2, |b| *b == b'|');
-        let top = self.table.get(parts.next()?)?;
+        let top = &self.commands[*self.by_name.get(std::str::from_utf8(parts.next()?).ok()?)?];
         match parts.next() {
             None => Some(top),
             Some(sub) => top.subcommands.iter().find(|s| s.name.rsplit('|').next().map(str::as_bytes) == Some(sub)),
@@ -207,7 +239,7 @@ impl Meta {
     /// The key positions of `args` with their access flags: the table's positions (what the
     /// command touches), each with the flags of the key spec that finds it; a position no complete
     /// spec finds (SORT's STORE key) takes an incomplete spec's flags, or all of them.
-    pub fn keys_with_flags(&self, cmd: &Command, args: &[Bytes]) -> Vec<(usize, u32)> {
+    pub fn keys_with_flags<R: Runner>(&self, cmd: &Command<R>, args: &[Bytes]) -> Vec<(usize, u32)> {
         let pos = cmd.keys.positions(args);
         if pos.is_empty() {
             return pos.into_iter().map(|p| (p, 0)).collect();
@@ -253,7 +285,7 @@ impl Meta {
     /// (they depend on the arguments, as Redis asks the command: setGetKeys, bitfieldGetKeys), a
     /// command without key specs (by its write flag), or one whose specs all have the same flags
     /// (most commands have one). None when its keys must be matched to their specs one by one.
-    fn uniform_flags(&self, cmd: &Command, args: &[Bytes]) -> Option<u32> {
+    fn uniform_flags<R: Runner>(&self, cmd: &Command<R>, args: &[Bytes]) -> Option<u32> {
         match self.uniform.get(usize::from(cmd.id)) {
             Some(&f) if f != NOT_UNIFORM => Some(f),
             _ => self.uniform_flags_of(cmd, args),
@@ -261,7 +293,7 @@ impl Meta {
     }
 
     /// [`Meta::uniform_flags`] worked out from the specs (and, for SET and BITFIELD, `args`).
-    pub fn uniform_flags_of(&self, cmd: &Command, args: &[Bytes]) -> Option<u32> {
+    pub fn uniform_flags_of<R: Runner>(&self, cmd: &Command<R>, args: &[Bytes]) -> Option<u32> {
         if let Some(f) = variable_flags(cmd, args) {
             return Some(f);
         }
@@ -280,7 +312,7 @@ impl Meta {
 
 /// The key flags of SET and BITFIELD, which depend on their arguments (Redis's `setGetKeys` and
 /// `bitfieldGetKeys`): SET reads its key only with GET, BITFIELD writes only with SET or INCRBY.
-fn variable_flags(cmd: &Command, args: &[Bytes]) -> Option<u32> {
+fn variable_flags<R: Runner>(cmd: &Command<R>, args: &[Bytes]) -> Option<u32> {
     use key_flags::{ACCESS, UPDATE};
     match cmd.name {
         "set" => {
@@ -438,10 +470,10 @@ impl Selector {
     }
 
     /// Redis's `ACLChangeSelectorPerm`: a container's subcommands follow it.
-    fn change(&mut self, c: &Command, on: bool) {
+    fn change(&mut self, c: &Row, on: bool) {
         self.set_bit(usize::from(c.id), on);
         self.firstargs.remove(&c.id);
-        for s in c.subcommands {
+        for s in &c.subcommands {
             self.set_bit(usize::from(s.id), on);
         }
     }
@@ -742,7 +774,13 @@ impl Selector {
     }
 
     /// Redis's `ACLSelectorCheckCmd`.
-    fn check(&self, meta: &Meta, cmd: &Command, args: &[Bytes], keys: &mut Option<Vec<(usize, u32)>>) -> Verdict {
+    fn check<R: Runner>(
+        &self,
+        meta: &Meta,
+        cmd: &Command<R>,
+        args: &[Bytes],
+        keys: &mut Option<Vec<(usize, u32)>>,
+    ) -> Verdict {
         if !self.allcommands && !cmd.flags.has(Flags::NO_AUTH) && !self.bit(usize::from(cmd.id)) {
             let idx = if cmd.name.contains('|') { 2 } else { 1 };
             let ok = args.len() >= 2
@@ -778,7 +816,7 @@ impl Selector {
     }
 
     /// The channel part of [`Selector::check`].
-    fn check_channels(&self, cmd: &Command, args: &[Bytes]) -> Verdict {
+    fn check_channels<R: Runner>(&self, cmd: &Command<R>, args: &[Bytes]) -> Verdict {
         if !self.allchannels && cmd.flags.has(Flags::PUBSUB) {
             for (i, pattern) in channels(cmd, args) {
                 if !self.channel_ok(&args[i], pattern) {
@@ -792,7 +830,7 @@ impl Selector {
 
 /// The channel arguments of a pub/sub command that publishes or subscribes, with whether each is
 /// a pattern (Redis's `getChannelsFromCommand` with PUBLISH|SUBSCRIBE flags).
-fn channels(cmd: &Command, args: &[Bytes]) -> Vec<(usize, bool)> {
+fn channels<R: Runner>(cmd: &Command<R>, args: &[Bytes]) -> Vec<(usize, bool)> {
     match cmd.name {
         "publish" | "spublish" => (args.len() > 1).then_some((1, false)).into_iter().collect(),
         "subscribe" | "ssubscribe" => (1..args.len()).map(|i| (i, false)).collect(),
@@ -823,7 +861,7 @@ pub enum Denied {
 
 impl Denied {
     /// The reply at the top level (Redis's processCommand).
-    pub fn reply(self, cmd: &Command) -> String {
+    pub fn reply<R: Runner>(self, cmd: &Command<R>) -> String {
         match self {
             Denied::Cmd => format!("NOPERM this user has no permissions to run the '{}' command", cmd.name),
             Denied::Key(_) => "NOPERM this user has no permissions to access one of the keys used as arguments".into(),
@@ -1068,16 +1106,21 @@ impl User {
         }
     }
 
-    /// Runs `f` on the user's rules as `client` last saw them, refreshed when they changed since.
-    /// The copy holds the user itself, so no other user can take its address while it exists.
-    fn with_rules<R>(self: &Arc<User>, client: &crate::client::Client, f: impl FnOnce(&UserData) -> R) -> R {
+    /// Runs `f` on the user's rules as a client last saw them (its `copy`), refreshed when they
+    /// changed since. The copy holds the user itself, so no other user can take its address while
+    /// it exists.
+    pub fn with_rules<T>(
+        self: &Arc<User>,
+        copy: &std::cell::Cell<Option<RulesCopy>>,
+        f: impl FnOnce(&UserData) -> T,
+    ) -> T {
         let version = self.version.load(Ordering::Acquire);
-        let copy = match client.acl_rules.take() {
+        let kept = match copy.take() {
             Some((who, v, data)) if Arc::ptr_eq(&who, self) && v == version => (who, v, data),
             _ => (self.clone(), version, self.data.read().clone()),
         };
-        let r = f(&copy.2);
-        client.acl_rules.set(Some(copy));
+        let r = f(&kept.2);
+        copy.set(Some(kept));
         r
     }
 
@@ -1334,12 +1377,12 @@ impl Acl {
     }
 
     /// Checks whether `user` may run `cmd` with `args` (Redis's `ACLCheckAllUserCommandPerm`).
-    pub fn check(&self, user: &User, cmd: &Command, args: &[Bytes]) -> Result<(), Denied> {
+    pub fn check<R: Runner>(&self, user: &User, cmd: &Command<R>, args: &[Bytes]) -> Result<(), Denied> {
         self.check_rules(&user.data.read(), cmd, args)
     }
 
     /// [`Acl::check`] against rules already read.
-    fn check_rules(&self, data: &UserData, cmd: &Command, args: &[Bytes]) -> Result<(), Denied> {
+    pub fn check_rules<R: Runner>(&self, data: &UserData, cmd: &Command<R>, args: &[Bytes]) -> Result<(), Denied> {
         let Some(meta) = self.meta() else { return Ok(()) };
         let mut keys = None;
         let mut worst: Option<Denied> = None;
@@ -1359,7 +1402,7 @@ impl Acl {
 
     /// Whether `user` may run `cmd` and reach every key with `flags`' access (SORT's BY/GET;
     /// Redis's `ACLUserCheckCmdWithUnrestrictedKeyAccess`).
-    pub fn check_all_keys(&self, user: &User, cmd: &Command, args: &[Bytes], flags: u32) -> bool {
+    pub fn check_all_keys<R: Runner>(&self, user: &User, cmd: &Command<R>, args: &[Bytes], flags: u32) -> bool {
         let Some(meta) = self.meta() else { return true };
         let data = user.data.read();
         let mut keys = None;
@@ -1531,60 +1574,6 @@ impl Acl {
             u.deleted.store(true, Ordering::Relaxed);
         }
         Ok(gone)
-    }
-}
-
-impl crate::server::Server {
-    /// Records a denial in the ACL log and the INFO counters. `object` defaults by reason as in
-    /// Redis: the command's full name, the key or channel argument, AUTH's command name.
-    pub fn acl_denied(
-        &self,
-        client: &crate::client::Client,
-        reason: Reason,
-        context: Context,
-        object: Bytes,
-        username: Option<Bytes>,
-    ) {
-        let username = username
-            .or_else(|| client.user.as_ref().map(|u| u.name.clone()))
-            .unwrap_or_else(|| Bytes::from_static(b"default"));
-        let max = self.config.get_i64("acllog-max-len").max(0) as usize;
-        self.acl.log(reason, context, object, username, &client.info, self.clock.now_ms(), self.clock.unix_ms(), max);
-    }
-
-    /// Checks `cmd` with `args` against the client's user, logging a denial in `context`. The
-    /// fast path: no user (the server's own clients) or an unrestricted one is one load.
-    #[inline]
-    pub fn acl_check(
-        &self,
-        client: &crate::client::Client,
-        cmd: &Command,
-        args: &[Bytes],
-        context: Context,
-    ) -> Result<(), Denied> {
-        match &client.user {
-            Some(u) if !u.unrestricted() => self.acl_check_slow(client, u, cmd, args, context),
-            _ => Ok(()),
-        }
-    }
-
-    #[cold]
-    fn acl_check_slow(
-        &self,
-        client: &crate::client::Client,
-        user: &Arc<User>,
-        cmd: &Command,
-        args: &[Bytes],
-        context: Context,
-    ) -> Result<(), Denied> {
-        user.with_rules(client, |rules| self.acl.check_rules(rules, cmd, args)).inspect_err(|d| {
-            let (reason, object) = match *d {
-                Denied::Cmd => (Reason::Command, Bytes::from_static(cmd.name.as_bytes())),
-                Denied::Key(i) => (Reason::Key, args[i].clone()),
-                Denied::Channel(i) => (Reason::Channel, args[i].clone()),
-            };
-            self.acl_denied(client, reason, context, object, None);
-        })
     }
 }
 

@@ -42,6 +42,7 @@ pub mod keyspace;
 pub mod latency;
 pub mod lua;
 pub mod lzf;
+pub mod message;
 pub mod notify;
 pub mod ops;
 pub mod pause;

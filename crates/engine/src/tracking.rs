@@ -81,7 +81,7 @@ pub fn key_array<'a>(keys: impl ExactSizeIterator<Item = &'a [u8]>) -> Bytes {
     out.put_slice(itoa::Buffer::new().format(keys.len()).as_bytes());
     out.put_slice(b"\r\n");
     for k in keys {
-        crate::pubsub::put_bulk(&mut out, k);
+        crate::message::put_bulk(&mut out, k);
     }
     out.freeze()
 }
@@ -110,7 +110,7 @@ pub(crate) fn followed_by(reply: resp::Frame, proto: resp::Protocol, msgs: &[Byt
     let mut out = BytesMut::new();
     resp::encode(&reply, proto, &mut out);
     for m in msgs {
-        crate::pubsub::put_message(&mut out, proto, m);
+        crate::message::put_message(&mut out, proto, m);
     }
     resp::Frame::Encoded(out.freeze())
 }

@@ -60,7 +60,7 @@ pub fn meta(table: &'static CommandTable) -> Meta {
             .fold(0, |a, b| a | b);
         specs[id] = key_specs(c);
     }
-    let mut m = Meta { table, categories, specs, uniform: Vec::new() };
+    let mut m = Meta::new(table, categories, specs, Vec::new());
     // What the check can take as read per command: not SET's and BITFIELD's (their arguments
     // decide), nor SORT's (its STORE key is a write).
     m.uniform = vec![crate::acl::NOT_UNIFORM; n];
@@ -269,7 +269,7 @@ fn cat(ctx: &mut Ctx<'_, '_>) -> Frame {
     };
     let Some(meta) = ctx.srv.acl.meta() else { return no_meta() };
     let mut out = Vec::new();
-    for c in meta.table.all().iter().flat_map(|c| std::iter::once(*c).chain(c.subcommands.iter())) {
+    for c in meta.commands.iter().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter())) {
         if meta.categories.get(usize::from(c.id)).is_some_and(|m| m & bit != 0) {
             out.push(bulk(c.name));
         }

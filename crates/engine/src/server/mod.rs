@@ -12,6 +12,7 @@ use crate::ctx::{Command, CommandTable};
 use crate::keyspace::Keyspace;
 pub use crate::stats::{CmdStats, Stats};
 
+mod acl;
 mod evict;
 mod notify;
 mod pause;
