@@ -308,6 +308,8 @@ pub struct CommandTable<R: Runner> {
     /// Keyed by lowercase name. The keys are the table's own, so a fast unkeyed hash is safe here.
     by_name: HashMap<Vec<u8>, &'static Command<R>, foldhash::fast::FixedState>,
     all: Vec<&'static Command<R>>,
+    /// Every command and subcommand by [`Command::id`].
+    by_id: Vec<&'static Command<R>>,
     ids: usize,
 }
 
@@ -338,7 +340,10 @@ impl<R: Runner> CommandTable<R> {
             let prev = by_name.insert(c.name.as_bytes().to_vec(), c);
             assert!(prev.is_none(), "duplicate command {}", c.name);
         }
-        CommandTable { by_name, all: copies.iter().collect(), ids: next }
+        let mut by_id: Vec<&'static Command<R>> =
+            copies.iter().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter())).collect();
+        by_id.sort_by_key(|c| c.id);
+        CommandTable { by_name, all: copies.iter().collect(), by_id, ids: next }
     }
 
     /// This table after the config file's `rename-command old new` lines, in order, as Redis applies
@@ -356,12 +361,18 @@ impl<R: Runner> CommandTable<R> {
             }
         }
         let all = self.all.iter().copied().filter(|c| by_name.values().any(|v| std::ptr::eq(*v, *c))).collect();
-        Ok(CommandTable { by_name, all, ids: self.ids })
+        Ok(CommandTable { by_name, all, by_id: self.by_id.clone(), ids: self.ids })
     }
 
     /// Number of ids handed out: every [`Command::id`] from this table is below it.
     pub fn id_count(&self) -> usize {
         self.ids
+    }
+
+    /// The command or subcommand numbered `id` ([`Command::id`]) in the table this one was made
+    /// from (a renamed view answers for the commands it renamed away too).
+    pub fn by_id(&self, id: u16) -> Option<&'static Command<R>> {
+        self.by_id.get(usize::from(id)).copied()
     }
 
     /// Finds a top-level command by name, case-insensitively.

@@ -15,6 +15,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "base",
         &[
             "version",
+            "message",
             "args",
             "error",
             "glob",
@@ -32,31 +33,31 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("store", &["keyspace", "db"]),
     // Data-type operations, each written once, on a `Db`.
     ("ops", &["ops", "types::access"]),
-    // Running commands: the table and `Ctx`, the server's state and dispatch, clients, waiters,
-    // transactions, scripting, configuration, statistics, eviction, RDB files.
+    // The runtime's vocabulary: commands as data (the table, flags, key positions), the parameter
+    // rows, the counters and latency figures, the commands' documentation.
+    ("runtime: vocabulary", &["command", "config", "stats", "latency", "docs"]),
+    // The runtime's subsystems: each owns its state and takes what it uses (values, the keyspace,
+    // the configuration, narrow traits of its own); none knows the server, dispatch or `Client`.
     (
-        "runtime",
+        "runtime: subsystems",
         &[
-            "acl",
-            "command",
-            "server",
-            "dispatch",
-            "client",
+            "clients",
             "waiters",
-            "pause",
             "transactions",
-            "config",
-            "stats",
-            "latency",
+            "pause",
+            "acl",
             "evict",
             "lua",
-            "docs",
             "persistence",
             "pubsub",
             "notify",
             "tracking",
         ],
     ),
+    // The composition: the server holds the subsystems and is the one place where one's result is
+    // handed to another (`server/*.rs`, one file per subsystem it composes); dispatch runs a
+    // command; `Client` assembles the per-client parts; `Ctx` is what a handler gets.
+    ("runtime: composition", &["server", "dispatch", "client", "ctx"]),
     // The command families.
     ("families", &["cmd"]),
     // What joins the families to the runtime, and the test kit.
@@ -204,13 +205,33 @@ fn the_checker_sees_upward_references() {
     assert_eq!(layer_of("types::Access"), Some(0));
     assert!(layer_of("cmd::string") > layer_of("server"));
     assert!(layer_of("keyspace") < layer_of("waiters"));
+    assert!(layer_of("pubsub") < layer_of("server") && layer_of("server::pubsub") == layer_of("server"));
+    assert!(layer_of("command") < layer_of("acl") && layer_of("acl") < layer_of("client"));
     assert_eq!(code("a\n// crate::server\n#[cfg(test)]\nmod tests { crate::server }"), "a");
     assert!(code("#[cfg(test)]\nmod tests;\nfn f() { crate::server::x() }").contains("crate::server"));
 }
 
 /// Import cycles between source files that may stay, each with its reason. A cycle is written as its
 /// files sorted by module path. Nothing else may import in a loop, and nothing listed may grow.
-const ALLOWED_CYCLES: &[(&[&str], &str)] = &[];
+const ALLOWED_CYCLES: &[(&[&str], &str)] = &[
+    (
+        &["client", "ctx", "server"],
+        "the composition's type knot: the server holds the command table, whose handlers take a `Ctx` \
+         that lends them the server and the calling `Client`, which holds the MULTI queue and the \
+         waiter of the table's commands",
+    ),
+    (
+        &["lua", "lua::chunk", "lua::raw"],
+        "one concern, the Lua VMs: the pool (`lua`) compiles through the parser's one door (`chunk`) and \
+         runs through the C API (`raw`), whose `redis.call` reaches the run the pool published",
+    ),
+    (
+        &["cmd", "cmd::lock"],
+        "FENCED finds the keys of the command it wraps in the table that lists FENCED (a key finder \
+         gets only the arguments)",
+    ),
+    (&["types", "types::zset", "value"], "value and its aggregate types (being untied)"),
+];
 
 /// The files (modules) each file names: `crate::a::b` and `super::b` paths, and a parent module's
 /// `child::` paths to the children it declares, each resolved to the deepest module that is a file.
@@ -360,8 +381,14 @@ fn cycles(graph: &std::collections::BTreeMap<String, std::collections::BTreeSet<
 #[test]
 fn no_import_cycles_between_files() {
     let graph = file_graph();
+    let found = cycles(&graph);
     let mut wrong = Vec::new();
-    for c in cycles(&graph) {
+    for (files, _) in ALLOWED_CYCLES {
+        if !found.iter().any(|c| files.iter().copied().eq(c.iter().map(String::as_str))) {
+            wrong.push(format!("an allowed cycle is gone or changed, update ALLOWED_CYCLES: {files:?}"));
+        }
+    }
+    for c in found {
         let allowed = ALLOWED_CYCLES.iter().any(|(files, _)| files.iter().copied().eq(c.iter().map(String::as_str)));
         if !allowed {
             let edges: Vec<String> = c

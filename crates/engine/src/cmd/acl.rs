@@ -3,7 +3,7 @@
 //! runtime's permission check reads, derived from the one metadata source (Redis 7.0.15's own
 //! COMMAND answer for its commands, the table rows for Latch's).
 
-use super::BASE;
+use super::base::BASE;
 use super::introspection::{acl_categories, redis_meta};
 use crate::acl::{Begin, Find, KeySpec, Meta, key_flags};
 use crate::command::Flags;

@@ -1,8 +1,8 @@
 //! The bit commands of the string family: SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD and
 //! BITFIELD_RO. Bit 0 is the most significant bit of the first byte, as in Redis.
 
+use super::base::{BASE, f};
 use super::string::max_bulk_len;
-use super::{BASE, f};
 use crate::args::{eq_ic, parse_i64_strict};
 use crate::command::Keys;
 use crate::ctx::{Command, Ctx};

@@ -6,7 +6,7 @@
 //! writer's locks (see [`crate::waiters`]). Inside EXEC (and scripts) blocking is denied and the
 //! timeout reply comes at once, as in Redis.
 
-use super::BASE;
+use super::base::BASE;
 use crate::command::{Flags, Keys};
 use crate::ctx::{Command, Ctx};
 use crate::types::access::{MPop, bulk, parse_mpop};

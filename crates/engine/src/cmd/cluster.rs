@@ -3,7 +3,7 @@
 //! disabled`). The table entries carry Redis's metadata so `COMMAND`, arity checks and the script
 //! rules (`CLUSTER RESET` is `noscript`) behave the same.
 
-use super::BASE;
+use super::base::BASE;
 use crate::command::Flags;
 use crate::ctx::{Command, Ctx};
 use resp::Frame;

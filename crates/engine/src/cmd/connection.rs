@@ -2,7 +2,7 @@
 //! container (ID, INFO, LIST, KILL, SETNAME, GETNAME, SETINFO, NO-EVICT, NO-TOUCH, REPLY, PAUSE,
 //! UNPAUSE, UNBLOCK, GETREDIR, TRACKINGINFO, HELP).
 
-use super::BASE;
+use super::base::BASE;
 use crate::args::eq_ic;
 use crate::client::ReplyMode;
 use crate::clients::ClientInfo;

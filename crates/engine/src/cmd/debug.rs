@@ -6,7 +6,7 @@
 //! Latch does not have (RDB reload before persistence exists, allocator tuning, crash helpers)
 //! answer with an error that says so; none pretends to have done what it did not.
 
-use super::BASE;
+use super::base::BASE;
 use super::server::{help_reply, subcommand_syntax_error};
 use crate::command::Flags;
 use crate::ctx::{Command, Ctx};

@@ -4,7 +4,7 @@
 //! the command's `now`; absolute Unix times are converted with the clock's wall offset on the way in
 //! (EXPIREAT) and on the way out (EXPIRETIME), so stepping the wall clock never changes a relative TTL.
 
-use super::{BASE, f};
+use super::base::{BASE, f};
 use crate::args::eq_ic;
 use crate::command::Keys;
 use crate::ctx::{Command, Ctx};

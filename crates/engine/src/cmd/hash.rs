@@ -1,6 +1,6 @@
 //! The hash family: HSET, HGET, HGETALL, HINCRBY, HRANDFIELD, HSCAN...
 
-use super::BASE;
+use super::base::BASE;
 use crate::args::parse_i64_strict;
 use crate::command::{Flags, Keys};
 use crate::ctx::{Command, Ctx};

@@ -7,7 +7,7 @@
 //! (explicit ACL categories, tips, key-spec access flags, history, doc flags) comes from [`META`], a
 //! digest of Redis 7.0.15's `src/commands/*.json`.
 
-use super::BASE;
+use super::base::BASE;
 use super::server::help_reply;
 use crate::command::{Flags, Keys};
 use crate::ctx::{Command, Ctx};

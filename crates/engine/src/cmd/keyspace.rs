@@ -8,7 +8,7 @@
 //! walked in ascending order, so cursor 0 starts at shard 0 and the reply cursor is 0 once the last
 //! shard is done. Every key present for the whole iteration is returned at least once.
 
-use super::{BASE, f};
+use super::base::{BASE, f};
 use crate::args::eq_ic;
 use crate::command::{Flags, Keys};
 use crate::ctx::{Command, Ctx};

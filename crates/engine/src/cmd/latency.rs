@@ -1,7 +1,7 @@
 //! LATENCY: the latency monitor's events (LATEST, HISTORY, GRAPH, DOCTOR, RESET) and the
 //! per-command latency histograms (HISTOGRAM). The figures live in [`crate::latency`].
 
-use super::BASE;
+use super::base::BASE;
 use super::server::help_reply;
 use crate::command::Flags;
 use crate::ctx::{Command, Ctx};

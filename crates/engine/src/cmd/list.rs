@@ -1,6 +1,6 @@
 //! The list family: LPUSH, LPOP, LRANGE, LMOVE, LMPOP...
 
-use super::BASE;
+use super::base::BASE;
 use crate::args::eq_ic;
 use crate::command::{Flags, Keys};
 use crate::ctx::{Command, Ctx};

@@ -22,7 +22,7 @@
 //! replayed server never hands out a token at or below one it replayed. A re-entrant LOCK and
 //! LOCKEXTEND propagate as `PEXPIREAT`, UNLOCK as `DEL`.
 
-use super::BASE;
+use super::base::BASE;
 use crate::args::{eq_ic, parse_i64_strict};
 use crate::command::{Flags, Keys};
 use crate::ctx::{Command, Ctx};

@@ -11,7 +11,7 @@
 //!   tables' structures; the dataset is the rest of used memory. Both are O(shards), never O(keys).
 //! - `MEMORY MALLOC-STATS` answers as a Redis built without jemalloc; `MEMORY PURGE` is a no-op.
 
-use super::BASE;
+use super::base::BASE;
 use crate::args::eq_ic;
 use crate::command::{Flags, Keys};
 use crate::ctx::{Command, Ctx};

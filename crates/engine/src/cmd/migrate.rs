@@ -13,7 +13,7 @@
 //! was not a timeout, the command tries once more on a new connection (a cached connection the
 //! target closed meanwhile is the common case).
 
-use super::BASE;
+use super::base::BASE;
 use crate::args::eq_ic;
 use crate::command::Keys;
 use crate::ctx::{Command, Ctx};
@@ -27,7 +27,7 @@ use std::io;
 pub static COMMANDS: &[Command] = &[Command {
     name: "migrate",
     arity: -6,
-    flags: super::f::W,
+    flags: super::base::f::W,
     keys: Keys::Custom { first: 3, last: 3, step: 1, find: migrate_keys },
     handler: migrate,
     ..BASE

@@ -2,6 +2,7 @@
 //! handlers parse, operate through [`crate::db::Db`], and return a reply.
 
 pub mod acl;
+pub mod base;
 pub mod bits;
 pub mod blocking;
 pub mod cluster;
@@ -25,8 +26,7 @@ pub mod sort;
 pub mod string;
 pub mod zset;
 
-use crate::command::{Flags, Keys};
-use crate::ctx::{Command, container_handler};
+use crate::ctx::Command;
 
 /// Every family's table, in the order COMMAND lists them (sorted later).
 pub static FAMILIES: &[&[Command]] = &[
@@ -60,45 +60,6 @@ pub static FAMILIES: &[&[Command]] = &[
 pub fn table() -> &'static crate::ctx::CommandTable {
     static TABLE: std::sync::OnceLock<crate::ctx::CommandTable> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| crate::ctx::CommandTable::new(FAMILIES))
-}
-
-/// Defaults for table entries: `Command { name: "get", ..., ..BASE }`.
-pub const BASE: Command = Command {
-    name: "",
-    arity: 0,
-    flags: Flags(0),
-    keys: Keys::None,
-    group: crate::command::Group::Generic,
-    since: "1.0.0",
-    summary: "",
-    complexity: "O(1)",
-    syntax: "",
-    handler: container_handler,
-    subcommands: &[],
-    serve: None,
-    all_shards_if: None,
-    id: Command::NO_ID,
-};
-
-/// Flag shorthands for tables.
-pub mod f {
-    use crate::command::Flags;
-    /// write
-    pub const W: Flags = Flags::WRITE;
-    /// readonly
-    pub const R: Flags = Flags::READONLY;
-    /// fast
-    pub const FAST: Flags = Flags::FAST;
-    /// denyoom
-    pub const DENYOOM: Flags = Flags::DENYOOM;
-    /// write denyoom
-    pub const WD: Flags = Flags::WRITE.or(Flags::DENYOOM);
-    /// write denyoom fast
-    pub const WDF: Flags = Flags::WRITE.or(Flags::DENYOOM).or(Flags::FAST);
-    /// write fast
-    pub const WF: Flags = Flags::WRITE.or(Flags::FAST);
-    /// readonly fast
-    pub const RF: Flags = Flags::READONLY.or(Flags::FAST);
 }
 
 pub use crate::args::repr;

@@ -5,7 +5,7 @@
 //! checks WATCH under those locks, and runs the queued handlers against the same locks: the
 //! transaction is atomic with respect to every client on every core.
 
-use super::BASE;
+use super::base::BASE;
 use crate::command::{Flags, Keys};
 use crate::ctx::{Command, Ctx};
 use resp::Frame;

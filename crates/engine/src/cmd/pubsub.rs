@@ -5,7 +5,7 @@
 //! (written before the command's reply, which is empty), so CLIENT REPLY OFF does not hide them.
 //! Inside EXEC they are the command's reply instead, in the transaction's array.
 
-use super::BASE;
+use super::base::BASE;
 use crate::command::{Flags, Group, Keys};
 use crate::ctx::{Command, Ctx};
 use crate::pubsub::Kind;

@@ -11,12 +11,13 @@
 //! Commands that change the script cache or the libraries (SCRIPT FLUSH, FUNCTION LOAD...) lock every
 //! shard; the VMs catch up lazily (generation counters, see `crate::lua`).
 
-use super::BASE;
+use super::base::BASE;
 use super::server::{help_reply, subcommand_syntax_error};
 use crate::args::eq_ic;
 use crate::command::{Flags, Keys};
 use crate::ctx::{Command, Ctx, container_handler};
 use crate::lua::{Callable, FLAG_NAMES, RunArgs};
+use crate::server::scripting::ScriptRun;
 use bytes::Bytes;
 use resp::Frame;
 use std::sync::atomic::Ordering;
@@ -255,18 +256,8 @@ fn eval(ctx: &mut Ctx<'_, '_>) -> Frame {
         &created
     };
     // The script's flags decide `read_only` (see `lua::eval_policy`), once a VM has it.
-    let a = RunArgs {
-        srv,
-        client: ctx.client,
-        locked: ctx.locked,
-        now: ctx.now,
-        keys,
-        argv,
-        read_only: ro,
-        allow_oom: false,
-        command: ctx.args,
-        cmd: ctx.cmd,
-    };
+    let mut host = ScriptRun::new(srv, ctx.client, ctx.locked, ctx.now, ctx.cmd);
+    let a = RunArgs { host: &mut host, keys, argv, read_only: ro, allow_oom: false, command: ctx.args };
     sc.run(Callable::Eval { sha, ro }, a)
 }
 
@@ -282,21 +273,18 @@ fn fcall(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(x) => x,
         Err(e) => return e,
     };
-    let read_only = match crate::lua::eval_policy(flags, ro, srv, ctx.client.oom) {
+    let read_only = match crate::lua::eval_policy(flags, ro, srv.config.writes_need_replicas(), ctx.client.oom) {
         Ok(r) => r,
         Err(e) => return e,
     };
+    let mut host = ScriptRun::new(srv, ctx.client, ctx.locked, ctx.now, ctx.cmd);
     let a = RunArgs {
-        srv,
-        client: ctx.client,
-        locked: ctx.locked,
-        now: ctx.now,
+        host: &mut host,
         keys,
         argv,
         read_only,
         allow_oom: crate::lua::flags_allow_oom(flags),
         command: ctx.args,
-        cmd: ctx.cmd,
     };
     srv.scripting.run(Callable::Function(&fname), a)
 }

@@ -4,7 +4,7 @@
 //! Process statistics (RSS, CPU time, total memory, OS release) are read from `/proc` by the small
 //! `proc_*` functions at the bottom; on systems without `/proc` they report 0.
 
-use super::BASE;
+use super::base::BASE;
 use crate::command::Flags;
 use crate::ctx::{Command, Ctx};
 use crate::keyspace::Shard;

@@ -1,6 +1,6 @@
 //! The set family: SADD, SREM, SPOP, SRANDMEMBER, SINTER/SUNION/SDIFF and their STORE forms, SSCAN...
 
-use super::BASE;
+use super::base::BASE;
 use crate::args::{eq_ic, parse_i64_strict};
 use crate::command::{Flags, Keys};
 use crate::ctx::{Command, Ctx};

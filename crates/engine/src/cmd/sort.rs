@@ -6,7 +6,7 @@
 //! up, the whole keyspace is locked for that call (as `KEYS` does); a plain `SORT key [STORE dst]`
 //! locks only its keys.
 
-use super::BASE;
+use super::base::BASE;
 use crate::args::eq_ic;
 use crate::command::{Flags, Keys};
 use crate::ctx::{Command, Ctx};

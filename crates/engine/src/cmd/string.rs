@@ -1,7 +1,7 @@
 //! The string family: GET/SET and their variants, counters, ranges, LCS, and the owner-checked
 //! deletes used to release locks (DELIFEQ, DELEX). The bit commands live in [`super::bits`].
 
-use super::{BASE, f};
+use super::base::{BASE, f};
 use crate::args::{eq_ic, parse_i64_strict};
 use crate::command::Keys;
 use crate::ctx::{Command, Ctx};

@@ -4,7 +4,7 @@
 //! Scores are replied with [`Frame::Double`]: RESP3 doubles, "%.17g" bulk strings in RESP2, as
 //! Redis 7.0 does.
 
-use super::BASE;
+use super::base::BASE;
 use crate::args::{eq_ic, parse_f64, parse_i64_strict};
 use crate::command::{Flags, Keys};
 use crate::ctx::{Command, Ctx};

@@ -19,10 +19,8 @@ mod lstruct;
 mod msgpack;
 mod raw;
 
-use crate::client::Client;
-use crate::ctx::Command;
+use crate::command::{Command, CommandTable, Runner};
 use crate::keyspace::Locked;
-use crate::server::Server;
 use bytes::Bytes;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, RegistryKey, StdLib, Table, Value, VmState};
 use parking_lot::Mutex;
@@ -149,7 +147,7 @@ pub struct Scripting {
     verified: Box<[AtomicU64]>,
     /// The command table as defined (before `rename-command`): what `redis.call` resolves names in
     /// when the server renamed nothing, and what `redis.acl_check_cmd` checks.
-    pub table: &'static crate::ctx::CommandTable,
+    pub table: &'static dyn Names,
     /// What the instruction hook reads the time on and logs to (a run past the threshold).
     watch: SlowWatch,
 }
@@ -207,7 +205,7 @@ fn script_id(name: &[u8], what: &[u8]) -> Option<u64> {
 impl Scripting {
     /// Scripting for a server whose commands are `table` (as defined, before `rename-command`).
     pub fn new(
-        table: &'static crate::ctx::CommandTable,
+        table: &'static dyn Names,
         clock: Arc<dyn crate::clock::Clock>,
         host: Arc<dyn crate::host::Host>,
     ) -> Self {
@@ -238,18 +236,85 @@ static NEXT_HOME: AtomicUsize = AtomicUsize::new(0);
 
 type Pending = Arc<Mutex<Option<Vec<(FunctionMeta, Function)>>>>;
 
-/// What `redis.call` / `redis.pcall` act on while one script runs.
-struct CallCtx<'a, 'k> {
-    srv: &'a Server,
+/// The command table as scripts name commands (as defined, before `rename-command`).
+pub trait Names: Send + Sync {
+    /// The number ([`Command::id`]) and static name of the top-level command without subcommands
+    /// whose name is exactly `name` (lowercase, as scripts usually write it), so that `redis.call`
+    /// reuses the name and the host finds the command without a second lookup.
+    fn plain(&self, name: &[u8]) -> Option<(u16, &'static str)>;
+}
+
+impl<R: Runner> Names for CommandTable<R> {
+    fn plain(&self, name: &[u8]) -> Option<(u16, &'static str)> {
+        let cmd = self.get(name)?;
+        (cmd.subcommands.is_empty() && cmd.name.as_bytes() == name).then_some((cmd.id, cmd.name))
+    }
+}
+
+/// What one `redis.call` came to, before it is pushed.
+pub enum Outcome {
+    /// The command ran: its reply, and whether the script asked for RESP3 (redis.setresp).
+    Reply(Frame, bool),
+    /// Refused before running: message, and whether its first word is the error code.
+    Refused(Vec<u8>, bool),
+    /// Called outside a run.
+    Outside,
+    /// A Rust panic, parked in the host.
+    Panicked,
+}
+
+/// The command running a script, as the script reaches it (`redis.call`, `redis.pcall`,
+/// `redis.acl_check_cmd`) and as a run needs it (time, BUSY, the configuration's say). The
+/// runtime's composition implements it for a server, the calling client and its locked shards;
+/// scripting knows no server.
+pub trait ScriptHost {
+    /// `redis.call(argv...)`: resolves (`named`: [`Names::plain`]'s number for argv[0]), checks
+    /// (for `script`) and runs one command.
+    fn call(&mut self, named: Option<u16>, argv: &[Bytes], script: &ScriptCall<'_>) -> Outcome;
+    /// `redis.acl_check_cmd(argv...)`: whether the caller's user may run the command, or the
+    /// error when argv names none.
+    fn acl_allows(&self, argv: &[Bytes]) -> Result<bool, &'static str>;
+    /// The run turned out long: the host lets other connections run meanwhile.
+    fn long_op(&self);
+    /// `-BUSY` for the calling command, while it waits for a VM behind a script past the threshold.
+    fn busy_error(&self) -> Option<Frame>;
+    /// The clock's monotonic milliseconds now.
+    fn now_ms(&self) -> u64;
+    /// The calling command's time (monotonic ms).
+    fn started_ms(&self) -> u64;
+    /// `busy-reply-threshold`.
+    fn busy_reply_threshold(&self) -> i64;
+    /// `min-replicas-to-write` is not met: scripts that may write are refused.
+    fn writes_need_replicas(&self) -> bool;
+    /// Memory was over `maxmemory` when the calling command started.
+    fn oom(&self) -> bool;
+    /// The script starts: the client's state a script's commands change (database, protocol) is
+    /// kept, and blocking commands answer at once (Redis).
+    fn enter(&mut self);
+    /// The script ended: the client's state is as before [`ScriptHost::enter`].
+    fn leave(&mut self);
+    /// A run that gave up before writing starts again holding every shard.
+    fn relock_all(&mut self);
+}
+
+/// What a host's [`ScriptHost::call`] may read of the running script.
+pub struct ScriptCall<'a> {
     /// The EVAL/EVALSHA/FCALL running the script.
-    command: &'a [Bytes],
-    client: &'a mut Client,
-    locked: &'a mut Locked<'k>,
-    now: u64,
-    read_only: bool,
+    pub command: &'a [Bytes],
+    /// Write commands are refused.
+    pub read_only: bool,
     /// The script's `allow-oom` flag.
-    allow_oom: bool,
-    run: &'a RunState,
+    pub allow_oom: bool,
+    /// The run's state (wrote, restart, protocol, undeclared keys).
+    pub run: &'a RunState,
+    /// The scripting the run belongs to (what it learns of undeclared keys).
+    pub scripting: &'a Scripting,
+}
+
+/// What `redis.call` / `redis.pcall` act on while one script runs.
+struct CallCtx<'a> {
+    host: &'a mut dyn ScriptHost,
+    script: ScriptCall<'a>,
 }
 
 /// The run a VM is executing, published to its `redis.call` / `redis.pcall` C functions (made once
@@ -259,21 +324,21 @@ struct ActiveRun(AtomicPtr<()>);
 
 impl ActiveRun {
     /// Runs `f` (which runs Lua code) with `ctx` published to the callbacks.
-    fn publish<R>(&self, ctx: &mut CallCtx<'_, '_>, f: impl FnOnce() -> R) -> R {
+    fn publish<R>(&self, ctx: &mut CallCtx<'_>, f: impl FnOnce() -> R) -> R {
         struct Clear<'a>(&'a AtomicPtr<()>);
         impl Drop for Clear<'_> {
             fn drop(&mut self) {
                 self.0.store(std::ptr::null_mut(), Ordering::Release);
             }
         }
-        self.0.store((ctx as *mut CallCtx<'_, '_>).cast(), Ordering::Release);
+        self.0.store((ctx as *mut CallCtx<'_>).cast(), Ordering::Release);
         let _clear = Clear(&self.0);
         f()
     }
 
     /// Calls `f` on the published context; None outside a run (or inside `f` itself).
     #[allow(unsafe_code)]
-    fn with<R>(&self, f: impl FnOnce(&mut CallCtx<'_, '_>) -> R) -> Option<R> {
+    fn with<R>(&self, f: impl FnOnce(&mut CallCtx<'_>) -> R) -> Option<R> {
         struct Restore<'a>(&'a AtomicPtr<()>, *mut ());
         impl Drop for Restore<'_> {
             fn drop(&mut self) {
@@ -293,7 +358,7 @@ impl ActiveRun {
         // to null makes this the only `&mut` at a time: a nested call sees null and gets `None`. The
         // lifetimes are erased: `f` is generic over them, so it cannot keep any reference it reaches
         // through `ctx` past this call, and `R` cannot borrow from it.
-        let ctx = unsafe { &mut *p.cast::<CallCtx<'_, '_>>() };
+        let ctx = unsafe { &mut *p.cast::<CallCtx<'_>>() };
         Some(f(ctx))
     }
 }
@@ -354,7 +419,7 @@ pub fn script_sha(body: &[u8]) -> String {
 }
 
 impl Vm {
-    fn new(run: Arc<RunState>, table: &'static crate::ctx::CommandTable, watch: SlowWatch) -> mlua::Result<Vm> {
+    fn new(run: Arc<RunState>, table: &'static dyn Names, watch: SlowWatch) -> mlua::Result<Vm> {
         let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())?;
         let raised: libs::Pending = Arc::new(Mutex::new(None));
         let host = Arc::new(raw::Host::new(table));
@@ -451,14 +516,13 @@ impl Vm {
                         "redis.acl_check_cmd can only be called inside a script invocation",
                     ));
                 }
-                let (cmd, argv) = acl_check_cmd(table, &args).map_err(|m| raise_err(lua, &e, m))?;
+                let argv = acl_check_args(&args).map_err(|m| raise_err(lua, &e, m))?;
                 // The caller's user decides (Redis: the script's original client).
-                Ok(h.active
-                    .with(|c| match &c.client.user {
-                        Some(u) if !u.unrestricted() => c.srv.acl.check(u, cmd, &argv).is_ok(),
-                        _ => true,
-                    })
-                    .unwrap_or(true))
+                match h.active.with(|c| c.host.acl_allows(&argv)) {
+                    Some(Ok(allowed)) => Ok(allowed),
+                    Some(Err(m)) => Err(raise_err(lua, &e, m)),
+                    None => Ok(true),
+                }
             })?,
         )?;
         let rng = Arc::new(Mutex::new(Rand48(0x1234_ABCD_330E)));
@@ -746,13 +810,13 @@ pub fn parse_shebang(body: &[u8]) -> Result<(u32, usize), String> {
 /// Whether a script with these `FLAG_*` bits may run (Redis's `scriptPrepareForRun`), called plainly
 /// or through an `_RO` variant (`ro`), by a command that found memory over `maxmemory` as it started
 /// (`oom`): `Ok(read_only)`, or the error refusing it.
-pub fn eval_policy(flags: u32, ro: bool, srv: &Server, oom: bool) -> Result<bool, Frame> {
+pub fn eval_policy(flags: u32, ro: bool, need_replicas: bool, oom: bool) -> Result<bool, Frame> {
     let compat = flags & FLAG_COMPAT != 0;
     let may_write = !compat && flags & FLAG_NO_WRITES == 0;
     if may_write && ro {
         return Err(Frame::error("ERR Can not execute a script with write flag using *_ro command."));
     }
-    if may_write && srv.config.writes_need_replicas() {
+    if may_write && need_replicas {
         return Err(Frame::error(crate::error::NOREPLICAS));
     }
     if !compat && oom && flags & (FLAG_ALLOW_OOM | FLAG_NO_WRITES) == 0 {
@@ -789,15 +853,9 @@ pub enum Callable<'a> {
 }
 
 /// Everything a run needs from the calling command.
-pub struct RunArgs<'a, 'k> {
-    /// The server.
-    pub srv: &'a Server,
-    /// The caller.
-    pub client: &'a mut Client,
-    /// Every shard, locked.
-    pub locked: &'a mut Locked<'k>,
-    /// The command's time.
-    pub now: u64,
+pub struct RunArgs<'a> {
+    /// The calling command as the script reaches it.
+    pub host: &'a mut dyn ScriptHost,
     /// KEYS.
     pub keys: &'a [Bytes],
     /// ARGV.
@@ -808,8 +866,6 @@ pub struct RunArgs<'a, 'k> {
     pub allow_oom: bool,
     /// The calling command's arguments (FUNCTION STATS).
     pub command: &'a [Bytes],
-    /// The calling command (for the BUSY check while waiting for the VM).
-    pub cmd: &'static Command,
 }
 
 /// A VM of the pool, locked (created on first use).
@@ -836,7 +892,7 @@ pub struct MemoryInfo {
 impl Scripting {
     /// Whether this EVAL/EVALSHA/FCALL runs a script seen touching undeclared keys, so it must lock
     /// every shard (see `escalated`).
-    pub fn needs_all_shards(&self, cmd: &Command, args: &[Bytes]) -> bool {
+    pub fn needs_all_shards<R: Runner>(&self, cmd: &Command<R>, args: &[Bytes]) -> bool {
         let Some(id) = args.get(1).and_then(|what| script_id(cmd.name.as_bytes(), what)) else { return false };
         !self.is_verified(id) || (self.any_escalated.load(Ordering::Relaxed) && self.escalated.read().contains(&id))
     }
@@ -856,13 +912,13 @@ impl Scripting {
     /// Whether this EVAL/EVALSHA/FCALL (and `_RO`) call counts as `denyoom` by its script's flags
     /// (see [`flags_deny_oom`]); false for any other command, and for scripts not found (they fail
     /// on their own).
-    pub fn denies_oom(&self, cmd: &Command, args: &[Bytes]) -> bool {
+    pub fn denies_oom<R: Runner>(&self, cmd: &Command<R>, args: &[Bytes]) -> bool {
         self.script_flags(cmd, args).is_some_and(flags_deny_oom)
     }
 
     /// True for EVAL, EVALSHA, FCALL and their `_RO` variants: the commands whose flags their
     /// script's flags replace (Redis's `getCommandFlags`).
-    pub fn is_script_call(&self, cmd: &Command) -> bool {
+    pub fn is_script_call<R: Runner>(&self, cmd: &Command<R>) -> bool {
         matches!(cmd.name.strip_suffix("_ro").unwrap_or(cmd.name), "eval" | "evalsha" | "fcall")
     }
 
@@ -870,7 +926,7 @@ impl Scripting {
     /// asks (Redis's `getCommandFlags` and `scriptFlagsToCmdFlags`): a script with flags (a
     /// shebang, or a function) may unless it declares `no-writes`; otherwise (no shebang, a script or
     /// function not found) the command's own flags say (`may_replicate` for EVAL, not for EVAL_RO).
-    pub fn may_replicate(&self, cmd: &Command, args: &[Bytes]) -> bool {
+    pub fn may_replicate<R: Runner>(&self, cmd: &Command<R>, args: &[Bytes]) -> bool {
         match self.script_flags(cmd, args) {
             Some(flags) if flags & FLAG_COMPAT == 0 => flags & FLAG_NO_WRITES == 0,
             _ => cmd.flags.has(crate::command::Flags::WRITE) || cmd.flags.has(crate::command::Flags::MAY_REPLICATE),
@@ -880,7 +936,7 @@ impl Scripting {
     /// The `FLAG_*` bits of the script an EVAL/EVALSHA/FCALL (or `_RO`) call runs: from EVAL's
     /// shebang, the cached script of EVALSHA, the registered function of FCALL; None for other
     /// commands and for scripts not found (they fail on their own).
-    fn script_flags(&self, cmd: &Command, args: &[Bytes]) -> Option<u32> {
+    fn script_flags<R: Runner>(&self, cmd: &Command<R>, args: &[Bytes]) -> Option<u32> {
         let what = args.get(1)?;
         match cmd.name.strip_suffix("_ro").unwrap_or(cmd.name) {
             "eval" => parse_shebang(what).map(|(f, _)| f).ok(),
@@ -1059,14 +1115,14 @@ impl Scripting {
     /// Runs a cached script or a function on a free VM of the pool. The caller holds the shards of the
     /// declared keys. When every VM is busy the wait is bounded like a shard wait (BUSY past the
     /// threshold).
-    pub fn run(&self, what: Callable<'_>, mut a: RunArgs<'_, '_>) -> Frame {
+    pub fn run(&self, what: Callable<'_>, mut a: RunArgs<'_>) -> Frame {
         let mut handed_off = false;
         let (mut vm, run) = match self.acquire(|| {
             if !handed_off {
                 handed_off = true;
-                a.srv.long_op();
+                a.host.long_op();
             }
-            a.srv.busy_error(a.cmd)
+            a.host.busy_error()
         }) {
             Ok(x) => x,
             Err(e) => return e,
@@ -1087,7 +1143,7 @@ impl Scripting {
                         }
                     }
                 };
-                match eval_policy(flags, ro, a.srv, a.client.oom) {
+                match eval_policy(flags, ro, a.host.writes_need_replicas(), a.host.oom()) {
                     Ok(read_only) => a.read_only = read_only,
                     Err(e) => return e,
                 }
@@ -1104,7 +1160,7 @@ impl Scripting {
         };
         let run = &**run;
         // The command's own start time, unless it had to wait for a VM.
-        let start_ms = if handed_off { a.srv.clock.now_ms() } else { a.now };
+        let start_ms = if handed_off { a.host.now_ms() } else { a.host.started_ms() };
         run.start_ms.store(start_ms, Ordering::Relaxed);
         run.eval.store(eval, Ordering::Relaxed);
         run.killed.store(false, Ordering::Relaxed);
@@ -1114,20 +1170,20 @@ impl Scripting {
         run.resp.store(2, Ordering::Relaxed);
         run.handed_off.store(false, Ordering::Relaxed);
         run.slow_logged.store(false, Ordering::Relaxed);
-        run.threshold_ms.store(a.srv.config.busy_reply_threshold.load(Ordering::Relaxed), Ordering::Relaxed);
+        run.threshold_ms.store(a.host.busy_reply_threshold(), Ordering::Relaxed);
         if !eval {
             // FUNCTION STATS shows the running function (it answers BUSY during EVAL).
             *run.info.lock() = (name.to_string(), a.command.to_vec());
         }
         run.running.store(true, Ordering::SeqCst);
-        let mut reply = run_in_vm(&mut vm, run, func, name, eval, &mut a);
+        let mut reply = run_in_vm(self, &mut vm, run, func, name, eval, &mut a);
         // A run that had to give up before writing starts again holding every shard; later runs of
         // the script take them all up front (`escalate`), so this happens once per script.
         if run.restart.swap(false, Ordering::Relaxed) {
-            a.locked.relock_all();
+            a.host.relock_all();
             run.wrote.store(false, Ordering::Relaxed);
             run.resp.store(2, Ordering::Relaxed);
-            reply = run_in_vm(&mut vm, run, func, name, eval, &mut a);
+            reply = run_in_vm(self, &mut vm, run, func, name, eval, &mut a);
         }
         if !run.undeclared.load(Ordering::Relaxed) && !reply.is_error() {
             self.verify(a.command);
@@ -1140,28 +1196,28 @@ impl Scripting {
 /// Makes sure the script holds the shards `cmd` will touch. Declared keys are locked before the
 /// script starts; others are taken here without waiting in line (a blocking wait out of shard order
 /// could deadlock), retrying for a short while. Returns the key that could not be had.
-fn ensure_shards(
-    srv: &Server,
-    run: &RunState,
-    command: &[Bytes],
+pub fn ensure_shards<R: Runner>(
+    ks: &crate::keyspace::Keyspace,
+    script: &ScriptCall<'_>,
     locked: &mut Locked<'_>,
-    cmd: &'static Command,
+    cmd: &Command<R>,
     argv: &[Bytes],
 ) -> Result<(), Vec<u8>> {
+    let (run, command) = (script.run, script.command);
     if locked.is_all() {
         // Holding every shard, nothing to take; note whether a partial run would have had to.
         // (A script declaring no key runs with every shard by design: nothing to note.)
         let n = command.get(2).and_then(|b| std::str::from_utf8(b).ok()?.parse::<usize>().ok()).unwrap_or(0);
         if n > 0 && !run.undeclared.load(Ordering::Relaxed) {
-            let declared = |shard: usize| command.iter().skip(3).take(n).any(|k| srv.ks.shard_of(k) == shard);
+            let declared = |shard: usize| command.iter().skip(3).take(n).any(|k| ks.shard_of(k) == shard);
             let undeclared = if cmd.needs_all_shards(argv) {
                 true
             } else {
-                cmd.keys.positions(argv).into_iter().any(|i| !declared(srv.ks.shard_of(&argv[i])))
+                cmd.keys.positions(argv).into_iter().any(|i| !declared(ks.shard_of(&argv[i])))
             };
             if undeclared {
                 run.undeclared.store(true, Ordering::Relaxed);
-                srv.scripting.escalate(command);
+                script.scripting.escalate(command);
             }
         }
         return Ok(());
@@ -1173,7 +1229,7 @@ fn ensure_shards(
         }
         // A key the script did not declare: its later runs lock every shard up front.
         if !run.undeclared.swap(true, Ordering::Relaxed) {
-            srv.scripting.escalate(command);
+            script.scripting.escalate(command);
         }
         // Above every shard held: wait for it, in the order all lockers follow. Below one: only a
         // bounded spin is safe (its holder may be waiting, in order, for a shard this run holds).
@@ -1190,39 +1246,31 @@ fn ensure_shards(
         Ok(())
     };
     if cmd.needs_all_shards(argv) {
-        (0..srv.ks.nshards()).try_for_each(|i| take(i, b"*"))
+        (0..ks.nshards()).try_for_each(|i| take(i, b"*"))
     } else {
-        cmd.keys.positions(argv).into_iter().try_for_each(|i| take(srv.ks.shard_of(&argv[i]), &argv[i]))
+        cmd.keys.positions(argv).into_iter().try_for_each(|i| take(ks.shard_of(&argv[i]), &argv[i]))
     }
 }
 
 /// Runs the function in registry slot `func` with the caller's context published to `redis.call`.
 fn run_in_vm(
+    scripting: &Scripting,
     vm: &mut Vm,
     run: &RunState,
     func: std::ffi::c_int,
     name: &str,
     eval: bool,
-    a: &mut RunArgs<'_, '_>,
+    a: &mut RunArgs<'_>,
 ) -> Frame {
-    let (srv, now, keys, argv, read_only, allow_oom, command) =
-        (a.srv, a.now, a.keys, a.argv, a.read_only, a.allow_oom, a.command);
-    let (client, locked) = (&mut *a.client, &mut *a.locked);
-    let saved_db = client.db;
-    let saved_proto = client.proto;
-    // Blocking commands called from a script answer at once, as if timed out (Redis).
-    let saved_deny = std::mem::replace(&mut client.deny_blocking, true);
-    let saved_in_script = std::mem::replace(&mut client.in_script, true);
-    let mut cctx = CallCtx { srv, command, client, locked, now, read_only, allow_oom, run };
+    let (keys, argv) = (a.keys, a.argv);
+    let script = ScriptCall { command: a.command, read_only: a.read_only, allow_oom: a.allow_oom, run, scripting };
+    a.host.enter();
+    let mut cctx = CallCtx { host: &mut *a.host, script };
     let (raw, host, handler) = (&vm.raw, &vm.host, vm.handler.id());
     let reply = host.active.publish(&mut cctx, || {
         raw.call(host, handler, func, keys, argv, eval, || run.resp.load(Ordering::Relaxed) == 3, name)
     });
-    let client = cctx.client;
-    client.db = saved_db;
-    client.proto = saved_proto;
-    client.deny_blocking = saved_deny;
-    client.in_script = saved_in_script;
+    a.host.leave();
     reply
 }
 
@@ -1251,13 +1299,9 @@ fn raise_err(lua: &Lua, p: &libs::Pending, msg: &str) -> mlua::Error {
     }
 }
 
-/// `redis.acl_check_cmd(cmd, ...)` (Redis's `luaRedisAclCheckCmdPermissionsCommand`): whether the
-/// command would pass the caller's ACL. Resolves the command (a top-level command, or a container's
-/// subcommand when one is named) and returns it with the arguments for the caller's check.
-fn acl_check_cmd(
-    table: &'static crate::ctx::CommandTable,
-    args: &MultiValue,
-) -> Result<(&'static Command, Vec<Bytes>), &'static str> {
+/// The arguments of `redis.acl_check_cmd(cmd, ...)` (Redis's
+/// `luaRedisAclCheckCmdPermissionsCommand`) as a command's, for the host's check.
+fn acl_check_args(args: &MultiValue) -> Result<Vec<Bytes>, &'static str> {
     let mut argv = Vec::with_capacity(args.len());
     for a in args.iter() {
         match a {
@@ -1270,21 +1314,10 @@ fn acl_check_cmd(
             _ => return Err("Lua redis lib command arguments must be strings or integers"),
         }
     }
-    let Some(name) = argv.first() else {
+    if argv.is_empty() {
         return Err("Please specify at least one argument for this redis lib call");
-    };
-    let found = table.get(name).and_then(|cmd| {
-        if cmd.subcommands.is_empty() || argv.len() == 1 {
-            return Some(cmd);
-        }
-        cmd.subcommands.iter().find(|s| {
-            s.name.rsplit('|').next().is_some_and(|n| n.eq_ignore_ascii_case(&String::from_utf8_lossy(&argv[1])))
-        })
-    });
-    match found {
-        Some(cmd) => Ok((cmd, argv)),
-        None => Err("Invalid command passed to redis.acl_check_cmd()"),
     }
+    Ok(argv)
 }
 
 /// Lua's `lua_tonumber`: numbers and numeric strings.

@@ -34,17 +34,14 @@
 
 #![allow(unsafe_code)]
 
-use super::{ActiveRun, CallCtx, ensure_shards, lstruct, lua_num_str};
-use crate::command::Flags;
-use crate::ctx::Command;
+use super::{ActiveRun, Names, Outcome, lstruct, lua_num_str};
 use bytes::Bytes;
 use mlua::ffi;
-use resp::{Frame, Protocol};
+use resp::Frame;
 use std::any::Any;
 use std::ffi::c_int;
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 /// Deepest Lua table nesting converted to a reply (Redis: "reached lua stack limit").
 const MAX_DEPTH: usize = 2000;
@@ -67,13 +64,13 @@ pub(super) struct Host {
     /// A panic caught inside `redis.call`, resumed when the script returns.
     pub panic: parking_lot::Mutex<Option<Box<dyn Any + Send>>>,
     /// The command table as defined (before `rename-command`), whose static names argv[0] reuses.
-    pub table: &'static crate::ctx::CommandTable,
+    pub names: &'static dyn Names,
 }
 
 impl Host {
-    /// A host for a VM of a server whose commands are `table` (before renames).
-    pub fn new(table: &'static crate::ctx::CommandTable) -> Host {
-        Host { active: ActiveRun::default(), panic: Default::default(), table }
+    /// A host for a VM of a server whose commands are `names` (before renames).
+    pub fn new(names: &'static dyn Names) -> Host {
+        Host { active: ActiveRun::default(), panic: Default::default(), names }
     }
 }
 
@@ -639,18 +636,6 @@ unsafe fn push_list<'a>(l: *mut ffi::lua_State, items: impl Iterator<Item = &'a 
     }
 }
 
-/// What one `redis.call` came to, before it is pushed.
-enum Outcome {
-    /// The command ran: its reply, and whether the script asked for RESP3 (redis.setresp).
-    Reply(Frame, bool),
-    /// Refused before running: message, and whether its first word is the error code.
-    Refused(Vec<u8>, bool),
-    /// Called outside a run.
-    Outside,
-    /// A Rust panic, parked in the host.
-    Panicked,
-}
-
 /// Replaces the table at stack index 1 by the table it guards when it is a read-only proxy (upvalue 1
 /// is the proxy -> table map). Leaves the stack as it was otherwise.
 ///
@@ -1003,12 +988,10 @@ unsafe fn outcome(l: *mut ffi::lua_State, host: &Host) -> Outcome {
             ffi::LUA_TSTRING => {
                 let b = unsafe { str_at(l, i) };
                 if i == 1
-                    && let Some(cmd) = host.table.get(b)
-                    && cmd.subcommands.is_empty()
-                    && cmd.name.as_bytes() == b
+                    && let Some((id, name)) = host.names.plain(b)
                 {
-                    named = Some(cmd);
-                    argv.push(Bytes::from_static(cmd.name.as_bytes()));
+                    named = Some(id);
+                    argv.push(Bytes::from_static(name.as_bytes()));
                 } else {
                     argv.push(Bytes::copy_from_slice(b));
                 }
@@ -1027,7 +1010,7 @@ unsafe fn outcome(l: *mut ffi::lua_State, host: &Host) -> Outcome {
         }
     }
     let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        host.active.with(|c| dispatch(c, named, &argv)).unwrap_or(Outcome::Outside)
+        host.active.with(|c| c.host.call(named, &argv, &c.script)).unwrap_or(Outcome::Outside)
     }));
     match run {
         Ok(o) => o,
@@ -1036,66 +1019,4 @@ unsafe fn outcome(l: *mut ffi::lua_State, host: &Host) -> Outcome {
             Outcome::Panicked
         }
     }
-}
-
-/// Checks and runs one command for a script (`named`: argv[0]'s command, already looked up).
-fn dispatch(c: &mut CallCtx<'_, '_>, named: Option<&'static Command>, argv: &[Bytes]) -> Outcome {
-    let refuse = |m: &[u8]| Outcome::Refused(m.to_vec(), false);
-    if argv.is_empty() {
-        return refuse(b"Please specify at least one argument for this redis lib call");
-    }
-    let resolved = match named {
-        // The default table's command: right unless this server renamed commands.
-        Some(cmd) if std::ptr::eq(c.srv.table, c.srv.scripting.table) => Ok(cmd),
-        _ => c.srv.table.resolve(argv),
-    };
-    let cmd = match resolved {
-        Ok(cmd) if cmd.arity_ok(argv.len()) => cmd,
-        Ok(_) => return refuse(b"Wrong number of args calling Redis command from script"),
-        Err(_) => return refuse(b"Unknown Redis command called from script"),
-    };
-    if cmd.flags.has(Flags::NOSCRIPT) && !c.srv.debug.disable_deny_scripts.load(std::sync::atomic::Ordering::Relaxed) {
-        return refuse(b"This Redis command is not allowed from script");
-    }
-    if let Err(d) = c.srv.acl_check(c.client, cmd, argv, crate::acl::Context::Lua) {
-        return Outcome::Refused(format!("The user executing the script {}", d.message()).into_bytes(), false);
-    }
-    if c.read_only && (cmd.flags.has(Flags::WRITE) || cmd.flags.has(Flags::MAY_REPLICATE)) {
-        return refuse(b"Write commands are not allowed from read-only scripts.");
-    }
-    if cmd.flags.has(Flags::WRITE) && c.srv.config.writes_need_replicas() {
-        return Outcome::Refused(crate::error::NOREPLICAS.as_bytes().to_vec(), true);
-    }
-    // Redis's scriptVerifyOOM: over the limit when the script started, its first write that may grow
-    // memory is refused (a later one is not: the script cannot stop half done).
-    if cmd.flags.has(Flags::DENYOOM)
-        && c.client.oom
-        && !c.allow_oom
-        && !c.run.wrote.load(Ordering::Relaxed)
-        && c.srv.config.maxmemory.load(Ordering::Relaxed) > 0
-    {
-        return Outcome::Refused(crate::error::OOM.as_bytes().to_vec(), true);
-    }
-    if c.run.restart.load(Ordering::Relaxed) {
-        return refuse(b"ERR script restarting with every shard");
-    }
-    if let Err(key) = ensure_shards(c.srv, c.run, c.command, c.locked, cmd, argv) {
-        // Nothing written yet: the run is thrown away and starts again holding every shard.
-        if !c.run.wrote.load(Ordering::Relaxed) {
-            c.run.restart.store(true, Ordering::Relaxed);
-            return refuse(b"ERR script restarting with every shard");
-        }
-        let msg = format!(
-            "the script accessed key '{}', which it did not declare, after writing, while another client held it; \
-             declare every key the script uses in KEYS",
-            String::from_utf8_lossy(&key)
-        );
-        return Outcome::Refused(msg.into_bytes(), false);
-    }
-    if cmd.flags.has(Flags::WRITE) {
-        c.run.wrote.store(true, Ordering::Relaxed);
-    }
-    let resp3 = c.run.resp.load(Ordering::Relaxed) == 3;
-    c.client.proto = if resp3 { Protocol::Resp3 } else { Protocol::Resp2 };
-    Outcome::Reply(c.srv.call(c.client, c.locked, cmd, argv, c.now), resp3)
 }

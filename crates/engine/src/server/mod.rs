@@ -18,6 +18,7 @@ mod notify;
 mod pause;
 mod persistence;
 mod pubsub;
+pub mod scripting;
 mod tracking;
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -68,6 +69,8 @@ pub struct Server {
     /// The command table: the one the server was built with, or its renamed view
     /// (`rename-command`).
     pub table: &'static CommandTable,
+    /// The command table as defined, before `rename-command` (what scripts and ACL rules name).
+    pub commands: &'static CommandTable,
     /// Slow log.
     pub slowlog: Mutex<SlowLog>,
     /// ACL users, the ACL log and its counters (see [`crate::acl`]).
@@ -199,6 +202,7 @@ impl Server {
             clients: ClientRegistry::default(),
             stats: Stats::new(table.id_count()),
             table,
+            commands,
             slowlog: Mutex::new(SlowLog::default()),
             acl,
             monitors: Mutex::new(Vec::new()),

@@ -1,0 +1,175 @@
+//! Scripts in the composition: what a running script reaches of the server, the calling client
+//! and its locked shards ([`ScriptHost`]): `redis.call`'s checks (NOSCRIPT, ACL, read-only
+//! scripts, replicas, OOM, the shards a script may still take) and the command it runs through
+//! dispatch. `crate::lua` owns the VMs and knows no server.
+
+use super::Server;
+use crate::client::Client;
+use crate::command::Flags;
+use crate::ctx::Command;
+use crate::keyspace::Locked;
+use crate::lua::{Outcome, ScriptCall, ScriptHost, ensure_shards};
+use bytes::Bytes;
+use resp::{Frame, Protocol};
+use std::sync::atomic::Ordering;
+
+/// The command running a script: the server, its client and locked shards, its time.
+pub struct ScriptRun<'a, 'k> {
+    /// The server.
+    pub srv: &'a Server,
+    /// The caller.
+    pub client: &'a mut Client,
+    /// The shards the command holds (the declared keys', or all).
+    pub locked: &'a mut Locked<'k>,
+    /// The command's time.
+    pub now: u64,
+    /// The EVAL/EVALSHA/FCALL (for the BUSY check while it waits for a VM).
+    pub cmd: &'static Command,
+    /// The client's state while the script runs, kept by [`ScriptHost::enter`].
+    saved: Option<(usize, Protocol, bool, bool)>,
+}
+
+impl<'a, 'k> ScriptRun<'a, 'k> {
+    /// The script host of `cmd`, run by `client` on `srv` holding `locked` at `now`.
+    pub fn new(
+        srv: &'a Server,
+        client: &'a mut Client,
+        locked: &'a mut Locked<'k>,
+        now: u64,
+        cmd: &'static Command,
+    ) -> Self {
+        ScriptRun { srv, client, locked, now, cmd, saved: None }
+    }
+}
+
+impl ScriptHost for ScriptRun<'_, '_> {
+    fn call(&mut self, named: Option<u16>, argv: &[Bytes], s: &ScriptCall<'_>) -> Outcome {
+        let refuse = |m: &[u8]| Outcome::Refused(m.to_vec(), false);
+        if argv.is_empty() {
+            return refuse(b"Please specify at least one argument for this redis lib call");
+        }
+        let srv = self.srv;
+        let resolved = match named.and_then(|id| srv.commands.by_id(id)) {
+            // The default table's command: right unless this server renamed commands.
+            Some(cmd) if std::ptr::eq(srv.table, srv.commands) => Ok(cmd),
+            _ => srv.table.resolve(argv),
+        };
+        let cmd = match resolved {
+            Ok(cmd) if cmd.arity_ok(argv.len()) => cmd,
+            Ok(_) => return refuse(b"Wrong number of args calling Redis command from script"),
+            Err(_) => return refuse(b"Unknown Redis command called from script"),
+        };
+        if cmd.flags.has(Flags::NOSCRIPT) && !srv.debug.disable_deny_scripts.load(Ordering::Relaxed) {
+            return refuse(b"This Redis command is not allowed from script");
+        }
+        if let Err(d) = srv.acl_check(self.client, cmd, argv, crate::acl::Context::Lua) {
+            return Outcome::Refused(format!("The user executing the script {}", d.message()).into_bytes(), false);
+        }
+        if s.read_only && (cmd.flags.has(Flags::WRITE) || cmd.flags.has(Flags::MAY_REPLICATE)) {
+            return refuse(b"Write commands are not allowed from read-only scripts.");
+        }
+        if cmd.flags.has(Flags::WRITE) && srv.config.writes_need_replicas() {
+            return Outcome::Refused(crate::error::NOREPLICAS.as_bytes().to_vec(), true);
+        }
+        // Redis's scriptVerifyOOM: over the limit when the script started, its first write that
+        // may grow memory is refused (a later one is not: the script cannot stop half done).
+        if cmd.flags.has(Flags::DENYOOM)
+            && self.client.oom
+            && !s.allow_oom
+            && !s.run.wrote.load(Ordering::Relaxed)
+            && srv.config.maxmemory.load(Ordering::Relaxed) > 0
+        {
+            return Outcome::Refused(crate::error::OOM.as_bytes().to_vec(), true);
+        }
+        if s.run.restart.load(Ordering::Relaxed) {
+            return refuse(b"ERR script restarting with every shard");
+        }
+        if let Err(key) = ensure_shards(&srv.ks, s, self.locked, cmd, argv) {
+            // Nothing written yet: the run is thrown away and starts again holding every shard.
+            if !s.run.wrote.load(Ordering::Relaxed) {
+                s.run.restart.store(true, Ordering::Relaxed);
+                return refuse(b"ERR script restarting with every shard");
+            }
+            let msg = format!(
+                "the script accessed key '{}', which it did not declare, after writing, while another client held it; \
+                 declare every key the script uses in KEYS",
+                String::from_utf8_lossy(&key)
+            );
+            return Outcome::Refused(msg.into_bytes(), false);
+        }
+        if cmd.flags.has(Flags::WRITE) {
+            s.run.wrote.store(true, Ordering::Relaxed);
+        }
+        let resp3 = s.run.resp.load(Ordering::Relaxed) == 3;
+        self.client.proto = if resp3 { Protocol::Resp3 } else { Protocol::Resp2 };
+        Outcome::Reply(srv.call(self.client, self.locked, cmd, argv, self.now), resp3)
+    }
+
+    fn acl_allows(&self, argv: &[Bytes]) -> Result<bool, &'static str> {
+        // Resolved in the table as defined: a top-level command, or a container's subcommand when
+        // one is named.
+        let found = self.srv.commands.get(&argv[0]).and_then(|cmd| {
+            if cmd.subcommands.is_empty() || argv.len() == 1 {
+                return Some(cmd);
+            }
+            cmd.subcommands.iter().find(|s| {
+                s.name.rsplit('|').next().is_some_and(|n| n.eq_ignore_ascii_case(&String::from_utf8_lossy(&argv[1])))
+            })
+        });
+        let Some(cmd) = found else { return Err("Invalid command passed to redis.acl_check_cmd()") };
+        Ok(match &self.client.user {
+            Some(u) if !u.unrestricted() => self.srv.acl.check(u, cmd, argv).is_ok(),
+            _ => true,
+        })
+    }
+
+    fn long_op(&self) {
+        self.srv.long_op();
+    }
+
+    fn busy_error(&self) -> Option<Frame> {
+        self.srv.busy_error(self.cmd)
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.srv.clock.now_ms()
+    }
+
+    fn started_ms(&self) -> u64 {
+        self.now
+    }
+
+    fn busy_reply_threshold(&self) -> i64 {
+        self.srv.config.busy_reply_threshold.load(Ordering::Relaxed)
+    }
+
+    fn writes_need_replicas(&self) -> bool {
+        self.srv.config.writes_need_replicas()
+    }
+
+    fn oom(&self) -> bool {
+        self.client.oom
+    }
+
+    fn enter(&mut self) {
+        let c = &mut *self.client;
+        // Blocking commands called from a script answer at once, as if timed out (Redis).
+        let deny = std::mem::replace(&mut c.deny_blocking, true);
+        let in_script = std::mem::replace(&mut c.in_script, true);
+        self.saved = Some((c.db, c.proto, deny, in_script));
+    }
+
+    fn leave(&mut self) {
+        if let Some((db, proto, deny, in_script)) = self.saved.take() {
+            let c = &mut *self.client;
+            c.db = db;
+            c.proto = proto;
+            c.deny_blocking = deny;
+            c.in_script = in_script;
+        }
+    }
+
+    fn relock_all(&mut self) {
+        self.locked.relock_all();
+    }
+}
