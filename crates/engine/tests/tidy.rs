@@ -249,7 +249,6 @@ fn file_graph() -> std::collections::BTreeMap<String, std::collections::BTreeSet
         let text = std::fs::read_to_string(file).expect("read");
         let code = code(&text);
         let own: Vec<&str> = module.split("::").collect();
-        let is_parent = file.ends_with("mod.rs");
         // `super` from `a/b.rs` (module a::b) is `a`; from `a/b/mod.rs` (also a::b) it is `a` too.
         let parent: Vec<&str> = own[..own.len() - 1].to_vec();
         let mut targets = std::collections::BTreeSet::new();
@@ -268,14 +267,13 @@ fn file_graph() -> std::collections::BTreeMap<String, std::collections::BTreeSet
             .filter_map(|l| l.trim().trim_start_matches("pub ").trim_start_matches("pub(crate) ").strip_prefix("mod "))
             .filter_map(|l| l.strip_suffix(';'))
             .collect();
-        let own_dir: Vec<&str> = if is_parent || module.is_empty() { own.clone() } else { own.clone() };
         for child in children {
             let needle = format!("{child}::");
             let used = code
                 .match_indices(&needle)
                 .any(|(i, _)| !code[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':'));
             if used {
-                let mut parts = own_dir.clone();
+                let mut parts = own.clone();
                 parts.push(child);
                 if let Some(t) = resolve(&parts) {
                     targets.insert(t);
