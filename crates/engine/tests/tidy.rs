@@ -11,7 +11,23 @@ use std::path::{Path, PathBuf};
 /// layer names a child on its own.
 const LAYERS: &[(&str, &[&str])] = &[
     // Values and the vocabulary everything shares; no state.
-    ("base", &["args", "error", "glob", "clock", "value", "types", "types::zset", "changes", "host", "lzf", "rdb"]),
+    (
+        "base",
+        &[
+            "args",
+            "error",
+            "glob",
+            "clock",
+            "primitives",
+            "value",
+            "types",
+            "types::zset",
+            "changes",
+            "host",
+            "lzf",
+            "rdb",
+        ],
+    ),
     // The sharded keyspace and a database as a command sees it.
     ("store", &["keyspace", "db"]),
     // Data-type operations, each written once, on a `Db`.
