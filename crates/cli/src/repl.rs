@@ -1,6 +1,6 @@
 //! Line input for the interactive session: rustyline on a terminal (editing, history file,
 //! completion and argument hints like redis-cli's linenoise set-up), plain line reading when
-//! stdin is a pipe or a file.
+//! stdin is a pipe or a file, and the `:set hints|nohints` preference lines (typed or in the rc file).
 
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -53,7 +53,7 @@ impl<R: BufRead> Piped<R> {
 
 impl<R: BufRead> LineReader for Piped<R> {
     fn read_line(&mut self, _prompt: &str) -> ReadLine {
-        match crate::session::read_piped_line(&mut self.input) {
+        match read_piped_line(&mut self.input) {
             Some(l) => ReadLine::Line(l),
             None => ReadLine::Eof,
         }
@@ -218,7 +218,7 @@ impl Editor {
                 continue;
             }
             let words: Vec<String> = words.iter().map(|w| String::from_utf8_lossy(w).into_owned()).collect();
-            match crate::session::set_preference(&words) {
+            match set_preference(&words) {
                 Ok(on) => self.set_hints(on),
                 Err(msg) => print!(".latchclirc: {msg}"),
             }
@@ -255,6 +255,35 @@ impl LineReader for Editor {
     fn clear_screen(&mut self) {
         if let Some(ed) = self.ed.as_mut() {
             let _ = ed.clear_screen();
+        }
+    }
+}
+
+/// Applies a `:set hints|nohints` line; returns the new hints setting or the message to print.
+pub fn set_preference(words: &[String]) -> Result<bool, String> {
+    if words[0].eq_ignore_ascii_case(":set") && words.len() >= 2 {
+        if words[1].eq_ignore_ascii_case("hints") {
+            Ok(true)
+        } else if words[1].eq_ignore_ascii_case("nohints") {
+            Ok(false)
+        } else {
+            Err(format!("unknown latch-cli preference '{}'\n", words[1]))
+        }
+    } else {
+        Err(format!("unknown latch-cli internal command '{}'\n", words[0]))
+    }
+}
+
+/// Reads lines from a non-terminal stdin (no prompt, no history), like linenoise does.
+pub fn read_piped_line<R: BufRead>(r: &mut R) -> Option<Vec<u8>> {
+    let mut line = Vec::new();
+    match r.read_until(b'\n', &mut line) {
+        Ok(0) | Err(_) => None,
+        Ok(_) => {
+            if line.last() == Some(&b'\n') {
+                line.pop();
+            }
+            Some(line)
         }
     }
 }
@@ -311,5 +340,22 @@ mod tests {
     fn dotfiles() {
         // Only the naming rule is checked here: the environment is shared by parallel tests.
         assert!(dotfile_path("LATCHCLI_TEST_UNSET_VAR", ".x").is_none_or(|p| p.ends_with(".x")));
+    }
+
+    #[test]
+    fn preferences() {
+        assert_eq!(set_preference(&[":set".into(), "HINTS".into()]), Ok(true));
+        assert_eq!(set_preference(&[":set".into(), "nohints".into()]), Ok(false));
+        assert_eq!(set_preference(&[":set".into(), "x".into()]), Err("unknown latch-cli preference 'x'\n".into()));
+        assert_eq!(set_preference(&[":foo".into()]), Err("unknown latch-cli internal command ':foo'\n".into()));
+    }
+
+    #[test]
+    fn piped_lines() {
+        let mut r = std::io::Cursor::new(b"get a\r\n\nlast".to_vec());
+        assert_eq!(read_piped_line(&mut r).unwrap(), b"get a\r");
+        assert_eq!(read_piped_line(&mut r).unwrap(), b"");
+        assert_eq!(read_piped_line(&mut r).unwrap(), b"last");
+        assert_eq!(read_piped_line(&mut r), None);
     }
 }

@@ -3,7 +3,7 @@
 //! `cliConnect`, `cliSendCommand`, `cliReadReply`, `issueCommandRepeat`, `repl` and
 //! `noninteractive`.
 
-use std::io::{self, BufRead, IsTerminal, Read, Write};
+use std::io::{self, IsTerminal, Read, Write};
 use std::time::{Duration, Instant};
 
 use resp::Frame;
@@ -13,6 +13,7 @@ use crate::format;
 use crate::help::{self, HelpEntry};
 use crate::opts::{ConnInfo, OutputMode};
 use crate::repl::{self, LineReader, ReadLine};
+pub use crate::repl::{read_piped_line, set_preference};
 
 /// Everything the command line decided.
 #[derive(Clone, Debug)]
@@ -580,21 +581,6 @@ fn parse_repeat(argv: &[Vec<u8>]) -> RepeatPrefix {
     }
 }
 
-/// Applies a `:set hints|nohints` line; returns the new hints setting or the message to print.
-pub fn set_preference(words: &[String]) -> Result<bool, String> {
-    if words[0].eq_ignore_ascii_case(":set") && words.len() >= 2 {
-        if words[1].eq_ignore_ascii_case("hints") {
-            Ok(true)
-        } else if words[1].eq_ignore_ascii_case("nohints") {
-            Ok(false)
-        } else {
-            Err(format!("unknown latch-cli preference '{}'\n", words[1]))
-        }
-    } else {
-        Err(format!("unknown latch-cli internal command '{}'\n", words[0]))
-    }
-}
-
 /// Renders a command's reply as redis-cli prints it: tty form, or raw form plus `cmd_delim`.
 pub fn render_reply(f: &Frame, mode: OutputMode, mb_delim: &[u8], cmd_delim: &[u8], out: &mut Vec<u8>) {
     match mode {
@@ -615,20 +601,6 @@ pub fn render_push(f: &Frame, mode: OutputMode, mb_delim: &[u8], cmd_delim: &[u8
         return;
     }
     render_reply(f, mode, mb_delim, cmd_delim, out);
-}
-
-/// Reads lines from a non-terminal stdin (no prompt, no history), like linenoise does.
-pub fn read_piped_line<R: BufRead>(r: &mut R) -> Option<Vec<u8>> {
-    let mut line = Vec::new();
-    match r.read_until(b'\n', &mut line) {
-        Ok(0) | Err(_) => None,
-        Ok(_) => {
-            if line.last() == Some(&b'\n') {
-                line.pop();
-            }
-            Some(line)
-        }
-    }
 }
 
 #[cfg(test)]
@@ -700,22 +672,5 @@ mod tests {
         assert_eq!(s.prompt(), format!("127.0.0.1:{}[2](TX)> ", s.cfg.conn.port));
         s.cfg.conn.host = "::1".into();
         assert!(s.prompt().starts_with("[::1]:"));
-    }
-
-    #[test]
-    fn preferences() {
-        assert_eq!(set_preference(&[":set".into(), "HINTS".into()]), Ok(true));
-        assert_eq!(set_preference(&[":set".into(), "nohints".into()]), Ok(false));
-        assert_eq!(set_preference(&[":set".into(), "x".into()]), Err("unknown latch-cli preference 'x'\n".into()));
-        assert_eq!(set_preference(&[":foo".into()]), Err("unknown latch-cli internal command ':foo'\n".into()));
-    }
-
-    #[test]
-    fn piped_lines() {
-        let mut r = io::Cursor::new(b"get a\r\n\nlast".to_vec());
-        assert_eq!(read_piped_line(&mut r).unwrap(), b"get a\r");
-        assert_eq!(read_piped_line(&mut r).unwrap(), b"");
-        assert_eq!(read_piped_line(&mut r).unwrap(), b"last");
-        assert_eq!(read_piped_line(&mut r), None);
     }
 }

@@ -1,9 +1,10 @@
 //! Latch's engine: everything between a decoded request and its reply, with no IO, in layers that
 //! only import downward (ARCHITECTURE.md draws them; `tests/tidy.rs` enforces them):
 //!
-//! * base: [`value`] (what a key holds, kept small), [`types`], [`clock`] (injected time; TTLs run
-//!   on a monotonic timeline), [`changes`] (the change stream's effects), [`args`], [`error`],
-//!   [`glob`], [`host`], [`rdb`] (Redis's value encoding).
+//! * base: [`primitives`] (the byte strings and hasher values are built from), [`value`] (what a
+//!   key holds, kept small), [`types`], [`clock`] (injected time; TTLs run on a monotonic
+//!   timeline), [`changes`] (the change stream's effects), [`args`], [`error`], [`glob`], [`host`],
+//!   [`rdb`] (Redis's value encoding).
 //! * store: [`keyspace`] (the sharded tables, locking, expiry index, SCAN positions), [`db`] (a
 //!   database as a handler sees it).
 //! * ops: [`ops`], data-type operations written once for every command path that reaches them.
@@ -47,6 +48,7 @@ pub mod notify;
 pub mod ops;
 pub mod pause;
 pub mod persistence;
+pub mod primitives;
 pub mod pubsub;
 pub mod rdb;
 pub mod server;

@@ -90,7 +90,7 @@ impl Kind {
 }
 
 use crate::message::put_bulk;
-pub use crate::message::{encode_message, put_message};
+use crate::message::encode_message;
 
 /// A (un)subscription confirmation: `[kind, channel or nil, count]`; the nil is `_` for a RESP3
 /// client (the only part of a message that is not the same in both protocols but its first byte).

@@ -225,7 +225,7 @@ impl TestClient {
     /// A message as the connection would write it to this client, read back, in [`show`] form.
     fn show_message(&self, m: &[u8]) -> String {
         let mut wire = resp::BytesMut::new();
-        crate::pubsub::put_message(&mut wire, self.client.proto, m);
+        crate::message::put_message(&mut wire, self.client.proto, m);
         match resp::decode_reply(&mut wire) {
             Ok(Some(f)) => show(&f),
             other => panic!("bad message {:?}: {other:?}", crate::args::repr(m)),

@@ -4,18 +4,12 @@
 //! is 48 bytes: the [`Value`] (32), the TTL deadline (8) and the access clock (4). Short strings and
 //! integers live inline in the value; aggregates are boxed so the common string case stays small.
 
-use smallvec::SmallVec;
 use std::collections::VecDeque;
 
-/// Bytes stored inline when they fit in 16 bytes (typical keys such as `lock:order:12345`).
-pub type SmallBytes = SmallVec<[u8; 16]>;
+pub use crate::primitives::{Hasher, SmallBytes};
 
 /// A key. Binary-safe.
 pub type Key = SmallBytes;
-
-/// The hasher used by every hash table in the engine: fast, and randomly seeded per process so that
-/// clients cannot craft colliding keys.
-pub type Hasher = foldhash::fast::RandomState;
 
 /// A hash value: field -> value, in insertion order with O(1) random access (HRANDFIELD, HSCAN).
 pub type HashValue = indexmap::IndexMap<SmallBytes, SmallBytes, Hasher>;
@@ -204,10 +198,13 @@ pub struct Entry {
     pub(crate) epoch: u8,
 }
 
+/// Initial LFU counter of a new key (Redis's LFU_INIT_VAL).
+pub const LFU_INIT_VAL: u8 = 5;
+
 impl Entry {
     /// A fresh entry without TTL.
     pub fn new(value: Value) -> Entry {
-        Entry { value, expire_at: 0, atime: 0, lfu: crate::types::LFU_INIT_VAL, raw: false, epoch: 0 }
+        Entry { value, expire_at: 0, atime: 0, lfu: LFU_INIT_VAL, raw: false, epoch: 0 }
     }
     /// The string's bytes, to edit in place (Redis's `dbUnshareStringValue`): from now on the
     /// value is a `raw` string. None when the value is not a string.

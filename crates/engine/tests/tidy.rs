@@ -20,6 +20,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "error",
             "glob",
             "clock",
+            "primitives",
             "value",
             "types",
             "types::zset",
@@ -230,7 +231,6 @@ const ALLOWED_CYCLES: &[(&[&str], &str)] = &[
         "FENCED finds the keys of the command it wraps in the table that lists FENCED (a key finder \
          gets only the arguments)",
     ),
-    (&["types", "types::zset", "value"], "value and its aggregate types (being untied)"),
 ];
 
 /// The files (modules) each file names: `crate::a::b` and `super::b` paths, and a parent module's

@@ -9,7 +9,6 @@ use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Script, Value};
 use tokio::sync::Mutex;
 
-use crate::guard::Lock;
 use crate::{Error, Result};
 
 /// Compare-and-delete: deletes `KEYS[1]` only if it holds `ARGV[1]` (the SET command page's script).
@@ -144,11 +143,6 @@ impl LockClient {
 
     pub(crate) fn set_native(&self, on: bool) {
         self.inner.native.store(if on { 1 } else { 2 }, Ordering::Relaxed);
-    }
-
-    /// A lock named `key` on this server, with default options (TTL 30 s, no watchdog, no fencing).
-    pub fn lock(&self, key: impl Into<String>) -> Lock {
-        Lock::new(self.clone(), key.into())
     }
 
     /// The current connection, opened (again) if needed.

@@ -22,8 +22,17 @@ pub struct Lock {
     backoff: Backoff,
 }
 
+// `LockClient::lock` lives here, beside the type it builds, so that `client.rs` (the lower file)
+// does not import the guard.
+impl LockClient {
+    /// A lock named `key` on this server, with default options (TTL 30 s, no watchdog, no fencing).
+    pub fn lock(&self, key: impl Into<String>) -> Lock {
+        Lock::new(self.clone(), key.into())
+    }
+}
+
 impl Lock {
-    pub(crate) fn new(client: LockClient, key: String) -> Lock {
+    fn new(client: LockClient, key: String) -> Lock {
         Lock {
             client,
             key,

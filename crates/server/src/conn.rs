@@ -9,12 +9,15 @@
 //! `client-output-buffer-limit` has a hard limit, replies are held back until the batch ends, as
 //! Redis holds them, and a client over a limit is closed without the replies (`Obuf`).
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
+use engine::client::Client;
+use engine::ctx::Waiter;
 use engine::server::Server;
 use resp::{Frame, Limits, RequestDecoder};
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::sync::Notify;
 
 const READ_CHUNK: usize = 16 * 1024;
@@ -48,10 +51,10 @@ impl Obuf {
 
 /// Moves the messages waiting in the client's outbox into `wbuf`; a RESP3 client gets the arrays
 /// as pushes.
-fn take_outbox(client: &engine::client::Client, msgs: &mut Vec<bytes::Bytes>, wbuf: &mut BytesMut) {
+fn take_outbox(client: &Client, msgs: &mut Vec<Bytes>, wbuf: &mut BytesMut) {
     client.info.outbox.take(msgs);
     for m in msgs.drain(..) {
-        engine::pubsub::put_message(wbuf, client.proto, &m);
+        engine::message::put_message(wbuf, client.proto, &m);
     }
 }
 
@@ -61,150 +64,252 @@ pub async fn serve<S>(srv: Arc<Server>, aof: Arc<crate::aof::Aof>, stream: S, pe
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let (mut rd, mut wr) = tokio::io::split(stream);
-    let mut client = srv.new_client(peer, local);
-    let kill = Arc::new(Notify::new());
-    {
-        let k = kill.clone();
-        client.info.set_waker(Box::new(move || k.notify_one()));
+    let mut conn = Conn::new(srv, aof, stream, peer, local);
+    let Err(Close) = conn.run().await;
+    conn.srv.client_closed(&conn.client);
+}
+
+/// The connection ends (why was logged where it was decided, when it is worth a line).
+struct Close;
+
+/// One step of a connection: go on, or close it.
+type Step = Result<(), Close>;
+
+/// A connection's state: its client, its socket halves and buffers.
+struct Conn<S> {
+    srv: Arc<Server>,
+    aof: Arc<crate::aof::Aof>,
+    client: Client,
+    rd: ReadHalf<S>,
+    wr: WriteHalf<S>,
+    /// Rung by a kill, by messages arriving in the outbox, and by the server's cron asking for the
+    /// query buffer back (`trim_qbuf`).
+    kill: Arc<Notify>,
+    /// Rung when a blocked client's wait has an outcome.
+    unblock: Arc<Notify>,
+    /// Messages taken from the outbox (the vector is reused).
+    msgs: Vec<Bytes>,
+    /// The query buffer.
+    rbuf: BytesMut,
+    /// Replies waiting to be written.
+    wbuf: BytesMut,
+    dec: RequestDecoder,
+    obuf: Obuf,
+    /// The largest the query buffer has been since the last resize pass.
+    peak: usize,
+    /// Whether the query buffer was given back while idle (it is allocated again by the next read).
+    idle_released: bool,
+}
+
+impl<S> Conn<S>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    /// Registers a client for the connection and the wakers that reach its task.
+    fn new(srv: Arc<Server>, aof: Arc<crate::aof::Aof>, stream: S, peer: String, local: String) -> Conn<S> {
+        let (rd, wr) = tokio::io::split(stream);
+        let mut client = srv.new_client(peer, local);
+        let kill = Arc::new(Notify::new());
+        {
+            let k = kill.clone();
+            client.info.set_waker(Box::new(move || k.notify_one()));
+        }
+        let unblock = Arc::new(Notify::new());
+        {
+            let u = unblock.clone();
+            client.block_waker = Some(Arc::new(move || u.notify_one()));
+        }
+        let wbuf = BytesMut::with_capacity(client.info.rbs.load(Ordering::Relaxed));
+        Conn {
+            srv,
+            aof,
+            client,
+            rd,
+            wr,
+            kill,
+            unblock,
+            msgs: Vec::new(),
+            rbuf: BytesMut::with_capacity(READ_CHUNK),
+            wbuf,
+            dec: RequestDecoder::new(),
+            obuf: Obuf::default(),
+            peak: 0,
+            idle_released: false,
+        }
     }
-    let unblock = Arc::new(Notify::new());
-    {
-        let u = unblock.clone();
-        client.block_waker = Some(Arc::new(move || u.notify_one()));
+
+    /// The connection's loop: run what is buffered, write the replies, account for the buffers,
+    /// read more. Returns only to close.
+    async fn run(&mut self) -> Result<Infallible, Close> {
+        loop {
+            // What this thread allocated and freed so far counts in used_memory from here.
+            crate::alloc::publish();
+            self.run_buffered().await?;
+            self.write_replies().await?;
+            self.check_query_buffer_limit()?;
+            self.resize_buffers();
+            // Biased: the socket first, and the kill and MONITOR branches are polled (a Notify and a
+            // channel registering this task) only when it has nothing to read. A client that always
+            // has bytes ready (a large argument arriving) is still seen killed through the flag.
+            if self.client.info.killed.load(Ordering::Relaxed) {
+                return Err(Close);
+            }
+            self.prepare_read();
+            // maxmemory-clients: this client's buffers as they are now count toward the limit, and
+            // the largest clients are closed when all together are over it (this one included).
+            if self.srv.client_memory(&self.client.info) {
+                return Err(Close);
+            }
+            // Messages that arrived while the replies were written (their wake-up went to the write).
+            if self.client.info.outbox.pending() {
+                continue;
+            }
+            self.read_more().await?;
+        }
     }
-    // Messages taken from the outbox (the vector is reused).
-    let mut msgs: Vec<bytes::Bytes> = Vec::new();
-    let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
-    let mut wbuf = BytesMut::with_capacity(client.info.rbs.load(Ordering::Relaxed));
-    let mut dec = RequestDecoder::new();
-    let mut obuf = Obuf::default();
-    // The largest the query buffer has been since the last resize pass, and whether the buffer was
-    // given back while idle (it is allocated again by the next read).
-    let mut peak = 0usize;
-    let mut idle_released = false;
-    'conn: loop {
-        // What this thread allocated and freed so far counts in used_memory from here.
-        crate::alloc::publish();
-        // Execute everything already buffered.
+
+    /// Decodes and executes every complete request in the query buffer. A protocol error is
+    /// answered, then closes the connection.
+    async fn run_buffered(&mut self) -> Step {
         loop {
             let limits = Limits {
-                proto_max_bulk_len: srv.config.proto_max_bulk_len.load(Ordering::Relaxed),
-                auth_required: !client.authenticated,
+                proto_max_bulk_len: self.srv.config.proto_max_bulk_len.load(Ordering::Relaxed),
+                auth_required: !self.client.authenticated,
             };
-            match dec.decode(&mut rbuf, &limits) {
-                Ok(Some(args)) => {
-                    let mut reply = srv.execute(&mut client, &args);
-                    // A blocking command that found nothing: wait for a writer to serve it, the
-                    // timeout, or the client to go away. Later pipelined commands wait behind it.
-                    while let Some(w) = client.blocked.clone() {
-                        if flush(&srv, &aof, &client.info, &mut client.wait_durable, &kill, &mut wr, &mut wbuf)
-                            .await
-                            .is_err()
-                        {
-                            w.cancel();
-                            srv.unblocked(&mut client);
-                            break 'conn;
-                        }
-                        let outcome =
-                            wait_blocked(&srv, &w, &mut rd, &mut rbuf, &unblock, &kill, &client.info.killed).await;
-                        srv.unblocked(&mut client);
-                        match outcome {
-                            Blocked::Reply(f) => {
-                                // Served by another client's write.
-                                client.wait_durable = true;
-                                reply = Some(f);
-                            }
-                            Blocked::Retry => reply = srv.execute(&mut client, &args),
-                            Blocked::Gone => break 'conn,
-                        }
-                    }
-                    // Messages the command sent this client (a subscription's confirmations, a
-                    // message it published to itself) go before its reply, as in Redis.
-                    if client.info.outbox.pending() {
-                        take_outbox(&client, &mut msgs, &mut wbuf);
-                    }
-                    if client.obuf_overflow {
-                        tracing::warn!(
-                            client = client.id,
-                            addr = %client.info.addr,
-                            "Client scheduled to be closed ASAP for overcoming of output buffer limits."
-                        );
-                        break 'conn;
-                    }
-                    if let Some(Frame::Encoded(big)) = &reply
-                        && big.len() >= FLUSH_AT
-                    {
-                        // A large reply built as its wire bytes (resp::BulkArray) goes out as it is,
-                        // after what is buffered, rather than through a copy into `wbuf`.
-                        if obuf.over(&srv, wbuf.len() + big.len()) {
-                            tracing::warn!(
-                                client = client.id,
-                                addr = %client.info.addr,
-                                omem = wbuf.len() + big.len() - REPLY_CHUNK,
-                                "Client scheduled to be closed ASAP for overcoming of output buffer limits."
-                            );
-                            break 'conn;
-                        }
-                        if srv.config.normal_obuf_limits().hard == 0 {
-                            if flush(&srv, &aof, &client.info, &mut client.wait_durable, &kill, &mut wr, &mut wbuf)
-                                .await
-                                .is_err()
-                                || write_out(&srv, &client.info, &kill, &mut wr, big).await.is_err()
-                            {
-                                break 'conn;
-                            }
-                        } else {
-                            wbuf.extend_from_slice(big);
-                        }
-                    } else if let Some(reply) = reply {
-                        resp::encode(&reply, client.proto, &mut wbuf);
-                        if wbuf.len() > REPLY_CHUNK {
-                            if obuf.over(&srv, wbuf.len()) {
-                                tracing::warn!(
-                                    client = client.id,
-                                    addr = %client.info.addr,
-                                    omem = wbuf.len() - REPLY_CHUNK,
-                                    "Client scheduled to be closed ASAP for overcoming of output buffer limits."
-                                );
-                                break 'conn;
-                            }
-                            if wbuf.len() >= FLUSH_AT
-                                && srv.config.normal_obuf_limits().hard == 0
-                                && flush(&srv, &aof, &client.info, &mut client.wait_durable, &kill, &mut wr, &mut wbuf)
-                                    .await
-                                    .is_err()
-                            {
-                                break 'conn;
-                            }
-                        }
-                    }
-                    if let Some(line) = client.monitor_echo.take() {
-                        wbuf.extend_from_slice(&line);
-                    }
-                    // Invalidations its own command caused go after its reply.
-                    for m in client.after_reply.drain(..) {
-                        engine::pubsub::put_message(&mut wbuf, client.proto, &m);
-                    }
-                    if client.close_after_reply || client.info.killed.load(Ordering::Relaxed) {
-                        let _ =
-                            flush(&srv, &aof, &client.info, &mut client.wait_durable, &kill, &mut wr, &mut wbuf).await;
-                        break 'conn;
-                    }
-                }
-                Ok(None) => break,
+            match self.dec.decode(&mut self.rbuf, &limits) {
+                Ok(Some(args)) => self.run_request(&args).await?,
+                Ok(None) => return Ok(()),
                 Err(e) => {
-                    tracing::debug!(client = client.id, "protocol error: {e}");
-                    resp::encode(&Frame::error(format!("ERR {}", e.message())), client.proto, &mut wbuf);
-                    let _ = flush(&srv, &aof, &client.info, &mut client.wait_durable, &kill, &mut wr, &mut wbuf).await;
-                    break 'conn;
+                    tracing::debug!(client = self.client.id, "protocol error: {e}");
+                    resp::encode(&Frame::error(format!("ERR {}", e.message())), self.client.proto, &mut self.wbuf);
+                    let _ = self.flush().await;
+                    return Err(Close);
                 }
             }
         }
-        if client.info.outbox.pending() {
-            take_outbox(&client, &mut msgs, &mut wbuf);
+    }
+
+    /// Executes one request (waiting while it is blocked) and queues its reply, with the messages
+    /// that go before and after it.
+    async fn run_request(&mut self, args: &[Bytes]) -> Step {
+        let mut reply = self.srv.execute(&mut self.client, args);
+        // A blocking command that found nothing: wait for a writer to serve it, the timeout, or the
+        // client to go away. Later pipelined commands wait behind it.
+        while let Some(w) = self.client.blocked.clone() {
+            reply = self.wait_unblocked(&w, args).await?;
         }
-        if !wbuf.is_empty() {
+        // Messages the command sent this client (a subscription's confirmations, a message it
+        // published to itself) go before its reply, as in Redis.
+        if self.client.info.outbox.pending() {
+            take_outbox(&self.client, &mut self.msgs, &mut self.wbuf);
+        }
+        if self.client.obuf_overflow {
+            tracing::warn!(
+                client = self.client.id,
+                addr = %self.client.info.addr,
+                "Client scheduled to be closed ASAP for overcoming of output buffer limits."
+            );
+            return Err(Close);
+        }
+        match reply {
+            Some(Frame::Encoded(big)) if big.len() >= FLUSH_AT => self.send_large(&big).await?,
+            Some(reply) => {
+                resp::encode(&reply, self.client.proto, &mut self.wbuf);
+                self.check_output().await?;
+            }
+            None => {}
+        }
+        if let Some(line) = self.client.monitor_echo.take() {
+            self.wbuf.extend_from_slice(&line);
+        }
+        // Invalidations its own command caused go after its reply.
+        for m in self.client.after_reply.drain(..) {
+            engine::message::put_message(&mut self.wbuf, self.client.proto, &m);
+        }
+        if self.client.close_after_reply || self.client.info.killed.load(Ordering::Relaxed) {
+            let _ = self.flush().await;
+            return Err(Close);
+        }
+        Ok(())
+    }
+
+    /// One wait of a blocked command: writes what is queued, waits for the outcome, and returns the
+    /// reply (the command's own when it ran again, which may block it again).
+    async fn wait_unblocked(&mut self, w: &Waiter, args: &[Bytes]) -> Result<Option<Frame>, Close> {
+        if self.flush().await.is_err() {
+            w.cancel();
+            self.srv.unblocked(&mut self.client);
+            return Err(Close);
+        }
+        let outcome = wait_blocked(
+            &self.srv,
+            w,
+            &mut self.rd,
+            &mut self.rbuf,
+            &self.unblock,
+            &self.kill,
+            &self.client.info.killed,
+        )
+        .await;
+        self.srv.unblocked(&mut self.client);
+        match outcome {
+            Blocked::Reply(f) => {
+                // Served by another client's write.
+                self.client.wait_durable = true;
+                Ok(Some(f))
+            }
+            Blocked::Retry => Ok(self.srv.execute(&mut self.client, args)),
+            Blocked::Gone => Err(Close),
+        }
+    }
+
+    /// A large reply built as its wire bytes (resp::BulkArray) goes out as it is, after what is
+    /// buffered, rather than through a copy into `wbuf` (unless a hard limit holds replies back).
+    async fn send_large(&mut self, big: &[u8]) -> Step {
+        let pending = self.wbuf.len() + big.len();
+        if self.obuf.over(&self.srv, pending) {
+            return Err(self.over_output_limit(pending));
+        }
+        if self.srv.config.normal_obuf_limits().hard == 0 {
+            self.flush().await?;
+            write_out(&self.srv, &self.client.info, &self.kill, &mut self.wr, big).await.map_err(|_| Close)
+        } else {
+            self.wbuf.extend_from_slice(big);
+            Ok(())
+        }
+    }
+
+    /// After a reply was queued: closes a client over its output limits, and without a hard limit
+    /// writes out a large batch before more requests run.
+    async fn check_output(&mut self) -> Step {
+        if self.wbuf.len() > REPLY_CHUNK {
+            if self.obuf.over(&self.srv, self.wbuf.len()) {
+                return Err(self.over_output_limit(self.wbuf.len()));
+            }
+            if self.wbuf.len() >= FLUSH_AT && self.srv.config.normal_obuf_limits().hard == 0 {
+                self.flush().await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Logs why a client with `pending` bytes of output is closed.
+    fn over_output_limit(&self, pending: usize) -> Close {
+        tracing::warn!(
+            client = self.client.id,
+            addr = %self.client.info.addr,
+            omem = pending - REPLY_CHUNK,
+            "Client scheduled to be closed ASAP for overcoming of output buffer limits."
+        );
+        Close
+    }
+
+    /// Writes the batch's replies and the messages waiting in the outbox.
+    async fn write_replies(&mut self) -> Step {
+        if self.client.info.outbox.pending() {
+            take_outbox(&self.client, &mut self.msgs, &mut self.wbuf);
+        }
+        if !self.wbuf.is_empty() {
             // Let the other connections whose requests are ready run first, then write: tokio runs a
             // yielded task after its next look at the sockets, so replies go out in a burst after a
             // pass over every ready client, as Redis writes them all in `beforeSleep`. Writing at
@@ -212,72 +317,94 @@ where
             // fell from 34% to 23% with the yield, and EVALSHA at -P 16 went from 0.99x to 1.2x
             // Redis's rate (docs/performance.md).
             tokio::task::yield_now().await;
-            if flush(&srv, &aof, &client.info, &mut client.wait_durable, &kill, &mut wr, &mut wbuf).await.is_err() {
-                break;
-            }
+            self.flush().await?;
         }
-        let limit = srv.config.client_query_buffer_limit.load(Ordering::Relaxed).max(0) as usize;
-        if rbuf.len() > limit {
-            tracing::warn!(client = client.id, addr = %client.info.addr, qbuf = rbuf.len(), "closing client that reached max query buffer length");
-            break;
+        Ok(())
+    }
+
+    /// Closes a client whose query buffer is over `client-query-buffer-limit`.
+    fn check_query_buffer_limit(&self) -> Step {
+        let limit = self.srv.config.client_query_buffer_limit.load(Ordering::Relaxed).max(0) as usize;
+        if self.rbuf.len() > limit {
+            tracing::warn!(
+                client = self.client.id,
+                addr = %self.client.info.addr,
+                qbuf = self.rbuf.len(),
+                "closing client that reached max query buffer length"
+            );
+            return Err(Close);
         }
-        client.info.qbuf.store(rbuf.len(), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Between batches: the buffers take the sizes their use calls for.
+    fn resize_buffers(&mut self) {
+        let info = &self.client.info;
+        info.qbuf.store(self.rbuf.len(), Ordering::Relaxed);
         // The query buffer follows its recent peak (Redis's clientsCronResizeQueryBuffer): one
         // over 32 KiB whose half is more than the largest request seen since the last pass shrinks
         // to that peak, and the cron asks for an idle client's drained buffer back.
         // Idle: the reply buffer takes the size the cron chose.
-        if wbuf.is_empty() && wbuf.capacity() != client.info.rbs.load(Ordering::Relaxed) {
-            fit_reply_buffer(&client.info, &mut wbuf, true);
+        if self.wbuf.is_empty() && self.wbuf.capacity() != info.rbs.load(Ordering::Relaxed) {
+            fit_reply_buffer(info, &mut self.wbuf, true);
         }
-        if client.info.trim_qbuf.swap(false, Ordering::Relaxed) && rbuf.is_empty() {
-            rbuf = BytesMut::new();
-            idle_released = true;
+        let rbuf = &mut self.rbuf;
+        if info.trim_qbuf.swap(false, Ordering::Relaxed) && rbuf.is_empty() {
+            *rbuf = BytesMut::new();
+            self.idle_released = true;
         } else if rbuf.capacity() > RESIZE_THRESHOLD
             && rbuf.capacity() - rbuf.len() > 4096
-            && rbuf.capacity() / 2 > peak
+            && rbuf.capacity() / 2 > self.peak
         {
-            let mut smaller = BytesMut::with_capacity(peak.max(rbuf.len()));
-            smaller.extend_from_slice(&rbuf);
-            rbuf = smaller;
+            let mut smaller = BytesMut::with_capacity(self.peak.max(rbuf.len()));
+            smaller.extend_from_slice(rbuf);
+            *rbuf = smaller;
         }
-        peak = rbuf.len();
-        // Biased: the socket first, and the kill and MONITOR branches are polled (a Notify and a
-        // channel registering this task) only when it has nothing to read. A client that always has
-        // bytes ready (a large argument arriving) is still seen killed through the flag.
-        if client.info.killed.load(Ordering::Relaxed) {
-            break;
+        self.peak = rbuf.len();
+    }
+
+    /// Makes room for the next read and publishes the query buffer's size for CLIENT LIST.
+    fn prepare_read(&mut self) {
+        if !self.idle_released {
+            let want = self.dec.pending_bulk_remaining(&self.rbuf).unwrap_or(0).max(READ_CHUNK);
+            self.rbuf.reserve(want);
         }
-        if !idle_released {
-            let want = dec.pending_bulk_remaining(&rbuf).unwrap_or(0).max(READ_CHUNK);
-            rbuf.reserve(want);
-        }
-        client.info.qbuf_cap.store(rbuf.capacity(), Ordering::Relaxed);
-        client.info.argv_mem.store(dec.pending_args_bytes(), Ordering::Relaxed);
-        // maxmemory-clients: this client's buffers as they are now count toward the limit, and
-        // the largest clients are closed when all together are over it (this one included).
-        if srv.client_memory(&client.info) {
-            break;
-        }
-        // Messages that arrived while the replies were written (their wake-up went to the write).
-        if client.info.outbox.pending() {
-            continue;
-        }
+        self.client.info.qbuf_cap.store(self.rbuf.capacity(), Ordering::Relaxed);
+        self.client.info.argv_mem.store(self.dec.pending_args_bytes(), Ordering::Relaxed);
+    }
+
+    /// Waits for bytes from the client, or a wake-up: a kill, messages in the outbox, or the
+    /// server's cron asking for the query buffer back (`trim_qbuf`).
+    async fn read_more(&mut self) -> Step {
         tokio::select! {
             biased;
-            r = rd.read_buf(&mut rbuf) => match r {
-                Ok(0) | Err(_) => break,
+            r = self.rd.read_buf(&mut self.rbuf) => match r {
+                Ok(0) | Err(_) => return Err(Close),
                 Ok(n) => {
-                    srv.stats.add_net_input(n as u64);
-                    peak = peak.max(rbuf.len());
-                    idle_released = false;
+                    self.srv.stats.add_net_input(n as u64);
+                    self.peak = self.peak.max(self.rbuf.len());
+                    self.idle_released = false;
                 }
             },
-            // A kill, messages in the outbox, or the server's cron asking for the query buffer
-            // back (`trim_qbuf`).
-            _ = kill.notified() => if client.info.killed.load(Ordering::Relaxed) { break },
+            _ = self.kill.notified() => if self.client.info.killed.load(Ordering::Relaxed) { return Err(Close) },
         }
+        Ok(())
     }
-    srv.client_closed(&client);
+
+    /// Writes out `wbuf` and empties it.
+    async fn flush(&mut self) -> Step {
+        flush(
+            &self.srv,
+            &self.aof,
+            &self.client.info,
+            &mut self.client.wait_durable,
+            &self.kill,
+            &mut self.wr,
+            &mut self.wbuf,
+        )
+        .await
+        .map_err(|_| Close)
+    }
 }
 
 /// How a blocked client's wait ended.
@@ -294,7 +421,7 @@ enum Blocked {
 /// not run them until it is unblocked), which is also how a disconnect is noticed.
 async fn wait_blocked<R: AsyncRead + Unpin>(
     srv: &Server,
-    w: &engine::waiters::Waiter,
+    w: &Waiter,
     rd: &mut R,
     rbuf: &mut BytesMut,
     unblock: &Notify,

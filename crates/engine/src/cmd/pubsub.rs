@@ -91,7 +91,7 @@ fn confirmed(ctx: &mut Ctx<'_, '_>, run: impl FnOnce(&mut Ctx<'_, '_>)) -> Frame
     ctx.client.info.outbox.take(&mut msgs);
     let mut out = bytes::BytesMut::with_capacity(msgs.iter().map(Bytes::len).sum());
     for m in msgs {
-        crate::pubsub::put_message(&mut out, ctx.client.proto, &m);
+        crate::message::put_message(&mut out, ctx.client.proto, &m);
     }
     Frame::Encoded(out.freeze())
 }

@@ -4,9 +4,7 @@ pub mod access;
 pub mod zset;
 
 use crate::value::Entry;
-
-/// Initial LFU counter of a new key (Redis's LFU_INIT_VAL).
-pub const LFU_INIT_VAL: u8 = 5;
+pub use crate::value::LFU_INIT_VAL;
 
 /// What an access to a key updates, by `maxmemory-policy` (Redis keeps one or the other in an
 /// object's `lru` field): the access time, or under an LFU policy the frequency counter as well.

@@ -8,7 +8,7 @@
 //! skiplist. The member table is an `IndexMap`, giving positional access for random picks and
 //! scan cursors.
 
-use crate::value::{Hasher, SmallBytes};
+use crate::primitives::{Hasher, SmallBytes};
 use std::cmp::Ordering;
 
 /// Largest block; a block that grows past it is split in two.
