@@ -139,7 +139,12 @@ fn crate_paths(code: &str) -> Vec<String> {
 }
 
 fn sources() -> (PathBuf, Vec<PathBuf>) {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    sources_of(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
+}
+
+/// The source files under `src`, sorted.
+fn sources_of(src: &Path) -> (PathBuf, Vec<PathBuf>) {
+    let src = src.to_path_buf();
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     files.sort();
@@ -235,15 +240,15 @@ const ALLOWED_CYCLES: &[(&[&str], &str)] = &[
 
 /// The files (modules) each file names: `crate::a::b` and `super::b` paths, and a parent module's
 /// `child::` paths to the children it declares, each resolved to the deepest module that is a file.
-fn file_graph() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
-    let (src, files) = sources();
+fn file_graph(src: &Path) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let (src, files) = sources_of(src);
     let modules: std::collections::BTreeMap<String, &PathBuf> = files.iter().map(|f| (module_of(&src, f), f)).collect();
     let resolve = |parts: &[&str]| -> Option<String> {
         (1..=parts.len()).rev().map(|k| parts[..k].join("::")).find(|m| modules.contains_key(m))
     };
     let mut graph = std::collections::BTreeMap::new();
     for (module, file) in &modules {
-        if module.ends_with("::tests") || module == "lib" {
+        if module.ends_with("::tests") || module == "lib" || module == "main" {
             continue;
         }
         let text = std::fs::read_to_string(file).expect("read");
@@ -378,7 +383,7 @@ fn cycles(graph: &std::collections::BTreeMap<String, std::collections::BTreeSet<
 
 #[test]
 fn no_import_cycles_between_files() {
-    let graph = file_graph();
+    let graph = file_graph(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
     let found = cycles(&graph);
     let mut wrong = Vec::new();
     for (files, _) in ALLOWED_CYCLES {
@@ -403,6 +408,24 @@ fn no_import_cycles_between_files() {
     for (files, why) in ALLOWED_CYCLES {
         assert!(files.len() <= 3 && !why.is_empty(), "an allowed cycle is at most 3 files, with its reason");
     }
+}
+
+/// The other crates of the workspace import one way between their files too (no exceptions).
+#[test]
+fn no_import_cycles_in_the_other_crates() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut wrong = Vec::new();
+    for e in std::fs::read_dir(&crates).expect("crates") {
+        let dir = e.expect("entry").path();
+        let src = dir.join("src");
+        if dir.ends_with("engine") || !src.is_dir() {
+            continue;
+        }
+        for c in cycles(&file_graph(&src)) {
+            wrong.push(format!("{}: {}", dir.display(), c.join(" <-> ")));
+        }
+    }
+    assert!(wrong.is_empty(), "import cycles between source files:\n{}", wrong.join("\n"));
 }
 
 #[test]
