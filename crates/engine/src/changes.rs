@@ -96,6 +96,12 @@ impl ChangeStream {
         self.enabled.store(true, Ordering::SeqCst);
     }
 
+    /// Records units from now on for a consumer that takes them as they are published (the
+    /// replication stream), without logging them.
+    pub(crate) fn record(&self) {
+        self.enabled.store(true, Ordering::SeqCst);
+    }
+
     /// Starts or stops encoding units for the AOF.
     pub(crate) fn set_aof(&self, on: bool) {
         let mut b = self.aof.lock();

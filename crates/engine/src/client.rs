@@ -94,6 +94,9 @@ pub struct Client {
     /// that command's reply as Redis writes its pending invalidations; RESP2-encoded, like the
     /// outbox's.
     pub after_reply: Vec<bytes::Bytes>,
+    /// Set by SYNC / PSYNC: the connection becomes a replica's and sends this (see
+    /// [`crate::repl::SyncJob`]).
+    pub sync: Option<crate::repl::SyncJob>,
 }
 
 impl Client {
@@ -139,6 +142,7 @@ impl Client {
             script_read: false,
             acl_rules: Default::default(),
             after_reply: Vec::new(),
+            sync: None,
         }
     }
 }

@@ -961,7 +961,7 @@ pub static PARAMS: &[Param] = &[
                     })
                     .unwrap_or_default()
             };
-            *c.obuf_limits.write() = [limits("normal"), limits("pubsub")];
+            *c.obuf_limits.write() = [limits("normal"), limits("pubsub"), limits("slave")];
         }),
     },
     P {
@@ -1040,7 +1040,7 @@ pub struct Config {
     /// Hot copy of `latency-tracking` (per-command latency histograms).
     pub latency_tracking: AtomicBool,
     /// Hot copy of `client-output-buffer-limit` for the normal and pubsub classes.
-    pub obuf_limits: RwLock<[crate::config::ObufLimits; 2]>,
+    pub obuf_limits: RwLock<[crate::config::ObufLimits; 3]>,
     /// Hot copy of `notify-keyspace-events` (the bits of [`keyspace_events_flags`]).
     pub notify_keyspace_events: std::sync::atomic::AtomicU32,
     /// Hot copy of `latency-monitor-threshold` (milliseconds, 0 = the latency monitor is off).
@@ -1465,6 +1465,11 @@ impl Config {
         self.obuf_limits.read()[1]
     }
 
+    /// The replica class's `client-output-buffer-limit` (0 = no limit).
+    pub fn replica_obuf_limits(&self) -> crate::config::ObufLimits {
+        self.obuf_limits.read()[2]
+    }
+
     /// An integer parameter (0 if unset or not numeric).
     pub fn get_i64(&self, name: &str) -> i64 {
         self.get(name).and_then(|v| v.parse().ok()).unwrap_or(0)
@@ -1712,11 +1717,12 @@ impl Config {
         }
     }
 
-    /// True when writes must be refused with `NOREPLICAS`: `min-replicas-to-write` and
-    /// `min-replicas-max-lag` are both set, and Latch, having no replication, never has a good
-    /// replica (Redis's `checkGoodReplicasStatus` on a primary with none connected).
-    pub fn writes_need_replicas(&self) -> bool {
-        self.min_replicas_to_write.load(Ordering::Relaxed) > 0 && self.min_replicas_max_lag.load(Ordering::Relaxed) > 0
+    /// `min-replicas-to-write` and `min-replicas-max-lag`, when both are set (Redis's
+    /// `checkGoodReplicasStatus` applies only then).
+    pub fn min_replicas(&self) -> Option<(u64, u64)> {
+        let (n, lag) =
+            (self.min_replicas_to_write.load(Ordering::Relaxed), self.min_replicas_max_lag.load(Ordering::Relaxed));
+        (n > 0 && lag > 0).then_some((n as u64, lag as u64))
     }
 
     /// CONFIG GET: for each argument, an exact (case-insensitive) name or alias is reported under the

@@ -92,7 +92,7 @@ impl Server {
         if self.tracking.clients.load(Ordering::Relaxed) > 0 {
             self.limit_tracking_table();
         }
-        if self.config.writes_need_replicas() && self.is_write(client, cmd) {
+        if self.writes_need_replicas() && self.is_write(client, cmd) {
             self.reject(cmd);
             return Some(self.reject_in_multi(client, cmd, Frame::error(crate::error::NOREPLICAS)));
         }
@@ -358,8 +358,19 @@ impl Server {
     pub fn publish_changes(&self, client: &mut Client, locked: &mut crate::keyspace::Locked<'_>, now: u64) {
         if self.changes.enabled() {
             self.publish_server_deletes(locked, now);
-            self.changes.publish(now, self.aof_timestamp(now), std::mem::take(&mut client.effects));
+            self.publish_unit(now, std::mem::take(&mut client.effects));
         }
+    }
+
+    /// One unit of the change stream: to the replicas, then to the AOF and the log.
+    pub(crate) fn publish_unit(&self, now: u64, effects: Vec<crate::changes::Effect>) {
+        if self.repl.active() {
+            let limit = self.config.replica_obuf_limits().hard;
+            for r in self.repl.feed_unit(&effects, limit) {
+                r.wake();
+            }
+        }
+        self.changes.publish(now, self.aof_timestamp(now), effects);
     }
 
     /// With `aof-timestamp-enabled`, the Unix second of `now` (monotonic ms) for the AOF's `#TS:`.
@@ -376,7 +387,7 @@ impl Server {
         let mut dels = Vec::new();
         self.drain_server_deletes(locked, &mut dels);
         for d in dels {
-            self.changes.publish(now, self.aof_timestamp(now), vec![d]);
+            self.publish_unit(now, vec![d]);
         }
     }
 
@@ -476,7 +487,7 @@ impl Server {
                             debug_assert!(dirty == 0 || rewrite.is_some(), "{} served without its effect", w.cmd.name);
                             let mut effects = Vec::new();
                             self.collect_effects(ctx.locked, &mut effects, dirty, rewrite, Some((w.db, &[])));
-                            self.changes.publish(now, self.aof_timestamp(now), effects);
+                            self.publish_unit(now, effects);
                         }
                         outcome
                     };

@@ -51,6 +51,7 @@ pub mod persistence;
 pub mod primitives;
 pub mod pubsub;
 pub mod rdb;
+pub mod repl;
 pub mod server;
 pub mod stats;
 #[cfg(any(test, feature = "testkit"))]

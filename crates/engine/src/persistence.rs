@@ -115,6 +115,10 @@ pub struct HeaderFields<'a> {
     pub aof_timestamps: bool,
     /// The function libraries' code.
     pub libraries: &'a [bytes::Bytes],
+    /// The replication stream this file is a point of: the database its next command applies to,
+    /// the replication id and the offset (`repl-stream-db`, `repl-id`, `repl-offset`), as a primary
+    /// with a backlog writes them.
+    pub repl: Option<(usize, String, u64)>,
 }
 
 /// What a file of `kind` starts with: the signature, AUX fields and function libraries (an RDB or
@@ -137,6 +141,11 @@ pub fn header(kind: SnapshotKind, f: &HeaderFields<'_>) -> Vec<u8> {
     aux(&mut w, b"redis-bits", b"64");
     aux(&mut w, b"ctime", f.unix_s.to_string().as_bytes());
     aux(&mut w, b"used-mem", f.used_mem.to_string().as_bytes());
+    if let Some((db, id, offset)) = &f.repl {
+        aux(&mut w, b"repl-stream-db", db.to_string().as_bytes());
+        aux(&mut w, b"repl-id", id.as_bytes());
+        aux(&mut w, b"repl-offset", offset.to_string().as_bytes());
+    }
     aux(&mut w, b"aof-base", if aof_base { b"1" } else { b"0" });
     aux(&mut w, b"latch-fence", f.fence.to_string().as_bytes());
     for code in f.libraries {

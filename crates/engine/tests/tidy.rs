@@ -50,6 +50,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "evict",
             "lua",
             "persistence",
+            "repl",
             "pubsub",
             "notify",
             "tracking",

@@ -20,6 +20,8 @@ use std::sync::atomic::Ordering;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::sync::Notify;
 
+mod replica;
+
 const READ_CHUNK: usize = 16 * 1024;
 /// Write buffers larger than this are released once written.
 const KEEP_BUF: usize = 64 * 1024;
@@ -146,6 +148,9 @@ where
             crate::alloc::publish();
             self.run_buffered().await?;
             self.write_replies().await?;
+            if let Some(job) = self.client.sync.take() {
+                return self.serve_replica(job).await;
+            }
             self.check_query_buffer_limit()?;
             self.resize_buffers();
             // Biased: the socket first, and the kill and MONITOR branches are polled (a Notify and a
@@ -177,7 +182,13 @@ where
                 auth_required: !self.client.authenticated,
             };
             match self.dec.decode(&mut self.rbuf, &limits) {
-                Ok(Some(args)) => self.run_request(&args).await?,
+                Ok(Some(args)) => {
+                    self.run_request(&args).await?;
+                    // SYNC / PSYNC: the connection is a replica's from here on.
+                    if self.client.sync.is_some() {
+                        return Ok(());
+                    }
+                }
                 Ok(None) => return Ok(()),
                 Err(e) => {
                     tracing::debug!(client = self.client.id, "protocol error: {e}");

@@ -437,6 +437,9 @@ async fn waiter_timer(srv: Arc<Server>, clock: Arc<SystemClock>) {
 
 /// Background work, `hz` times a second: active expiry, eviction, wall-clock resync.
 async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>, aof: Arc<aof::Aof>) {
+    // Replication's part runs once a second (Redis's replicationCron), PING every
+    // `repl-ping-replica-period` of those seconds.
+    let (mut repl_last, mut repl_ticks) = (0u64, 0u64);
     loop {
         let hz = srv.config.hz.load(std::sync::atomic::Ordering::Relaxed).clamp(1, 500);
         tokio::time::sleep(Duration::from_millis(1000 / hz)).await;
@@ -450,6 +453,12 @@ async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>, aof: Arc<aof::Aof>) {
         srv.clients_cron(now);
         srv.close_idle_connections(now);
         srv.limit_tracking_table();
+        if now >= repl_last + 1000 {
+            repl_last = now;
+            repl_ticks += 1;
+            let period = srv.config.get_i64("repl-ping-replica-period").max(1) as u64;
+            srv.replication_cron(now, repl_ticks.is_multiple_of(period));
+        }
         let srv2 = srv.clone();
         let aof2 = aof.clone();
         // Expiry takes shard locks; keep it off the async workers' hot path.

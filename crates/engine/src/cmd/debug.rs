@@ -173,7 +173,7 @@ fn debug(ctx: &mut Ctx<'_, '_>) -> Frame {
                 .config
                 .host()
                 .log(LogLevel::Warning, "Changing replication IDs after receiving DEBUG change-repl-id");
-            *ctx.srv.repl_id.lock() = crate::server::random_id();
+            ctx.srv.repl.set_replid(crate::server::random_id());
             Frame::ok()
         }
         (b"config-rewrite-force-all", 2) => {

@@ -19,6 +19,7 @@ pub mod memory;
 pub mod migrate;
 pub mod multi;
 pub mod pubsub;
+pub mod replication;
 pub mod scripting;
 pub mod server;
 pub mod set;
@@ -53,6 +54,7 @@ pub static FAMILIES: &[&[Command]] = &[
     scripting::COMMANDS,
     pubsub::COMMANDS,
     acl::COMMANDS,
+    replication::COMMANDS,
 ];
 
 /// The command table, built once, for code that must resolve commands without a server at hand

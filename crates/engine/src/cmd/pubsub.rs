@@ -124,11 +124,16 @@ fn sunsubscribe(ctx: &mut Ctx<'_, '_>) -> Frame {
     confirmed(ctx, |ctx| ctx.srv.unsubscribe(ctx.client, Kind::Shard, &ctx.args[1..], true))
 }
 
+/// PUBLISH channel message; replicas publish it too (Redis propagates it to replicas, not to the
+/// AOF).
 fn publish(ctx: &mut Ctx<'_, '_>) -> Frame {
+    ctx.srv.feed_replicas(ctx.args);
     Frame::Integer(ctx.srv.publish(false, &ctx.args[1], &ctx.args[2]) as i64)
 }
 
+/// SPUBLISH shardchannel message; replicas publish it too.
 fn spublish(ctx: &mut Ctx<'_, '_>) -> Frame {
+    ctx.srv.feed_replicas(ctx.args);
     Frame::Integer(ctx.srv.publish(true, &ctx.args[1], &ctx.args[2]) as i64)
 }
 

@@ -273,7 +273,7 @@ fn fcall(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(x) => x,
         Err(e) => return e,
     };
-    let read_only = match crate::lua::eval_policy(flags, ro, srv.config.writes_need_replicas(), ctx.client.oom) {
+    let read_only = match crate::lua::eval_policy(flags, ro, srv.writes_need_replicas(), ctx.client.oom) {
         Ok(r) => r,
         Err(e) => return e,
     };

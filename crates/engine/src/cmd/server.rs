@@ -731,9 +731,9 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("instantaneous_input_kbps:0.00");
             line!("instantaneous_output_kbps:0.00");
             line!("rejected_connections:{}", srv.clients.rejected_connections.load(Ordering::Relaxed));
-            line!("sync_full:0");
-            line!("sync_partial_ok:0");
-            line!("sync_partial_err:0");
+            line!("sync_full:{}", srv.repl.sync_full.load(Ordering::Relaxed));
+            line!("sync_partial_ok:{}", srv.repl.sync_partial_ok.load(Ordering::Relaxed));
+            line!("sync_partial_err:{}", srv.repl.sync_partial_err.load(Ordering::Relaxed));
             line!("expired_keys:{}", w.expired);
             line!("expired_stale_perc:0.00");
             line!("expired_time_cap_reached_count:0");
@@ -769,17 +769,9 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
         }
         "replication" => {
             line!("# Replication");
-            line!("role:master");
-            line!("connected_slaves:0");
-            line!("master_failover_state:no-failover");
-            line!("master_replid:{}", srv.repl_id.lock());
-            line!("master_replid2:0000000000000000000000000000000000000000");
-            line!("master_repl_offset:0");
-            line!("second_repl_offset:-1");
-            line!("repl_backlog_active:0");
-            line!("repl_backlog_size:{}", cfg.get_i64("repl-backlog-size"));
-            line!("repl_backlog_first_byte_offset:0");
-            line!("repl_backlog_histlen:0");
+            for l in srv.repl.info_lines(ctx.now) {
+                line!("{l}");
+            }
         }
         "cpu" => {
             let (user, sys) = ctx.srv.config.host().cpu_seconds();

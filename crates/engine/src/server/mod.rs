@@ -18,6 +18,7 @@ mod notify;
 mod pause;
 mod persistence;
 mod pubsub;
+mod replication;
 pub mod scripting;
 mod tracking;
 use bytes::Bytes;
@@ -115,8 +116,8 @@ pub struct Server {
     pub memory_startup: AtomicU64,
     /// Switches the testing commands flip (DEBUG SET-ACTIVE-EXPIRE, PAUSE-CRON...).
     pub debug: Switches,
-    /// The replication ID (INFO's `master_replid`; DEBUG CHANGE-REPL-ID makes a new one).
-    pub repl_id: Mutex<String>,
+    /// Replication, the primary's side: ids, the stream and its backlog, the replicas.
+    pub repl: crate::repl::Replication,
     /// The latency monitor's events (LATENCY LATEST/HISTORY).
     pub latency_monitor: crate::latency::Monitor,
     /// MIGRATE's connections to other servers, kept open between commands (INFO's
@@ -226,7 +227,7 @@ impl Server {
             memory_peak: AtomicU64::new(0),
             memory_startup: AtomicU64::new(0),
             debug: Default::default(),
-            repl_id: Mutex::new(random_id()),
+            repl: crate::repl::Replication::new(random_id()),
             latency_monitor: Default::default(),
             migrate_sockets: Default::default(),
         }
@@ -297,6 +298,7 @@ impl Server {
         }
         self.forget_subscriptions(client);
         self.forget_tracking(&client.info);
+        self.repl.detach(client.id);
     }
 
     /// Installs what SHUTDOWN calls.

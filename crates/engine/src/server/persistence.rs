@@ -44,6 +44,7 @@ impl Server {
                 fence: self.fence.load(Ordering::SeqCst),
                 aof_timestamps: self.config.aof_timestamps.load(Ordering::Relaxed),
                 libraries: &libraries,
+                repl: self.repl.active().then(|| (0, self.repl.replid(), self.repl.offset())),
             },
         )
     }

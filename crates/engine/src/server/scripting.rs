@@ -68,7 +68,7 @@ impl ScriptHost for ScriptRun<'_, '_> {
         if s.read_only && (cmd.flags.has(Flags::WRITE) || cmd.flags.has(Flags::MAY_REPLICATE)) {
             return refuse(b"Write commands are not allowed from read-only scripts.");
         }
-        if cmd.flags.has(Flags::WRITE) && srv.config.writes_need_replicas() {
+        if cmd.flags.has(Flags::WRITE) && srv.writes_need_replicas() {
             return Outcome::Refused(crate::error::NOREPLICAS.as_bytes().to_vec(), true);
         }
         // Redis's scriptVerifyOOM: over the limit when the script started, its first write that
@@ -144,7 +144,7 @@ impl ScriptHost for ScriptRun<'_, '_> {
     }
 
     fn writes_need_replicas(&self) -> bool {
-        self.srv.config.writes_need_replicas()
+        self.srv.writes_need_replicas()
     }
 
     fn oom(&self) -> bool {

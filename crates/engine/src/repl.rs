@@ -1,0 +1,594 @@
+//! Replication, the primary's side, in Redis 7.0's protocol (`replication.c`): the replication
+//! ids, the byte stream every replica receives and its offset, the backlog partial resyncs start
+//! from, and the replicas attached with what they acknowledged.
+//!
+//! The stream is the change stream's units encoded as Redis encodes its replication stream:
+//! `SELECT` when the database changes, a unit of several effects wrapped in `MULTI`/`EXEC`, every
+//! command a RESP array of bulk strings. `master_repl_offset` counts its bytes, so offsets, acks and
+//! WAIT mean what they mean on Redis. One buffer serves the backlog and every replica (as Redis
+//! 7.0's shared replication buffer): it keeps `repl-backlog-size` bytes, and more while an online
+//! replica has not been sent them, up to the replica class's `client-output-buffer-limit`; a
+//! replica further behind is closed, as Redis closes it.
+//!
+//! Nothing is recorded until the first replica attaches ([`Replication::activate`]), which, as in
+//! Redis, gives the primary a new replication id. The engine does no IO: the connection layer
+//! sends a replica its full sync and then [`Replication::read`]s the stream from its offset,
+//! woken through the replica's [`ClientInfo::wake`].
+
+use crate::changes::{Effect, encode_command};
+use crate::clients::ClientInfo;
+use crate::persistence::Snapshot;
+use bytes::Bytes;
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// A replication id as Redis shows one when there is none (`master_replid2` at start).
+pub const NO_ID: &str = "0000000000000000000000000000000000000000";
+
+/// The smallest backlog Redis allows (`CONFIG_REPL_BACKLOG_MIN_SIZE`).
+pub const BACKLOG_MIN: usize = 16 * 1024;
+
+/// Where a replica is in its life (INFO's `state=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplicaState {
+    /// Announced itself (`REPLCONF`), not synced yet: not a replica.
+    Announced,
+    /// Receiving its full sync (`wait_bgsave`: Redis's names).
+    Sync,
+    /// Receiving the stream (`online`).
+    Online,
+}
+
+/// A replica attached to this primary.
+pub struct Replica {
+    /// The replica's connection.
+    pub info: Arc<ClientInfo>,
+    /// `REPLCONF listening-port` (0 until announced).
+    pub port: u16,
+    /// `REPLCONF ip-address`, else the connection's address.
+    pub ip: Option<String>,
+    /// `REPLCONF capa eof`: takes a full sync without its length first.
+    pub capa_eof: bool,
+    /// `REPLCONF capa psync2`: understands `+CONTINUE <id>`.
+    pub capa_psync2: bool,
+    /// Its state.
+    pub state: ReplicaState,
+    /// The offset it acknowledged last (`REPLCONF ACK`).
+    pub ack: u64,
+    /// When it acknowledged last (monotonic ms).
+    pub ack_ms: u64,
+    /// The offset of the last stream byte it was sent (or, during its full sync, the snapshot's).
+    pub sent: u64,
+    /// Sent the old `SYNC` (no `+FULLRESYNC`, no acks expected).
+    pub pre_psync: bool,
+    /// Acknowledged since it attached.
+    pub acked: bool,
+}
+
+impl Replica {
+    fn new(info: Arc<ClientInfo>) -> Replica {
+        Replica {
+            info,
+            port: 0,
+            ip: None,
+            capa_eof: false,
+            capa_psync2: false,
+            state: ReplicaState::Announced,
+            ack: 0,
+            ack_ms: 0,
+            sent: 0,
+            pre_psync: false,
+            acked: false,
+        }
+    }
+
+    /// Synced or syncing: a replica INFO and ROLE list, whose stream bytes are kept.
+    fn attached(&self) -> bool {
+        self.state != ReplicaState::Announced
+    }
+}
+
+/// The answer to a `PSYNC` (see [`Replication::psync`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Psync {
+    /// `+CONTINUE`: the replica has the stream up to `from - 1`; what follows comes from the backlog.
+    Continue {
+        /// The first offset the replica needs.
+        from: u64,
+        /// The id to announce (`+CONTINUE <id>` to a psync2 replica).
+        replid: String,
+    },
+    /// A full sync is needed.
+    Full,
+}
+
+/// What a replica's connection does once its SYNC or PSYNC was answered.
+pub enum SyncJob {
+    /// Sends the snapshot (an RDB file), then the stream from `offset + 1`.
+    Full {
+        /// The dataset at the instant of `offset`.
+        snapshot: Snapshot,
+        /// `master_repl_offset` at that instant.
+        offset: u64,
+        /// Without its length first: `$EOF:<40 bytes>`, the file, the same 40 bytes (the replica
+        /// announced `capa eof` and `repl-diskless-sync` is on); else `$<len>` and the file.
+        eof: bool,
+    },
+    /// Sends the stream from `from` (a partial resync).
+    Partial {
+        /// The first offset the replica needs.
+        from: u64,
+    },
+}
+
+/// Why a replica cannot be sent the stream from where it is.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Behind;
+
+/// Replication state and counters (the primary's side).
+pub struct Replication {
+    inner: Mutex<Inner>,
+    /// `master_repl_offset`: bytes ever fed to the stream.
+    offset: AtomicU64,
+    /// The stream is recorded (a replica attached once: the backlog exists).
+    active: AtomicBool,
+    /// Replicas online, for the one load a write pays when there are none.
+    online: AtomicU64,
+    /// INFO's `sync_full`.
+    pub sync_full: AtomicU64,
+    /// INFO's `sync_partial_ok`.
+    pub sync_partial_ok: AtomicU64,
+    /// INFO's `sync_partial_err`.
+    pub sync_partial_err: AtomicU64,
+}
+
+struct Inner {
+    replid: String,
+    replid2: String,
+    /// `second_repl_offset` (-1: none).
+    second_offset: i64,
+    /// The last `backlog.len()` bytes of the stream, ending at `offset`.
+    backlog: VecDeque<u8>,
+    /// `repl-backlog-size`.
+    backlog_size: usize,
+    /// The database the stream selected last (None: the next effect selects).
+    seldb: Option<usize>,
+    replicas: BTreeMap<u64, Replica>,
+}
+
+impl Replication {
+    /// Replication of a new server, with a fresh `replid`.
+    pub fn new(replid: String) -> Replication {
+        Replication {
+            inner: Mutex::new(Inner {
+                replid,
+                replid2: NO_ID.to_string(),
+                second_offset: -1,
+                backlog: VecDeque::new(),
+                backlog_size: 1 << 20,
+                seldb: None,
+                replicas: BTreeMap::new(),
+            }),
+            offset: AtomicU64::new(0),
+            active: AtomicBool::new(false),
+            online: AtomicU64::new(0),
+            sync_full: AtomicU64::new(0),
+            sync_partial_ok: AtomicU64::new(0),
+            sync_partial_err: AtomicU64::new(0),
+        }
+    }
+
+    /// True while the stream is recorded.
+    #[inline]
+    pub fn active(&self) -> bool {
+        self.active.load(Ordering::Relaxed)
+    }
+
+    /// `master_repl_offset`.
+    pub fn offset(&self) -> u64 {
+        self.offset.load(Ordering::Acquire)
+    }
+
+    /// The current replication id.
+    pub fn replid(&self) -> String {
+        self.inner.lock().replid.clone()
+    }
+
+    /// A new replication id (DEBUG CHANGE-REPL-ID, Redis's `changeReplicationId`).
+    pub fn set_replid(&self, id: String) {
+        self.inner.lock().replid = id;
+    }
+
+    /// `repl-backlog-size` (at least [`BACKLOG_MIN`]); a smaller backlog drops its oldest bytes.
+    pub fn set_backlog_size(&self, bytes: usize) {
+        let mut g = self.inner.lock();
+        g.backlog_size = bytes.max(BACKLOG_MIN);
+        let Inner { backlog, backlog_size, replicas, .. } = &mut *g;
+        trim(backlog, *backlog_size, replicas, self.offset.load(Ordering::Relaxed), u64::MAX);
+    }
+
+    /// The first replica arrives at a primary that records no stream: a new replication id, no
+    /// secondary id, an empty backlog (Redis's `syncCommand` creating the backlog).
+    pub fn activate(&self, new_id: impl FnOnce() -> String) {
+        if self.active() {
+            return;
+        }
+        let mut g = self.inner.lock();
+        if self.active.load(Ordering::Relaxed) {
+            return;
+        }
+        g.replid = new_id();
+        g.replid2 = NO_ID.to_string();
+        g.second_offset = -1;
+        g.backlog.clear();
+        g.seldb = None;
+        self.active.store(true, Ordering::Release);
+    }
+
+    /// Appends one unit of the change stream (the effects of one command) to the stream. Returns
+    /// the replicas to wake. `hard_limit`: the replica class's output limit (0: none); replicas
+    /// further behind are closed.
+    pub fn feed_unit(&self, effects: &[Effect], hard_limit: u64) -> Vec<Arc<ClientInfo>> {
+        if effects.is_empty() || !self.active() {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        let mut g = self.inner.lock();
+        let wrap = effects.len() > 1;
+        if wrap {
+            encode_command(&mut out, &[&b"MULTI"[..]]);
+        }
+        for e in effects {
+            if g.seldb != Some(e.db) {
+                encode_command(&mut out, &[&b"SELECT"[..], e.db.to_string().as_bytes()]);
+                g.seldb = Some(e.db);
+            }
+            encode_command(&mut out, &e.args);
+        }
+        if wrap {
+            encode_command(&mut out, &[&b"EXEC"[..]]);
+        }
+        self.append(&mut g, &out, hard_limit)
+    }
+
+    /// Appends a command that selects no database (PUBLISH, PING, REPLCONF GETACK).
+    pub fn feed_command<A: AsRef<[u8]>>(&self, args: &[A], hard_limit: u64) -> Vec<Arc<ClientInfo>> {
+        if !self.active() {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        encode_command(&mut out, args);
+        let mut g = self.inner.lock();
+        self.append(&mut g, &out, hard_limit)
+    }
+
+    fn append(&self, g: &mut Inner, bytes: &[u8], hard_limit: u64) -> Vec<Arc<ClientInfo>> {
+        g.backlog.extend(bytes);
+        let offset = self.offset.load(Ordering::Relaxed) + bytes.len() as u64;
+        self.offset.store(offset, Ordering::Release);
+        let limit = if hard_limit == 0 { u64::MAX } else { hard_limit };
+        let Inner { backlog, backlog_size, replicas, .. } = g;
+        trim(backlog, *backlog_size, replicas, offset, limit);
+        replicas.values().filter(|r| r.state == ReplicaState::Online).map(|r| r.info.clone()).collect()
+    }
+
+    /// The instant of a full sync: `master_repl_offset`, after which the stream selects its database
+    /// again (Redis's `replicationSetupSlaveForFullResync`). Taken while every shard is held, so
+    /// the snapshot and the stream meet exactly there.
+    pub fn full_sync_point(&self) -> u64 {
+        let mut g = self.inner.lock();
+        g.seldb = None;
+        self.offset.load(Ordering::Relaxed)
+    }
+
+    /// The stream from offset `from` (the first byte the replica needs), at most `max` bytes; empty
+    /// when it has everything. [`Behind`] when those bytes are gone.
+    pub fn read(&self, from: u64, max: usize) -> Result<Bytes, Behind> {
+        let g = self.inner.lock();
+        let offset = self.offset.load(Ordering::Relaxed);
+        let first = offset + 1 - g.backlog.len() as u64;
+        if from < first {
+            return Err(Behind);
+        }
+        if from > offset {
+            return Ok(Bytes::new());
+        }
+        let start = (from - first) as usize;
+        let n = (g.backlog.len() - start).min(max);
+        let (a, b) = g.backlog.as_slices();
+        let mut v = Vec::with_capacity(n);
+        if start < a.len() {
+            let take = (a.len() - start).min(n);
+            v.extend_from_slice(&a[start..start + take]);
+            v.extend_from_slice(&b[..n - take]);
+        } else {
+            v.extend_from_slice(&b[start - a.len()..start - a.len() + n]);
+        }
+        Ok(Bytes::from(v))
+    }
+
+    /// Redis's `masterTryPartialResynchronization`: `+CONTINUE` when `replid` is this primary's
+    /// id (or its previous one, up to where it changed) and the backlog still holds `offset` on.
+    pub fn psync(&self, replid: &[u8], offset: i64) -> Psync {
+        let g = self.inner.lock();
+        let ours = replid == g.replid.as_bytes();
+        let previous = replid == g.replid2.as_bytes() && offset <= g.second_offset;
+        let end = self.offset.load(Ordering::Relaxed);
+        let first = end + 1 - g.backlog.len() as u64;
+        let held = self.active() && offset >= 0 && (offset as u64) >= first && (offset as u64) <= end + 1;
+        if (ours || previous) && held {
+            Psync::Continue { from: offset as u64, replid: g.replid.clone() }
+        } else {
+            Psync::Full
+        }
+    }
+
+    /// Attaches client `info` as a replica whose stream starts after offset `sent` (a full sync's
+    /// snapshot offset, or a partial one's last byte held).
+    pub fn attach(&self, info: Arc<ClientInfo>, state: ReplicaState, sent: u64, pre_psync: bool, now_ms: u64) {
+        let mut g = self.inner.lock();
+        let r = g.replicas.entry(info.id).or_insert_with(|| Replica::new(info.clone()));
+        r.state = state;
+        r.acked = false;
+        r.sent = sent;
+        r.pre_psync = pre_psync;
+        r.ack_ms = now_ms;
+        if state == ReplicaState::Online {
+            self.online.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The replica finished its full sync: it receives the stream from now on.
+    pub fn online(&self, id: u64, now_ms: u64) {
+        let mut g = self.inner.lock();
+        if let Some(r) = g.replicas.get_mut(&id)
+            && r.state != ReplicaState::Online
+        {
+            r.state = ReplicaState::Online;
+            r.ack_ms = now_ms;
+            self.online.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The replica's connection closed.
+    pub fn detach(&self, id: u64) {
+        let mut g = self.inner.lock();
+        if let Some(r) = g.replicas.remove(&id)
+            && r.state == ReplicaState::Online
+        {
+            self.online.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Records what was sent to replica `id`: the stream up to `offset`.
+    pub fn sent(&self, id: u64, offset: u64) {
+        if let Some(r) = self.inner.lock().replicas.get_mut(&id) {
+            r.sent = r.sent.max(offset);
+        }
+    }
+
+    /// `REPLCONF ACK <offset>` from replica `id`.
+    pub fn ack(&self, id: u64, offset: u64, now_ms: u64) {
+        if let Some(r) = self.inner.lock().replicas.get_mut(&id) {
+            r.ack = r.ack.max(offset);
+            r.ack_ms = now_ms;
+            r.acked = true;
+        }
+    }
+
+    /// The other `REPLCONF` options a client announces before it syncs, kept until it attaches.
+    pub fn announce(&self, info: &Arc<ClientInfo>, port: Option<u16>, ip: Option<String>, capa: &[&str]) {
+        let mut g = self.inner.lock();
+        let r = g.replicas.entry(info.id).or_insert_with(|| Replica::new(info.clone()));
+        if let Some(p) = port {
+            r.port = p;
+        }
+        if ip.is_some() {
+            r.ip = ip;
+        }
+        for c in capa {
+            match *c {
+                "eof" => r.capa_eof = true,
+                "psync2" => r.capa_psync2 = true,
+                _ => {}
+            }
+        }
+    }
+
+    /// Whether replica `id` acknowledged since it attached (a diskless full sync's stream starts
+    /// then).
+    pub fn has_acked(&self, id: u64) -> bool {
+        self.inner.lock().replicas.get(&id).is_some_and(|r| r.acked)
+    }
+
+    /// What client `id` announced: (`capa eof`, `capa psync2`).
+    pub fn capa(&self, id: u64) -> (bool, bool) {
+        self.inner.lock().replicas.get(&id).map_or((false, false), |r| (r.capa_eof, r.capa_psync2))
+    }
+
+    /// Forgets what a client that never attached announced (its connection closed).
+    pub fn forget(&self, id: u64) {
+        self.detach(id);
+    }
+
+    /// Replicas online whose acknowledged offset reaches `offset`, and those online.
+    pub fn acked(&self, offset: u64) -> (usize, usize) {
+        let g = self.inner.lock();
+        let online = g.replicas.values().filter(|r| r.state == ReplicaState::Online);
+        let (mut reached, mut all) = (0, 0);
+        for r in online {
+            all += 1;
+            if r.ack >= offset {
+                reached += 1;
+            }
+        }
+        (reached, all)
+    }
+
+    /// Replicas online that acknowledged within `max_lag_s` seconds of `now_ms`
+    /// (`min-replicas-max-lag`).
+    pub fn good_replicas(&self, now_ms: u64, max_lag_s: u64) -> usize {
+        if self.online.load(Ordering::Relaxed) == 0 {
+            return 0;
+        }
+        let g = self.inner.lock();
+        g.replicas
+            .values()
+            .filter(|r| r.state == ReplicaState::Online && !r.pre_psync)
+            .filter(|r| now_ms.saturating_sub(r.ack_ms) <= max_lag_s * 1000)
+            .count()
+    }
+
+    /// Replicas online, speaking PSYNC, whose last acknowledgement is older than `before_ms`.
+    pub fn silent_since(&self, before_ms: u64) -> Vec<Arc<ClientInfo>> {
+        let g = self.inner.lock();
+        g.replicas
+            .values()
+            .filter(|r| r.state == ReplicaState::Online && !r.pre_psync && r.ack_ms < before_ms)
+            .map(|r| r.info.clone())
+            .collect()
+    }
+
+    /// Replicas online.
+    pub fn online_count(&self) -> usize {
+        self.online.load(Ordering::Relaxed) as usize
+    }
+
+    /// INFO `replication`'s lines for a primary, at `now_ms` (lag in seconds since the last ack).
+    pub fn info_lines(&self, now_ms: u64) -> Vec<String> {
+        let g = self.inner.lock();
+        let offset = self.offset.load(Ordering::Relaxed);
+        let listed = g.replicas.values().filter(|r| r.attached()).count();
+        let mut out = vec!["role:master".to_string(), format!("connected_slaves:{listed}")];
+        for (i, r) in g.replicas.values().filter(|r| r.attached()).enumerate() {
+            let ip = r.ip.clone().unwrap_or_else(|| host_of(&r.info.addr));
+            let state = if r.state == ReplicaState::Online { "online" } else { "wait_bgsave" };
+            let lag = now_ms.saturating_sub(r.ack_ms) / 1000;
+            out.push(format!("slave{i}:ip={ip},port={},state={state},offset={},lag={lag}", r.port, r.ack));
+        }
+        out.push("master_failover_state:no-failover".to_string());
+        out.push(format!("master_replid:{}", g.replid));
+        out.push(format!("master_replid2:{}", g.replid2));
+        out.push(format!("master_repl_offset:{offset}"));
+        out.push(format!("second_repl_offset:{}", g.second_offset));
+        let active = self.active();
+        out.push(format!("repl_backlog_active:{}", u8::from(active)));
+        out.push(format!("repl_backlog_size:{}", g.backlog_size));
+        let first = if active { offset + 1 - g.backlog.len() as u64 } else { 0 };
+        out.push(format!("repl_backlog_first_byte_offset:{first}"));
+        out.push(format!("repl_backlog_histlen:{}", g.backlog.len()));
+        out
+    }
+
+    /// ROLE's replica list: (ip, port, acknowledged offset) of each replica that announced a port.
+    pub fn role_replicas(&self) -> Vec<(String, u16, u64)> {
+        let g = self.inner.lock();
+        g.replicas
+            .values()
+            .filter(|r| r.attached())
+            .map(|r| (r.ip.clone().unwrap_or_else(|| host_of(&r.info.addr)), r.port, r.ack))
+            .collect()
+    }
+}
+
+/// The host part of `ip:port` (an IPv6 address keeps its colons).
+fn host_of(addr: &str) -> String {
+    addr.rsplit_once(':').map_or(addr, |(h, _)| h).trim_matches(['[', ']']).to_string()
+}
+
+/// Drops the oldest bytes beyond what the backlog and the online replicas need; a replica more
+/// than `limit` bytes behind is closed (its output limit), and its need no longer counts.
+fn trim(backlog: &mut VecDeque<u8>, size: usize, replicas: &mut BTreeMap<u64, Replica>, offset: u64, limit: u64) {
+    let mut keep = size as u64;
+    for r in replicas.values() {
+        if !r.attached() {
+            continue;
+        }
+        let behind = offset.saturating_sub(r.sent);
+        if behind > limit {
+            r.info.kill();
+            continue;
+        }
+        keep = keep.max(behind);
+    }
+    let len = backlog.len() as u64;
+    if len > keep {
+        backlog.drain(..(len - keep) as usize);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clients::ClientRegistry;
+
+    fn effect(db: usize, args: &[&str]) -> Effect {
+        Effect::new(db, args)
+    }
+
+    #[test]
+    fn the_stream_selects_wraps_and_counts_its_bytes() {
+        let r = Replication::new("a".repeat(40));
+        assert!(r.feed_unit(&[effect(0, &["SET", "k", "v"])], 0).is_empty());
+        assert_eq!(r.offset(), 0, "nothing is recorded before a replica attaches");
+        r.activate(|| "b".repeat(40));
+        assert_eq!(r.replid(), "b".repeat(40));
+        r.feed_unit(&[effect(0, &["SET", "k", "v"])], 0);
+        let one = b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n";
+        assert_eq!(r.offset(), one.len() as u64);
+        assert_eq!(&r.read(1, 1 << 20).unwrap()[..], &one[..]);
+        r.feed_unit(&[effect(1, &["INCR", "a"]), effect(1, &["INCR", "b"])], 0);
+        let rest = r.read(one.len() as u64 + 1, 1 << 20).unwrap();
+        assert_eq!(
+            &rest[..],
+            &b"*1\r\n$5\r\nMULTI\r\n*2\r\n$6\r\nSELECT\r\n$1\r\n1\r\n*2\r\n$4\r\nINCR\r\n$1\r\na\r\n\
+               *2\r\n$4\r\nINCR\r\n$1\r\nb\r\n*1\r\n$4\r\nEXEC\r\n"[..]
+        );
+        assert!(r.read(r.offset() + 1, 10).unwrap().is_empty());
+    }
+
+    #[test]
+    fn partial_resync_needs_the_id_and_the_bytes() {
+        let r = Replication::new("x".repeat(40));
+        r.activate(|| "c".repeat(40));
+        r.set_backlog_size(BACKLOG_MIN);
+        for i in 0..2000 {
+            r.feed_command(&["PING", &i.to_string()], 0);
+        }
+        let end = r.offset();
+        let id = "c".repeat(40);
+        assert_eq!(r.psync(id.as_bytes(), end as i64 + 1), Psync::Continue { from: end + 1, replid: id.clone() });
+        assert_eq!(r.psync(id.as_bytes(), end as i64 + 2), Psync::Full);
+        assert_eq!(r.psync(id.as_bytes(), 1), Psync::Full, "fell out of the 16 KiB backlog");
+        assert_eq!(r.psync(b"?", -1), Psync::Full);
+        assert_eq!(r.read(1, 10), Err(Behind));
+        let first = end + 1 - BACKLOG_MIN as u64;
+        assert_eq!(r.read(first, 1 << 20).unwrap().len(), BACKLOG_MIN);
+    }
+
+    #[test]
+    fn a_slow_replica_keeps_the_bytes_it_needs_until_its_limit() {
+        let registry = ClientRegistry::default();
+        let info = registry.register("127.0.0.1:5000".into(), "".into(), 0);
+        let r = Replication::new("x".repeat(40));
+        r.activate(|| "d".repeat(40));
+        r.set_backlog_size(BACKLOG_MIN);
+        r.attach(info.clone(), ReplicaState::Online, 0, false, 0);
+        for _ in 0..1000 {
+            r.feed_command(&["PING", &"p".repeat(50)], 1 << 20);
+        }
+        assert!(r.offset() > BACKLOG_MIN as u64);
+        assert_eq!(r.read(1, 8).unwrap().len(), 8, "the replica's bytes are kept past the backlog");
+        assert!(!info.killed.load(Ordering::Relaxed));
+        for _ in 0..20000 {
+            r.feed_command(&["PING", &"p".repeat(50)], 1 << 20);
+        }
+        assert!(info.killed.load(Ordering::Relaxed), "closed past the replica class's hard limit");
+        assert_eq!(r.read(1, 8), Err(Behind));
+        r.ack(info.id, 100, 5);
+        assert_eq!(r.acked(100), (1, 1));
+        assert_eq!(r.acked(101), (0, 1));
+    }
+}

@@ -1,0 +1,150 @@
+//! A replica's connection, the primary's side: after SYNC or PSYNC the connection sends the
+//! replica its full sync (the fork-less snapshot, as `$<len>` and the file, or diskless as
+//! `$EOF:<mark>`, the file and the mark) or nothing (a partial resync), then the replication stream
+//! from its offset, as it grows. What the replica sends (`REPLCONF ACK`) runs as commands whose
+//! replies are dropped, as Redis writes nothing to a replica.
+
+use super::{Close, Conn, Step};
+use engine::repl::{Behind, SyncJob};
+use std::convert::Infallible;
+use std::io::Write;
+use std::sync::atomic::Ordering;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// Most stream bytes written in one go.
+const STREAM_CHUNK: usize = 256 * 1024;
+
+/// Chunks of a snapshot being written on a blocking thread, for the connection to send.
+struct Chunks(tokio::sync::mpsc::Sender<Vec<u8>>, Vec<u8>);
+
+impl Write for Chunks {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.1.extend_from_slice(buf);
+        if self.1.len() >= 64 * 1024 {
+            self.flush()?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if !self.1.is_empty() {
+            let chunk = std::mem::take(&mut self.1);
+            self.0.blocking_send(chunk).map_err(|_| std::io::Error::other("replica gone"))?;
+        }
+        Ok(())
+    }
+}
+
+impl<S> Conn<S>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    /// Serves the connection as a replica's until it closes.
+    pub(super) async fn serve_replica(&mut self, job: SyncJob) -> Result<Infallible, Close> {
+        self.flush().await?;
+        let id = self.client.id;
+        let mut next = match job {
+            SyncJob::Partial { from } => from,
+            SyncJob::Full { snapshot, offset, eof } => {
+                self.send_snapshot(snapshot, eof).await?;
+                if eof {
+                    // The stream starts once the replica acknowledged the file (Redis's
+                    // `repl_start_cmd_stream_on_ack`).
+                    while !self.srv.repl.has_acked(id) {
+                        self.replica_input().await?;
+                    }
+                }
+                self.srv.repl.online(id, self.srv.clock.now_ms());
+                tracing::info!("Synchronization with replica {} succeeded", self.client.info.addr);
+                offset + 1
+            }
+        };
+        loop {
+            match self.srv.repl.read(next, STREAM_CHUNK) {
+                Err(Behind) => {
+                    tracing::warn!(
+                        "Client id={} addr={} closed: the replication stream it needs is gone (output buffer limit)",
+                        id,
+                        self.client.info.addr
+                    );
+                    return Err(Close);
+                }
+                Ok(bytes) if !bytes.is_empty() => {
+                    self.wr.write_all(&bytes).await.map_err(|_| Close)?;
+                    self.srv.stats.add_net_output(bytes.len() as u64);
+                    next += bytes.len() as u64;
+                    self.srv.repl.sent(id, next - 1);
+                    continue;
+                }
+                Ok(_) => {}
+            }
+            self.wr.flush().await.map_err(|_| Close)?;
+            if self.client.info.killed.load(Ordering::Relaxed) {
+                return Err(Close);
+            }
+            self.replica_input().await?;
+        }
+    }
+
+    /// Waits for more stream (the feed wakes the replica) or for bytes from the replica, and runs
+    /// what it sent; replies are dropped.
+    async fn replica_input(&mut self) -> Step {
+        tokio::select! {
+            biased;
+            _ = self.kill.notified() => {
+                if self.client.info.killed.load(Ordering::Relaxed) {
+                    return Err(Close);
+                }
+            }
+            r = self.rd.read_buf(&mut self.rbuf) => match r {
+                Ok(0) | Err(_) => return Err(Close),
+                Ok(n) => {
+                    self.srv.stats.add_net_input(n as u64);
+                    self.run_buffered().await?;
+                    self.wbuf.clear();
+                }
+            },
+        }
+        Ok(())
+    }
+
+    /// Sends a full sync's file: diskless (`eof`) as it is written, else whole after its length.
+    async fn send_snapshot(&mut self, snapshot: engine::persistence::Snapshot, eof: bool) -> Step {
+        let fence = self.srv.fence.clone();
+        if eof {
+            let mark = engine::server::random_id();
+            self.wr.write_all(format!("$EOF:{mark}\r\n").as_bytes()).await.map_err(|_| Close)?;
+            let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(8);
+            let writer = tokio::task::spawn_blocking(move || {
+                let mut w = Chunks(tx, Vec::new());
+                snapshot.write(&mut w, &fence).and_then(|()| w.flush())
+            });
+            while let Some(chunk) = rx.recv().await {
+                self.wr.write_all(&chunk).await.map_err(|_| Close)?;
+                self.srv.stats.add_net_output(chunk.len() as u64);
+            }
+            match writer.await {
+                Ok(Ok(())) => {}
+                _ => {
+                    tracing::warn!("Diskless full sync to replica {} failed", self.client.info.addr);
+                    return Err(Close);
+                }
+            }
+            self.wr.write_all(mark.as_bytes()).await.map_err(|_| Close)?;
+        } else {
+            let file = tokio::task::spawn_blocking(move || {
+                let mut data = Vec::new();
+                snapshot.write(&mut data, &fence).map(|()| data)
+            })
+            .await;
+            let Ok(Ok(data)) = file else {
+                tracing::warn!("Full sync to replica {} failed", self.client.info.addr);
+                return Err(Close);
+            };
+            self.wr.write_all(format!("${}\r\n", data.len()).as_bytes()).await.map_err(|_| Close)?;
+            self.wr.write_all(&data).await.map_err(|_| Close)?;
+            self.srv.stats.add_net_output(data.len() as u64);
+        }
+        self.wr.flush().await.map_err(|_| Close)
+    }
+}
