@@ -56,7 +56,11 @@ impl Server {
         self.repl.activate(super::random_id);
         self.repl.set_backlog_size(self.config.get_i64("repl-backlog-size").max(0) as usize);
         self.changes.record();
-        self.log_server_deletes();
+        // Every shard is held: the tables log their own deletes from now on (the change stream's
+        // `DEL`s), without locking again.
+        for s in locked.shards_mut() {
+            s.dbs.iter_mut().for_each(|t| t.log_server_deletes(true));
+        }
         self.repl.sync_full.fetch_add(1, Ordering::Relaxed);
         let offset = self.repl.full_sync_point();
         let snapshot = self.begin_snapshot(locked, SnapshotKind::Rdb);
