@@ -5,6 +5,7 @@ pub mod acl;
 pub mod base;
 pub mod bits;
 pub mod blocking;
+pub mod client;
 pub mod cluster;
 pub mod connection;
 pub mod debug;
@@ -31,6 +32,7 @@ use crate::ctx::Command;
 /// Every family's table, in the order COMMAND lists them (sorted later).
 pub static FAMILIES: &[&[Command]] = &[
     connection::COMMANDS,
+    client::COMMANDS,
     server::COMMANDS,
     debug::COMMANDS,
     latency::COMMANDS,
