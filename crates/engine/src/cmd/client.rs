@@ -204,6 +204,42 @@ fn request_len(args: &[Bytes]) -> usize {
     n
 }
 
+/// The part of a `CLIENT LIST` line that the caller shows live: the database, the protocol, the
+/// query buffer and argument memory of the running command, the reply buffer.
+struct Shown {
+    db: usize,
+    resp: usize,
+    qbuf: usize,
+    argv_mem: usize,
+    rbs: usize,
+    rbp: usize,
+}
+
+impl Shown {
+    /// From the caller's context `me` when it is given, else as `info` last recorded it.
+    fn of(info: &ClientInfo, me: Option<&Ctx<'_, '_>>) -> Shown {
+        let (rbs, rbp) = (info.rbs.load(Ordering::Relaxed), info.rbp.load(Ordering::Relaxed));
+        match me {
+            Some(ctx) => Shown {
+                db: ctx.client.db,
+                resp: proto_number(ctx.client.proto),
+                qbuf: request_len(ctx.args),
+                argv_mem: ctx.args.iter().map(|a| a.len()).sum(),
+                rbs,
+                rbp,
+            },
+            None => Shown {
+                db: info.db.load(Ordering::Relaxed),
+                resp: info.resp.load(Ordering::Relaxed),
+                qbuf: info.qbuf.load(Ordering::Relaxed),
+                argv_mem: info.argv_mem.load(Ordering::Relaxed),
+                rbs,
+                rbp,
+            },
+        }
+    }
+}
+
 /// One `CLIENT LIST` / `CLIENT INFO` line (without the trailing newline), in Redis 7.2's format.
 /// `me` is the calling client's context when `info` describes it: its live state is used, and its
 /// query buffer holds the running command as in Redis.
@@ -215,21 +251,7 @@ pub(crate) fn client_line(out: &mut String, info: &ClientInfo, now: u64, me: Opt
     let age = now.saturating_sub(info.created_ms) / 1000;
     let idle = now.saturating_sub(info.last_active_ms.load(Ordering::Relaxed)) / 1000;
     let omem = info.omem.load(Ordering::Relaxed);
-    let (db, resp, qbuf, argv_mem, rbs, rbp) = match me {
-        Some(ctx) => {
-            let argv: usize = ctx.args.iter().map(|a| a.len()).sum();
-            let (rbs, rbp) = (info.rbs.load(Ordering::Relaxed), info.rbp.load(Ordering::Relaxed));
-            (ctx.client.db, proto_number(ctx.client.proto), request_len(ctx.args), argv, rbs, rbp)
-        }
-        None => (
-            info.db.load(Ordering::Relaxed),
-            info.resp.load(Ordering::Relaxed),
-            info.qbuf.load(Ordering::Relaxed),
-            info.argv_mem.load(Ordering::Relaxed),
-            info.rbs.load(Ordering::Relaxed),
-            info.rbp.load(Ordering::Relaxed),
-        ),
-    };
+    let Shown { db, resp, qbuf, argv_mem, rbs, rbp } = Shown::of(info, me);
     // The query buffer as the connection layer last saw it (its running command included).
     let qbuf_alloc = info.qbuf_cap.load(Ordering::Relaxed).max(qbuf);
     let qbuf_free = qbuf_alloc - qbuf;
@@ -320,27 +342,35 @@ fn client_info(ctx: &mut Ctx<'_, '_>) -> Frame {
     verbatim(s)
 }
 
-fn client_list(ctx: &mut Ctx<'_, '_>) -> Frame {
+/// CLIENT LIST's options: `TYPE type`, `ID id [id ...]` or none, as (the type, the ids).
+fn list_options(ctx: &Ctx<'_, '_>) -> Result<(Option<&'static str>, Option<Vec<i64>>), Frame> {
     let argc = ctx.argc();
-    let mut wanted_type = None;
-    let mut ids = None;
     if argc == 4 && eq_ic(ctx.arg(2), "type") {
         match client_type(ctx.arg(3)) {
-            Some(t) => wanted_type = Some(t),
-            None => return unknown_type(ctx.arg(3)),
+            Some(t) => Ok((Some(t), None)),
+            None => Err(unknown_type(ctx.arg(3))),
         }
     } else if argc > 3 && eq_ic(ctx.arg(2), "id") {
         let mut v = Vec::with_capacity(argc - 3);
         for a in &ctx.args[3..] {
             match crate::args::parse_i64_strict(a) {
                 Some(id) => v.push(id),
-                None => return Frame::error("ERR Invalid client ID"),
+                None => return Err(Frame::error("ERR Invalid client ID")),
             }
         }
-        ids = Some(v);
+        Ok((None, Some(v)))
     } else if argc != 2 {
-        return crate::error::syntax();
+        Err(crate::error::syntax())
+    } else {
+        Ok((None, None))
     }
+}
+
+fn client_list(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let (wanted_type, ids) = match list_options(ctx) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
     let infos: Vec<_> = match ids {
         Some(ids) => {
             ids.into_iter().filter_map(|id| u64::try_from(id).ok().and_then(|id| ctx.srv.clients.get(id))).collect()
@@ -359,72 +389,93 @@ fn client_list(ctx: &mut Ctx<'_, '_>) -> Frame {
     verbatim(out)
 }
 
-fn client_kill(ctx: &mut Ctx<'_, '_>) -> Frame {
-    let argc = ctx.argc();
-    let mut addr: Option<&[u8]> = None;
-    let mut laddr: Option<&[u8]> = None;
-    let mut wanted_type = None;
-    let mut id = 0u64;
-    let mut user: Option<&[u8]> = None;
-    let mut skipme = true;
-    if argc == 3 {
-        // Old form: CLIENT KILL addr:port, which may kill the caller.
-        addr = Some(ctx.arg(2));
-        skipme = false;
-    } else {
+/// The clients CLIENT KILL closes: those that match every filter given.
+struct KillFilter<'a> {
+    addr: Option<&'a [u8]>,
+    laddr: Option<&'a [u8]>,
+    wanted_type: Option<&'static str>,
+    /// 0: any.
+    id: u64,
+    user: Option<&'a [u8]>,
+    /// Whether the caller is spared.
+    skipme: bool,
+}
+
+impl<'a> KillFilter<'a> {
+    /// The old form, `CLIENT KILL addr:port` (which may kill the caller), or the new one's
+    /// `<option> <value>` pairs, checked in order as Redis does.
+    fn parse(ctx: &Ctx<'a, '_>) -> Result<KillFilter<'a>, Frame> {
+        let argc = ctx.argc();
+        let mut f = KillFilter { addr: None, laddr: None, wanted_type: None, id: 0, user: None, skipme: true };
+        if argc == 3 {
+            f.addr = Some(ctx.arg(2));
+            f.skipme = false;
+            return Ok(f);
+        }
         let mut i = 2;
         while i < argc {
             let opt = ctx.arg(i);
             if i + 1 >= argc {
-                return crate::error::syntax();
+                return Err(crate::error::syntax());
             }
             let val = ctx.arg(i + 1);
             if eq_ic(opt, "id") {
                 match crate::args::parse_i64_strict(val) {
-                    Some(v) if v >= 1 => id = v as u64,
-                    _ => return Frame::error("ERR client-id should be greater than 0"),
+                    Some(v) if v >= 1 => f.id = v as u64,
+                    _ => return Err(Frame::error("ERR client-id should be greater than 0")),
                 }
             } else if eq_ic(opt, "type") {
                 match client_type(val) {
-                    Some(t) => wanted_type = Some(t),
-                    None => return unknown_type(val),
+                    Some(t) => f.wanted_type = Some(t),
+                    None => return Err(unknown_type(val)),
                 }
             } else if eq_ic(opt, "addr") {
-                addr = Some(val);
+                f.addr = Some(val);
             } else if eq_ic(opt, "laddr") {
-                laddr = Some(val);
+                f.laddr = Some(val);
             } else if eq_ic(opt, "user") {
                 if ctx.srv.acl.get(val).is_none() {
-                    return Frame::error(format!("ERR No such user '{}'", String::from_utf8_lossy(val)));
+                    return Err(Frame::error(format!("ERR No such user '{}'", String::from_utf8_lossy(val))));
                 }
-                user = Some(val);
+                f.user = Some(val);
             } else if eq_ic(opt, "skipme") {
                 if eq_ic(val, "yes") {
-                    skipme = true;
+                    f.skipme = true;
                 } else if eq_ic(val, "no") {
-                    skipme = false;
+                    f.skipme = false;
                 } else {
-                    return crate::error::syntax();
+                    return Err(crate::error::syntax());
                 }
             } else {
-                return crate::error::syntax();
+                return Err(crate::error::syntax());
             }
             i += 2;
         }
+        Ok(f)
     }
+
+    /// Whether `info` passes every filter (the caller's SKIPME aside).
+    fn matches(&self, info: &ClientInfo) -> bool {
+        self.addr.is_none_or(|a| info.addr.as_bytes() == a)
+            && self.laddr.is_none_or(|a| info.laddr.as_bytes() == a)
+            && self.wanted_type.is_none_or(|t| info.type_name() == t)
+            && (self.id == 0 || info.id == self.id)
+            && self.user.is_none_or(|u| info.user.lock()[..] == *u)
+    }
+}
+
+fn client_kill(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let filter = match KillFilter::parse(ctx) {
+        Ok(f) => f,
+        Err(e) => return e,
+    };
     let mut killed = 0i64;
     for info in ctx.srv.clients.snapshot() {
-        if info.killed.load(Ordering::Relaxed)
-            || addr.is_some_and(|a| info.addr.as_bytes() != a)
-            || laddr.is_some_and(|a| info.laddr.as_bytes() != a)
-            || wanted_type.is_some_and(|t| info.type_name() != t)
-            || (id != 0 && info.id != id)
-            || user.is_some_and(|u| info.user.lock()[..] != *u)
-        {
+        if info.killed.load(Ordering::Relaxed) || !filter.matches(&info) {
             continue;
         }
         let is_me = info.id == ctx.client.id;
-        if is_me && skipme {
+        if is_me && filter.skipme {
             continue;
         }
         if is_me {
@@ -437,7 +488,7 @@ fn client_kill(ctx: &mut Ctx<'_, '_>) -> Frame {
         }
         killed += 1;
     }
-    if argc == 3 {
+    if ctx.argc() == 3 {
         if killed == 0 { Frame::error("ERR No such client") } else { Frame::ok() }
     } else {
         Frame::Integer(killed)
@@ -521,8 +572,31 @@ fn client_getredir(ctx: &mut Ctx<'_, '_>) -> Frame {
 }
 
 /// CLIENT TRACKING (ON|OFF) [REDIRECT id] [BCAST] [PREFIX p]... [OPTIN] [OPTOUT] [NOLOOP], with
-/// Redis's checks in Redis's order.
+/// Redis's checks in Redis's order: the options are read first, whether ON or OFF.
 fn client_tracking(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let (mut opts, prefixes) = match tracking_options(ctx) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    if eq_ic(ctx.arg(2), "off") {
+        ctx.srv.disable_tracking(ctx.client);
+        return Frame::ok();
+    }
+    if !eq_ic(ctx.arg(2), "on") {
+        return crate::error::syntax();
+    }
+    let current = ctx.client.info.tracking.lock().clone();
+    if let Err(e) = check_tracking(&opts, &prefixes, current.as_ref()) {
+        return e;
+    }
+    opts.prefixes = prefixes.into_iter().collect();
+    ctx.srv.enable_tracking(ctx.client, opts);
+    Frame::ok()
+}
+
+/// CLIENT TRACKING's options after ON|OFF, and the BCAST prefixes in the order given; the REDIRECT
+/// target must be a connected client.
+fn tracking_options(ctx: &Ctx<'_, '_>) -> Result<(crate::tracking::ClientTracking, Vec<Bytes>), Frame> {
     let mut opts = crate::tracking::ClientTracking::default();
     let mut prefixes: Vec<Bytes> = Vec::new();
     let mut j = 3;
@@ -532,13 +606,13 @@ fn client_tracking(ctx: &mut Ctx<'_, '_>) -> Frame {
         if eq_ic(a, "redirect") && more > 0 {
             j += 1;
             if opts.redirect != 0 {
-                return Frame::error("ERR A client can only redirect to a single other client");
+                return Err(Frame::error("ERR A client can only redirect to a single other client"));
             }
             let Some(id) = crate::args::parse_i64_strict(ctx.arg(j)) else {
-                return crate::error::not_integer();
+                return Err(crate::error::not_integer());
             };
             if id <= 0 || ctx.srv.clients.get(id as u64).is_none() {
-                return Frame::error("ERR The client ID you want redirect to does not exist");
+                return Err(Frame::error("ERR The client ID you want redirect to does not exist"));
             }
             opts.redirect = id as u64;
         } else if eq_ic(a, "bcast") {
@@ -553,40 +627,43 @@ fn client_tracking(ctx: &mut Ctx<'_, '_>) -> Frame {
             j += 1;
             prefixes.push(ctx.args[j].clone());
         } else {
-            return crate::error::syntax();
+            return Err(crate::error::syntax());
         }
         j += 1;
     }
-    if eq_ic(ctx.arg(2), "off") {
-        ctx.srv.disable_tracking(ctx.client);
-        return Frame::ok();
-    }
-    if !eq_ic(ctx.arg(2), "on") {
-        return crate::error::syntax();
-    }
+    Ok((opts, prefixes))
+}
+
+/// Whether tracking may be turned on with `opts` and `prefixes` when the client's tracking is
+/// `current`: the modes agree with each other and with the current ones, and no prefix overlaps
+/// another.
+fn check_tracking(
+    opts: &crate::tracking::ClientTracking,
+    prefixes: &[Bytes],
+    current: Option<&crate::tracking::ClientTracking>,
+) -> Result<(), Frame> {
     if !opts.bcast && !prefixes.is_empty() {
-        return Frame::error("ERR PREFIX option requires BCAST mode to be enabled");
+        return Err(Frame::error("ERR PREFIX option requires BCAST mode to be enabled"));
     }
-    let current = ctx.client.info.tracking.lock().clone();
-    if let Some(cur) = &current
+    if let Some(cur) = current
         && cur.bcast != opts.bcast
     {
-        return Frame::error(
+        return Err(Frame::error(
             "ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.",
-        );
+        ));
     }
     if opts.bcast && (opts.optin || opts.optout) {
-        return Frame::error("ERR OPTIN and OPTOUT are not compatible with BCAST");
+        return Err(Frame::error("ERR OPTIN and OPTOUT are not compatible with BCAST"));
     }
     if opts.optin && opts.optout {
-        return Frame::error("ERR You can't specify both OPTIN mode and OPTOUT mode");
+        return Err(Frame::error("ERR You can't specify both OPTIN mode and OPTOUT mode"));
     }
-    if let Some(cur) = &current
+    if let Some(cur) = current
         && ((opts.optin && cur.optout) || (opts.optout && cur.optin))
     {
-        return Frame::error(
+        return Err(Frame::error(
             "ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.",
-        );
+        ));
     }
     if opts.bcast {
         // No prefix may be a prefix of another, among the new ones and the client's own.
@@ -594,24 +671,22 @@ fn client_tracking(ctx: &mut Ctx<'_, '_>) -> Frame {
         let show = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         for (i, p) in prefixes.iter().enumerate() {
             if let Some(c) = current.iter().flat_map(|c| c.prefixes.iter()).find(|c| overlap(c, p)) {
-                return Frame::error(format!(
+                return Err(Frame::error(format!(
                     "ERR Prefix '{}' overlaps with an existing prefix '{}'. Prefixes for a single client must not overlap.",
                     show(p),
                     show(c)
-                ));
+                )));
             }
             if let Some(q) = prefixes[i + 1..].iter().find(|q| overlap(p, q)) {
-                return Frame::error(format!(
+                return Err(Frame::error(format!(
                     "ERR Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a single client must not overlap.",
                     show(p),
                     show(q)
-                ));
+                )));
             }
         }
     }
-    opts.prefixes = prefixes.into_iter().collect();
-    ctx.srv.enable_tracking(ctx.client, opts);
-    Frame::ok()
+    Ok(())
 }
 
 /// CLIENT CACHING YES|NO: whether the next command's keys are tracked (OPTIN / OPTOUT).
