@@ -10,6 +10,7 @@ pub mod connection;
 pub mod debug;
 pub mod expire;
 pub mod hash;
+pub mod hyperloglog;
 pub mod introspection;
 pub mod keyspace;
 pub mod latency;
@@ -40,6 +41,7 @@ pub static FAMILIES: &[&[Command]] = &[
     expire::COMMANDS,
     string::COMMANDS,
     bits::COMMANDS,
+    hyperloglog::COMMANDS,
     list::COMMANDS,
     memory::COMMANDS,
     hash::COMMANDS,
