@@ -107,6 +107,8 @@ pub fn events(name: &str, args: &[Bytes], key: &[u8], exists: bool, other_db: bo
         "incr" | "decr" | "incrby" | "decrby" => vec![(STRING, "incrby")],
         "incrbyfloat" => vec![(STRING, "incrbyfloat")],
         "setbit" | "bitfield" => vec![(STRING, "setbit")],
+        // PFMERGE raises `pfadd` too ("a mass-add of elements"); PFCOUNT's cache write raises none.
+        "pfadd" | "pfmerge" => vec![(STRING, "pfadd")],
         "bitop" => stored((STRING, "set")),
         "del" | "unlink" | "getdel" => vec![(GENERIC, "del")],
         "getex" if !exists => vec![(GENERIC, "del")],

@@ -11,6 +11,7 @@ pub mod connection;
 pub mod debug;
 pub mod expire;
 pub mod hash;
+pub mod hyperloglog;
 pub mod introspection;
 pub mod keyspace;
 pub mod latency;
@@ -42,6 +43,7 @@ pub static FAMILIES: &[&[Command]] = &[
     expire::COMMANDS,
     string::COMMANDS,
     bits::COMMANDS,
+    hyperloglog::COMMANDS,
     list::COMMANDS,
     memory::COMMANDS,
     hash::COMMANDS,
