@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod connection;
 pub mod debug;
 pub mod expire;
+pub mod geo;
 pub mod hash;
 pub mod introspection;
 pub mod keyspace;
@@ -46,6 +47,7 @@ pub static FAMILIES: &[&[Command]] = &[
     set::COMMANDS,
     sort::COMMANDS,
     zset::COMMANDS,
+    geo::COMMANDS,
     multi::COMMANDS,
     blocking::COMMANDS,
     lock::COMMANDS,
