@@ -185,6 +185,10 @@ pub fn events(name: &str, args: &[Bytes], key: &[u8], exists: bool, other_db: bo
         "zinterstore" => stored((ZSET, "zinterstore")),
         "zdiffstore" => stored((ZSET, "zdiffstore")),
         "zrangestore" => stored((ZSET, "zrangestore")),
+        // GEOADD runs as the ZADD it is rewritten into; a search stores its result or deletes it.
+        "geoadd" => vec![(ZSET, "zadd")],
+        "georadius" | "georadiusbymember" => stored((ZSET, "georadiusstore")),
+        "geosearchstore" => stored((ZSET, "geosearchstore")),
         "lock" => vec![(LOCK, "lock_acquired")],
         "lock_served" => vec![(LOCK, "lock_handed_over")],
         "unlock" => vec![(LOCK, "lock_released")],

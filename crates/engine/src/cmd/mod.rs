@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod connection;
 pub mod debug;
 pub mod expire;
+pub mod geo;
 pub mod hash;
 pub mod hyperloglog;
 pub mod introspection;
@@ -50,6 +51,7 @@ pub static FAMILIES: &[&[Command]] = &[
     set::COMMANDS,
     sort::COMMANDS,
     zset::COMMANDS,
+    geo::COMMANDS,
     multi::COMMANDS,
     blocking::COMMANDS,
     lock::COMMANDS,
