@@ -17,7 +17,7 @@ impl Server {
         // records clients as CLIENT LIST shows them.
         srv.acl.install(crate::cmd::acl::meta(crate::cmd::table()), |info, now| {
             let mut s = String::new();
-            crate::cmd::connection::client_line(&mut s, info, now, None);
+            crate::cmd::client::client_line(&mut s, info, now, None);
             s
         });
         srv

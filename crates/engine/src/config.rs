@@ -884,7 +884,7 @@ pub static PARAMS: &[Param] = &[
         flags: 0,
         kind: Kind::Memory(0, I64MAX),
         default: "3000",
-        apply: None,
+        apply: Some(|c, v| c.hll_sparse_max_bytes.store(int(v), Relaxed)),
     },
     P {
         name: "tracking-table-max-keys",
@@ -997,6 +997,8 @@ pub struct Config {
     values: RwLock<BTreeMap<&'static str, String>>,
     /// Hot copy of `proto-max-bulk-len`.
     pub proto_max_bulk_len: AtomicI64,
+    /// Hot copy of `hll-sparse-max-bytes`: the size past which a sparse HyperLogLog turns dense.
+    pub hll_sparse_max_bytes: AtomicI64,
     /// Hot copy of `client-query-buffer-limit`.
     pub client_query_buffer_limit: AtomicI64,
     /// Hot copy of `slowlog-log-slower-than` (microseconds, -1 disables).
@@ -1412,6 +1414,7 @@ impl Config {
         let c = Config {
             values: RwLock::new(BTreeMap::new()),
             proto_max_bulk_len: AtomicI64::new(0),
+            hll_sparse_max_bytes: AtomicI64::new(0),
             client_query_buffer_limit: AtomicI64::new(0),
             slowlog_log_slower_than: AtomicI64::new(0),
             slowlog_max_len: AtomicI64::new(0),

@@ -100,3 +100,11 @@ pub const BUSY_EVAL: &str = "BUSY Redis is busy running a script. You can only c
 /// `-BUSY` while a function runs.
 pub const BUSY_FUNCTION: &str =
     "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+/// A HyperLogLog command on a string that is not one (Redis's `isHLLObjectOrReply`).
+pub fn not_hll() -> Frame {
+    Frame::error("WRONGTYPE Key is not a valid HyperLogLog string value.")
+}
+/// A HyperLogLog whose registers do not decode.
+pub fn corrupt_hll() -> Frame {
+    Frame::error("INVALIDOBJ Corrupted HLL object detected")
+}

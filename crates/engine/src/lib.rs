@@ -37,6 +37,7 @@ pub mod dispatch;
 pub mod docs;
 pub mod error;
 pub mod evict;
+pub mod geohash;
 pub mod glob;
 pub mod host;
 pub mod keyspace;

@@ -107,6 +107,8 @@ pub fn events(name: &str, args: &[Bytes], key: &[u8], exists: bool, other_db: bo
         "incr" | "decr" | "incrby" | "decrby" => vec![(STRING, "incrby")],
         "incrbyfloat" => vec![(STRING, "incrbyfloat")],
         "setbit" | "bitfield" => vec![(STRING, "setbit")],
+        // PFMERGE raises `pfadd` too ("a mass-add of elements"); PFCOUNT's cache write raises none.
+        "pfadd" | "pfmerge" => vec![(STRING, "pfadd")],
         "bitop" => stored((STRING, "set")),
         "del" | "unlink" | "getdel" => vec![(GENERIC, "del")],
         "getex" if !exists => vec![(GENERIC, "del")],
@@ -183,6 +185,10 @@ pub fn events(name: &str, args: &[Bytes], key: &[u8], exists: bool, other_db: bo
         "zinterstore" => stored((ZSET, "zinterstore")),
         "zdiffstore" => stored((ZSET, "zdiffstore")),
         "zrangestore" => stored((ZSET, "zrangestore")),
+        // GEOADD runs as the ZADD it is rewritten into; a search stores its result or deletes it.
+        "geoadd" => vec![(ZSET, "zadd")],
+        "georadius" | "georadiusbymember" => stored((ZSET, "georadiusstore")),
+        "geosearchstore" => stored((ZSET, "geosearchstore")),
         "lock" => vec![(LOCK, "lock_acquired")],
         "lock_served" => vec![(LOCK, "lock_handed_over")],
         "unlock" => vec![(LOCK, "lock_released")],

@@ -89,8 +89,8 @@ impl Kind {
     }
 }
 
-use crate::message::put_bulk;
 use crate::message::encode_message;
+use crate::message::put_bulk;
 
 /// A (un)subscription confirmation: `[kind, channel or nil, count]`; the nil is `_` for a RESP3
 /// client (the only part of a message that is not the same in both protocols but its first byte).

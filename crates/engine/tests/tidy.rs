@@ -19,6 +19,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "args",
             "error",
             "glob",
+            "geohash",
             "clock",
             "primitives",
             "value",

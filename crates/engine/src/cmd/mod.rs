@@ -5,11 +5,14 @@ pub mod acl;
 pub mod base;
 pub mod bits;
 pub mod blocking;
+pub mod client;
 pub mod cluster;
 pub mod connection;
 pub mod debug;
 pub mod expire;
+pub mod geo;
 pub mod hash;
+pub mod hyperloglog;
 pub mod introspection;
 pub mod keyspace;
 pub mod latency;
@@ -32,6 +35,7 @@ use crate::ctx::Command;
 /// Every family's table, in the order COMMAND lists them (sorted later).
 pub static FAMILIES: &[&[Command]] = &[
     connection::COMMANDS,
+    client::COMMANDS,
     server::COMMANDS,
     debug::COMMANDS,
     latency::COMMANDS,
@@ -41,12 +45,14 @@ pub static FAMILIES: &[&[Command]] = &[
     expire::COMMANDS,
     string::COMMANDS,
     bits::COMMANDS,
+    hyperloglog::COMMANDS,
     list::COMMANDS,
     memory::COMMANDS,
     hash::COMMANDS,
     set::COMMANDS,
     sort::COMMANDS,
     zset::COMMANDS,
+    geo::COMMANDS,
     multi::COMMANDS,
     blocking::COMMANDS,
     lock::COMMANDS,
