@@ -13,14 +13,7 @@ const REPL: Flags = Flags::ADMIN.or(Flags::NOSCRIPT).or(Flags::NO_ASYNC_LOADING)
 
 /// The family's table rows.
 pub static COMMANDS: &[Command] = &[
-    Command {
-        name: "sync",
-        arity: 1,
-        flags: REPL.or(Flags::ALL_SHARDS),
-        group: Group::Server,
-        handler: sync,
-        ..BASE
-    },
+    Command { name: "sync", arity: 1, flags: REPL.or(Flags::ALL_SHARDS), group: Group::Server, handler: sync, ..BASE },
     Command {
         name: "psync",
         arity: -3,
@@ -32,11 +25,7 @@ pub static COMMANDS: &[Command] = &[
     Command {
         name: "replconf",
         arity: -1,
-        flags: Flags::ADMIN
-            .or(Flags::NOSCRIPT)
-            .or(Flags::LOADING)
-            .or(Flags::STALE)
-            .or(Flags::ALLOW_BUSY),
+        flags: Flags::ADMIN.or(Flags::NOSCRIPT).or(Flags::LOADING).or(Flags::STALE).or(Flags::ALLOW_BUSY),
         group: Group::Server,
         handler: replconf,
         ..BASE
@@ -82,7 +71,7 @@ fn start(ctx: &mut Ctx<'_, '_>, psync: Option<(&[u8], i64)>) -> Frame {
 /// REPLCONF option value ...: what a replica announces (`listening-port`, `ip-address`, `capa`),
 /// acknowledges (`ack`, no reply) or is asked (`getack`, acted on by replicas only).
 fn replconf(ctx: &mut Ctx<'_, '_>) -> Frame {
-    if ctx.argc() % 2 == 0 {
+    if ctx.argc().is_multiple_of(2) {
         return crate::error::syntax();
     }
     let (mut port, mut ip, mut capa) = (None, None, Vec::new());

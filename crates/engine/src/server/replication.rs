@@ -32,7 +32,12 @@ impl Server {
 
     /// SYNC (`psync` None) or PSYNC `replid offset` from `client`, with every shard held: the
     /// reply (`+CONTINUE`, `+FULLRESYNC`, or none for SYNC) and the job its connection runs next.
-    pub fn start_sync(&self, client: &mut Client, locked: &mut Locked<'_>, psync: Option<(&[u8], i64)>) -> Option<Frame> {
+    pub fn start_sync(
+        &self,
+        client: &mut Client,
+        locked: &mut Locked<'_>,
+        psync: Option<(&[u8], i64)>,
+    ) -> Option<Frame> {
         let now = self.clock.now_ms();
         let (eof_capa, psync2) = self.repl.capa(client.id);
         if let Some((replid, offset)) = psync {
@@ -42,7 +47,10 @@ impl Server {
                     self.repl.attach(client.info.clone(), ReplicaState::Online, from - 1, false, now);
                     client.info.set_flag('S', true);
                     client.sync = Some(SyncJob::Partial { from });
-                    self.log_replica(client, &format!("Partial resynchronization request from {} accepted.", client.info.addr));
+                    self.log_replica(
+                        client,
+                        &format!("Partial resynchronization request from {} accepted.", client.info.addr),
+                    );
                     let line = if psync2 { format!("CONTINUE {replid}") } else { "CONTINUE".to_string() };
                     return Some(Frame::Simple(Bytes::from(line)));
                 }
