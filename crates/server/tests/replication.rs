@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Latch, Raw, RedisServer};
+use common::{Latch, Raw, RedisServer, TempDir};
 use std::time::{Duration, Instant};
 
 /// The value of `field` in an INFO reply.
@@ -51,10 +51,10 @@ fn a_redis_replica_syncs_and_follows() {
     load(&mut p, 0, 300);
     p.cmd(&[b"SET", b"ttl", b"x", b"PX", b"600000"]);
     let port = latch.port.to_string();
-    let Some(redis) = RedisServer::start_with_or_skip(
-        "replication",
-        &["--replicaof", "127.0.0.1", &port, "--enable-debug-command", "yes"],
-    ) else {
+    // The replica writes the file it receives into its `dir` (repl-diskless-load disabled).
+    let dir = TempDir::new("replica");
+    let args = ["--dir", dir.path(), "--replicaof", "127.0.0.1", &port, "--enable-debug-command", "yes"];
+    let Some(redis) = RedisServer::start_with_or_skip("replication", &args) else {
         return;
     };
     let mut r = redis.raw();

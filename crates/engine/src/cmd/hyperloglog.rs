@@ -121,17 +121,10 @@ fn pfadd(ctx: &mut Ctx<'_, '_>) -> Frame {
 fn pfcount(ctx: &mut Ctx<'_, '_>) -> Frame {
     let args = ctx.args;
     if args.len() > 2 {
-        let mut union = Union::default();
-        let mut db = ctx.db();
-        for key in &args[1..] {
-            let Some(e) = db.read(key) else { continue };
-            match hll_bytes(&e.value).map(|s| union.merge(s)) {
-                Err(f) => return f,
-                Ok(Err(Corrupt)) => return error::corrupt_hll(),
-                Ok(Ok(_)) => {}
-            }
-        }
-        return Frame::Integer(union.count() as i64);
+        return match union_of(&mut ctx.db(), &args[1..]) {
+            Ok((union, _)) => Frame::Integer(union.count() as i64),
+            Err(f) => f,
+        };
     }
     let key = ctx.arg(1);
     let mut db = ctx.db();
@@ -153,21 +146,31 @@ fn pfcount(ctx: &mut Ctx<'_, '_>) -> Frame {
     Frame::Integer(card as i64)
 }
 
+/// The union of the HyperLogLogs at `keys` (missing keys count as empty), and whether any of them
+/// is dense; the error reply for a key that is not one, or is corrupted.
+fn union_of(db: &mut Db<'_, '_>, keys: &[bytes::Bytes]) -> Result<(Union, bool), Frame> {
+    let mut union = Union::default();
+    let mut dense = false;
+    for key in keys {
+        let Some(e) = db.read(key) else { continue };
+        match hll_bytes(&e.value).map(|s| union.merge(s)) {
+            Err(f) => return Err(f),
+            Ok(Err(Corrupt)) => return Err(error::corrupt_hll()),
+            Ok(Ok(enc)) => dense |= enc == Encoding::Dense,
+        }
+    }
+    Ok((union, dense))
+}
+
 /// PFMERGE destkey [sourcekey ...]: the destination's registers raised to the union of all the
 /// keys (itself included); dense if any of them is.
 fn pfmerge(ctx: &mut Ctx<'_, '_>) -> Frame {
     let (args, max) = (ctx.args, max_sparse(ctx));
-    let mut union = Union::default();
-    let mut dense = false;
     let mut db = ctx.db();
-    for key in &args[1..] {
-        let Some(e) = db.read(key) else { continue };
-        match hll_bytes(&e.value).map(|s| union.merge(s)) {
-            Err(f) => return f,
-            Ok(Err(Corrupt)) => return error::corrupt_hll(),
-            Ok(Ok(enc)) => dense |= enc == Encoding::Dense,
-        }
-    }
+    let (union, dense) = match union_of(&mut db, &args[1..]) {
+        Ok(u) => u,
+        Err(f) => return f,
+    };
     let stored = update(&mut db, &args[1], |s| {
         if dense {
             hll::to_dense(s)?;
