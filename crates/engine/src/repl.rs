@@ -352,7 +352,7 @@ impl Replication {
         }
     }
 
-    /// The replica's connection closed.
+    /// The replica's connection closed (or that of a client that only announced itself).
     pub fn detach(&self, id: u64) {
         let mut g = self.inner.lock();
         if let Some(r) = g.replicas.remove(&id)
@@ -406,11 +406,6 @@ impl Replication {
     /// What client `id` announced: (`capa eof`, `capa psync2`).
     pub fn capa(&self, id: u64) -> (bool, bool) {
         self.inner.lock().replicas.get(&id).map_or((false, false), |r| (r.capa_eof, r.capa_psync2))
-    }
-
-    /// Forgets what a client that never attached announced (its connection closed).
-    pub fn forget(&self, id: u64) {
-        self.detach(id);
     }
 
     /// Replicas online whose acknowledged offset reaches `offset`, and those online.
@@ -508,7 +503,10 @@ fn trim(backlog: &mut VecDeque<u8>, size: usize, replicas: &mut BTreeMap<u64, Re
         }
         let behind = offset.saturating_sub(r.sent);
         if behind > limit {
-            r.info.kill();
+            // Closed once; until its connection goes, later feeds pass it by.
+            if !r.info.killed.load(Ordering::Relaxed) {
+                r.info.kill();
+            }
             continue;
         }
         keep = keep.max(behind);

@@ -47,10 +47,7 @@ impl Server {
                     self.repl.attach(client.info.clone(), ReplicaState::Online, from - 1, false, now);
                     client.info.set_flag('S', true);
                     client.sync = Some(SyncJob::Partial { from });
-                    self.log_replica(
-                        client,
-                        &format!("Partial resynchronization request from {} accepted.", client.info.addr),
-                    );
+                    self.log_replica(&format!("Partial resynchronization request from {} accepted.", client.info.addr));
                     let line = if psync2 { format!("CONTINUE {replid}") } else { "CONTINUE".to_string() };
                     return Some(Frame::Simple(Bytes::from(line)));
                 }
@@ -77,11 +74,11 @@ impl Server {
         self.repl.attach(client.info.clone(), ReplicaState::Sync, offset, psync.is_none(), now);
         client.info.set_flag('S', true);
         client.sync = Some(SyncJob::Full { snapshot, offset, eof });
-        self.log_replica(client, &format!("Full resync requested by replica {}", client.info.addr));
+        self.log_replica(&format!("Full resync requested by replica {}", client.info.addr));
         psync.map(|_| Frame::Simple(Bytes::from(format!("FULLRESYNC {} {offset}", self.repl.replid()))))
     }
 
-    fn log_replica(&self, _client: &Client, line: &str) {
+    fn log_replica(&self, line: &str) {
         self.config.host().log(crate::host::LogLevel::Notice, line);
     }
 
