@@ -50,6 +50,12 @@ pub struct Client {
     pub monitor: bool,
     /// The AOF loader's client: Redis's loading mode (no key expires, a past deadline is kept).
     pub loading: bool,
+    /// The client a replica runs its primary's stream on: obeyed whatever this server's role and
+    /// limits, and its effects reach this server's replicas as the primary's bytes.
+    pub from_primary: bool,
+    /// WAIT that could not answer at once: the offset to reach, how many replicas, the deadline
+    /// (monotonic ms; None waits forever). The connection waits for acknowledgements.
+    pub wait_acks: Option<WaitAcks>,
     /// A command that reads or writes data ran since the replies were last written: with
     /// `appendfsync always` they wait until the AOF is on disk (set by `Server::call`, taken by
     /// the connection). Rejected commands and those that show no data (PING, INFO) do not wait.
@@ -124,6 +130,8 @@ impl Client {
             no_evict: false,
             monitor: false,
             loading: false,
+            from_primary: false,
+            wait_acks: None,
             wait_durable: false,
             suppress_reply: false,
             multi: Default::default(),
@@ -145,4 +153,15 @@ impl Client {
             sync: None,
         }
     }
+}
+
+/// A WAIT waiting for replicas' acknowledgements (see [`Client::wait_acks`]).
+#[derive(Clone, Copy, Debug)]
+pub struct WaitAcks {
+    /// The stream offset the replicas must acknowledge.
+    pub offset: u64,
+    /// How many replicas.
+    pub replicas: usize,
+    /// Deadline on the monotonic timeline (ms), if any.
+    pub deadline: Option<u64>,
 }

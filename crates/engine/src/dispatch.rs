@@ -76,7 +76,7 @@ impl Server {
         // maxmemory (Redis's processCommand): evict first; refuse what may grow memory if that failed.
         // Not while a script runs long: it holds the shards eviction would wait for.
         client.oom = false;
-        if self.config.maxmemory.load(Ordering::Relaxed) > 0 && !self.script_running_long(now) {
+        if self.config.maxmemory.load(Ordering::Relaxed) > 0 && !client.from_primary && !self.script_running_long(now) {
             let oom = self.perform_evictions() == crate::evict::Evicted::Fail;
             // In MULTI everything queued takes memory; EXEC, DISCARD, QUIT and RESET are let through.
             let refused = self.denies_oom(client, cmd, args)
@@ -96,8 +96,16 @@ impl Server {
             self.reject(cmd);
             return Some(self.reject_in_multi(client, cmd, Frame::error(crate::error::NOREPLICAS)));
         }
+        // A replica: read-only, and with `replica-serve-stale-data no` nothing while its link is down.
+        if self.upstream.is_replica()
+            && let Some(e) = self.replica_refuses(client, cmd, self.is_write(client, cmd))
+        {
+            self.reject(cmd);
+            return Some(self.reject_in_multi(client, cmd, e));
+        }
         // After a failed background save, writes (and PING, as in Redis) wait for a good one.
-        if self.persistence.last_bgsave_failed.load(Ordering::Relaxed)
+        if !client.from_primary
+            && self.persistence.last_bgsave_failed.load(Ordering::Relaxed)
             && (self.is_write(client, cmd) || cmd.name == "ping")
             && self.writes_denied_by_disk_error()
         {
@@ -159,7 +167,7 @@ impl Server {
             return Some(Frame::error("ERR Command not allowed inside a transaction"));
         }
         // CLIENT PAUSE: last of the checks, before MULTI queues the command (see crate::pause).
-        if self.postpone_if_paused(client, cmd, args, now) {
+        if !client.from_primary && self.postpone_if_paused(client, cmd, args, now) {
             return None;
         }
         if client.multi.active() && !matches!(cmd.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
@@ -364,7 +372,9 @@ impl Server {
 
     /// One unit of the change stream: to the replicas, then to the AOF and the log.
     pub(crate) fn publish_unit(&self, now: u64, effects: Vec<crate::changes::Effect>) {
-        if self.repl.active() {
+        // A replica's stream is its primary's bytes (`Server::applied_from_primary`); its own
+        // writes (a writable replica's) stay local, as in Redis.
+        if self.repl.active() && !self.upstream.is_replica() {
             let limit = self.config.replica_obuf_limits().hard;
             for r in self.repl.feed_unit(&effects, limit) {
                 r.wake();

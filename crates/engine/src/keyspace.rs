@@ -884,6 +884,9 @@ pub struct Keyspace {
     log_mask: Arc<AtomicU32>,
     /// Shared with every table (see [`Keyspace::hold_expiry`]).
     held_until: Arc<std::sync::atomic::AtomicU64>,
+    /// The pause's hold, kept apart from a replica's (see [`Keyspace::hold_expiry_as_replica`]).
+    pause_until: std::sync::atomic::AtomicU64,
+    replica_hold: AtomicBool,
 }
 
 impl Keyspace {
@@ -920,6 +923,8 @@ impl Keyspace {
             ndbs,
             log_mask,
             held_until,
+            pause_until: std::sync::atomic::AtomicU64::new(0),
+            replica_hold: AtomicBool::new(false),
         }
     }
 
@@ -937,6 +942,21 @@ impl Keyspace {
     /// pause lasts no key is deleted because its TTL passed, though reads see it as gone (Redis keeps
     /// the dataset constant during a pause). Every table reads it, at no cost to keys that are live.
     pub fn hold_expiry(&self, until: u64) {
+        self.pause_until.store(until, Ordering::Relaxed);
+        self.apply_hold();
+    }
+
+    /// A replica never deletes a key because its TTL passed: it waits for its primary's `DEL`,
+    /// while reads see the key as gone (Redis's `expireIfNeeded` on a replica). Held for as long
+    /// as `on` stays set, whatever a pause does meanwhile.
+    pub fn hold_expiry_as_replica(&self, on: bool) {
+        self.replica_hold.store(on, Ordering::Relaxed);
+        self.apply_hold();
+    }
+
+    fn apply_hold(&self) {
+        let until =
+            if self.replica_hold.load(Ordering::Relaxed) { u64::MAX } else { self.pause_until.load(Ordering::Relaxed) };
         self.held_until.store(until, Ordering::Relaxed);
     }
 

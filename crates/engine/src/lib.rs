@@ -60,6 +60,7 @@ pub mod testkit;
 pub mod tracking;
 pub mod transactions;
 pub mod types;
+pub mod upstream;
 pub mod value;
 pub mod version;
 pub mod waiters;

@@ -142,7 +142,11 @@ pub struct Replication {
     pub sync_partial_ok: AtomicU64,
     /// INFO's `sync_partial_err`.
     pub sync_partial_err: AtomicU64,
+    /// Clients in WAIT, rung on each acknowledgement.
+    ack_waiters: Mutex<Vec<(u64, AckWaker)>>,
 }
+
+type AckWaker = Arc<dyn Fn() + Send + Sync>;
 
 struct Inner {
     replid: String,
@@ -177,6 +181,7 @@ impl Replication {
             sync_full: AtomicU64::new(0),
             sync_partial_ok: AtomicU64::new(0),
             sync_partial_err: AtomicU64::new(0),
+            ack_waiters: Mutex::new(Vec::new()),
         }
     }
 
@@ -225,6 +230,69 @@ impl Replication {
         g.backlog.clear();
         g.seldb = None;
         self.active.store(true, Ordering::Release);
+    }
+
+    /// A replica's full sync from its primary loaded: the stream is the primary's from `offset`
+    /// on, under its id; no secondary id, an empty backlog (Redis's `readSyncBulkPayload` after the
+    /// load: a replica keeps a backlog for its own replicas and for a promotion).
+    pub fn follow(&self, replid: &str, offset: u64) {
+        let mut g = self.inner.lock();
+        g.replid = replid.to_string();
+        g.replid2 = NO_ID.to_string();
+        g.second_offset = -1;
+        g.backlog.clear();
+        g.seldb = None;
+        self.offset.store(offset, Ordering::Release);
+        self.active.store(true, Ordering::Release);
+    }
+
+    /// `+CONTINUE <id>` with an id other than this one's: the primary's history changed (it was
+    /// promoted); this replica's id becomes the secondary one up to here, as the primary's did.
+    pub fn continue_as(&self, replid: &str) {
+        let mut g = self.inner.lock();
+        if g.replid != replid {
+            g.replid2 = std::mem::replace(&mut g.replid, replid.to_string());
+            g.second_offset = self.offset.load(Ordering::Relaxed) as i64 + 1;
+        }
+        self.active.store(true, Ordering::Release);
+    }
+
+    /// A promotion (`REPLICAOF NO ONE`, Redis's `shiftReplicationId`): a new id, the old one kept
+    /// as the secondary up to the next byte, so replicas of the old primary continue from here.
+    pub fn shift_replid(&self, new_id: String) {
+        let mut g = self.inner.lock();
+        g.replid2 = std::mem::replace(&mut g.replid, new_id);
+        g.second_offset = self.offset.load(Ordering::Relaxed) as i64 + 1;
+        g.seldb = None;
+    }
+
+    /// Appends bytes of the primary's stream as they were applied (a replica's backlog and its
+    /// own replicas get exactly the primary's bytes: Redis's `replicationFeedStreamFromMasterStream`).
+    pub fn feed_raw(&self, bytes: &[u8], hard_limit: u64) -> Vec<Arc<ClientInfo>> {
+        if bytes.is_empty() {
+            return Vec::new();
+        }
+        let mut g = self.inner.lock();
+        self.append(&mut g, bytes, hard_limit)
+    }
+
+    /// Closes every attached replica (they resync: the history they follow changed).
+    pub fn disconnect_replicas(&self) {
+        let g = self.inner.lock();
+        for r in g.replicas.values().filter(|r| r.attached()) {
+            r.info.kill();
+        }
+    }
+
+    /// Rings `wake` on each acknowledgement until [`Replication::forget_ack_waiter`] (a client in
+    /// WAIT).
+    pub fn on_ack(&self, id: u64, wake: Arc<dyn Fn() + Send + Sync>) {
+        self.ack_waiters.lock().push((id, wake));
+    }
+
+    /// Client `id` waits no more.
+    pub fn forget_ack_waiter(&self, id: u64) {
+        self.ack_waiters.lock().retain(|(i, _)| *i != id);
     }
 
     /// Appends one unit of the change stream (the effects of one command) to the stream. Returns
@@ -376,6 +444,10 @@ impl Replication {
             r.ack_ms = now_ms;
             r.acked = true;
         }
+        let waiters: Vec<AckWaker> = self.ack_waiters.lock().iter().map(|(_, w)| w.clone()).collect();
+        for w in waiters {
+            w();
+        }
     }
 
     /// The other `REPLCONF` options a client announces before it syncs, kept until it attaches.
@@ -451,12 +523,15 @@ impl Replication {
         self.online.load(Ordering::Relaxed) as usize
     }
 
-    /// INFO `replication`'s lines for a primary, at `now_ms` (lag in seconds since the last ack).
-    pub fn info_lines(&self, now_ms: u64) -> Vec<String> {
+    /// INFO `replication`'s lines, at `now_ms` (lag in seconds since the last ack): a primary's, or
+    /// with `upstream` (the replica's own lines, see `crate::upstream`) a replica's.
+    pub fn info_lines(&self, now_ms: u64, upstream: Option<Vec<String>>) -> Vec<String> {
         let g = self.inner.lock();
         let offset = self.offset.load(Ordering::Relaxed);
         let listed = g.replicas.values().filter(|r| r.attached()).count();
-        let mut out = vec!["role:master".to_string(), format!("connected_slaves:{listed}")];
+        let mut out = vec![if upstream.is_some() { "role:slave" } else { "role:master" }.to_string()];
+        out.extend(upstream.unwrap_or_default());
+        out.push(format!("connected_slaves:{listed}"));
         for (i, r) in g.replicas.values().filter(|r| r.attached()).enumerate() {
             let ip = r.ip.clone().unwrap_or_else(|| host_of(&r.info.addr));
             let state = if r.state == ReplicaState::Online { "online" } else { "wait_bgsave" };

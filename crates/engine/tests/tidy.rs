@@ -52,6 +52,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "lua",
             "persistence",
             "repl",
+            "upstream",
             "pubsub",
             "notify",
             "tracking",

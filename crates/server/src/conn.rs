@@ -209,6 +209,9 @@ where
         while let Some(w) = self.client.blocked.clone() {
             reply = self.wait_unblocked(&w, args).await?;
         }
+        if let Some(w) = self.client.wait_acks.take() {
+            reply = Some(self.wait_acks(w, args).await?);
+        }
         // Messages the command sent this client (a subscription's confirmations, a message it
         // published to itself) go before its reply, as in Redis.
         if self.client.info.outbox.pending() {
@@ -272,6 +275,42 @@ where
             Blocked::Retry => Ok(self.srv.execute(&mut self.client, args)),
             Blocked::Gone => Err(Close),
         }
+    }
+
+    /// WAIT: waits until enough replicas acknowledged the offset or the deadline passes, and
+    /// answers how many did. Bytes the client sends meanwhile are buffered, as for a blocked
+    /// command.
+    async fn wait_acks(&mut self, w: engine::client::WaitAcks, args: &[Bytes]) -> Result<Frame, Close> {
+        if self.flush().await.is_err() {
+            return Err(Close);
+        }
+        self.srv.wait_acks_begin(&mut self.client, args);
+        let outcome = loop {
+            let reached = self.srv.acks_reached(w.offset);
+            let now = self.srv.clock.now_ms();
+            if reached >= w.replicas || w.deadline.is_some_and(|d| now >= d) {
+                break Ok(Frame::Integer(reached as i64));
+            }
+            let left = w.deadline.map(|d| d.saturating_sub(now));
+            let timer = async {
+                match left {
+                    Some(ms) => tokio::time::sleep(std::time::Duration::from_millis(ms)).await,
+                    None => std::future::pending().await,
+                }
+            };
+            self.rbuf.reserve(READ_CHUNK);
+            tokio::select! {
+                _ = self.unblock.notified() => {}
+                _ = timer => {}
+                _ = self.kill.notified() => if self.client.info.killed.load(Ordering::Relaxed) { break Err(Close) },
+                r = self.rd.read_buf(&mut self.rbuf) => match r {
+                    Ok(0) | Err(_) => break Err(Close),
+                    Ok(n) => self.srv.stats.add_net_input(n as u64),
+                },
+            }
+        };
+        self.srv.wait_acks_end(&mut self.client);
+        outcome
     }
 
     /// A large reply built as its wire bytes (resp::BulkArray) goes out as it is, after what is

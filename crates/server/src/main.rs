@@ -13,6 +13,7 @@ mod net;
 mod os_host;
 mod process;
 mod tls;
+mod upstream;
 
 use engine::clock::{Clock, SystemClock};
 use engine::config::Config;
@@ -247,6 +248,13 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
         return 1;
     }
     srv.loading.store(false, std::sync::atomic::Ordering::SeqCst);
+    upstream::spawn(srv.clone());
+    // `replicaof` in the configuration: a replica from the start.
+    if let Some((host, port)) = srv.config.get("replicaof").as_deref().and_then(|v| v.split_once(' '))
+        && let Ok(port) = port.parse()
+    {
+        srv.follow_primary(engine::upstream::Primary { host: host.to_string(), port });
+    }
     tokio::spawn(waiter_timer(srv.clone(), clock.clone()));
     tokio::spawn(cron(srv.clone(), clock, aof.clone()));
     tracing::info!("Ready to accept connections tcp");

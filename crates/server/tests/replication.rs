@@ -130,3 +130,115 @@ fn the_old_sync_gets_the_file_with_its_length_then_the_stream() {
     }
     assert_eq!(String::from_utf8_lossy(&stream), String::from_utf8_lossy(want));
 }
+
+/// Writes of the other types: HyperLogLog strings, geo sets, a counter with a TTL.
+fn load_more_types(p: &mut Raw) {
+    p.cmd(&[b"PFADD", b"hll", b"a", b"b", b"c"]);
+    p.cmd(&[b"GEOADD", b"geo", b"13.361389", b"38.115556", b"Palermo"]);
+    p.cmd(&[b"SET", b"ttl", b"x", b"PX", b"600000"]);
+    p.cmd(&[b"SELECT", b"2"]);
+    p.cmd(&[b"SET", b"db2", b"yes"]);
+    p.cmd(&[b"SELECT", b"0"]);
+}
+
+#[test]
+fn latch_replicates_a_redis_primary_and_resyncs_partially() {
+    let Some(redis) = RedisServer::start_with_or_skip(
+        "replication",
+        &["--repl-diskless-sync-delay", "0", "--enable-debug-command", "yes"],
+    ) else {
+        return;
+    };
+    let mut p = redis.raw();
+    load(&mut p, 0, 300);
+    load_more_types(&mut p);
+    let port = redis.port.to_string();
+    let latch = Latch::start(&["--replicaof", "127.0.0.1", &port, "--enable-debug-command", "yes"]);
+    let mut r = latch.raw();
+    wait_for("the link to come up", || {
+        info_field(&mut r, "replication", "master_link_status").as_deref() == Some("up")
+    });
+    same_digest(&mut p, &mut r);
+    // The stream: writes, a transaction, a script, a relative expiry.
+    load(&mut p, 300, 400);
+    p.cmd(&[b"MULTI"]);
+    p.cmd(&[b"INCRBY", b"counter", b"10"]);
+    p.cmd(&[b"DEL", b"k1"]);
+    p.cmd(&[b"EXEC"]);
+    p.cmd(&[
+        b"EVAL",
+        b"redis.call('SET', KEYS[1], ARGV[1]) return redis.call('INCR', KEYS[2])",
+        b"2",
+        b"s",
+        b"n",
+        b"v",
+    ]);
+    p.cmd(&[b"EXPIRE", b"k2", b"1000"]);
+    same_digest(&mut p, &mut r);
+    // A replica: read-only, its role, what INFO says.
+    assert_eq!(r.cmd(&[b"SET", b"x", b"y"]), "-READONLY You can't write against a read only replica.\r\n");
+    assert_eq!(r.cmd(&[b"GET", b"k3"]), "$2\r\nv3\r\n");
+    let role = r.cmd(&[b"ROLE"]);
+    assert!(role.contains("slave") && role.contains(&port) && role.contains("connected"), "{role}");
+    assert_eq!(
+        r.cmd(&[b"WAIT", b"0", b"0"]),
+        "-ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.\r\n"
+    );
+    assert!(r.cmd(&[b"CLIENT", b"LIST", b"TYPE", b"master"]).contains("flags=M"));
+    // A key whose TTL passed stays until the primary deletes it; reads see it gone meanwhile.
+    p.cmd(&[b"DEBUG", b"SET-ACTIVE-EXPIRE", b"0"]);
+    p.cmd(&[b"SET", b"short", b"x", b"PX", b"50"]);
+    same_digest(&mut p, &mut r);
+    std::thread::sleep(Duration::from_millis(120));
+    let before = r.cmd(&[b"DBSIZE"]);
+    assert_eq!(r.cmd(&[b"GET", b"short"]), "$-1\r\n");
+    assert_eq!(r.cmd(&[b"DBSIZE"]), before, "the replica deleted an expired key itself");
+    assert_eq!(p.cmd(&[b"GET", b"short"]), "$-1\r\n");
+    same_digest(&mut p, &mut r);
+    assert_ne!(r.cmd(&[b"DBSIZE"]), before, "the primary's DEL did not arrive");
+    // The link dropped: the replica continues from its offset.
+    assert_eq!(r.cmd(&[b"CLIENT", b"KILL", b"TYPE", b"master"]), ":1\r\n");
+    load(&mut p, 400, 450);
+    wait_for("a partial resync", || info_field(&mut p, "stats", "sync_partial_ok").as_deref() == Some("1"));
+    same_digest(&mut p, &mut r);
+    assert_eq!(info_field(&mut p, "stats", "sync_full").as_deref(), Some("1"));
+}
+
+#[test]
+fn a_promoted_replica_keeps_the_history_and_the_old_primary_follows_it_partially() {
+    let a = Latch::start(&["--enable-debug-command", "yes"]);
+    let b = Latch::start(&["--enable-debug-command", "yes"]);
+    let (mut pa, mut pb) = (a.raw(), b.raw());
+    load(&mut pa, 0, 200);
+    load_more_types(&mut pa);
+    assert_eq!(pb.cmd(&[b"REPLICAOF", b"127.0.0.1", a.port.to_string().as_bytes()]), "+OK\r\n");
+    assert_eq!(
+        pb.cmd(&[b"REPLICAOF", b"127.0.0.1", a.port.to_string().as_bytes()]),
+        "+OK Already connected to specified master\r\n"
+    );
+    wait_for("the link to come up", || {
+        info_field(&mut pb, "replication", "master_link_status").as_deref() == Some("up")
+    });
+    load(&mut pa, 200, 250);
+    // WAIT: the replica acknowledges what this client wrote.
+    assert_eq!(pa.cmd(&[b"WAIT", b"1", b"5000"]), ":1\r\n");
+    assert_eq!(pa.cmd(&[b"WAIT", b"2", b"100"]), ":1\r\n");
+    same_digest(&mut pa, &mut pb);
+    let old_id = info_field(&mut pa, "replication", "master_replid").expect("replid");
+    // Promotion: a new id, the old one as the secondary.
+    assert_eq!(pb.cmd(&[b"REPLICAOF", b"NO", b"ONE"]), "+OK\r\n");
+    assert_eq!(info_field(&mut pb, "replication", "role").as_deref(), Some("master"));
+    assert_eq!(info_field(&mut pb, "replication", "master_replid2").as_deref(), Some(old_id.as_str()));
+    assert_eq!(pb.cmd(&[b"SET", b"after", b"promotion"]), "+OK\r\n");
+    // The old primary follows the new one, continuing from where they were the same.
+    assert_eq!(pa.cmd(&[b"REPLICAOF", b"127.0.0.1", b.port.to_string().as_bytes()]), "+OK\r\n");
+    wait_for("the old primary to follow", || {
+        info_field(&mut pa, "replication", "master_link_status").as_deref() == Some("up")
+    });
+    assert_eq!(info_field(&mut pb, "stats", "sync_partial_ok").as_deref(), Some("1"));
+    assert_eq!(info_field(&mut pb, "stats", "sync_full").as_deref(), Some("0"));
+    load(&mut pb, 250, 260);
+    assert_eq!(pb.cmd(&[b"WAIT", b"1", b"5000"]), ":1\r\n");
+    same_digest(&mut pb, &mut pa);
+    assert_eq!(pa.cmd(&[b"GET", b"after"]), "$9\r\npromotion\r\n");
+}

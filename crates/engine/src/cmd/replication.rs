@@ -31,6 +31,23 @@ pub static COMMANDS: &[Command] = &[
         ..BASE
     },
     Command {
+        name: "replicaof",
+        arity: 3,
+        flags: Flags::NO_ASYNC_LOADING.or(Flags::ADMIN).or(Flags::NOSCRIPT).or(Flags::STALE),
+        group: Group::Server,
+        handler: replicaof,
+        ..BASE
+    },
+    Command {
+        name: "slaveof",
+        arity: 3,
+        flags: Flags::NO_ASYNC_LOADING.or(Flags::ADMIN).or(Flags::NOSCRIPT).or(Flags::STALE),
+        group: Group::Server,
+        handler: replicaof,
+        ..BASE
+    },
+    Command { name: "wait", arity: 3, flags: Flags::NOSCRIPT, group: Group::Generic, handler: wait, ..BASE },
+    Command {
         name: "role",
         arity: 1,
         flags: Flags::NOSCRIPT.or(Flags::LOADING).or(Flags::STALE).or(f::FAST),
@@ -58,6 +75,10 @@ fn start(ctx: &mut Ctx<'_, '_>, psync: Option<(&[u8], i64)>) -> Frame {
     if ctx.client.info.has_flag('S') {
         ctx.client.suppress_reply = true;
         return Frame::Null;
+    }
+    // A replica serves replicas of its own only while it follows its primary.
+    if ctx.srv.upstream.is_replica() && !ctx.srv.upstream.link_up() {
+        return Frame::error("NOMASTERLINK Can't SYNC while not connected with my master");
     }
     match ctx.srv.start_sync(ctx.client, ctx.locked, psync) {
         Some(reply) => reply,
@@ -104,7 +125,17 @@ fn replconf(ctx: &mut Ctx<'_, '_>) -> Frame {
                 return Frame::Null;
             }
             b"getack" => {
-                // A primary ignores it; a replica answers its primary with an ACK.
+                // A replica answers its primary with an ACK of what it applied before this
+                // command (Redis's `replicationSendAck`); a primary ignores it.
+                if ctx.client.from_primary {
+                    let off = ctx.srv.repl.offset().to_string();
+                    return Frame::Array(
+                        ["REPLCONF", "ACK", off.as_str()]
+                            .iter()
+                            .map(|a| Frame::Bulk(Bytes::copy_from_slice(a.as_bytes())))
+                            .collect(),
+                    );
+                }
                 ctx.client.suppress_reply = true;
                 return Frame::Null;
             }
@@ -120,9 +151,71 @@ fn replconf(ctx: &mut Ctx<'_, '_>) -> Frame {
     Frame::ok()
 }
 
-/// ROLE: `master`, the replication offset, and each replica's ip, port and acknowledged offset.
+/// REPLICAOF host port | NO ONE (and SLAVEOF): follows a primary, or becomes one.
+fn replicaof(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let (host, port) = (ctx.arg(1), ctx.arg(2));
+    if host.eq_ignore_ascii_case(b"no") && port.eq_ignore_ascii_case(b"one") {
+        return ctx.srv.replicaof(ctx.client, None);
+    }
+    if ctx.client.info.has_flag('S') {
+        return Frame::error("ERR Command is not valid when client is a replica.");
+    }
+    let Some(port) = crate::args::parse_i64_strict(port) else { return crate::error::not_integer() };
+    let Ok(port) = u16::try_from(port) else { return Frame::error("ERR Invalid master port") };
+    let host = String::from_utf8_lossy(host).into_owned();
+    ctx.srv.replicaof(ctx.client, Some(crate::upstream::Primary { host, port }))
+}
+
+/// WAIT numreplicas timeout: how many replicas acknowledged this client's writes (everything the
+/// stream held when WAIT ran), once `numreplicas` did or `timeout` ms passed (0: no limit).
+fn wait(ctx: &mut Ctx<'_, '_>) -> Frame {
+    if ctx.srv.upstream.is_replica() {
+        return Frame::error(
+            "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.",
+        );
+    }
+    let Some(want) = crate::args::parse_i64_strict(ctx.arg(1)) else { return crate::error::not_integer() };
+    let Some(timeout) = crate::args::parse_i64_strict(ctx.arg(2)) else {
+        return Frame::error("ERR timeout is not an integer or out of range");
+    };
+    if timeout < 0 {
+        return Frame::error("ERR timeout is negative");
+    }
+    let offset = ctx.srv.repl.offset();
+    let (reached, _) = ctx.srv.repl.acked(offset);
+    if reached as i64 >= want || ctx.client.in_exec || ctx.client.deny_blocking {
+        return Frame::Integer(reached as i64);
+    }
+    ctx.client.wait_acks = Some(crate::client::WaitAcks {
+        offset,
+        replicas: want as usize,
+        deadline: (timeout > 0).then(|| ctx.now.saturating_add(timeout as u64)),
+    });
+    // The replicas are asked for an acknowledgement now (Redis asks once per event loop).
+    ctx.srv.feed_replicas(&["REPLCONF", "GETACK", "*"]);
+    ctx.client.suppress_reply = true;
+    Frame::Null
+}
+
+/// ROLE: a primary's `master`, the replication offset, and each replica's ip, port and
+/// acknowledged offset; a replica's `slave`, its primary, the link's state and the offset.
 fn role(ctx: &mut Ctx<'_, '_>) -> Frame {
     let bulk = |s: &str| Frame::Bulk(Bytes::copy_from_slice(s.as_bytes()));
+    if let Some(p) = ctx.srv.upstream.primary() {
+        let state = ctx.srv.upstream.state();
+        let offset = if ctx.srv.upstream.master_client.load(std::sync::atomic::Ordering::Relaxed) != 0 {
+            ctx.srv.repl.offset() as i64
+        } else {
+            -1
+        };
+        return Frame::Array(vec![
+            bulk("slave"),
+            bulk(&p.host),
+            Frame::Integer(i64::from(p.port)),
+            bulk(state.role_name()),
+            Frame::Integer(offset),
+        ]);
+    }
     let replicas = ctx
         .srv
         .repl

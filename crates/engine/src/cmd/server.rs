@@ -769,7 +769,7 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
         }
         "replication" => {
             line!("# Replication");
-            for l in srv.repl.info_lines(ctx.now) {
+            for l in srv.info_replication(ctx.now) {
                 line!("{l}");
             }
         }

@@ -118,6 +118,8 @@ pub struct Server {
     pub debug: Switches,
     /// Replication, the primary's side: ids, the stream and its backlog, the replicas.
     pub repl: crate::repl::Replication,
+    /// Replication, the replica's side: the primary followed and the link's state.
+    pub upstream: crate::upstream::Upstream,
     /// The latency monitor's events (LATENCY LATEST/HISTORY).
     pub latency_monitor: crate::latency::Monitor,
     /// MIGRATE's connections to other servers, kept open between commands (INFO's
@@ -228,6 +230,7 @@ impl Server {
             memory_startup: AtomicU64::new(0),
             debug: Default::default(),
             repl: crate::repl::Replication::new(random_id()),
+            upstream: Default::default(),
             latency_monitor: Default::default(),
             migrate_sockets: Default::default(),
         }

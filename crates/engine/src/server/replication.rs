@@ -18,12 +18,15 @@ impl Server {
     /// (Redis's `checkGoodReplicasStatus`).
     pub fn writes_need_replicas(&self) -> bool {
         let Some((n, lag)) = self.config.min_replicas() else { return false };
+        if self.upstream.is_replica() {
+            return false;
+        }
         (self.repl.good_replicas(self.clock.now_ms(), lag) as u64) < n
     }
 
     /// Appends a command that selects no database to the replication stream (PUBLISH).
     pub fn feed_replicas<A: AsRef<[u8]>>(&self, args: &[A]) {
-        if self.repl.active() {
+        if self.repl.active() && !self.upstream.is_replica() {
             for r in self.repl.feed_command(args, self.config.replica_obuf_limits().hard) {
                 r.wake();
             }
@@ -89,7 +92,8 @@ impl Server {
             return;
         }
         self.repl.set_backlog_size(self.config.get_i64("repl-backlog-size").max(0) as usize);
-        if ping {
+        // A replica's replicas get its primary's PINGs.
+        if ping && !self.upstream.is_replica() {
             self.feed_replicas(&["PING"]);
         }
         let timeout_ms = (self.config.get_i64("repl-timeout").max(1) as u64) * 1000;
@@ -97,5 +101,219 @@ impl Server {
             self.config.host().log(crate::host::LogLevel::Warning, "Disconnecting timedout replica (streaming sync)");
             info.kill();
         }
+    }
+}
+
+/// Redis's `-READONLY` error, for writes a read-only replica refuses.
+pub const READONLY: &str = "READONLY You can't write against a read only replica.";
+
+/// Redis's `-MASTERDOWN`, with `replica-serve-stale-data no` while the link is down.
+pub const MASTERDOWN: &str = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+
+impl Server {
+    /// REPLICAOF / SLAVEOF: follows `primary`, or none (`NO ONE`, a promotion). The link connects
+    /// after the reply, as Redis's does (Redis's `replicaofCommand`).
+    pub fn replicaof(&self, client: &Client, primary: Option<crate::upstream::Primary>) -> Frame {
+        let who = format!("id={} addr={}", client.id, client.info.addr);
+        match primary {
+            None => {
+                if self.upstream.is_replica() {
+                    self.promote();
+                    self.log_replica(&format!("MASTER MODE enabled (user request from '{who}')"));
+                }
+            }
+            Some(p) => {
+                if client.info.has_flag('S') {
+                    return Frame::error("ERR Command is not valid when client is a replica.");
+                }
+                if self.upstream.primary().as_ref() == Some(&p) {
+                    self.log_replica(
+                        "REPLICAOF would result into synchronization with the master we are already connected with. No operation performed.",
+                    );
+                    return Frame::simple("OK Already connected to specified master");
+                }
+                self.follow_primary(p.clone());
+                self.log_replica(&format!("REPLICAOF {}:{} enabled (user request from '{who}')", p.host, p.port));
+            }
+        }
+        Frame::ok()
+    }
+
+    /// Becomes a replica of `p` (Redis's `replicationSetMaster`): clients blocked on keys are
+    /// answered with an error, keys stop expiring here, the link connects.
+    pub fn follow_primary(&self, p: crate::upstream::Primary) {
+        let was_primary = !self.upstream.is_replica();
+        self.ks.hold_expiry_as_replica(true);
+        let _ = self.config.set("replicaof", &format!("{} {}", p.host, p.port), true);
+        self.log_replica(&format!("Connecting to MASTER {}:{}", p.host, p.port));
+        self.upstream.set_primary(Some(p));
+        if was_primary {
+            self.unblock_all(
+                "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)",
+            );
+        }
+    }
+
+    /// A replica becomes a primary (Redis's `replicationUnsetMaster`): a new replication id with
+    /// the old one as the secondary (its replicas continue partially), the replicas closed so they
+    /// learn it, keys expire here again.
+    pub fn promote(&self) {
+        // Its own writes go to its stream from the moment it takes them.
+        if self.repl.active() {
+            self.record_changes();
+        }
+        self.repl.shift_replid(super::random_id());
+        self.upstream.set_primary(None);
+        let _ = self.config.set("replicaof", "no one", true);
+        self.repl.disconnect_replicas();
+        self.ks.hold_expiry_as_replica(false);
+    }
+
+    /// Answers every client blocked on keys with `error` (a role change).
+    fn unblock_all(&self, error: &str) {
+        for info in self.clients.snapshot() {
+            if let Some(w) = info.blocked_on().and_then(|w| w.into_any().downcast::<crate::ctx::Waiter>().ok())
+                && w.claim()
+            {
+                w.finish(crate::waiters::WaitState::Served(Frame::error(error)));
+            }
+        }
+    }
+
+    /// INFO `replication`'s lines.
+    pub fn info_replication(&self, now_ms: u64) -> Vec<String> {
+        let upstream = self.upstream.is_replica().then(|| {
+            self.upstream.info_lines(
+                now_ms,
+                self.repl.offset(),
+                self.config.get_i64("replica-priority"),
+                self.config.get("replica-read-only").as_deref() == Some("yes"),
+                self.config.get("replica-announced").as_deref() == Some("yes"),
+            )
+        });
+        let mut lines = self.repl.info_lines(now_ms, upstream);
+        // Right after `connected_slaves`, when `min-replicas-*` are both set.
+        if let Some((_, lag)) = self.config.min_replicas() {
+            let good = self.repl.good_replicas(now_ms, lag);
+            let at = lines.iter().position(|l| l.starts_with("connected_slaves:")).map_or(lines.len(), |i| i + 1);
+            lines.insert(at, format!("min_slaves_good_slaves:{good}"));
+        }
+        lines
+    }
+
+    /// Whether a command from `client` is refused because this is a replica: `READONLY` for a
+    /// write on a read-only replica, `MASTERDOWN` for a command that shows data while the link is
+    /// down and stale data is not served. Commands from the primary always run.
+    pub fn replica_refuses(&self, client: &Client, cmd: &crate::ctx::Command, write: bool) -> Option<Frame> {
+        if client.from_primary {
+            return None;
+        }
+        if !self.upstream.link_up()
+            && !cmd.flags.has(crate::command::Flags::STALE)
+            && self.config.get("replica-serve-stale-data").as_deref() == Some("no")
+        {
+            return Some(Frame::error(MASTERDOWN));
+        }
+        if write && self.config.get("replica-read-only").as_deref() == Some("yes") {
+            return Some(Frame::error(READONLY));
+        }
+        None
+    }
+
+    /// The client the primary's stream runs on (flag `M`): authenticated, no ACL user, no replies,
+    /// keys seen whatever their TTL (the primary deletes them), never blocked.
+    pub fn primary_client(&self, addr: String, laddr: String) -> Client {
+        let mut c = self.new_client(addr, laddr);
+        c.authenticated = true;
+        c.user = None;
+        c.loading = true;
+        c.deny_blocking = true;
+        c.from_primary = true;
+        c.info.set_flag('M', true);
+        self.upstream.master_client.store(c.id, Ordering::Relaxed);
+        c
+    }
+
+    /// The primary's full sync arrived: every database emptied and the file loaded; the stream
+    /// follows the primary's id from `offset`; this server's own replicas resync.
+    pub fn load_full_sync(&self, data: &[u8], replid: &str, offset: u64) -> Result<(), String> {
+        self.repl.disconnect_replicas();
+        let now = self.clock.now_ms();
+        let mut locked = self.ks.lock_all();
+        for s in locked.shards_mut() {
+            for t in s.dbs.iter_mut() {
+                t.clear(now);
+            }
+            // The flush is not news for the change stream: the primary's file replaces it.
+            s.take_server_deletes();
+        }
+        self.scripting.flush_functions();
+        self.log_replica("MASTER <-> REPLICA sync: Loading DB in memory");
+        let loaded = self.rdb_load_locked(&mut locked, data, false);
+        for s in locked.shards_mut() {
+            s.take_server_deletes();
+        }
+        self.repl.follow(replid, offset);
+        drop(locked);
+        loaded?;
+        self.log_replica("MASTER <-> REPLICA sync: Finished with success");
+        Ok(())
+    }
+
+    /// Bytes of the primary's stream the link applied: this replica's backlog and replicas get
+    /// them as they are.
+    pub fn applied_from_primary(&self, bytes: &[u8]) {
+        for r in self.repl.feed_raw(bytes, self.config.replica_obuf_limits().hard) {
+            r.wake();
+        }
+    }
+
+    /// `+CONTINUE <id>`: a partial resync; a new id means the primary's history was taken over
+    /// (its replicas resync to learn it).
+    pub fn continue_from_primary(&self, replid: Option<&str>) {
+        if let Some(id) = replid
+            && id != self.repl.replid()
+        {
+            self.log_replica(&format!("Master replication ID changed to {id}"));
+            self.repl.continue_as(id);
+            self.repl.disconnect_replicas();
+        }
+        self.log_replica("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.");
+    }
+
+    /// What the link sends after `PSYNC`: this server's id and the next offset it needs (Redis's
+    /// cached master, or itself as one after a demotion).
+    pub fn psync_request(&self) -> (String, u64) {
+        (self.repl.replid(), self.repl.offset() + 1)
+    }
+
+    /// Logs a line about the link.
+    pub fn log_link(&self, warning: bool, line: &str) {
+        let level = if warning { crate::host::LogLevel::Warning } else { crate::host::LogLevel::Notice };
+        self.config.host().log(level, line);
+    }
+}
+
+impl Server {
+    /// A WAIT starts waiting (see [`Client::wait_acks`]): shown blocked, and rung by each
+    /// acknowledgement through the client's block waker.
+    pub fn wait_acks_begin(&self, client: &mut Client, args: &[Bytes]) {
+        if let Some(w) = client.block_waker.clone() {
+            self.repl.on_ack(client.id, w);
+        }
+        self.mark_blocked(client, args);
+    }
+
+    /// How many replicas acknowledged `offset`.
+    pub fn acks_reached(&self, offset: u64) -> usize {
+        self.repl.acked(offset).0
+    }
+
+    /// The WAIT is over (answered, timed out, or its client gone).
+    pub fn wait_acks_end(&self, client: &mut Client) {
+        self.repl.forget_ack_waiter(client.id);
+        client.info.set_flag('b', false);
+        client.info.argv_mem.store(0, Ordering::Relaxed);
+        self.blocked_clients.fetch_sub(1, Ordering::Relaxed);
     }
 }

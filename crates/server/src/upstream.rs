@@ -1,0 +1,425 @@
+//! The replica's link to its primary (Redis's `connectWithMaster`, `syncWithMaster`,
+//! `readSyncBulkPayload` and the master client): connects, sends the handshake a stock Redis
+//! replica sends, asks to continue where this server's stream is (`PSYNC <replid> <offset>`),
+//! loads a full sync when the primary answers `+FULLRESYNC`, then runs the primary's stream on the
+//! primary's client and acknowledges what it applied every second and when asked.
+//!
+//! The engine keeps the state (`engine::upstream`, the ids and offsets in `engine::repl`); this
+//! task does the IO, one link at a time, started again a second after a link ends or at once when
+//! REPLICAOF names another primary.
+
+use bytes::{Bytes, BytesMut};
+use engine::server::Server;
+use engine::upstream::{LinkState, Primary};
+use resp::{Frame, Limits, Protocol, RequestDecoder};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::Notify;
+
+/// Starts the link's task; REPLICAOF and the configuration ring it through the engine.
+pub fn spawn(srv: Arc<Server>) {
+    let ring = Arc::new(Notify::new());
+    {
+        let r = ring.clone();
+        srv.upstream.set_waker(Arc::new(move || r.notify_one()));
+    }
+    tokio::spawn(run(srv, ring));
+}
+
+/// Why a link ended.
+enum End {
+    /// REPLICAOF changed the primary (or ended replication): start over at once.
+    Replaced,
+    /// Failed or lost: try again in a second.
+    Retry,
+}
+
+async fn run(srv: Arc<Server>, ring: Arc<Notify>) {
+    loop {
+        let Some((primary, generation)) = srv.upstream.target() else {
+            ring.notified().await;
+            continue;
+        };
+        let end = Link { srv: &srv, primary: &primary, generation, ring: &ring }.run().await;
+        if !srv.upstream.current(generation) {
+            continue;
+        }
+        srv.upstream.set_state(LinkState::Connect, srv.clock.now_ms());
+        if let End::Retry = end {
+            // Redis's replicationCron retries once a second.
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                _ = ring.notified() => {}
+            }
+        }
+    }
+}
+
+/// One link to one primary.
+struct Link<'a> {
+    srv: &'a Arc<Server>,
+    primary: &'a Primary,
+    generation: u64,
+    ring: &'a Notify,
+}
+
+/// The socket and what was read from it but not used yet.
+struct Wire {
+    sock: TcpStream,
+    buf: BytesMut,
+}
+
+impl Wire {
+    /// One line (without its CRLF or LF), waiting at most `timeout`.
+    async fn line(&mut self, timeout: Duration) -> Result<String, String> {
+        loop {
+            if let Some(i) = self.buf.iter().position(|&b| b == b'\n') {
+                let line = self.buf.split_to(i + 1);
+                let text = String::from_utf8_lossy(&line[..i]).trim_end_matches('\r').to_string();
+                return Ok(text);
+            }
+            self.fill(timeout).await?;
+        }
+    }
+
+    /// A line that is not empty: the primary sends `\n` to keep a replica waiting for its sync.
+    async fn reply_line(&mut self, timeout: Duration) -> Result<String, String> {
+        loop {
+            let l = self.line(timeout).await?;
+            if !l.is_empty() {
+                return Ok(l);
+            }
+        }
+    }
+
+    /// Reads more into the buffer.
+    async fn fill(&mut self, timeout: Duration) -> Result<usize, String> {
+        self.buf.reserve(64 * 1024);
+        match tokio::time::timeout(timeout, self.sock.read_buf(&mut self.buf)).await {
+            Err(_) => Err("timeout".into()),
+            Ok(Ok(0)) => Err("connection lost".into()),
+            Ok(Ok(n)) => Ok(n),
+            Ok(Err(e)) => Err(e.to_string()),
+        }
+    }
+
+    /// Sends one command.
+    async fn send(&mut self, args: &[&[u8]]) -> Result<(), String> {
+        let mut out = Vec::new();
+        engine::changes::encode_command(&mut out, args);
+        self.sock.write_all(&out).await.map_err(|e| e.to_string())
+    }
+}
+
+/// How the primary answered PSYNC.
+enum Sync {
+    Full { replid: String, offset: u64 },
+    Partial { replid: Option<String> },
+}
+
+impl Link<'_> {
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(self.srv.config.get_i64("repl-timeout").max(1) as u64)
+    }
+
+    fn state(&self, s: LinkState) {
+        self.srv.upstream.set_state(s, self.srv.clock.now_ms());
+    }
+
+    fn log(&self, line: &str) {
+        self.srv.log_link(false, line);
+    }
+
+    fn warn(&self, line: &str) {
+        self.srv.log_link(true, line);
+    }
+
+    async fn run(&self) -> End {
+        self.state(LinkState::Connecting);
+        let addr = (self.primary.host.as_str(), self.primary.port);
+        let sock = match tokio::time::timeout(self.timeout(), TcpStream::connect(addr)).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                self.warn(&format!("Error condition on socket for SYNC: {e}"));
+                return End::Retry;
+            }
+            Err(_) => {
+                self.warn("Timeout connecting to the MASTER...");
+                return End::Retry;
+            }
+        };
+        let _ = sock.set_nodelay(true);
+        self.log("MASTER <-> REPLICA sync started");
+        let mut wire = Wire { sock, buf: BytesMut::new() };
+        self.state(LinkState::Handshake);
+        let sync = match self.handshake(&mut wire).await {
+            Ok(s) => s,
+            Err(e) => {
+                if !e.is_empty() {
+                    self.warn(&e);
+                }
+                return End::Retry;
+            }
+        };
+        if !self.srv.upstream.current(self.generation) {
+            return End::Replaced;
+        }
+        match sync {
+            Sync::Full { replid, offset } => {
+                self.state(LinkState::Sync);
+                if let Err(e) = self.full_sync(&mut wire, &replid, offset).await {
+                    self.warn(&e);
+                    return End::Retry;
+                }
+            }
+            Sync::Partial { replid } => {
+                self.srv.continue_from_primary(replid.as_deref());
+                self.log("Successful partial resynchronization with master.");
+            }
+        }
+        self.stream(wire).await
+    }
+
+    /// PING, AUTH, REPLCONF and PSYNC, as `syncWithMaster` sends them.
+    async fn handshake(&self, wire: &mut Wire) -> Result<Sync, String> {
+        let t = self.timeout();
+        wire.send(&[b"PING"]).await?;
+        let pong = wire.reply_line(t).await?;
+        if pong.starts_with('-')
+            && !pong.starts_with("-NOAUTH")
+            && !pong.starts_with("-NOPERM")
+            && !pong.starts_with("-ERR operation not permitted")
+        {
+            return Err(format!("Error reply to PING from master: '{}'", &pong[1..]));
+        }
+        self.log("Master replied to PING, replication can continue...");
+        let auth = self.srv.config.get("masterauth").unwrap_or_default();
+        if !auth.is_empty() {
+            let user = self.srv.config.get("masteruser").unwrap_or_default();
+            if user.is_empty() {
+                wire.send(&[b"AUTH", auth.as_bytes()]).await?;
+            } else {
+                wire.send(&[b"AUTH", user.as_bytes(), auth.as_bytes()]).await?;
+            }
+            let r = wire.reply_line(t).await?;
+            if let Some(e) = r.strip_prefix('-') {
+                return Err(format!("Unable to AUTH to MASTER: {e}"));
+            }
+        }
+        let announce_port = self.srv.config.get_i64("replica-announce-port");
+        let port = if announce_port > 0 { announce_port as u64 } else { self.srv.tcp_port.load(Ordering::Relaxed) };
+        wire.send(&[b"REPLCONF", b"listening-port", port.to_string().as_bytes()]).await?;
+        let r = wire.reply_line(t).await?;
+        if r.starts_with('-') {
+            self.log(&format!("(Non critical) Master does not understand REPLCONF listening-port: {r}"));
+        }
+        let ip = self.srv.config.get("replica-announce-ip").unwrap_or_default();
+        if !ip.is_empty() {
+            wire.send(&[b"REPLCONF", b"ip-address", ip.as_bytes()]).await?;
+            let r = wire.reply_line(t).await?;
+            if r.starts_with('-') {
+                self.log(&format!("(Non critical) Master does not understand REPLCONF ip-address: {r}"));
+            }
+        }
+        wire.send(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"]).await?;
+        let r = wire.reply_line(t).await?;
+        if r.starts_with('-') {
+            self.log(&format!("(Non critical) Master does not understand REPLCONF capa: {r}"));
+        }
+        let (replid, offset) = self.srv.psync_request();
+        self.log(&format!("Trying a partial resynchronization (request {replid}:{offset})."));
+        wire.send(&[b"PSYNC", replid.as_bytes(), offset.to_string().as_bytes()]).await?;
+        let r = wire.reply_line(t).await?;
+        if let Some(rest) = r.strip_prefix("+FULLRESYNC") {
+            let mut parts = rest.split_whitespace();
+            let (Some(id), Some(off)) = (parts.next(), parts.next().and_then(|o| o.parse::<u64>().ok())) else {
+                return Err("Master replied with wrong +FULLRESYNC syntax.".into());
+            };
+            self.log(&format!("Full resync from master: {id}:{off}"));
+            return Ok(Sync::Full { replid: id.to_string(), offset: off });
+        }
+        if let Some(rest) = r.strip_prefix("+CONTINUE") {
+            let id = rest.trim();
+            return Ok(Sync::Partial { replid: (id.len() == 40).then(|| id.to_string()) });
+        }
+        if r.starts_with("-NOMASTERLINK") || r.starts_with("-LOADING") {
+            self.log(&format!("Master is currently unable to PSYNC but should be in the future: {r}"));
+            return Err(String::new());
+        }
+        Err(format!("Unexpected reply to PSYNC from master: {r}"))
+    }
+
+    /// Receives the primary's RDB file (`$<len>` or `$EOF:<mark>`) and loads it.
+    async fn full_sync(&self, wire: &mut Wire, replid: &str, offset: u64) -> Result<(), String> {
+        let t = self.timeout();
+        let head = wire.reply_line(t).await.map_err(|e| format!("I/O error reading bulk count from MASTER: {e}"))?;
+        if let Some(e) = head.strip_prefix('-') {
+            return Err(format!("MASTER aborted replication with an error: {e}"));
+        }
+        let Some(spec) = head.strip_prefix('$') else {
+            return Err(format!(
+                "Bad protocol from MASTER, the first byte is not '$' (we received '{head}'), are you sure the host and port are right?"
+            ));
+        };
+        let now = || self.srv.clock.now_ms();
+        let data = if let Some(mark) = spec.strip_prefix("EOF:") {
+            let mark = mark.as_bytes().to_vec();
+            self.log("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk");
+            self.srv.upstream.begin_sync(0, now());
+            let mut data = std::mem::take(&mut wire.buf).to_vec();
+            while !data.ends_with(&mark) {
+                let n = wire.fill(t).await.map_err(|e| format!("I/O error trying to sync with MASTER: {e}"))?;
+                data.extend_from_slice(&wire.buf.split());
+                self.srv.upstream.sync_progress(n as u64, now());
+            }
+            data.truncate(data.len() - mark.len());
+            data
+        } else {
+            let len: usize = spec.parse().map_err(|_| format!("Bad bulk length from MASTER: {spec}"))?;
+            self.log(&format!("MASTER <-> REPLICA sync: receiving {len} bytes from master to disk"));
+            self.srv.upstream.begin_sync(len as u64, now());
+            while wire.buf.len() < len {
+                let n = wire.fill(t).await.map_err(|e| format!("I/O error trying to sync with MASTER: {e}"))?;
+                self.srv.upstream.sync_progress(n as u64, now());
+            }
+            wire.buf.split_to(len).to_vec()
+        };
+        self.log("MASTER <-> REPLICA sync: Flushing old data");
+        let srv = self.srv.clone();
+        let replid = replid.to_string();
+        let loaded = tokio::task::spawn_blocking(move || srv.load_full_sync(&data, &replid, offset)).await;
+        match loaded {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(format!("Failed trying to load the MASTER synchronization DB from socket: {e}")),
+            Err(_) => Err("Failed trying to load the MASTER synchronization DB from socket".into()),
+        }
+    }
+
+    /// Runs the primary's stream until the link ends.
+    async fn stream(&self, wire: Wire) -> End {
+        let srv = self.srv;
+        let Wire { sock, buf } = wire;
+        let peer = sock.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+        let local = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        let (mut rd, mut wr) = sock.into_split();
+        let mut client = srv.primary_client(peer, local);
+        let killed = Arc::new(Notify::new());
+        {
+            let k = killed.clone();
+            client.info.set_waker(Box::new(move || k.notify_one()));
+        }
+        srv.upstream.heard(srv.clock.now_ms());
+        self.state(LinkState::Connected);
+        // What was read (`rbuf`, which the decoder consumes) and the same bytes kept until they
+        // are applied (`raw`), for this server's backlog and replicas.
+        let mut rbuf = buf;
+        let mut raw = BytesMut::from(&rbuf[..]);
+        let mut dec = RequestDecoder::new();
+        let limits = Limits { proto_max_bulk_len: i64::MAX, auth_required: false };
+        let mut ack = tokio::time::interval(Duration::from_secs(1));
+        ack.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut out = BytesMut::new();
+        let mut bad = false;
+        let end = loop {
+            // Applies every complete command read so far.
+            loop {
+                match dec.decode(&mut rbuf, &limits) {
+                    Ok(Some(args)) => {
+                        // REPLICAOF changed the primary meanwhile: nothing more of this one.
+                        if !srv.upstream.current(self.generation) {
+                            bad = true;
+                            break;
+                        }
+                        if let Some(reply) = srv.execute(&mut client, &args) {
+                            Self::answer(srv, &args, &reply, &mut out);
+                        }
+                        // Inside a transaction the offset moves at its EXEC (Redis's
+                        // `commandProcessed`).
+                        if !client.multi.active() {
+                            let applied = raw.len() - rbuf.len();
+                            srv.applied_from_primary(&raw.split_to(applied));
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        self.warn(&format!("Protocol error from master: {}", e.message()));
+                        bad = true;
+                        break;
+                    }
+                }
+            }
+            if bad {
+                break End::Retry;
+            }
+            srv.upstream.set_read_offset(srv.repl.offset() + raw.len() as u64);
+            if !out.is_empty() {
+                if wr.write_all(&out).await.is_err() {
+                    break End::Retry;
+                }
+                out.clear();
+            }
+            if client.info.killed.load(Ordering::Relaxed) {
+                break End::Retry;
+            }
+            rbuf.reserve(64 * 1024);
+            let before = rbuf.len();
+            tokio::select! {
+                r = rd.read_buf(&mut rbuf) => match r {
+                    Ok(0) | Err(_) => {
+                        self.log("Connection with master lost.");
+                        break End::Retry;
+                    }
+                    Ok(n) => {
+                        srv.stats.add_net_input(n as u64);
+                        srv.upstream.heard(srv.clock.now_ms());
+                        raw.extend_from_slice(&rbuf[before..]);
+                    }
+                },
+                _ = ack.tick() => {
+                    let off = srv.repl.offset().to_string();
+                    let mut cmd = Vec::new();
+                    engine::changes::encode_command(&mut cmd, &[&b"REPLCONF"[..], b"ACK", off.as_bytes()]);
+                    if wr.write_all(&cmd).await.is_err() {
+                        break End::Retry;
+                    }
+                    let silent = srv.clock.now_ms().saturating_sub(srv.upstream.last_io());
+                    if silent > self.timeout().as_millis() as u64 {
+                        self.warn("MASTER timeout: no data nor PING received...");
+                        break End::Retry;
+                    }
+                }
+                _ = killed.notified() => {}
+                _ = self.ring.notified() => {
+                    if !srv.upstream.current(self.generation) {
+                        break End::Replaced;
+                    }
+                }
+            }
+        };
+        srv.upstream.master_client.store(0, Ordering::Relaxed);
+        srv.client_closed(&client);
+        end
+    }
+
+    /// The primary hears back only the acknowledgement it asked for (`REPLCONF GETACK`); any other
+    /// reply is dropped, an error logged as Redis logs it.
+    fn answer(srv: &Server, args: &[Bytes], reply: &Frame, out: &mut BytesMut) {
+        let getack =
+            args.len() >= 2 && args[0].eq_ignore_ascii_case(b"replconf") && args[1].eq_ignore_ascii_case(b"getack");
+        if getack {
+            resp::encode(reply, Protocol::Resp2, out);
+        } else if let Frame::Error(e) = reply {
+            let name = String::from_utf8_lossy(&args[0]);
+            srv.log_link(
+                true,
+                &format!(
+                    "== CRITICAL == This replica is sending an error to its master: '{}' after processing the command '{name}'",
+                    String::from_utf8_lossy(e)
+                ),
+            );
+        }
+    }
+}
