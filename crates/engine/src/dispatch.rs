@@ -14,6 +14,9 @@ use std::sync::atomic::Ordering;
 impl Server {
     /// Runs one command. Returns the reply to send, or None when the client asked for no reply.
     pub fn execute(&self, client: &mut Client, args: &[Bytes]) -> Option<Frame> {
+        if self.debug.frozen_until.load(Ordering::Relaxed) != 0 {
+            self.wait_thawed();
+        }
         let reply = self.execute_inner(client, args);
         // A client released from a pause has run its command again: the next one's turn.
         self.pause_turn_done(client.id);
@@ -201,6 +204,9 @@ impl Server {
             return Some(self.reject_in_multi(client, cmd, e));
         };
         let reply = self.call_from(client, &mut locked, cmd, args, now, start);
+        if self.upstream.is_replica() && !client.from_primary && cmd.flags.has(Flags::WRITE) {
+            self.remember_own_expires(client, &mut locked, cmd, args);
+        }
         self.publish_changes(client, &mut locked, now);
         // Blocked clients are served after the whole top-level command (a MULTI that pushes then
         // deletes wakes nobody), before its locks are released. Reads count: a lazy expiry can free

@@ -205,15 +205,36 @@ impl Table {
                 // Logically expired, kept until the pause ends.
                 return None;
             }
-            let e = self.remove_index(idx);
-            self.expired += 1;
-            self.note_server_delete(key);
-            self.log_key(key, KeyEvent::Expired { lock: matches!(e.value, crate::value::Value::Lock(_)) });
-            self.touch(key);
-            self.signal_ready(key);
+            self.reclaim(idx, key);
             return None;
         }
         Some(idx)
+    }
+
+    /// Deletes the expired key at `idx` (an expiry: counted, logged, WATCH and waiters told).
+    fn reclaim(&mut self, idx: usize, key: &[u8]) {
+        let e = self.remove_index(idx);
+        self.expired += 1;
+        self.note_server_delete(key);
+        self.log_key(key, KeyEvent::Expired { lock: matches!(e.value, crate::value::Value::Lock(_)) });
+        self.touch(key);
+        self.signal_ready(key);
+    }
+
+    /// Deletes `key` if its TTL passed, even while expiry is held: a writable replica's own keys,
+    /// which no primary deletes (Redis's `expireSlaveKeys`). Returns whether the key is still
+    /// there with a TTL (it may expire later).
+    pub fn expire_own_key(&mut self, key: &[u8], now: u64) -> bool {
+        let Some(idx) = self.map.get_index_of(key) else { return false };
+        let at = self.map[idx].expire_at;
+        if at == 0 {
+            return false;
+        }
+        if at < now {
+            self.reclaim(idx, key);
+            return false;
+        }
+        true
     }
 
     /// Finds a live key, reclaiming it first if its TTL passed.

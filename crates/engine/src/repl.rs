@@ -53,6 +53,8 @@ pub struct Replica {
     pub capa_eof: bool,
     /// `REPLCONF capa psync2`: understands `+CONTINUE <id>`.
     pub capa_psync2: bool,
+    /// `REPLCONF capa latch`: a Latch replica, sent Latch's own commands (`LOCKRESTORE`).
+    pub capa_latch: bool,
     /// Its state.
     pub state: ReplicaState,
     /// The offset it acknowledged last (`REPLCONF ACK`).
@@ -75,6 +77,7 @@ impl Replica {
             ip: None,
             capa_eof: false,
             capa_psync2: false,
+            capa_latch: false,
             state: ReplicaState::Announced,
             ack: 0,
             ack_ms: 0,
@@ -160,6 +163,10 @@ struct Inner {
     /// The database the stream selected last (None: the next effect selects).
     seldb: Option<usize>,
     replicas: BTreeMap<u64, Replica>,
+    /// Where Latch's own commands (`LOCKRESTORE`) sit in the backlog: (first offset, length),
+    /// oldest first. A replica that did not announce `capa latch` is sent an `ECHO` of the same
+    /// length in their place (see [`echo_padding`]).
+    native: VecDeque<(u64, u64)>,
 }
 
 impl Replication {
@@ -174,6 +181,7 @@ impl Replication {
                 backlog_size: 1 << 20,
                 seldb: None,
                 replicas: BTreeMap::new(),
+                native: VecDeque::new(),
             }),
             offset: AtomicU64::new(0),
             active: AtomicBool::new(false),
@@ -241,6 +249,7 @@ impl Replication {
         g.replid2 = NO_ID.to_string();
         g.second_offset = -1;
         g.backlog.clear();
+        g.native.clear();
         g.seldb = None;
         self.offset.store(offset, Ordering::Release);
         self.active.store(true, Ordering::Release);
@@ -268,11 +277,14 @@ impl Replication {
 
     /// Appends bytes of the primary's stream as they were applied (a replica's backlog and its
     /// own replicas get exactly the primary's bytes: Redis's `replicationFeedStreamFromMasterStream`).
-    pub fn feed_raw(&self, bytes: &[u8], hard_limit: u64) -> Vec<Arc<ClientInfo>> {
+    /// `native`: where Latch's own commands sit in `bytes` (start, length).
+    pub fn feed_raw(&self, bytes: &[u8], native: &[(usize, usize)], hard_limit: u64) -> Vec<Arc<ClientInfo>> {
         if bytes.is_empty() {
             return Vec::new();
         }
         let mut g = self.inner.lock();
+        let base = self.offset.load(Ordering::Relaxed) + 1;
+        g.native.extend(native.iter().map(|&(s, n)| (base + s as u64, n as u64)));
         self.append(&mut g, bytes, hard_limit)
     }
 
@@ -308,12 +320,17 @@ impl Replication {
         if wrap {
             encode_command(&mut out, &[&b"MULTI"[..]]);
         }
+        let base = self.offset.load(Ordering::Relaxed) + 1;
         for e in effects {
             if g.seldb != Some(e.db) {
                 encode_command(&mut out, &[&b"SELECT"[..], e.db.to_string().as_bytes()]);
                 g.seldb = Some(e.db);
             }
+            let start = out.len();
             encode_command(&mut out, &e.args);
+            if is_native(&e.args[0]) {
+                g.native.push_back((base + start as u64, (out.len() - start) as u64));
+            }
         }
         if wrap {
             encode_command(&mut out, &[&b"EXEC"[..]]);
@@ -337,8 +354,12 @@ impl Replication {
         let offset = self.offset.load(Ordering::Relaxed) + bytes.len() as u64;
         self.offset.store(offset, Ordering::Release);
         let limit = if hard_limit == 0 { u64::MAX } else { hard_limit };
-        let Inner { backlog, backlog_size, replicas, .. } = g;
+        let Inner { backlog, backlog_size, replicas, native, .. } = g;
         trim(backlog, *backlog_size, replicas, offset, limit);
+        let first = offset + 1 - backlog.len() as u64;
+        while native.front().is_some_and(|&(s, n)| s + n <= first) {
+            native.pop_front();
+        }
         replicas.values().filter(|r| r.state == ReplicaState::Online).map(|r| r.info.clone()).collect()
     }
 
@@ -353,7 +374,9 @@ impl Replication {
 
     /// The stream from offset `from` (the first byte the replica needs), at most `max` bytes; empty
     /// when it has everything. [`Behind`] when those bytes are gone.
-    pub fn read(&self, from: u64, max: usize) -> Result<Bytes, Behind> {
+    /// Without `latch` (a replica that did not announce `capa latch`), Latch's own commands come
+    /// as `ECHO`s of their length.
+    pub fn read(&self, from: u64, max: usize, latch: bool) -> Result<Bytes, Behind> {
         let g = self.inner.lock();
         let offset = self.offset.load(Ordering::Relaxed);
         let first = offset + 1 - g.backlog.len() as u64;
@@ -373,6 +396,15 @@ impl Replication {
             v.extend_from_slice(&b[..n - take]);
         } else {
             v.extend_from_slice(&b[start - a.len()..start - a.len() + n]);
+        }
+        if !latch {
+            let end = from + n as u64;
+            for &(s, len) in g.native.iter().filter(|&&(s, len)| s < end && s + len > from) {
+                let pad = echo_padding(len as usize);
+                for off in s.max(from)..(s + len).min(end) {
+                    v[(off - from) as usize] = pad[(off - s) as usize];
+                }
+            }
         }
         Ok(Bytes::from(v))
     }
@@ -464,6 +496,7 @@ impl Replication {
             match *c {
                 "eof" => r.capa_eof = true,
                 "psync2" => r.capa_psync2 = true,
+                "latch" => r.capa_latch = true,
                 _ => {}
             }
         }
@@ -473,6 +506,11 @@ impl Replication {
     /// then).
     pub fn has_acked(&self, id: u64) -> bool {
         self.inner.lock().replicas.get(&id).is_some_and(|r| r.acked)
+    }
+
+    /// Whether client `id` announced `capa latch`.
+    pub fn capa_latch(&self, id: u64) -> bool {
+        self.inner.lock().replicas.get(&id).is_some_and(|r| r.capa_latch)
     }
 
     /// What client `id` announced: (`capa eof`, `capa psync2`).
@@ -563,6 +601,34 @@ impl Replication {
     }
 }
 
+/// Whether a stream command is Latch's own (a stock Redis replica would reject it).
+pub fn is_native(name: &[u8]) -> bool {
+    name.eq_ignore_ascii_case(b"LOCKRESTORE")
+}
+
+/// No-op commands exactly `len` bytes long on the wire (`len` at least 40): what a stock replica
+/// runs in place of one of Latch's own commands, so that its offsets stay the primary's. An
+/// `ECHO` whose argument fills the length; where no argument length fits (a length's digits
+/// grow with it: 30, 121, 1022... bytes have none), an `ECHO` 14 bytes shorter and a `PING`.
+pub fn echo_padding(len: usize) -> Vec<u8> {
+    fn echo(len: usize) -> Option<Vec<u8>> {
+        // `*2\r\n$4\r\nECHO\r\n$<m>\r\n<m bytes>\r\n` is 19 + digits(m) + m bytes.
+        let m = (1..=20usize).find_map(|d| len.checked_sub(19 + d).filter(|m| m.to_string().len() == d))?;
+        let mut out = Vec::with_capacity(len);
+        out.extend_from_slice(format!("*2\r\n$4\r\nECHO\r\n${m}\r\n").as_bytes());
+        out.resize(out.len() + m, b'-');
+        out.extend_from_slice(b"\r\n");
+        Some(out)
+    }
+    let out = echo(len).unwrap_or_else(|| {
+        let mut out = echo(len - 14).expect("one of two neighbouring lengths fits");
+        out.extend_from_slice(b"*1\r\n$4\r\nPING\r\n");
+        out
+    });
+    debug_assert_eq!(out.len(), len);
+    out
+}
+
 /// The host part of `ip:port` (an IPv6 address keeps its colons).
 fn host_of(addr: &str) -> String {
     addr.rsplit_once(':').map_or(addr, |(h, _)| h).trim_matches(['[', ']']).to_string()
@@ -611,15 +677,15 @@ mod tests {
         r.feed_unit(&[effect(0, &["SET", "k", "v"])], 0);
         let one = b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n";
         assert_eq!(r.offset(), one.len() as u64);
-        assert_eq!(&r.read(1, 1 << 20).unwrap()[..], &one[..]);
+        assert_eq!(&r.read(1, 1 << 20, true).unwrap()[..], &one[..]);
         r.feed_unit(&[effect(1, &["INCR", "a"]), effect(1, &["INCR", "b"])], 0);
-        let rest = r.read(one.len() as u64 + 1, 1 << 20).unwrap();
+        let rest = r.read(one.len() as u64 + 1, 1 << 20, true).unwrap();
         assert_eq!(
             &rest[..],
             &b"*1\r\n$5\r\nMULTI\r\n*2\r\n$6\r\nSELECT\r\n$1\r\n1\r\n*2\r\n$4\r\nINCR\r\n$1\r\na\r\n\
                *2\r\n$4\r\nINCR\r\n$1\r\nb\r\n*1\r\n$4\r\nEXEC\r\n"[..]
         );
-        assert!(r.read(r.offset() + 1, 10).unwrap().is_empty());
+        assert!(r.read(r.offset() + 1, 10, true).unwrap().is_empty());
     }
 
     #[test]
@@ -636,9 +702,9 @@ mod tests {
         assert_eq!(r.psync(id.as_bytes(), end as i64 + 2), Psync::Full);
         assert_eq!(r.psync(id.as_bytes(), 1), Psync::Full, "fell out of the 16 KiB backlog");
         assert_eq!(r.psync(b"?", -1), Psync::Full);
-        assert_eq!(r.read(1, 10), Err(Behind));
+        assert_eq!(r.read(1, 10, true), Err(Behind));
         let first = end + 1 - BACKLOG_MIN as u64;
-        assert_eq!(r.read(first, 1 << 20).unwrap().len(), BACKLOG_MIN);
+        assert_eq!(r.read(first, 1 << 20, true).unwrap().len(), BACKLOG_MIN);
     }
 
     #[test]
@@ -653,15 +719,53 @@ mod tests {
             r.feed_command(&["PING", &"p".repeat(50)], 1 << 20);
         }
         assert!(r.offset() > BACKLOG_MIN as u64);
-        assert_eq!(r.read(1, 8).unwrap().len(), 8, "the replica's bytes are kept past the backlog");
+        assert_eq!(r.read(1, 8, true).unwrap().len(), 8, "the replica's bytes are kept past the backlog");
         assert!(!info.killed.load(Ordering::Relaxed));
         for _ in 0..20000 {
             r.feed_command(&["PING", &"p".repeat(50)], 1 << 20);
         }
         assert!(info.killed.load(Ordering::Relaxed), "closed past the replica class's hard limit");
-        assert_eq!(r.read(1, 8), Err(Behind));
+        assert_eq!(r.read(1, 8, true), Err(Behind));
         r.ack(info.id, 100, 5);
         assert_eq!(r.acked(100), (1, 1));
         assert_eq!(r.acked(101), (0, 1));
+    }
+
+    #[test]
+    fn a_stock_replica_gets_latchs_own_commands_as_echoes_of_their_length() {
+        for len in 40..20000 {
+            let pad = echo_padding(len);
+            assert_eq!(pad.len(), len);
+            assert!(pad.starts_with(b"*2\r\n$4\r\nECHO\r\n$") && pad.ends_with(b"\r\n"));
+            let mut buf = bytes::BytesMut::from(&pad[..]);
+            let mut dec = resp::RequestDecoder::new();
+            let limits = resp::Limits { proto_max_bulk_len: i64::MAX, auth_required: false };
+            while let Some(args) = dec.decode(&mut buf, &limits).unwrap() {
+                assert!(args[0] == "ECHO" || args[0] == "PING", "{len}");
+            }
+            assert!(buf.is_empty(), "{len}");
+        }
+        let r = Replication::new("a".repeat(40));
+        r.activate(|| "b".repeat(40));
+        r.feed_unit(&[effect(0, &["SET", "k", "v"])], 0);
+        let before = r.offset();
+        r.feed_unit(&[effect(0, &["LOCKRESTORE", "l", "me", "1800000000000", "7"])], 0);
+        r.feed_unit(&[effect(0, &["SET", "k", "w"])], 0);
+        let latch = r.read(1, 1 << 20, true).unwrap();
+        let stock = r.read(1, 1 << 20, false).unwrap();
+        assert_eq!(latch.len(), stock.len());
+        let text = String::from_utf8_lossy(&stock);
+        assert!(!text.contains("LOCKRESTORE") && text.contains("ECHO"), "{text}");
+        assert!(String::from_utf8_lossy(&latch).contains("LOCKRESTORE"));
+        // Read in pieces that cut through it, the stock stream is the same.
+        let mut pieces = Vec::new();
+        let mut at = 1;
+        while at <= r.offset() {
+            let p = r.read(at, 7, false).unwrap();
+            at += p.len() as u64;
+            pieces.extend_from_slice(&p);
+        }
+        assert_eq!(pieces, &stock[..]);
+        assert_eq!(&latch[..before as usize], &stock[..before as usize]);
     }
 }

@@ -86,6 +86,9 @@ pub struct Upstream {
     waker: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
     /// Id of the client the primary's stream runs on (0: none).
     pub master_client: AtomicU64,
+    /// Keys with a TTL that clients of a writable replica wrote (database, key): the replica
+    /// expires them itself, as no primary will.
+    own_expires: Mutex<std::collections::BTreeSet<(usize, bytes::Bytes)>>,
 }
 
 impl Default for Upstream {
@@ -103,6 +106,7 @@ impl Default for Upstream {
             sync_last_io: AtomicU64::new(0),
             waker: Mutex::new(None),
             master_client: AtomicU64::new(0),
+            own_expires: Mutex::new(std::collections::BTreeSet::new()),
         }
     }
 }
@@ -209,6 +213,22 @@ impl Upstream {
     fn end_sync(&self) {
         self.sync_total.store(0, Ordering::Relaxed);
         self.sync_read.store(0, Ordering::Relaxed);
+    }
+
+    /// A client of this (writable) replica wrote `key` in `db` with a TTL.
+    pub fn remember_own_expire(&self, db: usize, key: bytes::Bytes) {
+        self.own_expires.lock().insert((db, key));
+    }
+
+    /// The keys [`Upstream::remember_own_expire`] kept, taken (the caller puts back those that
+    /// still have a TTL to wait for).
+    pub fn take_own_expires(&self) -> Vec<(usize, bytes::Bytes)> {
+        std::mem::take(&mut *self.own_expires.lock()).into_iter().collect()
+    }
+
+    /// Forgets every such key (a full sync replaced the data, or this server was promoted).
+    pub fn forget_own_expires(&self) {
+        self.own_expires.lock().clear();
     }
 
     /// INFO `replication`'s lines for a replica (Redis's order), after `role:slave`:

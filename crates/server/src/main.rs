@@ -452,6 +452,8 @@ async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>, aof: Arc<aof::Aof>) {
         let hz = srv.config.hz.load(std::sync::atomic::Ordering::Relaxed).clamp(1, 500);
         tokio::time::sleep(Duration::from_millis(1000 / hz)).await;
         clock.resync();
+        // DEBUG SLEEP: the cron sleeps with the rest of the server.
+        srv.wait_thawed();
         if srv.debug.pause_cron.load(std::sync::atomic::Ordering::Relaxed) {
             continue;
         }

@@ -224,7 +224,8 @@ impl Link<'_> {
                 self.log(&format!("(Non critical) Master does not understand REPLCONF ip-address: {r}"));
             }
         }
-        wire.send(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"]).await?;
+        // `latch`: this replica takes Latch's own commands (a Redis primary ignores the word).
+        wire.send(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2", b"capa", b"latch"]).await?;
         let r = wire.reply_line(t).await?;
         if r.starts_with('-') {
             self.log(&format!("(Non critical) Master does not understand REPLCONF capa: {r}"));
@@ -323,6 +324,8 @@ impl Link<'_> {
         ack.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut out = BytesMut::new();
         let mut bad = false;
+        // Where the next command starts in `raw`, and where Latch's own commands sit in it.
+        let (mut start, mut native) = (0usize, Vec::new());
         let end = loop {
             // Applies every complete command read so far.
             loop {
@@ -336,11 +339,17 @@ impl Link<'_> {
                         if let Some(reply) = srv.execute(&mut client, &args) {
                             Self::answer(srv, &args, &reply, &mut out);
                         }
+                        let end = raw.len() - rbuf.len();
+                        if engine::repl::is_native(&args[0]) {
+                            native.push((start, end - start));
+                        }
+                        start = end;
                         // Inside a transaction the offset moves at its EXEC (Redis's
                         // `commandProcessed`).
                         if !client.multi.active() {
-                            let applied = raw.len() - rbuf.len();
-                            srv.applied_from_primary(&raw.split_to(applied));
+                            srv.applied_from_primary(&raw.split_to(end), &native);
+                            native.clear();
+                            start = 0;
                         }
                     }
                     Ok(None) => break,
@@ -379,6 +388,8 @@ impl Link<'_> {
                     }
                 },
                 _ = ack.tick() => {
+                    // DEBUG SLEEP freezes the acknowledgements too.
+                    srv.wait_thawed();
                     let off = srv.repl.offset().to_string();
                     let mut cmd = Vec::new();
                     engine::changes::encode_command(&mut cmd, &[&b"REPLCONF"[..], b"ACK", off.as_bytes()]);

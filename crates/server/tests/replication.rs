@@ -242,3 +242,44 @@ fn a_promoted_replica_keeps_the_history_and_the_old_primary_follows_it_partially
     same_digest(&mut pb, &mut pa);
     assert_eq!(pa.cmd(&[b"GET", b"after"]), "$9\r\npromotion\r\n");
 }
+
+/// The integer of a `:<n>\r\n` reply.
+fn int(reply: &str) -> i64 {
+    reply.trim_start_matches(':').trim_end().parse().unwrap_or_else(|_| panic!("not an integer: {reply}"))
+}
+
+#[test]
+fn lock_grants_reach_latch_replicas_and_stock_replicas_get_no_op_of_their_length() {
+    let p = Latch::start(&["--enable-debug-command", "yes"]);
+    let mut pc = p.raw();
+    let port = p.port.to_string();
+    let l = Latch::start(&["--replicaof", "127.0.0.1", &port, "--enable-debug-command", "yes"]);
+    let mut lc = l.raw();
+    let dir = TempDir::new("stock-replica");
+    // Redis's test configuration: a command its replica rejects is a panic.
+    let args = ["--dir", dir.path(), "--replicaof", "127.0.0.1", &port, "--propagation-error-behavior", "panic"];
+    let Some(redis) = RedisServer::start_with_or_skip("replication", &args) else {
+        return;
+    };
+    let mut rc = redis.raw();
+    wait_for("both links", || {
+        info_field(&mut lc, "replication", "master_link_status").as_deref() == Some("up")
+            && info_field(&mut rc, "replication", "master_link_status").as_deref() == Some("up")
+    });
+    let token = int(&pc.cmd(&[b"LOCK", b"job", b"worker-1", b"60000"]));
+    pc.cmd(&[b"SET", b"after", b"lock"]);
+    assert_eq!(int(&pc.cmd(&[b"WAIT", b"2", b"5000"])), 2);
+    // The Latch replica holds the same lock; the stock one ran an ECHO in its place and is at the
+    // same offset.
+    let info = lc.cmd(&[b"LOCKINFO", b"job"]);
+    assert!(info.contains("worker-1") && info.contains(&token.to_string()), "{info}");
+    assert_eq!(rc.cmd(&[b"EXISTS", b"job"]), ":0\r\n");
+    assert_eq!(rc.cmd(&[b"GET", b"after"]), "$4\r\nlock\r\n");
+    let offset = info_field(&mut pc, "replication", "master_repl_offset");
+    assert_eq!(info_field(&mut rc, "replication", "slave_repl_offset"), offset);
+    assert_eq!(info_field(&mut lc, "replication", "slave_repl_offset"), offset);
+    // Promoted, the Latch replica never mints a token at or below one the old primary granted.
+    assert_eq!(lc.cmd(&[b"REPLICAOF", b"NO", b"ONE"]), "+OK\r\n");
+    let next = int(&lc.cmd(&[b"LOCK", b"other", b"worker-2", b"60000"]));
+    assert!(next > token, "{next} after {token}");
+}

@@ -101,8 +101,19 @@ fn debug(ctx: &mut Ctx<'_, '_>) -> Frame {
             // Redis: strtod without checks; garbage sleeps 0.
             let secs = atof(ctx.arg(2));
             let secs = if secs.is_finite() { secs.max(0.0) } else { 0.0 };
-            ctx.srv.long_op();
-            std::thread::sleep(std::time::Duration::from_micros((secs * 1_000_000.0) as u64));
+            // The whole server sleeps, as Redis's one thread does (tests freeze a node so).
+            let us = (secs * 1_000_000.0) as u64;
+            if us >= 1000 {
+                ctx.srv.freeze_for(us / 1000);
+            }
+            std::thread::sleep(std::time::Duration::from_micros(us % 1000));
+            Frame::ok()
+        }
+        (b"replicate", n) if n >= 3 => {
+            // A command straight into the replication stream (Redis's tests of what replicas do
+            // with commands they cannot run).
+            let args: Vec<Bytes> = ctx.args[2..].to_vec();
+            ctx.srv.feed_replicas(&args);
             Frame::ok()
         }
         (b"set-skip-checksum-validation", 3) => {

@@ -144,6 +144,9 @@ pub struct Switches {
     pub reply_buffer_peak_reset_ms: AtomicI64,
     /// DEBUG REPLYBUFFER RESIZING: the cron resizes reply buffers.
     pub reply_buffer_resizing: AtomicBool,
+    /// DEBUG SLEEP: the monotonic ms until which the server is frozen (0: it is not). Every
+    /// command waits on its thread until then, as everything waits behind Redis's one thread.
+    pub frozen_until: AtomicU64,
     /// DEBUG QUICKLIST-PACKED-THRESHOLD, in bytes. Latch's lists have no listpack nodes, so no
     /// element is ever "packed": the value is kept only so that it reads back.
     pub quicklist_packed_threshold: AtomicU64,
@@ -159,6 +162,7 @@ impl Default for Switches {
             reply_buffer_peak_reset_ms: AtomicI64::new(REPLY_BUFFER_PEAK_RESET_MS),
             reply_buffer_resizing: AtomicBool::new(true),
             quicklist_packed_threshold: AtomicU64::new(1 << 30),
+            frozen_until: AtomicU64::new(0),
         }
     }
 }
@@ -302,6 +306,30 @@ impl Server {
         self.forget_subscriptions(client);
         self.forget_tracking(&client.info);
         self.repl.detach(client.id);
+    }
+
+    /// DEBUG SLEEP: freezes the whole server for `ms` (commands of every client wait, the cron
+    /// and the replication links with them), as Redis's single thread sleeping does.
+    pub fn freeze_for(&self, ms: u64) {
+        let until = self.clock.now_ms().saturating_add(ms).max(1);
+        self.debug.frozen_until.fetch_max(until, Ordering::SeqCst);
+        self.wait_thawed();
+    }
+
+    /// Blocks this thread while DEBUG SLEEP freezes the server.
+    pub fn wait_thawed(&self) {
+        loop {
+            let until = self.debug.frozen_until.load(Ordering::SeqCst);
+            let now = self.clock.now_ms();
+            if until == 0 {
+                return;
+            }
+            if now >= until {
+                let _ = self.debug.frozen_until.compare_exchange(until, 0, Ordering::SeqCst, Ordering::SeqCst);
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis((until - now).min(10)));
+        }
     }
 
     /// Installs what SHUTDOWN calls.

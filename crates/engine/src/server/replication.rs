@@ -85,9 +85,40 @@ impl Server {
         self.config.host().log(crate::host::LogLevel::Notice, line);
     }
 
+    /// After a write of a client of a replica (a writable one): its keys that now have a TTL are
+    /// the replica's to expire.
+    pub(crate) fn remember_own_expires(
+        &self,
+        client: &Client,
+        locked: &mut Locked<'_>,
+        cmd: &crate::ctx::Command,
+        args: &[Bytes],
+    ) {
+        for i in cmd.keys.positions(args) {
+            let k = &args[i];
+            if locked.shard_for(k).dbs[client.db].peek(k).is_some_and(|e| e.expire_at != 0) {
+                self.upstream.remember_own_expire(client.db, k.clone());
+            }
+        }
+    }
+
+    /// A replica deletes the keys its own clients wrote with a TTL once it passed (Redis's
+    /// `expireSlaveKeys`); the others wait for the primary's `DEL`.
+    pub fn expire_own_keys(&self, now_ms: u64) {
+        for (db, key) in self.upstream.take_own_expires() {
+            let mut locked = self.ks.lock_shards(vec![self.ks.shard_of(&key)]);
+            if locked.shard_for(&key).dbs[db].expire_own_key(&key, now_ms) {
+                self.upstream.remember_own_expire(db, key);
+            }
+        }
+    }
+
     /// The replication part of the cron, at `now_ms`: the periodic PING to replicas
     /// (`repl-ping-replica-period`), and replicas silent for `repl-timeout` closed.
     pub fn replication_cron(&self, now_ms: u64, ping: bool) {
+        if self.upstream.is_replica() {
+            self.expire_own_keys(now_ms);
+        }
         if !self.repl.active() || self.repl.online_count() == 0 {
             return;
         }
@@ -103,6 +134,10 @@ impl Server {
         }
     }
 }
+
+/// How far a promoted replica's fencing counter jumps: 10^9 tokens, 1000 seconds of the
+/// counter's clock floor (see `Server::next_fence`).
+pub const PROMOTION_FENCE_GAP: u64 = 1_000_000_000;
 
 /// Redis's `-READONLY` error, for writes a read-only replica refuses.
 pub const READONLY: &str = "READONLY You can't write against a read only replica.";
@@ -163,10 +198,22 @@ impl Server {
             self.record_changes();
         }
         self.repl.shift_replid(super::random_id());
+        self.raise_fence_for_promotion();
         self.upstream.set_primary(None);
         let _ = self.config.set("replicaof", "no one", true);
         self.repl.disconnect_replicas();
         self.ks.hold_expiry_as_replica(false);
+        self.upstream.forget_own_expires();
+    }
+
+    /// A promoted replica's fencing counter jumps [`PROMOTION_FENCE_GAP`] past both what it
+    /// replicated and the clock's floor (`next_fence`'s microseconds), so it mints no token that
+    /// the old primary may have granted and another replica acknowledged: that token is below the
+    /// old primary's counter, which ran at most 1000 grants a millisecond ahead of its clock.
+    fn raise_fence_for_promotion(&self) {
+        let floor = (self.clock.unix_ms().max(0) as u64).saturating_mul(1000);
+        let base = self.fence.load(Ordering::SeqCst).max(floor);
+        self.fence.fetch_max(base.saturating_add(PROMOTION_FENCE_GAP), Ordering::SeqCst);
     }
 
     /// Answers every client blocked on keys with `error` (a role change).
@@ -238,6 +285,7 @@ impl Server {
     /// follows the primary's id from `offset`; this server's own replicas resync.
     pub fn load_full_sync(&self, data: &[u8], replid: &str, offset: u64) -> Result<(), String> {
         self.repl.disconnect_replicas();
+        self.upstream.forget_own_expires();
         let now = self.clock.now_ms();
         let mut locked = self.ks.lock_all();
         for s in locked.shards_mut() {
@@ -262,8 +310,9 @@ impl Server {
 
     /// Bytes of the primary's stream the link applied: this replica's backlog and replicas get
     /// them as they are.
-    pub fn applied_from_primary(&self, bytes: &[u8]) {
-        for r in self.repl.feed_raw(bytes, self.config.replica_obuf_limits().hard) {
+    /// `native`: where Latch's own commands sit in `bytes` (start, length).
+    pub fn applied_from_primary(&self, bytes: &[u8], native: &[(usize, usize)]) {
+        for r in self.repl.feed_raw(bytes, native, self.config.replica_obuf_limits().hard) {
             r.wake();
         }
     }

@@ -59,8 +59,10 @@ where
                 offset + 1
             }
         };
+        // A stock replica gets Latch's own commands as no-ops of their length.
+        let latch = self.srv.repl.capa_latch(id);
         loop {
-            match self.srv.repl.read(next, STREAM_CHUNK) {
+            match self.srv.repl.read(next, STREAM_CHUNK, latch) {
                 Err(Behind) => {
                     tracing::warn!(
                         "Client id={} addr={} closed: the replication stream it needs is gone (output buffer limit)",
