@@ -451,6 +451,9 @@ pub struct Loaded {
     pub bytes: usize,
     /// Empty aggregates skipped (Redis skips them too).
     pub empty_skipped: u64,
+    /// The replication history the file was saved in (`repl-id`, `repl-offset`,
+    /// `repl-stream-db`): where a restarted server's replication goes on from.
+    pub repl: Option<(String, u64, usize)>,
 }
 
 /// One file of an AOF as its owner (the server's AOF writer) read it, for DEBUG LOADAOF.

@@ -255,6 +255,25 @@ impl Replication {
         self.active.store(true, Ordering::Release);
     }
 
+    /// A primary restarted from a file saved in replication history `replid` at `offset` (Redis's
+    /// `loadDataFromDisk`): that id becomes the secondary one, the offset goes on from there, and
+    /// an empty backlog lets its replicas continue from exactly there.
+    pub fn restore_as_primary(&self, replid: &str, offset: u64) {
+        let mut g = self.inner.lock();
+        g.replid2 = replid.to_string();
+        g.second_offset = offset as i64 + 1;
+        g.backlog.clear();
+        g.native.clear();
+        g.seldb = None;
+        self.offset.store(offset, Ordering::Release);
+        self.active.store(true, Ordering::Release);
+    }
+
+    /// The database the stream selected last (0 when it has to select again).
+    pub fn stream_db(&self) -> usize {
+        self.inner.lock().seldb.unwrap_or(0)
+    }
+
     /// `+CONTINUE <id>` with an id other than this one's: the primary's history changed (it was
     /// promoted); this replica's id becomes the secondary one up to here, as the primary's did.
     pub fn continue_as(&self, replid: &str) {

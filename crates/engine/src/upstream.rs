@@ -86,6 +86,9 @@ pub struct Upstream {
     waker: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
     /// Id of the client the primary's stream runs on (0: none).
     pub master_client: AtomicU64,
+    /// The database the primary's stream selected last: where a partial resync goes on (saved in
+    /// the RDB as `repl-stream-db`).
+    pub stream_db: std::sync::atomic::AtomicUsize,
     /// Keys with a TTL that clients of a writable replica wrote (database, key): the replica
     /// expires them itself, as no primary will.
     own_expires: Mutex<std::collections::BTreeSet<(usize, bytes::Bytes)>>,
@@ -106,6 +109,7 @@ impl Default for Upstream {
             sync_last_io: AtomicU64::new(0),
             waker: Mutex::new(None),
             master_client: AtomicU64::new(0),
+            stream_db: std::sync::atomic::AtomicUsize::new(0),
             own_expires: Mutex::new(std::collections::BTreeSet::new()),
         }
     }

@@ -230,23 +230,21 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     let loaded = tokio::task::spawn_blocking(move || {
         if loader.config.get("appendonly").as_deref() == Some("yes") {
             // With the AOF on, Redis loads the AOF and not the RDB file.
-            loader_aof.start_at_boot().map_err(|e| {
+            loader_aof.start_at_boot().map(|()| None).map_err(|e| {
                 // Redis's loader exits right after its message: the last line says why.
                 for line in e.lines() {
                     tracing::warn!("{line}");
                 }
             })
-        } else if load_rdb(&loader) {
-            Ok(())
         } else {
-            Err(())
+            load_rdb(&loader)
         }
     })
     .await;
-    if !matches!(loaded, Ok(Ok(()))) {
+    let Ok(Ok(history)) = loaded else {
         pidfile.remove_quietly();
         return 1;
-    }
+    };
     srv.loading.store(false, std::sync::atomic::Ordering::SeqCst);
     upstream::spawn(srv.clone());
     // `replicaof` in the configuration: a replica from the start.
@@ -254,6 +252,11 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
         && let Ok(port) = port.parse()
     {
         srv.follow_primary(engine::upstream::Primary { host: host.to_string(), port });
+    }
+    // The file's replication history: a replica continues from it, a primary keeps it for its
+    // replicas (PSYNC after a restart).
+    if let Some((id, offset, db)) = history {
+        srv.restore_replication(&id, offset, db);
     }
     tokio::spawn(waiter_timer(srv.clone(), clock.clone()));
     tokio::spawn(cron(srv.clone(), clock, aof.clone()));
@@ -486,21 +489,23 @@ async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>, aof: Arc<aof::Aof>) {
     }
 }
 
-/// Loads `dir`/`dbfilename` if it exists, with Redis's log lines; false when the file is there but
-/// cannot be loaded (the server then exits, as Redis does, rather than start without the data).
-fn load_rdb(srv: &Server) -> bool {
+/// Loads `dir`/`dbfilename` if it exists, with Redis's log lines, and returns the replication
+/// history it recorded; Err when the file is there but cannot be loaded (the server then exits,
+/// as Redis does, rather than start without the data).
+fn load_rdb(srv: &Server) -> Result<Option<(String, u64, usize)>, ()> {
     let path = srv.rdb_path();
     let data = match std::fs::read(&path) {
         Ok(d) => d,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return true,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {
             tracing::warn!("Fatal error loading the DB: {e}. Exiting.");
-            return false;
+            return Err(());
         }
     };
     let start = std::time::Instant::now();
     match srv.rdb_load(&data) {
         Ok(l) => {
+            let history = l.repl.clone();
             if l.empty_skipped > 0 {
                 tracing::warn!(
                     "Done loading RDB, keys loaded: {}, keys expired: {}, empty keys skipped: {}.",
@@ -512,7 +517,7 @@ fn load_rdb(srv: &Server) -> bool {
                 tracing::info!("Done loading RDB, keys loaded: {}, keys expired: {}.", l.keys + l.locks, l.expired);
             }
             tracing::info!("DB loaded from disk: {:.3} seconds", start.elapsed().as_secs_f64());
-            true
+            Ok(history)
         }
         Err(e) => {
             // Redis's rdbReportError: the reason, then this line, then exit.
@@ -520,7 +525,7 @@ fn load_rdb(srv: &Server) -> bool {
                 tracing::warn!("{line}");
             }
             tracing::warn!("Terminating server after rdb file reading failure.");
-            false
+            Err(())
         }
     }
 }

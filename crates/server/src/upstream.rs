@@ -347,6 +347,7 @@ impl Link<'_> {
                         // Inside a transaction the offset moves at its EXEC (Redis's
                         // `commandProcessed`).
                         if !client.multi.active() {
+                            srv.upstream.stream_db.store(client.db, Ordering::Relaxed);
                             srv.applied_from_primary(&raw.split_to(end), &native);
                             native.clear();
                             start = 0;

@@ -283,3 +283,33 @@ fn lock_grants_reach_latch_replicas_and_stock_replicas_get_no_op_of_their_length
     let next = int(&lc.cmd(&[b"LOCK", b"other", b"worker-2", b"60000"]));
     assert!(next > token, "{next} after {token}");
 }
+
+#[test]
+fn a_restarted_replica_continues_from_the_offset_its_file_recorded() {
+    let p = Latch::start(&["--enable-debug-command", "yes"]);
+    let mut pc = p.raw();
+    load(&mut pc, 0, 100);
+    let port = p.port.to_string();
+    let dir = TempDir::new("restarted-replica");
+    let args = ["--dir", dir.path(), "--replicaof", "127.0.0.1", &port, "--enable-debug-command", "yes"];
+    {
+        let r = Latch::start(&args);
+        let mut rc = r.raw();
+        wait_for("the link", || info_field(&mut rc, "replication", "master_link_status").as_deref() == Some("up"));
+        pc.cmd(&[b"SELECT", b"4"]);
+        pc.cmd(&[b"SET", b"in4", b"x"]);
+        same_digest(&mut pc, &mut rc);
+        // SAVE writes the stream's id, offset and database into the file.
+        assert_eq!(rc.cmd(&[b"SAVE"]), "+OK\r\n");
+    }
+    // Written while the replica was down; in database 4, where the stream was.
+    pc.cmd(&[b"SET", b"while-down", b"y"]);
+    let r = Latch::start(&args);
+    let mut rc = r.raw();
+    wait_for("the link again", || info_field(&mut rc, "replication", "master_link_status").as_deref() == Some("up"));
+    same_digest(&mut pc, &mut rc);
+    assert_eq!(info_field(&mut pc, "stats", "sync_full").as_deref(), Some("1"));
+    assert_eq!(info_field(&mut pc, "stats", "sync_partial_ok").as_deref(), Some("1"));
+    rc.cmd(&[b"SELECT", b"4"]);
+    assert_eq!(rc.cmd(&[b"GET", b"while-down"]), "$1\r\ny\r\n");
+}

@@ -44,7 +44,7 @@ impl Server {
                 fence: self.fence.load(Ordering::SeqCst),
                 aof_timestamps: self.config.aof_timestamps.load(Ordering::Relaxed),
                 libraries: &libraries,
-                repl: self.repl.active().then(|| (0, self.repl.replid(), self.repl.offset())),
+                repl: self.repl.active().then(|| (self.repl_stream_db(), self.repl.replid(), self.repl.offset())),
             },
         )
     }
@@ -157,7 +157,23 @@ impl Server {
                 op::AUX => {
                     let k = r.string().map_err(|_| short())?;
                     let v = r.string().map_err(|_| short())?;
+                    let text = || std::str::from_utf8(&v).ok().map(str::to_string);
                     match &k[..] {
+                        b"repl-id" => {
+                            if let Some(id) = text().filter(|id| id.len() == 40) {
+                                loaded.repl.get_or_insert_with(|| (String::new(), 0, 0)).0 = id;
+                            }
+                        }
+                        b"repl-offset" => {
+                            if let Some(o) = text().and_then(|o| o.parse::<u64>().ok()) {
+                                loaded.repl.get_or_insert_with(|| (String::new(), 0, 0)).1 = o;
+                            }
+                        }
+                        b"repl-stream-db" => {
+                            if let Some(d) = text().and_then(|d| d.parse::<usize>().ok()).filter(|&d| d < ndbs) {
+                                loaded.repl.get_or_insert_with(|| (String::new(), 0, 0)).2 = d;
+                            }
+                        }
                         b"latch-fence" => {
                             let f = std::str::from_utf8(&v).ok().and_then(|s| s.parse().ok()).ok_or_else(short)?;
                             self.fence.fetch_max(f, Ordering::SeqCst);
@@ -268,6 +284,9 @@ impl Server {
                     ));
                 }
             }
+        }
+        if loaded.repl.as_ref().is_some_and(|r| r.0.is_empty()) {
+            loaded.repl = None;
         }
         loaded.bytes = data.len() - r.rest().len();
         self.persistence.last_load_keys.store(loaded.keys + loaded.locks, Ordering::Relaxed);

@@ -277,6 +277,7 @@ impl Server {
         c.deny_blocking = true;
         c.from_primary = true;
         c.info.set_flag('M', true);
+        c.db = self.upstream.stream_db.load(Ordering::Relaxed);
         self.upstream.master_client.store(c.id, Ordering::Relaxed);
         c
     }
@@ -306,6 +307,25 @@ impl Server {
         loaded?;
         self.log_replica("MASTER <-> REPLICA sync: Finished with success");
         Ok(())
+    }
+
+    /// The database the replication stream is in: the primary's stream's on a replica, this
+    /// server's own stream's on a primary (`repl-stream-db` in the RDB).
+    pub fn repl_stream_db(&self) -> usize {
+        if self.upstream.is_replica() { self.upstream.stream_db.load(Ordering::Relaxed) } else { self.repl.stream_db() }
+    }
+
+    /// After a restart from a file that recorded a replication history (`repl-id`, `repl-offset`,
+    /// `repl-stream-db`): a replica asks its primary to continue from there; a primary keeps
+    /// that history as its secondary id, so its replicas can (Redis's `loadDataFromDisk`).
+    pub fn restore_replication(&self, replid: &str, offset: u64, db: usize) {
+        if self.upstream.is_replica() {
+            self.repl.follow(replid, offset);
+            self.upstream.stream_db.store(db, Ordering::Relaxed);
+        } else {
+            self.record_changes();
+            self.repl.restore_as_primary(replid, offset);
+        }
     }
 
     /// Bytes of the primary's stream the link applied: this replica's backlog and replicas get
