@@ -29,6 +29,9 @@ pub fn spawn(srv: Arc<Server>) {
     tokio::spawn(run(srv, ring));
 }
 
+/// What a read that waited `repl-timeout` in vain fails with.
+const TIMEOUT: &str = "timeout";
+
 /// Why a link ended.
 enum End {
     /// REPLICAOF changed the primary (or ended replication): start over at once.
@@ -99,7 +102,7 @@ impl Wire {
     async fn fill(&mut self, timeout: Duration) -> Result<usize, String> {
         self.buf.reserve(64 * 1024);
         match tokio::time::timeout(timeout, self.sock.read_buf(&mut self.buf)).await {
-            Err(_) => Err("timeout".into()),
+            Err(_) => Err(TIMEOUT.into()),
             Ok(Ok(0)) => Err("connection lost".into()),
             Ok(Ok(n)) => Ok(n),
             Ok(Err(e)) => Err(e.to_string()),
@@ -157,6 +160,10 @@ impl Link<'_> {
         self.state(LinkState::Handshake);
         let sync = match self.handshake(&mut wire).await {
             Ok(s) => s,
+            Err(e) if e == TIMEOUT => {
+                self.warn("Timeout connecting to the MASTER...");
+                return End::Retry;
+            }
             Err(e) => {
                 if !e.is_empty() {
                     self.warn(&e);
@@ -171,7 +178,11 @@ impl Link<'_> {
             Sync::Full { replid, offset } => {
                 self.state(LinkState::Sync);
                 if let Err(e) = self.full_sync(&mut wire, &replid, offset).await {
-                    self.warn(&e);
+                    if e.ends_with(TIMEOUT) {
+                        self.warn("Timeout receiving bulk data from MASTER... If the problem persists try to set the 'repl-timeout' parameter in redis.conf to a larger value.");
+                    } else {
+                        self.warn(&e);
+                    }
                     return End::Retry;
                 }
             }

@@ -211,8 +211,8 @@ pub(crate) fn pop_first<'k>(
     crate::types::access::first_key(keys, |key| pop(ctx, key, end, count, with_count))
 }
 
-/// Moves through [`crate::ops::list_move`] and reports it: one change, propagated as `LMOVE` (what
-/// LMOVE, RPOPLPUSH, BLMOVE and BRPOPLPUSH replay as).
+/// Moves through [`crate::ops::list_move`] and reports it: one change, propagated as Redis
+/// propagates it: `RPOPLPUSH` for RPOPLPUSH and BRPOPLPUSH, `LMOVE` for LMOVE and BLMOVE.
 pub(crate) fn lmove_op(
     ctx: &mut Ctx<'_, '_>,
     src: &[u8],
@@ -223,7 +223,11 @@ pub(crate) fn lmove_op(
     let out = crate::ops::list_move(&mut ctx.db(), src, dst, from, to)?;
     if out.is_some() {
         ctx.changed(1);
-        ctx.propagate_as(&[&b"LMOVE"[..], src, dst, from.name(), to.name()]);
+        if matches!(ctx.cmd.name, "rpoplpush" | "brpoplpush") {
+            ctx.propagate_as(&[&b"RPOPLPUSH"[..], src, dst]);
+        } else {
+            ctx.propagate_as(&[&b"LMOVE"[..], src, dst, from.name(), to.name()]);
+        }
     }
     Ok(out)
 }

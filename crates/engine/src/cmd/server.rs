@@ -264,6 +264,9 @@ fn config_resetstat(ctx: &mut Ctx<'_, '_>) -> Frame {
     srv.evictor.reset_stats();
     srv.clients.total_connections.store(0, Ordering::Relaxed);
     srv.clients.rejected_connections.store(0, Ordering::Relaxed);
+    for c in [&srv.repl.sync_full, &srv.repl.sync_partial_ok, &srv.repl.sync_partial_err] {
+        c.store(0, Ordering::Relaxed);
+    }
     each_shard(ctx, |s| {
         s.hits = 0;
         s.misses = 0;

@@ -342,6 +342,8 @@ fn getset(ctx: &mut Ctx<'_, '_>) -> Frame {
     };
     db.set(key, Value::string(val), false);
     ctx.changed(1);
+    // Redis propagates GETSET as the SET it is.
+    ctx.propagate_as(&[&b"SET"[..], key, val]);
     old
 }
 
