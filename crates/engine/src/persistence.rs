@@ -47,6 +47,8 @@ pub struct State {
     pub aof_rewrite_requested: AtomicBool,
     /// An AOF rewrite is running.
     pub aof_rewrite_in_progress: AtomicBool,
+    /// A replica's full sync is writing its snapshot (see [`ReplSnapshot`]).
+    pub repl_snapshot: AtomicBool,
     /// AOF rewrites done since startup.
     pub aof_rewrites: AtomicU64,
     /// The last write to the AOF failed.
@@ -436,6 +438,26 @@ impl Snapshot {
     }
 }
 
+impl State {
+    /// A snapshot runs (one at a time: the tables hold one snapshot's marks): a background save,
+    /// an AOF rewrite, or a replica's full sync.
+    pub fn snapshot_busy(&self) -> bool {
+        self.bgsave_in_progress.load(Ordering::SeqCst)
+            || self.aof_rewrite_in_progress.load(Ordering::SeqCst)
+            || self.repl_snapshot.load(Ordering::SeqCst)
+    }
+}
+
+/// A replica's full sync holds the one snapshot slot until this is dropped (its file written, or
+/// its connection gone).
+pub struct ReplSnapshot(pub Arc<State>);
+
+impl Drop for ReplSnapshot {
+    fn drop(&mut self) {
+        self.0.repl_snapshot.store(false, Ordering::SeqCst);
+    }
+}
+
 /// What loading a file found.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Loaded {
@@ -454,6 +476,9 @@ pub struct Loaded {
     /// The replication history the file was saved in (`repl-id`, `repl-offset`,
     /// `repl-stream-db`): where a restarted server's replication goes on from.
     pub repl: Option<(String, u64, usize)>,
+    /// Keys skipped because their TTL had passed, when the file recorded a replication history: a
+    /// primary restarted from it propagates their deletion (its replicas still hold them).
+    pub expired_keys: Vec<(usize, bytes::Bytes)>,
 }
 
 /// One file of an AOF as its owner (the server's AOF writer) read it, for DEBUG LOADAOF.

@@ -35,6 +35,9 @@ pub const BACKLOG_MIN: usize = 16 * 1024;
 pub enum ReplicaState {
     /// Announced itself (`REPLCONF`), not synced yet: not a replica.
     Announced,
+    /// Waiting for its full sync to start (`wait_bgsave`): the snapshot slot is taken, or
+    /// `repl-diskless-sync-delay` runs. The stream is not kept for it.
+    Waiting,
     /// Receiving its full sync (`wait_bgsave`: Redis's names).
     Sync,
     /// Receiving the stream (`online`).
@@ -118,6 +121,18 @@ pub enum SyncJob {
         /// Without its length first: `$EOF:<40 bytes>`, the file, the same 40 bytes (the replica
         /// announced `capa eof` and `repl-diskless-sync` is on); else `$<len>` and the file.
         eof: bool,
+        /// Holds the one snapshot slot while the file is written.
+        slot: crate::persistence::ReplSnapshot,
+    },
+    /// Waits until `until` (monotonic ms) and until no other snapshot runs, then starts a full
+    /// sync (`Server::try_full_sync`).
+    Wait {
+        /// Asked by PSYNC (answered `+FULLRESYNC` when it starts), not SYNC.
+        psync: bool,
+        /// The transfer will be diskless.
+        eof: bool,
+        /// Not before this instant (`repl-diskless-sync-delay`).
+        until: u64,
     },
     /// Sends the stream from `from` (a partial resync).
     Partial {
@@ -658,7 +673,7 @@ fn host_of(addr: &str) -> String {
 fn trim(backlog: &mut VecDeque<u8>, size: usize, replicas: &mut BTreeMap<u64, Replica>, offset: u64, limit: u64) {
     let mut keep = size as u64;
     for r in replicas.values() {
-        if !r.attached() {
+        if !r.attached() || r.state == ReplicaState::Waiting {
             continue;
         }
         let behind = offset.saturating_sub(r.sent);

@@ -248,15 +248,17 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     srv.loading.store(false, std::sync::atomic::Ordering::SeqCst);
     upstream::spawn(srv.clone());
     // `replicaof` in the configuration: a replica from the start.
-    if let Some((host, port)) = srv.config.get("replicaof").as_deref().and_then(|v| v.split_once(' '))
-        && let Ok(port) = port.parse()
-    {
-        srv.follow_primary(engine::upstream::Primary { host: host.to_string(), port });
+    let primary = srv.config.get("replicaof").and_then(|v| {
+        let (host, port) = v.split_once(' ')?;
+        Some(engine::upstream::Primary { host: host.to_string(), port: port.parse().ok()? })
+    });
+    // The file's replication history, before the link starts: a replica continues from it, a
+    // primary keeps it for its replicas (PSYNC after a restart).
+    if let Some((id, offset, db, expired)) = history {
+        srv.restore_replication(&id, offset, db, &expired, primary.is_some());
     }
-    // The file's replication history: a replica continues from it, a primary keeps it for its
-    // replicas (PSYNC after a restart).
-    if let Some((id, offset, db)) = history {
-        srv.restore_replication(&id, offset, db);
+    if let Some(p) = primary {
+        srv.follow_primary(p);
     }
     tokio::spawn(waiter_timer(srv.clone(), clock.clone()));
     tokio::spawn(cron(srv.clone(), clock, aof.clone()));
@@ -489,10 +491,14 @@ async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>, aof: Arc<aof::Aof>) {
     }
 }
 
+/// The replication history an RDB file recorded: id, offset, stream database, and the keys the
+/// load skipped as expired.
+type History = (String, u64, usize, Vec<(usize, bytes::Bytes)>);
+
 /// Loads `dir`/`dbfilename` if it exists, with Redis's log lines, and returns the replication
 /// history it recorded; Err when the file is there but cannot be loaded (the server then exits,
 /// as Redis does, rather than start without the data).
-fn load_rdb(srv: &Server) -> Result<Option<(String, u64, usize)>, ()> {
+fn load_rdb(srv: &Server) -> Result<Option<History>, ()> {
     let path = srv.rdb_path();
     let data = match std::fs::read(&path) {
         Ok(d) => d,
@@ -505,7 +511,7 @@ fn load_rdb(srv: &Server) -> Result<Option<(String, u64, usize)>, ()> {
     let start = std::time::Instant::now();
     match srv.rdb_load(&data) {
         Ok(l) => {
-            let history = l.repl.clone();
+            let history = l.repl.clone().map(|(id, off, db)| (id, off, db, l.expired_keys.clone()));
             if l.empty_skipped > 0 {
                 tracing::warn!(
                     "Done loading RDB, keys loaded: {}, keys expired: {}, empty keys skipped: {}.",

@@ -46,7 +46,7 @@ fn same_digest(primary: &mut Raw, replica: &mut Raw) {
 
 #[test]
 fn a_redis_replica_syncs_and_follows() {
-    let latch = Latch::start(&["--enable-debug-command", "yes"]);
+    let latch = Latch::start(&["--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0"]);
     let mut p = latch.raw();
     load(&mut p, 0, 300);
     p.cmd(&[b"SET", b"ttl", b"x", b"PX", b"600000"]);
@@ -206,8 +206,8 @@ fn latch_replicates_a_redis_primary_and_resyncs_partially() {
 
 #[test]
 fn a_promoted_replica_keeps_the_history_and_the_old_primary_follows_it_partially() {
-    let a = Latch::start(&["--enable-debug-command", "yes"]);
-    let b = Latch::start(&["--enable-debug-command", "yes"]);
+    let a = Latch::start(&["--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0"]);
+    let b = Latch::start(&["--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0"]);
     let (mut pa, mut pb) = (a.raw(), b.raw());
     load(&mut pa, 0, 200);
     load_more_types(&mut pa);
@@ -250,7 +250,7 @@ fn int(reply: &str) -> i64 {
 
 #[test]
 fn lock_grants_reach_latch_replicas_and_stock_replicas_get_no_op_of_their_length() {
-    let p = Latch::start(&["--enable-debug-command", "yes"]);
+    let p = Latch::start(&["--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0"]);
     let mut pc = p.raw();
     let port = p.port.to_string();
     let l = Latch::start(&["--replicaof", "127.0.0.1", &port, "--enable-debug-command", "yes"]);
@@ -286,7 +286,7 @@ fn lock_grants_reach_latch_replicas_and_stock_replicas_get_no_op_of_their_length
 
 #[test]
 fn a_restarted_replica_continues_from_the_offset_its_file_recorded() {
-    let p = Latch::start(&["--enable-debug-command", "yes"]);
+    let p = Latch::start(&["--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0"]);
     let mut pc = p.raw();
     load(&mut pc, 0, 100);
     let port = p.port.to_string();
@@ -308,8 +308,53 @@ fn a_restarted_replica_continues_from_the_offset_its_file_recorded() {
     let mut rc = r.raw();
     wait_for("the link again", || info_field(&mut rc, "replication", "master_link_status").as_deref() == Some("up"));
     same_digest(&mut pc, &mut rc);
-    assert_eq!(info_field(&mut pc, "stats", "sync_full").as_deref(), Some("1"));
-    assert_eq!(info_field(&mut pc, "stats", "sync_partial_ok").as_deref(), Some("1"));
+    let stats = pc.cmd(&[b"INFO", b"stats"]);
+    assert_eq!(info_field(&mut pc, "stats", "sync_full").as_deref(), Some("1"), "{stats}");
+    assert_eq!(info_field(&mut pc, "stats", "sync_partial_ok").as_deref(), Some("1"), "{stats}");
     rc.cmd(&[b"SELECT", b"4"]);
     assert_eq!(rc.cmd(&[b"GET", b"while-down"]), "$1\r\ny\r\n");
+}
+
+#[test]
+fn replicas_that_sync_together_under_writes_get_the_same_data() {
+    for diskless in ["no", "yes"] {
+        let p = Latch::start(&["--enable-debug-command", "yes", "--repl-diskless-sync", diskless]);
+        let mut pc = p.raw();
+        for i in 0..20 {
+            let args: Vec<Vec<u8>> = (0..500).flat_map(|j| [format!("k{i}:{j}").into_bytes(), b"v".to_vec()]).collect();
+            let mut cmd: Vec<&[u8]> = vec![b"MSET"];
+            cmd.extend(args.iter().map(Vec::as_slice));
+            pc.cmd(&cmd);
+        }
+        let port = p.port.to_string();
+        let replicas: Vec<Latch> = (0..3).map(|_| Latch::start(&["--enable-debug-command", "yes"])).collect();
+        // A writer goes on while the replicas ask for their full syncs at once.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writer = {
+            let (stop, mut w) = (stop.clone(), p.raw());
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) && n < 200_000 {
+                    w.cmd(&[b"INCR", format!("k{}:{}", n % 20, n % 500).as_bytes()]);
+                    w.cmd(&[b"RPUSH", b"log", n.to_string().as_bytes()]);
+                    n += 1;
+                }
+            })
+        };
+        let mut rcs: Vec<Raw> = replicas.iter().map(Latch::raw).collect();
+        for rc in &mut rcs {
+            rc.cmd(&[b"REPLICAOF", b"127.0.0.1", port.as_bytes()]);
+        }
+        // While they sync, a BGSAVE finds the one snapshot slot taken or free, never shared.
+        let _ = pc.cmd(&[b"BGSAVE"]);
+        for rc in &mut rcs {
+            wait_for("the links", || info_field(rc, "replication", "master_link_status").as_deref() == Some("up"));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        writer.join().expect("writer");
+        for rc in &mut rcs {
+            same_digest(&mut pc, rc);
+        }
+    }
 }

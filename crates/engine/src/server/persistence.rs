@@ -243,6 +243,9 @@ impl Server {
                     // Expired when the deadline is before now, as everywhere (Redis's `expiretime < now`).
                     if mono.is_some_and(|m| m < now as i64) {
                         loaded.expired += 1;
+                        if loaded.repl.is_some() {
+                            loaded.expired_keys.push((db, bytes::Bytes::copy_from_slice(&key)));
+                        }
                         continue;
                     }
                     let mut e = Entry::new(value);
@@ -359,6 +362,9 @@ impl Server {
         if self.persistence.aof_rewrite_in_progress.load(Ordering::SeqCst) {
             return Err(BGSAVE_BUSY);
         }
+        if self.persistence.repl_snapshot.load(Ordering::SeqCst) {
+            return Err("ERR Background save already in progress");
+        }
         self.persistence.bgsave_in_progress.store(true, Ordering::SeqCst);
         let dirty = self.stats.dirty();
         self.persistence.bgsave_cancel.store(false, Ordering::SeqCst);
@@ -436,7 +442,7 @@ impl Server {
     /// failed attempt. True when one started.
     pub fn save_cron(&self) -> bool {
         let p = &self.persistence;
-        if p.bgsave_in_progress.load(Ordering::SeqCst) {
+        if p.bgsave_in_progress.load(Ordering::SeqCst) || p.repl_snapshot.load(Ordering::SeqCst) {
             return false;
         }
         let unix_s = self.clock.unix_ms() / 1000;
@@ -502,7 +508,9 @@ impl Server {
     /// None while a BGSAVE runs (one snapshot at a time; the rewrite waits for it).
     pub fn aof_rewrite_begin(&self, preamble: bool) -> Option<(Snapshot, Vec<u8>, u64)> {
         let mut locked = self.ks.lock_all();
-        if self.persistence.bgsave_in_progress.load(Ordering::SeqCst) {
+        if self.persistence.bgsave_in_progress.load(Ordering::SeqCst)
+            || self.persistence.repl_snapshot.load(Ordering::SeqCst)
+        {
             return None;
         }
         let kind = if preamble { SnapshotKind::AofBaseRdb } else { SnapshotKind::AofBaseCommands };

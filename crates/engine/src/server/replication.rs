@@ -61,6 +61,38 @@ impl Server {
                 }
             }
         }
+        let diskless = self.config.get("repl-diskless-sync").as_deref() == Some("yes");
+        let eof = psync.is_some() && eof_capa && diskless;
+        let delay_ms = if eof { self.config.get_i64("repl-diskless-sync-delay").max(0) as u64 * 1000 } else { 0 };
+        self.log_replica(&format!("Full resync requested by replica {}", client.info.addr));
+        client.info.set_flag('S', true);
+        if delay_ms > 0 || self.persistence.snapshot_busy() {
+            // Redis's WAIT_BGSAVE_START: the file starts once the delay is over and no other
+            // snapshot runs; `+FULLRESYNC` is sent then.
+            let offset = self.repl.offset();
+            self.repl.attach(client.info.clone(), ReplicaState::Waiting, offset, psync.is_none(), now);
+            client.sync = Some(SyncJob::Wait { psync: psync.is_some(), eof, until: now + delay_ms });
+            return None;
+        }
+        self.full_sync_now(client, locked, psync.is_some(), eof)
+    }
+
+    /// A waiting full sync ([`SyncJob::Wait`]) tries to start: None while another snapshot runs;
+    /// else the `+FULLRESYNC` line (for PSYNC) to send, with the job in `client.sync`.
+    pub fn try_full_sync(&self, client: &mut Client, psync: bool, eof: bool) -> Option<Option<Frame>> {
+        let mut locked = self.ks.lock_all();
+        if self.persistence.snapshot_busy() {
+            return None;
+        }
+        Some(self.full_sync_now(client, &mut locked, psync, eof))
+    }
+
+    /// Starts a full sync with every shard held: takes the snapshot slot, and the snapshot and
+    /// the stream's offset at one instant.
+    fn full_sync_now(&self, client: &mut Client, locked: &mut Locked<'_>, psync: bool, eof: bool) -> Option<Frame> {
+        let now = self.clock.now_ms();
+        self.persistence.repl_snapshot.store(true, Ordering::SeqCst);
+        let slot = crate::persistence::ReplSnapshot(self.persistence.clone());
         self.repl.activate(super::random_id);
         self.repl.set_backlog_size(self.config.get_i64("repl-backlog-size").max(0) as usize);
         self.changes.record();
@@ -72,13 +104,9 @@ impl Server {
         self.repl.sync_full.fetch_add(1, Ordering::Relaxed);
         let offset = self.repl.full_sync_point();
         let snapshot = self.begin_snapshot(locked, SnapshotKind::Rdb);
-        let diskless = self.config.get("repl-diskless-sync").as_deref() == Some("yes");
-        let eof = psync.is_some() && eof_capa && diskless;
-        self.repl.attach(client.info.clone(), ReplicaState::Sync, offset, psync.is_none(), now);
-        client.info.set_flag('S', true);
-        client.sync = Some(SyncJob::Full { snapshot, offset, eof });
-        self.log_replica(&format!("Full resync requested by replica {}", client.info.addr));
-        psync.map(|_| Frame::Simple(Bytes::from(format!("FULLRESYNC {} {offset}", self.repl.replid()))))
+        self.repl.attach(client.info.clone(), ReplicaState::Sync, offset, !psync, now);
+        client.sync = Some(SyncJob::Full { snapshot, offset, eof, slot });
+        psync.then(|| Frame::Simple(Bytes::from(format!("FULLRESYNC {} {offset}", self.repl.replid()))))
     }
 
     fn log_replica(&self, line: &str) {
@@ -318,13 +346,22 @@ impl Server {
     /// After a restart from a file that recorded a replication history (`repl-id`, `repl-offset`,
     /// `repl-stream-db`): a replica asks its primary to continue from there; a primary keeps
     /// that history as its secondary id, so its replicas can (Redis's `loadDataFromDisk`).
-    pub fn restore_replication(&self, replid: &str, offset: u64, db: usize) {
-        if self.upstream.is_replica() {
+    /// `expired`: keys the load skipped as expired, whose deletion a primary propagates (as Redis's
+    /// loader feeds their `DEL`s to the new backlog).
+    /// `replica`: the server is about to follow a primary.
+    pub fn restore_replication(&self, replid: &str, offset: u64, db: usize, expired: &[(usize, Bytes)], replica: bool) {
+        if replica {
             self.repl.follow(replid, offset);
             self.upstream.stream_db.store(db, Ordering::Relaxed);
         } else {
             self.record_changes();
             self.repl.restore_as_primary(replid, offset);
+            let del: &[u8] =
+                if self.config.get("lazyfree-lazy-expire").as_deref() == Some("yes") { b"UNLINK" } else { b"DEL" };
+            let limit = self.config.replica_obuf_limits().hard;
+            for (db, key) in expired {
+                self.repl.feed_unit(&[crate::changes::Effect::new(*db, &[del, &key[..]])], limit);
+            }
         }
     }
 

@@ -43,10 +43,17 @@ where
     pub(super) async fn serve_replica(&mut self, job: SyncJob) -> Result<Infallible, Close> {
         self.flush().await?;
         let id = self.client.id;
+        let job = match job {
+            SyncJob::Wait { psync, eof, until } => self.wait_for_snapshot(psync, eof, until).await?,
+            job => job,
+        };
         let mut next = match job {
+            SyncJob::Wait { .. } => unreachable!("a waiting sync was started above"),
             SyncJob::Partial { from } => from,
-            SyncJob::Full { snapshot, offset, eof } => {
+            SyncJob::Full { snapshot, offset, eof, slot } => {
                 self.send_snapshot(snapshot, eof).await?;
+                // The file is written: another snapshot may start.
+                drop(slot);
                 if eof {
                     // The stream starts once the replica acknowledged the file (Redis's
                     // `repl_start_cmd_stream_on_ack`).
@@ -85,6 +92,37 @@ where
                 return Err(Close);
             }
             self.replica_input().await?;
+        }
+    }
+
+    /// A full sync waits (`repl-diskless-sync-delay`, or another snapshot running), sending the
+    /// replica a newline every second so it keeps waiting (Redis's keep-alive in
+    /// WAIT_BGSAVE_START), then starts: `+FULLRESYNC` (to PSYNC) and the job.
+    async fn wait_for_snapshot(&mut self, psync: bool, eof: bool, until: u64) -> Result<SyncJob, Close> {
+        let mut last_newline = self.srv.clock.now_ms();
+        loop {
+            // DEBUG SLEEP freezes the keep-alives too.
+            self.srv.wait_thawed();
+            let now = self.srv.clock.now_ms();
+            if now >= until
+                && let Some(reply) = self.srv.try_full_sync(&mut self.client, psync, eof)
+            {
+                if let Some(line) = reply {
+                    resp::encode(&line, self.client.proto, &mut self.wbuf);
+                    self.flush().await?;
+                }
+                return self.client.sync.take().ok_or(Close);
+            }
+            if now.saturating_sub(last_newline) >= 1000 {
+                self.wr.write_all(b"\n").await.map_err(|_| Close)?;
+                self.wr.flush().await.map_err(|_| Close)?;
+                last_newline = now;
+            }
+            let wait = until.saturating_sub(now).clamp(50, 1000);
+            tokio::select! {
+                _ = tokio::time::sleep(std::time::Duration::from_millis(wait)) => {}
+                r = self.replica_input() => r?,
+            }
         }
     }
 
