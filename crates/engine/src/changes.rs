@@ -134,6 +134,12 @@ impl ChangeStream {
             }
             let wrap = effects.len() > 1;
             if wrap {
+                // MULTI takes the first effect's database: its SELECT goes first, as Redis writes it.
+                if b.db != Some(effects[0].db) {
+                    let n = effects[0].db.to_string();
+                    encode_command(&mut b.bytes, &[&b"SELECT"[..], n.as_bytes()]);
+                    b.db = Some(effects[0].db);
+                }
                 encode_command(&mut b.bytes, &[&b"MULTI"[..]]);
             }
             for e in &effects {

@@ -207,6 +207,13 @@ impl Server {
         if self.upstream.is_replica() && !client.from_primary && cmd.flags.has(Flags::WRITE) {
             self.remember_own_expires(client, &mut locked, cmd, args);
         }
+        if matches!(cmd.name, "scan" | "randomkey") && self.changes.enabled() {
+            // Redis's `touches-arbitrary-keys` commands: the keys they found expired go out as
+            // units of their own, not in one MULTI (Redis's propagatePendingCommands).
+            for e in std::mem::take(&mut client.effects) {
+                self.publish_unit(now, vec![e]);
+            }
+        }
         self.publish_changes(client, &mut locked, now);
         // Blocked clients are served after the whole top-level command (a MULTI that pushes then
         // deletes wakes nobody), before its locks are released. Reads count: a lazy expiry can free

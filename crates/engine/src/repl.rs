@@ -352,6 +352,12 @@ impl Replication {
         let mut g = self.inner.lock();
         let wrap = effects.len() > 1;
         if wrap {
+            // MULTI takes the first effect's database, so its SELECT goes before it (Redis's
+            // propagatePendingCommands).
+            if g.seldb != Some(effects[0].db) {
+                encode_command(&mut out, &[&b"SELECT"[..], effects[0].db.to_string().as_bytes()]);
+                g.seldb = Some(effects[0].db);
+            }
             encode_command(&mut out, &[&b"MULTI"[..]]);
         }
         let base = self.offset.load(Ordering::Relaxed) + 1;
@@ -716,7 +722,7 @@ mod tests {
         let rest = r.read(one.len() as u64 + 1, 1 << 20, true).unwrap();
         assert_eq!(
             &rest[..],
-            &b"*1\r\n$5\r\nMULTI\r\n*2\r\n$6\r\nSELECT\r\n$1\r\n1\r\n*2\r\n$4\r\nINCR\r\n$1\r\na\r\n\
+            &b"*2\r\n$6\r\nSELECT\r\n$1\r\n1\r\n*1\r\n$5\r\nMULTI\r\n*2\r\n$4\r\nINCR\r\n$1\r\na\r\n\
                *2\r\n$4\r\nINCR\r\n$1\r\nb\r\n*1\r\n$4\r\nEXEC\r\n"[..]
         );
         assert!(r.read(r.offset() + 1, 10, true).unwrap().is_empty());

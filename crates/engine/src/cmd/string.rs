@@ -294,10 +294,10 @@ fn set_generic(ctx: &mut Ctx<'_, '_>, o: &SetOpts<'_>, key: &[u8], val: &[u8], o
         }
     }
     ctx.changed(1);
-    // A relative or second-based deadline replays as the same absolute one (Redis's SET ... PXAT).
+    // Any deadline replays as the same absolute one: Redis rewrites every SET with a TTL as
+    // `SET key value PXAT <ms>`.
     if let Some(unix) = deadline
         && ctx.rewrite.is_none()
-        && (o.expire != Expire::PxAt || ctx.cmd.name != "set")
         && ctx.propagating()
     {
         let at = unix.to_string();
