@@ -603,7 +603,7 @@ impl Replication {
 
     /// INFO `replication`'s lines, at `now_ms` (lag in seconds since the last ack): a primary's, or
     /// with `upstream` (the replica's own lines, see `crate::upstream`) a replica's.
-    pub fn info_lines(&self, now_ms: u64, upstream: Option<Vec<String>>) -> Vec<String> {
+    pub fn info_lines(&self, now_ms: u64, upstream: Option<Vec<String>>, failover: &str) -> Vec<String> {
         let g = self.inner.lock();
         let offset = self.offset.load(Ordering::Relaxed);
         let listed = g.replicas.values().filter(|r| r.attached()).count();
@@ -616,7 +616,7 @@ impl Replication {
             let lag = now_ms.saturating_sub(r.ack_ms) / 1000;
             out.push(format!("slave{i}:ip={ip},port={},state={state},offset={},lag={lag}", r.port, r.ack));
         }
-        out.push("master_failover_state:no-failover".to_string());
+        out.push(format!("master_failover_state:{failover}"));
         out.push(format!("master_replid:{}", g.replid));
         out.push(format!("master_replid2:{}", g.replid2));
         out.push(format!("master_repl_offset:{offset}"));
@@ -628,6 +628,32 @@ impl Replication {
         out.push(format!("repl_backlog_first_byte_offset:{first}"));
         out.push(format!("repl_backlog_histlen:{}", g.backlog.len()));
         out
+    }
+
+    /// An online replica that acknowledged the whole stream: `target`, or any (its announced
+    /// address then). Redis's `updateFailoverStatus` looks for it.
+    pub fn caught_up(&self, target: Option<(&str, u16)>) -> Option<(String, u16)> {
+        let g = self.inner.lock();
+        let offset = self.offset.load(Ordering::Relaxed);
+        g.replicas
+            .values()
+            .filter(|r| r.state == ReplicaState::Online && r.ack == offset)
+            .map(|r| (r.ip.clone().unwrap_or_else(|| host_of(&r.info.addr)), r.port))
+            .find(|(ip, port)| target.is_none_or(|(h, p)| h == ip && p == *port))
+    }
+
+    /// Whether an online replica announced `host`:`port` (FAILOVER TO checks it).
+    pub fn has_online_replica(&self, host: &str, port: u16) -> Option<bool> {
+        let g = self.inner.lock();
+        g.replicas
+            .values()
+            .find(|r| r.attached() && r.port == port && r.ip.clone().unwrap_or_else(|| host_of(&r.info.addr)) == host)
+            .map(|r| r.state == ReplicaState::Online)
+    }
+
+    /// Replicas attached (INFO's `connected_slaves`).
+    pub fn attached_count(&self) -> usize {
+        self.inner.lock().replicas.values().filter(|r| r.attached()).count()
     }
 
     /// ROLE's replica list: (ip, port, acknowledged offset) of each replica that announced a port.

@@ -55,6 +55,39 @@ impl LinkState {
     }
 }
 
+/// A coordinated failover (FAILOVER) on a primary: Redis's `failover_state` and its target.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Failover {
+    /// None running.
+    #[default]
+    None,
+    /// Writes are paused until a replica acknowledged the whole stream.
+    WaitForSync {
+        /// The replica to hand over to (FAILOVER TO), else the first that catches up.
+        target: Option<Primary>,
+        /// Monotonic ms when it times out, if TIMEOUT was given.
+        end: Option<u64>,
+        /// FORCE: at the timeout, hand over anyway.
+        force: bool,
+    },
+    /// This server follows the target and asks it, with `PSYNC ... FAILOVER`, to take over.
+    InProgress {
+        /// The replica handed over to.
+        target: Primary,
+    },
+}
+
+impl Failover {
+    /// INFO's `master_failover_state`.
+    pub fn info_name(&self) -> &'static str {
+        match self {
+            Failover::None => "no-failover",
+            Failover::WaitForSync { .. } => "waiting-for-sync",
+            Failover::InProgress { .. } => "failover-in-progress",
+        }
+    }
+}
+
 /// A primary's address.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Primary {
@@ -89,6 +122,8 @@ pub struct Upstream {
     /// The database the primary's stream selected last: where a partial resync goes on (saved in
     /// the RDB as `repl-stream-db`).
     pub stream_db: std::sync::atomic::AtomicUsize,
+    /// A coordinated failover (FAILOVER), on a primary.
+    pub failover: Mutex<Failover>,
     /// Keys with a TTL that clients of a writable replica wrote (database, key): the replica
     /// expires them itself, as no primary will.
     own_expires: Mutex<std::collections::BTreeSet<(usize, bytes::Bytes)>>,
@@ -111,6 +146,7 @@ impl Default for Upstream {
             master_client: AtomicU64::new(0),
             stream_db: std::sync::atomic::AtomicUsize::new(0),
             own_expires: Mutex::new(std::collections::BTreeSet::new()),
+            failover: Mutex::new(Failover::None),
         }
     }
 }

@@ -465,6 +465,8 @@ async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>, aof: Arc<aof::Aof>) {
         let now = clock.now_ms();
         // A CLIENT PAUSE whose time is up ends, and its clients run (Redis's serverCron).
         srv.pause_cron(now);
+        // FAILOVER's progress (Redis checks it before every sleep).
+        srv.failover_cron(now);
         srv.clients_cron(now);
         srv.close_idle_connections(now);
         srv.limit_tracking_table();

@@ -243,8 +243,22 @@ impl Link<'_> {
         }
         let (replid, offset) = self.srv.psync_request();
         self.log(&format!("Trying a partial resynchronization (request {replid}:{offset})."));
-        wire.send(&[b"PSYNC", replid.as_bytes(), offset.to_string().as_bytes()]).await?;
+        // A primary handing over (FAILOVER) asks its target to take over.
+        let failover = self.srv.failing_over();
+        if failover {
+            wire.send(&[b"PSYNC", replid.as_bytes(), offset.to_string().as_bytes(), b"FAILOVER"]).await?;
+        } else {
+            wire.send(&[b"PSYNC", replid.as_bytes(), offset.to_string().as_bytes()]).await?;
+        }
         let r = wire.reply_line(t).await?;
+        if failover {
+            if r.starts_with("+FULLRESYNC") || r.starts_with("+CONTINUE") {
+                self.srv.failover_done();
+            } else {
+                self.srv.failover_abort("Failover target rejected psync request");
+                return Err(format!("Unexpected reply to PSYNC from master: {r}"));
+            }
+        }
         if let Some(rest) = r.strip_prefix("+FULLRESYNC") {
             let mut parts = rest.split_whitespace();
             let (Some(id), Some(off)) = (parts.next(), parts.next().and_then(|o| o.parse::<u64>().ok())) else {

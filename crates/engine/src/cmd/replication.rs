@@ -46,6 +46,14 @@ pub static COMMANDS: &[Command] = &[
         handler: replicaof,
         ..BASE
     },
+    Command {
+        name: "failover",
+        arity: -1,
+        flags: Flags::ADMIN.or(Flags::NOSCRIPT).or(Flags::STALE),
+        group: Group::Server,
+        handler: failover,
+        ..BASE
+    },
     Command { name: "wait", arity: 3, flags: Flags::NOSCRIPT, group: Group::Generic, handler: wait, ..BASE },
     Command {
         name: "role",
@@ -67,6 +75,27 @@ fn sync(ctx: &mut Ctx<'_, '_>) -> Frame {
 fn psync(ctx: &mut Ctx<'_, '_>) -> Frame {
     let Ok(offset) = ctx.int_arg(2) else { return crate::error::not_integer() };
     let replid = ctx.arg(1);
+    // `PSYNC <replid> <offset> FAILOVER`: the primary hands over to this replica (FAILOVER).
+    if ctx.argc() > 3 && ctx.arg(3).eq_ignore_ascii_case(b"failover") && !ctx.client.info.has_flag('S') {
+        ctx.srv.log_link(true, &format!("Failover request received for replid {}.", String::from_utf8_lossy(replid)));
+        if !ctx.srv.upstream.is_replica() {
+            return Frame::error("ERR PSYNC FAILOVER can't be sent to a master.");
+        }
+        if replid != ctx.srv.repl.replid().as_bytes() {
+            return Frame::error("ERR PSYNC FAILOVER replid must match my replid.");
+        }
+        ctx.srv.promote_locked(ctx.locked);
+        ctx.srv.log_link(
+            false,
+            &format!(
+                "MASTER MODE enabled (failover request from 'id={} addr={}')",
+                ctx.client.id, ctx.client.info.addr
+            ),
+        );
+    }
+    if !matches!(*ctx.srv.upstream.failover.lock(), crate::upstream::Failover::None) {
+        return Frame::error("NOMASTERLINK Can't SYNC while failing over");
+    }
     start(ctx, Some((replid, offset)))
 }
 
@@ -164,6 +193,38 @@ fn replicaof(ctx: &mut Ctx<'_, '_>) -> Frame {
     let Ok(port) = u16::try_from(port) else { return Frame::error("ERR Invalid master port") };
     let host = String::from_utf8_lossy(host).into_owned();
     ctx.srv.replicaof(ctx.client, Some(crate::upstream::Primary { host, port }))
+}
+
+/// FAILOVER [TO host port] [FORCE] [ABORT] [TIMEOUT ms]: hands the primary's role to a replica
+/// once it caught up (Redis's `failoverCommand`).
+fn failover(ctx: &mut Ctx<'_, '_>) -> Frame {
+    if ctx.argc() == 2 && ctx.arg(1).eq_ignore_ascii_case(b"abort") {
+        return ctx.srv.failover_abort_command();
+    }
+    let (mut timeout, mut force, mut target) = (0i64, false, None);
+    let mut j = 1;
+    while j < ctx.argc() {
+        let a = ctx.arg(j);
+        if a.eq_ignore_ascii_case(b"timeout") && j + 1 < ctx.argc() && timeout == 0 {
+            let Some(t) = crate::args::parse_i64_strict(ctx.arg(j + 1)) else { return crate::error::not_integer() };
+            if t <= 0 {
+                return Frame::error("ERR FAILOVER timeout must be greater than 0");
+            }
+            timeout = t;
+            j += 2;
+        } else if a.eq_ignore_ascii_case(b"to") && j + 2 < ctx.argc() && target.is_none() {
+            let Some(port) = crate::args::parse_i64_strict(ctx.arg(j + 2)) else { return crate::error::not_integer() };
+            let host = String::from_utf8_lossy(ctx.arg(j + 1)).into_owned();
+            target = Some(crate::upstream::Primary { host, port: u16::try_from(port).unwrap_or(0) });
+            j += 3;
+        } else if a.eq_ignore_ascii_case(b"force") && !force {
+            force = true;
+            j += 1;
+        } else {
+            return crate::error::syntax();
+        }
+    }
+    ctx.srv.failover_start(target, timeout as u64, force, ctx.now)
 }
 
 /// WAIT numreplicas timeout: how many replicas acknowledged this client's writes (everything the

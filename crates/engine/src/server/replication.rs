@@ -8,6 +8,7 @@ use crate::client::Client;
 use crate::keyspace::Locked;
 use crate::persistence::SnapshotKind;
 use crate::repl::{Psync, ReplicaState, SyncJob};
+use crate::upstream::{Failover, Primary};
 use bytes::Bytes;
 use resp::Frame;
 use std::sync::atomic::Ordering;
@@ -189,6 +190,9 @@ impl Server {
                 if client.info.has_flag('S') {
                     return Frame::error("ERR Command is not valid when client is a replica.");
                 }
+                if !matches!(*self.upstream.failover.lock(), Failover::None) {
+                    return Frame::error("ERR REPLICAOF not allowed while failing over.");
+                }
                 if self.upstream.primary().as_ref() == Some(&p) {
                     self.log_replica(
                         "REPLICAOF would result into synchronization with the master we are already connected with. No operation performed.",
@@ -221,9 +225,26 @@ impl Server {
     /// the old one as the secondary (its replicas continue partially), the replicas closed so they
     /// learn it, keys expire here again.
     pub fn promote(&self) {
+        self.promote_with(None);
+    }
+
+    /// [`Server::promote`] by a command that holds every shard already (PSYNC ... FAILOVER).
+    pub fn promote_locked(&self, locked: &mut Locked<'_>) {
+        self.promote_with(Some(locked));
+    }
+
+    fn promote_with(&self, locked: Option<&mut Locked<'_>>) {
         // Its own writes go to its stream from the moment it takes them.
         if self.repl.active() {
-            self.record_changes();
+            match locked {
+                Some(l) => {
+                    for s in l.shards_mut() {
+                        s.dbs.iter_mut().for_each(|t| t.log_server_deletes(true));
+                    }
+                    self.changes.record();
+                }
+                None => self.record_changes(),
+            }
         }
         self.repl.shift_replid(super::random_id());
         self.raise_fence_for_promotion();
@@ -266,7 +287,8 @@ impl Server {
                 self.config.get("replica-announced").as_deref() == Some("yes"),
             )
         });
-        let mut lines = self.repl.info_lines(now_ms, upstream);
+        let failover = self.upstream.failover.lock().info_name();
+        let mut lines = self.repl.info_lines(now_ms, upstream, failover);
         // Right after `connected_slaves`, when `min-replicas-*` are both set.
         if let Some((_, lag)) = self.config.min_replicas() {
             let good = self.repl.good_replicas(now_ms, lag);
@@ -283,10 +305,12 @@ impl Server {
         if client.from_primary {
             return None;
         }
-        if !self.upstream.link_up()
-            && !cmd.flags.has(crate::command::Flags::STALE)
-            && self.config.get("replica-serve-stale-data").as_deref() == Some("no")
-        {
+        use crate::command::Flags;
+        // EXEC runs on stale data only if everything it queued may (Redis's `is_denystale_command`).
+        let denied = !cmd.flags.has(Flags::STALE)
+            || (cmd.name == "exec"
+                && client.multi.queued.as_ref().is_some_and(|q| q.iter().any(|(c, _)| !c.flags.has(Flags::STALE))));
+        if denied && !self.upstream.link_up() && self.config.get("replica-serve-stale-data").as_deref() == Some("no") {
             return Some(Frame::error(MASTERDOWN));
         }
         if write && self.config.get("replica-read-only").as_deref() == Some("yes") {
@@ -421,5 +445,102 @@ impl Server {
         client.info.set_flag('b', false);
         client.info.argv_mem.store(0, Ordering::Relaxed);
         self.blocked_clients.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Server {
+    /// FAILOVER [TO host port [FORCE]] [TIMEOUT ms]: writes pause until a replica acknowledged the
+    /// whole stream, then this primary follows it and asks it to take over (Redis's
+    /// `failoverCommand`).
+    pub fn failover_start(&self, target: Option<Primary>, timeout_ms: u64, force: bool, now: u64) -> Frame {
+        if !matches!(*self.upstream.failover.lock(), Failover::None) {
+            return Frame::error("ERR FAILOVER already in progress.");
+        }
+        if self.upstream.is_replica() {
+            return Frame::error("ERR FAILOVER is not valid when server is a replica.");
+        }
+        if self.repl.attached_count() == 0 {
+            return Frame::error("ERR FAILOVER requires connected replicas.");
+        }
+        if force && (timeout_ms == 0 || target.is_none()) {
+            return Frame::error("ERR FAILOVER with force option requires both a timeout and target HOST and IP.");
+        }
+        match &target {
+            Some(t) => match self.repl.has_online_replica(&t.host, t.port) {
+                None => return Frame::error("ERR FAILOVER target HOST and PORT is not a replica."),
+                Some(false) => return Frame::error("ERR FAILOVER target replica is not online."),
+                Some(true) => self.log_replica(&format!("FAILOVER requested to {}:{}.", t.host, t.port)),
+            },
+            None => self.log_replica("FAILOVER requested to any replica."),
+        }
+        let end = (timeout_ms > 0).then(|| now.saturating_add(timeout_ms));
+        *self.upstream.failover.lock() = Failover::WaitForSync { target, end, force };
+        self.pause_clients(crate::pause::PauseKind::Write, u64::MAX, now);
+        Frame::ok()
+    }
+
+    /// FAILOVER ABORT.
+    pub fn failover_abort_command(&self) -> Frame {
+        if matches!(*self.upstream.failover.lock(), Failover::None) {
+            return Frame::error("ERR No failover in progress.");
+        }
+        self.failover_abort("Failover manually aborted");
+        Frame::ok()
+    }
+
+    /// Ends a failover that did not happen: a primary again, writes go on.
+    pub fn failover_abort(&self, why: &str) {
+        let was = std::mem::take(&mut *self.upstream.failover.lock());
+        let target = match &was {
+            Failover::None => return,
+            Failover::WaitForSync { target, .. } => target.clone(),
+            Failover::InProgress { target } => Some(target.clone()),
+        };
+        match target {
+            Some(t) => self.log_replica(&format!("FAILOVER to {}:{} aborted: {why}", t.host, t.port)),
+            None => self.log_replica(&format!("FAILOVER to any replica aborted: {why}")),
+        }
+        if matches!(was, Failover::InProgress { .. }) {
+            self.promote();
+        }
+        self.unpause_clients();
+    }
+
+    /// The target took over (its answer to `PSYNC ... FAILOVER`): the failover is done.
+    pub fn failover_done(&self) {
+        if matches!(*self.upstream.failover.lock(), Failover::InProgress { .. }) {
+            *self.upstream.failover.lock() = Failover::None;
+            self.unpause_clients();
+        }
+    }
+
+    /// The failover's part of the cron (Redis's `updateFailoverStatus`): the timeout, and the hand
+    /// over once the target (or any replica) acknowledged everything.
+    pub fn failover_cron(&self, now: u64) {
+        let Failover::WaitForSync { target, end, force } = self.upstream.failover.lock().clone() else { return };
+        if end.is_some_and(|e| e <= now) {
+            if let (true, Some(t)) = (force, target) {
+                self.log_replica(&format!("FAILOVER to {}:{} time out exceeded, failing over.", t.host, t.port));
+                self.hand_over(t);
+            } else {
+                self.failover_abort("Replica never caught up before timeout");
+            }
+            return;
+        }
+        let wanted = target.as_ref().map(|t| (t.host.as_str(), t.port));
+        if let Some((host, port)) = self.repl.caught_up(wanted) {
+            self.log_replica(&format!("Failover target {host}:{port} is synced, failing over."));
+            self.hand_over(Primary { host, port });
+        }
+    }
+
+    fn hand_over(&self, target: Primary) {
+        *self.upstream.failover.lock() = Failover::InProgress { target: target.clone() };
+        self.follow_primary(target);
+    }
+
+    /// Whether the link asks its primary to take over (`PSYNC ... FAILOVER`).
+    pub fn failing_over(&self) -> bool {
+        matches!(*self.upstream.failover.lock(), Failover::InProgress { .. })
     }
 }
