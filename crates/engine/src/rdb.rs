@@ -1374,9 +1374,44 @@ mod tests {
         assert!(verify_dump(&newer).is_none());
         // A length naming far more than the input holds.
         assert_eq!(restore(&[types::SET, 0x81, 0xFF, 0, 0, 0, 0, 0, 0, 0]).err(), Some(DecodeError::BadFormat));
-        assert_eq!(restore(&[types::STREAM_LISTPACKS_2]).err(), Some(DecodeError::Unsupported("stream")));
+        assert_eq!(restore(&[types::STREAM_LISTPACKS_2]).err(), Some(DecodeError::BadFormat));
+        assert_eq!(restore(&[types::MODULE_2]).err(), Some(DecodeError::Unsupported("module")));
         assert_eq!(restore(&[types::SET, 0]).err(), Some(DecodeError::EmptyKey));
         assert_eq!(restore(&[types::STRING, 0xC3, 1, 0x7F, 0]).err(), Some(DecodeError::BadFormat));
+    }
+
+    #[test]
+    fn streams_round_trip_and_every_flipped_byte_is_safe() {
+        use crate::types::stream::{Group, NewId, NodeLimits, StreamId};
+        let mut st = Stream::new();
+        for i in 1..=150u64 {
+            let v = i.to_string();
+            let f: [&[u8]; 4] = [b"f", v.as_bytes(), b"g", b"x"];
+            st.append(&f, NewId::Exact(StreamId::new(i, 0)), 0, NodeLimits::default()).unwrap();
+        }
+        st.delete_ids(&[StreamId::new(3, 0)]);
+        let mut g = Group::new(StreamId::new(10, 0), 10);
+        g.consumers.insert(SmallBytes::from_slice(b"c"), Consumer { seen_time: 5, pel: [StreamId::new(4, 0)].into() });
+        g.pel.insert(
+            StreamId::new(4, 0),
+            Nack { delivery_time: 7, delivery_count: 2, consumer: SmallBytes::from_slice(b"c") },
+        );
+        st.groups.insert(SmallBytes::from_slice(b"grp"), g);
+        let v = Value::Stream(Box::new(st.clone()));
+        let body = dump(&v, &limits(), false).unwrap();
+        let Value::Stream(back) = roundtrip(&v) else { panic!("not a stream") };
+        assert_eq!(*back, st);
+        let inner = &body[..body.len() - 10];
+        for i in 0..inner.len() {
+            let mut bad = inner.to_vec();
+            bad[i] ^= 0xA5;
+            if let Ok(Value::Stream(s)) = restore(&bad) {
+                // Accepted: every walk over it stays safe.
+                let _ = s.range(StreamId::MIN, StreamId::MAX, false, 0);
+                let _ = s.range(StreamId::MIN, StreamId::MAX, true, 0);
+                let _ = s.edge_id(true, true);
+            }
+        }
     }
 
     proptest::proptest! {

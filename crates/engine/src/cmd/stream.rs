@@ -1664,8 +1664,7 @@ fn xautoclaim(ctx: &mut Ctx<'_, '_>) -> Frame {
     let mut have_consumer = false;
     let mut cursor = start;
     let mut next: Option<StreamId> = None;
-    loop {
-        let Some(id) = s.groups[gname].pel.range(cursor..).next().map(|(k, _)| *k) else { break };
+    while let Some(id) = s.groups[gname].pel.range(cursor..).next().map(|(k, _)| *k) {
         if attempts == 0 || count == 0 {
             next = Some(id);
             break;

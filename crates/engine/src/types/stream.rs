@@ -447,10 +447,8 @@ impl Stream {
             for (master, data) in iter {
                 let node = Node::read(*master, data);
                 for e in &node.entries {
-                    if e.id >= start && (tombstones || e.flags & FLAG_DELETED == 0) {
-                        if e.id > end || !f(&node, e) {
-                            return;
-                        }
+                    if e.id >= start && (tombstones || e.flags & FLAG_DELETED == 0) && (e.id > end || !f(&node, e)) {
+                        return;
                     }
                 }
             }
@@ -463,10 +461,8 @@ impl Stream {
             for (master, data) in iter {
                 let node = Node::read(*master, data);
                 for e in node.entries.iter().rev() {
-                    if e.id <= end && (tombstones || e.flags & FLAG_DELETED == 0) {
-                        if e.id < start || !f(&node, e) {
-                            return;
-                        }
+                    if e.id <= end && (tombstones || e.flags & FLAG_DELETED == 0) && (e.id < start || !f(&node, e)) {
+                        return;
                     }
                 }
             }
