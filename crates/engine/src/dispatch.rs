@@ -329,6 +329,16 @@ impl Server {
         self.blocked_clients.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts the reply a blocked client got later (served by a writer, unblocked, timed out): an
+    /// error counts in the error statistics and as a failed call of its command, as Redis counts
+    /// it on unblocking.
+    pub fn count_blocked_reply(&self, w: &crate::ctx::Waiter, reply: &Frame) {
+        if reply.is_error() {
+            self.stats.count_error(reply);
+            self.stats.count_failed(w.cmd);
+        }
+    }
+
     /// The connection layer is done with a blocked client (served, timed out, or gone).
     pub fn unblocked(&self, client: &mut Client) {
         if client.blocked.take().is_some() {
