@@ -300,9 +300,10 @@ fn entries_frame(v: &[StreamEntry]) -> Frame {
 }
 
 fn limits(ctx: &Ctx<'_, '_>) -> NodeLimits {
+    let c = &ctx.srv.config;
     NodeLimits {
-        max_bytes: ctx.srv.config.get_i64("stream-node-max-bytes").max(0) as usize,
-        max_entries: ctx.srv.config.get_i64("stream-node-max-entries"),
+        max_bytes: c.stream_node_max_bytes.load(std::sync::atomic::Ordering::Relaxed).max(0) as usize,
+        max_entries: c.stream_node_max_entries.load(std::sync::atomic::Ordering::Relaxed),
     }
 }
 
@@ -450,7 +451,7 @@ fn parse_add_trim(ctx: &Ctx<'_, '_>, xadd: bool) -> Result<AddTrim, Frame> {
             return Err(Frame::error("ERR syntax error, LIMIT cannot be used without the special ~ option"));
         }
     } else if approx {
-        limit = 100i64.saturating_mul(ctx.srv.config.get_i64("stream-node-max-entries"));
+        limit = 100i64.saturating_mul(limits(ctx).max_entries);
         if limit <= 0 {
             limit = 10000;
         }
