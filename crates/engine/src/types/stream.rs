@@ -14,7 +14,7 @@
 
 use crate::primitives::SmallBytes;
 use crate::types::listpack as lp;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// An entry's flag: deleted (a tombstone).
 pub const FLAG_DELETED: i64 = 1;
@@ -368,10 +368,51 @@ impl<'a> Node<'a> {
     }
 }
 
+/// The nodes in master-ID order: a deque rather than a tree, as nodes are added at the end and
+/// trimmed from the front, and a lookup is a binary search; 40 bytes a node where Redis's radix
+/// tree spends about two of its nodes per key.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Nodes(VecDeque<(StreamId, Vec<u8>)>);
+
+impl Nodes {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn iter(&self) -> impl DoubleEndedIterator<Item = (&StreamId, &Vec<u8>)> + ExactSizeIterator {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+    /// Position of the last node whose master ID is at most `id`.
+    fn index_le(&self, id: StreamId) -> Option<usize> {
+        self.0.partition_point(|(k, _)| *k <= id).checked_sub(1)
+    }
+    fn position(&self, k: StreamId) -> Option<usize> {
+        self.0.binary_search_by(|(x, _)| x.cmp(&k)).ok()
+    }
+    fn get_mut(&mut self, k: StreamId) -> Option<&mut Vec<u8>> {
+        let i = self.position(k)?;
+        Some(&mut self.0[i].1)
+    }
+    fn remove(&mut self, k: StreamId) {
+        if let Some(i) = self.position(k) {
+            self.0.remove(i);
+        }
+    }
+    /// Inserts in order; false if the master ID is taken.
+    fn insert(&mut self, k: StreamId, v: Vec<u8>) -> bool {
+        match self.0.binary_search_by(|(x, _)| x.cmp(&k)) {
+            Ok(_) => false,
+            Err(i) => {
+                self.0.insert(i, (k, v));
+                true
+            }
+        }
+    }
+}
+
 /// A stream.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stream {
-    nodes: BTreeMap<StreamId, Vec<u8>>,
+    nodes: Nodes,
     /// Live entries.
     pub length: u64,
     /// The last ID generated (or set by XSETID).
@@ -404,7 +445,7 @@ impl Stream {
 
     /// Bytes held by the nodes.
     pub fn node_bytes(&self) -> usize {
-        self.nodes.values().map(|n| n.capacity()).sum()
+        self.nodes.iter().map(|(_, n)| n.capacity()).sum()
     }
 
     /// Approximate heap bytes (for memory accounting).
@@ -419,13 +460,13 @@ impl Stream {
                     + g.consumers.iter().map(|(c, cons)| c.len() + 48 + cons.pel.len() * 24).sum::<usize>()
             })
             .sum();
-        self.node_bytes() + self.nodes.len() * 48 + groups
+        self.node_bytes() + self.nodes.0.capacity() * std::mem::size_of::<(StreamId, Vec<u8>)>() + groups
     }
 
     /// Number of nodes Redis's radix tree would have for these node keys (`rax->numnodes`): the
     /// root, every key, every branching point and each branch's first node.
     pub fn radix_nodes(&self) -> usize {
-        radix_node_count(self.nodes.keys().map(|k| k.to_be()))
+        radix_node_count(self.nodes.iter().map(|(k, _)| k.to_be()))
     }
 
     /// Walks the entries from `start` to `end` (both inclusive) in order, or backwards with
@@ -439,11 +480,8 @@ impl Stream {
         mut f: impl FnMut(&Node<'_>, &Raw) -> bool,
     ) {
         if !rev {
-            let from = if start.is_zero() { None } else { self.nodes.range(..=start).next_back().map(|(k, _)| *k) };
-            let iter: Box<dyn Iterator<Item = (&StreamId, &Vec<u8>)>> = match from {
-                Some(k) => Box::new(self.nodes.range(k..)),
-                None => Box::new(self.nodes.iter()),
-            };
+            let from = if start.is_zero() { 0 } else { self.nodes.index_le(start).unwrap_or(0) };
+            let iter = self.nodes.iter().skip(from);
             for (master, data) in iter {
                 let node = Node::read(*master, data);
                 for e in &node.entries {
@@ -453,11 +491,9 @@ impl Stream {
                 }
             }
         } else {
-            let from = if end.is_zero() { None } else { self.nodes.range(..=end).next_back().map(|(k, _)| *k) };
-            let iter: Box<dyn Iterator<Item = (&StreamId, &Vec<u8>)>> = match from {
-                Some(k) => Box::new(self.nodes.range(..=k).rev()),
-                None => Box::new(self.nodes.iter().rev()),
-            };
+            let n = self.nodes.len();
+            let upto = if end.is_zero() { n } else { self.nodes.index_le(end).map_or(n, |i| i + 1) };
+            let iter = self.nodes.0.range(..upto).rev().map(|(k, v)| (k, v));
             for (master, data) in iter {
                 let node = Node::read(*master, data);
                 for e in node.entries.iter().rev() {
@@ -548,9 +584,9 @@ impl Stream {
         let numfields = fields.len() / 2;
         let max_bytes =
             if limits.max_bytes == 0 || limits.max_bytes > MAX_NODE_BYTES { MAX_NODE_BYTES } else { limits.max_bytes };
-        let mut tail = self.nodes.last_key_value().map(|(k, _)| *k);
+        let mut tail = self.nodes.0.back().map(|(k, _)| *k);
         if let Some(k) = tail {
-            let node = self.nodes.get_mut(&k).expect("tail key");
+            let node = self.nodes.get_mut(k).expect("tail key");
             let mut full = node.len() + total >= max_bytes;
             if !full && limits.max_entries != 0 {
                 let p = lp::first(node).expect("node has a master entry");
@@ -574,10 +610,11 @@ impl Stream {
                 }
                 lp::append_int(&mut node, 0);
                 flags |= FLAG_SAMEFIELDS;
-                (id, self.nodes.entry(id).or_insert(node))
+                self.nodes.0.push_back((id, node));
+                (id, &mut self.nodes.0.back_mut().expect("just pushed").1)
             }
             Some(k) => {
-                let node = self.nodes.get_mut(&k).expect("tail key");
+                let node = self.nodes.get_mut(k).expect("tail key");
                 let p = lp::first(node).expect("node has a master entry");
                 let count = lp::get_int(node, p);
                 lp::replace_int(node, p, count + 1);
@@ -629,13 +666,13 @@ impl Stream {
     /// Trims (`streamTrim`); returns how many entries went.
     pub fn trim(&mut self, t: &Trim) -> u64 {
         let mut deleted: u64 = 0;
-        while let Some((&master, _)) = self.nodes.first_key_value() {
+        while let Some(&(master, _)) = self.nodes.0.front() {
             if let TrimTo::MaxLen(n) = t.to
                 && self.length <= n
             {
                 break;
             }
-            let node = self.nodes.get(&master).expect("first key");
+            let node = &self.nodes.0.front().expect("first key").1;
             let entries = lp::first(node).map_or(0, |p| lp::get_int(node, p)).max(0) as u64;
             if t.limit != 0 && deleted + entries > t.limit as u64 {
                 break;
@@ -646,7 +683,7 @@ impl Stream {
                 TrimTo::MinId(min) => decoded.entries.last().is_none_or(|e| e.id < min),
             };
             if remove {
-                self.nodes.remove(&master);
+                self.nodes.0.pop_front();
                 self.length = self.length.saturating_sub(entries);
                 deleted += entries;
                 continue;
@@ -672,7 +709,7 @@ impl Stream {
                 }
                 marks
             };
-            let node = self.nodes.get_mut(&master).expect("first key");
+            let node = &mut self.nodes.0.front_mut().expect("first key").1;
             let mut shift: isize = 0;
             for (pos, flags) in &marks {
                 shift += lp::replace_int(node, (*pos as isize + shift) as usize, *flags);
@@ -698,17 +735,18 @@ impl Stream {
     /// Deletes live entry `id` (`streamDeleteItem`); true if it was there. The caller updates
     /// `first_id` and `max_deleted` ([`Stream::delete_ids`] does).
     fn delete_one(&mut self, id: StreamId) -> bool {
-        let Some((&master, node)) = self.nodes.range(..=id).next_back() else { return false };
+        let Some(i) = self.nodes.index_le(id) else { return false };
+        let (master, node) = (self.nodes.0[i].0, &self.nodes.0[i].1);
         let Some(e) = Node::read(master, node).entries.into_iter().find(|e| e.id == id && e.flags & FLAG_DELETED == 0)
         else {
             return false;
         };
-        let node = self.nodes.get_mut(&master).expect("found above");
+        let node = &mut self.nodes.0[i].1;
         lp::replace_int(node, e.flags_pos, e.flags | FLAG_DELETED);
         let p = lp::first(node).expect("master entry");
         let count = lp::get_int(node, p);
         if count <= 1 {
-            self.nodes.remove(&master);
+            self.nodes.remove(master);
         } else {
             lp::replace_int(node, p, count - 1);
             let p = lp::next(node, p).expect("master entry");
@@ -812,11 +850,7 @@ impl Stream {
 
     /// Inserts a node as read from a file, checked first ([`validate_node`]).
     pub fn insert_node(&mut self, master: StreamId, node: Vec<u8>) -> bool {
-        if self.nodes.contains_key(&master) {
-            return false;
-        }
-        self.nodes.insert(master, node);
-        true
+        self.nodes.insert(master, node)
     }
 
     /// Live entries counted in the nodes' master entries, and whether the entries' IDs ascend
@@ -824,7 +858,7 @@ impl Stream {
     pub fn check_nodes(&self) -> Option<u64> {
         let mut live = 0u64;
         let mut prev: Option<StreamId> = None;
-        for (master, data) in &self.nodes {
+        for (master, data) in self.nodes.iter() {
             let node = Node::read(*master, data);
             let p = lp::first(data)?;
             let count = lp::get_int(data, p);
