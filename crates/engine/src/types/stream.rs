@@ -298,13 +298,16 @@ struct Raw {
 /// A node's master entry and entries, decoded once.
 struct Node<'a> {
     lp: &'a [u8],
+    master: StreamId,
     master_fields: Vec<usize>,
-    entries: Vec<Raw>,
+    /// The next entry's flags, for [`Node::next_entry`].
+    cur: Option<usize>,
 }
 
 impl<'a> Node<'a> {
-    fn read(master: StreamId, lp: &'a [u8]) -> Node<'a> {
-        let mut n = Node { lp, master_fields: Vec::new(), entries: Vec::new() };
+    /// The node's master entry; its entries come from [`Node::next_entry`] (or [`Node::read`]).
+    fn open(master: StreamId, lp: &'a [u8]) -> Node<'a> {
+        let mut n = Node { lp, master, master_fields: Vec::new(), cur: None };
         let Some(p) = lp::first(lp) else { return n };
         let Some(p) = lp::next(lp, p) else { return n };
         let Some(p) = lp::next(lp, p) else { return n };
@@ -315,34 +318,50 @@ impl<'a> Node<'a> {
             n.master_fields.push(q);
             cur = lp::next(lp, q);
         }
-        // The master entry's 0 terminator.
-        let mut cur = cur.and_then(|q| lp::next(lp, q));
-        while let Some(fp) = cur {
-            let flags = lp::get_int(lp, fp);
-            let Some(mp) = lp::next(lp, fp) else { break };
-            let Some(sp) = lp::next(lp, mp) else { break };
-            let id = StreamId::new(
-                master.ms.wrapping_add(lp::get_int(lp, mp) as u64),
-                master.seq.wrapping_add(lp::get_int(lp, sp) as u64),
-            );
-            let mut p = lp::next(lp, sp);
-            let (fields, skip) = if flags & FLAG_SAMEFIELDS != 0 {
-                (mfc, mfc)
-            } else {
-                let Some(q) = p else { break };
-                let nf = lp::get_int(lp, q).max(0) as usize;
-                p = lp::next(lp, q);
-                (nf, nf * 2)
-            };
-            let body = p;
-            for _ in 0..skip {
-                p = p.and_then(|q| lp::next(lp, q));
-            }
-            n.entries.push(Raw { id, flags, flags_pos: fp, body, fields });
-            // Past lp-count.
-            cur = p.and_then(|q| lp::next(lp, q));
-        }
+        // Past the master entry's 0 terminator.
+        n.cur = cur.and_then(|q| lp::next(lp, q));
         n
+    }
+
+    /// The next entry in order (tombstones included).
+    fn next_entry(&mut self) -> Option<Raw> {
+        let lp = self.lp;
+        let fp = self.cur?;
+        self.cur = None;
+        let flags = lp::get_int(lp, fp);
+        let mp = lp::next(lp, fp)?;
+        let sp = lp::next(lp, mp)?;
+        let id = StreamId::new(
+            self.master.ms.wrapping_add(lp::get_int(lp, mp) as u64),
+            self.master.seq.wrapping_add(lp::get_int(lp, sp) as u64),
+        );
+        let mut p = lp::next(lp, sp);
+        let mfc = self.master_fields.len();
+        let (fields, skip) = if flags & FLAG_SAMEFIELDS != 0 {
+            (mfc, mfc)
+        } else {
+            let q = p?;
+            let nf = lp::get_int(lp, q).max(0) as usize;
+            p = lp::next(lp, q);
+            (nf, nf * 2)
+        };
+        let body = p;
+        for _ in 0..skip {
+            p = p.and_then(|q| lp::next(lp, q));
+        }
+        // Past lp-count.
+        self.cur = p.and_then(|q| lp::next(lp, q));
+        Some(Raw { id, flags, flags_pos: fp, body, fields })
+    }
+
+    /// Every entry, in order.
+    fn read(master: StreamId, lp: &'a [u8]) -> (Node<'a>, Vec<Raw>) {
+        let mut n = Node::open(master, lp);
+        let mut entries = Vec::new();
+        while let Some(e) = n.next_entry() {
+            entries.push(e);
+        }
+        (n, entries)
     }
 
     fn fields(&self, e: &Raw) -> Vec<SmallBytes> {
@@ -483,9 +502,10 @@ impl Stream {
             let from = if start.is_zero() { 0 } else { self.nodes.index_le(start).unwrap_or(0) };
             let iter = self.nodes.iter().skip(from);
             for (master, data) in iter {
-                let node = Node::read(*master, data);
-                for e in &node.entries {
-                    if e.id >= start && (tombstones || e.flags & FLAG_DELETED == 0) && (e.id > end || !f(&node, e)) {
+                // Entries are decoded one at a time: a short range reads only what it needs.
+                let mut node = Node::open(*master, data);
+                while let Some(e) = node.next_entry() {
+                    if e.id >= start && (tombstones || e.flags & FLAG_DELETED == 0) && (e.id > end || !f(&node, &e)) {
                         return;
                     }
                 }
@@ -495,8 +515,8 @@ impl Stream {
             let upto = if end.is_zero() { n } else { self.nodes.index_le(end).map_or(n, |i| i + 1) };
             let iter = self.nodes.0.range(..upto).rev().map(|(k, v)| (k, v));
             for (master, data) in iter {
-                let node = Node::read(*master, data);
-                for e in node.entries.iter().rev() {
+                let (node, entries) = Node::read(*master, data);
+                for e in entries.iter().rev() {
                     if e.id <= end && (tombstones || e.flags & FLAG_DELETED == 0) && (e.id < start || !f(&node, e)) {
                         return;
                     }
@@ -677,10 +697,10 @@ impl Stream {
             if t.limit != 0 && deleted + entries > t.limit as u64 {
                 break;
             }
-            let decoded = Node::read(master, node);
+            let (_, decoded) = Node::read(master, node);
             let remove = match t.to {
                 TrimTo::MaxLen(n) => self.length.saturating_sub(entries) >= n,
-                TrimTo::MinId(min) => decoded.entries.last().is_none_or(|e| e.id < min),
+                TrimTo::MinId(min) => decoded.last().is_none_or(|e| e.id < min),
             };
             if remove {
                 self.nodes.0.pop_front();
@@ -694,7 +714,7 @@ impl Stream {
             let marks: Vec<(usize, i64)> = {
                 let mut marks = Vec::new();
                 let mut len = self.length;
-                for e in &decoded.entries {
+                for e in &decoded {
                     let stop = match t.to {
                         TrimTo::MaxLen(n) => len <= n,
                         TrimTo::MinId(min) => e.id >= min,
@@ -737,8 +757,7 @@ impl Stream {
     fn delete_one(&mut self, id: StreamId) -> bool {
         let Some(i) = self.nodes.index_le(id) else { return false };
         let (master, node) = (self.nodes.0[i].0, &self.nodes.0[i].1);
-        let Some(e) = Node::read(master, node).entries.into_iter().find(|e| e.id == id && e.flags & FLAG_DELETED == 0)
-        else {
+        let Some(e) = Node::read(master, node).1.into_iter().find(|e| e.id == id && e.flags & FLAG_DELETED == 0) else {
             return false;
         };
         let node = &mut self.nodes.0[i].1;
@@ -859,17 +878,17 @@ impl Stream {
         let mut live = 0u64;
         let mut prev: Option<StreamId> = None;
         for (master, data) in self.nodes.iter() {
-            let node = Node::read(*master, data);
+            let (_, entries) = Node::read(*master, data);
             let p = lp::first(data)?;
             let count = lp::get_int(data, p);
             let dels = lp::get_int(data, lp::next(data, p)?);
-            if count < 0 || dels < 0 || (count + dels) as usize != node.entries.len() {
+            if count < 0 || dels < 0 || (count + dels) as usize != entries.len() {
                 return None;
             }
-            if node.entries.iter().filter(|e| e.flags & FLAG_DELETED == 0).count() as i64 != count {
+            if entries.iter().filter(|e| e.flags & FLAG_DELETED == 0).count() as i64 != count {
                 return None;
             }
-            for e in &node.entries {
+            for e in &entries {
                 if prev.is_some_and(|p| e.id <= p) {
                     return None;
                 }
