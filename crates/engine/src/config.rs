@@ -796,7 +796,7 @@ pub static PARAMS: &[Param] = &[
         flags: 0,
         kind: Kind::Int(0, I64MAX),
         default: "100",
-        apply: None,
+        apply: Some(|c, v| c.stream_node_max_entries.store(int(v), Relaxed)),
     },
     P {
         name: "repl-backlog-size",
@@ -868,7 +868,7 @@ pub static PARAMS: &[Param] = &[
         flags: 0,
         kind: Kind::Memory(0, I64MAX),
         default: "4096",
-        apply: None,
+        apply: Some(|c, v| c.stream_node_max_bytes.store(int(v), Relaxed)),
     },
     P {
         name: "zset-max-listpack-value",
@@ -999,6 +999,10 @@ pub struct Config {
     pub proto_max_bulk_len: AtomicI64,
     /// Hot copy of `hll-sparse-max-bytes`: the size past which a sparse HyperLogLog turns dense.
     pub hll_sparse_max_bytes: AtomicI64,
+    /// Hot copy of `stream-node-max-bytes`: the size past which XADD starts a new stream node.
+    pub stream_node_max_bytes: AtomicI64,
+    /// Hot copy of `stream-node-max-entries`: the entries past which XADD starts a new node.
+    pub stream_node_max_entries: AtomicI64,
     /// Hot copy of `client-query-buffer-limit`.
     pub client_query_buffer_limit: AtomicI64,
     /// Hot copy of `slowlog-log-slower-than` (microseconds, -1 disables).
@@ -1415,6 +1419,8 @@ impl Config {
             values: RwLock::new(BTreeMap::new()),
             proto_max_bulk_len: AtomicI64::new(0),
             hll_sparse_max_bytes: AtomicI64::new(0),
+            stream_node_max_bytes: AtomicI64::new(0),
+            stream_node_max_entries: AtomicI64::new(0),
             client_query_buffer_limit: AtomicI64::new(0),
             slowlog_log_slower_than: AtomicI64::new(0),
             slowlog_max_len: AtomicI64::new(0),

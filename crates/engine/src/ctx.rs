@@ -62,6 +62,8 @@ pub struct Ctx<'a, 'k> {
     pub dirty: u64,
     /// What the command propagates as instead of its arguments ([`Ctx::propagate_as`]).
     pub rewrite: Option<Vec<Vec<Bytes>>>,
+    /// The keyspace events its change raises when its name does not tell ([`Ctx::event`]).
+    pub events: Vec<&'static str>,
 }
 
 impl<'a, 'k> Ctx<'a, 'k> {
@@ -74,7 +76,7 @@ impl<'a, 'k> Ctx<'a, 'k> {
         now: u64,
         cmd: &'static Command,
     ) -> Self {
-        Ctx { srv, client, locked, args, now, cmd, dirty: 0, rewrite: None }
+        Ctx { srv, client, locked, args, now, cmd, dirty: 0, rewrite: None, events: Vec::new() }
     }
 
     /// Reports `n` changes to the data (Redis's `server.dirty += n`: the count behind
@@ -94,6 +96,22 @@ impl<'a, 'k> Ctx<'a, 'k> {
         }
         let v = args.iter().map(|a| Bytes::copy_from_slice(a.as_ref())).collect();
         self.rewrite.get_or_insert_with(Vec::new).push(v);
+    }
+
+    /// Names a keyspace event (class `t`, streams) that the command's change raises, in order: the
+    /// stream commands raise events by what they did (XADD's `xtrim` only when it trimmed,
+    /// XREADGROUP's `xgroup-createconsumer` only when it made one), which their name cannot tell.
+    /// The composition raises them after the command, as every other event.
+    pub fn event(&mut self, name: &'static str) {
+        self.events.push(name);
+    }
+
+    /// Propagates nothing for this command, whatever it changed (Redis's
+    /// `preventCommandPropagation`), beyond what it asked for with [`Ctx::propagate_as`].
+    pub fn propagate_nothing(&mut self) {
+        if self.propagating() {
+            self.rewrite.get_or_insert_with(Vec::new);
+        }
     }
 
     /// Propagates the command as it was sent even if it reports no change (FLUSHALL on an empty

@@ -117,6 +117,41 @@ impl<'l, 'k> Db<'l, 'k> {
         Some(e)
     }
 
+    /// [`Db::write`] for the rest of the view's borrow: the entry outlives the view (a handler
+    /// that holds a value while it reports through its `Ctx` between lookups).
+    pub fn into_write(self, key: &[u8]) -> Option<&'l mut Entry> {
+        let (now, access, expire_now, i) = (self.now, self.access, self.expire_now, self.index);
+        let e = self.locked.shard_for(key).dbs[i].lookup_for_write(key, expire_now)?;
+        access.touch(e, now);
+        Some(e)
+    }
+
+    /// [`Db::read`] for the rest of the view's borrow.
+    pub fn into_read(self, key: &[u8]) -> Option<&'l Entry> {
+        let (now, i, no_touch, access) = (self.now, self.index, self.no_touch, self.access);
+        let expire_now = self.expire_now;
+        let crate::keyspace::Shard { dbs, hits, misses, .. } = self.locked.shard_for(key);
+        match dbs[i].lookup_read(key, expire_now) {
+            Some(e) => {
+                *hits += 1;
+                if !no_touch {
+                    access.touch(e, now);
+                }
+                Some(e)
+            }
+            None => {
+                *misses += 1;
+                None
+            }
+        }
+    }
+
+    /// [`Db::peek`] for the rest of the view's borrow.
+    pub fn into_peek(self, key: &[u8]) -> Option<&'l Entry> {
+        let (now, i) = (self.expire_now, self.index);
+        self.locked.shard_for(key).dbs[i].lookup(key, now).map(|e| &*e)
+    }
+
     /// True if the key exists (and is not expired). Does not count as a read.
     pub fn exists(&mut self, key: &[u8]) -> bool {
         let now = self.expire_now;

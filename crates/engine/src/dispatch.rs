@@ -271,9 +271,10 @@ impl Server {
         client.wait_durable |= cmd.flags.has(Flags::READONLY) || cmd.flags.has(Flags::WRITE);
         let mut ctx = Ctx::new(self, client, locked, args, now, cmd);
         let reply = (cmd.handler)(&mut ctx);
-        let (dirty, rewrite) = (ctx.dirty, ctx.rewrite.take());
+        let (dirty, rewrite, named) = (ctx.dirty, ctx.rewrite.take(), std::mem::take(&mut ctx.events));
         if self.ks.key_log() != 0 {
-            let ran = crate::notify::Ran { name: cmd.name, args, changed: dirty > 0 || rewrite.is_some() };
+            let changed = dirty > 0 || rewrite.is_some() || !named.is_empty();
+            let ran = crate::notify::Ran { name: cmd.name, args, changed, named: &named };
             self.raise_key_events(locked, Some(ran), db, crate::tracking::Cause::of(client));
         }
         if client.tracking {
@@ -347,6 +348,16 @@ impl Server {
         client.info.set_flag('b', true);
         client.info.argv_mem.store(args.iter().map(|a| a.len()).sum(), Ordering::Relaxed);
         self.blocked_clients.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts the reply a blocked client got later (served by a writer, unblocked, timed out): an
+    /// error counts in the error statistics and as a failed call of its command, as Redis counts
+    /// it on unblocking.
+    pub fn count_blocked_reply(&self, w: &crate::ctx::Waiter, reply: &Frame) {
+        if reply.is_error() {
+            self.stats.count_error(reply);
+            self.stats.count_failed(w.cmd);
+        }
     }
 
     /// The connection layer is done with a blocked client (served, timed out, or gone).
@@ -470,7 +481,9 @@ impl Server {
             }
             work.sort_unstable_by_key(|(seq, _, _)| *seq);
             for (_, db, key) in work {
-                while let Some(w) = locked.shard_for(&key).dbs[db].first_waiter(&key) {
+                // Waiters passed over (`Serve::Pass`) stay in front of the ones still to try.
+                let mut skip = 0;
+                while let Some(w) = locked.shard_for(&key).dbs[db].nth_waiter(&key, skip) {
                     let Ok(w) = w.into_any().downcast::<crate::ctx::Waiter>() else {
                         unreachable!("tables queue only the runtime's waiters")
                     };
@@ -500,7 +513,8 @@ impl Server {
                                 Some(n) => String::from_utf8_lossy(n).to_ascii_lowercase(),
                                 None => String::new(),
                             };
-                            let ran = crate::notify::Ran { name: &name, args: &effect, changed: true };
+                            let ran =
+                                crate::notify::Ran { name: &name, args: &effect, changed: true, named: &ctx.events };
                             // The stand-in has the served client's id.
                             self.raise_key_events(ctx.locked, Some(ran), w.db, crate::tracking::Cause::of(ctx.client));
                         }
@@ -521,6 +535,10 @@ impl Server {
                             w.finish(WaitState::Served(crate::tracking::followed_by(f, w.proto, &msgs)))
                         }
                         Serve::Retry => w.finish(WaitState::Retry),
+                        Serve::Pass => {
+                            w.finish(WaitState::Waiting);
+                            skip += 1;
+                        }
                         Serve::NotNow => {
                             w.finish(WaitState::Waiting);
                             // Looking at the key may have marked it ready again; nothing changed.

@@ -707,6 +707,17 @@ impl Table {
         None
     }
 
+    /// The still-waiting client blocked on `key` after the first `skip` of them (the first when
+    /// `skip` is 0, dropping gone ones at the front on the way).
+    pub fn nth_waiter(&mut self, key: &[u8], skip: usize) -> Option<Arc<dyn Waiting>> {
+        let first = self.first_waiter(key)?;
+        if skip == 0 {
+            return Some(first);
+        }
+        let q = self.blocked.as_deref()?.get(key)?;
+        q.iter().filter(|w| w.is_waiting()).nth(skip).cloned()
+    }
+
     /// Number of clients still waiting on `key`.
     pub fn blocked_queue_len(&self, key: &[u8]) -> usize {
         self.blocked.as_deref().and_then(|b| b.get(key)).map_or(0, |q| q.iter().filter(|w| w.is_waiting()).count())

@@ -35,6 +35,8 @@ pub const SET: u32 = 1 << 5;
 pub const HASH: u32 = 1 << 6;
 /// `z`: sorted set commands.
 pub const ZSET: u32 = 1 << 7;
+/// `t`: stream commands.
+pub const STREAM: u32 = 1 << 10;
 /// `x`: expired keys.
 pub const EXPIRED: u32 = 1 << 8;
 /// `e`: evicted keys.
@@ -78,6 +80,8 @@ pub struct Ran<'a> {
     pub args: &'a [Bytes],
     /// It changed data (its dirty count is not 0, or it asked to be propagated).
     pub changed: bool,
+    /// The stream events it named (`Ctx::event`): raised for its key instead of [`events`]'s.
+    pub named: &'a [&'static str],
 }
 
 fn has(args: &[Bytes], word: &str) -> bool {

@@ -154,6 +154,14 @@ impl Stats {
         }
     }
 
+    /// Counts a failed reply of a call of `cmd` already counted (a blocked command answered later
+    /// with an error: Redis's `updateStatsOnUnblock`).
+    pub fn count_failed<R: Runner>(&self, cmd: &Command<R>) {
+        if let Some(c) = self.stripe().cmd(cmd) {
+            c.failed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// Counts `n` changes to the data made outside a command's call (eviction, a served waiter).
     pub fn add_dirty(&self, n: u64) {
         self.stripe().dirty.fetch_add(n, Ordering::Relaxed);

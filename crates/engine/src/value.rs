@@ -36,6 +36,8 @@ pub enum Value {
     ZSet(Box<crate::types::zset::ZSet>),
     /// A native lock (LOCK/UNLOCK): its holder and fencing token; its TTL is the key's TTL.
     Lock(Box<LockValue>),
+    /// A stream.
+    Stream(Box<crate::types::stream::Stream>),
 }
 
 /// The `*-max-*` limits under which Redis keeps an aggregate in its compact encoding.
@@ -86,6 +88,7 @@ impl Value {
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
             Value::Lock(_) => "lock",
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -150,6 +153,7 @@ impl Value {
             }
             Value::ZSet(_) => "skiplist",
             Value::Lock(_) => "lock",
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -166,6 +170,7 @@ impl Value {
             Value::Set(s) => s.capacity() * 40 + s.iter().map(sb).sum::<usize>(),
             Value::ZSet(z) => z.heap_size(),
             Value::Lock(l) => std::mem::size_of::<LockValue>() + sb(&l.owner),
+            Value::Stream(s) => std::mem::size_of::<crate::types::stream::Stream>() + s.heap_size(),
         }
     }
 }

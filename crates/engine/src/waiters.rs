@@ -26,6 +26,9 @@ pub struct BlockRequest {
     pub deadline: Option<u64>,
     /// The reply to send on timeout.
     pub timeout_reply: Frame,
+    /// The arguments the serve step reads instead of the command's own (XREAD's `$` resolved to
+    /// the ID it stood for when the client blocked); None: the command's.
+    pub serve_args: Option<Vec<Bytes>>,
 }
 
 /// What a command's serve step did with a ready key (see [`crate::ctx::Command::serve`]).
@@ -36,6 +39,10 @@ pub enum Serve {
     NotNow,
     /// Serving needs locks the writer could not take: wake the waiter to run its command itself.
     Retry,
+    /// This waiter cannot be served by the key's state, but the ones queued after it may be
+    /// (stream readers each wait for entries after their own ID): it stays queued, the next is
+    /// tried.
+    Pass,
 }
 
 /// Where a waiter stands.
@@ -89,7 +96,7 @@ impl<R: Runner> Waiter<R> {
             db,
             proto,
             cmd,
-            args,
+            args: req.serve_args.unwrap_or(args),
             deadline: req.deadline,
             timeout_reply: req.timeout_reply,
             state: Mutex::new(WaitState::Waiting),

@@ -269,6 +269,7 @@ where
         match outcome {
             Blocked::Reply(f) => {
                 // Served by another client's write.
+                self.srv.count_blocked_reply(w, &f);
                 self.client.wait_durable = true;
                 Ok(Some(f))
             }

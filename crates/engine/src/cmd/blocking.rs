@@ -112,7 +112,7 @@ fn block(ctx: &mut Ctx<'_, '_>, keys: Vec<Bytes>, deadline: Option<u64>, timeout
     if ctx.client.deny_blocking {
         return timeout_reply;
     }
-    ctx.client.block = Some(BlockRequest { keys, deadline, timeout_reply });
+    ctx.client.block = Some(BlockRequest { keys, deadline, timeout_reply, serve_args: None });
     // Not sent: Server::execute replaces it with the waiter's eventual reply.
     Frame::Null
 }

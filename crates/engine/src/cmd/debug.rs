@@ -310,6 +310,7 @@ fn type_number(v: &Value) -> u32 {
         Value::Set(_) => 2,
         Value::ZSet(_) => 3,
         Value::Hash(_) => 4,
+        Value::Stream(_) => 6,
         Value::Lock(_) => 0x4c4f_434b,
     }
 }
@@ -358,6 +359,15 @@ fn mix_object(digest: &mut [u8; 20], e: &Entry) {
         Value::Lock(l) => {
             mix_digest(digest, &l.owner);
             mix_digest(digest, l.token.to_string().as_bytes());
+        }
+        Value::Stream(s) => {
+            use crate::types::stream::StreamId;
+            for (id, fields) in s.range(StreamId::MIN, StreamId::MAX, false, 0) {
+                mix_digest(digest, format!("{}.{}", id.ms, id.seq).as_bytes());
+                for f in &fields {
+                    mix_digest(digest, f);
+                }
+            }
         }
     }
     if e.expire_at().is_some() {
@@ -456,6 +466,7 @@ fn serialized_len(v: &Value) -> usize {
         }
         Value::ZSet(z) => rdb_len_size(z.len()) + z.iter().map(|(m, _)| rdb_string_size(m) + 8).sum::<usize>(),
         Value::Lock(l) => rdb_string_size(&l.owner) + 8,
+        Value::Stream(s) => s.nodes().map(|(_, n)| 17 + rdb_len_size(n.len()) + n.len()).sum::<usize>() + 16,
     }
 }
 

@@ -223,8 +223,12 @@ fn lock(ctx: &mut Ctx<'_, '_>) -> Frame {
     match wait {
         Some(ms) if !ctx.client.deny_blocking => {
             let deadline = (ms > 0).then(|| ctx.now.saturating_add(ms));
-            ctx.client.block =
-                Some(BlockRequest { keys: vec![ctx.args[1].clone()], deadline, timeout_reply: Frame::Null });
+            ctx.client.block = Some(BlockRequest {
+                keys: vec![ctx.args[1].clone()],
+                deadline,
+                timeout_reply: Frame::Null,
+                serve_args: None,
+            });
             Frame::Null
         }
         _ => Frame::Null,

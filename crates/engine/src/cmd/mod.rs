@@ -27,6 +27,7 @@ pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod sort;
+pub mod stream;
 pub mod string;
 pub mod zset;
 
@@ -53,6 +54,7 @@ pub static FAMILIES: &[&[Command]] = &[
     sort::COMMANDS,
     zset::COMMANDS,
     geo::COMMANDS,
+    stream::COMMANDS,
     multi::COMMANDS,
     blocking::COMMANDS,
     lock::COMMANDS,

@@ -61,12 +61,18 @@ impl Server {
             }
             self.invalidate_keys(&keys.into_iter().collect::<Vec<_>>(), cause);
         }
-        let Some(Ran { name, args, changed: true }) = ran else { return };
+        let Some(Ran { name, args, changed: true, named }) = ran else { return };
         if self.config.notify_keyspace_events.load(Ordering::Relaxed) == 0 {
             return;
         }
         for (kdb, key) in d.changed {
             let exists = locked.shard_for(&key).dbs[kdb].peek(&key).is_some();
+            if !named.is_empty() {
+                for event in named {
+                    self.notify_keyspace_event(crate::notify::STREAM, event, kdb, &key);
+                }
+                continue;
+            }
             for (class, event) in events(name, args, &key, exists, kdb != db) {
                 self.notify_keyspace_event(class, event, kdb, &key);
             }

@@ -65,7 +65,8 @@ impl Server {
             |kind| self.pause_holds(kind, client, cmd, args),
             || {
                 let wake = client.block_waker.clone().unwrap_or_else(|| Arc::new(|| {}));
-                let req = BlockRequest { keys: Vec::new(), deadline: None, timeout_reply: Frame::Null };
+                let req =
+                    BlockRequest { keys: Vec::new(), deadline: None, timeout_reply: Frame::Null, serve_args: None };
                 Arc::new(Waiter::new(client.info.clone(), client.db, client.proto, cmd, args.to_vec(), req, wake))
             },
         );

@@ -3,6 +3,7 @@
 
 use crate::db::Db;
 use crate::error;
+use crate::types::stream::Stream;
 use crate::types::zset::ZSet;
 use crate::value::{HashValue, ListValue, SetValue, SmallBytes, Value};
 use bytes::Bytes;
@@ -52,6 +53,7 @@ accessors!(List, ListValue, read_list, write_list, create_list);
 accessors!(Hash, HashValue, read_hash, write_hash, create_hash);
 accessors!(Set, SetValue, read_set, write_set, create_set);
 accessors!(ZSet, ZSet, read_zset, write_zset, create_zset);
+accessors!(Stream, Stream, read_stream, write_stream, create_stream);
 
 /// The first of `keys` for which `f` finds something (the MPOP family and the blocking pops look
 /// for the first non-empty key): that key and what `f` gave, or Ok(None).

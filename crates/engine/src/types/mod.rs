@@ -2,6 +2,8 @@
 
 pub mod access;
 pub mod hll;
+pub mod listpack;
+pub mod stream;
 pub mod zset;
 
 use crate::value::Entry;

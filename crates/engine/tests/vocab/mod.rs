@@ -9,7 +9,8 @@ pub const LISTS: &[&str] = &["l0", "l1"];
 pub const HASHES: &[&str] = &["h0"];
 pub const SETS: &[&str] = &["t0", "t1"];
 pub const ZSETS: &[&str] = &["z0", "z1"];
-pub const ANY: &[&str] = &["s0", "s1", "l0", "l1", "h0", "t0", "t1", "z0", "z1", "lk"];
+pub const STREAMS: &[&str] = &["x0", "x1"];
+pub const ANY: &[&str] = &["s0", "s1", "l0", "l1", "h0", "t0", "t1", "z0", "z1", "lk", "x0", "x1"];
 pub const WORDS: &[&str] = &["a", "b", "c", "d", "10", "-3", "1.5"];
 
 /// Picks from a slice by a random number.
@@ -95,6 +96,22 @@ pub fn command(kind: u8, a: u16, b: u16, c: u16, unix_s: i64) -> Vec<Vec<u8>> {
         62 => format!("ZADD {z} INCR {w} {w}"),
         // A DUMP payload of "hello" (redis-server 7.0.15's): a relative TTL replays as ABSTTL.
         63 if c.is_multiple_of(2) => format!(r#"RESTORE {s} {ms} "\x00\x05hello\n\x00cr\xdfve4 \n" REPLACE"#),
+        63 if c % 4 == 1 => format!("HSETNX {h} {w} {n}"),
+        // Streams: clock-made IDs, trims, groups, reads that claim, claims of deleted entries.
+        63 => {
+            let x = pick(STREAMS, a);
+            match (c / 4) % 9 {
+                0 => format!("XADD {x} * f {w}"),
+                1 => format!("XADD {x} MAXLEN ~ {n} * f {w} g {n}"),
+                2 => format!("XGROUP CREATE {x} g $ MKSTREAM"),
+                3 => format!("XREADGROUP GROUP g c{} COUNT {n} STREAMS {x} >", b % 2),
+                4 => format!("XAUTOCLAIM {x} g c2 0 0 COUNT {n}"),
+                5 => format!("XTRIM {x} MAXLEN {n}"),
+                6 => format!("XREADGROUP GROUP g c1 NOACK STREAMS {x} >"),
+                7 => format!("XGROUP SETID {x} g 0"),
+                _ => format!("XADD {x} MINID ~ 0 * h {w}"),
+            }
+        }
         _ => format!("HSETNX {h} {w} {n}"),
     };
     resp::split_args(line.as_bytes()).expect("balanced quotes")
