@@ -37,10 +37,15 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("-v" | "--version") => {
+            // redis-server's form, with the Redis version Latch implements (tools read ` v=7.`);
+            // Latch's own version is the build field.
             println!(
-                "Latch server v={} (Redis {} compatible)",
-                engine::server::LATCH_VERSION,
-                engine::server::REDIS_VERSION
+                "Latch server v={} sha=00000000:0 malloc={} bits={} build=latch-{}",
+                engine::server::REDIS_VERSION,
+                // tikv-jemalloc-sys 0.7.1 bundles jemalloc 5.3.1.
+                "jemalloc-5.3.1",
+                usize::BITS,
+                engine::server::LATCH_VERSION
             );
             return;
         }

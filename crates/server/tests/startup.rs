@@ -247,3 +247,13 @@ fn config_set_loglevel_applies_at_once() {
     assert!(seen.contains(&format!("- Listening on 127.0.0.1:{loud}")), "{seen}");
     assert!(!seen.contains(&format!("Listening on 127.0.0.1:{quiet}")), "{seen}");
 }
+
+#[test]
+fn dash_v_answers_in_redis_servers_form_with_the_redis_version_latch_implements() {
+    let out = Command::new(BIN).arg("-v").output().expect("run -v");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // Tools parse ` v=MAJOR.` (the `redis` crate's test harness, for one).
+    let v = text.split_whitespace().find_map(|w| w.strip_prefix("v=")).expect("a v= field");
+    assert_eq!(v, engine::server::REDIS_VERSION, "{text}");
+    assert!(text.starts_with("Latch server v=7.") && text.contains(" build=latch-"), "{text}");
+}

@@ -68,6 +68,14 @@ pub static COMMANDS: &[Command] = &[
         ..BASE
     },
     Command {
+        name: "lolwut",
+        arity: -1,
+        flags: Flags::READONLY.or(Flags::FAST),
+        group: crate::command::Group::Server,
+        handler: lolwut,
+        ..BASE
+    },
+    Command {
         name: "lastsave",
         arity: 1,
         flags: LS.or(Flags::FAST),
@@ -849,6 +857,24 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
     }
 }
 
+
+/// LOLWUT [VERSION v]: the version line Redis 7.0 answers for every version but 5 and 6. Those two
+/// draw computer art (Schotter, and a skyline) that Latch does not draw: it says so.
+fn lolwut(ctx: &mut Ctx<'_, '_>) -> Frame {
+    let mut version = crate::version::REDIS_VERSION.split('.').next().and_then(|m| m.parse::<i64>().ok()).unwrap_or(7);
+    if ctx.argc() >= 3 && ctx.arg(1).eq_ignore_ascii_case(b"version") {
+        let Some(v) = crate::args::parse_i64_strict(ctx.arg(2)) else { return crate::error::not_integer() };
+        version = v;
+    }
+    if matches!(version as u32, 5 | 6) {
+        return Frame::error(format!("ERR LOLWUT VERSION {version} draws art Latch does not implement"));
+    }
+    Frame::Verbatim {
+        format: *b"txt",
+        text: bytes::Bytes::from(format!("Redis ver. {}\n", crate::version::REDIS_VERSION)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::config::Config;
@@ -949,6 +975,15 @@ mod tests {
         );
         ts.srv.loading.store(false, Ordering::SeqCst);
         c.transcript("> CONFIG SET hz 20 appendonly no\n+OK");
+    }
+
+    #[test]
+    fn lolwut_answers_redis_version_line() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        assert_eq!(c.run("LOLWUT"), format!("Redis ver. {}\n", crate::version::REDIS_VERSION));
+        assert_eq!(c.run("LOLWUT VERSION 7"), c.run("LOLWUT"));
+        assert!(c.run("LOLWUT VERSION x").starts_with("ERR value is not an integer"));
     }
 
     #[test]
