@@ -857,7 +857,6 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
     }
 }
 
-
 /// LOLWUT [VERSION v]: the version line Redis 7.0 answers for every version but 5 and 6. Those two
 /// draw computer art (Schotter, and a skyline) that Latch does not draw: it says so.
 fn lolwut(ctx: &mut Ctx<'_, '_>) -> Frame {
@@ -981,7 +980,7 @@ mod tests {
     fn lolwut_answers_redis_version_line() {
         let ts = TestServer::new();
         let mut c = ts.client();
-        assert_eq!(c.run("LOLWUT"), format!("Redis ver. {}\n", crate::version::REDIS_VERSION));
+        assert_eq!(c.run("LOLWUT"), format!("\"Redis ver. {}\\n\"", crate::version::REDIS_VERSION));
         assert_eq!(c.run("LOLWUT VERSION 7"), c.run("LOLWUT"));
         assert!(c.run("LOLWUT VERSION x").starts_with("ERR value is not an integer"));
     }
