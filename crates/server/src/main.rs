@@ -40,10 +40,9 @@ fn main() {
             // redis-server's form, with the Redis version Latch implements (tools read ` v=7.`);
             // Latch's own version is the build field.
             println!(
-                "Latch server v={} sha=00000000:0 malloc={} bits={} build=latch-{}",
-                engine::server::REDIS_VERSION,
                 // tikv-jemalloc-sys 0.7.1 bundles jemalloc 5.3.1.
-                "jemalloc-5.3.1",
+                "Latch server v={} sha=00000000:0 malloc=jemalloc-5.3.1 bits={} build=latch-{}",
+                engine::server::REDIS_VERSION,
                 usize::BITS,
                 engine::server::LATCH_VERSION
             );
