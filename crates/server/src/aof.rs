@@ -404,6 +404,7 @@ impl Aof {
         if (starting || p.aof_rewrite_requested.load(Ordering::SeqCst))
             && !busy
             && !p.bgsave_in_progress.load(Ordering::SeqCst)
+            && !p.repl_snapshot.load(Ordering::SeqCst)
         {
             self.start_rewrite();
         }

@@ -127,13 +127,13 @@ fn sunsubscribe(ctx: &mut Ctx<'_, '_>) -> Frame {
 /// PUBLISH channel message; replicas publish it too (Redis propagates it to replicas, not to the
 /// AOF).
 fn publish(ctx: &mut Ctx<'_, '_>) -> Frame {
-    ctx.srv.feed_replicas(ctx.args);
+    ctx.srv.feed_replicas_in(ctx.client.db, ctx.args);
     Frame::Integer(ctx.srv.publish(false, &ctx.args[1], &ctx.args[2]) as i64)
 }
 
 /// SPUBLISH shardchannel message; replicas publish it too.
 fn spublish(ctx: &mut Ctx<'_, '_>) -> Frame {
-    ctx.srv.feed_replicas(ctx.args);
+    ctx.srv.feed_replicas_in(ctx.client.db, ctx.args);
     Frame::Integer(ctx.srv.publish(true, &ctx.args[1], &ctx.args[2]) as i64)
 }
 

@@ -378,8 +378,9 @@ fn bgrewriteaof(ctx: &mut Ctx<'_, '_>) -> Frame {
     if p.aof_rewrite_in_progress.load(Ordering::SeqCst) {
         return Frame::error("ERR Background append only file rewriting already in progress");
     }
-    // During a BGSAVE the rewrite waits for it (Redis: another child process is active).
-    if p.bgsave_in_progress.load(Ordering::SeqCst) {
+    // During a BGSAVE or a replica's full sync the rewrite waits for it (Redis: another child
+    // process is active), and inside a transaction it starts after it (Redis's `in_exec`).
+    if p.bgsave_in_progress.load(Ordering::SeqCst) || p.repl_snapshot.load(Ordering::SeqCst) || ctx.client.in_exec {
         p.aof_rewrite_requested.store(true, Ordering::SeqCst);
         return Frame::simple("Background append only file rewriting scheduled");
     }

@@ -25,7 +25,19 @@ impl Server {
         (self.repl.good_replicas(self.clock.now_ms(), lag) as u64) < n
     }
 
-    /// Appends a command that selects no database to the replication stream (PUBLISH).
+    /// Appends a command to the replication stream only (not the AOF), in database `db`: PUBLISH,
+    /// which Redis propagates as a command of the client's database (a `SELECT` before it when
+    /// the stream is elsewhere).
+    pub fn feed_replicas_in(&self, db: usize, args: &[Bytes]) {
+        if self.repl.active() && !self.upstream.is_replica() {
+            let e = crate::changes::Effect { db, args: args.to_vec() };
+            for r in self.repl.feed_unit(&[e], self.config.replica_obuf_limits().hard) {
+                r.wake();
+            }
+        }
+    }
+
+    /// Appends a command that selects no database to the replication stream (PING, GETACK).
     pub fn feed_replicas<A: AsRef<[u8]>>(&self, args: &[A]) {
         if self.repl.active() && !self.upstream.is_replica() {
             for r in self.repl.feed_command(args, self.config.replica_obuf_limits().hard) {
