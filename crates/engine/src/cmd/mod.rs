@@ -20,6 +20,7 @@ pub mod list;
 pub mod lock;
 pub mod memory;
 pub mod migrate;
+pub mod module;
 pub mod multi;
 pub mod pubsub;
 pub mod replication;
@@ -40,6 +41,7 @@ pub static FAMILIES: &[&[Command]] = &[
     server::COMMANDS,
     debug::COMMANDS,
     latency::COMMANDS,
+    module::COMMANDS,
     introspection::COMMANDS,
     keyspace::COMMANDS,
     migrate::COMMANDS,
