@@ -98,6 +98,16 @@ fn default_stripes() -> usize {
 }
 
 /// Server statistics.
+/// Values freed off the command path (UNLINK, `lazyfree-lazy-user-del`): INFO's
+/// `lazyfree_pending_objects` and `lazyfreed_objects`.
+#[derive(Debug, Default)]
+pub struct LazyFree {
+    /// Handed to a background thread, not freed yet.
+    pub pending: AtomicU64,
+    /// Freed in the background since the last CONFIG RESETSTAT.
+    pub freed: AtomicU64,
+}
+
 pub struct Stats {
     stripes: Box<[Stripe]>,
     /// `stripes.len() - 1` (a power of two).

@@ -131,6 +131,25 @@ impl Value {
         self.encoding_under(&EncodingLimits::default())
     }
 
+    /// The work freeing this value takes (Redis's `lazyfreeGetFreeEffort`): its elements, each an
+    /// allocation of its own in Latch's aggregates; a stream's nodes and its groups' entries.
+    pub fn free_effort(&self) -> usize {
+        match self {
+            Value::List(l) => l.len(),
+            Value::Hash(h) => h.len(),
+            Value::Set(s) => s.len(),
+            Value::ZSet(z) => z.len(),
+            Value::Stream(s) => {
+                s.node_count()
+                    + s.groups
+                        .values()
+                        .map(|g| 1 + g.pel.len() + g.consumers.values().map(|c| 1 + c.pel.len()).sum::<usize>())
+                        .sum::<usize>()
+            }
+            Value::Int(_) | Value::Str(_) | Value::Lock(_) => 1,
+        }
+    }
+
     /// Redis's `OBJECT ENCODING` name: the encoding Redis would use for this data under `limits`
     /// (Latch stores every aggregate one way; the name is what clients and tests compare).
     pub fn encoding_under(&self, limits: &EncodingLimits) -> &'static str {

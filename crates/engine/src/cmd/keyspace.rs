@@ -119,10 +119,25 @@ fn bulk(k: &[u8]) -> Frame {
     Frame::Bulk(Bytes::copy_from_slice(k))
 }
 
+/// DEL and UNLINK. UNLINK (and DEL with `lazyfree-lazy-user-del yes`) frees large values on a
+/// background thread, as Redis does.
 fn del(ctx: &mut Ctx<'_, '_>) -> Frame {
     let args = ctx.args;
+    let lazy = ctx.cmd.name == "unlink" || ctx.srv.config.get("lazyfree-lazy-user-del").as_deref() == Some("yes");
     let mut db = ctx.db();
-    let n = args[1..].iter().filter(|k| db.remove(k).is_some()).count();
+    let mut n = 0;
+    let mut freed = Vec::new();
+    for k in &args[1..] {
+        if let Some(e) = db.remove(k) {
+            n += 1;
+            if lazy {
+                freed.push(e.value);
+            }
+        }
+    }
+    for v in freed {
+        ctx.srv.free_lazily(v);
+    }
     ctx.changed(n as u64);
     Frame::Integer(n as i64)
 }
@@ -671,6 +686,28 @@ pub fn help_reply(cmd: &[u8], lines: &[&str]) -> Frame {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn unlink_frees_a_large_value_in_the_background_and_del_in_place() {
+        let (ts, host) = crate::testkit::TestServer::with_host();
+        let mut c = ts.client();
+        let info = |c: &mut crate::testkit::TestClient, f: &str| {
+            let text = c.run("INFO memory");
+            text.split("\\r\\n").find_map(|l| l.strip_prefix(&format!("{f}:")).map(str::to_string)).unwrap()
+        };
+        let many: Vec<String> = (0..100).map(|i| i.to_string()).collect();
+        c.run(&format!("RPUSH big {}", many.join(" ")));
+        c.run(&format!("RPUSH big2 {}", many.join(" ")));
+        c.run("RPUSH small a b c");
+        assert_eq!(c.run("UNLINK big small"), ":2");
+        // The test host runs background jobs between commands.
+        crate::host::Host::run_queued(&*host);
+        assert_eq!(info(&mut c, "lazyfree_pending_objects"), "0");
+        assert_eq!(info(&mut c, "lazyfreed_objects"), "1");
+        assert_eq!(c.run("DEL big2"), ":1");
+        crate::host::Host::run_queued(&*host);
+        assert_eq!(info(&mut c, "lazyfreed_objects"), "1", "DEL frees in place by default");
+    }
     use super::parse_scan_cursor;
     use crate::testkit::{TestClient, TestServer, show};
     use crate::types::zset::ZSet;

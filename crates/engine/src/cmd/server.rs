@@ -272,7 +272,7 @@ fn config_resetstat(ctx: &mut Ctx<'_, '_>) -> Frame {
     srv.evictor.reset_stats();
     srv.clients.total_connections.store(0, Ordering::Relaxed);
     srv.clients.rejected_connections.store(0, Ordering::Relaxed);
-    for c in [&srv.repl.sync_full, &srv.repl.sync_partial_ok, &srv.repl.sync_partial_err] {
+    for c in [&srv.repl.sync_full, &srv.repl.sync_partial_ok, &srv.repl.sync_partial_err, &srv.lazyfree.freed] {
         c.store(0, Ordering::Relaxed);
     }
     each_shard(ctx, |s| {
@@ -691,8 +691,8 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("mem_aof_buffer:0");
             line!("mem_allocator:{}", cfg.host().allocator());
             line!("active_defrag_running:0");
-            line!("lazyfree_pending_objects:0");
-            line!("lazyfreed_objects:0");
+            line!("lazyfree_pending_objects:{}", srv.lazyfree.pending.load(Ordering::Relaxed));
+            line!("lazyfreed_objects:{}", srv.lazyfree.freed.load(Ordering::Relaxed));
         }
         "persistence" => {
             let aof = cfg.get("appendonly").as_deref() == Some("yes");

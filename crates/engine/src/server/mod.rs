@@ -120,6 +120,8 @@ pub struct Server {
     pub repl: crate::repl::Replication,
     /// Replication, the replica's side: the primary followed and the link's state.
     pub upstream: crate::upstream::Upstream,
+    /// Values freed off the command path.
+    pub lazyfree: Arc<crate::stats::LazyFree>,
     /// The latency monitor's events (LATENCY LATEST/HISTORY).
     pub latency_monitor: crate::latency::Monitor,
     /// MIGRATE's connections to other servers, kept open between commands (INFO's
@@ -235,6 +237,7 @@ impl Server {
             debug: Default::default(),
             repl: crate::repl::Replication::new(random_id()),
             upstream: Default::default(),
+            lazyfree: Default::default(),
             latency_monitor: Default::default(),
             migrate_sockets: Default::default(),
         }
@@ -306,6 +309,25 @@ impl Server {
         self.forget_subscriptions(client);
         self.forget_tracking(&client.info);
         self.repl.detach(client.id);
+    }
+
+    /// Frees a value a command removed: on a background thread when freeing it is long (more
+    /// than Redis's `LAZYFREE_THRESHOLD` of 64 allocations), else here.
+    pub fn free_lazily(&self, value: crate::value::Value) {
+        if value.free_effort() <= 64 {
+            return;
+        }
+        let counters = self.lazyfree.clone();
+        counters.pending.fetch_add(1, Ordering::Relaxed);
+        let job = Box::new(move || {
+            drop(value);
+            counters.pending.fetch_sub(1, Ordering::Relaxed);
+            counters.freed.fetch_add(1, Ordering::Relaxed);
+        });
+        if self.config.host().in_background(job).is_err() {
+            // No thread: the job (and the value) was dropped here; nothing is pending.
+            self.lazyfree.pending.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 
     /// DEBUG SLEEP: freezes the whole server for `ms` (commands of every client wait, the cron
