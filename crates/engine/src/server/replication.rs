@@ -93,6 +93,10 @@ impl Server {
     /// A waiting full sync ([`SyncJob::Wait`]) tries to start: None while another snapshot runs;
     /// else the `+FULLRESYNC` line (for PSYNC) to send, with the job in `client.sync`.
     pub fn try_full_sync(&self, client: &mut Client, psync: bool, eof: bool) -> Option<Option<Frame>> {
+        // Looked at without the locks first: a waiting replica polls, and every shard is a stall.
+        if self.persistence.snapshot_busy() {
+            return None;
+        }
         let mut locked = self.ks.lock_all();
         if self.persistence.snapshot_busy() {
             return None;
