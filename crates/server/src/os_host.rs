@@ -217,7 +217,10 @@ impl Host for OsHost {
                 unsafe {
                     libc::setpriority(libc::PRIO_PROCESS, 0, 10);
                 }
-                job()
+                job();
+                // What the job allocated and freed (a value freed by UNLINK, a snapshot's buffers)
+                // counts in used_memory from now on.
+                crate::alloc::publish();
             })
             .map(drop)
     }
