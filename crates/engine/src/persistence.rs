@@ -49,6 +49,8 @@ pub struct State {
     pub aof_rewrite_in_progress: AtomicBool,
     /// A replica's full sync is writing its snapshot (see [`ReplSnapshot`]).
     pub repl_snapshot: AtomicBool,
+    /// Background snapshots begun since startup (INFO's `total_forks`: Latch's stand-in for a fork).
+    pub snapshots: AtomicU64,
     /// AOF rewrites done since startup.
     pub aof_rewrites: AtomicU64,
     /// The last write to the AOF failed.

@@ -253,11 +253,22 @@ fn config_set(ctx: &mut Ctx<'_, '_>) -> Frame {
             // `appendonly yes` starts the AOF with a rewrite (the AOF writer runs it), in progress
             // from now on, as Redis's startAppendOnly forks it at once.
             let p = &ctx.srv.persistence;
-            if !was_on
-                && ctx.srv.config.get("appendonly").as_deref() == Some("yes")
-                && !p.bgsave_in_progress.load(Ordering::SeqCst)
-            {
-                p.aof_rewrite_in_progress.store(true, Ordering::SeqCst);
+            if !was_on && ctx.srv.config.get("appendonly").as_deref() == Some("yes") {
+                let log = |why: &str| {
+                    ctx.srv.config.host().log(
+                        crate::host::LogLevel::Warning,
+                        &format!("AOF was enabled {why}. An AOF background was scheduled to start when possible."),
+                    )
+                };
+                // Redis's startAppendOnly: the rewrite waits for another background operation,
+                // and for the end of a transaction.
+                if p.bgsave_in_progress.load(Ordering::SeqCst) || p.repl_snapshot.load(Ordering::SeqCst) {
+                    log("but there is already another background operation");
+                } else if ctx.client.in_exec {
+                    log("during a transaction");
+                } else {
+                    p.aof_rewrite_in_progress.store(true, Ordering::SeqCst);
+                }
             }
             ctx.srv.sync_key_log();
             Frame::ok()
@@ -760,7 +771,9 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("pubsub_patterns:{}", srv.pubsub.len(crate::pubsub::Kind::Pattern));
             line!("pubsubshard_channels:{}", srv.pubsub.len(crate::pubsub::Kind::Shard));
             line!("latest_fork_usec:0");
-            line!("total_forks:0");
+            // Latch does not fork: its stand-in is the background snapshot (BGSAVE, AOF rewrite,
+            // a replica's full sync), counted here as Redis counts its forks.
+            line!("total_forks:{}", srv.persistence.snapshots.load(Ordering::Relaxed));
             line!("migrate_cached_sockets:{}", srv.migrate_sockets.len());
             let (keys, items, prefixes) = srv.tracking_totals();
             line!("tracking_total_keys:{keys}");

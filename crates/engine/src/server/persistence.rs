@@ -70,6 +70,7 @@ impl Server {
     /// [`crate::keyspace::Table::begin_snapshot`]); [`Snapshot::write`] then writes it from
     /// another thread while commands go on.
     pub fn begin_snapshot(&self, locked: &mut crate::keyspace::Locked<'_>, kind: SnapshotKind) -> Snapshot {
+        self.persistence.snapshots.fetch_add(1, Ordering::Relaxed);
         let commands = kind == SnapshotKind::AofBaseCommands;
         let spec = self.record_spec(commands);
         let header = self.rdb_header(kind);
