@@ -97,7 +97,6 @@ fn default_stripes() -> usize {
     (cores * 2).clamp(1, 64)
 }
 
-/// Server statistics.
 /// Values freed off the command path (UNLINK, `lazyfree-lazy-user-del`): INFO's
 /// `lazyfree_pending_objects` and `lazyfreed_objects`.
 #[derive(Debug, Default)]
@@ -108,6 +107,7 @@ pub struct LazyFree {
     pub freed: AtomicU64,
 }
 
+/// Server statistics.
 pub struct Stats {
     stripes: Box<[Stripe]>,
     /// `stripes.len() - 1` (a power of two).
