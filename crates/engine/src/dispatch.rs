@@ -364,10 +364,15 @@ impl Server {
     pub fn unblocked(&self, client: &mut Client) {
         if client.blocked.take().is_some() {
             client.info.set_blocked_on(None);
-            client.info.set_flag('b', false);
-            client.info.argv_mem.store(0, Ordering::Relaxed);
-            self.blocked_clients.fetch_sub(1, Ordering::Relaxed);
+            self.unmark_blocked(client);
         }
+    }
+
+    /// Undoes [`Server::mark_blocked`].
+    pub(crate) fn unmark_blocked(&self, client: &Client) {
+        client.info.set_flag('b', false);
+        client.info.argv_mem.store(0, Ordering::Relaxed);
+        self.blocked_clients.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// Starts recording the change stream (see [`crate::changes`]): from now on every change is

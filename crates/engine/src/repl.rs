@@ -90,6 +90,11 @@ impl Replica {
         }
     }
 
+    /// The address it announced (`REPLCONF ip-address`), else its connection's.
+    fn announced_ip(&self) -> String {
+        self.ip.clone().unwrap_or_else(|| host_of(&self.info.addr))
+    }
+
     /// Synced or syncing: a replica INFO and ROLE list, whose stream bytes are kept.
     fn attached(&self) -> bool {
         self.state != ReplicaState::Announced
@@ -611,7 +616,7 @@ impl Replication {
         out.extend(upstream.unwrap_or_default());
         out.push(format!("connected_slaves:{listed}"));
         for (i, r) in g.replicas.values().filter(|r| r.attached()).enumerate() {
-            let ip = r.ip.clone().unwrap_or_else(|| host_of(&r.info.addr));
+            let ip = r.announced_ip();
             let state = if r.state == ReplicaState::Online { "online" } else { "wait_bgsave" };
             let lag = now_ms.saturating_sub(r.ack_ms) / 1000;
             out.push(format!("slave{i}:ip={ip},port={},state={state},offset={},lag={lag}", r.port, r.ack));
@@ -638,7 +643,7 @@ impl Replication {
         g.replicas
             .values()
             .filter(|r| r.state == ReplicaState::Online && r.ack == offset)
-            .map(|r| (r.ip.clone().unwrap_or_else(|| host_of(&r.info.addr)), r.port))
+            .map(|r| (r.announced_ip(), r.port))
             .find(|(ip, port)| target.is_none_or(|(h, p)| h == ip && p == *port))
     }
 
@@ -647,7 +652,7 @@ impl Replication {
         let g = self.inner.lock();
         g.replicas
             .values()
-            .find(|r| r.attached() && r.port == port && r.ip.clone().unwrap_or_else(|| host_of(&r.info.addr)) == host)
+            .find(|r| r.attached() && r.port == port && r.announced_ip() == host)
             .map(|r| r.state == ReplicaState::Online)
     }
 
@@ -659,11 +664,7 @@ impl Replication {
     /// ROLE's replica list: (ip, port, acknowledged offset) of each replica that announced a port.
     pub fn role_replicas(&self) -> Vec<(String, u16, u64)> {
         let g = self.inner.lock();
-        g.replicas
-            .values()
-            .filter(|r| r.attached())
-            .map(|r| (r.ip.clone().unwrap_or_else(|| host_of(&r.info.addr)), r.port, r.ack))
-            .collect()
+        g.replicas.values().filter(|r| r.attached()).map(|r| (r.announced_ip(), r.port, r.ack)).collect()
     }
 }
 

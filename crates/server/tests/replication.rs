@@ -33,6 +33,23 @@ fn load(p: &mut Raw, from: usize, to: usize) {
     }
 }
 
+/// Writes the stream carries in their own forms: a transaction, a script, a relative expiry.
+fn stream_mix(p: &mut Raw) {
+    p.cmd(&[b"MULTI"]);
+    p.cmd(&[b"INCRBY", b"counter", b"10"]);
+    p.cmd(&[b"DEL", b"k1"]);
+    p.cmd(&[b"EXEC"]);
+    p.cmd(&[
+        b"EVAL",
+        b"redis.call('SET', KEYS[1], ARGV[1]) return redis.call('INCR', KEYS[2])",
+        b"2",
+        b"s",
+        b"n",
+        b"v",
+    ]);
+    p.cmd(&[b"EXPIRE", b"k2", b"1000"]);
+}
+
 /// Waits until the replica applied everything the primary has, then compares the digests.
 fn same_digest(primary: &mut Raw, replica: &mut Raw) {
     wait_for("the replica to catch up", || {
@@ -64,19 +81,7 @@ fn a_redis_replica_syncs_and_follows() {
     same_digest(&mut p, &mut r);
     // The stream: writes of every kind, a transaction, a script, expiries made absolute.
     load(&mut p, 300, 400);
-    p.cmd(&[b"MULTI"]);
-    p.cmd(&[b"INCRBY", b"counter", b"10"]);
-    p.cmd(&[b"DEL", b"k1"]);
-    p.cmd(&[b"EXEC"]);
-    p.cmd(&[
-        b"EVAL",
-        b"redis.call('SET', KEYS[1], ARGV[1]) return redis.call('INCR', KEYS[2])",
-        b"2",
-        b"s",
-        b"n",
-        b"v",
-    ]);
-    p.cmd(&[b"EXPIRE", b"k2", b"1000"]);
+    stream_mix(&mut p);
     p.cmd(&[b"SELECT", b"3"]);
     p.cmd(&[b"SET", b"other", b"db"]);
     same_digest(&mut p, &mut r);
@@ -161,19 +166,7 @@ fn latch_replicates_a_redis_primary_and_resyncs_partially() {
     same_digest(&mut p, &mut r);
     // The stream: writes, a transaction, a script, a relative expiry.
     load(&mut p, 300, 400);
-    p.cmd(&[b"MULTI"]);
-    p.cmd(&[b"INCRBY", b"counter", b"10"]);
-    p.cmd(&[b"DEL", b"k1"]);
-    p.cmd(&[b"EXEC"]);
-    p.cmd(&[
-        b"EVAL",
-        b"redis.call('SET', KEYS[1], ARGV[1]) return redis.call('INCR', KEYS[2])",
-        b"2",
-        b"s",
-        b"n",
-        b"v",
-    ]);
-    p.cmd(&[b"EXPIRE", b"k2", b"1000"]);
+    stream_mix(&mut p);
     same_digest(&mut p, &mut r);
     // A replica: read-only, its role, what INFO says.
     assert_eq!(r.cmd(&[b"SET", b"x", b"y"]), "-READONLY You can't write against a read only replica.\r\n");
