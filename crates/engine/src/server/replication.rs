@@ -112,12 +112,7 @@ impl Server {
         let slot = crate::persistence::ReplSnapshot(self.persistence.clone());
         self.repl.activate(super::random_id);
         self.repl.set_backlog_size(self.config.get_i64("repl-backlog-size").max(0) as usize);
-        self.changes.record();
-        // Every shard is held: the tables log their own deletes from now on (the change stream's
-        // `DEL`s), without locking again.
-        for s in locked.shards_mut() {
-            s.dbs.iter_mut().for_each(|t| t.log_server_deletes(true));
-        }
+        self.record_for_replicas(Some(locked));
         self.repl.sync_full.fetch_add(1, Ordering::Relaxed);
         let offset = self.repl.full_sync_point();
         let snapshot = self.begin_snapshot(locked, SnapshotKind::Rdb);
@@ -252,15 +247,7 @@ impl Server {
     fn promote_with(&self, locked: Option<&mut Locked<'_>>) {
         // Its own writes go to its stream from the moment it takes them.
         if self.repl.active() {
-            match locked {
-                Some(l) => {
-                    for s in l.shards_mut() {
-                        s.dbs.iter_mut().for_each(|t| t.log_server_deletes(true));
-                    }
-                    self.changes.record();
-                }
-                None => self.record_changes(),
-            }
+            self.record_for_replicas(locked);
         }
         self.repl.shift_replid(super::random_id());
         self.raise_fence_for_promotion();
@@ -279,6 +266,17 @@ impl Server {
         let floor = (self.clock.unix_ms().max(0) as u64).saturating_mul(1000);
         let base = self.fence.load(Ordering::SeqCst).max(floor);
         self.fence.fetch_max(base.saturating_add(PROMOTION_FENCE_GAP), Ordering::SeqCst);
+    }
+
+    /// The change stream is recorded from now on for the replication stream (not kept in the
+    /// tests' log): the tables log the keys they delete on their own, as `DEL`s. With `locked`
+    /// (every shard, held by the caller) without locking again.
+    fn record_for_replicas(&self, locked: Option<&mut Locked<'_>>) {
+        match locked {
+            Some(l) => l.shards_mut().for_each(|s| s.dbs.iter_mut().for_each(|t| t.log_server_deletes(true))),
+            None => self.log_server_deletes(),
+        }
+        self.changes.record();
     }
 
     /// Answers every client blocked on keys with `error` (a role change).
@@ -394,7 +392,7 @@ impl Server {
             self.repl.follow(replid, offset);
             self.upstream.stream_db.store(db, Ordering::Relaxed);
         } else {
-            self.record_changes();
+            self.record_for_replicas(None);
             self.repl.restore_as_primary(replid, offset);
             let del: &[u8] =
                 if self.config.get("lazyfree-lazy-expire").as_deref() == Some("yes") { b"UNLINK" } else { b"DEL" };
@@ -458,9 +456,7 @@ impl Server {
     /// The WAIT is over (answered, timed out, or its client gone).
     pub fn wait_acks_end(&self, client: &mut Client) {
         self.repl.forget_ack_waiter(client.id);
-        client.info.set_flag('b', false);
-        client.info.argv_mem.store(0, Ordering::Relaxed);
-        self.blocked_clients.fetch_sub(1, Ordering::Relaxed);
+        self.unmark_blocked(client);
     }
 }
 
