@@ -110,7 +110,13 @@ where
     /// Registers a client for the connection and the wakers that reach its task.
     fn new(srv: Arc<Server>, aof: Arc<crate::aof::Aof>, stream: S, peer: String, local: String) -> Conn<S> {
         let (rd, wr) = tokio::io::split(stream);
+        // A Unix socket's clients are named by the socket's path (`path:0`); TCP peers are
+        // `ip:port` and never start with '/'.
+        let unix = peer.starts_with('/');
         let mut client = srv.new_client(peer, local);
+        if unix {
+            client.info.set_flag('U', true);
+        }
         let kill = Arc::new(Notify::new());
         {
             let k = kill.clone();

@@ -170,7 +170,18 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     }
     let Ok(listeners) = net::listen_all(&binds, port, backlog, false) else { return 1 };
     let Ok(tls_listeners) = net::listen_all(&binds, tls_port, backlog, true) else { return 1 };
-    if listeners.is_empty() && tls_listeners.is_empty() {
+    let unixsocket = srv.config.get("unixsocket").filter(|p| !p.is_empty());
+    let unix_listener = match &unixsocket {
+        Some(path) => match net::listen_unix(path, unix_perm(&srv.config.get("unixsocketperm").unwrap_or_default())) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                tracing::warn!("Failed opening Unix socket: {e}");
+                return 1;
+            }
+        },
+        None => None,
+    };
+    if listeners.is_empty() && tls_listeners.is_empty() && unix_listener.is_none() {
         tracing::error!("Configured to not listen anywhere, exiting.");
         return 1;
     }
@@ -230,6 +241,9 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
         }
         tokio::spawn(accept_loop(l, true, acceptor.clone(), acceptor_aof.clone()))
     });
+    if let (Some(l), Some(path)) = (unix_listener, unixsocket.clone()) {
+        tokio::spawn(unix_accept_loop(l, path, srv.clone(), aof.clone()));
+    }
     let (loader, loader_aof) = (srv.clone(), aof.clone());
     let loaded = tokio::task::spawn_blocking(move || {
         if loader.config.get("appendonly").as_deref() == Some("yes") {
@@ -267,6 +281,9 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     tokio::spawn(waiter_timer(srv.clone(), clock.clone()));
     tokio::spawn(cron(srv.clone(), clock, aof.clone()));
     tracing::info!("Ready to accept connections tcp");
+    if let Some(path) = &unixsocket {
+        tracing::info!("The server is now ready to accept connections at {path}");
+    }
 
     let mut signals = signals;
     loop {
@@ -295,6 +312,12 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
         c.kill();
     }
     drop(pidfile);
+    if let Some(path) = &unixsocket {
+        tracing::info!("Removing the unix socket file.");
+        if let Err(e) = std::fs::remove_file(path) {
+            tracing::warn!("Error removing the unix socket file: {}", net::strerror(&e));
+        }
+    }
     tracing::warn!("Latch is now ready to exit, bye bye...");
     0
 }
@@ -408,6 +431,35 @@ async fn accept_loop(l: TcpListener, tls: bool, srv: Arc<Server>, aof: Arc<aof::
                 Err(e) => tracing::debug!("Error accepting a client connection: {e} (conn: {peer})"),
             }
         });
+    }
+}
+
+/// `unixsocketperm` as the configuration keeps it (octal digits) to a file mode; 0 leaves the mode
+/// the socket was made with.
+fn unix_perm(octal: &str) -> u32 {
+    u32::from_str_radix(octal, 8).unwrap_or(0)
+}
+
+/// Accepts connections on the Unix socket at `path`. Its clients are local: protected mode lets
+/// them in, CLIENT LIST shows them with the `U` flag and `addr`/`laddr` of `path:0`, as Redis does.
+async fn unix_accept_loop(l: tokio::net::UnixListener, path: String, srv: Arc<Server>, aof: Arc<aof::Aof>) {
+    let addr = format!("{path}:0");
+    loop {
+        let sock = match l.accept().await {
+            Ok((sock, _)) => sock,
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let max = srv.config.maxclients.load(std::sync::atomic::Ordering::Relaxed) as usize;
+        let reject: Option<&'static [u8]> =
+            (srv.clients.len() >= max).then_some(b"-ERR max number of clients reached\r\n".as_slice());
+        if reject.is_some() {
+            srv.clients.rejected_connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        tokio::spawn(start(srv.clone(), aof.clone(), sock, reject, addr.clone(), addr.clone()));
     }
 }
 

@@ -214,6 +214,19 @@ pub fn listen(host: &str, port: u16, backlog: i32) -> Result<TcpListener, Listen
     Err(ListenError { msg: format!("unable to bind socket, errno: {}", last.unwrap_or(0)), errno: last })
 }
 
+/// Listens on the Unix socket at `path`, as Redis's initServer does: a file left at the path (a
+/// previous run's socket) is removed first, and `perm` (`unixsocketperm`), when not 0, becomes the
+/// file's mode. The error reads as Redis's log has it ("Permission denied", ...).
+pub fn listen_unix(path: &str, perm: u32) -> Result<tokio::net::UnixListener, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::remove_file(path);
+    let l = tokio::net::UnixListener::bind(path).map_err(|e| strerror(&e))?;
+    if perm != 0 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(perm)).map_err(|e| strerror(&e))?;
+    }
+    Ok(l)
+}
+
 /// The addresses `host` names for a TCP socket of one family (std's lookup is `getaddrinfo`); a
 /// failure is `gai_strerror`'s text, as Redis logs it.
 fn resolve(host: &str, port: u16, v6: bool) -> Result<Vec<SocketAddr>, ListenError> {

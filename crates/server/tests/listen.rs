@@ -392,3 +392,37 @@ fn laddr_is_the_connections_own_address() {
     assert_eq!(c.call(format!("CLIENT KILL LADDR 127.0.0.1:{}\r\n", s.port).as_bytes()), ":1\r\n");
     assert!(other.closed());
 }
+
+/// `unixsocket` / `unixsocketperm`: the socket is made (a stale file at the path replaced) with
+/// the mode asked for, its clients carry the `U` flag and `path:0` addresses, and SHUTDOWN removes
+/// the file, as redis-server does.
+#[test]
+fn unix_socket_serves_with_its_mode_and_is_removed_at_shutdown() {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::net::UnixStream;
+    let dir = common::TempDir::new("unixsocket");
+    let path = format!("{}/latch.sock", dir.path());
+    std::fs::write(&path, b"stale").unwrap();
+    let mut srv = Latch::start(&["--unixsocket", &path, "--unixsocketperm", "700"]);
+    let meta = std::fs::metadata(&path).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o700);
+    let mut s = UnixStream::connect(&path).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut read_reply = |s: &mut UnixStream| {
+        let mut buf = vec![0u8; 4096];
+        let n = s.read(&mut buf).unwrap();
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    };
+    s.write_all(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n").unwrap();
+    assert_eq!(read_reply(&mut s), "+OK\r\n");
+    s.write_all(b"*2\r\n$6\r\nCLIENT\r\n$4\r\nINFO\r\n").unwrap();
+    let info = read_reply(&mut s);
+    assert!(info.contains(&format!(" addr={path}:0 laddr={path}:0 ")), "{info}");
+    assert!(info.contains(" flags=U "), "{info}");
+    // The TCP listener serves the same data.
+    assert_eq!(srv.raw().cmd(&[b"GET", b"k"]), "$1\r\nv\r\n");
+    s.write_all(b"*2\r\n$8\r\nSHUTDOWN\r\n$6\r\nNOSAVE\r\n").unwrap();
+    assert!(srv.wait_exit(Duration::from_secs(10)).is_some());
+    assert!(std::fs::metadata(&path).is_err(), "the socket file outlived the server");
+}
