@@ -218,8 +218,13 @@ fn a_promoted_replica_keeps_the_history_and_the_old_primary_follows_it_partially
     assert_eq!(pa.cmd(&[b"WAIT", b"2", b"100"]), ":1\r\n");
     same_digest(&mut pa, &mut pb);
     let old_id = info_field(&mut pa, "replication", "master_replid").expect("replid");
-    // Promotion: a new id, the old one as the secondary.
-    assert_eq!(pb.cmd(&[b"REPLICAOF", b"NO", b"ONE"]), "+OK\r\n");
+    // Promotion: a new id, the old one as the secondary. Inside a transaction holding every shard
+    // (psync2-pingoff's `MULTI; DEBUG SLEEP; SLAVEOF NO ONE; EXEC`), which the promotion works
+    // through rather than locking them again.
+    assert_eq!(pb.cmd(&[b"MULTI"]), "+OK\r\n");
+    assert_eq!(pb.cmd(&[b"DEBUG", b"SLEEP", b"0"]), "+QUEUED\r\n");
+    assert_eq!(pb.cmd(&[b"SLAVEOF", b"NO", b"ONE"]), "+QUEUED\r\n");
+    assert_eq!(pb.cmd(&[b"EXEC"]), "*2\r\n+OK\r\n+OK\r\n");
     assert_eq!(info_field(&mut pb, "replication", "role").as_deref(), Some("master"));
     assert_eq!(info_field(&mut pb, "replication", "master_replid2").as_deref(), Some(old_id.as_str()));
     assert_eq!(pb.cmd(&[b"SET", b"after", b"promotion"]), "+OK\r\n");

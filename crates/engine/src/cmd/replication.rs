@@ -33,7 +33,7 @@ pub static COMMANDS: &[Command] = &[
     Command {
         name: "replicaof",
         arity: 3,
-        flags: Flags::NO_ASYNC_LOADING.or(Flags::ADMIN).or(Flags::NOSCRIPT).or(Flags::STALE),
+        flags: Flags::NO_ASYNC_LOADING.or(Flags::ADMIN).or(Flags::NOSCRIPT).or(Flags::STALE).or(Flags::ALL_SHARDS),
         group: Group::Server,
         handler: replicaof,
         ..BASE
@@ -41,7 +41,7 @@ pub static COMMANDS: &[Command] = &[
     Command {
         name: "slaveof",
         arity: 3,
-        flags: Flags::NO_ASYNC_LOADING.or(Flags::ADMIN).or(Flags::NOSCRIPT).or(Flags::STALE),
+        flags: Flags::NO_ASYNC_LOADING.or(Flags::ADMIN).or(Flags::NOSCRIPT).or(Flags::STALE).or(Flags::ALL_SHARDS),
         group: Group::Server,
         handler: replicaof,
         ..BASE
@@ -184,7 +184,7 @@ fn replconf(ctx: &mut Ctx<'_, '_>) -> Frame {
 fn replicaof(ctx: &mut Ctx<'_, '_>) -> Frame {
     let (host, port) = (ctx.arg(1), ctx.arg(2));
     if host.eq_ignore_ascii_case(b"no") && port.eq_ignore_ascii_case(b"one") {
-        return ctx.srv.replicaof(ctx.client, None);
+        return ctx.srv.replicaof(ctx.client, ctx.locked, None);
     }
     if ctx.client.info.has_flag('S') {
         return Frame::error("ERR Command is not valid when client is a replica.");
@@ -192,7 +192,7 @@ fn replicaof(ctx: &mut Ctx<'_, '_>) -> Frame {
     let Some(port) = crate::args::parse_i64_strict(port) else { return crate::error::not_integer() };
     let Ok(port) = u16::try_from(port) else { return Frame::error("ERR Invalid master port") };
     let host = String::from_utf8_lossy(host).into_owned();
-    ctx.srv.replicaof(ctx.client, Some(crate::upstream::Primary { host, port }))
+    ctx.srv.replicaof(ctx.client, ctx.locked, Some(crate::upstream::Primary { host, port }))
 }
 
 /// FAILOVER [TO host port] [FORCE] [ABORT] [TIMEOUT ms]: hands the primary's role to a replica

@@ -187,13 +187,19 @@ pub const MASTERDOWN: &str = "MASTERDOWN Link with MASTER is down and replica-se
 
 impl Server {
     /// REPLICAOF / SLAVEOF: follows `primary`, or none (`NO ONE`, a promotion). The link connects
-    /// after the reply, as Redis's does (Redis's `replicaofCommand`).
-    pub fn replicaof(&self, client: &Client, primary: Option<crate::upstream::Primary>) -> Frame {
+    /// after the reply, as Redis's does (Redis's `replicaofCommand`). The command holds every shard
+    /// (`ALL_SHARDS`: inside EXEC, the transaction's locks), which a promotion works through.
+    pub fn replicaof(
+        &self,
+        client: &Client,
+        locked: &mut Locked<'_>,
+        primary: Option<crate::upstream::Primary>,
+    ) -> Frame {
         let who = format!("id={} addr={}", client.id, client.info.addr);
         match primary {
             None => {
                 if self.upstream.is_replica() {
-                    self.promote();
+                    self.promote_locked(locked);
                     self.log_replica(&format!("MASTER MODE enabled (user request from '{who}')"));
                 }
             }
