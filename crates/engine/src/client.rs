@@ -39,6 +39,10 @@ pub struct Client {
     pub reply_mode: ReplyMode,
     /// Close the connection once the current reply is written (QUIT, protocol errors, CLIENT KILL self).
     pub close_after_reply: bool,
+    /// `SCRIPT DEBUG SYNC`: the client's EVALs run under the Lua debugger.
+    pub ldb_sync: bool,
+    /// The debugger's link to this client, given by the connection for the EVAL it is about to run.
+    pub ldb_link: Option<crate::lua::DebugLink>,
     /// A reply would have gone over `client-output-buffer-limit`: close the connection now, without
     /// the replies still buffered (Redis stops such a reply mid-run).
     pub obuf_overflow: bool,
@@ -125,6 +129,8 @@ impl Client {
             user: None,
             reply_mode: ReplyMode::On,
             close_after_reply: false,
+            ldb_sync: false,
+            ldb_link: None,
             obuf_overflow: false,
             no_touch: false,
             no_evict: false,

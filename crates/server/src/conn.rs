@@ -60,6 +60,11 @@ fn take_outbox(client: &Client, msgs: &mut Vec<Bytes>, wbuf: &mut BytesMut) {
     }
 }
 
+/// EVAL or EVAL_RO, which a client in `SCRIPT DEBUG SYNC` mode runs under the debugger.
+fn is_eval(args: &[Bytes]) -> bool {
+    args.first().is_some_and(|n| n.eq_ignore_ascii_case(b"eval") || n.eq_ignore_ascii_case(b"eval_ro"))
+}
+
 /// Serves one connection until the peer closes, a protocol error, QUIT, CLIENT KILL or shutdown (which
 /// kills every client).
 pub async fn serve<S>(srv: Arc<Server>, aof: Arc<crate::aof::Aof>, stream: S, peer: String, local: String)
@@ -209,7 +214,11 @@ where
     /// Executes one request (waiting while it is blocked) and queues its reply, with the messages
     /// that go before and after it.
     async fn run_request(&mut self, args: &[Bytes]) -> Step {
-        let mut reply = self.srv.execute(&mut self.client, args);
+        let mut reply = if self.client.ldb_sync && is_eval(args) {
+            self.execute_debugged(args).await?
+        } else {
+            self.srv.execute(&mut self.client, args)
+        };
         // A blocking command that found nothing: wait for a writer to serve it, the timeout, or the
         // client to go away. Later pipelined commands wait behind it.
         while let Some(w) = self.client.blocked.clone() {
@@ -251,6 +260,65 @@ where
             return Err(Close);
         }
         Ok(())
+    }
+
+    /// Runs an EVAL under the Lua debugger (`SCRIPT DEBUG SYNC`): the script runs on a thread of its
+    /// own while this one carries the debugger's lines to the client and its commands back, until
+    /// the run ends. Like Redis's synchronous session, the connection is the debugger's meanwhile.
+    async fn execute_debugged(&mut self, args: &[Bytes]) -> Result<Option<Frame>, Close> {
+        self.flush().await?;
+        let (out_tx, mut out_rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+        let (in_tx, in_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+        self.client.ldb_link = Some(engine::lua::DebugLink {
+            send: Box::new(move |b| {
+                let _ = out_tx.send(b);
+            }),
+            input: in_rx,
+        });
+        let Conn { srv, client, rd, wr, .. } = self;
+        let srv: &Server = srv;
+        let rt = tokio::runtime::Handle::current();
+        let ran = tokio::task::block_in_place(|| {
+            std::thread::scope(|scope| {
+                let runner = scope.spawn(|| {
+                    let reply = srv.execute(client, args);
+                    // A run that never started its session drops the link here: the loop below ends.
+                    client.ldb_link = None;
+                    reply
+                });
+                rt.block_on(async {
+                    let mut input = Some(in_tx);
+                    let mut buf = vec![0u8; 1024];
+                    let mut writable = true;
+                    loop {
+                        tokio::select! {
+                            out = out_rx.recv() => match out {
+                                Some(bytes) => {
+                                    if writable && (wr.write_all(&bytes).await.is_err() || wr.flush().await.is_err()) {
+                                        writable = false;
+                                    }
+                                }
+                                None => break,
+                            },
+                            n = rd.read(&mut buf), if input.is_some() => match n {
+                                Ok(n) if n > 0 => {
+                                    if let Some(tx) = &input {
+                                        let _ = tx.send(buf[..n].to_vec());
+                                    }
+                                }
+                                // The client went away: the script runs on without stopping.
+                                _ => input = None,
+                            },
+                        }
+                    }
+                });
+                runner.join()
+            })
+        });
+        match ran {
+            Ok(reply) => Ok(reply),
+            Err(p) => std::panic::resume_unwind(p),
+        }
     }
 
     /// One wait of a blocked command: writes what is queued, waits for the outcome, and returns the

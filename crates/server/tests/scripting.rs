@@ -133,3 +133,72 @@ fn undeclared_keys_under_contention() {
     let total: i64 = keys.iter().map(|k| redis::cmd("GET").arg(k).query::<i64>(&mut c).unwrap()).sum();
     assert_eq!(total, 8 * 300 * 40);
 }
+
+/// The Lua debugger in Redis's synchronous form, through raw bytes as `redis-cli --ldb-sync-mode`
+/// speaks it: the script stops at its first line, steps (with the commands it calls and their
+/// replies logged), shows locals, runs commands for the user, takes breakpoints, and ends with
+/// `<endsession>`, the script's reply and the connection closed. Other clients are served meanwhile.
+#[test]
+fn script_debug_sync_steps_through_a_script() {
+    let l = Latch::start(&[]);
+    let mut c = l.raw();
+    assert!(c.cmd(&[b"SCRIPT", b"DEBUG", b"YES"]).starts_with("-ERR SCRIPT DEBUG YES"));
+    assert_eq!(c.cmd(&[b"SCRIPT", b"DEBUG", b"SYNC"]), "+OK\r\n");
+    // EVALSHA is not debugged: Redis answers NOSCRIPT.
+    assert!(c.cmd(&[b"EVALSHA", &[b'a'; 40], b"0"]).starts_with("-NOSCRIPT"));
+    let script = b"local n = 41\nredis.call('set', KEYS[1], n + 1)\nreturn redis.call('get', KEYS[1])\n";
+    assert_eq!(
+        c.cmd(&[b"EVAL", script, b"1", b"k"]),
+        "*2\r\n+* Stopped at 1, stop reason = step over\r\n+-> 1   local n = 41\r\n"
+    );
+    assert_eq!(
+        c.cmd(&[b"step"]),
+        "*2\r\n+* Stopped at 2, stop reason = step over\r\n+-> 2   redis.call('set', KEYS[1], n + 1)\r\n"
+    );
+    assert_eq!(c.cmd(&[b"print"]), "*1\r\n+<value> n = 41\r\n");
+    assert_eq!(c.cmd(&[b"print", b"KEYS"]), "*1\r\n+<value> {\"k\"}\r\n");
+    assert_eq!(c.cmd(&[b"print", b"nope"]), "*1\r\n+No such variable.\r\n");
+    assert_eq!(
+        c.cmd(&[b"step"]),
+        "*4\r\n+<redis> set k 42\r\n+<reply> \"+OK\"\r\n+* Stopped at 3, stop reason = step over\r\n+-> 3   return redis.call('get', KEYS[1])\r\n"
+    );
+    // Another client is served while the script waits (it holds only its key's shard).
+    assert_eq!(l.raw().cmd(&[b"PING"]), "+PONG\r\n");
+    // `eval` runs in a callframe of its own: the script's locals are not there.
+    assert_eq!(c.cmd(&[b"eval", b"6", b"*", b"7"]), "*1\r\n+<retval> 42\r\n");
+    assert!(c.cmd(&[b"redis", b"incrby", b"k", b"nope"]).contains("<error> -ERR value is not an integer"));
+    assert_eq!(c.cmd(&[b"break", b"9"]), "*1\r\n+Wrong line number.\r\n");
+    assert_eq!(
+        c.cmd(&[b"nonsense"]),
+        "*1\r\n+<error> Unknown Redis Lua debugger command or wrong number of arguments.\r\n"
+    );
+    // A redis command of many arguments is shown with its first ten and "(argc - 11 more)", as
+    // Redis counts (its stack-overflow test).
+    let mut many: Vec<&[u8]> = vec![b"redis"];
+    many.extend(std::iter::repeat_n(b"test".as_slice(), 100));
+    let r = c.cmd(&many);
+    assert!(r.contains("+<redis> test test test test test test test test test test ... (89 more)\r\n"), "{r}");
+    assert!(r.contains("+<error> Unknown Redis command called from script\r\n"), "{r}");
+    c.send(b"*1\r\n$1\r\nc\r\n");
+    assert_eq!(String::from_utf8_lossy(&c.reply_bytes()), "*1\r\n+<endsession>\r\n");
+    assert_eq!(String::from_utf8_lossy(&c.reply_bytes()), "$2\r\n42\r\n");
+    assert!(c.closed(), "the session's connection stays open");
+    assert_eq!(l.raw().cmd(&[b"GET", b"k"]), "$2\r\n42\r\n");
+}
+
+/// A debugged script whose client goes away runs to its end without stopping.
+#[test]
+fn a_debugged_script_runs_on_when_its_client_leaves() {
+    let l = Latch::start(&[]);
+    let mut c = l.raw();
+    assert_eq!(c.cmd(&[b"SCRIPT", b"DEBUG", b"SYNC"]), "+OK\r\n");
+    let r = c.cmd(&[b"EVAL", b"redis.call('set', 'left', 1)\nredis.breakpoint()\nredis.call('incr', 'left')", b"0"]);
+    assert!(r.contains("Stopped at 1"), "{r}");
+    drop(c);
+    let mut other = l.raw();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while other.cmd(&[b"GET", b"left"]) != "$1\r\n2\r\n" {
+        assert!(Instant::now() < deadline, "the script did not finish");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -16,6 +16,7 @@ use super::server::{help_reply, subcommand_syntax_error};
 use crate::args::eq_ic;
 use crate::command::{Flags, Keys};
 use crate::ctx::{Command, Ctx, container_handler};
+use crate::host::LogLevel;
 use crate::lua::{Callable, FLAG_NAMES, RunArgs};
 use crate::server::scripting::ScriptRun;
 use bytes::Bytes;
@@ -229,6 +230,10 @@ fn eval(ctx: &mut Ctx<'_, '_>) -> Frame {
     let name = ctx.cmd.name;
     let evalsha = name.starts_with("evalsha");
     let ro = name.ends_with("_ro");
+    // Under the debugger only EVAL runs: the source is what the debugger lists (Redis's reply).
+    if evalsha && ctx.client.ldb_sync {
+        return Frame::error("NOSCRIPT No matching script. Please use EVAL.");
+    }
     let (keys, argv) = match split_keys(ctx, "ERR value is not an integer or out of range") {
         Ok(x) => x,
         Err(e) => return e,
@@ -255,10 +260,21 @@ fn eval(ctx: &mut Ctx<'_, '_>) -> Frame {
         };
         &created
     };
+    let debug = ctx.client.ldb_link.take();
+    let debugging = debug.is_some();
+    if debugging {
+        srv.config.host().log(LogLevel::Warning, "Redis synchronous debugging eval session started");
+    }
     // The script's flags decide `read_only` (see `lua::eval_policy`), once a VM has it.
     let mut host = ScriptRun::new(srv, ctx.client, ctx.locked, ctx.now, ctx.cmd);
-    let a = RunArgs { host: &mut host, keys, argv, read_only: ro, allow_oom: false, command: ctx.args };
-    sc.run(Callable::Eval { sha, ro }, a)
+    let a = RunArgs { host: &mut host, keys, argv, read_only: ro, allow_oom: false, command: ctx.args, debug };
+    let reply = sc.run(Callable::Eval { sha, ro }, a);
+    if debugging {
+        srv.config.host().log(LogLevel::Warning, "Redis synchronous debugging eval session ended");
+        // The connection closes after the reply: the end of the session for the client.
+        ctx.client.close_after_reply = true;
+    }
+    reply
 }
 
 fn fcall(ctx: &mut Ctx<'_, '_>) -> Frame {
@@ -285,15 +301,24 @@ fn fcall(ctx: &mut Ctx<'_, '_>) -> Frame {
         read_only,
         allow_oom: crate::lua::flags_allow_oom(flags),
         command: ctx.args,
+        debug: None,
     };
     srv.scripting.run(Callable::Function(&fname), a)
 }
 
 fn script_debug(ctx: &mut Ctx<'_, '_>) -> Frame {
     let a = ctx.arg(2);
-    if eq_ic(a, "no") || eq_ic(a, "yes") || eq_ic(a, "sync") {
-        // The Lua debugger is not supported: scripts always run normally.
-        Frame::error("ERR SCRIPT DEBUG is not supported by Latch")
+    if eq_ic(a, "no") {
+        ctx.client.ldb_sync = false;
+        Frame::ok()
+    } else if eq_ic(a, "sync") {
+        // The next EVAL runs under the debugger (lua::ldb), on the link the connection gives it.
+        ctx.client.ldb_sync = true;
+        Frame::ok()
+    } else if eq_ic(a, "yes") {
+        // Redis forks the whole server for this mode and throws the run's changes away; Latch has no
+        // fork of the server to debug in.
+        Frame::error("ERR SCRIPT DEBUG YES (a forked session) is not supported by Latch: use SCRIPT DEBUG SYNC")
     } else {
         Frame::error("ERR Use SCRIPT DEBUG YES/SYNC/NO")
     }

@@ -111,8 +111,8 @@ redis.setresp = rt.setresp
 redis.set_repl = rt.set_repl
 
 function redis.replicate_commands() return true end
-function redis.breakpoint() return false end
-function redis.debug() end
+redis.breakpoint = rt.breakpoint
+redis.debug = rt.debug
 
 redis.acl_check_cmd = rt.acl_check_cmd
 

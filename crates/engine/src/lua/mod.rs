@@ -14,7 +14,9 @@
 //! a count hook every 100k instructions.
 
 mod chunk;
+mod ldb;
 pub mod libs;
+pub use ldb::DebugLink;
 mod lstruct;
 mod msgpack;
 mod raw;
@@ -365,6 +367,10 @@ impl ActiveRun {
 
 struct Vm {
     lua: Lua,
+    /// The count hook's work: long runs handed off and logged, SCRIPT KILL, restarts.
+    busy: Busy,
+    /// The value an error raised from Rust carries to the scripts' error handler.
+    raised: libs::Pending,
     /// The same state, for the per-run hot path ([`raw`]).
     raw: raw::RawState,
     /// What `redis.call` / `redis.pcall` reach while a run is active.
@@ -385,6 +391,12 @@ struct Vm {
     /// `Scripting::lib_gen` its `callbacks` match (`u64::MAX`: never loaded).
     lib_gen: u64,
 }
+
+/// What the count hook runs every [`BUSY_CHECK_EVERY`] instructions.
+type Busy = Arc<dyn Fn() -> mlua::Result<VmState> + Send + Sync>;
+
+/// Instructions between two runs of the count hook.
+const BUSY_CHECK_EVERY: u32 = 100_000;
 
 /// Redis's `redisLrand48`, the generator behind `math.random` (its state is never reseeded between
 /// scripts in Redis 7.0). Each VM of the pool has its own state, so the sequence a client sees
@@ -624,6 +636,16 @@ impl Vm {
                     .unwrap_or((None, None, None)))
             })?,
         )?;
+        let slot = host.ldb.clone();
+        rt.raw_set(
+            "debug",
+            lua.create_function(move |lua, args: MultiValue| {
+                ldb::debug_values(lua, &slot, args);
+                Ok(())
+            })?,
+        )?;
+        let slot = host.ldb.clone();
+        rt.raw_set("breakpoint", lua.create_function(move |_, ()| Ok(ldb::breakpoint(&slot)))?)?;
         let boot = lua.load(include_str!("bootstrap.lua")).set_name("@latch_internal").into_function()?;
         #[allow(clippy::type_complexity)]
         let (pg, fg, handler, run_load, set_load_mode, redis, protected, seal_functions_env, sandbox): (
@@ -646,7 +668,7 @@ impl Vm {
         raw.install_metatable_access(globals_ref.id(), lua.create_registry_value(sandbox)?.id());
         seal_functions_env.call::<()>(())?;
         let r = run.clone();
-        lua.set_global_hook(HookTriggers::new().every_nth_instruction(100_000), move |_, _| {
+        let busy: Busy = Arc::new(move || {
             if !r.handed_off.swap(true, Ordering::Relaxed) {
                 let f = r.long_op.lock().clone();
                 if let Some(f) = f {
@@ -661,8 +683,12 @@ impl Vm {
                 return Err(mlua::Error::runtime("script restarting with every shard"));
             }
             Ok(VmState::Continue)
-        })?;
+        });
+        let b = busy.clone();
+        lua.set_global_hook(HookTriggers::new().every_nth_instruction(BUSY_CHECK_EVERY), move |_, _| b())?;
         Ok(Vm {
+            busy,
+            raised: raised.clone(),
             raw,
             host,
             handler,
@@ -866,6 +892,8 @@ pub struct RunArgs<'a> {
     pub allow_oom: bool,
     /// The calling command's arguments (FUNCTION STATS).
     pub command: &'a [Bytes],
+    /// An EVAL run under the debugger (`SCRIPT DEBUG SYNC`): its link to the client.
+    pub debug: Option<DebugLink>,
 }
 
 /// A VM of the pool, locked (created on first use).
@@ -1158,6 +1186,7 @@ impl Scripting {
                 }
             }
         };
+        let run_arc = run;
         let run = &**run;
         // The command's own start time, unless it had to wait for a VM.
         let start_ms = if handed_off { a.host.now_ms() } else { a.host.started_ms() };
@@ -1176,6 +1205,13 @@ impl Scripting {
             *run.info.lock() = (name.to_string(), a.command.to_vec());
         }
         run.running.store(true, Ordering::SeqCst);
+        let debugged = match a.debug.take() {
+            Some(link) if eval => {
+                self.start_debugging(&mut vm, run_arc, link, a.command.get(1).map_or(&[][..], |b| &b[..]));
+                true
+            }
+            _ => false,
+        };
         let mut reply = run_in_vm(self, &mut vm, run, func, name, eval, &mut a);
         // A run that had to give up before writing starts again holding every shard; later runs of
         // the script take them all up front (`escalate`), so this happens once per script.
@@ -1185,11 +1221,62 @@ impl Scripting {
             run.resp.store(2, Ordering::Relaxed);
             reply = run_in_vm(self, &mut vm, run, func, name, eval, &mut a);
         }
+        if debugged {
+            self.end_debugging(&mut vm);
+        }
         if !run.undeclared.load(Ordering::Relaxed) && !reply.is_error() {
             self.verify(a.command);
         }
         run.running.store(false, Ordering::SeqCst);
         reply
+    }
+
+    /// Puts the VM under the debugger for one run of the script `body`: a session stopping at its
+    /// first line, and a hook on every line (and on the count, for the time limit and SCRIPT KILL).
+    fn start_debugging(&self, vm: &mut Vm, run: &Arc<RunState>, link: DebugLink, body: &[u8]) {
+        *vm.host.ldb.lock() = Some(ldb::Session::new(link, body));
+        vm.host.ldb_on.store(true, Ordering::Relaxed);
+        let (slot, busy, r, clock) = (vm.host.ldb.clone(), vm.busy.clone(), run.clone(), self.watch.clock.clone());
+        let raised = vm.raised.clone();
+        let hooked = vm.lua.set_global_hook(
+            HookTriggers::new().every_line().every_nth_instruction(BUSY_CHECK_EVERY),
+            move |lua, d| {
+                let count = matches!(d.event(), mlua::debug::DebugEvent::Count);
+                if count {
+                    busy()?;
+                }
+                if !d.source().short_src.is_some_and(|s| s.contains("user_script")) {
+                    return Ok(VmState::Continue);
+                }
+                let line = d.current_line().map_or(0, |l| l as i64);
+                // Redis's limit for a run between two stops: busy-reply-threshold, else 5 s.
+                let limit = match r.threshold_ms.load(Ordering::Relaxed) {
+                    t if t > 0 => t as u64,
+                    _ => 5000,
+                };
+                let timed_out = count && clock.now_ms().saturating_sub(r.start_ms.load(Ordering::Relaxed)) >= limit;
+                if count && !timed_out {
+                    return Ok(VmState::Continue);
+                }
+                if ldb::on_line(lua, &slot, line, timed_out).map_err(|e| raise_err(lua, &raised, e))? {
+                    r.start_ms.store(clock.now_ms(), Ordering::Relaxed);
+                }
+                Ok(VmState::Continue)
+            },
+        );
+        if hooked.is_err() {
+            self.end_debugging(vm);
+        }
+    }
+
+    /// Ends the VM's debugging session (`<endsession>` to the client) and puts back its count hook.
+    fn end_debugging(&self, vm: &mut Vm) {
+        vm.host.ldb_on.store(false, Ordering::Relaxed);
+        if let Some(s) = vm.host.ldb.lock().take() {
+            s.end();
+        }
+        let b = vm.busy.clone();
+        let _ = vm.lua.set_global_hook(HookTriggers::new().every_nth_instruction(BUSY_CHECK_EVERY), move |_, _| b());
     }
 }
 

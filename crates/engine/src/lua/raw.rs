@@ -65,12 +65,22 @@ pub(super) struct Host {
     pub panic: parking_lot::Mutex<Option<Box<dyn Any + Send>>>,
     /// The command table as defined (before `rename-command`), whose static names argv[0] reuses.
     pub names: &'static dyn Names,
+    /// The debugging session of the run, if it is debugged (`SCRIPT DEBUG SYNC`).
+    pub ldb: super::ldb::Slot,
+    /// Whether `ldb` holds a session (read on every `redis.call` instead of its lock).
+    pub ldb_on: std::sync::atomic::AtomicBool,
 }
 
 impl Host {
     /// A host for a VM of a server whose commands are `names` (before renames).
     pub fn new(names: &'static dyn Names) -> Host {
-        Host { active: ActiveRun::default(), panic: Default::default(), names }
+        Host {
+            active: ActiveRun::default(),
+            panic: Default::default(),
+            names,
+            ldb: Default::default(),
+            ldb_on: Default::default(),
+        }
     }
 }
 
@@ -1009,8 +1019,20 @@ unsafe fn outcome(l: *mut ffi::lua_State, host: &Host) -> Outcome {
             }
         }
     }
+    let debugged = host.ldb_on.load(std::sync::atomic::Ordering::Relaxed);
     let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        host.active.with(|c| c.host.call(named, &argv, &c.script)).unwrap_or(Outcome::Outside)
+        if debugged {
+            super::ldb::log_call(&host.ldb, &argv);
+        }
+        let o = host.active.with(|c| c.host.call(named, &argv, &c.script)).unwrap_or(Outcome::Outside);
+        if debugged {
+            match &o {
+                Outcome::Reply(f, resp3) => super::ldb::log_outcome(&host.ldb, Ok((f, *resp3))),
+                Outcome::Refused(msg, _) => super::ldb::log_outcome(&host.ldb, Err(msg)),
+                _ => {}
+            }
+        }
+        o
     }));
     match run {
         Ok(o) => o,
@@ -1019,4 +1041,186 @@ unsafe fn outcome(l: *mut ffi::lua_State, host: &Host) -> Outcome {
             Outcome::Panicked
         }
     }
+}
+
+/// Redis's `LDB_MAX_VALUES_DEPTH` (LUA_MINSTACK / 2): how deep the debugger shows nested tables.
+const LDB_MAX_DEPTH: usize = 10;
+
+/// The value at `idx` as the debugger shows it (Redis's `ldbCatStackValueRec`): strings quoted,
+/// numbers as `%g`, tables as `{1; 2}` when they are arrays and `{[k]=v; ...}` otherwise, other
+/// values as `"type@address"`.
+///
+/// # Safety
+/// `l` is usable (module docs) and `idx` a valid index. Pushes at most three values per level,
+/// each level checked with `lua_checkstack`, and leaves the stack as it found it.
+unsafe fn ldb_repr_at(l: *mut ffi::lua_State, idx: c_int, level: usize, out: &mut Vec<u8>) {
+    if level == LDB_MAX_DEPTH {
+        out.extend_from_slice(b"<max recursion level reached! Nested table?>");
+        return;
+    }
+    unsafe {
+        let idx = if idx < 0 { ffi::lua_gettop(l) + idx + 1 } else { idx };
+        match ffi::lua_type(l, idx) {
+            ffi::LUA_TSTRING => super::ldb::repr(out, str_at(l, idx)),
+            ffi::LUA_TBOOLEAN => {
+                out.extend_from_slice(if ffi::lua_toboolean(l, idx) != 0 { b"true" } else { b"false" })
+            }
+            ffi::LUA_TNUMBER => resp::format_double_g(ffi::lua_tonumber(l, idx), 6, out),
+            ffi::LUA_TNIL => out.extend_from_slice(b"nil"),
+            ffi::LUA_TTABLE => {
+                if ffi::lua_checkstack(l, 3) == 0 {
+                    out.extend_from_slice(b"<max recursion level reached! Nested table?>");
+                    return;
+                }
+                let (mut as_array, mut as_map) = (Vec::new(), Vec::new());
+                let mut expected = 1.0;
+                let mut is_array = true;
+                ffi::lua_pushnil(l);
+                while ffi::lua_next(l, idx) != 0 {
+                    if is_array && (ffi::lua_type(l, -2) != ffi::LUA_TNUMBER || ffi::lua_tonumber(l, -2) != expected) {
+                        is_array = false;
+                    }
+                    ldb_repr_at(l, -1, level + 1, &mut as_array);
+                    as_array.extend_from_slice(b"; ");
+                    as_map.push(b'[');
+                    ldb_repr_at(l, -2, level + 1, &mut as_map);
+                    as_map.extend_from_slice(b"]=");
+                    ldb_repr_at(l, -1, level + 1, &mut as_map);
+                    as_map.extend_from_slice(b"; ");
+                    ffi::lua_settop(l, -2);
+                    expected += 1.0;
+                }
+                let body = if is_array { as_array } else { as_map };
+                out.push(b'{');
+                out.extend_from_slice(body.strip_suffix(b"; ").unwrap_or(&body));
+                out.push(b'}');
+            }
+            t => {
+                let name = match t {
+                    ffi::LUA_TFUNCTION => "function",
+                    ffi::LUA_TUSERDATA => "userdata",
+                    ffi::LUA_TTHREAD => "thread",
+                    ffi::LUA_TLIGHTUSERDATA => "light-userdata",
+                    _ => {
+                        out.extend_from_slice(b"\"<unknown-lua-type>\"");
+                        return;
+                    }
+                };
+                out.extend_from_slice(format!("\"{name}@{:p}\"", ffi::lua_topointer(l, idx)).as_bytes());
+            }
+        }
+    }
+}
+
+/// `values` as the debugger shows them (`redis.debug`).
+pub(super) fn ldb_reprs(lua: &mlua::Lua, values: mlua::MultiValue) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    // SAFETY: the closure runs protected on the running state with the values as its stack; the
+    // calls it makes cannot raise (module docs, point 2), and `ldb_repr_at` checks its stack space.
+    let _ = unsafe {
+        lua.exec_raw::<()>(values, |l| {
+            for i in 1..=ffi::lua_gettop(l) {
+                let mut s = Vec::new();
+                ldb_repr_at(l, i, 0, &mut s);
+                out.push(s);
+            }
+            ffi::lua_settop(l, 0);
+        })
+    };
+    out
+}
+
+/// The debugger's `eval`: `code` compiled as an expression (`return <code>`), else as a statement,
+/// and called; its value as shown, or the error (Redis's `ldbEval`).
+pub(super) fn ldb_eval(lua: &mlua::Lua, code: &[u8]) -> Result<Vec<u8>, Vec<u8>> {
+    let mut result = Err(Vec::new());
+    let expr = [b"return ".as_slice(), code].concat();
+    // SAFETY: as `ldb_reprs`; the loads report errors as a status and the call is protected.
+    let _ = unsafe {
+        lua.exec_raw::<()>((), |l| {
+            let load = |src: &[u8]| ffi::luaL_loadbuffer(l, src.as_ptr().cast(), src.len(), c"@ldb_eval".as_ptr()) == 0;
+            if !load(&expr) {
+                ffi::lua_settop(l, -2);
+                if !load(code) {
+                    result = Err(str_at(l, -1).to_vec());
+                    ffi::lua_settop(l, 0);
+                    return;
+                }
+            }
+            if ffi::lua_pcall(l, 0, 1, 0) != 0 {
+                result = Err(str_at(l, -1).to_vec());
+            } else {
+                let mut s = Vec::new();
+                ldb_repr_at(l, -1, 0, &mut s);
+                result = Ok(s);
+            }
+            ffi::lua_settop(l, 0);
+        })
+    };
+    result
+}
+
+/// The debugger's `print`: with a name, `<value> ...` of the innermost local of that name (or of
+/// the globals KEYS and ARGV), None when there is none; without, `<value> name = ...` for each
+/// local of the current function (Redis's `ldbPrint` / `ldbPrintAll`).
+pub(super) fn ldb_print(lua: &mlua::Lua, var: Option<&[u8]>) -> Option<Vec<Vec<u8>>> {
+    let mut lines = Vec::new();
+    let mut found = var.is_none();
+    // SAFETY: as `ldb_reprs`. `lua_getlocal` pushes one value, popped after it is shown; level 0
+    // is the protected frame `exec_raw` runs in, a C function without locals.
+    let _ = unsafe {
+        lua.exec_raw::<()>((), |l| {
+            let mut ar: ffi::lua_Debug = std::mem::zeroed();
+            let mut level = 0;
+            'levels: while ffi::lua_getstack(l, level, &mut ar) != 0 {
+                level += 1;
+                if var.is_none() && (ffi::lua_getinfo(l, c"S".as_ptr(), &mut ar) == 0 || *ar.what == b'C' as _) {
+                    continue;
+                }
+                let mut i = 1;
+                loop {
+                    if ffi::lua_checkstack(l, 4) == 0 {
+                        break 'levels;
+                    }
+                    let name = ffi::lua_getlocal(l, &ar, i);
+                    if name.is_null() {
+                        break;
+                    }
+                    i += 1;
+                    let name = std::ffi::CStr::from_ptr(name).to_bytes();
+                    match var {
+                        Some(v) if v == name => {
+                            let mut s = b"<value> ".to_vec();
+                            ldb_repr_at(l, -1, 0, &mut s);
+                            lines.push(s);
+                            found = true;
+                            ffi::lua_settop(l, -2);
+                            break 'levels;
+                        }
+                        None if !name.windows(12).any(|w| w == b"(*temporary)") => {
+                            let mut s = b"<value> ".to_vec();
+                            s.extend_from_slice(name);
+                            s.extend_from_slice(b" = ");
+                            ldb_repr_at(l, -1, 0, &mut s);
+                            lines.push(s);
+                        }
+                        _ => {}
+                    }
+                    ffi::lua_settop(l, -2);
+                }
+                if var.is_none() {
+                    break;
+                }
+            }
+            if !found && let Some(v @ (b"KEYS" | b"ARGV")) = var {
+                ffi::lua_getfield(l, ffi::LUA_GLOBALSINDEX, if v == b"KEYS" { c"KEYS" } else { c"ARGV" }.as_ptr());
+                let mut s = b"<value> ".to_vec();
+                ldb_repr_at(l, -1, 0, &mut s);
+                lines.push(s);
+                found = true;
+            }
+            ffi::lua_settop(l, 0);
+        })
+    };
+    found.then_some(lines)
 }
