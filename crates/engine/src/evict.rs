@@ -363,10 +363,12 @@ impl Scope<'_> {
         }
         let host = self.config.host();
         let before = host.used_memory();
-        drop(t.evict(key));
-        self.evictor.evicted_keys.fetch_add(1, Ordering::Relaxed);
-        // The heap it held, measured, and its slot, free for the next key of this table.
-        let after = host.used_memory().saturating_sub(Table::SLOT_BYTES as u64);
+        // The heap it held, measured (not what logging its DEL and invalidations takes), and its
+        // slot, free for the next key of this table.
+        let after = t.evict_measured(key, || {
+            self.evictor.evicted_keys.fetch_add(1, Ordering::Relaxed);
+            host.used_memory().saturating_sub(Table::SLOT_BYTES as u64)
+        })?;
         self.stats.add_dirty(1);
         // A freed lock or a deleted list may have clients waiting on it.
         self.hooks.serve_ready(&mut locked, now);
