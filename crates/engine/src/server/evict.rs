@@ -34,7 +34,7 @@ impl Server {
     }
 
     /// Used memory that `maxmemory` does not count (Redis's `freeMemoryGetNotCountedMemory`): the
-    /// replication buffer beyond what the backlog alone takes (the replicas' output) and the AOF
+    /// replication buffer beyond the backlog's share (the replicas' output) and the AOF
     /// buffer. INFO shows it as `mem_not_counted_for_evict`.
     pub fn not_counted_memory(&self) -> u64 {
         self.repl.not_counted_memory() + self.changes.aof_buffer_bytes()
