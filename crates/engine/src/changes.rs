@@ -68,6 +68,9 @@ pub struct ChangeStream {
     aof: Mutex<AofBuffer>,
     /// `AofBuffer::appended`, readable without the lock (every reply flush asks).
     appended: std::sync::atomic::AtomicU64,
+    /// The allocation of `AofBuffer::bytes`, readable without the lock (eviction asks before
+    /// every command under `maxmemory`).
+    aof_allocated: std::sync::atomic::AtomicU64,
 }
 
 /// Units encoded for the AOF and not yet taken by its writer.
@@ -162,6 +165,7 @@ impl ChangeStream {
             let added = (b.bytes.len() - start) as u64;
             b.appended += added;
             self.appended.store(b.appended, Ordering::Release);
+            self.aof_allocated.store(b.bytes.capacity() as u64, Ordering::Relaxed);
         }
         if self.logging.load(Ordering::Relaxed) {
             self.log.lock().push(Unit { at, effects });
@@ -176,6 +180,7 @@ impl ChangeStream {
     /// Takes the AOF bytes encoded so far, with the offset they end at.
     pub fn take_aof(&self) -> (Vec<u8>, u64) {
         let mut b = self.aof.lock();
+        self.aof_allocated.store(0, Ordering::Relaxed);
         (std::mem::take(&mut b.bytes), b.appended)
     }
 
@@ -183,7 +188,14 @@ impl ChangeStream {
     pub fn rotate_aof(&self) -> (Vec<u8>, u64) {
         let mut b = self.aof.lock();
         b.db = None;
+        self.aof_allocated.store(0, Ordering::Relaxed);
         (std::mem::take(&mut b.bytes), b.appended)
+    }
+
+    /// Bytes the AOF buffer (what the writer has not taken yet) takes, 0 while the AOF is off:
+    /// Redis's `aof_buf` (INFO's `mem_aof_buffer`).
+    pub fn aof_buffer_bytes(&self) -> u64 {
+        if self.aof_on() { self.aof_allocated.load(Ordering::Relaxed) } else { 0 }
     }
 
     /// Bytes ever encoded for the AOF.

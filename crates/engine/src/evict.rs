@@ -1,6 +1,10 @@
 //! `maxmemory`: keys evicted when used memory passes the limit, as Redis's `evict.c` does.
 //!
-//! Used memory is the allocator's count ([`crate::host::Host::used_memory`]). Latch keeps small keys
+//! Used memory is the allocator's count ([`crate::host::Host::used_memory`]) less what Redis does
+//! not count against the limit (`freeMemoryGetNotCountedMemory`): the replicas' share of the
+//! replication buffer and the AOF buffer ([`Hooks::not_counted_memory`]), which the server holds
+//! for its replicas and its file, not for the dataset; evicting keys would not shrink them.
+//! Latch keeps small keys
 //! and values inside its tables' slots, so deleting one frees no allocation: its slot is reused by
 //! the next key added to that table. Eviction works with that in two places:
 //! * **Before a command** ([`Server::perform_evictions`], Redis's `performEvictions`): if used memory
@@ -166,19 +170,32 @@ pub struct TableEviction<'a> {
     evictor: &'a Evictor,
     max: u64,
     policy: Policy,
+    not_counted: u64,
 }
 
 impl<'a> TableEviction<'a> {
     /// The configuration's settings, or None when nothing is evicted (no `maxmemory`, `noeviction`,
     /// or `paused`: a client pause holds the dataset still, Redis's isSafeToPerformEvictions; asked
-    /// only when a limit is set).
-    pub fn new(config: &'a Config, evictor: &'a Evictor, paused: impl FnOnce() -> bool) -> Option<TableEviction<'a>> {
+    /// only when a limit is set). `not_counted`: the memory left out of used memory (see
+    /// [`Hooks::not_counted_memory`]), asked only when something may be evicted.
+    pub fn new(
+        config: &'a Config,
+        evictor: &'a Evictor,
+        paused: impl FnOnce() -> bool,
+        not_counted: impl FnOnce() -> u64,
+    ) -> Option<TableEviction<'a>> {
         let max = config.maxmemory.load(Ordering::Relaxed);
         if max == 0 || paused() {
             return None;
         }
         let policy = config.policy();
-        (policy != Policy::NoEviction).then_some(TableEviction { config, evictor, max, policy })
+        (policy != Policy::NoEviction).then(|| TableEviction {
+            config,
+            evictor,
+            max,
+            policy,
+            not_counted: not_counted(),
+        })
     }
 
     /// Before `key` is added to `t` at `now_ms`: if the table would grow and its growth would take
@@ -186,7 +203,8 @@ impl<'a> TableEviction<'a> {
     /// Nothing when the table has room, the growth fits, or nothing in `t` may be evicted.
     pub fn make_room(&self, t: &mut Table, key: &[u8], now_ms: u64) {
         let config = self.config;
-        if !t.would_grow(key) || config.host().used_memory() + t.growth_bytes() as u64 <= self.max {
+        let used = config.host().used_memory().saturating_sub(self.not_counted);
+        if !t.would_grow(key) || used + t.growth_bytes() as u64 <= self.max {
             return;
         }
         let samples = config.get_i64("maxmemory-samples").clamp(1, 64) as usize;
@@ -251,6 +269,10 @@ pub trait Hooks {
     fn latency_sample(&self, event: &'static str, ms: u64);
     /// A client pause holds the dataset still.
     fn paused(&self) -> bool;
+    /// Bytes of used memory that do not count against `maxmemory` (Redis's
+    /// `freeMemoryGetNotCountedMemory`): the replication buffer beyond the backlog's share, and
+    /// the AOF buffer.
+    fn not_counted_memory(&self) -> u64;
 }
 
 impl Scope<'_> {
@@ -263,8 +285,7 @@ impl Scope<'_> {
         if max == 0 || self.hooks.paused() {
             return Evicted::Ok;
         }
-        let host = self.config.host();
-        let used = host.used_memory();
+        let used = self.used_memory();
         let policy = self.config.policy();
         let allowance = self.evictor.allowance.load(Ordering::Relaxed);
         if used <= max || (policy != Policy::NoEviction && used <= max + allowance) {
@@ -293,11 +314,15 @@ impl Scope<'_> {
         result
     }
 
+    /// Used memory as the limit sees it: the allocator's count less what is not counted.
+    fn used_memory(&self) -> u64 {
+        self.config.host().used_memory().saturating_sub(self.hooks.not_counted_memory())
+    }
+
     fn evict(&self, policy: Policy, max: u64) -> Evicted {
-        let host = self.config.host();
         let mut pool = self.evictor.pool.lock();
         // Measured again under the lock: another thread may have just freed what was needed.
-        let used = host.used_memory();
+        let used = self.used_memory();
         if used <= max + self.evictor.allowance.load(Ordering::Relaxed) {
             return Evicted::Ok;
         }
@@ -320,7 +345,7 @@ impl Scope<'_> {
         }
         // What is still over was not freed by deleting keys (their slots wait for new keys): it is
         // tolerated rather than chased by deleting more.
-        self.evictor.allowance.store(host.used_memory().saturating_sub(max), Ordering::Relaxed);
+        self.evictor.allowance.store(self.used_memory().saturating_sub(max), Ordering::Relaxed);
         Evicted::Ok
     }
 
@@ -338,10 +363,12 @@ impl Scope<'_> {
         }
         let host = self.config.host();
         let before = host.used_memory();
-        drop(t.evict(key));
-        self.evictor.evicted_keys.fetch_add(1, Ordering::Relaxed);
-        // The heap it held, measured, and its slot, free for the next key of this table.
-        let after = host.used_memory().saturating_sub(Table::SLOT_BYTES as u64);
+        // The heap it held, measured (not what logging its DEL and invalidations takes), and its
+        // slot, free for the next key of this table.
+        let after = t.evict_measured(key, || {
+            self.evictor.evicted_keys.fetch_add(1, Ordering::Relaxed);
+            host.used_memory().saturating_sub(Table::SLOT_BYTES as u64)
+        })?;
         self.stats.add_dirty(1);
         // A freed lock or a deleted list may have clients waiting on it.
         self.hooks.serve_ready(&mut locked, now);
@@ -435,8 +462,10 @@ mod tests {
         let added = Arc::new(AtomicU64::new(0));
         let (srv, a) = (Arc::downgrade(&ts.srv), added.clone());
         host.set_used_fn(Arc::new(move || {
-            let evicted = srv.upgrade().map_or(0, |s| s.evictor.evicted_keys.load(Ordering::Relaxed));
-            base + 1000 * a.load(Ordering::Relaxed).saturating_sub(evicted)
+            let Some(s) = srv.upgrade() else { return base };
+            let evicted = s.evictor.evicted_keys.load(Ordering::Relaxed);
+            // The replication buffer is in the allocator's count, as it is in jemalloc's.
+            base + 1000 * a.load(Ordering::Relaxed).saturating_sub(evicted) + s.repl.memory().total
         }));
         let mut c = ts.client();
         // A large sample, so that which keys go is the policy's choice, not the sample's luck.
@@ -562,6 +591,54 @@ mod tests {
         }
         assert_eq!(c.run("exists k:0 k:1 k:2 k:3 k:4"), ":5");
         assert_eq!(c.run("object freq k:0"), ":25");
+    }
+
+    #[test]
+    fn a_replicas_output_causes_no_eviction_but_the_backlog_counts() {
+        // Room for 60 keys; the backlog counts about 16 KB of it.
+        let (ts, mut c, added) = server("allkeys-random", 10_000, 60);
+        let srv = &ts.srv;
+        for i in 0..3 {
+            add(&mut c, &added, &format!("set k:{i} x"));
+        }
+        srv.repl.activate(|| "r".repeat(40));
+        srv.repl.set_backlog_size(crate::repl::BACKLOG_MIN);
+        let replica = srv.clients.register("127.0.0.1:6000".into(), "127.0.0.1:6379".into(), 0);
+        srv.repl.attach(replica.clone(), crate::repl::ReplicaState::Online, 0, false, 0);
+        // A replica that reads nothing: 300 KB of stream wait for it, far past the limit.
+        for _ in 0..3000 {
+            srv.repl.feed_command(&["SET", "k", &"v".repeat(80)], 0);
+        }
+        let m = srv.repl.memory();
+        assert!(m.replicas > 250_000 && m.not_counted == m.replicas, "{m:?}");
+        assert_eq!(add(&mut c, &added, "set k:3 x"), "+OK");
+        assert_eq!(srv.evictor.evicted_keys.load(Ordering::Relaxed), 0, "the replica's share is not counted");
+        let info = match crate::testkit::decoded(c.cmd(&["info", "memory"]).unwrap()) {
+            resp::Frame::Bulk(b) | resp::Frame::Verbatim { text: b, .. } => String::from_utf8_lossy(&b).into_owned(),
+            other => panic!("INFO replied {other:?}"),
+        };
+        let field = |name: &str| -> u64 {
+            let line = info.lines().find_map(|l| l.strip_prefix(&format!("{name}:"))).unwrap();
+            line.parse().unwrap()
+        };
+        assert_eq!(field("mem_clients_slaves"), m.replicas);
+        assert_eq!(field("mem_not_counted_for_evict"), m.not_counted);
+        assert_eq!(field("mem_replication_backlog"), m.backlog);
+        assert_eq!(field("mem_total_replication_buffers"), m.total);
+        // The replica goes and the cron trims: the blocks are given back; the backlog's own
+        // share counts, so of 60 more keys only those that fit beside it stay.
+        replica.kill();
+        srv.repl.detach(replica.id);
+        srv.repl.set_backlog_size(crate::repl::BACKLOG_MIN);
+        let m = srv.repl.memory();
+        assert!(m.total < 3 * crate::repl::BLOCK as u64, "{m:?}");
+        assert_eq!(srv.not_counted_memory(), m.not_counted);
+        for i in 4..64 {
+            assert_eq!(add(&mut c, &added, &format!("set k:{i} x")), "+OK");
+        }
+        let kept: u64 = c.run("dbsize")[1..].parse().unwrap();
+        let room = (60_000 - (m.total - m.not_counted)) / 1000;
+        assert_eq!(kept, room, "the backlog's blocks count against the limit");
     }
 
     #[test]

@@ -410,6 +410,24 @@ impl Table {
         Some(e)
     }
 
+    /// [`Table::evict`] for eviction's accounting: the entry is removed and dropped, `measure`
+    /// runs, and then the key is logged. The logs' copies of the key (for the change stream's
+    /// `DEL`, notifications and tracking invalidations) are what propagating the eviction costs,
+    /// not memory the key held: Redis measures `dbDelete` alone, or an eviction whose messages
+    /// cost as much as the key would never count as freeing anything (a feedback loop that
+    /// empties the keyspace). None (and `measure` not run) if `key` is not present.
+    pub fn evict_measured<T>(&mut self, key: &[u8], measure: impl FnOnce() -> T) -> Option<T> {
+        let idx = self.map.get_index_of(key)?;
+        drop(self.remove_index(idx));
+        let measured = measure();
+        // What `remove` does after the removal.
+        self.touch(key);
+        self.signal_ready(key);
+        self.note_server_delete(key);
+        self.log_key(key, KeyEvent::Evicted);
+        Some(measured)
+    }
+
     /// [`Table::remove_many`] for keys the server chose to evict (they propagate as `DEL`).
     pub fn evict_many(&mut self, keys: &[Key]) -> usize {
         let n = self.remove_many(keys);
@@ -1224,6 +1242,22 @@ mod tests {
         assert_eq!(t.active_expire(55, 10), 0);
         assert_eq!(t.active_expire(61, 10), 1);
         assert!(t.is_empty());
+    }
+
+    #[test]
+    fn an_eviction_is_measured_before_its_key_is_logged() {
+        let mut t = Table::default();
+        t.log_mask.store(u32::MAX, Ordering::Relaxed);
+        t.log_server_deletes(true);
+        t.insert(b"k", e(b"v", 0));
+        t.take_log();
+        assert_eq!(t.evict_measured(b"k", || 7), Some(7));
+        assert!(t.is_empty());
+        // The logs come after the measure: what the eviction of the key propagates.
+        let log: Vec<KeyEvent> = t.take_log().into_iter().map(|(_, ev)| ev).collect();
+        assert_eq!(log, vec![KeyEvent::Changed, KeyEvent::Evicted]);
+        assert_eq!(t.take_server_deletes(), vec![Key::from_slice(b"k")]);
+        assert_eq!(t.evict_measured(b"k", || unreachable!("not present")), None);
     }
 
     /// Redis's SCAN guarantee: every key present for the whole iteration is returned, while keys

@@ -8,7 +8,11 @@
 //! WAIT mean what they mean on Redis. One buffer serves the backlog and every replica (as Redis
 //! 7.0's shared replication buffer): it keeps `repl-backlog-size` bytes, and more while an online
 //! replica has not been sent them, up to the replica class's `client-output-buffer-limit`; a
-//! replica further behind is closed, as Redis closes it.
+//! replica further behind is closed, as Redis closes it. The buffer is a list of 16 KiB blocks
+//! (Redis's `replBufBlock`s of `PROTO_REPLY_CHUNK_BYTES`): a replica's connection writes whole
+//! blocks without copying them, a trim frees whole blocks, and the buffer's memory is what its
+//! blocks take ([`Replication::memory`]). What it holds past the backlog's share is the
+//! replicas' output, which `maxmemory` does not count (Redis's `freeMemoryGetNotCountedMemory`).
 //!
 //! Nothing is recorded until the first replica attaches ([`Replication::activate`]), which, as in
 //! Redis, gives the primary a new replication id. The engine does no IO: the connection layer
@@ -22,13 +26,128 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// A replication id as Redis shows one when there is none (`master_replid2` at start).
 pub const NO_ID: &str = "0000000000000000000000000000000000000000";
 
 /// The smallest backlog Redis allows (`CONFIG_REPL_BACKLOG_MIN_SIZE`).
 pub const BACKLOG_MIN: usize = 16 * 1024;
+
+/// Bytes of the stream per block of the replication buffer (Redis's `PROTO_REPLY_CHUNK_BYTES`).
+pub const BLOCK: usize = 16 * 1024;
+
+/// What a full block takes beside its bytes: its handle in the list, and the shared header the
+/// first slice handed to a replica's connection gives it (`bytes`'s `Shared`, 24 bytes in
+/// jemalloc's 32-byte class).
+const BLOCK_OVERHEAD: usize = std::mem::size_of::<Bytes>() + 32;
+
+/// Handles the list of blocks keeps room for however few blocks it holds.
+const LIST_MIN: usize = 8;
+
+/// The replication buffer: the stream's last `len` bytes in blocks of [`BLOCK`] bytes. Full blocks
+/// are frozen, so a replica's connection is handed slices of them rather than copies; the tail
+/// block fills up. The first `head` bytes of the first block were trimmed.
+#[derive(Default)]
+struct Blocks {
+    full: VecDeque<Bytes>,
+    tail: Vec<u8>,
+    head: usize,
+    len: usize,
+}
+
+impl Blocks {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn clear(&mut self) {
+        *self = Blocks::default();
+    }
+
+    fn extend(&mut self, mut bytes: &[u8]) {
+        self.len += bytes.len();
+        while !bytes.is_empty() {
+            if self.tail.capacity() == 0 {
+                self.tail = Vec::with_capacity(BLOCK);
+            }
+            let take = (BLOCK - self.tail.len()).min(bytes.len());
+            self.tail.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+            if self.tail.len() == BLOCK {
+                self.full.push_back(Bytes::from(std::mem::take(&mut self.tail)));
+            }
+        }
+    }
+
+    /// Drops the oldest `n` bytes (at most `len`); blocks wholly dropped are freed.
+    fn drain_front(&mut self, n: usize) {
+        let n = n.min(self.len);
+        self.head += n;
+        self.len -= n;
+        while self.head >= BLOCK && !self.full.is_empty() {
+            self.full.pop_front();
+            self.head -= BLOCK;
+        }
+        // The list of blocks gives back its room too once a stalled replica's blocks are gone.
+        if self.full.capacity() > LIST_MIN && self.full.capacity() / 4 > self.full.len() {
+            self.full.shrink_to(LIST_MIN.max(self.full.len() * 2));
+        }
+        if self.len == 0 {
+            // Nothing held: the tail starts over (its allocation stays for the next bytes).
+            self.tail.clear();
+            self.head = 0;
+        }
+    }
+
+    /// Up to `max` bytes from `start` (0: the oldest byte held), never past the end of a block:
+    /// a slice of a full block, or a copy of the tail's.
+    fn piece(&self, start: usize, max: usize) -> Bytes {
+        let n = max.min(self.len.saturating_sub(start));
+        if n == 0 {
+            return Bytes::new();
+        }
+        let at = self.head + start;
+        let (block, off) = (at / BLOCK, at % BLOCK);
+        let end = (off + n).min(BLOCK);
+        match self.full.get(block) {
+            Some(b) => b.slice(off..end),
+            None => Bytes::copy_from_slice(&self.tail[off..end.min(self.tail.len())]),
+        }
+    }
+
+    /// Bytes the buffer takes from the allocator: its blocks, the tail's allocation, the list.
+    fn allocated(&self) -> usize {
+        self.full.len() * (BLOCK + BLOCK_OVERHEAD)
+            + self.tail.capacity()
+            + (self.full.capacity() - self.full.len()) * std::mem::size_of::<Bytes>()
+    }
+}
+
+/// What the backlog counts as of the buffer, at `size` bytes (`repl-backlog-size`): its bytes and
+/// the overhead of the blocks they fill, Redis's estimate in `freeMemoryGetNotCountedMemory` and
+/// `getMemoryOverheadData` (it cannot know how the bytes fall in blocks: partly filled blocks at
+/// either end count as the replicas').
+pub fn backlog_share(size: usize) -> u64 {
+    (size + (size / BLOCK + 1) * BLOCK_OVERHEAD) as u64
+}
+
+/// The replication buffer's memory as INFO and MEMORY STATS report it, and as `maxmemory` leaves
+/// it out (Redis's `getMemoryOverheadData` and `freeMemoryGetNotCountedMemory`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BufferMemory {
+    /// All of it (`mem_total_replication_buffers`).
+    pub total: u64,
+    /// The backlog's part (`mem_replication_backlog`): all of it without replicas, else up to
+    /// its share ([`backlog_share`]).
+    pub backlog: u64,
+    /// The replicas' part, what they have not been sent beyond the backlog
+    /// (`mem_clients_slaves`); 0 without replicas.
+    pub replicas: u64,
+    /// What `maxmemory` does not count: the part beyond the backlog's share, with or without
+    /// replicas (blocks a departed replica held are still being given back).
+    pub not_counted: u64,
+}
 
 /// Where a replica is in its life (INFO's `state=`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,6 +286,10 @@ pub struct Replication {
     pub sync_partial_err: AtomicU64,
     /// Clients in WAIT, rung on each acknowledgement.
     ack_waiters: Mutex<Vec<(u64, AckWaker)>>,
+    /// `repl-backlog-size` (at least [`BACKLOG_MIN`]); changed under `inner`'s lock.
+    backlog_size: AtomicUsize,
+    /// Bytes the buffer's blocks take, kept with every change (read without the lock by eviction).
+    allocated: AtomicU64,
 }
 
 type AckWaker = Arc<dyn Fn() + Send + Sync>;
@@ -177,9 +300,7 @@ struct Inner {
     /// `second_repl_offset` (-1: none).
     second_offset: i64,
     /// The last `backlog.len()` bytes of the stream, ending at `offset`.
-    backlog: VecDeque<u8>,
-    /// `repl-backlog-size`.
-    backlog_size: usize,
+    backlog: Blocks,
     /// The database the stream selected last (None: the next effect selects).
     seldb: Option<usize>,
     replicas: BTreeMap<u64, Replica>,
@@ -197,8 +318,7 @@ impl Replication {
                 replid,
                 replid2: NO_ID.to_string(),
                 second_offset: -1,
-                backlog: VecDeque::new(),
-                backlog_size: 1 << 20,
+                backlog: Blocks::default(),
                 seldb: None,
                 replicas: BTreeMap::new(),
                 native: VecDeque::new(),
@@ -210,6 +330,8 @@ impl Replication {
             sync_partial_ok: AtomicU64::new(0),
             sync_partial_err: AtomicU64::new(0),
             ack_waiters: Mutex::new(Vec::new()),
+            backlog_size: AtomicUsize::new(1 << 20),
+            allocated: AtomicU64::new(0),
         }
     }
 
@@ -234,12 +356,51 @@ impl Replication {
         self.inner.lock().replid = id;
     }
 
-    /// `repl-backlog-size` (at least [`BACKLOG_MIN`]); a smaller backlog drops its oldest bytes.
+    /// `repl-backlog-size` (at least [`BACKLOG_MIN`]); a smaller backlog drops its oldest bytes,
+    /// and so do bytes only replicas that have gone were still to be sent (the cron calls this
+    /// every second, as Redis's cron trims the buffer incrementally).
     pub fn set_backlog_size(&self, bytes: usize) {
         let mut g = self.inner.lock();
-        g.backlog_size = bytes.max(BACKLOG_MIN);
-        let Inner { backlog, backlog_size, replicas, .. } = &mut *g;
-        trim(backlog, *backlog_size, replicas, self.offset.load(Ordering::Relaxed), u64::MAX);
+        self.backlog_size.store(bytes.max(BACKLOG_MIN), Ordering::Relaxed);
+        self.trim(&mut g, self.offset.load(Ordering::Relaxed), u64::MAX);
+    }
+
+    /// Drops what neither the backlog nor a replica needs (see [`trim`]) and notes the buffer's
+    /// memory.
+    fn trim(&self, g: &mut Inner, offset: u64, limit: u64) {
+        let size = self.backlog_size.load(Ordering::Relaxed);
+        trim(&mut g.backlog, size, &mut g.replicas, offset, limit);
+        let first = offset + 1 - g.backlog.len() as u64;
+        while g.native.front().is_some_and(|&(s, n)| s + n <= first) {
+            g.native.pop_front();
+        }
+        self.note_memory(g);
+    }
+
+    fn note_memory(&self, g: &Inner) {
+        self.allocated.store(g.backlog.allocated() as u64, Ordering::Relaxed);
+    }
+
+    /// The buffer's memory (see [`BufferMemory`]). Replicas are those attached and not closed
+    /// (a killed replica is gone for Redis at once; here its connection goes a moment later).
+    pub fn memory(&self) -> BufferMemory {
+        let g = self.inner.lock();
+        let total = g.backlog.allocated() as u64;
+        let backlog = total.min(backlog_share(self.backlog_size.load(Ordering::Relaxed)));
+        let replicas = g.replicas.values().any(|r| r.attached() && !r.info.killed.load(Ordering::Relaxed));
+        BufferMemory {
+            total,
+            backlog: if replicas { backlog } else { total },
+            replicas: if replicas { total - backlog } else { 0 },
+            not_counted: total - backlog,
+        }
+    }
+
+    /// [`BufferMemory::not_counted`] without taking the buffer's lock: what eviction leaves out
+    /// of used memory, read before every command under `maxmemory`.
+    pub fn not_counted_memory(&self) -> u64 {
+        let total = self.allocated.load(Ordering::Relaxed);
+        total.saturating_sub(backlog_share(self.backlog_size.load(Ordering::Relaxed)))
     }
 
     /// The first replica arrives at a primary that records no stream: a new replication id, no
@@ -257,6 +418,7 @@ impl Replication {
         g.second_offset = -1;
         g.backlog.clear();
         g.seldb = None;
+        self.note_memory(&g);
         self.active.store(true, Ordering::Release);
     }
 
@@ -271,6 +433,7 @@ impl Replication {
         g.backlog.clear();
         g.native.clear();
         g.seldb = None;
+        self.note_memory(&g);
         self.offset.store(offset, Ordering::Release);
         self.active.store(true, Ordering::Release);
     }
@@ -285,6 +448,7 @@ impl Replication {
         g.backlog.clear();
         g.native.clear();
         g.seldb = None;
+        self.note_memory(&g);
         self.offset.store(offset, Ordering::Release);
         self.active.store(true, Ordering::Release);
     }
@@ -399,13 +563,8 @@ impl Replication {
         let offset = self.offset.load(Ordering::Relaxed) + bytes.len() as u64;
         self.offset.store(offset, Ordering::Release);
         let limit = if hard_limit == 0 { u64::MAX } else { hard_limit };
-        let Inner { backlog, backlog_size, replicas, native, .. } = g;
-        trim(backlog, *backlog_size, replicas, offset, limit);
-        let first = offset + 1 - backlog.len() as u64;
-        while native.front().is_some_and(|&(s, n)| s + n <= first) {
-            native.pop_front();
-        }
-        replicas.values().filter(|r| r.state == ReplicaState::Online).map(|r| r.info.clone()).collect()
+        self.trim(g, offset, limit);
+        g.replicas.values().filter(|r| r.state == ReplicaState::Online).map(|r| r.info.clone()).collect()
     }
 
     /// The instant of a full sync: `master_repl_offset`, after which the stream selects its database
@@ -417,7 +576,8 @@ impl Replication {
         self.offset.load(Ordering::Relaxed)
     }
 
-    /// The stream from offset `from` (the first byte the replica needs), at most `max` bytes; empty
+    /// The stream from offset `from` (the first byte the replica needs), at most `max` bytes and
+    /// never past the end of a block of the buffer (a full block's bytes are not copied); empty
     /// when it has everything. [`Behind`] when those bytes are gone.
     /// Without `latch` (a replica that did not announce `capa latch`), Latch's own commands come
     /// as `ECHO`s of their length.
@@ -431,24 +591,17 @@ impl Replication {
         if from > offset {
             return Ok(Bytes::new());
         }
-        let start = (from - first) as usize;
-        let n = (g.backlog.len() - start).min(max);
-        let (a, b) = g.backlog.as_slices();
-        let mut v = Vec::with_capacity(n);
-        if start < a.len() {
-            let take = (a.len() - start).min(n);
-            v.extend_from_slice(&a[start..start + take]);
-            v.extend_from_slice(&b[..n - take]);
-        } else {
-            v.extend_from_slice(&b[start - a.len()..start - a.len() + n]);
+        let piece = g.backlog.piece((from - first) as usize, max);
+        let end = from + piece.len() as u64;
+        let mut native = g.native.iter().filter(|&&(s, len)| s < end && s + len > from).peekable();
+        if latch || native.peek().is_none() {
+            return Ok(piece);
         }
-        if !latch {
-            let end = from + n as u64;
-            for &(s, len) in g.native.iter().filter(|&&(s, len)| s < end && s + len > from) {
-                let pad = echo_padding(len as usize);
-                for off in s.max(from)..(s + len).min(end) {
-                    v[(off - from) as usize] = pad[(off - s) as usize];
-                }
+        let mut v = piece.to_vec();
+        for &(s, len) in native {
+            let pad = echo_padding(len as usize);
+            for off in s.max(from)..(s + len).min(end) {
+                v[(off - from) as usize] = pad[(off - s) as usize];
             }
         }
         Ok(Bytes::from(v))
@@ -628,7 +781,7 @@ impl Replication {
         out.push(format!("second_repl_offset:{}", g.second_offset));
         let active = self.active();
         out.push(format!("repl_backlog_active:{}", u8::from(active)));
-        out.push(format!("repl_backlog_size:{}", g.backlog_size));
+        out.push(format!("repl_backlog_size:{}", self.backlog_size.load(Ordering::Relaxed)));
         let first = if active { offset + 1 - g.backlog.len() as u64 } else { 0 };
         out.push(format!("repl_backlog_first_byte_offset:{first}"));
         out.push(format!("repl_backlog_histlen:{}", g.backlog.len()));
@@ -701,27 +854,26 @@ fn host_of(addr: &str) -> String {
     addr.rsplit_once(':').map_or(addr, |(h, _)| h).trim_matches(['[', ']']).to_string()
 }
 
-/// Drops the oldest bytes beyond what the backlog and the online replicas need; a replica more
-/// than `limit` bytes behind is closed (its output limit), and its need no longer counts.
-fn trim(backlog: &mut VecDeque<u8>, size: usize, replicas: &mut BTreeMap<u64, Replica>, offset: u64, limit: u64) {
+/// Drops the oldest bytes beyond what the backlog and the replicas need; a replica more than
+/// `limit` bytes behind is closed (its output limit), and its need no longer counts, nor that of a
+/// replica closed otherwise (CLIENT KILL) whose connection has not gone yet.
+fn trim(backlog: &mut Blocks, size: usize, replicas: &mut BTreeMap<u64, Replica>, offset: u64, limit: u64) {
     let mut keep = size as u64;
     for r in replicas.values() {
-        if !r.attached() || r.state == ReplicaState::Waiting {
+        if !r.attached() || r.state == ReplicaState::Waiting || r.info.killed.load(Ordering::Relaxed) {
             continue;
         }
         let behind = offset.saturating_sub(r.sent);
         if behind > limit {
             // Closed once; until its connection goes, later feeds pass it by.
-            if !r.info.killed.load(Ordering::Relaxed) {
-                r.info.kill();
-            }
+            r.info.kill();
             continue;
         }
         keep = keep.max(behind);
     }
     let len = backlog.len() as u64;
     if len > keep {
-        backlog.drain(..(len - keep) as usize);
+        backlog.drain_front((len - keep) as usize);
     }
 }
 
@@ -771,7 +923,86 @@ mod tests {
         assert_eq!(r.psync(b"?", -1), Psync::Full);
         assert_eq!(r.read(1, 10, true), Err(Behind));
         let first = end + 1 - BACKLOG_MIN as u64;
-        assert_eq!(r.read(first, 1 << 20, true).unwrap().len(), BACKLOG_MIN);
+        let mut at = first;
+        while at <= end {
+            let piece = r.read(at, 1 << 20, true).unwrap();
+            assert!(!piece.is_empty() && piece.len() <= BLOCK, "never past a block's end");
+            at += piece.len() as u64;
+        }
+        assert_eq!(at - first, BACKLOG_MIN as u64);
+    }
+
+    #[test]
+    fn blocks_keep_the_stream_and_free_what_is_trimmed() {
+        let mut b = Blocks::default();
+        let data: Vec<u8> = (0..5 * BLOCK + 123).map(|i| (i % 251) as u8).collect();
+        for chunk in data.chunks(1000) {
+            b.extend(chunk);
+        }
+        assert_eq!(b.len(), data.len());
+        assert_eq!(b.full.len(), 5);
+        // Read back in pieces, each within one block.
+        let read_all = |b: &Blocks| {
+            let mut out = Vec::new();
+            while out.len() < b.len() {
+                let p = b.piece(out.len(), 7000);
+                assert!(!p.is_empty());
+                out.extend_from_slice(&p);
+            }
+            out
+        };
+        assert_eq!(read_all(&b), data);
+        let before = b.allocated();
+        assert!((6 * BLOCK..7 * BLOCK).contains(&before), "{before}");
+        // Dropping less than a block frees nothing; crossing blocks frees them whole.
+        b.drain_front(BLOCK - 1);
+        assert_eq!(b.full.len(), 5);
+        b.drain_front(2 * BLOCK);
+        assert_eq!(b.full.len(), 3);
+        assert!(b.allocated() < before - 2 * BLOCK);
+        assert_eq!(read_all(&b), &data[3 * BLOCK - 1..]);
+        b.drain_front(usize::MAX);
+        assert_eq!(b.len(), 0);
+        assert!(b.full.is_empty());
+        b.extend(b"abc");
+        assert_eq!(&b.piece(0, 10)[..], b"abc");
+    }
+
+    #[test]
+    fn a_stopped_replicas_share_of_the_buffer_is_not_counted_and_goes_with_it() {
+        let registry = ClientRegistry::default();
+        let info = registry.register("127.0.0.1:5000".into(), "".into(), 0);
+        let r = Replication::new("x".repeat(40));
+        r.activate(|| "e".repeat(40));
+        r.set_backlog_size(BACKLOG_MIN);
+        let quiet = r.memory();
+        assert_eq!((quiet.replicas, quiet.not_counted), (0, 0));
+        assert_eq!(quiet.backlog, quiet.total);
+        r.attach(info.clone(), ReplicaState::Online, 0, false, 0);
+        // The replica reads nothing: everything fed stays for it.
+        for _ in 0..20_000 {
+            r.feed_command(&["SET", "k", &"v".repeat(100)], 0);
+        }
+        let m = r.memory();
+        assert!(m.total >= r.offset(), "the buffer holds the whole stream: {m:?}");
+        assert_eq!(m.backlog, backlog_share(BACKLOG_MIN));
+        assert_eq!(m.replicas, m.total - m.backlog);
+        assert_eq!(m.not_counted, m.replicas);
+        assert_eq!(r.not_counted_memory(), m.not_counted);
+        // Closed: no replica any more, but until the buffer is trimmed its blocks are not the
+        // dataset's either.
+        info.kill();
+        let killed = r.memory();
+        assert_eq!(killed.replicas, 0);
+        assert_eq!(killed.backlog, killed.total);
+        assert_eq!(killed.not_counted, m.not_counted);
+        // The cron's trim gives them back: what is left is the backlog's.
+        r.set_backlog_size(BACKLOG_MIN);
+        let trimmed = r.memory();
+        assert!(trimmed.total <= 2 * (BLOCK + BLOCK_OVERHEAD) as u64 + 8 * 32, "{trimmed:?}");
+        assert!(trimmed.not_counted < 2 * BLOCK as u64, "at most the blocks' free ends: {trimmed:?}");
+        assert_eq!(r.not_counted_memory(), trimmed.not_counted);
+        r.detach(info.id);
     }
 
     #[test]

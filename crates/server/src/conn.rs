@@ -98,6 +98,8 @@ struct Conn<S> {
     msgs: Vec<Bytes>,
     /// The query buffer.
     rbuf: BytesMut,
+    /// Bytes were read into `rbuf` while replies were written (see `Input`).
+    arrived: bool,
     /// Replies waiting to be written.
     wbuf: BytesMut,
     dec: RequestDecoder,
@@ -143,6 +145,7 @@ where
             unblock,
             msgs: Vec::new(),
             rbuf: BytesMut::with_capacity(READ_CHUNK),
+            arrived: false,
             wbuf,
             dec: RequestDecoder::new(),
             obuf: Obuf::default(),
@@ -176,8 +179,9 @@ where
             if self.srv.client_memory(&self.client.info) {
                 return Err(Close);
             }
-            // Messages that arrived while the replies were written (their wake-up went to the write).
-            if self.client.info.outbox.pending() {
+            // Messages that arrived while the replies were written (their wake-up went to the write),
+            // and requests read meanwhile, run before waiting for more.
+            if self.client.info.outbox.pending() || std::mem::take(&mut self.arrived) {
                 continue;
             }
             self.read_more().await?;
@@ -397,7 +401,8 @@ where
         }
         if self.srv.config.normal_obuf_limits().hard == 0 {
             self.flush().await?;
-            write_out(&self.srv, &self.client.info, &self.kill, &mut self.wr, big).await.map_err(|_| Close)
+            let input = Input { rd: &mut self.rd, rbuf: &mut self.rbuf, open: true, arrived: &mut self.arrived };
+            write_out(&self.srv, &self.client.info, &self.kill, &mut self.wr, big, input).await.map_err(|_| Close)
         } else {
             self.wbuf.extend_from_slice(big);
             Ok(())
@@ -518,6 +523,7 @@ where
 
     /// Writes out `wbuf` and empties it.
     async fn flush(&mut self) -> Step {
+        let input = Input { rd: &mut self.rd, rbuf: &mut self.rbuf, open: true, arrived: &mut self.arrived };
         flush(
             &self.srv,
             &self.aof,
@@ -526,6 +532,7 @@ where
             &self.kill,
             &mut self.wr,
             &mut self.wbuf,
+            input,
         )
         .await
         .map_err(|_| Close)
@@ -593,15 +600,61 @@ async fn wait_blocked<R: AsyncRead + Unpin>(
     }
 }
 
+/// The client's side of a connection while its output is written: what it sends meanwhile is read
+/// into its query buffer (to run after the write), as Redis keeps reading a client whose output is
+/// pending. A client that pipelines a long batch before reading any reply would otherwise wait on
+/// the server while the server waits on it, once the sockets' buffers are full.
+struct Input<'a, R> {
+    rd: &'a mut R,
+    rbuf: &'a mut BytesMut,
+    /// Still reading (false once the client closed its side or a read failed: the connection's
+    /// next read sees it).
+    open: bool,
+    /// Set when bytes arrived: the connection runs them before it waits for more.
+    arrived: &'a mut bool,
+}
+
+impl<R: AsyncRead + Unpin> Input<'_, R> {
+    /// Reads what the client sent into the query buffer. Err when the query buffer passes
+    /// `client-query-buffer-limit` (the client is closed, as its next read would close it).
+    async fn read(&mut self, srv: &Server, info: &engine::clients::ClientInfo) -> std::io::Result<()> {
+        if self.rbuf.capacity() - self.rbuf.len() < READ_CHUNK / 4 {
+            self.rbuf.reserve(READ_CHUNK);
+        }
+        match self.rd.read_buf(self.rbuf).await {
+            Ok(0) | Err(_) => self.open = false,
+            Ok(n) => {
+                *self.arrived = true;
+                srv.stats.add_net_input(n as u64);
+                info.qbuf.store(self.rbuf.len(), Ordering::Relaxed);
+                info.qbuf_cap.store(self.rbuf.capacity(), Ordering::Relaxed);
+                let limit = srv.config.client_query_buffer_limit.load(Ordering::Relaxed).max(0) as usize;
+                if self.rbuf.len() > limit {
+                    tracing::warn!(
+                        client = info.id,
+                        addr = %info.addr,
+                        qbuf = self.rbuf.len(),
+                        "closing client that reached max query buffer length"
+                    );
+                    return Err(std::io::ErrorKind::ConnectionAborted.into());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Writes `out`; while the client is not reading, CLIENT LIST's `omem` shows what is still waiting
-/// beyond Redis's static reply buffer.
+/// beyond Redis's static reply buffer, and what the client sends is read into its query buffer
+/// (`input`).
 /// A client killed meanwhile (CLIENT KILL, a MONITOR over its limit, shutdown) stops the write.
-async fn write_out<W: AsyncWrite + Unpin>(
+async fn write_out<W: AsyncWrite + Unpin, R: AsyncRead + Unpin>(
     srv: &Server,
     info: &engine::clients::ClientInfo,
     kill: &Notify,
     wr: &mut W,
     out: &[u8],
+    mut input: Input<'_, R>,
 ) -> std::io::Result<()> {
     let mut r = Ok(());
     let mut off = 0;
@@ -617,6 +670,10 @@ async fn write_out<W: AsyncWrite + Unpin>(
                     continue;
                 }
             }
+            read = input.read(srv, info), if input.open => match read {
+                Ok(()) => continue,
+                Err(e) => Err(e),
+            },
         };
         match wrote {
             Ok(0) => {
@@ -636,7 +693,8 @@ async fn write_out<W: AsyncWrite + Unpin>(
 }
 
 /// Writes out `wbuf` and empties it.
-async fn flush<W: AsyncWrite + Unpin>(
+#[allow(clippy::too_many_arguments)]
+async fn flush<W: AsyncWrite + Unpin, R: AsyncRead + Unpin>(
     srv: &Server,
     aof: &crate::aof::Aof,
     info: &engine::clients::ClientInfo,
@@ -644,6 +702,7 @@ async fn flush<W: AsyncWrite + Unpin>(
     kill: &Notify,
     wr: &mut W,
     wbuf: &mut BytesMut,
+    input: Input<'_, R>,
 ) -> std::io::Result<()> {
     if wbuf.is_empty() {
         return Ok(());
@@ -666,7 +725,7 @@ async fn flush<W: AsyncWrite + Unpin>(
     if peak > info.rbp.load(Ordering::Relaxed) {
         info.rbp.store(peak, Ordering::Relaxed);
     }
-    let r = write_out(srv, info, kill, wr, wbuf).await;
+    let r = write_out(srv, info, kill, wr, wbuf, input).await;
     fit_reply_buffer(info, wbuf, false);
     r
 }

@@ -531,6 +531,8 @@ async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>, aof: Arc<aof::Aof>) {
             repl_ticks += 1;
             let period = srv.config.get_i64("repl-ping-replica-period").max(1) as u64;
             srv.replication_cron(now, repl_ticks.is_multiple_of(period));
+            // The replication buffer's blocks it freed leave used_memory now, with its figures.
+            alloc::publish();
         }
         let srv2 = srv.clone();
         let aof2 = aof.clone();

@@ -128,6 +128,35 @@ fn unread_replies_wait_in_the_socket_not_the_server() {
     assert!(omem <= 4 << 20, "omem {omem}");
 }
 
+/// A client that sends a long pipeline whole before it reads any reply: while the server waits to
+/// write replies, it reads what the client sends into the query buffer (as Redis keeps reading),
+/// so neither side waits on the other once the sockets' buffers are full.
+#[test]
+fn a_pipeline_sent_whole_before_reading_completes() {
+    let l = Latch::start(&[]);
+    let mut c = l.raw();
+    let value = vec![b'v'; 8192];
+    assert_eq!(c.cmd(&[b"SET", b"k", &value]), "+OK\r\n");
+    // 24 MB each way: far past what the sockets hold.
+    let n = 3000;
+    let mut one = format!("*3\r\n$6\r\nGETSET\r\n$1\r\nk\r\n${}\r\n", value.len()).into_bytes();
+    one.extend_from_slice(&value);
+    one.extend_from_slice(b"\r\n");
+    c.s.set_write_timeout(Some(Duration::from_secs(30))).unwrap();
+    for _ in 0..n {
+        std::io::Write::write_all(&mut c.s, &one).expect("the server keeps reading the pipeline");
+    }
+    let reply = format!("${}\r\n", value.len()).len() + value.len() + 2;
+    let mut left = n * reply;
+    let mut buf = vec![0; 1 << 16];
+    while left > 0 {
+        let got = c.s.read(&mut buf).expect("replies");
+        assert!(got > 0, "closed with {left} bytes of replies left");
+        left = left.saturating_sub(got);
+    }
+    assert_eq!(c.cmd(&[b"PING"]), "+PONG\r\n");
+}
+
 #[test]
 fn query_buffer_and_bulk_limits() {
     let l = Latch::start(&[]);

@@ -127,8 +127,16 @@ pub struct Figures {
     pub peak: u64,
     /// `used_memory_startup`.
     pub startup: u64,
-    /// `mem_clients_normal`: query and output buffers of the connected clients.
+    /// `mem_clients_normal`: query and output buffers of the connected clients but replicas
+    /// (Redis counts a replica's output in the replication buffer, [`Figures::repl`]).
     pub clients: u64,
+    /// The replication buffer: `mem_replication_backlog`, `mem_clients_slaves`,
+    /// `mem_total_replication_buffers`.
+    pub repl: crate::repl::BufferMemory,
+    /// `mem_aof_buffer`.
+    pub aof_buffer: u64,
+    /// `mem_not_counted_for_evict`.
+    pub not_counted: u64,
     /// `used_memory_overhead`.
     pub overhead: u64,
     /// `used_memory_dataset`.
@@ -152,8 +160,12 @@ pub fn figures(srv: &crate::server::Server, shards: EachShard<'_>) -> Figures {
         .clients
         .snapshot()
         .iter()
+        .filter(|c| !c.has_flag('S'))
         .map(|c| (c.qbuf_cap.load(Ordering::Relaxed) + c.omem.load(Ordering::Relaxed)) as u64)
         .sum();
+    f.repl = srv.repl.memory();
+    f.aof_buffer = srv.changes.aof_buffer_bytes();
+    f.not_counted = f.repl.not_counted + f.aof_buffer;
     let mut per_db = vec![(0u64, 0u64, 0u64); srv.ks.ndbs()];
     let mut tables = 0u64;
     shards(&mut |s| {
@@ -168,7 +180,7 @@ pub fn figures(srv: &crate::server::Server, shards: EachShard<'_>) -> Figures {
     });
     f.keys = per_db.iter().map(|d| d.0).sum();
     f.dbs = per_db.into_iter().enumerate().filter(|(_, d)| d.0 > 0).map(|(i, d)| (i, d.1, d.2)).collect();
-    f.overhead = f.startup + f.clients + tables;
+    f.overhead = f.startup + f.clients + f.repl.backlog + f.repl.replicas + f.aof_buffer + tables;
     f.dataset = f.used.saturating_sub(f.overhead);
     f
 }
@@ -188,11 +200,11 @@ fn stats(ctx: &mut Ctx<'_, '_>) -> Frame {
         (name("peak.allocated"), int(t.peak)),
         (name("total.allocated"), int(used)),
         (name("startup.allocated"), int(t.startup)),
-        (name("replication.backlog"), int(0)),
-        (name("clients.slaves"), int(0)),
+        (name("replication.backlog"), int(t.repl.backlog)),
+        (name("clients.slaves"), int(t.repl.replicas)),
         (name("clients.normal"), int(t.clients)),
         (name("cluster.links"), int(0)),
-        (name("aof.buffer"), int(0)),
+        (name("aof.buffer"), int(t.aof_buffer)),
         (name("lua.caches"), int(0)),
         (name("functions.caches"), int(0)),
     ];

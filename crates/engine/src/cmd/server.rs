@@ -693,13 +693,13 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("maxmemory_policy:{}", cfg.get("maxmemory-policy").unwrap_or_default());
             line!("mem_fragmentation_ratio:{:.2}", if used == 0 { 0.0 } else { rss as f64 / used as f64 });
             line!("mem_fragmentation_bytes:{}", rss as i64 - used as i64);
-            line!("mem_not_counted_for_evict:0");
-            line!("mem_replication_backlog:0");
-            line!("mem_total_replication_buffers:0");
-            line!("mem_clients_slaves:0");
+            line!("mem_not_counted_for_evict:{}", f.not_counted);
+            line!("mem_replication_backlog:{}", f.repl.backlog);
+            line!("mem_total_replication_buffers:{}", f.repl.total);
+            line!("mem_clients_slaves:{}", f.repl.replicas);
             line!("mem_clients_normal:{}", f.clients);
             line!("mem_cluster_links:0");
-            line!("mem_aof_buffer:0");
+            line!("mem_aof_buffer:{}", f.aof_buffer);
             line!("mem_allocator:{}", cfg.host().allocator());
             line!("active_defrag_running:0");
             line!("lazyfree_pending_objects:{}", srv.lazyfree.pending.load(Ordering::Relaxed));

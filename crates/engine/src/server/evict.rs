@@ -15,6 +15,9 @@ impl Hooks for Server {
     fn paused(&self) -> bool {
         self.pause_in_force()
     }
+    fn not_counted_memory(&self) -> u64 {
+        Server::not_counted_memory(self)
+    }
 }
 
 impl crate::db::MakeRoom for Server {
@@ -27,7 +30,14 @@ impl crate::db::MakeRoom for Server {
 
 impl Server {
     fn table_evictor(&self) -> Option<TableEviction<'_>> {
-        TableEviction::new(&self.config, &self.evictor, || self.pause_in_force())
+        TableEviction::new(&self.config, &self.evictor, || self.pause_in_force(), || self.not_counted_memory())
+    }
+
+    /// Used memory that `maxmemory` does not count (Redis's `freeMemoryGetNotCountedMemory`): the
+    /// replication buffer beyond the backlog's share (the replicas' output) and the AOF
+    /// buffer. INFO shows it as `mem_not_counted_for_evict`.
+    pub fn not_counted_memory(&self) -> u64 {
+        self.repl.not_counted_memory() + self.changes.aof_buffer_bytes()
     }
 
     /// What a command's [`crate::db::Db`] evicts through when a new key would grow a full table, or

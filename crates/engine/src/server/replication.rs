@@ -153,16 +153,21 @@ impl Server {
         }
     }
 
-    /// The replication part of the cron, at `now_ms`: the periodic PING to replicas
-    /// (`repl-ping-replica-period`), and replicas silent for `repl-timeout` closed.
+    /// The replication part of the cron, at `now_ms`: the buffer trimmed, the periodic PING to
+    /// replicas (`repl-ping-replica-period`), and replicas silent for `repl-timeout` closed.
     pub fn replication_cron(&self, now_ms: u64, ping: bool) {
         if self.upstream.is_replica() {
             self.expire_own_keys(now_ms);
         }
-        if !self.repl.active() || self.repl.online_count() == 0 {
+        if !self.repl.active() {
             return;
         }
+        // The buffer gives back what only replicas that have gone still held (Redis trims it
+        // incrementally in its cron).
         self.repl.set_backlog_size(self.config.get_i64("repl-backlog-size").max(0) as usize);
+        if self.repl.online_count() == 0 {
+            return;
+        }
         // A replica's replicas get its primary's PINGs.
         if ping && !self.upstream.is_replica() {
             self.feed_replicas(&["PING"]);
