@@ -95,13 +95,13 @@ impl Server {
         if self.tracking.clients.load(Ordering::Relaxed) > 0 {
             self.limit_tracking_table();
         }
-        if self.writes_need_replicas() && self.is_write(client, cmd) {
+        if self.writes_need_replicas() && self.is_write(client, cmd, args) {
             self.reject(cmd);
             return Some(self.reject_in_multi(client, cmd, Frame::error(crate::error::NOREPLICAS)));
         }
         // A replica: read-only, and with `replica-serve-stale-data no` nothing while its link is down.
         if self.upstream.is_replica()
-            && let Some(e) = self.replica_refuses(client, cmd, self.is_write(client, cmd))
+            && let Some(e) = self.replica_refuses(client, cmd, args, self.is_write(client, cmd, args))
         {
             self.reject(cmd);
             return Some(self.reject_in_multi(client, cmd, e));
@@ -109,7 +109,7 @@ impl Server {
         // After a failed background save, writes (and PING, as in Redis) wait for a good one.
         if !client.from_primary
             && self.persistence.last_bgsave_failed.load(Ordering::Relaxed)
-            && (self.is_write(client, cmd) || cmd.name == "ping")
+            && (self.is_write(client, cmd, args) || cmd.name == "ping")
             && self.writes_denied_by_disk_error()
         {
             self.reject(cmd);
@@ -154,7 +154,7 @@ impl Server {
         // The AOF could not be written: writes wait until it can (Redis's DISK_ERROR_TYPE_AOF).
         if self.persistence.aof_write_failed.load(Ordering::Relaxed)
             && self.changes.aof_on()
-            && (self.is_write(client, cmd) || cmd.name == "ping")
+            && (self.is_write(client, cmd, args) || cmd.name == "ping")
         {
             self.reject(cmd);
             let text = format!("MISCONF Errors writing to the AOF file: {}", self.persistence.aof_last_error.lock());
@@ -611,10 +611,12 @@ impl Server {
         self.config.get("stop-writes-on-bgsave-error").as_deref() == Some("yes") && !self.save_points().is_empty()
     }
 
-    fn is_write(&self, client: &Client, cmd: &Command) -> bool {
-        cmd.flags.has(Flags::WRITE)
-            || (cmd.name == "exec"
-                && client.multi.queued.as_ref().is_some_and(|q| q.iter().any(|(c, _)| c.flags.has(Flags::WRITE))))
+    /// Redis's `is_write_command`: a write command, a script whose shebang lets it write (its flags
+    /// replace EVAL's and FCALL's, as `getCommandFlags` has them), or EXEC of a queue holding one.
+    fn is_write(&self, client: &Client, cmd: &Command, args: &[Bytes]) -> bool {
+        let writes = |c: &Command, a: &[Bytes]| c.flags.has(Flags::WRITE) || self.scripting.may_write(c, a);
+        writes(cmd, args)
+            || (cmd.name == "exec" && client.multi.queued.as_ref().is_some_and(|q| q.iter().any(|(c, a)| writes(c, a))))
     }
 
     /// Redis's `rejectCommand` inside MULTI: flags the transaction, and a rejected EXEC discards it

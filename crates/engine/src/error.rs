@@ -86,6 +86,9 @@ pub fn value_range(min: i64, max: i64) -> Frame {
     Frame::error(format!("ERR value is out of range, value must between {min} and {max}"))
 }
 
+/// Redis's `-MASTERDOWN`, with `replica-serve-stale-data no` while the link is down.
+pub const MASTERDOWN: &str = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+
 /// A write refused because `min-replicas-to-write` good replicas are not connected.
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 /// Writes refused after a failed background save (`stop-writes-on-bgsave-error`).

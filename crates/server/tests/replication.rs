@@ -212,6 +212,15 @@ fn a_promoted_replica_keeps_the_history_and_the_old_primary_follows_it_partially
     wait_for("the link to come up", || {
         info_field(&mut pb, "replication", "master_link_status").as_deref() == Some("up")
     });
+    // Scripts on a read-only replica: one whose shebang lets it write is refused up front, one
+    // without flags at its first write, one declaring no-writes runs.
+    assert_eq!(
+        pb.cmd(&[b"EVAL", b"#!lua\nreturn 1", b"0"]),
+        "-READONLY You can't write against a read only replica.\r\n"
+    );
+    let r = pb.cmd(&[b"EVAL", b"return redis.call('set', 'x', '1')", b"0"]);
+    assert!(r.starts_with("-READONLY You can't write against a read only replica. script: "), "{r}");
+    assert_eq!(pb.cmd(&[b"EVAL", b"#!lua flags=no-writes\nreturn 1", b"0"]), ":1\r\n");
     load(&mut pa, 200, 250);
     // WAIT: the replica acknowledges what this client wrote.
     assert_eq!(pa.cmd(&[b"WAIT", b"1", b"5000"]), ":1\r\n");

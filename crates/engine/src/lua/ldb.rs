@@ -8,7 +8,6 @@
 //! and shuttles between it and the client while the script runs. Redis's forked form (`SCRIPT
 //! DEBUG YES`, whose changes are thrown away) needs a fork of the whole server and is refused.
 
-use super::raw;
 use bytes::Bytes;
 use mlua::{Lua, MultiValue, Value};
 use parking_lot::Mutex;
@@ -46,6 +45,44 @@ pub(super) struct Session {
     maxlen: usize,
     maxlen_hint_sent: bool,
     logs: Vec<Vec<u8>>,
+}
+
+/// Redis's `sdscatrepr`: the bytes quoted, with C escapes.
+pub(super) fn repr(out: &mut Vec<u8>, b: &[u8]) {
+    out.push(b'"');
+    for &c in b {
+        match c {
+            b'\\' | b'"' => out.extend_from_slice(&[b'\\', c]),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            7 => out.extend_from_slice(b"\\a"),
+            8 => out.extend_from_slice(b"\\b"),
+            c if c.is_ascii_graphic() || c == b' ' => out.push(c),
+            c => out.extend_from_slice(format!("\\x{c:02x}").as_bytes()),
+        }
+    }
+    out.push(b'"');
+}
+
+/// Where `redis.call` reports while a run is debugged: the command before it runs, then its reply
+/// and whether the script reads replies in RESP3, or the message it was refused with.
+pub(super) trait CallLog: Send + Sync {
+    /// Before the command runs.
+    fn call(&self, argv: &[Bytes]);
+    /// After.
+    fn outcome(&self, reply: Result<(&Frame, bool), &[u8]>);
+}
+
+/// What the debugger reads of the stopped script's Lua stack (implemented on Lua's C API, by
+/// `raw`, which keeps the engine's unsafe code).
+pub(super) trait Stack {
+    /// `values` as the debugger shows them.
+    fn reprs(&self, lua: &Lua, values: MultiValue) -> Vec<Vec<u8>>;
+    /// `eval <code>`: the value shown, or the error.
+    fn eval(&self, lua: &Lua, code: &[u8]) -> Result<Vec<u8>, Vec<u8>>;
+    /// `print [var]`: the lines, or None when there is no such variable.
+    fn print(&self, lua: &Lua, var: Option<&[u8]>) -> Option<Vec<Vec<u8>>>;
 }
 
 /// The session of a VM, while one runs (`raw::Host::ldb`).
@@ -312,24 +349,6 @@ fn parse_command(buf: &[u8]) -> Parse {
     Parse::Command(argv)
 }
 
-/// Redis's `sdscatrepr`: the bytes quoted, with C escapes.
-pub(super) fn repr(out: &mut Vec<u8>, b: &[u8]) {
-    out.push(b'"');
-    for &c in b {
-        match c {
-            b'\\' | b'"' => out.extend_from_slice(&[b'\\', c]),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            7 => out.extend_from_slice(b"\\a"),
-            8 => out.extend_from_slice(b"\\b"),
-            c if c.is_ascii_graphic() || c == b' ' => out.push(c),
-            c => out.extend_from_slice(format!("\\x{c:02x}").as_bytes()),
-        }
-    }
-    out.push(b'"');
-}
-
 /// Redis's `ldbRedisProtocolToHuman`: a reply as the debugger shows it, in the protocol the script
 /// reads replies in (`resp3`: after `redis.setresp(3)`).
 pub(super) fn human(out: &mut Vec<u8>, f: &Frame, resp3: bool) {
@@ -393,8 +412,20 @@ pub(super) fn human(out: &mut Vec<u8>, f: &Frame, resp3: bool) {
     }
 }
 
+/// The debugger's side of `redis.call`: a VM's session slot.
+pub(super) struct SlotLog(pub Slot);
+
+impl CallLog for SlotLog {
+    fn call(&self, argv: &[Bytes]) {
+        log_call(&self.0, argv);
+    }
+    fn outcome(&self, reply: Result<(&Frame, bool), &[u8]>) {
+        log_outcome(&self.0, reply);
+    }
+}
+
 /// `<redis> cmd args...` before a `redis.call` while stepping (the first ten arguments).
-pub(super) fn log_call(slot: &Slot, argv: &[Bytes]) {
+fn log_call(slot: &Slot, argv: &[Bytes]) {
     let mut g = slot.lock();
     let Some(s) = g.as_mut().filter(|s| s.step) else { return };
     let mut line = b"<redis>".to_vec();
@@ -410,7 +441,7 @@ pub(super) fn log_call(slot: &Slot, argv: &[Bytes]) {
 }
 
 /// `<reply> ...` after it, or `<error> ...` when the call was refused.
-pub(super) fn log_outcome(slot: &Slot, reply: Result<(&Frame, bool), &[u8]>) {
+fn log_outcome(slot: &Slot, reply: Result<(&Frame, bool), &[u8]>) {
     let mut g = slot.lock();
     let Some(s) = g.as_mut().filter(|s| s.step) else { return };
     match reply {
@@ -432,13 +463,13 @@ pub(super) fn log_outcome(slot: &Slot, reply: Result<(&Frame, bool), &[u8]>) {
 }
 
 /// `redis.debug(...)`: `<debug> line N: v1, v2...` while a session runs.
-pub(super) fn debug_values(lua: &Lua, slot: &Slot, args: MultiValue) {
+pub(super) fn debug_values(lua: &Lua, stack: &dyn Stack, slot: &Slot, args: MultiValue) {
     let line = match slot.lock().as_ref() {
         Some(s) => s.current,
         None => return,
     };
     let mut text = format!("<debug> line {line}: ").into_bytes();
-    let values = raw::ldb_reprs(lua, args);
+    let values = stack.reprs(lua, args);
     text.extend_from_slice(&values.join(b", ".as_slice()));
     if let Some(s) = slot.lock().as_mut() {
         s.log(text);
@@ -460,7 +491,13 @@ pub(super) fn breakpoint(slot: &Slot) -> bool {
 /// stepping, at a breakpoint, or (`timed_out`) when a count event finds the run past its time
 /// limit, then serves the debugger's commands until one resumes the script. An error stops it.
 /// Returns whether it stopped, or the error the script is stopped with.
-pub(super) fn on_line(lua: &Lua, slot: &Slot, line: i64, timed_out: bool) -> Result<bool, &'static str> {
+pub(super) fn on_line(
+    lua: &Lua,
+    stack: &dyn Stack,
+    slot: &Slot,
+    line: i64,
+    timed_out: bool,
+) -> Result<bool, &'static str> {
     {
         let mut g = slot.lock();
         let Some(s) = g.as_mut() else { return Ok(false) };
@@ -482,7 +519,7 @@ pub(super) fn on_line(lua: &Lua, slot: &Slot, line: i64, timed_out: bool) -> Res
         s.log_source_line(line);
         s.send_logs();
     }
-    match repl(lua, slot) {
+    match repl(lua, stack, slot) {
         Err(Stop::Gone) if timed_out => Err("timeout during Lua debugging with client closing connection"),
         Err(Stop::Gone) | Ok(()) => Ok(true),
         Err(Stop::Error(e)) => Err(e),
@@ -491,7 +528,7 @@ pub(super) fn on_line(lua: &Lua, slot: &Slot, line: i64, timed_out: bool) -> Res
 
 /// Serves debugger commands until one resumes the script (Redis's `ldbRepl`). The session's lock
 /// is never held while Lua runs (`eval`, `redis`), whose calls log through it.
-fn repl(lua: &Lua, slot: &Slot) -> Result<(), Stop> {
+fn repl(lua: &Lua, stack: &dyn Stack, slot: &Slot) -> Result<(), Stop> {
     loop {
         let argv = {
             let mut g = slot.lock();
@@ -530,7 +567,7 @@ fn repl(lua: &Lua, slot: &Slot) -> Result<(), Stop> {
             "b" | "break" => with(&mut |s| s.breakpoints(&argv)),
             "e" | "eval" => {
                 let code = argv[1..].join(b" ".as_slice());
-                let line = raw::ldb_eval(lua, &code);
+                let line = stack.eval(lua, &code);
                 with(&mut |s| match &line {
                     Ok(v) => s.log_max([b"<retval> ".as_slice(), v].concat()),
                     Err(e) => s.log([b"<error> ".as_slice(), e].concat()),
@@ -542,7 +579,7 @@ fn repl(lua: &Lua, slot: &Slot) -> Result<(), Stop> {
                 with(&mut |_| {});
             }
             "p" | "print" => {
-                let lines = raw::ldb_print(lua, argv.get(1).map(Vec::as_slice));
+                let lines = stack.print(lua, argv.get(1).map(Vec::as_slice));
                 with(&mut |s| match &lines {
                     Some(lines) if !lines.is_empty() => lines.iter().for_each(|l| s.log_max(l.clone())),
                     Some(_) => s.log("No local variables in the current context."),

@@ -290,6 +290,8 @@ pub trait ScriptHost {
     fn writes_need_replicas(&self) -> bool;
     /// Memory was over `maxmemory` when the calling command started.
     fn oom(&self) -> bool;
+    /// A replica with its link down that serves no stale data: scripts without flags do not run.
+    fn running_stale(&self) -> bool;
     /// The script starts: the client's state a script's commands change (database, protocol) is
     /// kept, and blocking commands answer at once (Redis).
     fn enter(&mut self);
@@ -367,6 +369,8 @@ impl ActiveRun {
 
 struct Vm {
     lua: Lua,
+    /// The debugging session of a debugged run (`SCRIPT DEBUG SYNC`).
+    ldb: ldb::Slot,
     /// The count hook's work: long runs handed off and logged, SCRIPT KILL, restarts.
     busy: Busy,
     /// The value an error raised from Rust carries to the scripts' error handler.
@@ -434,7 +438,8 @@ impl Vm {
     fn new(run: Arc<RunState>, table: &'static dyn Names, watch: SlowWatch) -> mlua::Result<Vm> {
         let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())?;
         let raised: libs::Pending = Arc::new(Mutex::new(None));
-        let host = Arc::new(raw::Host::new(table));
+        let ldb_slot = ldb::Slot::default();
+        let host = Arc::new(raw::Host::new(table, Arc::new(ldb::SlotLog(ldb_slot.clone()))));
         let err = raised.clone();
         let rt = lua.create_table()?;
         let p = raised.clone();
@@ -636,15 +641,15 @@ impl Vm {
                     .unwrap_or((None, None, None)))
             })?,
         )?;
-        let slot = host.ldb.clone();
+        let slot = ldb_slot.clone();
         rt.raw_set(
             "debug",
             lua.create_function(move |lua, args: MultiValue| {
-                ldb::debug_values(lua, &slot, args);
+                ldb::debug_values(lua, &raw::LuaStack, &slot, args);
                 Ok(())
             })?,
         )?;
-        let slot = host.ldb.clone();
+        let slot = ldb_slot.clone();
         rt.raw_set("breakpoint", lua.create_function(move |_, ()| Ok(ldb::breakpoint(&slot)))?)?;
         let boot = lua.load(include_str!("bootstrap.lua")).set_name("@latch_internal").into_function()?;
         #[allow(clippy::type_complexity)]
@@ -687,6 +692,7 @@ impl Vm {
         let b = busy.clone();
         lua.set_global_hook(HookTriggers::new().every_nth_instruction(BUSY_CHECK_EVERY), move |_, _| b())?;
         Ok(Vm {
+            ldb: ldb_slot,
             busy,
             raised: raised.clone(),
             raw,
@@ -944,6 +950,22 @@ impl Scripting {
         self.script_flags(cmd, args).is_some_and(flags_deny_oom)
     }
 
+    /// Whether `cmd` runs a script that declared its flags and may write (no `no-writes`): such a
+    /// call is a write command (Redis's `scriptFlagsToCmdFlags`); a script without a shebang is
+    /// checked at each write it makes instead.
+    pub fn may_write<R: Runner>(&self, cmd: &Command<R>, args: &[Bytes]) -> bool {
+        self.script_flags(cmd, args).is_some_and(|f| f & (FLAG_COMPAT | FLAG_NO_WRITES) == 0)
+    }
+
+    /// Whether `cmd` may run on a stale replica: its own `stale` flag, or for a script that declared
+    /// its flags, `allow-stale` (Redis's `scriptFlagsToCmdFlags`).
+    pub fn may_run_stale<R: Runner>(&self, cmd: &Command<R>, args: &[Bytes]) -> bool {
+        match self.script_flags(cmd, args) {
+            Some(f) if f & FLAG_COMPAT == 0 => f & FLAG_ALLOW_STALE != 0,
+            _ => cmd.flags.has(crate::command::Flags::STALE),
+        }
+    }
+
     /// True for EVAL, EVALSHA, FCALL and their `_RO` variants: the commands whose flags their
     /// script's flags replace (Redis's `getCommandFlags`).
     pub fn is_script_call<R: Runner>(&self, cmd: &Command<R>) -> bool {
@@ -1171,6 +1193,10 @@ impl Scripting {
                         }
                     }
                 };
+                // Redis's scriptPrepareForRun for scripts without a shebang on a stale replica.
+                if flags & FLAG_COMPAT != 0 && a.host.running_stale() {
+                    return Frame::error(crate::error::MASTERDOWN);
+                }
                 match eval_policy(flags, ro, a.host.writes_need_replicas(), a.host.oom()) {
                     Ok(read_only) => a.read_only = read_only,
                     Err(e) => return e,
@@ -1234,9 +1260,9 @@ impl Scripting {
     /// Puts the VM under the debugger for one run of the script `body`: a session stopping at its
     /// first line, and a hook on every line (and on the count, for the time limit and SCRIPT KILL).
     fn start_debugging(&self, vm: &mut Vm, run: &Arc<RunState>, link: DebugLink, body: &[u8]) {
-        *vm.host.ldb.lock() = Some(ldb::Session::new(link, body));
+        *vm.ldb.lock() = Some(ldb::Session::new(link, body));
         vm.host.ldb_on.store(true, Ordering::Relaxed);
-        let (slot, busy, r, clock) = (vm.host.ldb.clone(), vm.busy.clone(), run.clone(), self.watch.clock.clone());
+        let (slot, busy, r, clock) = (vm.ldb.clone(), vm.busy.clone(), run.clone(), self.watch.clock.clone());
         let raised = vm.raised.clone();
         let hooked = vm.lua.set_global_hook(
             HookTriggers::new().every_line().every_nth_instruction(BUSY_CHECK_EVERY),
@@ -1258,7 +1284,7 @@ impl Scripting {
                 if count && !timed_out {
                     return Ok(VmState::Continue);
                 }
-                if ldb::on_line(lua, &slot, line, timed_out).map_err(|e| raise_err(lua, &raised, e))? {
+                if ldb::on_line(lua, &raw::LuaStack, &slot, line, timed_out).map_err(|e| raise_err(lua, &raised, e))? {
                     r.start_ms.store(clock.now_ms(), Ordering::Relaxed);
                 }
                 Ok(VmState::Continue)
@@ -1272,7 +1298,7 @@ impl Scripting {
     /// Ends the VM's debugging session (`<endsession>` to the client) and puts back its count hook.
     fn end_debugging(&self, vm: &mut Vm) {
         vm.host.ldb_on.store(false, Ordering::Relaxed);
-        if let Some(s) = vm.host.ldb.lock().take() {
+        if let Some(s) = vm.ldb.lock().take() {
             s.end();
         }
         let b = vm.busy.clone();

@@ -65,22 +65,17 @@ pub(super) struct Host {
     pub panic: parking_lot::Mutex<Option<Box<dyn Any + Send>>>,
     /// The command table as defined (before `rename-command`), whose static names argv[0] reuses.
     pub names: &'static dyn Names,
-    /// The debugging session of the run, if it is debugged (`SCRIPT DEBUG SYNC`).
-    pub ldb: super::ldb::Slot,
-    /// Whether `ldb` holds a session (read on every `redis.call` instead of its lock).
+    /// The debugger's log of the calls a debugged run makes (`SCRIPT DEBUG SYNC`).
+    pub ldb: Arc<dyn super::ldb::CallLog>,
+    /// Whether the run is debugged (read on every `redis.call`).
     pub ldb_on: std::sync::atomic::AtomicBool,
 }
 
 impl Host {
-    /// A host for a VM of a server whose commands are `names` (before renames).
-    pub fn new(names: &'static dyn Names) -> Host {
-        Host {
-            active: ActiveRun::default(),
-            panic: Default::default(),
-            names,
-            ldb: Default::default(),
-            ldb_on: Default::default(),
-        }
+    /// A host for a VM of a server whose commands are `names` (before renames), whose debugged
+    /// runs log their calls to `ldb`.
+    pub fn new(names: &'static dyn Names, ldb: Arc<dyn super::ldb::CallLog>) -> Host {
+        Host { active: ActiveRun::default(), panic: Default::default(), names, ldb, ldb_on: Default::default() }
     }
 }
 
@@ -1022,13 +1017,13 @@ unsafe fn outcome(l: *mut ffi::lua_State, host: &Host) -> Outcome {
     let debugged = host.ldb_on.load(std::sync::atomic::Ordering::Relaxed);
     let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         if debugged {
-            super::ldb::log_call(&host.ldb, &argv);
+            host.ldb.call(&argv);
         }
         let o = host.active.with(|c| c.host.call(named, &argv, &c.script)).unwrap_or(Outcome::Outside);
         if debugged {
             match &o {
-                Outcome::Reply(f, resp3) => super::ldb::log_outcome(&host.ldb, Ok((f, *resp3))),
-                Outcome::Refused(msg, _) => super::ldb::log_outcome(&host.ldb, Err(msg)),
+                Outcome::Reply(f, resp3) => host.ldb.outcome(Ok((f, *resp3))),
+                Outcome::Refused(msg, _) => host.ldb.outcome(Err(msg)),
                 _ => {}
             }
         }
@@ -1112,115 +1107,121 @@ unsafe fn ldb_repr_at(l: *mut ffi::lua_State, idx: c_int, level: usize, out: &mu
     }
 }
 
-/// `values` as the debugger shows them (`redis.debug`).
-pub(super) fn ldb_reprs(lua: &mlua::Lua, values: mlua::MultiValue) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    // SAFETY: the closure runs protected on the running state with the values as its stack; the
-    // calls it makes cannot raise (module docs, point 2), and `ldb_repr_at` checks its stack space.
-    let _ = unsafe {
-        lua.exec_raw::<()>(values, |l| {
-            for i in 1..=ffi::lua_gettop(l) {
-                let mut s = Vec::new();
-                ldb_repr_at(l, i, 0, &mut s);
-                out.push(s);
-            }
-            ffi::lua_settop(l, 0);
-        })
-    };
-    out
-}
+/// The debugger's reader of the running script's Lua stack.
+pub(super) struct LuaStack;
 
-/// The debugger's `eval`: `code` compiled as an expression (`return <code>`), else as a statement,
-/// and called; its value as shown, or the error (Redis's `ldbEval`).
-pub(super) fn ldb_eval(lua: &mlua::Lua, code: &[u8]) -> Result<Vec<u8>, Vec<u8>> {
-    let mut result = Err(Vec::new());
-    let expr = [b"return ".as_slice(), code].concat();
-    // SAFETY: as `ldb_reprs`; the loads report errors as a status and the call is protected.
-    let _ = unsafe {
-        lua.exec_raw::<()>((), |l| {
-            let load = |src: &[u8]| ffi::luaL_loadbuffer(l, src.as_ptr().cast(), src.len(), c"@ldb_eval".as_ptr()) == 0;
-            if !load(&expr) {
-                ffi::lua_settop(l, -2);
-                if !load(code) {
+impl super::ldb::Stack for LuaStack {
+    /// `values` as the debugger shows them (`redis.debug`).
+    fn reprs(&self, lua: &mlua::Lua, values: mlua::MultiValue) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        // SAFETY: the closure runs protected on the running state with the values as its stack; the
+        // calls it makes cannot raise (module docs, point 2), and `ldb_repr_at` checks its stack space.
+        let _ = unsafe {
+            lua.exec_raw::<()>(values, |l| {
+                for i in 1..=ffi::lua_gettop(l) {
+                    let mut s = Vec::new();
+                    ldb_repr_at(l, i, 0, &mut s);
+                    out.push(s);
+                }
+                ffi::lua_settop(l, 0);
+            })
+        };
+        out
+    }
+
+    /// The debugger's `eval`: `code` compiled as an expression (`return <code>`), else as a statement,
+    /// and called; its value as shown, or the error (Redis's `ldbEval`).
+    fn eval(&self, lua: &mlua::Lua, code: &[u8]) -> Result<Vec<u8>, Vec<u8>> {
+        let mut result = Err(Vec::new());
+        let expr = [b"return ".as_slice(), code].concat();
+        // SAFETY: as `ldb_reprs`; the loads report errors as a status and the call is protected.
+        let _ = unsafe {
+            lua.exec_raw::<()>((), |l| {
+                let load =
+                    |src: &[u8]| ffi::luaL_loadbuffer(l, src.as_ptr().cast(), src.len(), c"@ldb_eval".as_ptr()) == 0;
+                if !load(&expr) {
+                    ffi::lua_settop(l, -2);
+                    if !load(code) {
+                        result = Err(str_at(l, -1).to_vec());
+                        ffi::lua_settop(l, 0);
+                        return;
+                    }
+                }
+                if ffi::lua_pcall(l, 0, 1, 0) != 0 {
                     result = Err(str_at(l, -1).to_vec());
-                    ffi::lua_settop(l, 0);
-                    return;
+                } else {
+                    let mut s = Vec::new();
+                    ldb_repr_at(l, -1, 0, &mut s);
+                    result = Ok(s);
                 }
-            }
-            if ffi::lua_pcall(l, 0, 1, 0) != 0 {
-                result = Err(str_at(l, -1).to_vec());
-            } else {
-                let mut s = Vec::new();
-                ldb_repr_at(l, -1, 0, &mut s);
-                result = Ok(s);
-            }
-            ffi::lua_settop(l, 0);
-        })
-    };
-    result
-}
+                ffi::lua_settop(l, 0);
+            })
+        };
+        result
+    }
 
-/// The debugger's `print`: with a name, `<value> ...` of the innermost local of that name (or of
-/// the globals KEYS and ARGV), None when there is none; without, `<value> name = ...` for each
-/// local of the current function (Redis's `ldbPrint` / `ldbPrintAll`).
-pub(super) fn ldb_print(lua: &mlua::Lua, var: Option<&[u8]>) -> Option<Vec<Vec<u8>>> {
-    let mut lines = Vec::new();
-    let mut found = var.is_none();
-    // SAFETY: as `ldb_reprs`. `lua_getlocal` pushes one value, popped after it is shown; level 0
-    // is the protected frame `exec_raw` runs in, a C function without locals.
-    let _ = unsafe {
-        lua.exec_raw::<()>((), |l| {
-            let mut ar: ffi::lua_Debug = std::mem::zeroed();
-            let mut level = 0;
-            'levels: while ffi::lua_getstack(l, level, &mut ar) != 0 {
-                level += 1;
-                if var.is_none() && (ffi::lua_getinfo(l, c"S".as_ptr(), &mut ar) == 0 || *ar.what == b'C' as _) {
-                    continue;
-                }
-                let mut i = 1;
-                loop {
-                    if ffi::lua_checkstack(l, 4) == 0 {
-                        break 'levels;
+    /// The debugger's `print`: with a name, `<value> ...` of the innermost local of that name (or of
+    /// the globals KEYS and ARGV), None when there is none; without, `<value> name = ...` for each
+    /// local of the current function (Redis's `ldbPrint` / `ldbPrintAll`).
+    fn print(&self, lua: &mlua::Lua, var: Option<&[u8]>) -> Option<Vec<Vec<u8>>> {
+        let mut lines = Vec::new();
+        let mut found = var.is_none();
+        // SAFETY: as `ldb_reprs`. `lua_getlocal` pushes one value, popped after it is shown; level 0
+        // is the protected frame `exec_raw` runs in, a C function without locals.
+        let _ = unsafe {
+            lua.exec_raw::<()>((), |l| {
+                let mut ar: ffi::lua_Debug = std::mem::zeroed();
+                let mut level = 0;
+                'levels: while ffi::lua_getstack(l, level, &mut ar) != 0 {
+                    level += 1;
+                    if var.is_none() && (ffi::lua_getinfo(l, c"S".as_ptr(), &mut ar) == 0 || *ar.what == b'C' as _) {
+                        continue;
                     }
-                    let name = ffi::lua_getlocal(l, &ar, i);
-                    if name.is_null() {
-                        break;
-                    }
-                    i += 1;
-                    let name = std::ffi::CStr::from_ptr(name).to_bytes();
-                    match var {
-                        Some(v) if v == name => {
-                            let mut s = b"<value> ".to_vec();
-                            ldb_repr_at(l, -1, 0, &mut s);
-                            lines.push(s);
-                            found = true;
-                            ffi::lua_settop(l, -2);
+                    let mut i = 1;
+                    loop {
+                        if ffi::lua_checkstack(l, 4) == 0 {
                             break 'levels;
                         }
-                        None if !name.windows(12).any(|w| w == b"(*temporary)") => {
-                            let mut s = b"<value> ".to_vec();
-                            s.extend_from_slice(name);
-                            s.extend_from_slice(b" = ");
-                            ldb_repr_at(l, -1, 0, &mut s);
-                            lines.push(s);
+                        let name = ffi::lua_getlocal(l, &ar, i);
+                        if name.is_null() {
+                            break;
                         }
-                        _ => {}
+                        i += 1;
+                        let name = std::ffi::CStr::from_ptr(name).to_bytes();
+                        match var {
+                            Some(v) if v == name => {
+                                let mut s = b"<value> ".to_vec();
+                                ldb_repr_at(l, -1, 0, &mut s);
+                                lines.push(s);
+                                found = true;
+                                ffi::lua_settop(l, -2);
+                                break 'levels;
+                            }
+                            None if !name.windows(12).any(|w| w == b"(*temporary)") => {
+                                let mut s = b"<value> ".to_vec();
+                                s.extend_from_slice(name);
+                                s.extend_from_slice(b" = ");
+                                ldb_repr_at(l, -1, 0, &mut s);
+                                lines.push(s);
+                            }
+                            _ => {}
+                        }
+                        ffi::lua_settop(l, -2);
                     }
-                    ffi::lua_settop(l, -2);
+                    if var.is_none() {
+                        break;
+                    }
                 }
-                if var.is_none() {
-                    break;
+                if !found && let Some(v @ (b"KEYS" | b"ARGV")) = var {
+                    ffi::lua_getfield(l, ffi::LUA_GLOBALSINDEX, if v == b"KEYS" { c"KEYS" } else { c"ARGV" }.as_ptr());
+                    let mut s = b"<value> ".to_vec();
+                    ldb_repr_at(l, -1, 0, &mut s);
+                    lines.push(s);
+                    found = true;
                 }
-            }
-            if !found && let Some(v @ (b"KEYS" | b"ARGV")) = var {
-                ffi::lua_getfield(l, ffi::LUA_GLOBALSINDEX, if v == b"KEYS" { c"KEYS" } else { c"ARGV" }.as_ptr());
-                let mut s = b"<value> ".to_vec();
-                ldb_repr_at(l, -1, 0, &mut s);
-                lines.push(s);
-                found = true;
-            }
-            ffi::lua_settop(l, 0);
-        })
-    };
-    found.then_some(lines)
+                ffi::lua_settop(l, 0);
+            })
+        };
+        found.then_some(lines)
+    }
 }

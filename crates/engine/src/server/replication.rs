@@ -187,8 +187,7 @@ pub const PROMOTION_FENCE_GAP: u64 = 1_000_000_000;
 /// Redis's `-READONLY` error, for writes a read-only replica refuses.
 pub const READONLY: &str = "READONLY You can't write against a read only replica.";
 
-/// Redis's `-MASTERDOWN`, with `replica-serve-stale-data no` while the link is down.
-pub const MASTERDOWN: &str = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+pub use crate::error::MASTERDOWN;
 
 impl Server {
     /// REPLICAOF / SLAVEOF: follows `primary`, or none (`NO ONE`, a promotion). The link connects
@@ -323,19 +322,33 @@ impl Server {
         lines
     }
 
+    /// A replica whose link is down and that serves no stale data (`replica-serve-stale-data no`).
+    pub fn running_stale(&self) -> bool {
+        self.upstream.is_replica()
+            && !self.upstream.link_up()
+            && self.config.get("replica-serve-stale-data").as_deref() == Some("no")
+    }
+
     /// Whether a command from `client` is refused because this is a replica: `READONLY` for a
     /// write on a read-only replica, `MASTERDOWN` for a command that shows data while the link is
     /// down and stale data is not served. Commands from the primary always run.
-    pub fn replica_refuses(&self, client: &Client, cmd: &crate::ctx::Command, write: bool) -> Option<Frame> {
+    pub fn replica_refuses(
+        &self,
+        client: &Client,
+        cmd: &crate::ctx::Command,
+        args: &[Bytes],
+        write: bool,
+    ) -> Option<Frame> {
         if client.from_primary {
             return None;
         }
-        use crate::command::Flags;
-        // EXEC runs on stale data only if everything it queued may (Redis's `is_denystale_command`).
-        let denied = !cmd.flags.has(Flags::STALE)
+        // EXEC runs on stale data only if everything it queued may (Redis's `is_denystale_command`);
+        // a script that declared its flags may only with `allow-stale`.
+        let stale = |c: &crate::ctx::Command, a: &[Bytes]| self.scripting.may_run_stale(c, a);
+        let denied = !stale(cmd, args)
             || (cmd.name == "exec"
-                && client.multi.queued.as_ref().is_some_and(|q| q.iter().any(|(c, _)| !c.flags.has(Flags::STALE))));
-        if denied && !self.upstream.link_up() && self.config.get("replica-serve-stale-data").as_deref() == Some("no") {
+                && client.multi.queued.as_ref().is_some_and(|q| q.iter().any(|(c, a)| !stale(c, a))));
+        if denied && self.running_stale() {
             return Some(Frame::error(MASTERDOWN));
         }
         if write && self.config.get("replica-read-only").as_deref() == Some("yes") {

@@ -65,11 +65,26 @@ impl ScriptHost for ScriptRun<'_, '_> {
         if let Err(d) = srv.acl_check(self.client, cmd, argv, crate::acl::Context::Lua) {
             return Outcome::Refused(format!("The user executing the script {}", d.message()).into_bytes(), false);
         }
+        // Redis's scriptVerifyAllowStale.
+        if !cmd.flags.has(Flags::STALE) && !self.client.from_primary && srv.running_stale() {
+            return refuse(b"Can not execute the command on a stale replica");
+        }
         if s.read_only && (cmd.flags.has(Flags::WRITE) || cmd.flags.has(Flags::MAY_REPLICATE)) {
             return refuse(b"Write commands are not allowed from read-only scripts.");
         }
-        if cmd.flags.has(Flags::WRITE) && srv.writes_need_replicas() {
-            return Outcome::Refused(crate::error::NOREPLICAS.as_bytes().to_vec(), true);
+        // Redis's scriptVerifyWriteCommandAllow: a read-only replica refuses the script's writes
+        // (not its primary's), and so does a primary short of good replicas; once the script wrote,
+        // it is not failed half done.
+        if cmd.flags.has(Flags::WRITE) && !s.run.wrote.load(Ordering::Relaxed) {
+            if srv.upstream.is_replica()
+                && !self.client.from_primary
+                && srv.config.get("replica-read-only").as_deref() == Some("yes")
+            {
+                return Outcome::Refused(super::replication::READONLY.as_bytes().to_vec(), true);
+            }
+            if srv.writes_need_replicas() {
+                return Outcome::Refused(crate::error::NOREPLICAS.as_bytes().to_vec(), true);
+            }
         }
         // Redis's scriptVerifyOOM: over the limit when the script started, its first write that
         // may grow memory is refused (a later one is not: the script cannot stop half done).
@@ -149,6 +164,10 @@ impl ScriptHost for ScriptRun<'_, '_> {
 
     fn oom(&self) -> bool {
         self.client.oom
+    }
+
+    fn running_stale(&self) -> bool {
+        !self.client.from_primary && self.srv.running_stale()
     }
 
     fn enter(&mut self) {
