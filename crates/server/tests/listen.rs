@@ -409,7 +409,7 @@ fn unix_socket_serves_with_its_mode_and_is_removed_at_shutdown() {
     assert_eq!(meta.permissions().mode() & 0o777, 0o700);
     let mut s = UnixStream::connect(&path).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut read_reply = |s: &mut UnixStream| {
+    let read_reply = |s: &mut UnixStream| {
         let mut buf = vec![0u8; 4096];
         let n = s.read(&mut buf).unwrap();
         String::from_utf8_lossy(&buf[..n]).into_owned()
