@@ -124,7 +124,14 @@ impl Server {
         let now = self.clock.now_ms();
         let offset = self.clock.wall_offset_ms();
         let ndbs = self.ks.ndbs();
-        let mut r = Reader::new(&data[9..]);
+        // Redis sanitizes a file's values deeply only with `sanitize-dump-payload yes`.
+        let checks = rdb::Checks {
+            deep: self.config.get("sanitize-dump-payload").as_deref() == Some("yes"),
+            limits: self.config.encoding_limits(),
+        };
+        let mut r = Reader::new(&data[9..]).with_checks(checks);
+        // Keys with a deadline read so far (the checker's report counts them).
+        let mut with_ttl = 0usize;
         let mut loaded = Loaded::default();
         let mut db = 0usize;
         let (mut expire_at, mut lfu, mut idle): (Option<i64>, Option<u8>, Option<u64>) = (None, None, None);
@@ -214,6 +221,12 @@ impl Server {
                     let key = r.string().map_err(|_| short())?;
                     let at_offset = data.len() - r.rest().len();
                     let value = match r.value(t) {
+                        Ok(Value::Damaged(d)) => {
+                            for line in rdb::crash_report(&d.what, d.panic) {
+                                self.config.host().log(crate::host::LogLevel::Warning, &line);
+                            }
+                            Value::Damaged(d)
+                        }
                         Ok(v) => v,
                         Err(rdb::DecodeError::EmptyKey) => {
                             // Redis skips empty aggregates in a file, with a log line for the first ten.
@@ -234,11 +247,29 @@ impl Server {
                             ));
                         }
                         Err(rdb::DecodeError::Corrupt(msg)) => {
-                            return Err(format!("Internal error in RDB reading offset {at_offset} -> {msg}"));
+                            // Redis then runs redis-check-rdb on the file, which reports the same
+                            // error with what it was reading.
+                            let error = format!("Internal error in RDB reading offset {at_offset} -> {msg}");
+                            let report = [
+                                error.clone(),
+                                "--- RDB ERROR DETECTED ---".to_string(),
+                                format!("[offset {at_offset}] {error}"),
+                                "[additional info] While doing: read-object-value".to_string(),
+                                format!("[additional info] Reading key '{}'", String::from_utf8_lossy(&key)),
+                                format!("[additional info] Reading type {t} ({})", rdb::type_name(t)),
+                                format!("[info] {} keys read", loaded.keys + loaded.expired + 1),
+                                format!("[info] {with_ttl} expires"),
+                                format!("[info] {} already expired", loaded.expired),
+                            ];
+                            return Err(report.join("\n"));
+                        }
+                        Err(rdb::DecodeError::Fatal { what, panic }) => {
+                            return Err(rdb::crash_report(&what, panic).join("\n"));
                         }
                         Err(rdb::DecodeError::BadFormat) => return Err(short()),
                     };
                     let at = expire_at.take();
+                    with_ttl += usize::from(at.is_some());
                     let (f, i) = (lfu.take(), idle.take());
                     let mono = at.map(|a| a.saturating_sub(offset));
                     // Expired when the deadline is before now, as everywhere (Redis's `expiretime < now`).
