@@ -59,6 +59,11 @@ pub struct State {
     pub aof_last_error: parking_lot::Mutex<String>,
     /// BGSAVE SCHEDULE asked for a save while a rewrite ran: the cron starts it after.
     pub bgsave_scheduled: AtomicBool,
+    /// The running snapshot's progress (INFO's `current_save_keys_*`, `current_cow_size`).
+    pub progress: parking_lot::Mutex<Option<Arc<rdb::SnapshotProgress>>>,
+    /// What stood for copy-on-write in the last background save (`rdb_last_cow_size`): bytes of
+    /// records written ahead of its walk.
+    pub last_cow_bytes: AtomicU64,
     /// The running background save must not land (FLUSHALL, SHUTDOWN save something newer):
     /// Redis kills its child for the same reason.
     pub bgsave_cancel: AtomicBool,
@@ -329,6 +334,8 @@ impl Snapshot {
     ) -> Snapshot {
         assert!(locked.is_all(), "a snapshot needs every shard");
         let spec = Arc::new(spec);
+        let keys: usize = locked.shards_mut().map(|s| s.dbs.iter().map(|t| t.len()).sum::<usize>()).sum();
+        spec.progress.keys_total.store(keys as u64, Ordering::Relaxed);
         let mut body = FileBody::new(locked);
         body.commands = commands;
         // Every table has the same epoch; the snapshot's is the next one.

@@ -577,6 +577,22 @@ pub struct RecordSpec {
     /// Records as the commands that rebuild each key (an AOF base without the RDB preamble,
     /// `aof-use-rdb-preamble no`), not RDB records.
     pub commands: bool,
+    /// How far the snapshot has come (INFO reads it while it runs).
+    pub progress: std::sync::Arc<SnapshotProgress>,
+}
+
+/// A running snapshot's progress, for INFO's `current_save_keys_processed`/`_total` and
+/// `current_cow_size`. Latch's snapshot has no child process; what stands for the memory a fork's
+/// copy-on-write costs is the records encoded ahead of the walk because a command was about to
+/// change or delete their key (kept until the writer takes them).
+#[derive(Debug, Default)]
+pub struct SnapshotProgress {
+    /// Keys in the keyspace when the snapshot began.
+    pub keys_total: std::sync::atomic::AtomicU64,
+    /// Keys written so far (by the walk, or ahead of it).
+    pub keys_written: std::sync::atomic::AtomicU64,
+    /// Bytes of the records written ahead of the walk.
+    pub copied_bytes: std::sync::atomic::AtomicU64,
 }
 
 impl RecordSpec {

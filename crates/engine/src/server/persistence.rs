@@ -29,6 +29,7 @@ impl Server {
             now_ms: self.clock.now_ms(),
             wall_offset_ms: self.clock.wall_offset_ms(),
             commands,
+            progress: Arc::default(),
         }
     }
 
@@ -73,6 +74,7 @@ impl Server {
         self.persistence.snapshots.fetch_add(1, Ordering::Relaxed);
         let commands = kind == SnapshotKind::AofBaseCommands;
         let spec = self.record_spec(commands);
+        *self.persistence.progress.lock() = Some(spec.progress.clone());
         let header = self.rdb_header(kind);
         Snapshot::begin(self.ks.clone(), locked, spec, header, self.fence.load(Ordering::SeqCst), commands)
     }
@@ -401,6 +403,7 @@ impl Server {
         let dirty = self.stats.dirty();
         self.persistence.bgsave_cancel.store(false, Ordering::SeqCst);
         let snapshot = self.begin_snapshot(locked, SnapshotKind::Rdb);
+        let progress = self.persistence.progress.lock().clone();
         let (host, clock, state, path) =
             (self.config.host_arc(), self.clock.clone(), self.persistence.clone(), self.rdb_path());
         let started = clock.unix_ms() / 1000;
@@ -448,6 +451,8 @@ impl Server {
                 }
             }
             state.last_bgsave_secs.store(end - started, Ordering::SeqCst);
+            let copied = progress.as_ref().map_or(0, |p| p.copied_bytes.load(Ordering::Relaxed));
+            state.last_cow_bytes.store(copied, Ordering::SeqCst);
             state.bgsave_in_progress.store(false, Ordering::SeqCst);
         });
         if let Err(e) = host.in_background(job) {
