@@ -507,6 +507,26 @@ mod tests {
     use crate::testkit::TestServer;
     use std::sync::atomic::Ordering;
 
+    /// A file whose value fails its check: the error, then the report redis-check-rdb prints of it
+    /// (Redis runs it on the file after a failed load; corrupt-dump's #3505 counts both lines).
+    #[test]
+    fn a_corrupt_value_in_a_file_is_reported_as_redis_check_rdb_does() {
+        let ts = TestServer::new();
+        let mut file = b"REDIS0010".to_vec();
+        file.extend_from_slice(&[crate::rdb::op::SELECTDB, 0, crate::rdb::types::HASH_ZIPLIST, 1, b'k']);
+        // A ziplist whose size field names more bytes than it has.
+        file.extend_from_slice(&[11, 12, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0xFF]);
+        file.push(crate::rdb::op::EOF);
+        file.extend_from_slice(&[0; 8]);
+        let err = ts.srv.rdb_load(&file).unwrap_err();
+        let lines: Vec<&str> = err.lines().collect();
+        assert!(lines[0].starts_with("Internal error in RDB reading offset "), "{err}");
+        assert_eq!(lines.iter().filter(|l| l.contains("Hash ziplist integrity check failed.")).count(), 2, "{err}");
+        assert!(lines.contains(&"--- RDB ERROR DETECTED ---"));
+        assert!(lines.contains(&"[additional info] Reading key 'k'"));
+        assert!(lines.contains(&"[additional info] Reading type 13 (hash-ziplist)"));
+    }
+
     /// A full disk: BGSAVE fails, writes (and PING) get MISCONF while save points are set, reads go
     /// on, and the next save that works lifts it.
     #[test]
