@@ -1130,6 +1130,12 @@ impl User {
         self.unrestricted.load(Ordering::Relaxed)
     }
 
+    /// True with the `skip-sanitize-payload` flag: under `sanitize-dump-payload clients`, this
+    /// user's RESTORE payloads get only the shallow checks.
+    pub fn skips_sanitize(&self) -> bool {
+        self.data.read().sanitize == 1
+    }
+
     /// A copy of the user's state.
     pub fn data(&self) -> UserData {
         UserData::clone(&self.data.read())

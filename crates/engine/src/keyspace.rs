@@ -126,13 +126,20 @@ struct TableSnapshot {
 }
 
 impl TableSnapshot {
-    /// Writes `e` (as it was at the snapshot's instant) unless this snapshot has it already.
+    /// Writes `e` (as it was at the snapshot's instant) unless this snapshot has it already;
+    /// `ahead`: ahead of the walk, because the entry is about to change or go.
     #[inline]
-    fn cover(&mut self, epoch: u8, key: &[u8], e: &mut Entry) {
+    fn cover(&mut self, epoch: u8, key: &[u8], e: &mut Entry, ahead: bool) {
         if e.epoch != epoch {
             e.epoch = epoch;
             if !self.discard {
+                let before = self.out.buf.len();
                 rdb::write_record(&self.spec, self.db, key, e, &mut self.out, &mut self.scratch);
+                let p = &self.spec.progress;
+                p.keys_written.fetch_add(1, Ordering::Relaxed);
+                if ahead {
+                    p.copied_bytes.fetch_add((self.out.buf.len() - before) as u64, Ordering::Relaxed);
+                }
             }
         }
     }
@@ -326,7 +333,7 @@ impl Table {
             let keep = !doomed.contains(&k[..]);
             if !keep {
                 if let Some(s) = snap.as_deref_mut() {
-                    s.cover(epoch, k, e);
+                    s.cover(epoch, k, e, true);
                 }
                 gone.push((k.clone(), e.expire_at));
             }
@@ -532,7 +539,7 @@ impl Table {
     fn before_change(&mut self, idx: usize) {
         if let Some(s) = self.snap.as_deref_mut() {
             let (k, e) = self.map.get_index_mut(idx).expect("index of a present entry");
-            s.cover(self.epoch, k, e);
+            s.cover(self.epoch, k, e, true);
         }
     }
 
@@ -574,7 +581,7 @@ impl Table {
         while s.cursor > end && s.out.buf.len() < bytes {
             s.cursor -= 1;
             let (k, e) = self.map.get_index_mut(s.cursor).expect("below the length");
-            s.cover(self.epoch, k, e);
+            s.cover(self.epoch, k, e, false);
         }
     }
 

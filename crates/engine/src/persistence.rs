@@ -59,6 +59,11 @@ pub struct State {
     pub aof_last_error: parking_lot::Mutex<String>,
     /// BGSAVE SCHEDULE asked for a save while a rewrite ran: the cron starts it after.
     pub bgsave_scheduled: AtomicBool,
+    /// The running snapshot's progress (INFO's `current_save_keys_*`, `current_cow_size`).
+    pub progress: parking_lot::Mutex<Option<Arc<rdb::SnapshotProgress>>>,
+    /// What stood for copy-on-write in the last background save (`rdb_last_cow_size`): bytes of
+    /// records written ahead of its walk.
+    pub last_cow_bytes: AtomicU64,
     /// The running background save must not land (FLUSHALL, SHUTDOWN save something newer):
     /// Redis kills its child for the same reason.
     pub bgsave_cancel: AtomicBool,
@@ -329,6 +334,8 @@ impl Snapshot {
     ) -> Snapshot {
         assert!(locked.is_all(), "a snapshot needs every shard");
         let spec = Arc::new(spec);
+        let keys: usize = locked.shards_mut().map(|s| s.dbs.iter().map(|t| t.len()).sum::<usize>()).sum();
+        spec.progress.keys_total.store(keys as u64, Ordering::Relaxed);
         let mut body = FileBody::new(locked);
         body.commands = commands;
         // Every table has the same epoch; the snapshot's is the next one.
@@ -499,6 +506,26 @@ pub type AofReader = Box<dyn Fn() -> Result<Vec<AofPart>, String> + Send + Sync>
 mod tests {
     use crate::testkit::TestServer;
     use std::sync::atomic::Ordering;
+
+    /// A file whose value fails its check: the error, then the report redis-check-rdb prints of it
+    /// (Redis runs it on the file after a failed load; corrupt-dump's #3505 counts both lines).
+    #[test]
+    fn a_corrupt_value_in_a_file_is_reported_as_redis_check_rdb_does() {
+        let ts = TestServer::new();
+        let mut file = b"REDIS0010".to_vec();
+        file.extend_from_slice(&[crate::rdb::op::SELECTDB, 0, crate::rdb::types::HASH_ZIPLIST, 1, b'k']);
+        // A ziplist whose size field names more bytes than it has.
+        file.extend_from_slice(&[11, 12, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0xFF]);
+        file.push(crate::rdb::op::EOF);
+        file.extend_from_slice(&[0; 8]);
+        let err = ts.srv.rdb_load(&file).unwrap_err();
+        let lines: Vec<&str> = err.lines().collect();
+        assert!(lines[0].starts_with("Internal error in RDB reading offset "), "{err}");
+        assert_eq!(lines.iter().filter(|l| l.contains("Hash ziplist integrity check failed.")).count(), 2, "{err}");
+        assert!(lines.contains(&"--- RDB ERROR DETECTED ---"));
+        assert!(lines.contains(&"[additional info] Reading key 'k'"));
+        assert!(lines.contains(&"[additional info] Reading type 13 (hash-ziplist)"));
+    }
 
     /// A full disk: BGSAVE fails, writes (and PING) get MISCONF while save points are set, reads go
     /// on, and the next save that works lifts it.

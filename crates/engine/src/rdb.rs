@@ -16,10 +16,11 @@
 //! A `DUMP` payload is a value (type byte and encoding), the RDB version as two little-endian bytes,
 //! and the CRC-64 (Jones polynomial, Redis's `crc64.c`) of everything before it, little-endian.
 
+use crate::types::listpack as lp;
 use crate::types::stream::{self, Consumer, Group, Nack, Stream, StreamId};
 use crate::types::zset::ZSet;
 use crate::value::{
-    EncodingLimits, Entry, HashValue, ListValue, LockValue, SetValue, SmallBytes, Value, canonical_i64,
+    Damaged, EncodingLimits, Entry, HashValue, ListValue, LockValue, SetValue, SmallBytes, Value, canonical_i64,
 };
 
 /// The RDB version Latch writes (Redis 7.0's).
@@ -67,6 +68,33 @@ pub mod types {
     pub const STREAM_LISTPACKS_2: u8 = 19;
 }
 
+/// A type's name as redis-check-rdb prints it (`rdb_type_string`).
+pub fn type_name(t: u8) -> &'static str {
+    const NAMES: [&str; 20] = [
+        "string",
+        "list-linked",
+        "set-hashtable",
+        "zset-v1",
+        "hash-hashtable",
+        "zset-v2",
+        "module-pre-release",
+        "module-value",
+        "",
+        "hash-zipmap",
+        "list-ziplist",
+        "set-intset",
+        "zset-ziplist",
+        "hash-ziplist",
+        "quicklist",
+        "stream",
+        "hash-listpack",
+        "zset-listpack",
+        "quicklist-v2",
+        "stream-v2",
+    ];
+    NAMES.get(usize::from(t)).copied().unwrap_or("unknown")
+}
+
 /// Why a value could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DecodeError {
@@ -80,6 +108,50 @@ pub enum DecodeError {
     EmptyKey,
     /// A valid type that Latch has no data type for (a stream, a module value): its name.
     Unsupported(&'static str),
+    /// Without deep sanitization, a corruption Redis meets while it loads the value by a failed
+    /// assertion or a panic (its server exits): `what` failed. Latch refuses the value and logs
+    /// [`crash_report`].
+    Fatal {
+        /// The check that failed.
+        what: String,
+        /// A panic (Redis's `serverPanic`) rather than a failed assertion.
+        panic: bool,
+    },
+}
+
+/// How deeply a value read from a RESTORE payload or an RDB file is checked.
+#[derive(Clone, Copy, Debug)]
+pub struct Checks {
+    /// Redis's deep sanitization (`sanitize-dump-payload yes`): every check, and a failed one is
+    /// an error. Without it, Redis checks listpacks, intsets and stream nodes only shallowly (their
+    /// headers) and keeps what passes; Latch still checks everything, and keeps a value that
+    /// passes Redis's checks but not its own as [`Value::Damaged`].
+    pub deep: bool,
+    /// The encoding limits in effect: a listpack above them Redis converts at once, walking it,
+    /// so it meets a corrupt one while loading.
+    pub limits: EncodingLimits,
+}
+
+impl Default for Checks {
+    fn default() -> Checks {
+        Checks { deep: true, limits: EncodingLimits::default() }
+    }
+}
+
+/// The log lines Redis writes when the corruption it meets is a failed assertion (`_serverAssert`)
+/// or a panic (`_serverPanic`), for a value Latch found corrupt where Redis, without deep
+/// sanitization, would have met it that way. Latch keeps running.
+pub fn crash_report(what: &str, panic: bool) -> Vec<String> {
+    let mut out = if panic {
+        vec!["------------------------------------------------".to_string(), format!("Guru Meditation: {what}")]
+    } else {
+        vec!["=== ASSERTION FAILED ===".to_string(), format!("==> '{what}' is not true")]
+    };
+    out.push(
+        "Latch checked the value in full: it does not crash, and commands that would read the value answer an error"
+            .to_string(),
+    );
+    out
 }
 
 /// The CRC-64 Redis puts in RDB files and DUMP payloads.
@@ -245,6 +317,10 @@ impl Writer {
                 }
             },
             Value::Lock(_) => return None,
+            Value::Damaged(d) => {
+                self.buf.push(d.rdb_type);
+                self.buf.extend_from_slice(&d.body);
+            }
             Value::Stream(st) => {
                 self.buf.push(types::STREAM_LISTPACKS_2);
                 self.stream(st);
@@ -433,7 +509,12 @@ pub fn verify_dump_with(payload: &[u8], skip_crc: bool) -> Option<&[u8]> {
 
 /// Reads a DUMP payload's value (after [`verify_dump`]); the whole input must be one value.
 pub fn restore(body: &[u8]) -> Result<Value, DecodeError> {
-    let mut r = Reader::new(body);
+    restore_checked(body, Checks::default())
+}
+
+/// [`restore`] with the given [`Checks`].
+pub fn restore_checked(body: &[u8], checks: Checks) -> Result<Value, DecodeError> {
+    let mut r = Reader::new(body).with_checks(checks);
     let t = r.byte()?;
     let v = r.value(t)?;
     if r.rest().is_empty() { Ok(v) } else { Err(DecodeError::BadFormat) }
@@ -496,6 +577,22 @@ pub struct RecordSpec {
     /// Records as the commands that rebuild each key (an AOF base without the RDB preamble,
     /// `aof-use-rdb-preamble no`), not RDB records.
     pub commands: bool,
+    /// How far the snapshot has come (INFO reads it while it runs).
+    pub progress: std::sync::Arc<SnapshotProgress>,
+}
+
+/// A running snapshot's progress, for INFO's `current_save_keys_processed`/`_total` and
+/// `current_cow_size`. Latch's snapshot has no child process; what stands for the memory a fork's
+/// copy-on-write costs is the records encoded ahead of the walk because a command was about to
+/// change or delete their key (kept until the writer takes them).
+#[derive(Debug, Default)]
+pub struct SnapshotProgress {
+    /// Keys in the keyspace when the snapshot began.
+    pub keys_total: std::sync::atomic::AtomicU64,
+    /// Keys written so far (by the walk, or ahead of it).
+    pub keys_written: std::sync::atomic::AtomicU64,
+    /// Bytes of the records written ahead of the walk.
+    pub copied_bytes: std::sync::atomic::AtomicU64,
 }
 
 impl RecordSpec {
@@ -578,6 +675,8 @@ fn write_commands(spec: &RecordSpec, key: &[u8], e: &Entry, out: &mut Vec<u8>) {
         }
     };
     match &e.value {
+        // No command rebuilds what cannot be read (Redis's rewrite would fail its assertion).
+        Value::Damaged(_) => return,
         Value::Lock(l) => {
             let mut cmds = Vec::new();
             let at = if e.expire_at == 0 { (i64::MAX / 2).to_string() } else { deadline.clone() };
@@ -717,6 +816,10 @@ impl Crc64 {
 pub struct Reader<'a> {
     data: &'a [u8],
     pos: usize,
+    checks: Checks,
+    /// Set while a value is read when a check failed that Redis skips without deep sanitization:
+    /// the check's message, and whether Redis would panic (rather than fail an assertion) on it.
+    damage: Option<(String, bool)>,
 }
 
 type R<T> = Result<T, DecodeError>;
@@ -732,7 +835,23 @@ enum Len {
 impl<'a> Reader<'a> {
     /// A reader at the start of `data`.
     pub fn new(data: &'a [u8]) -> Reader<'a> {
-        Reader { data, pos: 0 }
+        Reader { data, pos: 0, checks: Checks::default(), damage: None }
+    }
+
+    /// The reader with these checks.
+    pub fn with_checks(mut self, checks: Checks) -> Reader<'a> {
+        self.checks = checks;
+        self
+    }
+
+    /// A check that failed: an error with deep checks; otherwise the value is damaged (the first
+    /// failure is the one reported) and reading goes on.
+    fn damaged(&mut self, what: &str, panic: bool) -> R<()> {
+        if self.checks.deep {
+            return Err(DecodeError::Fatal { what: what.to_string(), panic });
+        }
+        self.damage.get_or_insert_with(|| (what.to_string(), panic));
+        Ok(())
     }
 
     /// What is left.
@@ -834,8 +953,73 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// A value of type `t` (`rdbLoadObject`).
+    /// A value of type `t` (`rdbLoadObject`): [`Value::Damaged`] when, without deep checks, it
+    /// passed Redis's checks but not Latch's.
     pub fn value(&mut self, t: u8) -> R<Value> {
+        let start = self.pos;
+        self.damage = None;
+        let v = self.value_inner(t)?;
+        Ok(match self.damage.take() {
+            None => v,
+            Some((what, panic)) => Value::Damaged(Box::new(Damaged {
+                rdb_type: t,
+                body: self.data[start..self.pos].to_vec(),
+                what,
+                panic,
+            })),
+        })
+    }
+
+    /// A listpack of a hash or sorted set (`lpPairsValidateIntegrityAndDups`) as field-value
+    /// pairs. Without deep checks Redis looks at the header only, and walks the listpack at once
+    /// only when it is above the type's `*-max-listpack-entries` (it converts it): corruption met
+    /// then is a failed assertion, a duplicate a panic for a hash; below the limit it keeps it.
+    fn listpack_pairs<T>(
+        &mut self,
+        msg: &'static str,
+        max_entries: usize,
+        hash: bool,
+        build: impl Fn(Vec<SmallBytes>) -> R<T>,
+    ) -> R<Option<T>> {
+        let blob = self.string()?;
+        if !lp::header_ok(&blob) {
+            return Err(DecodeError::Corrupt(msg));
+        }
+        if self.checks.deep {
+            return parse_listpack(&blob).and_then(&build).map(Some).map_err(corrupt(msg));
+        }
+        let count = u16::from_le_bytes([blob[4], blob[5]]);
+        if count == 0 {
+            return Err(DecodeError::EmptyKey);
+        }
+        let items = match parse_listpack(&blob) {
+            Ok(items) => items,
+            Err(_) if usize::from(count / 2) > max_entries => {
+                return Err(DecodeError::Fatal { what: format!("{msg} (an entry is not valid)"), panic: false });
+            }
+            Err(_) => {
+                self.damaged(msg, false)?;
+                return Ok(None);
+            }
+        };
+        let converts = items.len() / 2 > max_entries;
+        match build(items) {
+            Ok(v) => Ok(Some(v)),
+            Err(_) if converts && hash => Err(DecodeError::Fatal {
+                what: "Listpack corruption detected: listpack with dup elements".into(),
+                panic: true,
+            }),
+            Err(_) if converts => {
+                Err(DecodeError::Fatal { what: format!("{msg} (duplicate or missing elements)"), panic: false })
+            }
+            Err(_) => {
+                self.damaged(msg, false)?;
+                Ok(None)
+            }
+        }
+    }
+
+    fn value_inner(&mut self, t: u8) -> R<Value> {
         use types::*;
         Ok(match t {
             STRING => Value::string(&self.string()?),
@@ -886,41 +1070,53 @@ impl<'a> Reader<'a> {
             }
             SET_INTSET => {
                 let blob = self.string()?;
+                let (v, ascending) = parse_intset(&blob).map_err(corrupt("Intset integrity check failed."))?;
+                if !ascending {
+                    // Redis checks the order only in deep sanitization.
+                    if self.checks.deep {
+                        return Err(DecodeError::Corrupt("Intset integrity check failed."));
+                    }
+                    self.damaged("Intset integrity check failed.", false)?;
+                }
                 let mut s = SetValue::default();
-                for i in parse_intset(&blob).map_err(corrupt("Intset integrity check failed."))? {
+                for i in v {
                     s.insert(int_bytes(i));
                 }
-                non_empty(Value::Set(Box::new(s)))?
+                if self.damage.is_some() { Value::Set(Box::new(s)) } else { non_empty(Value::Set(Box::new(s)))? }
             }
             LIST_ZIPLIST => {
                 let blob = self.string()?;
                 let items = parse_ziplist(&blob).map_err(corrupt("Ziplist integrity check failed."))?;
                 non_empty(Value::List(Box::new(items.into_iter().collect())))?
             }
-            ZSET_ZIPLIST | ZSET_LISTPACK => {
+            ZSET_LISTPACK => {
+                let max = self.checks.limits.zset_entries;
+                match self
+                    .listpack_pairs("Zset listpack integrity check failed.", max, false, |i| zset_from_pairs(&i))?
+                {
+                    Some(z) => non_empty(Value::ZSet(Box::new(z)))?,
+                    None => Value::ZSet(Box::default()),
+                }
+            }
+            ZSET_ZIPLIST => {
                 let blob = self.string()?;
-                let z = if t == ZSET_LISTPACK {
-                    parse_listpack(&blob)
-                        .and_then(|i| zset_from_pairs(&i))
-                        .map_err(corrupt("Zset listpack integrity check failed."))
-                } else {
-                    parse_ziplist(&blob)
-                        .and_then(|i| zset_from_pairs(&i))
-                        .map_err(corrupt("Zset ziplist integrity check failed."))
-                }?;
+                let z = parse_ziplist(&blob)
+                    .and_then(|i| zset_from_pairs(&i))
+                    .map_err(corrupt("Zset ziplist integrity check failed."))?;
                 non_empty(Value::ZSet(Box::new(z)))?
             }
-            HASH_ZIPLIST | HASH_LISTPACK => {
+            HASH_LISTPACK => {
+                let max = self.checks.limits.hash_entries;
+                match self.listpack_pairs("Hash listpack integrity check failed.", max, true, hash_from_pairs)? {
+                    Some(h) => non_empty(Value::Hash(Box::new(h)))?,
+                    None => Value::Hash(Box::default()),
+                }
+            }
+            HASH_ZIPLIST => {
                 let blob = self.string()?;
-                let h = if t == HASH_LISTPACK {
-                    parse_listpack(&blob)
-                        .and_then(hash_from_pairs)
-                        .map_err(corrupt("Hash listpack integrity check failed."))
-                } else {
-                    parse_ziplist(&blob)
-                        .and_then(hash_from_pairs)
-                        .map_err(corrupt("Hash ziplist integrity check failed."))
-                }?;
+                let h = parse_ziplist(&blob)
+                    .and_then(hash_from_pairs)
+                    .map_err(corrupt("Hash ziplist integrity check failed."))?;
                 non_empty(Value::Hash(Box::new(h)))?
             }
             LIST_QUICKLIST | LIST_QUICKLIST_2 => {
@@ -938,11 +1134,23 @@ impl<'a> Reader<'a> {
                             l.extend(parse_ziplist(&blob).map_err(corrupt("Ziplist integrity check failed."))?)
                         }
                         (_, 1) => l.push_back(blob),
-                        (_, 2) => l.extend(parse_listpack(&blob).map_err(corrupt("Listpack integrity check failed."))?),
+                        (_, 2) if !lp::header_ok(&blob) => {
+                            return Err(DecodeError::Corrupt("Listpack integrity check failed."));
+                        }
+                        (_, 2) => match parse_listpack(&blob) {
+                            Ok(items) => l.extend(items),
+                            // Without deep checks Redis keeps the node (unless its header counts
+                            // no element) and meets its corruption when a command walks it.
+                            Err(_) if self.checks.deep => {
+                                return Err(DecodeError::Corrupt("Listpack integrity check failed."));
+                            }
+                            Err(_) if u16::from_le_bytes([blob[4], blob[5]]) == 0 => {}
+                            Err(_) => self.damaged("Listpack integrity check failed.", false)?,
+                        },
                         _ => return Err(BAD),
                     }
                 }
-                non_empty(Value::List(Box::new(l)))?
+                if self.damage.is_some() { Value::List(Box::new(l)) } else { non_empty(Value::List(Box::new(l)))? }
             }
             STREAM_LISTPACKS | STREAM_LISTPACKS_2 => Value::Stream(Box::new(self.stream(t == STREAM_LISTPACKS_2)?)),
             MODULE | MODULE_2 => return Err(DecodeError::Unsupported("module")),
@@ -958,18 +1166,40 @@ impl<'a> Reader<'a> {
 }
 
 impl Reader<'_> {
-    /// A stream (`RDB_TYPE_STREAM_LISTPACKS` and `_2`), every node and reference checked (Redis's
-    /// deep sanitization, always: Latch walks the nodes trusting them).
+    /// A stream (`RDB_TYPE_STREAM_LISTPACKS` and `_2`). With deep checks every node and reference
+    /// is checked (Redis's deep sanitization, and more: Latch's walks trust the nodes). Without,
+    /// Redis checks each node's header and first entry and the references it must resolve; a
+    /// stream that fails only Latch's other checks is damaged (see [`Reader::value`]).
     fn stream(&mut self, v2: bool) -> R<Stream> {
+        const NODE: &str = "Stream listpack integrity check failed.";
+        let deep = self.checks.deep;
         let mut s = Stream::new();
         let nodes = self.count(2)?;
+        let mut nodes_ok = true;
         for _ in 0..nodes {
             let key = self.string()?;
             let master = StreamId::from_be(&key)
                 .ok_or(DecodeError::Corrupt("Stream node key entry is not the size of a stream ID"))?;
             let node = self.string()?;
+            if deep && !stream::validate_node(&node) {
+                return Err(DecodeError::Corrupt(NODE));
+            }
+            if !lp::header_ok(&node) {
+                return Err(DecodeError::Corrupt(NODE));
+            }
+            if node[lp::HEADER] == 0xFF {
+                return Err(DecodeError::Corrupt("Empty listpack inside stream"));
+            }
+            if !lp::first_ok(&node) {
+                // Redis's lpFirst asserts on it while loading.
+                return Err(DecodeError::Fatal {
+                    what: format!("{NODE} (lpFirst: invalid first entry)"),
+                    panic: false,
+                });
+            }
             if !stream::validate_node(&node) {
-                return Err(DecodeError::Corrupt("Stream listpack integrity check failed."));
+                nodes_ok = false;
+                self.damaged(NODE, false)?;
             }
             if !s.insert_node(master, node.to_vec()) {
                 return Err(DecodeError::Corrupt("Listpack re-added with existing key"));
@@ -983,14 +1213,30 @@ impl Reader<'_> {
             s.entries_added = self.length()?;
         } else {
             s.entries_added = s.length;
-            s.first_id = s.edge_id(true, false).unwrap_or(StreamId::MAX);
+            s.first_id = if nodes_ok { s.edge_id(true, false).unwrap_or(StreamId::MAX) } else { StreamId::MAX };
         }
-        // Latch adds to what Redis checks: the counts agree with the nodes and the IDs ascend.
-        if s.check_nodes() != Some(s.length) {
+        if s.length > 0 && s.node_count() == 0 {
             return Err(DecodeError::Corrupt("Stream length inconsistent with rax entries"));
         }
-        if s.last_valid_id().is_some_and(|l| l > s.last_id) {
-            return Err(DecodeError::Corrupt("Stream entry above the last ID"));
+        // Latch adds to what Redis checks: the counts agree with the nodes and the IDs ascend
+        // (only on nodes that passed: walks trust them).
+        if nodes_ok && s.check_nodes() != Some(s.length) {
+            if deep {
+                return Err(DecodeError::Corrupt("Stream length inconsistent with rax entries"));
+            }
+            match s.last_valid_id() {
+                // `streamLastValidID` panics on it.
+                None if s.length > 0 => {
+                    self.damaged(&format!("Corrupt stream, length is {}, but no max id", s.length), true)?
+                }
+                _ => self.damaged("Stream length inconsistent with rax entries", false)?,
+            }
+        }
+        if nodes_ok && s.last_valid_id().is_some_and(|l| l > s.last_id) {
+            if deep {
+                return Err(DecodeError::Corrupt("Stream entry above the last ID"));
+            }
+            self.damaged("Stream entry above the last ID", false)?;
         }
         let groups = self.count(3)?;
         for _ in 0..groups {
@@ -1036,7 +1282,11 @@ impl Reader<'_> {
                 g.consumers.insert(cname, c);
             }
             if owned.len() != g.pel.len() {
-                return Err(DecodeError::Corrupt("Stream CG PEL entry without consumer"));
+                // Checked by Redis in deep sanitization only.
+                if deep {
+                    return Err(DecodeError::Corrupt("Stream CG PEL entry without consumer"));
+                }
+                self.damaged("Stream CG PEL entry without consumer", false)?;
             }
             s.groups.insert(name, g);
         }
@@ -1102,7 +1352,9 @@ fn zset_from_pairs(items: &[SmallBytes]) -> R<ZSet> {
     Ok(z)
 }
 
-fn parse_intset(b: &[u8]) -> R<Vec<i64>> {
+/// An intset's values, and whether they ascend strictly (the check Redis makes only in deep
+/// sanitization); the header, size and count are always checked (`intsetValidateIntegrity`).
+fn parse_intset(b: &[u8]) -> R<(Vec<i64>, bool)> {
     if b.len() < 8 {
         return Err(BAD);
     }
@@ -1119,18 +1371,19 @@ fn parse_intset(b: &[u8]) -> R<Vec<i64>> {
             _ => i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]),
         })
         .collect();
-    // Redis's intsetValidateIntegrity: strictly ascending (sorted, no duplicates), not empty.
-    if n == 0 || v.windows(2).any(|w| w[0] >= w[1]) {
+    // Redis's intsetValidateIntegrity: not empty; strictly ascending (sorted, no duplicates).
+    if n == 0 {
         return Err(BAD);
     }
-    Ok(v)
+    let ascending = v.windows(2).all(|w| w[0] < w[1]);
+    Ok((v, ascending))
 }
 
 /// A zipmap's fields and values, alternating (the hash encoding of Redis before 2.6, which RDB
 /// files from then still carry): a count byte, then per pair `len field len free value free-bytes`,
 /// lengths in one byte below 254 or 254 and four bytes, and 255 at the end.
 fn parse_zipmap(b: &[u8]) -> R<Vec<SmallBytes>> {
-    let mut r = Reader { data: b, pos: 1 };
+    let mut r = Reader { data: b, pos: 1, checks: Checks::default(), damage: None };
     let mut out = Vec::new();
     let len = |r: &mut Reader<'_>| -> R<Option<u64>> {
         Ok(match r.byte()? {
@@ -1176,7 +1429,7 @@ fn parse_listpack(b: &[u8]) -> R<Vec<SmallBytes>> {
     if b.len() < 7 || u32::from_le_bytes(b[0..4].try_into().map_err(|_| BAD)?) as usize != b.len() {
         return Err(BAD);
     }
-    let mut r = Reader { data: b, pos: 6 };
+    let mut r = Reader { data: b, pos: 6, checks: Checks::default(), damage: None };
     let mut out = Vec::new();
     loop {
         let start = r.pos;
@@ -1231,7 +1484,7 @@ fn parse_ziplist(b: &[u8]) -> R<Vec<SmallBytes>> {
     if b.len() < 11 || u32::from_le_bytes(b[0..4].try_into().map_err(|_| BAD)?) as usize != b.len() {
         return Err(BAD);
     }
-    let mut r = Reader { data: b, pos: 10 };
+    let mut r = Reader { data: b, pos: 10, checks: Checks::default(), damage: None };
     let mut out = Vec::new();
     // Redis's ziplistValidateIntegrity: each entry's prevlen is the size of the one before it,
     // the tail offset names the last entry, the count (unless 65535) is the number of entries.
@@ -1405,13 +1658,108 @@ mod tests {
         for i in 0..inner.len() {
             let mut bad = inner.to_vec();
             bad[i] ^= 0xA5;
-            if let Ok(Value::Stream(s)) = restore(&bad) {
-                // Accepted: every walk over it stays safe.
-                let _ = s.range(StreamId::MIN, StreamId::MAX, false, 0);
-                let _ = s.range(StreamId::MIN, StreamId::MAX, true, 0);
-                let _ = s.edge_id(true, true);
+            let shallow = restore_checked(&bad, Checks { deep: false, limits: limits() });
+            for v in [restore(&bad), shallow] {
+                if let Ok(Value::Stream(s)) = v {
+                    // Accepted: every walk over it stays safe.
+                    let _ = s.range(StreamId::MIN, StreamId::MAX, false, 0);
+                    let _ = s.range(StreamId::MIN, StreamId::MAX, true, 0);
+                    let _ = s.edge_id(true, true);
+                }
             }
         }
+    }
+
+    fn shallow(limits: EncodingLimits) -> Checks {
+        Checks { deep: false, limits }
+    }
+
+    /// Payloads of Redis 7.0.15's tests/integration/corrupt-dump.tcl (without their footer).
+    const STREAM_BAD_LP_COUNT: &[u8] = b"\x0f\x01\x10\x00\x00\x01\x73\xde\xdf\x7d\x9b\x00\x00\x00\x00\x00\x00\x00\x00\x40\x42\x42\x00\x00\x00\x18\x00\x03\x01\x00\x01\x02\x01\x84\x69\x74\x65\x6d\x05\x85\x76\x61\x6c\x75\x65\x06\x00\x01\x02\x01\x00\x01\x00\x01\x01\x01\x00\x01\x56\x01\x02\x01\x22\x01\x00\x01\x01\x01\x82\x5f\x31\x03\x05\x01\x02\x01\x2c\x01\x00\x01\x01\x01\x02\x01\x05\x01\xff\x03\x81\x00\x00\x01\x73\xde\xdf\x7d\xc7\x00\x01\x07\x6d\x79\x67\x72\x6f\x75\x70\x81\x00\x00\x01\x73\xde\xdf\x7d\x9b\x00\x01\x00\x00\x01\x73\xde\xdf\x7d\x9b\x00\x00\x00\x00\x00\x00\x00\x00\xf9\x7d\xdf\xde\x73\x01\x00\x00\x01\x01\x05\x41\x6c\x69\x63\x65\xeb\x7d\xdf\xde\x73\x01\x00\x00\x01\x00\x00\x01\x73\xde\xdf\x7d\x9b\x00\x00\x00\x00\x00\x00\x00\x00";
+    const STREAM_TOO_LONG_ENTRY: &[u8] = b"\x0f\x01\x10\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x02\x40\x55\x55\x00\x00\x00\x0f\x00\x01\x01\x00\x01\x02\x01\x88\x31\x00\x00\x00\x00\x00\x00\x00\x09\x88\x32\x00\x00\x00\x00\x00\x00\x00\x09\x00\x01\x00\x01\x00\x01\x00\x01\x02\x02\x89\x31\x00\x00\x00\x00\x00\x00\x00\x09\x88\x61\x00\x00\x00\x00\x00\x00\x00\x09\x88\x32\x00\x00\x00\x00\x00\x00\x00\x09\x88\x62\x00\x00\x00\x00\x00\x00\x00\x09\x08\x01\xff\x0a\x01\x00\x00";
+    const HASH_LISTPACK_DUP: &[u8] =
+        b"\x10\x17\x17\x00\x00\x00\x04\x00\x82\x61\x00\x03\x82\x62\x00\x03\x82\x61\x00\x03\x82\x64\x00\x03\xff";
+    const HASH_LISTPACK_BAD_LAST_ENTRY: &[u8] = b"\x10\x39\x39\x00\x00\x00\x14\x00\x06\x01\x06\x01\x03\x01\x82\x5f\x33\x03\x07\x01\x82\x5f\x37\x03\x00\x01\x00\x01\x04\x01\x04\x01\x09\x01\x82\x5f\x39\x03\x05\x01\x82\x5f\x35\x03\x08\x01\x08\x01\x01\x01\x82\x5f\x31\x03\x02\x01\xf0\x01\xff";
+
+    /// Without deep sanitization Redis keeps a stream whose node fails the deep check (and fails
+    /// an assertion when a command walks it): Latch keeps it unread, and its DUMP is the payload.
+    #[test]
+    fn unsanitized_stream_with_a_bad_node_is_kept_damaged() {
+        let v = restore_checked(STREAM_BAD_LP_COUNT, shallow(limits())).expect("kept");
+        let Value::Damaged(d) = &v else { panic!("not damaged: {v:?}") };
+        assert_eq!(
+            (d.type_name(), d.what.as_str(), d.panic),
+            ("stream", "Stream listpack integrity check failed.", false)
+        );
+        let p = dump(&v, &limits(), true).unwrap();
+        assert_eq!(&p[..p.len() - 10], STREAM_BAD_LP_COUNT, "DUMP gives the bytes back");
+        assert_eq!(
+            restore(STREAM_BAD_LP_COUNT).err(),
+            Some(DecodeError::Corrupt("Stream listpack integrity check failed."))
+        );
+    }
+
+    /// A node with an entry whose string length runs into the next one: kept damaged without
+    /// deep checks; when that entry is the first, Redis's lpFirst asserts while loading it.
+    #[test]
+    fn unsanitized_stream_with_a_bad_entry() {
+        let deep_err = Some(DecodeError::Corrupt("Stream listpack integrity check failed."));
+        assert_eq!(restore(STREAM_TOO_LONG_ENTRY).err(), deep_err);
+        assert!(matches!(restore_checked(STREAM_TOO_LONG_ENTRY, shallow(limits())), Ok(Value::Damaged(_))));
+        // Type, node count, key (16 bytes), node length (2 bytes), the node's 6-byte header: its
+        // first entry at 27 becomes a 9-byte string.
+        let mut first = STREAM_TOO_LONG_ENTRY.to_vec();
+        first[27] = 0x89;
+        let e = restore_checked(&first, shallow(limits())).unwrap_err();
+        assert!(matches!(e, DecodeError::Fatal { panic: false, .. }), "{e:?}");
+        assert_eq!(restore(&first).err(), deep_err);
+    }
+
+    /// A hash listpack with a field twice: refused with deep checks; without, kept damaged below
+    /// `hash-max-listpack-entries`, and above it the panic Redis's conversion meets.
+    #[test]
+    fn unsanitized_hash_listpack_with_duplicates() {
+        assert_eq!(
+            restore(HASH_LISTPACK_DUP).err(),
+            Some(DecodeError::Corrupt("Hash listpack integrity check failed."))
+        );
+        assert!(matches!(restore_checked(HASH_LISTPACK_DUP, shallow(limits())), Ok(Value::Damaged(_))));
+        let small = EncodingLimits { hash_entries: 1, ..limits() };
+        match restore_checked(HASH_LISTPACK_DUP, shallow(small)) {
+            Err(DecodeError::Fatal { what, panic: true }) => assert!(what.contains("listpack with dup elements")),
+            other => panic!("{other:?}"),
+        }
+        let report = crash_report("x", true).join("\n");
+        assert!(report.contains("Guru Meditation: x"));
+        assert_eq!(crash_report("y", false)[0], "=== ASSERTION FAILED ===");
+    }
+
+    /// A hash listpack whose last entry names a length past its end (the lpFind fuzzer finding).
+    #[test]
+    fn unsanitized_hash_listpack_with_a_bad_entry_is_kept_damaged() {
+        let v = restore_checked(HASH_LISTPACK_BAD_LAST_ENTRY, shallow(limits())).expect("kept");
+        assert_eq!(v.type_name(), "hash");
+        assert!(matches!(&v, Value::Damaged(d) if d.encoding() == "listpack"));
+        assert_eq!(
+            restore(HASH_LISTPACK_BAD_LAST_ENTRY).err(),
+            Some(DecodeError::Corrupt("Hash listpack integrity check failed."))
+        );
+        // A header Redis's shallow check refuses is refused either way.
+        let mut bad = HASH_LISTPACK_BAD_LAST_ENTRY.to_vec();
+        bad[2] = 0x38;
+        assert_eq!(
+            restore_checked(&bad, shallow(limits())).err(),
+            Some(DecodeError::Corrupt("Hash listpack integrity check failed."))
+        );
+    }
+
+    /// An intset out of order: Redis checks the order only in deep sanitization.
+    #[test]
+    fn unsanitized_intset_out_of_order_is_kept_damaged() {
+        let mut body = vec![types::SET_INTSET, 12];
+        body.extend_from_slice(&[2, 0, 0, 0, 2, 0, 0, 0, 5, 0, 3, 0]);
+        assert_eq!(restore(&body).err(), Some(DecodeError::Corrupt("Intset integrity check failed.")));
+        assert!(matches!(restore_checked(&body, shallow(limits())), Ok(Value::Damaged(_))));
     }
 
     proptest::proptest! {
@@ -1420,6 +1768,19 @@ mod tests {
             let _ = restore(&bytes);
             if let Some(body) = verify_dump(&bytes) {
                 let _ = restore(body);
+            }
+            // Without deep checks: what is kept is a value Latch can walk, or a damaged one,
+            // whose DUMP gives its bytes back.
+            let shallow = Checks { deep: false, limits: EncodingLimits { hash_entries: 2, zset_entries: 2, ..EncodingLimits::default() } };
+            match restore_checked(&bytes, shallow) {
+                Ok(v @ Value::Damaged(_)) => {
+                    let p = dump(&v, &EncodingLimits::default(), false).expect("dumpable");
+                    proptest::prop_assert_eq!(&p[..p.len() - 10], &bytes[..]);
+                }
+                Ok(Value::Stream(s)) => {
+                    let _ = s.range(StreamId::MIN, StreamId::MAX, true, 0);
+                }
+                _ => {}
             }
         }
     }

@@ -38,6 +38,61 @@ pub enum Value {
     Lock(Box<LockValue>),
     /// A stream.
     Stream(Box<crate::types::stream::Stream>),
+    /// A value restored or loaded without deep sanitization (`sanitize-dump-payload no`) that
+    /// failed Latch's integrity checks: kept, as Redis keeps it, but never read (see [`Damaged`]).
+    Damaged(Box<Damaged>),
+}
+
+/// A value whose RDB encoding passed the checks Redis makes without deep sanitization but not
+/// the rest. Redis keeps such a value and fails an assertion (and exits) when a command walks it;
+/// Latch keeps its encoding as it came, unread: it has a type (TYPE, SCAN TYPE, WRONGTYPE for other
+/// families), moves as any value does (DEL, RENAME, EXPIRE, DUMP, RDB files carry its bytes), and
+/// the commands of its type answer an error instead of reading it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Damaged {
+    /// The RDB type byte (`RDB_TYPE_*`).
+    pub rdb_type: u8,
+    /// The value's RDB encoding after the type byte, as it came.
+    pub body: Vec<u8>,
+    /// The check it failed (Redis's message for it).
+    pub what: String,
+    /// Redis would panic (`serverPanic`) on it rather than fail an assertion.
+    pub panic: bool,
+}
+
+impl Damaged {
+    /// The type name TYPE reports.
+    pub fn type_name(&self) -> &'static str {
+        match self.rdb_type {
+            0 => "string",
+            1 | 10 | 14 | 18 => "list",
+            2 | 11 => "set",
+            3 | 5 | 12 | 17 => "zset",
+            4 | 9 | 13 | 16 => "hash",
+            15 | 19 => "stream",
+            _ => "none",
+        }
+    }
+
+    /// The encoding Redis keeps such a value in (OBJECT ENCODING).
+    pub fn encoding(&self) -> &'static str {
+        match self.rdb_type {
+            11 => "intset",
+            16 | 17 => "listpack",
+            1 | 10 | 14 | 18 => "quicklist",
+            15 | 19 => "stream",
+            _ => "unknown",
+        }
+    }
+
+    /// The error a command of its type answers: the value cannot be read.
+    pub fn refusal(&self) -> resp::Frame {
+        resp::Frame::error(format!(
+            "ERR Corrupt {} value, kept unread since RESTORE or load with sanitize-dump-payload no: {}",
+            self.type_name(),
+            self.what
+        ))
+    }
 }
 
 /// The `*-max-*` limits under which Redis keeps an aggregate in its compact encoding.
@@ -89,6 +144,7 @@ impl Value {
             Value::ZSet(_) => "zset",
             Value::Lock(_) => "lock",
             Value::Stream(_) => "stream",
+            Value::Damaged(d) => d.type_name(),
         }
     }
 
@@ -146,7 +202,7 @@ impl Value {
                         .map(|g| 1 + g.pel.len() + g.consumers.values().map(|c| 1 + c.pel.len()).sum::<usize>())
                         .sum::<usize>()
             }
-            Value::Int(_) | Value::Str(_) | Value::Lock(_) => 1,
+            Value::Int(_) | Value::Str(_) | Value::Lock(_) | Value::Damaged(_) => 1,
         }
     }
 
@@ -173,6 +229,7 @@ impl Value {
             Value::ZSet(_) => "skiplist",
             Value::Lock(_) => "lock",
             Value::Stream(_) => "stream",
+            Value::Damaged(d) => d.encoding(),
         }
     }
 
@@ -190,6 +247,7 @@ impl Value {
             Value::ZSet(z) => z.heap_size(),
             Value::Lock(l) => std::mem::size_of::<LockValue>() + sb(&l.owner),
             Value::Stream(s) => std::mem::size_of::<crate::types::stream::Stream>() + s.heap_size(),
+            Value::Damaged(d) => std::mem::size_of::<Damaged>() + d.body.capacity() + d.what.capacity(),
         }
     }
 }

@@ -243,3 +243,29 @@ fn a_failed_write_leaves_the_next_snapshot_whole() {
     let file = snapshot_during(&a, &[], 1, 7, SnapshotKind::Rdb);
     assert_eq!(loaded_digest(&file, at, SnapshotKind::Rdb).unwrap(), expected);
 }
+
+/// INFO's snapshot progress: every key counted once, and what stands for copy-on-write is the
+/// records a command made the snapshot write ahead of its walk.
+#[test]
+fn a_snapshot_counts_its_keys_and_what_commands_made_it_copy() {
+    use std::sync::atomic::Ordering;
+    let a = server();
+    let mut c = a.client();
+    c.run("CONFIG SET rdbcompression no");
+    for i in 0..100 {
+        c.run(&format!("SET k{i} {}", "v".repeat(100)));
+    }
+    let snap = a.srv.begin_snapshot(&mut a.srv.ks.lock_all(), SnapshotKind::Rdb).with_steps(1, 1);
+    let progress = a.srv.persistence.progress.lock().clone().expect("a snapshot runs");
+    assert_eq!(progress.keys_total.load(Ordering::Relaxed), 100);
+    assert_eq!(progress.copied_bytes.load(Ordering::Relaxed), 0);
+    // Changed before the walk reached them: written ahead, as they were.
+    for i in 0..10 {
+        c.run(&format!("SET k{i} new"));
+    }
+    let copied = progress.copied_bytes.load(Ordering::Relaxed);
+    assert!(copied >= 10 * 100, "ten records of 100-byte values: {copied}");
+    snap.write(&mut Vec::new(), &a.srv.fence).unwrap();
+    assert_eq!(progress.keys_written.load(Ordering::Relaxed), 100);
+    assert_eq!(progress.copied_bytes.load(Ordering::Relaxed), copied, "the walk copies nothing");
+}

@@ -312,6 +312,14 @@ fn type_number(v: &Value) -> u32 {
         Value::Hash(_) => 4,
         Value::Stream(_) => 6,
         Value::Lock(_) => 0x4c4f_434b,
+        Value::Damaged(d) => match d.type_name() {
+            "list" => 1,
+            "set" => 2,
+            "zset" => 3,
+            "hash" => 4,
+            "stream" => 6,
+            _ => 0,
+        },
     }
 }
 
@@ -360,6 +368,8 @@ fn mix_object(digest: &mut [u8; 20], e: &Entry) {
             mix_digest(digest, &l.owner);
             mix_digest(digest, l.token.to_string().as_bytes());
         }
+        // Unread: its bytes as they came stand for its content.
+        Value::Damaged(d) => mix_digest(digest, &d.body),
         Value::Stream(s) => {
             use crate::types::stream::StreamId;
             for (id, fields) in s.range(StreamId::MIN, StreamId::MAX, false, 0) {
@@ -467,6 +477,7 @@ fn serialized_len(v: &Value) -> usize {
         Value::ZSet(z) => rdb_len_size(z.len()) + z.iter().map(|(m, _)| rdb_string_size(m) + 8).sum::<usize>(),
         Value::Lock(l) => rdb_string_size(&l.owner) + 8,
         Value::Stream(s) => s.nodes().map(|(_, n)| 17 + rdb_len_size(n.len()) + n.len()).sum::<usize>() + 16,
+        Value::Damaged(d) => d.body.len(),
     }
 }
 

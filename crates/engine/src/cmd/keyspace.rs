@@ -499,6 +499,17 @@ fn dump(ctx: &mut Ctx<'_, '_>) -> Frame {
     }
 }
 
+/// True when RESTORE checks a payload deeply (`isDeepSanitizeNeeded`... in `rdbLoadObject`):
+/// `sanitize-dump-payload yes`, or `clients` for a client that is neither the primary's link nor
+/// a user with `skip-sanitize-payload`.
+fn deep_sanitize(ctx: &Ctx<'_, '_>) -> bool {
+    match ctx.srv.config.get("sanitize-dump-payload").as_deref() {
+        Some("yes") => true,
+        Some("clients") => !ctx.client.from_primary && !ctx.client.user.as_ref().is_some_and(|u| u.skips_sanitize()),
+        _ => false,
+    }
+}
+
 /// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency], with Redis's
 /// checks in Redis's order (`restoreCommand`).
 fn restore(ctx: &mut Ctx<'_, '_>) -> Frame {
@@ -546,10 +557,26 @@ fn restore(ctx: &mut Ctx<'_, '_>) -> Frame {
     let Some(body) = crate::rdb::verify_dump_with(ctx.arg(3), skip_crc) else {
         return Frame::error("ERR DUMP payload version or checksum are wrong");
     };
-    let value = match crate::rdb::restore(body) {
+    let checks = crate::rdb::Checks { deep: deep_sanitize(ctx), limits: ctx.srv.config.encoding_limits() };
+    let log = |ctx: &Ctx<'_, '_>, lines: Vec<String>| {
+        for line in lines {
+            ctx.srv.config.host().log(crate::host::LogLevel::Warning, &line);
+        }
+    };
+    let value = match crate::rdb::restore_checked(body, checks) {
+        Ok(crate::value::Value::Damaged(d)) => {
+            // Kept as Redis keeps it; the report is logged now, where Latch found the corruption.
+            log(ctx, crate::rdb::crash_report(&d.what, d.panic));
+            crate::value::Value::Damaged(d)
+        }
         Ok(v) => v,
         Err(crate::rdb::DecodeError::Unsupported(t)) => {
             return Frame::error(format!("ERR Bad data format: Latch has no {t} type"));
+        }
+        Err(crate::rdb::DecodeError::Fatal { what, panic }) => {
+            // Redis's server would stop here; Latch refuses the payload.
+            log(ctx, crate::rdb::crash_report(&what, panic));
+            return Frame::error("ERR Bad data format");
         }
         Err(e) => {
             // Redis reports the check that failed in its log (`rdbReportCorruptRDB`).
@@ -686,6 +713,40 @@ pub fn help_reply(cmd: &[u8], lines: &[&str]) -> Frame {
 
 #[cfg(test)]
 mod tests {
+
+    /// RESTORE under `sanitize-dump-payload no` of a stream node that fails the deep check (Redis
+    /// 7.0.15's corrupt-dump "stream bad lp_count - unsanitized"): kept as Redis keeps it, the
+    /// report logged once, its commands refused, the key otherwise usable; with `yes` refused.
+    #[test]
+    fn restore_unsanitized_keeps_a_damaged_value_unread() {
+        use crate::host::LogLevel;
+        let (ts, host) = crate::testkit::TestServer::with_host();
+        let mut c = ts.client();
+        let body = b"\x0f\x01\x10\x00\x00\x01\x73\xde\xdf\x7d\x9b\x00\x00\x00\x00\x00\x00\x00\x00\x40\x42\x42\x00\x00\x00\x18\x00\x03\x01\x00\x01\x02\x01\x84\x69\x74\x65\x6d\x05\x85\x76\x61\x6c\x75\x65\x06\x00\x01\x02\x01\x00\x01\x00\x01\x01\x01\x00\x01\x56\x01\x02\x01\x22\x01\x00\x01\x01\x01\x82\x5f\x31\x03\x05\x01\x02\x01\x2c\x01\x00\x01\x01\x01\x02\x01\x05\x01\xff\x03\x81\x00\x00\x01\x73\xde\xdf\x7d\xc7\x00\x01\x07\x6d\x79\x67\x72\x6f\x75\x70\x81\x00\x00\x01\x73\xde\xdf\x7d\x9b\x00\x01\x00\x00\x01\x73\xde\xdf\x7d\x9b\x00\x00\x00\x00\x00\x00\x00\x00\xf9\x7d\xdf\xde\x73\x01\x00\x00\x01\x01\x05\x41\x6c\x69\x63\x65\xeb\x7d\xdf\xde\x73\x01\x00\x00\x01\x00\x00\x01\x73\xde\xdf\x7d\x9b\x00\x00\x00\x00\x00\x00\x00\x00";
+        let mut payload = body.to_vec();
+        payload.extend_from_slice(&crate::rdb::RDB_VERSION.to_le_bytes());
+        let crc = crate::rdb::crc64(&payload);
+        payload.extend_from_slice(&crc.to_le_bytes());
+        let show = |f: Option<resp::Frame>| crate::testkit::show(&f.expect("a reply"));
+        c.run("CONFIG SET sanitize-dump-payload yes");
+        let restore = |c: &mut crate::testkit::TestClient| show(c.cmd(&[&b"RESTORE"[..], b"s", b"0", &payload]));
+        assert_eq!(restore(&mut c), "-ERR Bad data format");
+        c.run("CONFIG SET sanitize-dump-payload no");
+        assert_eq!(restore(&mut c), "+OK");
+        let asserts = || {
+            host.logged.lock().iter().filter(|(l, m)| *l == LogLevel::Warning && m.contains("ASSERTION FAILED")).count()
+        };
+        assert_eq!(asserts(), 1);
+        assert_eq!(c.run("TYPE s"), "+stream");
+        assert!(c.run("XREVRANGE s + -").starts_with("-ERR Corrupt stream value"));
+        assert!(c.run("XADD s * a b").starts_with("-ERR Corrupt stream value"));
+        assert_eq!(c.run("LLEN s"), "-WRONGTYPE Operation against a key holding the wrong kind of value");
+        assert_eq!(asserts(), 1, "reported once, where it was found");
+        let dumped = c.cmd(&[&b"DUMP"[..], b"s"]);
+        assert_eq!(dumped, Some(resp::Frame::Bulk(bytes::Bytes::from(payload.clone()))));
+        assert_eq!(c.run("RENAME s t"), "+OK");
+        assert_eq!(c.run("DEL t"), ":1");
+    }
 
     #[test]
     fn unlink_frees_a_large_value_in_the_background_and_del_in_place() {

@@ -710,11 +710,24 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("# Persistence");
             line!("loading:{}", ctx.srv.loading.load(Ordering::Relaxed) as u8);
             line!("async_loading:0");
-            line!("current_cow_peak:0");
-            line!("current_cow_size:0");
-            line!("current_fork_perc:0.00");
             let p = &srv.persistence;
             let running = p.bgsave_in_progress.load(Ordering::SeqCst);
+            // A snapshot's progress while a background save or rewrite runs (Redis: while a child
+            // runs); what stands for copy-on-write is what it wrote ahead of its walk.
+            let (mut copied, mut done, mut total) = (0, 0, 0);
+            if (running || p.aof_rewrite_in_progress.load(Ordering::Relaxed))
+                && let Some(g) = p.progress.lock().as_ref()
+            {
+                copied = g.copied_bytes.load(Ordering::Relaxed);
+                done = g.keys_written.load(Ordering::Relaxed);
+                total = g.keys_total.load(Ordering::Relaxed);
+            }
+            line!("current_cow_peak:{copied}");
+            line!("current_cow_size:{copied}");
+            line!("current_cow_size_age:0");
+            line!("current_fork_perc:{:.2}", if total > 0 { done as f64 * 100.0 / total as f64 } else { 0.0 });
+            line!("current_save_keys_processed:{done}");
+            line!("current_save_keys_total:{total}");
             let unix_s = srv.clock.unix_ms() / 1000;
             line!("rdb_changes_since_last_save:{}", srv.changes_since_save());
             line!("rdb_bgsave_in_progress:{}", running as u8);
@@ -726,6 +739,7 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
                 if running { unix_s - p.bgsave_started.load(Ordering::Relaxed) } else { -1 }
             );
             line!("rdb_saves:{}", p.saves.load(Ordering::Relaxed));
+            line!("rdb_last_cow_size:{}", p.last_cow_bytes.load(Ordering::Relaxed));
             line!("rdb_last_load_keys_expired:{}", p.last_load_expired.load(Ordering::Relaxed));
             line!("rdb_last_load_keys_loaded:{}", p.last_load_keys.load(Ordering::Relaxed));
             line!("aof_enabled:{}", (aof && srv.changes.aof_on()) as u8);

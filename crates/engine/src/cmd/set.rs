@@ -471,11 +471,13 @@ fn smove(ctx: &mut Ctx<'_, '_>) -> Frame {
     let in_src = match db.peek(src).map(|e| &e.value) {
         None => return Frame::Integer(0),
         Some(Value::Set(s)) => s.contains(m),
+        Some(Value::Damaged(d)) if d.type_name() == "set" => return d.refusal(),
         Some(_) => return error::wrong_type(),
     };
     let in_dst = match db.peek(dst).map(|e| &e.value) {
         None => false,
         Some(Value::Set(s)) => s.contains(m),
+        Some(Value::Damaged(d)) if d.type_name() == "set" => return d.refusal(),
         Some(_) => return error::wrong_type(),
     };
     if src == dst || !in_src {

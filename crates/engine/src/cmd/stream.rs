@@ -325,6 +325,7 @@ fn read<'a>(ctx: &'a mut Ctx<'_, '_>, key: &[u8]) -> Result<Option<&'a Stream>, 
     match ctx.db().into_read(key).map(|e| &e.value) {
         None => Ok(None),
         Some(Value::Stream(s)) => Ok(Some(s)),
+        Some(Value::Damaged(d)) if d.type_name() == "stream" => Err(d.refusal()),
         Some(_) => Err(error::wrong_type()),
     }
 }
@@ -334,6 +335,7 @@ fn write<'a>(ctx: &'a mut Ctx<'_, '_>, key: &[u8]) -> Result<Option<&'a mut Stre
     match ctx.db().into_write(key).map(|e| &mut e.value) {
         None => Ok(None),
         Some(Value::Stream(s)) => Ok(Some(s)),
+        Some(Value::Damaged(d)) if d.type_name() == "stream" => Err(d.refusal()),
         Some(_) => Err(error::wrong_type()),
     }
 }
@@ -345,6 +347,7 @@ fn create<'a>(ctx: &'a mut Ctx<'_, '_>, key: &[u8]) -> Result<&'a mut Stream, Fr
         match db.peek(key).map(|e| &e.value) {
             None => db.set(key, Value::Stream(Box::default()), false),
             Some(Value::Stream(_)) => {}
+            Some(Value::Damaged(d)) if d.type_name() == "stream" => return Err(d.refusal()),
             Some(_) => return Err(error::wrong_type()),
         }
     }
@@ -625,6 +628,7 @@ fn xdel(ctx: &mut Ctx<'_, '_>) -> Frame {
     match ctx.db().into_peek(key).map(|e| &e.value) {
         None => return Frame::Integer(0),
         Some(Value::Stream(_)) => {}
+        Some(Value::Damaged(d)) if d.type_name() == "stream" => return d.refusal(),
         Some(_) => return error::wrong_type(),
     }
     let mut ids = Vec::with_capacity(ctx.argc() - 2);
@@ -1165,6 +1169,7 @@ fn xgroup(ctx: &mut Ctx<'_, '_>) -> Frame {
     let exists = match ctx.db().into_peek(key).map(|e| &e.value) {
         None => false,
         Some(Value::Stream(_)) => true,
+        Some(Value::Damaged(d)) if d.type_name() == "stream" => return d.refusal(),
         Some(_) => return error::wrong_type(),
     };
     let mut has_group = false;
@@ -1337,6 +1342,7 @@ fn xack(ctx: &mut Ctx<'_, '_>) -> Frame {
     let has = match ctx.db().into_read(key).map(|e| &e.value) {
         None => false,
         Some(Value::Stream(s)) => s.groups.contains_key(gname),
+        Some(Value::Damaged(d)) if d.type_name() == "stream" => return d.refusal(),
         Some(_) => return error::wrong_type(),
     };
     if !has {
@@ -1456,6 +1462,7 @@ fn xclaim(ctx: &mut Ctx<'_, '_>) -> Frame {
     let has = match ctx.db().into_read(key).map(|e| &e.value) {
         None => false,
         Some(Value::Stream(s)) => s.groups.contains_key(gname),
+        Some(Value::Damaged(d)) if d.type_name() == "stream" => return d.refusal(),
         Some(_) => return error::wrong_type(),
     };
     if !has {
@@ -1649,6 +1656,7 @@ fn xautoclaim(ctx: &mut Ctx<'_, '_>) -> Frame {
     let has = match ctx.db().into_read(key).map(|e| &e.value) {
         None => false,
         Some(Value::Stream(s)) => s.groups.contains_key(gname),
+        Some(Value::Damaged(d)) if d.type_name() == "stream" => return d.refusal(),
         Some(_) => return error::wrong_type(),
     };
     if !has {
@@ -1766,6 +1774,7 @@ fn lookup_info<'a>(ctx: &'a mut Ctx<'_, '_>, key: &[u8]) -> Result<&'a Stream, F
     match ctx.db().into_read(key).map(|e| &e.value) {
         None => return Err(error::no_such_key()),
         Some(Value::Stream(_)) => {}
+        Some(Value::Damaged(d)) if d.type_name() == "stream" => return Err(d.refusal()),
         Some(_) => return Err(error::wrong_type()),
     }
     match ctx.db().into_peek(key).map(|e| &e.value) {

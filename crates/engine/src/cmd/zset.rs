@@ -1154,6 +1154,7 @@ fn zsetop_generic(ctx: &mut Ctx<'_, '_>, dst: bool, op: SetOp, card_only: bool) 
                 None => card.push(0),
                 Some(Value::ZSet(z)) => card.push(z.len()),
                 Some(Value::Set(s)) => card.push(s.len()),
+                Some(Value::Damaged(d)) if matches!(d.type_name(), "set" | "zset") => return d.refusal(),
                 Some(_) => return error::wrong_type(),
             }
         }

@@ -29,6 +29,7 @@ impl Server {
             now_ms: self.clock.now_ms(),
             wall_offset_ms: self.clock.wall_offset_ms(),
             commands,
+            progress: Arc::default(),
         }
     }
 
@@ -73,6 +74,7 @@ impl Server {
         self.persistence.snapshots.fetch_add(1, Ordering::Relaxed);
         let commands = kind == SnapshotKind::AofBaseCommands;
         let spec = self.record_spec(commands);
+        *self.persistence.progress.lock() = Some(spec.progress.clone());
         let header = self.rdb_header(kind);
         Snapshot::begin(self.ks.clone(), locked, spec, header, self.fence.load(Ordering::SeqCst), commands)
     }
@@ -124,7 +126,14 @@ impl Server {
         let now = self.clock.now_ms();
         let offset = self.clock.wall_offset_ms();
         let ndbs = self.ks.ndbs();
-        let mut r = Reader::new(&data[9..]);
+        // Redis sanitizes a file's values deeply only with `sanitize-dump-payload yes`.
+        let checks = rdb::Checks {
+            deep: self.config.get("sanitize-dump-payload").as_deref() == Some("yes"),
+            limits: self.config.encoding_limits(),
+        };
+        let mut r = Reader::new(&data[9..]).with_checks(checks);
+        // Keys with a deadline read so far (the checker's report counts them).
+        let mut with_ttl = 0usize;
         let mut loaded = Loaded::default();
         let mut db = 0usize;
         let (mut expire_at, mut lfu, mut idle): (Option<i64>, Option<u8>, Option<u64>) = (None, None, None);
@@ -214,6 +223,12 @@ impl Server {
                     let key = r.string().map_err(|_| short())?;
                     let at_offset = data.len() - r.rest().len();
                     let value = match r.value(t) {
+                        Ok(Value::Damaged(d)) => {
+                            for line in rdb::crash_report(&d.what, d.panic) {
+                                self.config.host().log(crate::host::LogLevel::Warning, &line);
+                            }
+                            Value::Damaged(d)
+                        }
                         Ok(v) => v,
                         Err(rdb::DecodeError::EmptyKey) => {
                             // Redis skips empty aggregates in a file, with a log line for the first ten.
@@ -234,11 +249,29 @@ impl Server {
                             ));
                         }
                         Err(rdb::DecodeError::Corrupt(msg)) => {
-                            return Err(format!("Internal error in RDB reading offset {at_offset} -> {msg}"));
+                            // Redis then runs redis-check-rdb on the file, which reports the same
+                            // error with what it was reading.
+                            let error = format!("Internal error in RDB reading offset {at_offset} -> {msg}");
+                            let report = [
+                                error.clone(),
+                                "--- RDB ERROR DETECTED ---".to_string(),
+                                format!("[offset {at_offset}] {error}"),
+                                "[additional info] While doing: read-object-value".to_string(),
+                                format!("[additional info] Reading key '{}'", String::from_utf8_lossy(&key)),
+                                format!("[additional info] Reading type {t} ({})", rdb::type_name(t)),
+                                format!("[info] {} keys read", loaded.keys + loaded.expired + 1),
+                                format!("[info] {with_ttl} expires"),
+                                format!("[info] {} already expired", loaded.expired),
+                            ];
+                            return Err(report.join("\n"));
+                        }
+                        Err(rdb::DecodeError::Fatal { what, panic }) => {
+                            return Err(rdb::crash_report(&what, panic).join("\n"));
                         }
                         Err(rdb::DecodeError::BadFormat) => return Err(short()),
                     };
                     let at = expire_at.take();
+                    with_ttl += usize::from(at.is_some());
                     let (f, i) = (lfu.take(), idle.take());
                     let mono = at.map(|a| a.saturating_sub(offset));
                     // Expired when the deadline is before now, as everywhere (Redis's `expiretime < now`).
@@ -370,6 +403,7 @@ impl Server {
         let dirty = self.stats.dirty();
         self.persistence.bgsave_cancel.store(false, Ordering::SeqCst);
         let snapshot = self.begin_snapshot(locked, SnapshotKind::Rdb);
+        let progress = self.persistence.progress.lock().clone();
         let (host, clock, state, path) =
             (self.config.host_arc(), self.clock.clone(), self.persistence.clone(), self.rdb_path());
         let started = clock.unix_ms() / 1000;
@@ -417,6 +451,8 @@ impl Server {
                 }
             }
             state.last_bgsave_secs.store(end - started, Ordering::SeqCst);
+            let copied = progress.as_ref().map_or(0, |p| p.copied_bytes.load(Ordering::Relaxed));
+            state.last_cow_bytes.store(copied, Ordering::SeqCst);
             state.bgsave_in_progress.store(false, Ordering::SeqCst);
         });
         if let Err(e) = host.in_background(job) {

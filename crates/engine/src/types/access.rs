@@ -10,14 +10,15 @@ use bytes::Bytes;
 use resp::Frame;
 
 macro_rules! accessors {
-    ($variant:ident, $ty:ty, $read:ident, $write:ident, $create:ident) => {
+    ($variant:ident, $name:literal, $ty:ty, $read:ident, $write:ident, $create:ident) => {
         /// Looks the key up for reading (counts a hit/miss): Ok(None) if missing, WRONGTYPE for
-        /// another type.
+        /// another type, the refusal of a damaged value of this type.
         pub fn $read<'a>(db: &'a mut Db<'_, '_>, key: &[u8]) -> Result<Option<&'a $ty>, Frame> {
             match db.read(key) {
                 None => Ok(None),
                 Some(e) => match &e.value {
                     Value::$variant(v) => Ok(Some(&**v)),
+                    Value::Damaged(d) if d.type_name() == $name => Err(d.refusal()),
                     _ => Err(error::wrong_type()),
                 },
             }
@@ -28,6 +29,7 @@ macro_rules! accessors {
                 None => Ok(None),
                 Some(e) => match &mut e.value {
                     Value::$variant(v) => Ok(Some(&mut **v)),
+                    Value::Damaged(d) if d.type_name() == $name => Err(d.refusal()),
                     _ => Err(error::wrong_type()),
                 },
             }
@@ -41,6 +43,7 @@ macro_rules! accessors {
             match db.write(key) {
                 Some(e) => match &mut e.value {
                     Value::$variant(v) => Ok(&mut **v),
+                    Value::Damaged(d) if d.type_name() == $name => Err(d.refusal()),
                     _ => Err(error::wrong_type()),
                 },
                 None => Err(error::no_such_key()),
@@ -49,11 +52,11 @@ macro_rules! accessors {
     };
 }
 
-accessors!(List, ListValue, read_list, write_list, create_list);
-accessors!(Hash, HashValue, read_hash, write_hash, create_hash);
-accessors!(Set, SetValue, read_set, write_set, create_set);
-accessors!(ZSet, ZSet, read_zset, write_zset, create_zset);
-accessors!(Stream, Stream, read_stream, write_stream, create_stream);
+accessors!(List, "list", ListValue, read_list, write_list, create_list);
+accessors!(Hash, "hash", HashValue, read_hash, write_hash, create_hash);
+accessors!(Set, "set", SetValue, read_set, write_set, create_set);
+accessors!(ZSet, "zset", ZSet, read_zset, write_zset, create_zset);
+accessors!(Stream, "stream", Stream, read_stream, write_stream, create_stream);
 
 /// The first of `keys` for which `f` finds something (the MPOP family and the blocking pops look
 /// for the first non-empty key): that key and what `f` gave, or Ok(None).

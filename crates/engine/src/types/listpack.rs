@@ -276,6 +276,46 @@ pub fn count(lp: &[u8]) -> usize {
     c
 }
 
+/// Redis's shallow listpack check (`lpValidateIntegrity` without deep checks): the header can be
+/// read, its size is the blob's, and the blob ends with the end marker. The elements are not looked at.
+pub fn header_ok(b: &[u8]) -> bool {
+    b.len() > HEADER && u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize == b.len() && b[b.len() - 1] == EOF
+}
+
+/// True when the first element (if any) lies within the blob with a matching back-length: what
+/// Redis's `lpFirst` asserts (`lpAssertValidEntry`). Needs [`header_ok`].
+pub fn first_ok(b: &[u8]) -> bool {
+    b.get(HEADER) == Some(&EOF) || entry_end(b, HEADER).is_some()
+}
+
+/// The end of the element at `p` (where the next one starts), None when it does not fit in `b`
+/// (before the end marker), has an unknown encoding or a wrong back-length.
+fn entry_end(b: &[u8], p: usize) -> Option<usize> {
+    let e = *b.get(p)?;
+    let (h, d): (usize, usize) = match e {
+        _ if e & 0x80 == 0 => (1, 0),
+        _ if e & 0xC0 == 0x80 => (1, usize::from(e & 0x3F)),
+        _ if e & 0xE0 == 0xC0 => (2, 0),
+        _ if e & 0xF0 == 0xE0 => (2, (usize::from(e & 0x0F) << 8) | usize::from(*b.get(p + 1)?)),
+        0xF0 => {
+            let l = b.get(p + 1..p + 5)?;
+            (5, u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize)
+        }
+        0xF1 => (3, 0),
+        0xF2 => (4, 0),
+        0xF3 => (5, 0),
+        0xF4 => (9, 0),
+        _ => return None,
+    };
+    let size = h.checked_add(d)?;
+    let (want, n) = backlen(size as u64);
+    let end = p.checked_add(size)?.checked_add(n)?;
+    if end >= b.len() || b[p + size..end] != want[..n] {
+        return None;
+    }
+    Some(end)
+}
+
 /// Checks an untrusted listpack (`lpValidateIntegrity` with deep checks): the header's size, every
 /// element within bounds with a matching back-length, the end marker last, and the count. Returns
 /// the positions of its elements.
@@ -285,34 +325,9 @@ pub fn offsets(b: &[u8]) -> Option<Vec<usize>> {
     }
     let mut out = Vec::new();
     let mut p = HEADER;
-    loop {
-        let e = *b.get(p)?;
-        if e == EOF {
-            break;
-        }
-        let (h, d): (usize, usize) = match e {
-            _ if e & 0x80 == 0 => (1, 0),
-            _ if e & 0xC0 == 0x80 => (1, usize::from(e & 0x3F)),
-            _ if e & 0xE0 == 0xC0 => (2, 0),
-            _ if e & 0xF0 == 0xE0 => (2, (usize::from(e & 0x0F) << 8) | usize::from(*b.get(p + 1)?)),
-            0xF0 => {
-                let l = b.get(p + 1..p + 5)?;
-                (5, u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize)
-            }
-            0xF1 => (3, 0),
-            0xF2 => (4, 0),
-            0xF3 => (5, 0),
-            0xF4 => (9, 0),
-            _ => return None,
-        };
-        let size = h.checked_add(d)?;
-        let (want, n) = backlen(size as u64);
-        let end = p.checked_add(size)?.checked_add(n)?;
-        if end >= b.len() || b[p + size..end] != want[..n] {
-            return None;
-        }
+    while *b.get(p)? != EOF {
         out.push(p);
-        p = end;
+        p = entry_end(b, p)?;
     }
     let count = u16::from_le_bytes([b[4], b[5]]);
     if p != b.len() - 1 || (count != COUNT_UNKNOWN && usize::from(count) != out.len()) {
