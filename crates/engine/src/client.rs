@@ -39,6 +39,9 @@ pub struct Client {
     pub reply_mode: ReplyMode,
     /// Close the connection once the current reply is written (QUIT, protocol errors, CLIENT KILL self).
     pub close_after_reply: bool,
+    /// This client's SHUTDOWN stops the server: its connection stays open until the server closed
+    /// its listeners and closes every client, as Redis's exits under it.
+    pub shut_down_server: bool,
     /// `SCRIPT DEBUG SYNC`: the client's EVALs run under the Lua debugger.
     pub ldb_sync: bool,
     /// The debugger's link to this client, given by the connection for the EVAL it is about to run.
@@ -129,6 +132,7 @@ impl Client {
             user: None,
             reply_mode: ReplyMode::On,
             close_after_reply: false,
+            shut_down_server: false,
             ldb_sync: false,
             ldb_link: None,
             obuf_overflow: false,

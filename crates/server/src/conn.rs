@@ -261,6 +261,11 @@ where
         }
         if self.client.close_after_reply || self.client.info.killed.load(Ordering::Relaxed) {
             let _ = self.flush().await;
+            // SHUTDOWN: the client sees its connection close when the server is gone, after the
+            // listeners closed (a reconnect is refused), as Redis exits under it.
+            while self.client.shut_down_server && !self.client.info.killed.load(Ordering::Relaxed) {
+                self.kill.notified().await;
+            }
             return Err(Close);
         }
         Ok(())

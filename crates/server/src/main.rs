@@ -241,9 +241,10 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
         }
         tokio::spawn(accept_loop(l, true, acceptor.clone(), acceptor_aof.clone()))
     });
-    if let (Some(l), Some(path)) = (unix_listener, unixsocket.clone()) {
-        tokio::spawn(unix_accept_loop(l, path, srv.clone(), aof.clone()));
-    }
+    let unix_loop = match (unix_listener, unixsocket.clone()) {
+        (Some(l), Some(path)) => Some(tokio::spawn(unix_accept_loop(l, path, srv.clone(), aof.clone()))),
+        _ => None,
+    };
     let (loader, loader_aof) = (srv.clone(), aof.clone());
     let loaded = tokio::task::spawn_blocking(move || {
         if loader.config.get("appendonly").as_deref() == Some("yes") {
@@ -307,6 +308,12 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
         }
     }
     tracing::warn!("User requested shutdown...");
+    // No new client from here (Redis's closeListeningSockets); the ones connected are closed below.
+    net::close_all().await;
+    if let Some(l) = unix_loop {
+        l.abort();
+        let _ = l.await;
+    }
     aof.flush_at_exit();
     for c in srv.clients.snapshot() {
         c.kill();

@@ -87,6 +87,19 @@ pub fn serve(
     let _ = if tls { LISTENING_TLS.set(l) } else { LISTENING.set(l) };
 }
 
+/// Closes every listening socket, plain and TLS, at shutdown (Redis's `closeListeningSockets`): a
+/// client connecting while the server exits is refused rather than served. Returns once the accept
+/// loops have dropped their sockets.
+pub async fn close_all() {
+    for l in [LISTENING.get(), LISTENING_TLS.get()].into_iter().flatten() {
+        let old: Vec<_> = l.loops.lock().unwrap_or_else(|e| e.into_inner()).0.drain(..).collect();
+        old.iter().for_each(|t| t.abort());
+        for t in old {
+            let _ = t.await;
+        }
+    }
+}
+
 /// CONFIG SET `bind`/`port`/`tls-port` (Redis's `changeListener`): the current sockets of the kind
 /// are closed, then `binds` at `port` are listened on; if that fails, the previous sockets are
 /// made again and the error returned.

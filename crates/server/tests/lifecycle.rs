@@ -46,6 +46,9 @@ fn shutdown_command_stops_the_server() {
     let mut raw = l.raw();
     raw.send(b"SHUTDOWN NOSAVE\r\n");
     assert!(raw.closed());
+    // The SHUTDOWN's connection closes after the listeners did (Redis's closeListeningSockets): a
+    // client reconnecting at once is refused, not served by a server on its way out.
+    assert!(std::net::TcpStream::connect(("127.0.0.1", l.port)).is_err(), "a new client was accepted after SHUTDOWN");
     let st = l.wait_exit(Duration::from_secs(10)).expect("exited");
     assert!(st.success());
     assert!(!l.alive());

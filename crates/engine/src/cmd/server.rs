@@ -442,6 +442,7 @@ fn shutdown(ctx: &mut Ctx<'_, '_>) -> Frame {
     ctx.srv.request_shutdown();
     ctx.client.suppress_reply = true;
     ctx.client.close_after_reply = true;
+    ctx.client.shut_down_server = true;
     Frame::ok()
 }
 
