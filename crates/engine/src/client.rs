@@ -42,6 +42,9 @@ pub struct Client {
     /// This client's SHUTDOWN stops the server: its connection stays open until the server closed
     /// its listeners and closes every client, as Redis's exits under it.
     pub shut_down_server: bool,
+    /// The reply of the command running now was counted in the error statistics already (a
+    /// script's error from a command inside it): `execute` does not count it again.
+    pub error_counted: bool,
     /// `SCRIPT DEBUG SYNC`: the client's EVALs run under the Lua debugger.
     pub ldb_sync: bool,
     /// The debugger's link to this client, given by the connection for the EVAL it is about to run.
@@ -133,6 +136,7 @@ impl Client {
             reply_mode: ReplyMode::On,
             close_after_reply: false,
             shut_down_server: false,
+            error_counted: false,
             ldb_sync: false,
             ldb_link: None,
             obuf_overflow: false,

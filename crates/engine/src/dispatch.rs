@@ -20,7 +20,9 @@ impl Server {
         let reply = self.execute_inner(client, args);
         // A client released from a pause has run its command again: the next one's turn.
         self.pause_turn_done(client.id);
-        if let Some(r) = &reply {
+        if let Some(r) = &reply
+            && !std::mem::take(&mut client.error_counted)
+        {
             self.stats.count_error(r);
         }
         match client.reply_mode {

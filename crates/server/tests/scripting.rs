@@ -202,3 +202,32 @@ fn a_debugged_script_runs_on_when_its_client_leaves() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A command refused inside a script counts once, where it was refused (its `rejected_calls`, the
+/// error's errorstat), not again as the script's error reply, whether the script raised it or
+/// returned pcall's error table; the script's own call counts as failed (Redis 7.0's accounting).
+#[test]
+fn errors_inside_scripts_are_counted_once() {
+    let l = Latch::start(&[]);
+    let mut c = l.raw();
+    let stat = |c: &mut common::Raw, section: &[u8], prefix: &str| -> String {
+        let info = c.cmd(&[b"INFO", section]);
+        info.lines().find(|l| l.starts_with(prefix)).unwrap_or_default().to_string()
+    };
+    assert_eq!(c.cmd(&[b"CONFIG", b"SET", b"maxmemory", b"1"]), "+OK\r\n");
+    for script in [&b"return redis.call('set','x','y')"[..], b"return redis.pcall('set','x','y')"] {
+        assert_eq!(c.cmd(&[b"CONFIG", b"RESETSTAT"]), "+OK\r\n");
+        let r = c.cmd(&[b"EVAL", script, b"1", b"x"]);
+        assert!(r.starts_with("-OOM command not allowed"), "{r}");
+        assert_eq!(stat(&mut c, b"errorstats", "errorstat_OOM:"), "errorstat_OOM:count=1");
+        assert_eq!(stat(&mut c, b"stats", "total_error_replies:"), "total_error_replies:1");
+        let set = stat(&mut c, b"commandstats", "cmdstat_set:");
+        assert!(set.contains("calls=0,") && set.contains("rejected_calls=1,failed_calls=0"), "{set}");
+        let eval = stat(&mut c, b"commandstats", "cmdstat_eval:");
+        assert!(eval.contains("calls=1,") && eval.ends_with("rejected_calls=0,failed_calls=1"), "{eval}");
+    }
+    // A script's own error (not from a command) counts as its reply.
+    assert_eq!(c.cmd(&[b"CONFIG", b"RESETSTAT"]), "+OK\r\n");
+    assert!(c.cmd(&[b"EVAL", b"return redis.error_reply('MINE oops')", b"0"]).starts_with("-MINE oops"));
+    assert_eq!(stat(&mut c, b"errorstats", "errorstat_MINE:"), "errorstat_MINE:count=1");
+}

@@ -292,6 +292,10 @@ pub trait ScriptHost {
     fn oom(&self) -> bool;
     /// A replica with its link down that serves no stale data: scripts without flags do not run.
     fn running_stale(&self) -> bool;
+    /// The run's error reply is an error a command inside it returned or was refused with, counted
+    /// in the error statistics then: the reply is not counted again (Redis's
+    /// `ignore_error_stats_update`).
+    fn error_counted(&mut self);
     /// The script starts: the client's state a script's commands change (database, protocol) is
     /// kept, and blocking commands answer at once (Redis).
     fn enter(&mut self);
@@ -1249,6 +1253,9 @@ impl Scripting {
         }
         if debugged {
             self.end_debugging(&mut vm);
+        }
+        if vm.host.error_counted.swap(false, Ordering::Relaxed) && reply.is_error() {
+            a.host.error_counted();
         }
         if !run.undeclared.load(Ordering::Relaxed) && !reply.is_error() {
             self.verify(a.command);

@@ -43,6 +43,9 @@ use std::ffi::c_int;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
+/// The field of an error table from `redis.call` whose error was already counted.
+const IGNORE_STATS: &[u8] = b"ignore_error_stats_update";
+
 /// Deepest Lua table nesting converted to a reply (Redis: "reached lua stack limit").
 const MAX_DEPTH: usize = 2000;
 
@@ -69,13 +72,22 @@ pub(super) struct Host {
     pub ldb: Arc<dyn super::ldb::CallLog>,
     /// Whether the run is debugged (read on every `redis.call`).
     pub ldb_on: std::sync::atomic::AtomicBool,
+    /// The run's error reply was counted already, where the command inside failed.
+    pub error_counted: std::sync::atomic::AtomicBool,
 }
 
 impl Host {
     /// A host for a VM of a server whose commands are `names` (before renames), whose debugged
     /// runs log their calls to `ldb`.
     pub fn new(names: &'static dyn Names, ldb: Arc<dyn super::ldb::CallLog>) -> Host {
-        Host { active: ActiveRun::default(), panic: Default::default(), names, ldb, ldb_on: Default::default() }
+        Host {
+            active: ActiveRun::default(),
+            panic: Default::default(),
+            names,
+            ldb,
+            ldb_on: Default::default(),
+            error_counted: Default::default(),
+        }
     }
 }
 
@@ -254,7 +266,16 @@ impl RawState {
                 ffi::lua_sethook(l, Some(hook), ffi::lua_gethookmask(l), ffi::lua_gethookcount(l));
             }
             let status = ffi::lua_pcall(l, nargs, 1, top + 1);
-            let reply = if status == 0 { to_frame(l, -1, resp3(), 0) } else { error_frame(l, -1, name) };
+            let reply = if status == 0 {
+                let f = to_frame(l, -1, resp3(), 0);
+                // A script returning the error table of a failed `redis.call` (pcall's result).
+                if f.is_error() && counted_error(l, -1) {
+                    host.error_counted.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                f
+            } else {
+                error_frame(l, -1, name, host)
+            };
             if as_globals {
                 set_global(l, keys_name, None);
                 set_global(l, argv_name, None);
@@ -451,7 +472,7 @@ unsafe fn table_to_frame(l: *mut ffi::lua_State, t: c_int, resp3: bool, depth: u
 ///
 /// # Safety
 /// As [`to_frame`].
-unsafe fn error_frame(l: *mut ffi::lua_State, idx: c_int, name: &str) -> Frame {
+unsafe fn error_frame(l: *mut ffi::lua_State, idx: c_int, name: &str, host: &Host) -> Frame {
     unsafe {
         let idx = if idx < 0 { ffi::lua_gettop(l) + idx + 1 } else { idx };
         if ffi::lua_type(l, idx) != ffi::LUA_TTABLE {
@@ -473,11 +494,31 @@ unsafe fn error_frame(l: *mut ffi::lua_State, idx: c_int, name: &str) -> Frame {
             ffi::lua_settop(l, top);
             v
         };
+        if counted_error(l, idx) {
+            host.error_counted.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         let mut msg = s(b"err").unwrap_or_default();
         if let (Some(src), Some(line)) = (s(b"source"), s(b"line")) {
             msg.push_str(&format!(" script: {name}, on {src}:{line}."));
         }
         Frame::Error(one_line(msg.as_bytes()))
+    }
+}
+
+/// Whether the value at `idx` is an error table from `redis.call` whose error was counted already.
+///
+/// # Safety
+/// `l` is usable, with two free slots; the stack is left as it was.
+unsafe fn counted_error(l: *mut ffi::lua_State, idx: c_int) -> bool {
+    unsafe {
+        let idx = if idx < 0 { ffi::lua_gettop(l) + idx + 1 } else { idx };
+        if ffi::lua_type(l, idx) != ffi::LUA_TTABLE || ffi::lua_checkstack(l, 2) == 0 {
+            return false;
+        }
+        let top = ffi::lua_gettop(l);
+        let counted = field(l, idx, IGNORE_STATS) == ffi::LUA_TBOOLEAN && ffi::lua_toboolean(l, -1) != 0;
+        ffi::lua_settop(l, top);
+        counted
     }
 }
 
@@ -510,6 +551,11 @@ unsafe fn push_err_table(l: *mut ffi::lua_State, msg: &[u8], from_reply: bool) {
         ffi::lua_createtable(l, 0, 1);
         push_bytes(l, b"err");
         push_bytes(l, &full);
+        ffi::lua_rawset(l, -3);
+        // Redis's `ignore_error_stats_update`: the error was counted where the command failed,
+        // so the script's error reply made of this table is not counted again.
+        push_bytes(l, IGNORE_STATS);
+        ffi::lua_pushboolean(l, 1);
         ffi::lua_rawset(l, -3);
     }
 }

@@ -42,8 +42,9 @@ impl<'a, 'k> ScriptRun<'a, 'k> {
     }
 }
 
-impl ScriptHost for ScriptRun<'_, '_> {
-    fn call(&mut self, named: Option<u16>, argv: &[Bytes], s: &ScriptCall<'_>) -> Outcome {
+impl ScriptRun<'_, '_> {
+    /// `redis.call`'s checks, then the command (Redis's scriptCall).
+    fn call_checked(&mut self, named: Option<u16>, argv: &[Bytes], s: &ScriptCall<'_>) -> Outcome {
         let refuse = |m: &[u8]| Outcome::Refused(m.to_vec(), false);
         if argv.is_empty() {
             return refuse(b"Please specify at least one argument for this redis lib call");
@@ -97,13 +98,13 @@ impl ScriptHost for ScriptRun<'_, '_> {
             return Outcome::Refused(crate::error::OOM.as_bytes().to_vec(), true);
         }
         if s.run.restart.load(Ordering::Relaxed) {
-            return refuse(b"ERR script restarting with every shard");
+            return refuse(RESTARTING);
         }
         if let Err(key) = ensure_shards(&srv.ks, s, self.locked, cmd, argv) {
             // Nothing written yet: the run is thrown away and starts again holding every shard.
             if !s.run.wrote.load(Ordering::Relaxed) {
                 s.run.restart.store(true, Ordering::Relaxed);
-                return refuse(b"ERR script restarting with every shard");
+                return refuse(RESTARTING);
             }
             let msg = format!(
                 "the script accessed key '{}', which it did not declare, after writing, while another client held it; \
@@ -118,6 +119,42 @@ impl ScriptHost for ScriptRun<'_, '_> {
         let resp3 = s.run.resp.load(Ordering::Relaxed) == 3;
         self.client.proto = if resp3 { Protocol::Resp3 } else { Protocol::Resp2 };
         Outcome::Reply(srv.call(self.client, self.locked, cmd, argv, self.now), resp3)
+    }
+
+    /// Counts what a command called from the script ends in, as Redis's scriptCall does: an error
+    /// reply or a refusal in the error statistics, a refusal of a known command in its
+    /// `rejected_calls` (its calls and failures are counted where it runs).
+    fn count_outcome(&self, argv: &[Bytes], o: &Outcome) {
+        let stats = &self.srv.stats;
+        match o {
+            Outcome::Reply(f, _) if f.is_error() => stats.count_error(f),
+            Outcome::Refused(msg, from_reply) if msg.as_slice() != RESTARTING => {
+                let text = if *from_reply { msg.clone() } else { [b"ERR ".as_slice(), msg].concat() };
+                stats.count_error(&Frame::Error(Bytes::from(text)));
+                if !argv.is_empty()
+                    && let Ok(cmd) = self.srv.table.resolve(argv)
+                    && cmd.arity_ok(argv.len())
+                {
+                    stats.count_rejected(cmd);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The refusal that restarts a run holding every shard: internal, not an error of the script's.
+const RESTARTING: &[u8] = b"ERR script restarting with every shard";
+
+impl ScriptHost for ScriptRun<'_, '_> {
+    fn call(&mut self, named: Option<u16>, argv: &[Bytes], s: &ScriptCall<'_>) -> Outcome {
+        let o = self.call_checked(named, argv, s);
+        self.count_outcome(argv, &o);
+        o
+    }
+
+    fn error_counted(&mut self) {
+        self.client.error_counted = true;
     }
 
     fn acl_allows(&self, argv: &[Bytes]) -> Result<bool, &'static str> {
