@@ -635,9 +635,18 @@ impl Aof {
         Ok(())
     }
 
-    /// At shutdown: what was encoded goes to disk.
+    /// At shutdown: what was encoded goes to disk. The file is waited for a bounded time: a rewrite
+    /// holds it while it waits for shards, which a script that cannot be killed may hold for good
+    /// (SHUTDOWN NOSAVE stops such a server, as Redis's does).
     pub fn flush_at_exit(&self) {
-        self.write_pending(true, None);
+        match self.files.try_lock_for(std::time::Duration::from_secs(2)) {
+            Some(mut files) => {
+                self.write_pending_in(&mut files, true, None);
+            }
+            None => tracing::warn!(
+                "Could not flush the AOF at exit: a rewrite holds the file while it waits for a running script"
+            ),
+        }
     }
 }
 
