@@ -72,23 +72,10 @@ pub fn eq_ic(arg: &[u8], kw: &str) -> bool {
 /// Quotes bytes the way Redis's `sdscatrepr` does (MONITOR, CLIENT LIST, error messages):
 /// `"foo\r\n\x01"`.
 pub fn repr(b: &[u8]) -> String {
-    let mut s = String::with_capacity(b.len() + 2);
-    s.push('"');
-    for &c in b {
-        match c {
-            b'\\' => s.push_str("\\\\"),
-            b'"' => s.push_str("\\\""),
-            b'\n' => s.push_str("\\n"),
-            b'\r' => s.push_str("\\r"),
-            b'\t' => s.push_str("\\t"),
-            7 => s.push_str("\\a"),
-            8 => s.push_str("\\b"),
-            c if c.is_ascii_graphic() || c == b' ' => s.push(c as char),
-            c => s.push_str(&format!("\\x{c:02x}")),
-        }
-    }
-    s.push('"');
-    s
+    let mut out = Vec::with_capacity(b.len() + 2);
+    resp::repr(b, &mut out);
+    // Every byte outside printable ASCII was escaped: the text is ASCII.
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]

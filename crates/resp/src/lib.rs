@@ -13,6 +13,7 @@ mod double;
 mod encode;
 mod frame;
 mod reply;
+mod repr;
 mod request;
 
 pub use bytes::{Bytes, BytesMut};
@@ -21,6 +22,7 @@ pub use double::{format_double, format_double_g};
 pub use encode::{BulkArray, encode};
 pub use frame::Frame;
 pub use reply::{MAX_REPLY_DEPTH, ReplyError, decode_reply, encode_request};
+pub use repr::repr;
 pub use request::{
     Limits, PROTO_INLINE_MAX_SIZE, PROTO_MBULK_BIG_ARG, ProtocolError, RequestDecoder, atoi, split_args, string2ll,
 };

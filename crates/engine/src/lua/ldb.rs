@@ -47,24 +47,6 @@ pub(super) struct Session {
     logs: Vec<Vec<u8>>,
 }
 
-/// Redis's `sdscatrepr`: the bytes quoted, with C escapes.
-pub(super) fn repr(out: &mut Vec<u8>, b: &[u8]) {
-    out.push(b'"');
-    for &c in b {
-        match c {
-            b'\\' | b'"' => out.extend_from_slice(&[b'\\', c]),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            7 => out.extend_from_slice(b"\\a"),
-            8 => out.extend_from_slice(b"\\b"),
-            c if c.is_ascii_graphic() || c == b' ' => out.push(c),
-            c => out.extend_from_slice(format!("\\x{c:02x}").as_bytes()),
-        }
-    }
-    out.push(b'"');
-}
-
 /// Where `redis.call` reports while a run is debugged: the command before it runs, then its reply
 /// and whether the script reads replies in RESP3, or the message it was refused with.
 pub(super) trait CallLog: Send + Sync {
@@ -199,8 +181,7 @@ impl Session {
             return;
         }
         for arg in &argv[1..] {
-            let Some(line) = std::str::from_utf8(arg).ok().and_then(|s| crate::args::parse_i64_strict(s.as_bytes()))
-            else {
+            let Some(line) = crate::args::parse_i64_strict(arg) else {
                 let mut s = b"Invalid argument:'".to_vec();
                 s.extend_from_slice(arg);
                 s.push(b'\'');
@@ -364,9 +345,9 @@ pub(super) fn human(out: &mut Vec<u8>, f: &Frame, resp3: bool) {
     };
     match f {
         Frame::Integer(n) => out.extend_from_slice(n.to_string().as_bytes()),
-        Frame::Bulk(b) => repr(out, b),
-        Frame::Simple(s) => repr(out, &[b"+".as_slice(), s].concat()),
-        Frame::Error(e) => repr(out, &[b"-".as_slice(), e].concat()),
+        Frame::Bulk(b) => resp::repr(b, out),
+        Frame::Simple(s) => resp::repr(&[b"+".as_slice(), s].concat(), out),
+        Frame::Error(e) => resp::repr(&[b"-".as_slice(), e].concat(), out),
         Frame::Null | Frame::NullArray if resp3 => out.extend_from_slice(b"(null)"),
         Frame::Null | Frame::NullArray => out.extend_from_slice(b"NULL"),
         Frame::Array(items) | Frame::Push(items) => list(out, items, b"[", b']'),
@@ -397,12 +378,12 @@ pub(super) fn human(out: &mut Vec<u8>, f: &Frame, resp3: bool) {
                 out.extend_from_slice(b"(double) ");
                 out.extend_from_slice(&text);
             } else {
-                repr(out, &text);
+                resp::repr(&text, out);
             }
         }
         // Redis's debugger prints nothing for RESP3's big numbers and verbatim strings.
         Frame::BigNumber(_) | Frame::Verbatim { .. } if resp3 => {}
-        Frame::BigNumber(b) | Frame::Verbatim { text: b, .. } => repr(out, b),
+        Frame::BigNumber(b) | Frame::Verbatim { text: b, .. } => resp::repr(b, out),
         Frame::Attribute { value, .. } => human(out, value, resp3),
         Frame::Encoded(b) => {
             if let Ok(Some(f)) = resp::decode_reply(&mut resp::BytesMut::from(&b[..])) {

@@ -1102,7 +1102,7 @@ unsafe fn ldb_repr_at(l: *mut ffi::lua_State, idx: c_int, level: usize, out: &mu
     unsafe {
         let idx = if idx < 0 { ffi::lua_gettop(l) + idx + 1 } else { idx };
         match ffi::lua_type(l, idx) {
-            ffi::LUA_TSTRING => super::ldb::repr(out, str_at(l, idx)),
+            ffi::LUA_TSTRING => resp::repr(str_at(l, idx), out),
             ffi::LUA_TBOOLEAN => {
                 out.extend_from_slice(if ffi::lua_toboolean(l, idx) != 0 { b"true" } else { b"false" })
             }
