@@ -590,9 +590,7 @@ impl Server {
     /// Redis's `is_denyoom_command`: a `denyoom` command, a script whose flags make it one, or an EXEC
     /// whose queue holds one.
     fn denies_oom(&self, client: &Client, cmd: &Command, args: &[Bytes]) -> bool {
-        let one = |c: &Command, a: &[Bytes]| c.flags.has(Flags::DENYOOM) || self.scripting.denies_oom(c, a);
-        one(cmd, args)
-            || (cmd.name == "exec" && client.multi.queued.as_ref().is_some_and(|q| q.iter().any(|(c, a)| one(c, a))))
+        client.multi.any_run(cmd, args, |c, a| c.flags.has(Flags::DENYOOM) || self.scripting.denies_oom(c, a))
     }
 
     /// A script has run past `busy-reply-threshold` (Redis's `isInsideYieldingLongCommand`).
@@ -606,7 +604,6 @@ impl Server {
             })
     }
 
-    /// Redis's `is_write_command`: a write command, or an EXEC whose queue holds one.
     /// Redis's `writeCommandsDeniedByDiskError` for RDB: the last background save failed, save points
     /// are set and `stop-writes-on-bgsave-error` is on.
     fn writes_denied_by_disk_error(&self) -> bool {
@@ -616,9 +613,7 @@ impl Server {
     /// Redis's `is_write_command`: a write command, a script whose shebang lets it write (its flags
     /// replace EVAL's and FCALL's, as `getCommandFlags` has them), or EXEC of a queue holding one.
     fn is_write(&self, client: &Client, cmd: &Command, args: &[Bytes]) -> bool {
-        let writes = |c: &Command, a: &[Bytes]| c.flags.has(Flags::WRITE) || self.scripting.may_write(c, a);
-        writes(cmd, args)
-            || (cmd.name == "exec" && client.multi.queued.as_ref().is_some_and(|q| q.iter().any(|(c, a)| writes(c, a))))
+        client.multi.any_run(cmd, args, |c, a| c.flags.has(Flags::WRITE) || self.scripting.may_write(c, a))
     }
 
     /// Redis's `rejectCommand` inside MULTI: flags the transaction, and a rejected EXEC discards it

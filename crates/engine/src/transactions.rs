@@ -32,6 +32,13 @@ impl<R: Runner> MultiState<R> {
         self.queued.is_some()
     }
 
+    /// Whether `pred` holds for `cmd` run with `args` or, when `cmd` is EXEC, for any command it
+    /// would run: Redis's `is_write_command`, `is_denyoom_command`... look into an EXEC's queue.
+    pub fn any_run(&self, cmd: &Command<R>, args: &[Bytes], pred: impl Fn(&Command<R>, &[Bytes]) -> bool) -> bool {
+        pred(cmd, args)
+            || (cmd.name == "exec" && self.queued.as_ref().is_some_and(|q| q.iter().any(|(c, a)| pred(c, a))))
+    }
+
     /// Forgets every watched key and the dirty flag.
     pub fn unwatch(&mut self) {
         self.watched.clear();

@@ -43,10 +43,7 @@ impl Server {
                 c.flags.has(Flags::WRITE) || c.flags.has(Flags::MAY_REPLICATE)
             }
         };
-        kind == PauseKind::All
-            || may_replicate(cmd, args)
-            || (cmd.name == "exec"
-                && client.multi.queued.as_ref().is_some_and(|q| q.iter().any(|(c, a)| may_replicate(c, a))))
+        kind == PauseKind::All || client.multi.any_run(cmd, args, may_replicate)
     }
 
     /// Called by `execute` once a command passed every other check: if a pause holds it back, the

@@ -322,6 +322,11 @@ impl Server {
         lines
     }
 
+    /// A replica that refuses its clients' writes (`replica-read-only yes`).
+    pub fn read_only_replica(&self) -> bool {
+        self.upstream.is_replica() && self.config.get("replica-read-only").as_deref() == Some("yes")
+    }
+
     /// A replica whose link is down and that serves no stale data (`replica-serve-stale-data no`).
     pub fn running_stale(&self) -> bool {
         self.upstream.is_replica()
@@ -344,14 +349,11 @@ impl Server {
         }
         // EXEC runs on stale data only if everything it queued may (Redis's `is_denystale_command`);
         // a script that declared its flags may only with `allow-stale`.
-        let stale = |c: &crate::ctx::Command, a: &[Bytes]| self.scripting.may_run_stale(c, a);
-        let denied = !stale(cmd, args)
-            || (cmd.name == "exec"
-                && client.multi.queued.as_ref().is_some_and(|q| q.iter().any(|(c, a)| !stale(c, a))));
+        let denied = client.multi.any_run(cmd, args, |c, a| !self.scripting.may_run_stale(c, a));
         if denied && self.running_stale() {
             return Some(Frame::error(MASTERDOWN));
         }
-        if write && self.config.get("replica-read-only").as_deref() == Some("yes") {
+        if write && self.read_only_replica() {
             return Some(Frame::error(READONLY));
         }
         None

@@ -77,10 +77,7 @@ impl ScriptRun<'_, '_> {
         // (not its primary's), and so does a primary short of good replicas; once the script wrote,
         // it is not failed half done.
         if cmd.flags.has(Flags::WRITE) && !s.run.wrote.load(Ordering::Relaxed) {
-            if srv.upstream.is_replica()
-                && !self.client.from_primary
-                && srv.config.get("replica-read-only").as_deref() == Some("yes")
-            {
+            if !self.client.from_primary && srv.read_only_replica() {
                 return Outcome::Refused(super::replication::READONLY.as_bytes().to_vec(), true);
             }
             if srv.writes_need_replicas() {
