@@ -387,24 +387,13 @@ async fn accept_loop(l: TcpListener, tls: bool, srv: Arc<Server>, aof: Arc<aof::
                 continue;
             }
         };
-        // Redis's order: the client limit at accept (acceptCommonHandler), then protected mode
-        // (clientAcceptHandler); both count in rejected_connections.
-        let max = srv.config.maxclients.load(std::sync::atomic::Ordering::Relaxed) as usize;
-        let refused = net::protected_refuses(
-            srv.config.get("protected-mode").as_deref() == Some("yes"),
-            srv.config.has_password.load(std::sync::atomic::Ordering::Relaxed),
-            peer.ip(),
-        );
-        let reject: Option<&'static [u8]> = if srv.clients.len() >= max {
-            Some(b"-ERR max number of clients reached\r\n")
-        } else if refused {
-            Some(net::DENIED)
-        } else {
-            None
-        };
-        if reject.is_some() {
-            srv.clients.rejected_connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
+        let reject = refusal(&srv, || {
+            net::protected_refuses(
+                srv.config.get("protected-mode").as_deref() == Some("yes"),
+                srv.config.has_password.load(std::sync::atomic::Ordering::Relaxed),
+                peer.ip(),
+            )
+        });
         let _ = sock.set_nodelay(true);
         if let Err(e) = net::keepalive(&sock, srv.config.get_i64("tcp-keepalive")) {
             tracing::debug!("tcp-keepalive on {peer}: {e}");
@@ -460,14 +449,27 @@ async fn unix_accept_loop(l: tokio::net::UnixListener, path: String, srv: Arc<Se
                 continue;
             }
         };
-        let max = srv.config.maxclients.load(std::sync::atomic::Ordering::Relaxed) as usize;
-        let reject: Option<&'static [u8]> =
-            (srv.clients.len() >= max).then_some(b"-ERR max number of clients reached\r\n".as_slice());
-        if reject.is_some() {
-            srv.clients.rejected_connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
+        let reject = refusal(&srv, || false);
         tokio::spawn(start(srv.clone(), aof.clone(), sock, reject, addr.clone(), addr.clone()));
     }
+}
+
+/// Why an accepted connection is refused, if it is, in Redis's order: the client limit at accept
+/// (acceptCommonHandler), then protected mode (clientAcceptHandler, `protected`: never for a Unix
+/// socket's clients); both count in rejected_connections.
+fn refusal(srv: &Server, protected: impl FnOnce() -> bool) -> Option<&'static [u8]> {
+    let max = srv.config.maxclients.load(std::sync::atomic::Ordering::Relaxed) as usize;
+    let reject: Option<&'static [u8]> = if srv.clients.len() >= max {
+        Some(b"-ERR max number of clients reached\r\n")
+    } else if protected() {
+        Some(net::DENIED)
+    } else {
+        None
+    };
+    if reject.is_some() {
+        srv.clients.rejected_connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    reject
 }
 
 /// Serves an accepted connection, or writes why it is refused (`reject`: the client limit,
