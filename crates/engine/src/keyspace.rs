@@ -199,6 +199,10 @@ impl Table {
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
     }
+    /// How many keys the table holds before it grows (DEBUG HTSTATS).
+    pub fn capacity(&self) -> usize {
+        self.map.capacity()
+    }
     /// Number of keys with a TTL.
     pub fn volatile_len(&self) -> usize {
         self.expires.len()

@@ -399,7 +399,10 @@ impl Aof {
         let on = self.files.lock().is_some();
         let busy = self.rewriting.load(Ordering::SeqCst);
         // Turned on (CONFIG SET marked the rewrite in progress already, or a config file did not).
-        let starting = want && !on;
+        // Files still open from a BGREWRITEAOF run while the AOF was off count as off: CONFIG SET
+        // marked a rewrite that no thread runs.
+        let marked = p.aof_rewrite_in_progress.load(Ordering::SeqCst);
+        let starting = want && (!on || (marked && !busy));
         // One snapshot runs at a time: a rewrite asked for during a BGSAVE waits for its end.
         if (starting || p.aof_rewrite_requested.load(Ordering::SeqCst))
             && !busy
@@ -553,7 +556,7 @@ impl Aof {
     /// base and the new incr file, and the old files are removed.
     fn rewrite_inner(&self) -> Result<(), String> {
         let host = self.srv.config.host_arc();
-        let (snapshot, (base, base_seq), seq, dir) = {
+        let (snapshot, (base, base_seq), seq, dir, stale) = {
             let mut files = self.files.lock();
             let (dir, name) = dir_and_name(&self.srv);
             std::fs::create_dir_all(&dir)
@@ -566,10 +569,24 @@ impl Aof {
             let Some((snapshot, tail, offset)) = self.srv.aof_rewrite_begin(preamble) else {
                 return Err("a background save is in progress; the rewrite waits for it".into());
             };
+            // With the AOF off, the files an earlier AOF (or a BGREWRITEAOF) left stay out of the
+            // manifest, as Redis's temporary incr file keeps them out: they are numbered past and
+            // removed once the new base is named.
+            let mut stale: Vec<Entry> = Vec::new();
+            if files.is_none()
+                && let Ok(text) = std::fs::read_to_string(manifest_path(&dir, &name))
+            {
+                stale = parse_manifest(&text).unwrap_or_default();
+            }
+            let past = |kind: char| stale.iter().filter(|e| e.2 == kind).map(|e| e.1).max().unwrap_or(0);
             // Base and incr files are numbered apart, as Redis numbers them.
-            let incr_seq = files.as_ref().and_then(|f| f.incrs.last()).map_or(0, |i| i.1) + 1;
-            let base_seq = files.as_ref().and_then(|f| f.base.as_ref()).map_or(0, |b| b.1) + 1;
+            let incr_seq = files.as_ref().and_then(|f| f.incrs.last()).map_or_else(|| past('i'), |i| i.1) + 1;
+            let base_seq = files.as_ref().and_then(|f| f.base.as_ref()).map_or_else(|| past('b'), |b| b.1) + 1;
             let incr_name = format!("{name}.{incr_seq}.incr.aof");
+            if files.is_none() {
+                // A file of that name that no manifest names is left over: it starts empty.
+                let _ = std::fs::remove_file(dir.join(&incr_name));
+            }
             let incr = OpenOptions::new()
                 .append(true)
                 .create(true)
@@ -604,7 +621,8 @@ impl Aof {
             *files = Some(f);
             self.synced.fetch_max(offset, Ordering::SeqCst);
             let suffix = if preamble { "rdb" } else { "aof" };
-            (snapshot, (format!("{name}.{base_seq}.base.{suffix}"), base_seq), incr_seq, dir)
+            let stale: Vec<String> = stale.into_iter().map(|e| e.0).collect();
+            (snapshot, (format!("{name}.{base_seq}.base.{suffix}"), base_seq), incr_seq, dir, stale)
         };
         let mut snapshot = Some(snapshot);
         host.write_durably_with(&dir.join(&base), &mut |w| match snapshot.take() {
@@ -629,6 +647,7 @@ impl Aof {
         .map_err(|e| format!("Error writing the AOF manifest: {e}"))?;
         let mut old: Vec<String> = f.base.replace(new_base).into_iter().map(|b| b.0).collect();
         old.extend(f.incrs.drain(..keep).map(|i| i.0));
+        old.extend(stale);
         for o in old {
             let _ = std::fs::remove_file(f.dir.join(o));
         }

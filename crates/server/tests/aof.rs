@@ -233,3 +233,47 @@ fn a_base_of_commands_loads_in_latch_and_redis() {
     redis.wait_loaded(&mut r);
     assert_eq!(digest(&mut r), plain, "redis-server loaded another dataset (locks aside)");
 }
+
+/// A BGREWRITEAOF while the AOF is off leaves files behind; turning the AOF on later numbers its
+/// files past them and removes them once its base is named (as Redis 7.0 does), so the incr file
+/// holds only what came after the new base and DEBUG LOADAOF gives back the dataset.
+#[test]
+fn turning_the_aof_on_after_an_offline_rewrite_starts_clean_files() {
+    let dir = TempDir::new("aof-off-rewrite");
+    let l = Latch::start(&["--dir", dir.path(), "--save", "", "--enable-debug-command", "yes"]);
+    let mut c = l.raw();
+    let wait_rewrite = |c: &mut Raw| {
+        for _ in 0..250 {
+            std::thread::sleep(Duration::from_millis(20));
+            if c.cmd(&[b"INFO", b"persistence"]).contains("aof_rewrite_in_progress:0") {
+                return;
+            }
+        }
+        panic!("the rewrite did not end: {}", c.cmd(&[b"INFO", b"persistence"]));
+    };
+    c.cmd(&[b"SET", b"old", b"1"]);
+    assert_eq!(c.cmd(&[b"BGREWRITEAOF"]), "+Background append only file rewriting started\r\n");
+    wait_rewrite(&mut c);
+    // Written while the AOF is off: in no file, and gone with the FLUSHALL below.
+    c.cmd(&[b"SET", b"gone", b"1"]);
+    c.cmd(&[b"FLUSHALL"]);
+    assert_eq!(c.cmd(&[b"CONFIG", b"SET", b"aof-use-rdb-preamble", b"no"]), "+OK\r\n");
+    assert_eq!(c.cmd(&[b"CONFIG", b"SET", b"appendonly", b"yes"]), "+OK\r\n");
+    c.cmd(&[b"SET", b"x", b"v", b"EX", b"1000"]);
+    c.cmd(&[b"SETEX", b"y", b"2000", b"v"]);
+    wait_rewrite(&mut c);
+    c.cmd(&[b"PSETEX", b"py", b"2000000", b"v"]);
+    let before = digest(&mut c);
+    assert_eq!(c.cmd(&[b"DEBUG", b"LOADAOF"]), "+OK\r\n");
+    assert_eq!(digest(&mut c), before);
+    assert_eq!(c.cmd(&[b"DBSIZE"]), ":3\r\n");
+    let ttl = c.cmd(&[b"TTL", b"y"]);
+    assert!(ttl.starts_with(":19") || ttl == ":2000\r\n", "{ttl}");
+    let mut files: Vec<String> = std::fs::read_dir(dir.0.join("appendonlydir"))
+        .expect("appendonlydir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(files, ["appendonly.aof.2.base.aof", "appendonly.aof.2.incr.aof", "appendonly.aof.manifest"]);
+    redis_check_aof(&dir);
+}

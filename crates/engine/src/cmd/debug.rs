@@ -45,6 +45,10 @@ const HELP: &[&str] = &[
     "ERROR <string>",
     "    Return a Redis protocol error with <string> as message. Useful for clients",
     "    unit tests to simulate Redis errors.",
+    "HTSTATS <dbid>",
+    "    Return hash table statistics of the specified Redis database.",
+    "HTSTATS-KEY <key>",
+    "    Like HTSTATS but for the hash table stored at <key>'s value.",
     "LOG <message>",
     "    Write <message> to the server log.",
     "MALLCTL <key> [<val>]",
@@ -212,6 +216,46 @@ fn debug(ctx: &mut Ctx<'_, '_>) -> Frame {
             }
         }
         (b"object", 3) => object(ctx),
+        (b"htstats", 3) => {
+            let Some(dbid) = crate::args::parse_i64_strict(ctx.arg(2)) else {
+                return crate::error::not_integer();
+            };
+            if dbid < 0 || dbid as usize >= ctx.srv.ks.ndbs() {
+                return Frame::error("ERR Out of range database");
+            }
+            let (mut size, mut used, mut volatile) = (0, 0, 0);
+            for t in ctx.db_at(dbid as usize).tables() {
+                size += t.capacity();
+                used += t.len();
+                volatile += t.volatile_len();
+            }
+            // The expiry index is an ordered set: it has no free slots.
+            let text = format!(
+                "[Dictionary HT]\n{}[Expires HT]\n{}",
+                table_stats(size, used),
+                table_stats(volatile, volatile)
+            );
+            Frame::Verbatim { format: *b"txt", text: Bytes::from(text) }
+        }
+        (b"htstats-key", 3) => {
+            let key = ctx.arg(2);
+            let limits = ctx.srv.config.encoding_limits();
+            let mut db = ctx.db();
+            let Some(e) = db.table(key).peek(key) else {
+                return Frame::error("ERR no such key");
+            };
+            let stats = match (&e.value, e.encoding_under(&limits)) {
+                (Value::Set(s), "hashtable") => table_stats(s.capacity(), s.len()),
+                (Value::Hash(h), "hashtable") => table_stats(h.capacity(), h.len()),
+                (Value::ZSet(z), "skiplist") => table_stats(z.capacity(), z.len()),
+                _ => {
+                    return Frame::error(
+                        "ERR The value stored at the specified key is not represented using an hash table",
+                    );
+                }
+            };
+            Frame::Verbatim { format: *b"txt", text: Bytes::from(stats) }
+        }
         (b"digest", 2) => {
             let d = dataset_digest(ctx);
             Frame::Simple(Bytes::from(hex(&d)))
@@ -274,6 +318,25 @@ fn debug(ctx: &mut Ctx<'_, '_>) -> Frame {
         }
         _ => subcommand_syntax_error(ctx.arg(1), "DEBUG"),
     }
+}
+
+/// Redis's `dictGetStats` text for one of Latch's tables: `size` slots, `used` of them taken.
+/// Latch's tables are open-addressed (every element has a slot of its own, no chains) and never
+/// rehash incrementally, so there is only the main table and every chain is 0 or 1 long.
+fn table_stats(size: usize, used: usize) -> String {
+    if used == 0 {
+        return "Hash table 0 stats (main hash table):\nNo stats available for empty dictionaries\n".into();
+    }
+    let size = size.max(used);
+    let pct = |n: usize| n as f64 / size as f64 * 100.0;
+    let mut s = format!(
+        "Hash table 0 stats (main hash table):\n table size: {size}\n number of elements: {used}\n different slots: {used}\n max chain length: 1\n avg chain length (counted): 1.00\n avg chain length (computed): 1.00\n Chain length distribution:\n"
+    );
+    if size > used {
+        s.push_str(&format!("   0: {} ({:.2}%)\n", size - used, pct(size - used)));
+    }
+    s.push_str(&format!("   1: {used} ({:.2}%)\n", pct(used)));
+    s
 }
 
 /// C's `strtod` without error checks: the longest prefix that parses, else 0.
@@ -631,6 +694,36 @@ mod tests {
             [+36b23a1456b2dce2c3ed252c456761301dba8060, +e1cf90774e995ae03de66e8109dc5cb9d9c2dc83, +6942b9b71aaff9a398b7a2f898756f5e28dd3cd1, +f48a1249517530ff1906fc79ddbf9b687f71f06f, +0fd9977d57e46b1b9b87439f5ac5b338416ccc24, +2a462a3f51a1db89738ebbeef0c47ce1bbc85246, +2ded13859c67141cd9ee3d856374c733d325f0f1, +047cc60ea73a34cde6d08a2721a4a26d19ee6570, +311b17018163335616e089f6b951c82c477335ac, +0000000000000000000000000000000000000000]
             "#
         ));
+    }
+
+    #[test]
+    fn htstats_describes_the_tables_as_they_are() {
+        let ts = debug_server();
+        let mut c = ts.client();
+        let empty = c.run("DEBUG HTSTATS 0");
+        assert!(
+            empty.contains("[Dictionary HT]") && empty.contains("No stats available for empty dictionaries"),
+            "{empty}"
+        );
+        c.run("SET a 1");
+        c.run("SET b 2");
+        c.run("EXPIRE b 100");
+        let two = c.run("DEBUG HTSTATS 0");
+        assert!(two.contains(" number of elements: 2\\n"), "{two}");
+        assert!(
+            two.contains(
+                "[Expires HT]\\nHash table 0 stats (main hash table):\\n table size: 1\\n number of elements: 1\\n"
+            ),
+            "{two}"
+        );
+        assert_eq!(c.run("DEBUG HTSTATS 16"), "-ERR Out of range database");
+        assert_eq!(c.run("DEBUG HTSTATS x"), "-ERR value is not an integer or out of range");
+        c.run("SADD small 1 2");
+        assert!(c.run("DEBUG HTSTATS-KEY small").contains("not represented using an hash table"));
+        c.run("SADD big a b c");
+        let set = c.run("DEBUG HTSTATS-KEY big");
+        assert!(set.contains(" number of elements: 3\\n") && set.contains(" max chain length: 1\\n"), "{set}");
+        assert_eq!(c.run("DEBUG HTSTATS-KEY nokey"), "-ERR no such key");
     }
 
     #[test]

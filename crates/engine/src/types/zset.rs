@@ -42,6 +42,10 @@ impl ZSet {
     pub fn is_empty(&self) -> bool {
         self.scores.is_empty()
     }
+    /// How many members the member index holds before it grows.
+    pub fn capacity(&self) -> usize {
+        self.scores.capacity()
+    }
     /// Approximate heap bytes.
     pub fn heap_size(&self) -> usize {
         let spilled = |b: &SmallBytes| if b.spilled() { b.capacity() } else { 0 };
