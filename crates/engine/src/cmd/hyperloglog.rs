@@ -132,11 +132,16 @@ fn pfcount(ctx: &mut Ctx<'_, '_>) -> Frame {
         None => return Frame::Integer(0),
         Some(e) => match hll_bytes(&e.value) {
             Err(f) => return f,
-            Ok(s) => match (hll::cached(s), hll::count(s)) {
-                (Some(card), _) => return Frame::Integer(card as i64),
-                (None, Ok(card)) => card,
-                (None, Err(Corrupt)) => return error::corrupt_hll(),
-            },
+            Ok(s) => {
+                // The registers are read only when the cached cardinality is stale.
+                if let Some(card) = hll::cached(s) {
+                    return Frame::Integer(card as i64);
+                }
+                match hll::count(s) {
+                    Ok(card) => card,
+                    Err(Corrupt) => return error::corrupt_hll(),
+                }
+            }
         },
     };
     if let Some(s) = db.write(key).and_then(|e| e.edit_string()) {

@@ -837,26 +837,26 @@ fn read_group(
                 }
                 let g = s.groups.get_mut(group).expect("checked by the caller");
                 if !noack {
-                    match g.pel.get_mut(&e.0) {
-                        Some(n) => {
+                    match g.pel.entry(e.0) {
+                        std::collections::btree_map::Entry::Occupied(mut o) => {
+                            // Pending already (the group's last ID was set back): it moves to
+                            // this consumer.
+                            let n = o.get_mut();
                             n.delivery_time = now;
                             n.delivery_count = 1;
+                            g.assign(e.0, consumer);
                         }
-                        None => {
-                            g.pel.insert(
-                                e.0,
-                                Nack {
-                                    delivery_time: now,
-                                    delivery_count: 1,
-                                    consumer: SmallBytes::from_slice(consumer),
-                                },
-                            );
+                        std::collections::btree_map::Entry::Vacant(v) => {
+                            v.insert(Nack {
+                                delivery_time: now,
+                                delivery_count: 1,
+                                consumer: SmallBytes::from_slice(consumer),
+                            });
+                            if let Some(c) = g.consumers.get_mut(consumer) {
+                                c.pel.insert(e.0);
+                            }
                         }
                     }
-                    if let Some(c) = g.consumers.get_mut(consumer) {
-                        c.pel.insert(e.0);
-                    }
-                    g.assign(e.0, consumer);
                     let n = &g.pel[&e.0];
                     out.effects.push(xclaim_effect(key, group, consumer, e.0, n, g.last_id));
                 }
@@ -883,9 +883,9 @@ fn xclaim_effect(key: &[u8], group: &[u8], consumer: &[u8], id: StreamId, n: &Na
         Bytes::from_static(b"0"),
         id.text(),
         Bytes::from_static(b"TIME"),
-        Bytes::from(n.delivery_time.to_string()),
+        Bytes::copy_from_slice(itoa::Buffer::new().format(n.delivery_time).as_bytes()),
         Bytes::from_static(b"RETRYCOUNT"),
-        Bytes::from(n.delivery_count.to_string()),
+        Bytes::copy_from_slice(itoa::Buffer::new().format(n.delivery_count).as_bytes()),
         Bytes::from_static(b"FORCE"),
         Bytes::from_static(b"JUSTID"),
         Bytes::from_static(b"LASTID"),

@@ -92,7 +92,13 @@ impl StreamId {
 
     /// The `ms-seq` text.
     pub fn text(self) -> bytes::Bytes {
-        bytes::Bytes::from(self.to_string())
+        let (mut a, mut b) = (itoa::Buffer::new(), itoa::Buffer::new());
+        let (ms, seq) = (a.format(self.ms).as_bytes(), b.format(self.seq).as_bytes());
+        let mut t = Vec::with_capacity(ms.len() + 1 + seq.len());
+        t.extend_from_slice(ms);
+        t.push(b'-');
+        t.extend_from_slice(seq);
+        bytes::Bytes::from(t)
     }
 
     /// Parses a client's ID (`streamGenericParseIDOrReply`): `-` and `+` (unless `strict`), `ms`
@@ -407,10 +413,6 @@ impl Nodes {
     fn position(&self, k: StreamId) -> Option<usize> {
         self.0.binary_search_by(|(x, _)| x.cmp(&k)).ok()
     }
-    fn get_mut(&mut self, k: StreamId) -> Option<&mut Vec<u8>> {
-        let i = self.position(k)?;
-        Some(&mut self.0[i].1)
-    }
     fn remove(&mut self, k: StreamId) {
         if let Some(i) = self.position(k) {
             self.0.remove(i);
@@ -605,8 +607,8 @@ impl Stream {
         let max_bytes =
             if limits.max_bytes == 0 || limits.max_bytes > MAX_NODE_BYTES { MAX_NODE_BYTES } else { limits.max_bytes };
         let mut tail = self.nodes.0.back().map(|(k, _)| *k);
-        if let Some(k) = tail {
-            let node = self.nodes.get_mut(k).expect("tail key");
+        if tail.is_some() {
+            let node = &mut self.nodes.0.back_mut().expect("tail node").1;
             let mut full = node.len() + total >= max_bytes;
             if !full && limits.max_entries != 0 {
                 let p = lp::first(node).expect("node has a master entry");
@@ -634,7 +636,8 @@ impl Stream {
                 (id, &mut self.nodes.0.back_mut().expect("just pushed").1)
             }
             Some(k) => {
-                let node = self.nodes.get_mut(k).expect("tail key");
+                // The tail node: the last one, no search.
+                let node = &mut self.nodes.0.back_mut().expect("tail node").1;
                 let p = lp::first(node).expect("node has a master entry");
                 let count = lp::get_int(node, p);
                 lp::replace_int(node, p, count + 1);
