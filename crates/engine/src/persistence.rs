@@ -306,6 +306,10 @@ pub struct Snapshot {
     chunk: usize,
     /// The walk has ended in every table (written or abandoned).
     ended: bool,
+    /// `rdb-key-save-delay`: microseconds the writer waits per key written (tests slow a save
+    /// down so); negative, 1 µs once in that many keys (Redis's `debugDelay`).
+    key_delay_us: i64,
+    progress: Arc<crate::rdb::SnapshotProgress>,
 }
 
 impl Drop for Snapshot {
@@ -345,7 +349,18 @@ impl Snapshot {
                 t.begin_snapshot(spec.clone(), db, epoch);
             }
         }
-        Snapshot { ks, header, body, fence, visits: VISITS_PER_STEP, chunk: CHUNK_BYTES, ended: false }
+        let progress = spec.progress.clone();
+        Snapshot {
+            ks,
+            header,
+            body,
+            fence,
+            visits: VISITS_PER_STEP,
+            chunk: CHUNK_BYTES,
+            ended: false,
+            key_delay_us: 0,
+            progress,
+        }
     }
 }
 
@@ -355,6 +370,33 @@ impl Snapshot {
     pub fn with_steps(mut self, visits: usize, chunk: usize) -> Snapshot {
         (self.visits, self.chunk) = (visits.max(1), chunk.max(1));
         self
+    }
+
+    /// `rdb-key-save-delay`: with a delay, the walk takes one key per lock of a shard and waits
+    /// after each, without holding any lock (commands go on, as they do beside Redis's child).
+    pub fn with_key_delay(mut self, us: i64) -> Snapshot {
+        self.key_delay_us = us;
+        if us != 0 {
+            (self.visits, self.chunk) = (1, 1);
+        }
+        self
+    }
+
+    /// Waits as `rdb-key-save-delay` asks after `keys` more keys were written; a cancelled save
+    /// stops waiting at once, as Redis's killed child does.
+    fn key_delay(&self, keys: u64, cancel: &AtomicBool) {
+        let us = match self.key_delay_us {
+            0 => return,
+            d if d > 0 => d as u64 * keys,
+            d => (0..keys).filter(|_| rand::random_range(0..d.unsigned_abs()) == 0).count() as u64,
+        };
+        let until = std::time::Instant::now() + std::time::Duration::from_micros(us);
+        while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
+            if left.is_zero() || cancel.load(Ordering::Relaxed) {
+                return;
+            }
+            std::thread::sleep(left.min(std::time::Duration::from_millis(20)));
+        }
     }
 
     /// Writes the file to `w`: walks the shards one at a time, each lock held for one chunk, and
@@ -393,7 +435,9 @@ impl Snapshot {
             if cancel.load(Ordering::Relaxed) {
                 return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled by a newer save"));
             }
+            let written = self.progress.keys_written.load(Ordering::Relaxed);
             let done = self.step(i, true, &mut buf);
+            self.key_delay(self.progress.keys_written.load(Ordering::Relaxed).saturating_sub(written), cancel);
             if done {
                 left.remove(0);
             }

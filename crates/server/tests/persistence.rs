@@ -206,3 +206,34 @@ fn a_newer_save_cancels_a_running_bgsave() {
         "temporary files left behind"
     );
 }
+
+/// `rdb-key-save-delay` (Redis's tests slow a save down with it) makes a background save wait per
+/// key without holding the keyspace: commands are served while it waits, INFO shows it part way.
+#[test]
+fn rdb_key_save_delay_slows_a_background_save_without_stopping_commands() {
+    let dir = TempDir::new("bgsave-key-delay");
+    let l = latch_in(&dir, "dump.rdb", &[]);
+    let mut c = l.raw();
+    for k in ["a", "b", "c"] {
+        assert_eq!(c.cmd(&[b"SET", k.as_bytes(), b"v"]), "+OK\r\n");
+    }
+    // A second per key: the save cannot end within this test unless the delay is ignored.
+    assert_eq!(c.cmd(&[b"CONFIG", b"SET", b"rdb-key-save-delay", b"1000000"]), "+OK\r\n");
+    assert_eq!(c.cmd(&[b"BGSAVE"]), "+Background saving started\r\n");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(c.cmd(&[b"SET", b"during", b"1"]), "+OK\r\n");
+    assert_eq!(c.cmd(&[b"GET", b"a"]), "$1\r\nv\r\n");
+    let info = c.cmd(&[b"INFO", b"persistence"]);
+    assert!(info.contains("rdb_bgsave_in_progress:1\r\n"), "{info}");
+    assert!(info.contains("current_save_keys_total:3\r\n"), "{info}");
+    assert!(!info.contains("current_save_keys_processed:3\r\n"), "{info}");
+    // FLUSHALL cancels it, as it kills Redis's child.
+    assert_eq!(c.cmd(&[b"FLUSHALL"]), "+OK\r\n");
+    for _ in 0..250 {
+        if c.cmd(&[b"INFO", b"persistence"]).contains("rdb_bgsave_in_progress:0") {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("the cancelled save did not end");
+}

@@ -77,6 +77,7 @@ impl Server {
         *self.persistence.progress.lock() = Some(spec.progress.clone());
         let header = self.rdb_header(kind);
         Snapshot::begin(self.ks.clone(), locked, spec, header, self.fence.load(Ordering::SeqCst), commands)
+            .with_key_delay(self.config.get_i64("rdb-key-save-delay"))
     }
 
     /// Loads an RDB file into this server's keyspace (which the caller emptied if it had to). On
