@@ -189,6 +189,9 @@ pub struct Replica {
     pub pre_psync: bool,
     /// Acknowledged since it attached.
     pub acked: bool,
+    /// Waiting for a diskless full sync (Some), asked by PSYNC (true) or SYNC: such replicas
+    /// share the next one that starts.
+    pub waiting_diskless: Option<bool>,
 }
 
 impl Replica {
@@ -206,6 +209,7 @@ impl Replica {
             sent: 0,
             pre_psync: false,
             acked: false,
+            waiting_diskless: None,
         }
     }
 
@@ -247,6 +251,9 @@ pub enum SyncJob {
         eof: bool,
         /// Holds the one snapshot slot while the file is written.
         slot: crate::persistence::ReplSnapshot,
+        /// Other replicas that waited for a diskless sync and take this one's file too (Redis's
+        /// one child writing to every waiting replica): each is in its full sync from `offset`.
+        joined: Vec<Joiner>,
     },
     /// Waits until `until` (monotonic ms) and until no other snapshot runs, then starts a full
     /// sync (`Server::try_full_sync`).
@@ -263,6 +270,14 @@ pub enum SyncJob {
         /// The first offset the replica needs.
         from: u64,
     },
+}
+
+/// A replica that joins another's diskless full sync.
+pub struct Joiner {
+    /// Its connection.
+    pub info: Arc<ClientInfo>,
+    /// It asked with PSYNC: its connection answers `+FULLRESYNC` first.
+    pub psync: bool,
 }
 
 /// Why a replica cannot be sent the stream from where it is.
@@ -629,6 +644,7 @@ impl Replication {
         let mut g = self.inner.lock();
         let r = g.replicas.entry(info.id).or_insert_with(|| Replica::new(info.clone()));
         r.state = state;
+        r.waiting_diskless = None;
         r.acked = false;
         r.sent = sent;
         r.pre_psync = pre_psync;
@@ -636,6 +652,45 @@ impl Replication {
         if state == ReplicaState::Online {
             self.online.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// The replica waits for a diskless full sync, asked by PSYNC (`psync`) or SYNC.
+    pub fn wait_diskless(&self, id: u64, psync: bool) {
+        if let Some(r) = self.inner.lock().replicas.get_mut(&id) {
+            r.waiting_diskless = Some(psync);
+        }
+    }
+
+    /// How many replicas wait for a diskless full sync (`repl-diskless-sync-max-replicas`).
+    pub fn waiting_diskless(&self) -> usize {
+        let g = self.inner.lock();
+        g.replicas
+            .values()
+            .filter(|r| {
+                r.state == ReplicaState::Waiting
+                    && r.waiting_diskless.is_some()
+                    && !r.info.killed.load(Ordering::Relaxed)
+            })
+            .count()
+    }
+
+    /// A diskless full sync starts at `offset` (every shard held): the other replicas waiting for
+    /// one join it, in their full sync from that offset.
+    pub fn join_waiting(&self, except: u64, offset: u64, now_ms: u64) -> Vec<Joiner> {
+        let mut g = self.inner.lock();
+        let mut out = Vec::new();
+        for r in g.replicas.values_mut() {
+            if r.info.id == except || r.state != ReplicaState::Waiting || r.info.killed.load(Ordering::Relaxed) {
+                continue;
+            }
+            let Some(psync) = r.waiting_diskless.take() else { continue };
+            r.state = ReplicaState::Sync;
+            r.sent = offset;
+            r.acked = false;
+            r.ack_ms = now_ms;
+            out.push(Joiner { info: r.info.clone(), psync });
+        }
+        out
     }
 
     /// The replica finished its full sync: it receives the stream from now on.
@@ -698,6 +753,12 @@ impl Replication {
                 _ => {}
             }
         }
+    }
+
+    /// Whether client `id` is known as a replica (announced, waiting, syncing or online): false
+    /// once its connection closed.
+    pub fn knows(&self, id: u64) -> bool {
+        self.inner.lock().replicas.contains_key(&id)
     }
 
     /// Whether replica `id` acknowledged since it attached (a diskless full sync's stream starts

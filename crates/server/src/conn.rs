@@ -74,6 +74,7 @@ where
     let mut conn = Conn::new(srv, aof, stream, peer, local);
     let Err(Close) = conn.run().await;
     conn.srv.client_closed(&conn.client);
+    replica::forget_joined(&conn.srv, conn.client.id);
 }
 
 /// The connection ends (why was logged where it was decided, when it is worth a line).

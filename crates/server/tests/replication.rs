@@ -365,3 +365,50 @@ fn replicas_that_sync_together_under_writes_get_the_same_data() {
         }
     }
 }
+
+/// `repl-diskless-sync-max-replicas`: replicas that wait for a diskless sync together share one
+/// snapshot, started as soon as enough of them wait (here long before the 60 s delay), and get
+/// the same data. A stock redis-server replica joins with Latch ones.
+#[test]
+fn replicas_waiting_together_share_one_diskless_snapshot() {
+    let p = Latch::start(&[
+        "--enable-debug-command",
+        "yes",
+        "--repl-diskless-sync",
+        "yes",
+        "--repl-diskless-sync-delay",
+        "60",
+        "--repl-diskless-sync-max-replicas",
+        "3",
+    ]);
+    let mut pc = p.raw();
+    load(&mut pc, 0, 300);
+    let forks = info_field(&mut pc, "stats", "total_forks").expect("total_forks");
+    let port = p.port.to_string();
+    let latch: Vec<Latch> = (0..2).map(|_| Latch::start(&["--enable-debug-command", "yes"])).collect();
+    let redis = RedisServer::start_with_or_skip("a redis-server replica", &["--enable-debug-command", "yes"]);
+    let mut rcs: Vec<Raw> = latch.iter().map(Latch::raw).collect();
+    rcs.extend(redis.iter().map(RedisServer::raw));
+    let wanted = if redis.is_some() { 3 } else { 2 };
+    if redis.is_none() {
+        pc.cmd(&[b"CONFIG", b"SET", b"repl-diskless-sync-max-replicas", b"2"]);
+    }
+    for (i, rc) in rcs.iter_mut().enumerate() {
+        rc.cmd(&[b"REPLICAOF", b"127.0.0.1", port.as_bytes()]);
+        if i + 1 < wanted {
+            // Fewer than the number wait: nothing starts before the delay.
+            std::thread::sleep(Duration::from_millis(300));
+            assert_eq!(info_field(rc, "replication", "master_link_status").as_deref(), Some("down"));
+        }
+    }
+    for rc in &mut rcs {
+        wait_for("the links", || info_field(rc, "replication", "master_link_status").as_deref() == Some("up"));
+    }
+    let forks_after: u64 = info_field(&mut pc, "stats", "total_forks").expect("total_forks").parse().expect("number");
+    assert_eq!(forks_after, forks.parse::<u64>().expect("number") + 1, "one snapshot for every replica");
+    assert_eq!(info_field(&mut pc, "stats", "sync_full").as_deref(), Some(wanted.to_string().as_str()));
+    load(&mut pc, 300, 320);
+    for rc in &mut rcs {
+        same_digest(&mut pc, rc);
+    }
+}

@@ -712,7 +712,8 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("loading:{}", ctx.srv.loading.load(Ordering::Relaxed) as u8);
             line!("async_loading:0");
             let p = &srv.persistence;
-            let running = p.bgsave_in_progress.load(Ordering::SeqCst);
+            // A replica's full sync is a background save too, as Redis's fork for it is.
+            let running = p.bgsave_in_progress.load(Ordering::SeqCst) || p.repl_snapshot.load(Ordering::SeqCst);
             // A snapshot's progress while a background save or rewrite runs (Redis: while a child
             // runs); what stands for copy-on-write is what it wrote ahead of its walk.
             let (mut copied, mut done, mut total) = (0, 0, 0);

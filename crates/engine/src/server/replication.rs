@@ -84,10 +84,20 @@ impl Server {
             // snapshot runs; `+FULLRESYNC` is sent then.
             let offset = self.repl.offset();
             self.repl.attach(client.info.clone(), ReplicaState::Waiting, offset, psync.is_none(), now);
+            if eof {
+                self.repl.wait_diskless(client.id, psync.is_some());
+            }
             client.sync = Some(SyncJob::Wait { psync: psync.is_some(), eof, until: now + delay_ms });
             return None;
         }
         self.full_sync_now(client, locked, psync.is_some(), eof)
+    }
+
+    /// Enough replicas wait for a diskless full sync to start it before the delay is over
+    /// (`repl-diskless-sync-max-replicas`, 0: no such number).
+    pub fn diskless_batch_ready(&self) -> bool {
+        let max = self.config.get_i64("repl-diskless-sync-max-replicas");
+        max > 0 && self.repl.waiting_diskless() >= max as usize
     }
 
     /// A waiting full sync ([`SyncJob::Wait`]) tries to start: None while another snapshot runs;
@@ -109,6 +119,7 @@ impl Server {
     fn full_sync_now(&self, client: &mut Client, locked: &mut Locked<'_>, psync: bool, eof: bool) -> Option<Frame> {
         let now = self.clock.now_ms();
         self.persistence.repl_snapshot.store(true, Ordering::SeqCst);
+        self.persistence.bgsave_started.store((self.clock.unix_ms() / 1000) as i64, Ordering::SeqCst);
         let slot = crate::persistence::ReplSnapshot(self.persistence.clone());
         self.repl.activate(super::random_id);
         self.repl.set_backlog_size(self.config.get_i64("repl-backlog-size").max(0) as usize);
@@ -117,7 +128,10 @@ impl Server {
         let offset = self.repl.full_sync_point();
         let snapshot = self.begin_snapshot(locked, SnapshotKind::Rdb);
         self.repl.attach(client.info.clone(), ReplicaState::Sync, offset, !psync, now);
-        client.sync = Some(SyncJob::Full { snapshot, offset, eof, slot });
+        // The replicas waiting for a diskless sync take this file too.
+        let joined = if eof { self.repl.join_waiting(client.id, offset, now) } else { Vec::new() };
+        self.repl.sync_full.fetch_add(joined.len() as u64, Ordering::Relaxed);
+        client.sync = Some(SyncJob::Full { snapshot, offset, eof, slot, joined });
         psync.then(|| Frame::Simple(Bytes::from(format!("FULLRESYNC {} {offset}", self.repl.replid()))))
     }
 

@@ -5,34 +5,88 @@
 //! replies are dropped, as Redis writes nothing to a replica.
 
 use super::{Close, Conn, Step};
+use bytes::Bytes;
 use engine::repl::{Behind, SyncJob};
+use parking_lot::Mutex;
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::io::Write;
+use std::sync::LazyLock;
 use std::sync::atomic::Ordering;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc::{Receiver, Sender, channel};
 
 /// Most stream bytes written in one go.
 const STREAM_CHUNK: usize = 256 * 1024;
 
-/// Chunks of a snapshot being written on a blocking thread, for the connection to send.
-struct Chunks(tokio::sync::mpsc::Sender<Vec<u8>>, Vec<u8>);
+/// Snapshot chunks queued per replica before the writer waits for it.
+const CHUNKS_QUEUED: usize = 8;
 
-impl Write for Chunks {
+/// What the writer of a diskless full sync sends each replica taking it.
+enum Feed {
+    /// The next bytes of the file.
+    Chunk(Bytes),
+    /// The end: the whole file was written (true), or the write failed.
+    End(bool),
+}
+
+/// A diskless full sync's file, as it is written on a blocking thread, to every replica taking it
+/// (Redis's one child writing to all the replicas that waited together). A replica that goes away
+/// drops out; the write fails only when none is left.
+struct FanOut {
+    to: Vec<Sender<Feed>>,
+    buf: Vec<u8>,
+}
+
+impl FanOut {
+    fn send(&mut self, f: impl Fn() -> Feed) -> std::io::Result<()> {
+        self.to.retain(|tx| tx.blocking_send(f()).is_ok());
+        if self.to.is_empty() { Err(std::io::Error::other("every replica went away")) } else { Ok(()) }
+    }
+}
+
+impl Write for FanOut {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.1.extend_from_slice(buf);
-        if self.1.len() >= 64 * 1024 {
+        self.buf.extend_from_slice(buf);
+        if self.buf.len() >= 64 * 1024 {
             self.flush()?;
         }
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        if !self.1.is_empty() {
-            let chunk = std::mem::take(&mut self.1);
-            self.0.blocking_send(chunk).map_err(|_| std::io::Error::other("replica gone"))?;
+        if !self.buf.is_empty() {
+            let chunk = Bytes::from(std::mem::take(&mut self.buf));
+            self.send(|| Feed::Chunk(chunk.clone()))?;
         }
         Ok(())
     }
+}
+
+/// A diskless full sync another replica's connection started, handed to a replica that waited
+/// for one: its `+FULLRESYNC` line (to PSYNC), the sync's offset, and the file as it comes.
+struct Joined {
+    line: Option<String>,
+    offset: u64,
+    feed: Receiver<Feed>,
+}
+
+/// The syncs handed over and not yet taken, by (server, client id): the waiting connection takes
+/// its own when woken.
+static JOINED: LazyLock<Mutex<HashMap<(usize, u64), Joined>>> = LazyLock::new(Default::default);
+
+/// A closed connection's sync handed over and not taken is dropped (after the server forgot the
+/// client: see [`Conn::share_snapshot`]).
+pub(super) fn forget_joined(srv: &engine::server::Server, id: u64) {
+    JOINED.lock().remove(&(srv as *const engine::server::Server as usize, id));
+}
+
+/// How a waiting replica's full sync started.
+enum Started {
+    /// Its own (it may have others joining).
+    Own(SyncJob),
+    /// Another replica's, which it joined.
+    Joined(Joined),
 }
 
 impl<S> Conn<S>
@@ -43,29 +97,42 @@ where
     pub(super) async fn serve_replica(&mut self, job: SyncJob) -> Result<Infallible, Close> {
         self.flush().await?;
         let id = self.client.id;
-        let job = match job {
+        let started = match job {
             SyncJob::Wait { psync, eof, until } => self.wait_for_snapshot(psync, eof, until).await?,
-            job => job,
+            job => Started::Own(job),
         };
-        let mut next = match job {
-            SyncJob::Wait { .. } => unreachable!("a waiting sync was started above"),
-            SyncJob::Partial { from } => from,
-            SyncJob::Full { snapshot, offset, eof, slot } => {
-                self.send_snapshot(snapshot, eof).await?;
-                // The file is written: another snapshot may start.
-                drop(slot);
-                if eof {
-                    // The stream starts once the replica acknowledged the file (Redis's
-                    // `repl_start_cmd_stream_on_ack`).
-                    while !self.srv.repl.has_acked(id) {
-                        self.replica_input().await?;
-                    }
+        let (offset, eof) = match started {
+            Started::Own(SyncJob::Partial { from }) => (from - 1, None),
+            Started::Own(SyncJob::Wait { .. }) => unreachable!("a waiting sync was started above"),
+            Started::Own(SyncJob::Full { snapshot, offset, eof: false, slot, .. }) => {
+                self.send_file(snapshot, slot).await?;
+                (offset, Some(false))
+            }
+            Started::Own(SyncJob::Full { snapshot, offset, eof: true, slot, joined }) => {
+                let feed = self.share_snapshot(snapshot, slot, joined, offset);
+                self.send_diskless(feed).await?;
+                (offset, Some(true))
+            }
+            Started::Joined(j) => {
+                if let Some(line) = j.line {
+                    self.wr.write_all(format!("+{line}\r\n").as_bytes()).await.map_err(|_| Close)?;
                 }
-                self.srv.repl.online(id, self.srv.clock.now_ms());
-                tracing::info!("Synchronization with replica {} succeeded", self.client.info.addr);
-                offset + 1
+                self.send_diskless(j.feed).await?;
+                (j.offset, Some(true))
             }
         };
+        if let Some(eof) = eof {
+            if eof {
+                // The stream starts once the replica acknowledged the file (Redis's
+                // `repl_start_cmd_stream_on_ack`).
+                while !self.srv.repl.has_acked(id) {
+                    self.replica_input().await?;
+                }
+            }
+            self.srv.repl.online(id, self.srv.clock.now_ms());
+            tracing::info!("Synchronization with replica {} succeeded", self.client.info.addr);
+        }
+        let mut next = offset + 1;
         // A stock replica gets Latch's own commands as no-ops of their length.
         let latch = self.srv.repl.capa_latch(id);
         loop {
@@ -98,20 +165,25 @@ where
     /// A full sync waits (`repl-diskless-sync-delay`, or another snapshot running), sending the
     /// replica a newline every second so it keeps waiting (Redis's keep-alive in
     /// WAIT_BGSAVE_START), then starts: `+FULLRESYNC` (to PSYNC) and the job.
-    async fn wait_for_snapshot(&mut self, psync: bool, eof: bool, until: u64) -> Result<SyncJob, Close> {
+    async fn wait_for_snapshot(&mut self, psync: bool, eof: bool, until: u64) -> Result<Started, Close> {
         let mut last_newline = self.srv.clock.now_ms();
+        let me = self.joined_key();
         loop {
             // DEBUG SLEEP freezes the keep-alives too.
             self.srv.wait_thawed();
+            if let Some(j) = JOINED.lock().remove(&me) {
+                return Ok(Started::Joined(j));
+            }
             let now = self.srv.clock.now_ms();
-            if now >= until
+            // Redis's replicationStartPendingFork: the delay is over, or enough replicas wait.
+            if (now >= until || (eof && self.srv.diskless_batch_ready()))
                 && let Some(reply) = self.srv.try_full_sync(&mut self.client, psync, eof)
             {
                 if let Some(line) = reply {
                     resp::encode(&line, self.client.proto, &mut self.wbuf);
                     self.flush().await?;
                 }
-                return self.client.sync.take().ok_or(Close);
+                return self.client.sync.take().map(Started::Own).ok_or(Close);
             }
             if now.saturating_sub(last_newline) >= 1000 {
                 self.wr.write_all(b"\n").await.map_err(|_| Close)?;
@@ -148,43 +220,89 @@ where
         Ok(())
     }
 
-    /// Sends a full sync's file: diskless (`eof`) as it is written, else whole after its length.
-    async fn send_snapshot(&mut self, snapshot: engine::persistence::Snapshot, eof: bool) -> Step {
+    /// This connection's key in [`JOINED`].
+    fn joined_key(&self) -> (usize, u64) {
+        (std::sync::Arc::as_ptr(&self.srv) as usize, self.client.id)
+    }
+
+    /// Sends a full sync's file whole after its length (`$<len>`), once it is written.
+    async fn send_file(
+        &mut self,
+        snapshot: engine::persistence::Snapshot,
+        slot: engine::persistence::ReplSnapshot,
+    ) -> Step {
         let fence = self.srv.fence.clone();
-        if eof {
-            let mark = engine::server::random_id();
-            self.wr.write_all(format!("$EOF:{mark}\r\n").as_bytes()).await.map_err(|_| Close)?;
-            let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(8);
-            let writer = tokio::task::spawn_blocking(move || {
-                let mut w = Chunks(tx, Vec::new());
-                snapshot.write(&mut w, &fence).and_then(|()| w.flush())
-            });
-            while let Some(chunk) = rx.recv().await {
-                self.wr.write_all(&chunk).await.map_err(|_| Close)?;
-                self.srv.stats.add_net_output(chunk.len() as u64);
+        let file = tokio::task::spawn_blocking(move || {
+            let mut data = Vec::new();
+            let written = snapshot.write(&mut data, &fence).map(|()| data);
+            // The file is written: another snapshot may start.
+            drop(slot);
+            written
+        })
+        .await;
+        let Ok(Ok(data)) = file else {
+            tracing::warn!("Full sync to replica {} failed", self.client.info.addr);
+            return Err(Close);
+        };
+        self.wr.write_all(format!("${}\r\n", data.len()).as_bytes()).await.map_err(|_| Close)?;
+        self.wr.write_all(&data).await.map_err(|_| Close)?;
+        self.srv.stats.add_net_output(data.len() as u64);
+        self.wr.flush().await.map_err(|_| Close)
+    }
+
+    /// Starts writing a diskless full sync's file on a blocking thread, for this replica and the
+    /// ones that joined it (each is handed its feed and woken); this replica's feed is returned.
+    /// The writer holds the snapshot slot until the file is written, whichever replicas are left.
+    fn share_snapshot(
+        &self,
+        snapshot: engine::persistence::Snapshot,
+        slot: engine::persistence::ReplSnapshot,
+        joined: Vec<engine::repl::Joiner>,
+        offset: u64,
+    ) -> Receiver<Feed> {
+        let (tx, rx) = channel(CHUNKS_QUEUED);
+        let mut to = vec![tx];
+        let server = std::sync::Arc::as_ptr(&self.srv) as usize;
+        for j in joined {
+            let (tx, feed) = channel(CHUNKS_QUEUED);
+            to.push(tx);
+            let line = j.psync.then(|| format!("FULLRESYNC {} {offset}", self.srv.repl.replid()));
+            JOINED.lock().insert((server, j.info.id), Joined { line, offset, feed });
+            // A connection that closed meanwhile will not take it (it forgot its entry before
+            // this one was made): dropped here, so the writer does not wait for it.
+            if !self.srv.repl.knows(j.info.id) {
+                JOINED.lock().remove(&(server, j.info.id));
             }
-            match writer.await {
-                Ok(Ok(())) => {}
-                _ => {
+            j.info.wake();
+        }
+        let fence = self.srv.fence.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut out = FanOut { to, buf: Vec::new() };
+            let ok = snapshot.write(&mut out, &fence).and_then(|()| out.flush()).is_ok();
+            drop(slot);
+            let _ = out.send(|| Feed::End(ok));
+        });
+        rx
+    }
+
+    /// Sends a diskless full sync (`$EOF:<mark>`, the file as it comes, the mark).
+    async fn send_diskless(&mut self, mut feed: Receiver<Feed>) -> Step {
+        let mark = engine::server::random_id();
+        self.wr.write_all(format!("$EOF:{mark}\r\n").as_bytes()).await.map_err(|_| Close)?;
+        loop {
+            match feed.recv().await {
+                Some(Feed::Chunk(chunk)) => {
+                    self.wr.write_all(&chunk).await.map_err(|_| Close)?;
+                    self.srv.stats.add_net_output(chunk.len() as u64);
+                }
+                Some(Feed::End(true)) => break,
+                Some(Feed::End(false)) | None => {
                     tracing::warn!("Diskless full sync to replica {} failed", self.client.info.addr);
                     return Err(Close);
                 }
             }
-            self.wr.write_all(mark.as_bytes()).await.map_err(|_| Close)?;
-        } else {
-            let file = tokio::task::spawn_blocking(move || {
-                let mut data = Vec::new();
-                snapshot.write(&mut data, &fence).map(|()| data)
-            })
-            .await;
-            let Ok(Ok(data)) = file else {
-                tracing::warn!("Full sync to replica {} failed", self.client.info.addr);
-                return Err(Close);
-            };
-            self.wr.write_all(format!("${}\r\n", data.len()).as_bytes()).await.map_err(|_| Close)?;
-            self.wr.write_all(&data).await.map_err(|_| Close)?;
-            self.srv.stats.add_net_output(data.len() as u64);
         }
+        self.wr.write_all(mark.as_bytes()).await.map_err(|_| Close)?;
         self.wr.flush().await.map_err(|_| Close)
     }
 }
