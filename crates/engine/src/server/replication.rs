@@ -119,7 +119,7 @@ impl Server {
     fn full_sync_now(&self, client: &mut Client, locked: &mut Locked<'_>, psync: bool, eof: bool) -> Option<Frame> {
         let now = self.clock.now_ms();
         self.persistence.repl_snapshot.store(true, Ordering::SeqCst);
-        self.persistence.bgsave_started.store((self.clock.unix_ms() / 1000) as i64, Ordering::SeqCst);
+        self.persistence.bgsave_started.store(self.clock.unix_ms() / 1000, Ordering::SeqCst);
         let slot = crate::persistence::ReplSnapshot(self.persistence.clone());
         self.repl.activate(super::random_id);
         self.repl.set_backlog_size(self.config.get_i64("repl-backlog-size").max(0) as usize);
