@@ -578,15 +578,18 @@ impl Table {
 
     /// Walks the running snapshot on by up to `visits` positions, stopping early once `bytes` of
     /// records wait. No-op without a snapshot.
-    pub fn snapshot_step(&mut self, visits: usize, bytes: usize) {
-        let Some(s) = self.snap.as_deref_mut() else { return };
+    pub fn snapshot_step(&mut self, visits: usize, bytes: usize) -> usize {
+        let Some(s) = self.snap.as_deref_mut() else { return 0 };
         s.cursor = s.cursor.min(self.map.len());
         let end = s.cursor.saturating_sub(visits);
+        let mut visited = 0;
         while s.cursor > end && s.out.buf.len() < bytes {
             s.cursor -= 1;
+            visited += 1;
             let (k, e) = self.map.get_index_mut(s.cursor).expect("below the length");
             s.cover(self.epoch, k, e, false);
         }
+        visited
     }
 
     /// Moves the records written so far to `f` (database, bytes); once the walk is done, the

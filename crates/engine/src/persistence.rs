@@ -309,7 +309,6 @@ pub struct Snapshot {
     /// `rdb-key-save-delay`: microseconds the writer waits per key written (tests slow a save
     /// down so); negative, 1 µs once in that many keys (Redis's `debugDelay`).
     key_delay_us: i64,
-    progress: Arc<crate::rdb::SnapshotProgress>,
 }
 
 impl Drop for Snapshot {
@@ -349,18 +348,7 @@ impl Snapshot {
                 t.begin_snapshot(spec.clone(), db, epoch);
             }
         }
-        let progress = spec.progress.clone();
-        Snapshot {
-            ks,
-            header,
-            body,
-            fence,
-            visits: VISITS_PER_STEP,
-            chunk: CHUNK_BYTES,
-            ended: false,
-            key_delay_us: 0,
-            progress,
-        }
+        Snapshot { ks, header, body, fence, visits: VISITS_PER_STEP, chunk: CHUNK_BYTES, ended: false, key_delay_us: 0 }
     }
 }
 
@@ -435,9 +423,10 @@ impl Snapshot {
             if cancel.load(Ordering::Relaxed) {
                 return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled by a newer save"));
             }
-            let written = self.progress.keys_written.load(Ordering::Relaxed);
-            let done = self.step(i, true, &mut buf);
-            self.key_delay(self.progress.keys_written.load(Ordering::Relaxed).saturating_sub(written), cancel);
+            let (done, visited) = self.step(i, true, &mut buf);
+            // Per key the walk reaches, written ahead by a command or not: Redis's child pays
+            // the delay for every key of its copy.
+            self.key_delay(visited as u64, cancel);
             if done {
                 left.remove(0);
             }
@@ -446,7 +435,7 @@ impl Snapshot {
             // do not pile up while one large shard is walked.
             if steps.is_multiple_of(16) {
                 for &j in left.iter().skip(1) {
-                    self.step(j, false, &mut buf);
+                    let _ = self.step(j, false, &mut buf);
                     if buf.len() >= self.chunk {
                         out.write_all(&buf)?;
                         buf.clear();
@@ -462,15 +451,17 @@ impl Snapshot {
     }
 
     /// With shard `i` locked: walks one chunk on (when `walk`) and takes the records waiting in its
-    /// tables into `buf`. True when the snapshot has ended in every table of the shard.
-    fn step(&mut self, i: usize, walk: bool, buf: &mut Vec<u8>) -> bool {
+    /// tables into `buf`. True when the snapshot has ended in every table of the shard; and the
+    /// keys the walk reached.
+    fn step(&mut self, i: usize, walk: bool, buf: &mut Vec<u8>) -> (bool, usize) {
         let mut locked = self.ks.lock_shards(vec![i]);
         let shard = locked.shard(i);
         let mut done = true;
+        let mut visited = 0;
         let mut budget = if walk { self.chunk } else { 0 };
         for t in shard.dbs.iter_mut() {
             if budget > 0 {
-                t.snapshot_step(self.visits, budget);
+                visited += t.snapshot_step(self.visits, budget);
             }
             let body = &mut self.body;
             done &= t.snapshot_take(&mut |db, records| {
@@ -478,7 +469,7 @@ impl Snapshot {
                 body.records(db, records, buf);
             });
         }
-        done
+        (done, visited)
     }
 
     /// The file will not be written: the rest of the walk only marks entries.

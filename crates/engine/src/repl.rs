@@ -577,7 +577,11 @@ impl Replication {
         g.backlog.extend(bytes);
         let offset = self.offset.load(Ordering::Relaxed) + bytes.len() as u64;
         self.offset.store(offset, Ordering::Release);
-        let limit = if hard_limit == 0 { u64::MAX } else { hard_limit };
+        // A hard limit below `repl-backlog-size` counts as that size (Redis's
+        // checkClientOutputBufferLimits: the replica shares the backlog's memory anyway, and a
+        // partial resync would succeed only for the replica to be closed again).
+        let limit =
+            if hard_limit == 0 { u64::MAX } else { hard_limit.max(self.backlog_size.load(Ordering::Relaxed) as u64) };
         self.trim(g, offset, limit);
         g.replicas.values().filter(|r| r.state == ReplicaState::Online).map(|r| r.info.clone()).collect()
     }
@@ -708,10 +712,13 @@ impl Replication {
     /// The replica's connection closed (or that of a client that only announced itself).
     pub fn detach(&self, id: u64) {
         let mut g = self.inner.lock();
-        if let Some(r) = g.replicas.remove(&id)
-            && r.state == ReplicaState::Online
-        {
+        let Some(r) = g.replicas.remove(&id) else { return };
+        if r.state == ReplicaState::Online {
             self.online.fetch_sub(1, Ordering::Relaxed);
+        }
+        // What only it still needed goes now (Redis's freeReplicaReferencedReplBuffer).
+        if r.attached() {
+            self.trim(&mut g, self.offset.load(Ordering::Relaxed), u64::MAX);
         }
     }
 

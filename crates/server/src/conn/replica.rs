@@ -290,7 +290,18 @@ where
         let mark = engine::server::random_id();
         self.wr.write_all(format!("$EOF:{mark}\r\n").as_bytes()).await.map_err(|_| Close)?;
         loop {
-            match feed.recv().await {
+            // The replica is read meanwhile: a replica that closes or is killed (its buffer over
+            // the limit) is let go now, not when the file is written.
+            let next = tokio::select! {
+                biased;
+                f = feed.recv() => Some(f),
+                r = self.replica_input() => {
+                    r?;
+                    None
+                }
+            };
+            let Some(next) = next else { continue };
+            match next {
                 Some(Feed::Chunk(chunk)) => {
                     self.wr.write_all(&chunk).await.map_err(|_| Close)?;
                     self.srv.stats.add_net_output(chunk.len() as u64);
