@@ -66,6 +66,9 @@ pub struct Client {
     /// WAIT that could not answer at once: the offset to reach, how many replicas, the deadline
     /// (monotonic ms; None waits forever). The connection waits for acknowledgements.
     pub wait_acks: Option<WaitAcks>,
+    /// SHUTDOWN waits for lagging replicas: the connection blocks the client until the server
+    /// exits or the shutdown fails (answered with an error then).
+    pub shutdown_wait: bool,
     /// A command that reads or writes data ran since the replies were last written: with
     /// `appendfsync always` they wait until the AOF is on disk (set by `Server::call`, taken by
     /// the connection). Rejected commands and those that show no data (PING, INFO) do not wait.
@@ -146,6 +149,7 @@ impl Client {
             loading: false,
             from_primary: false,
             wait_acks: None,
+            shutdown_wait: false,
             wait_durable: false,
             suppress_reply: false,
             multi: Default::default(),

@@ -47,6 +47,9 @@ pub struct State {
     pub aof_rewrite_requested: AtomicBool,
     /// An AOF rewrite is running.
     pub aof_rewrite_in_progress: AtomicBool,
+    /// The AOF is being turned on: its first rewrite has not finished (Redis's
+    /// `AOF_WAIT_REWRITE`; a shutdown cannot finish then without FORCE).
+    pub aof_starting: AtomicBool,
     /// A replica's full sync is writing its snapshot (see [`ReplSnapshot`]).
     pub repl_snapshot: AtomicBool,
     /// Background snapshots begun since startup (INFO's `total_forks`: Latch's stand-in for a fork).

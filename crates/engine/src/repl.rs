@@ -868,6 +868,30 @@ impl Replication {
             .find(|(ip, port)| target.is_none_or(|(h, p)| h == ip && p == *port))
     }
 
+    /// At a shutdown (Redis's finishShutdown): how many replicas are attached, and for each that
+    /// has not acknowledged the whole stream its name, how far behind it is, its lag in seconds
+    /// (online ones) and its state.
+    pub fn lagging(&self, now_ms: u64) -> (usize, Vec<(String, u64, u64, &'static str)>) {
+        let g = self.inner.lock();
+        let offset = self.offset.load(Ordering::Relaxed);
+        let attached: Vec<&Replica> = g.replicas.values().filter(|r| r.attached()).collect();
+        let lagging = attached
+            .iter()
+            .filter(|r| r.ack != offset)
+            .map(|r| {
+                let online = r.state == ReplicaState::Online;
+                let lag = if online { now_ms.saturating_sub(r.ack_ms) / 1000 } else { 0 };
+                let state = match r.state {
+                    ReplicaState::Online => "online",
+                    ReplicaState::Sync => "send_bulk",
+                    _ => "wait_bgsave",
+                };
+                (format!("{}:{}", r.announced_ip(), r.port), offset - r.ack.min(offset), lag, state)
+            })
+            .collect();
+        (attached.len(), lagging)
+    }
+
     /// Whether an online replica announced `host`:`port` (FAILOVER TO checks it).
     pub fn has_online_replica(&self, host: &str, port: u16) -> Option<bool> {
         let g = self.inner.lock();

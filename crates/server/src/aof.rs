@@ -409,6 +409,9 @@ impl Aof {
             && !p.bgsave_in_progress.load(Ordering::SeqCst)
             && !p.repl_snapshot.load(Ordering::SeqCst)
         {
+            if starting {
+                p.aof_starting.store(true, Ordering::SeqCst);
+            }
             self.start_rewrite();
         }
         if !want && on && !busy {
@@ -539,11 +542,13 @@ impl Aof {
                 }
                 Err(e) => tracing::warn!("Background AOF rewrite failed: {e}"),
             }
+            p.aof_starting.store(false, Ordering::SeqCst);
             p.aof_rewrite_in_progress.store(false, Ordering::SeqCst);
             me.rewriting.store(false, Ordering::SeqCst);
         });
         if let Err(e) = spawned {
             tracing::warn!("Can't rewrite the append only file in background: {e}");
+            p.aof_starting.store(false, Ordering::SeqCst);
             p.aof_rewrite_in_progress.store(false, Ordering::SeqCst);
             self.rewriting.store(false, Ordering::SeqCst);
         }

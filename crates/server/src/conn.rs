@@ -232,6 +232,9 @@ where
         if let Some(w) = self.client.wait_acks.take() {
             reply = Some(self.wait_acks(w, args).await?);
         }
+        if std::mem::take(&mut self.client.shutdown_wait) {
+            reply = self.wait_shutdown(args).await?;
+        }
         // Messages the command sent this client (a subscription's confirmations, a message it
         // published to itself) go before its reply, as in Redis.
         if self.client.info.outbox.pending() {
@@ -360,6 +363,40 @@ where
             Blocked::Retry => Ok(self.srv.execute(&mut self.client, args)),
             Blocked::Gone => Err(Close),
         }
+    }
+
+    /// SHUTDOWN while lagging replicas are waited for: blocked until the server exits (the
+    /// connection then closes with it, as SHUTDOWN's does) or the shutdown fails or is aborted
+    /// (an error reply). Bytes the client sends meanwhile are buffered.
+    async fn wait_shutdown(&mut self, args: &[Bytes]) -> Result<Option<Frame>, Close> {
+        use engine::server::shutdown::ShutdownPhase;
+        if self.flush().await.is_err() {
+            return Err(Close);
+        }
+        self.srv.mark_blocked_for(&mut self.client, args);
+        let outcome = loop {
+            match self.srv.shutdown_phase() {
+                ShutdownPhase::Waiting { .. } => {}
+                ShutdownPhase::Exiting => {
+                    self.client.suppress_reply = true;
+                    self.client.close_after_reply = true;
+                    self.client.shut_down_server = true;
+                    break Ok(None);
+                }
+                ShutdownPhase::Idle => break Ok(Some(Frame::error("ERR Errors trying to SHUTDOWN. Check logs."))),
+            }
+            self.rbuf.reserve(READ_CHUNK);
+            tokio::select! {
+                _ = tokio::time::sleep(std::time::Duration::from_millis(10)) => {}
+                _ = self.kill.notified() => if self.client.info.killed.load(Ordering::Relaxed) { break Err(Close) },
+                r = self.rd.read_buf(&mut self.rbuf) => match r {
+                    Ok(0) | Err(_) => break Err(Close),
+                    Ok(n) => self.srv.stats.add_net_input(n as u64),
+                },
+            }
+        };
+        self.srv.unmark_blocked_for(&mut self.client);
+        outcome
     }
 
     /// WAIT: waits until enough replicas acknowledged the offset or the deadline passes, and

@@ -290,24 +290,26 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     loop {
         let why = signals.wait(&stop).await;
         if why == "User requested shutdown" {
-            break; // SHUTDOWN saved already, if it had to
+            break; // the shutdown finished (saved, if it had to): SHUTDOWN, or a signal's below
         }
-        tracing::warn!("{why} scheduling shutdown...");
-        // With save points, the last changes are saved first; a save that fails keeps the server up
-        // (Redis's prepareForShutdown), so nothing acknowledged is lost.
-        if srv.save_points().is_empty() {
-            break;
-        }
-        tracing::warn!("Saving the final RDB snapshot before exiting.");
-        match srv.write_rdb_locked(&mut srv.ks.lock_all()) {
-            Ok(()) => {
-                tracing::info!("DB saved on disk");
+        use engine::server::shutdown::{Shutdown, ShutdownFlags, ShutdownPhase};
+        if matches!(srv.shutdown_phase(), ShutdownPhase::Waiting { .. }) {
+            if why == "Received SIGINT" {
+                tracing::warn!("You insist... exiting now.");
                 break;
             }
-            Err(e) => tracing::warn!("Error trying to save the DB, can't exit: {e}"),
+            continue;
+        }
+        tracing::warn!("{why} scheduling shutdown...");
+        // `shutdown-on-sigterm` / `shutdown-on-sigint`; the shutdown waits for lagging replicas,
+        // and with save points the last changes are saved first: a save that fails keeps the
+        // server up (Redis's prepareForShutdown), so nothing acknowledged is lost.
+        let setting = if why == "Received SIGINT" { "shutdown-on-sigint" } else { "shutdown-on-sigterm" };
+        let flags = ShutdownFlags::from_config(&srv.config.get(setting).unwrap_or_default());
+        if srv.prepare_shutdown(flags, srv.clock.now_ms(), None) == Shutdown::Exiting {
+            break;
         }
     }
-    tracing::warn!("User requested shutdown...");
     // No new client from here (Redis's closeListeningSockets); the ones connected are closed below.
     net::close_all().await;
     if let Some(l) = unix_loop {
@@ -532,6 +534,7 @@ async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>, aof: Arc<aof::Aof>) {
         srv.pause_cron(now);
         // FAILOVER's progress (Redis checks it before every sleep).
         srv.failover_cron(now);
+        srv.shutdown_cron(now);
         srv.clients_cron(now);
         srv.close_idle_connections(now);
         srv.limit_tracking_table();

@@ -412,3 +412,64 @@ fn replicas_waiting_together_share_one_diskless_snapshot() {
         same_digest(&mut pc, rc);
     }
 }
+
+/// Collects what a server logged until `until` appears (at most 15 s).
+fn log_until(l: &Latch, until: &str) -> String {
+    let mut seen = String::new();
+    while let Ok(line) = l.log.recv_timeout(Duration::from_secs(15)) {
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.contains(until) {
+            return seen;
+        }
+    }
+    panic!("no '{until}' in the log:\n{seen}")
+}
+
+/// A shutdown waits for a lagging replica (Redis 7.0's `shutdown-timeout`): SHUTDOWN blocks its
+/// client, writes pause and INFO shows `shutdown_in_milliseconds`; SHUTDOWN ABORT answers the
+/// waiting client with an error and writes go on; a SIGTERM's shutdown exits only once the
+/// replica, frozen by DEBUG SLEEP meanwhile, has the last write.
+#[test]
+fn a_shutdown_waits_for_a_lagging_replica() {
+    let mut p = Latch::start(&["--enable-debug-command", "yes", "--save", ""]);
+    let r = Latch::start(&["--enable-debug-command", "yes"]);
+    let (mut pc, mut rc) = (p.raw(), r.raw());
+    let port = p.port.to_string();
+    rc.cmd(&[b"REPLICAOF", b"127.0.0.1", port.as_bytes()]);
+    wait_for("the link", || info_field(&mut rc, "replication", "master_link_status").as_deref() == Some("up"));
+    pc.cmd(&[b"SET", b"k", b"1"]);
+    same_digest(&mut pc, &mut rc);
+
+    let freeze = |secs: &'static [u8]| {
+        let mut c = r.raw();
+        std::thread::spawn(move || c.cmd(&[b"DEBUG", b"SLEEP", secs]))
+    };
+    let frozen = freeze(b"3");
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(pc.cmd(&[b"INCR", b"k"]), ":2\r\n");
+    let mut waiting = p.raw();
+    waiting.send(b"*1\r\n$8\r\nSHUTDOWN\r\n");
+    wait_for("the shutdown to wait", || info_field(&mut pc, "server", "shutdown_in_milliseconds").is_some());
+    let left: i64 = info_field(&mut pc, "server", "shutdown_in_milliseconds").expect("field").parse().expect("ms");
+    assert!(left > 0 && left <= 10_000, "{left}");
+    assert_eq!(info_field(&mut pc, "clients", "blocked_clients").as_deref(), Some("1"));
+    assert_eq!(pc.cmd(&[b"SHUTDOWN", b"ABORT"]), "+OK\r\n");
+    assert_eq!(String::from_utf8_lossy(&waiting.reply_bytes()), "-ERR Errors trying to SHUTDOWN. Check logs.\r\n");
+    assert_eq!(pc.cmd(&[b"SET", b"after", b"abort"]), "+OK\r\n", "writes go on");
+    assert_eq!(pc.cmd(&[b"SHUTDOWN", b"ABORT"]), "-ERR No shutdown in progress.\r\n");
+    frozen.join().expect("sleep");
+    same_digest(&mut pc, &mut rc);
+
+    let frozen = freeze(b"1");
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(pc.cmd(&[b"INCR", b"k"]), ":3\r\n");
+    let status = std::process::Command::new("kill").args(["-TERM", &p.pid().to_string()]).status().expect("kill");
+    assert!(status.success());
+    let log = log_until(&p, "ready to exit");
+    assert!(log.contains("Waiting for replicas before shutting down."), "{log}");
+    assert!(log.contains("1 of 1 replicas are in sync when shutting down."), "{log}");
+    assert!(p.wait_exit(Duration::from_secs(10)).is_some(), "the primary did not exit");
+    frozen.join().expect("sleep");
+    assert_eq!(rc.cmd(&[b"GET", b"k"]), "$1\r\n3\r\n", "the replica got the last write before the primary went");
+}

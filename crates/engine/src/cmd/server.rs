@@ -267,6 +267,7 @@ fn config_set(ctx: &mut Ctx<'_, '_>) -> Frame {
                 } else if ctx.client.in_exec {
                     log("during a transaction");
                 } else {
+                    p.aof_starting.store(true, Ordering::SeqCst);
                     p.aof_rewrite_in_progress.store(true, Ordering::SeqCst);
                 }
             }
@@ -420,30 +421,32 @@ fn shutdown(ctx: &mut Ctx<'_, '_>) -> Frame {
         return crate::error::syntax();
     }
     if abort {
-        // Latch shuts down at once: there is never a shutdown in progress to abort.
-        return Frame::error("ERR No shutdown in progress.");
+        return if ctx.srv.abort_shutdown() { Frame::ok() } else { Frame::error("ERR No shutdown in progress.") };
     }
-    // With save points (or SAVE), the dataset is saved first; a failed save keeps the server up
-    // unless FORCE says otherwise (Redis's prepareForShutdown). The connection then closes without a
-    // reply, as Redis's does when the process exits.
+    let now_flag = ctx.args[1..].iter().any(|a| a.eq_ignore_ascii_case(b"now"));
+    if !now_flag && ctx.client.deny_blocking {
+        return Frame::error("ERR SHUTDOWN without NOW or ABORT isn't allowed for DENY BLOCKING client");
+    }
     let force = ctx.args[1..].iter().any(|a| a.eq_ignore_ascii_case(b"force"));
-    if save || (!nosave && !ctx.srv.save_points().is_empty()) {
-        let host = ctx.srv.config.host();
-        host.log(crate::host::LogLevel::Warning, "Saving the final RDB snapshot before exiting.");
-        match ctx.srv.write_rdb_locked(ctx.locked) {
-            Ok(()) => host.log(crate::host::LogLevel::Notice, "DB saved on disk"),
-            Err(e) if !force => {
-                host.log(crate::host::LogLevel::Warning, &format!("Error trying to save the DB, can't exit: {e}"));
-                return Frame::error("ERR Errors trying to SHUTDOWN. Check logs.");
-            }
-            Err(e) => host.log(crate::host::LogLevel::Warning, &format!("Error trying to save the DB: {e}")),
+    let flags = crate::server::shutdown::ShutdownFlags { save, nosave, now: now_flag, force };
+    // With save points (or SAVE), the dataset is saved first; a failed save keeps the server up
+    // unless FORCE says otherwise. Lagging replicas are waited for first, the client blocked
+    // meanwhile (Redis's prepareForShutdown). The connection closes without a reply when the
+    // server exits, as Redis's does when the process exits.
+    match ctx.srv.prepare_shutdown(flags, ctx.now, Some(&mut *ctx.locked)) {
+        crate::server::shutdown::Shutdown::Failed => Frame::error("ERR Errors trying to SHUTDOWN. Check logs."),
+        crate::server::shutdown::Shutdown::Waiting => {
+            ctx.client.shutdown_wait = true;
+            ctx.client.suppress_reply = true;
+            Frame::Null
+        }
+        crate::server::shutdown::Shutdown::Exiting => {
+            ctx.client.suppress_reply = true;
+            ctx.client.close_after_reply = true;
+            ctx.client.shut_down_server = true;
+            Frame::ok()
         }
     }
-    ctx.srv.request_shutdown();
-    ctx.client.suppress_reply = true;
-    ctx.client.close_after_reply = true;
-    ctx.client.shut_down_server = true;
-    Frame::ok()
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -640,6 +643,9 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             let conf = srv.config_file.lock().as_ref().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
             line!("config_file:{conf}");
             line!("io_threads_active:0");
+            if let Some(ms) = srv.shutdown_in_ms(srv.clock.now_ms()) {
+                line!("shutdown_in_milliseconds:{ms}");
+            }
         }
         "clients" => {
             line!("# Clients");
