@@ -144,8 +144,12 @@ impl Server {
                 )),
             ));
         }
-        // Loading at startup (Redis checks it before a busy script).
-        if self.loading.load(Ordering::Relaxed) && !cmd.flags.has(Flags::LOADING) {
+        // Loading (Redis checks it before a busy script): at startup or a replica's full sync,
+        // every command without the `loading` flag; while a replica loads asynchronously, those
+        // flagged `no_async_loading`.
+        if (self.loading.load(Ordering::Relaxed) && !cmd.flags.has(Flags::LOADING))
+            || (self.async_loading.load(Ordering::Relaxed) && cmd.flags.has(Flags::NO_ASYNC_LOADING))
+        {
             self.reject(cmd);
             return Some(self.reject_in_multi(
                 client,

@@ -291,6 +291,17 @@ impl Link<'_> {
             ));
         };
         let now = || self.srv.clock.now_ms();
+        // Loading from the socket (Redis's useDisklessLoad): `swapdb`, or `on-empty-db` with no
+        // key. Meanwhile the replica shows it loads: asynchronously (the old dataset served, the
+        // same replication history: Redis's async loading) or not (clients get -LOADING).
+        let mode = self.srv.config.get("repl-diskless-load").unwrap_or_default();
+        let from_socket = mode == "swapdb" || (mode == "on-empty-db" && self.srv.dbsize_all() == 0);
+        let flag = if from_socket && mode == "swapdb" && self.srv.repl.replid() == replid {
+            &self.srv.async_loading
+        } else {
+            &self.srv.loading
+        };
+        let _loading = Loading::start(flag, from_socket);
         let data = if let Some(mark) = spec.strip_prefix("EOF:") {
             let mark = mark.as_bytes().to_vec();
             self.log("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk");
@@ -313,6 +324,8 @@ impl Link<'_> {
             }
             wire.buf.split_to(len).to_vec()
         };
+        // Loading now in any case (a file received whole is loaded after it came).
+        _loading.set();
         self.log("MASTER <-> REPLICA sync: Flushing old data");
         let srv = self.srv.clone();
         let replid = replid.to_string();
@@ -458,5 +471,29 @@ impl Link<'_> {
                 ),
             );
         }
+    }
+}
+
+/// A replica's loading flag (INFO's `loading` or `async_loading`) while its full sync is loaded:
+/// set from when the file starts to arrive if it is loaded from the socket, else once it is
+/// whole; cleared however the sync ends.
+struct Loading<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl<'a> Loading<'a> {
+    fn start(flag: &'a std::sync::atomic::AtomicBool, now: bool) -> Loading<'a> {
+        if now {
+            flag.store(true, Ordering::SeqCst);
+        }
+        Loading(flag)
+    }
+
+    fn set(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Loading<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
     }
 }

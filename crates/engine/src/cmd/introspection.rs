@@ -243,6 +243,7 @@ pub fn flag_names(c: &Command) -> Vec<&'static str> {
         (Flags::FAST, "fast"),
         (Flags::NO_AUTH, "no_auth"),
         (Flags::NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (Flags::NO_ASYNC_LOADING, "no_async_loading"),
         (Flags::NO_MULTI, "no_multi"),
     ];
     let mut v: Vec<&str> = ORDER.iter().filter(|(f, _)| c.flags.has(*f)).map(|(_, n)| *n).collect();
@@ -598,8 +599,8 @@ mod tests {
                 let redis: std::collections::BTreeSet<String> = super::texts(f.get(2)).into_iter().collect();
                 let ours: std::collections::BTreeSet<String> =
                     super::flag_names(c).into_iter().map(str::to_string).collect();
-                // Flags of states Latch has no use for (no replication link, no module loading).
-                const UNMODELLED: &[&str] = &["no_async_loading", "may_replicate"];
+                // Redis hides it from COMMAND (and Latch decides it per script).
+                const UNMODELLED: &[&str] = &["may_replicate"];
                 let redis: std::collections::BTreeSet<String> =
                     redis.into_iter().filter(|f| !UNMODELLED.contains(&f.as_str())).collect();
                 if redis != ours {

@@ -46,7 +46,7 @@ pub static COMMANDS: &[Command] = &[
     Command {
         name: "save",
         arity: 1,
-        flags: Flags::ADMIN.or(Flags::NOSCRIPT).or(Flags::NO_MULTI).or(Flags::ALL_SHARDS),
+        flags: Flags::ADMIN.or(Flags::NOSCRIPT).or(Flags::NO_MULTI).or(Flags::NO_ASYNC_LOADING).or(Flags::ALL_SHARDS),
         group: crate::command::Group::Server,
         handler: save,
         ..BASE
@@ -54,7 +54,7 @@ pub static COMMANDS: &[Command] = &[
     Command {
         name: "bgsave",
         arity: -1,
-        flags: Flags::ADMIN.or(Flags::NOSCRIPT).or(Flags::ALL_SHARDS),
+        flags: Flags::ADMIN.or(Flags::NOSCRIPT).or(Flags::NO_ASYNC_LOADING).or(Flags::ALL_SHARDS),
         group: crate::command::Group::Server,
         handler: bgsave,
         ..BASE
@@ -62,7 +62,7 @@ pub static COMMANDS: &[Command] = &[
     Command {
         name: "bgrewriteaof",
         arity: 1,
-        flags: Flags::ADMIN.or(Flags::NOSCRIPT),
+        flags: Flags::ADMIN.or(Flags::NOSCRIPT).or(Flags::NO_ASYNC_LOADING),
         group: crate::command::Group::Server,
         handler: bgrewriteaof,
         ..BASE
@@ -245,7 +245,8 @@ fn config_set(ctx: &mut Ctx<'_, '_>) -> Frame {
     let pairs: Vec<(&[u8], &[u8])> = ctx.args[2..].chunks(2).map(|c| (&c[0][..], &c[1][..])).collect();
     let allow = protected_allowed(ctx, "enable-protected-configs");
     let was_on = ctx.srv.config.get("appendonly").as_deref() == Some("yes");
-    if ctx.srv.loading.load(Ordering::Relaxed) && crate::config::Config::denied_while_loading(&pairs, allow) {
+    let loading = ctx.srv.loading.load(Ordering::Relaxed) || ctx.srv.async_loading.load(Ordering::Relaxed);
+    if loading && crate::config::Config::denied_while_loading(&pairs, allow) {
         return Frame::error("LOADING Redis is loading the dataset in memory");
     }
     match ctx.srv.config.set_many(&pairs, allow) {
@@ -649,7 +650,8 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
         }
         "clients" => {
             line!("# Clients");
-            line!("connected_clients:{}", srv.clients.len());
+            // Replicas' connections are not counted (Redis: clients minus slaves).
+            line!("connected_clients:{}", srv.clients.len().saturating_sub(srv.repl.attached_count()));
             line!("cluster_connections:0");
             line!("maxclients:{}", cfg.maxclients.load(Ordering::Relaxed));
             line!("client_recent_max_input_buffer:0");
@@ -716,7 +718,7 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             let aof = cfg.get("appendonly").as_deref() == Some("yes");
             line!("# Persistence");
             line!("loading:{}", ctx.srv.loading.load(Ordering::Relaxed) as u8);
-            line!("async_loading:0");
+            line!("async_loading:{}", ctx.srv.async_loading.load(Ordering::Relaxed) as u8);
             let p = &srv.persistence;
             // A replica's full sync is a background save too, as Redis's fork for it is.
             let running = p.bgsave_in_progress.load(Ordering::SeqCst) || p.repl_snapshot.load(Ordering::SeqCst);

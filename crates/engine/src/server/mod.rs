@@ -100,6 +100,10 @@ pub struct Server {
     /// The dataset is being loaded at startup: commands without the `loading` flag get
     /// `-LOADING` (INFO's `loading:1`).
     pub loading: AtomicBool,
+    /// A replica receives and loads its primary's file while it serves the old dataset (Redis's
+    /// async loading: `repl-diskless-load swapdb`, the same replication history): commands flagged
+    /// `no_async_loading` get `-LOADING` (INFO's `async_loading:1`).
+    pub async_loading: AtomicBool,
     /// Last fencing token handed out by LOCK.
     pub fence: Arc<AtomicU64>,
     /// The configuration file the server was started with (CONFIG REWRITE, `INFO server`), set by the
@@ -230,6 +234,7 @@ impl Server {
             blocked_clients: AtomicU64::new(0),
             pause: Default::default(),
             loading: AtomicBool::new(false),
+            async_loading: AtomicBool::new(false),
             fence: Arc::new(AtomicU64::new(0)),
             config_file: Mutex::new(None),
             scripting,

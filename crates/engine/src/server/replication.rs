@@ -415,6 +415,16 @@ impl Server {
         Ok(())
     }
 
+    /// Keys in every database, counted shard by shard (`repl-diskless-load on-empty-db` asks).
+    pub fn dbsize_all(&self) -> usize {
+        (0..self.ks.nshards())
+            .map(|i| {
+                let mut locked = self.ks.lock_shards(vec![i]);
+                locked.shard(i).dbs.iter().map(|t| t.len()).sum::<usize>()
+            })
+            .sum()
+    }
+
     /// The database the replication stream is in: the primary's stream's on a replica, this
     /// server's own stream's on a primary (`repl-stream-db` in the RDB).
     pub fn repl_stream_db(&self) -> usize {
