@@ -424,7 +424,10 @@ impl Snapshot {
         let mut steps = 0u64;
         while let Some(&i) = left.first() {
             if cancel.load(Ordering::Relaxed) {
-                return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled by a newer save"));
+                return Err(io::Error::new(
+                    io::ErrorKind::Interrupted,
+                    "cancelled (a newer save, or the AOF turned off)",
+                ));
             }
             let (done, visited) = self.step(i, true, &mut buf);
             // Per key the walk reaches, written ahead by a command or not: Redis's child pays

@@ -37,6 +37,8 @@ pub struct Aof {
     done: tokio::sync::watch::Sender<u64>,
     /// A rewrite's thread runs.
     rewriting: std::sync::atomic::AtomicBool,
+    /// The running rewrite is to stop (the AOF was turned off: Redis kills its child).
+    cancel_rewrite: std::sync::atomic::AtomicBool,
     /// Offset of the change stream written to the file (not necessarily synced).
     written: AtomicU64,
     /// Connections that asked for a sync since the syncer last started one, and how many asked
@@ -262,6 +264,7 @@ impl Aof {
             wake: parking_lot::Condvar::new(),
             done: tokio::sync::watch::channel(0).0,
             rewriting: Default::default(),
+            cancel_rewrite: Default::default(),
             written: AtomicU64::new(0),
             arrivals: Default::default(),
             last_batch: Default::default(),
@@ -414,6 +417,9 @@ impl Aof {
             }
             self.start_rewrite();
         }
+        if !want && on && busy && !self.cancel_rewrite.swap(true, Ordering::SeqCst) {
+            tracing::info!("Killing running AOF rewrite child: the rewrite thread stops");
+        }
         if !want && on && !busy {
             self.write_pending(true, None);
             self.srv.aof_stop();
@@ -528,6 +534,7 @@ impl Aof {
     fn start_rewrite(self: &Arc<Self>) {
         let p = &self.srv.persistence;
         self.rewriting.store(true, Ordering::SeqCst);
+        self.cancel_rewrite.store(false, Ordering::SeqCst);
         p.aof_rewrite_in_progress.store(true, Ordering::SeqCst);
         p.aof_rewrite_requested.store(false, Ordering::SeqCst);
         tracing::info!("Background append only file rewriting started");
@@ -631,7 +638,7 @@ impl Aof {
         };
         let mut snapshot = Some(snapshot);
         host.write_durably_with(&dir.join(&base), &mut |w| match snapshot.take() {
-            Some(s) => s.write(w, &self.srv.fence),
+            Some(s) => s.write_until(w, &self.srv.fence, &self.cancel_rewrite),
             None => Err(std::io::Error::other("the snapshot was written already")),
         })
         .map_err(|e| format!("Error writing the AOF base file: {e}"))?;

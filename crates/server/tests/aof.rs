@@ -277,3 +277,37 @@ fn turning_the_aof_on_after_an_offline_rewrite_starts_clean_files() {
     assert_eq!(files, ["appendonly.aof.2.base.aof", "appendonly.aof.2.incr.aof", "appendonly.aof.manifest"]);
     redis_check_aof(&dir);
 }
+
+/// Turning the AOF off stops a rewrite that runs (Redis kills its child), so the next
+/// BGREWRITEAOF is not refused as already in progress.
+#[test]
+fn turning_the_aof_off_stops_a_running_rewrite() {
+    let dir = TempDir::new("aof-off-cancels");
+    let l = latch(&dir, "everysec", &[]);
+    let mut c = l.raw();
+    let in_progress = |c: &mut Raw| c.cmd(&[b"INFO", b"persistence"]).contains("aof_rewrite_in_progress:1");
+    for _ in 0..250 {
+        if !in_progress(&mut c) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    c.cmd(&[b"SET", b"k", b"v"]);
+    // A thousand seconds a key: the rewrite cannot end by itself within the test.
+    c.cmd(&[b"CONFIG", b"SET", b"rdb-key-save-delay", b"1000000000"]);
+    assert_eq!(c.cmd(&[b"BGREWRITEAOF"]), "+Background append only file rewriting started\r\n");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(in_progress(&mut c));
+    assert_eq!(c.cmd(&[b"CONFIG", b"SET", b"appendonly", b"no"]), "+OK\r\n");
+    let mut stopped = false;
+    for _ in 0..250 {
+        if !in_progress(&mut c) {
+            stopped = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(stopped, "the rewrite still runs");
+    c.cmd(&[b"CONFIG", b"SET", b"rdb-key-save-delay", b"0"]);
+    assert_eq!(c.cmd(&[b"BGREWRITEAOF"]), "+Background append only file rewriting started\r\n");
+}
