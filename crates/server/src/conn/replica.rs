@@ -41,7 +41,14 @@ struct FanOut {
 impl FanOut {
     fn send(&mut self, f: impl Fn() -> Feed) -> std::io::Result<()> {
         self.to.retain(|tx| tx.blocking_send(f()).is_ok());
-        if self.to.is_empty() { Err(std::io::Error::other("every replica went away")) } else { Ok(()) }
+        if self.to.is_empty() {
+            tracing::warn!(
+                "Diskless rdb transfer, last replica dropped, killing fork child (the snapshot's writer stops)."
+            );
+            Err(std::io::Error::other("every replica went away"))
+        } else {
+            Ok(())
+        }
     }
 }
 
@@ -280,7 +287,13 @@ where
             let mut out = FanOut { to, buf: Vec::new() };
             let ok = snapshot.write(&mut out, &fence).and_then(|()| out.flush()).is_ok();
             drop(slot);
-            let _ = out.send(|| Feed::End(ok));
+            if ok {
+                out.to.retain(|tx| !tx.is_closed());
+                tracing::info!("Diskless rdb transfer, done reading from pipe, {} replicas still up.", out.to.len());
+            }
+            if !out.to.is_empty() {
+                let _ = out.send(|| Feed::End(ok));
+            }
         });
         rx
     }
@@ -303,7 +316,17 @@ where
             let Some(next) = next else { continue };
             match next {
                 Some(Feed::Chunk(chunk)) => {
-                    self.wr.write_all(&chunk).await.map_err(|_| Close)?;
+                    // A replica that takes nothing for `repl-timeout` is let go (Redis's
+                    // replicationCron checks the transfer's last progress so).
+                    let timeout = std::time::Duration::from_secs(self.srv.config.get_i64("repl-timeout").max(1) as u64);
+                    match tokio::time::timeout(timeout, self.wr.write_all(&chunk)).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(_)) => return Err(Close),
+                        Err(_) => {
+                            tracing::warn!("Disconnecting timedout replica (full sync): {}", self.client.info.addr);
+                            return Err(Close);
+                        }
+                    }
                     self.srv.stats.add_net_output(chunk.len() as u64);
                 }
                 Some(Feed::End(true)) => break,
