@@ -348,6 +348,17 @@ impl Server {
         self.mark_blocked(client, args);
     }
 
+    /// A client waits for the shutdown: shown blocked (INFO's `blocked_clients`), as Redis's
+    /// `BLOCKED_SHUTDOWN`.
+    pub fn mark_blocked_for(&self, client: &mut Client, args: &[Bytes]) {
+        self.mark_blocked(client, args);
+    }
+
+    /// The client no longer waits for the shutdown.
+    pub fn unmark_blocked_for(&self, client: &mut Client) {
+        self.unmark_blocked(client);
+    }
+
     /// Shows `client` blocked in CLIENT LIST and INFO: the `b` flag, its command's arguments as
     /// `argv-mem` (Redis keeps them while the client waits), `blocked_clients`.
     pub(crate) fn mark_blocked(&self, client: &mut Client, args: &[Bytes]) {

@@ -47,6 +47,8 @@ pub struct State {
     pub aof_rewrite_requested: AtomicBool,
     /// An AOF rewrite is running.
     pub aof_rewrite_in_progress: AtomicBool,
+    /// A shutdown waiting for replicas (see `server/shutdown.rs`).
+    pub shutdown: parking_lot::Mutex<ShutdownPhase>,
     /// The AOF is being turned on: its first rewrite has not finished (Redis's
     /// `AOF_WAIT_REWRITE`; a shutdown cannot finish then without FORCE).
     pub aof_starting: AtomicBool,
@@ -95,6 +97,65 @@ impl State {
         self.lastsave.store(unix_s, Ordering::SeqCst);
         self.saves.fetch_add(1, Ordering::Relaxed);
     }
+}
+
+/// SHUTDOWN's options (and `shutdown-on-sigterm` / `shutdown-on-sigint`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShutdownFlags {
+    /// Save even without save points.
+    pub save: bool,
+    /// Do not save.
+    pub nosave: bool,
+    /// Do not wait for lagging replicas.
+    pub now: bool,
+    /// Exit even if saving fails.
+    pub force: bool,
+}
+
+impl ShutdownFlags {
+    /// `shutdown-on-sigterm` / `shutdown-on-sigint`: `default`, or some of `save`, `nosave`,
+    /// `now`, `force`.
+    pub fn from_config(v: &str) -> ShutdownFlags {
+        let mut f = ShutdownFlags::default();
+        for w in v.split_whitespace() {
+            match w.to_ascii_lowercase().as_str() {
+                "save" => f.save = true,
+                "nosave" => f.nosave = true,
+                "now" => f.now = true,
+                "force" => f.force = true,
+                _ => {}
+            }
+        }
+        f
+    }
+}
+
+/// Where a shutdown is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ShutdownPhase {
+    /// None asked for, or the last one failed or was aborted.
+    #[default]
+    Idle,
+    /// Waiting for the replicas until `deadline` (monotonic ms).
+    Waiting {
+        /// When the wait ends regardless.
+        deadline: u64,
+        /// The options it was asked with.
+        flags: ShutdownFlags,
+    },
+    /// Finished: the process exits.
+    Exiting,
+}
+
+/// What asking for a shutdown did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Shutdown {
+    /// It finished: the process exits.
+    Exiting,
+    /// It waits for replicas (or another one does already).
+    Waiting,
+    /// It could not finish (logged); the server goes on.
+    Failed,
 }
 
 /// BGSAVE while an AOF rewrite runs, without SCHEDULE (Redis's text).

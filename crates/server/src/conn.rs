@@ -74,7 +74,9 @@ where
     let mut conn = Conn::new(srv, aof, stream, peer, local);
     let Err(Close) = conn.run().await;
     conn.srv.client_closed(&conn.client);
-    replica::forget_joined(&conn.srv, conn.client.id);
+    for f in conn.on_close.drain(..) {
+        f();
+    }
 }
 
 /// The connection ends (why was logged where it was decided, when it is worth a line).
@@ -109,6 +111,9 @@ struct Conn<S> {
     peak: usize,
     /// Whether the query buffer was given back while idle (it is allocated again by the next read).
     idle_released: bool,
+    /// Run once the connection closed and the server forgot its client (a replica's connection
+    /// drops the full sync handed to it and not taken).
+    on_close: Vec<Box<dyn FnOnce() + Send>>,
 }
 
 impl<S> Conn<S>
@@ -152,6 +157,7 @@ where
             obuf: Obuf::default(),
             peak: 0,
             idle_released: false,
+            on_close: Vec::new(),
         }
     }
 

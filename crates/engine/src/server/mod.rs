@@ -80,8 +80,6 @@ pub struct Server {
     monitors: Mutex<Vec<Arc<crate::clients::ClientInfo>>>,
     pub(crate) has_monitors: AtomicBool,
     shutdown_hook: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
-    /// A shutdown waiting for replicas (see [`shutdown`]).
-    shutdown: Mutex<shutdown::ShutdownPhase>,
     long_op_hook: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
     /// Random 40-hex run id.
     pub run_id: String,
@@ -224,7 +222,6 @@ impl Server {
             monitors: Mutex::new(Vec::new()),
             has_monitors: AtomicBool::new(false),
             shutdown_hook: Mutex::new(None),
-            shutdown: Mutex::new(shutdown::ShutdownPhase::Idle),
             long_op_hook: Mutex::new(None),
             run_id,
             started_ms: now,

@@ -11,66 +11,8 @@
 
 use super::Server;
 use crate::host::LogLevel;
+pub use crate::persistence::{Shutdown, ShutdownFlags, ShutdownPhase};
 use std::sync::atomic::Ordering;
-
-/// SHUTDOWN's options (and `shutdown-on-sigterm` / `shutdown-on-sigint`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ShutdownFlags {
-    /// Save even without save points.
-    pub save: bool,
-    /// Do not save.
-    pub nosave: bool,
-    /// Do not wait for lagging replicas.
-    pub now: bool,
-    /// Exit even if saving fails.
-    pub force: bool,
-}
-
-impl ShutdownFlags {
-    /// `shutdown-on-sigterm` / `shutdown-on-sigint`: `default`, or some of `save`, `nosave`,
-    /// `now`, `force`.
-    pub fn from_config(v: &str) -> ShutdownFlags {
-        let mut f = ShutdownFlags::default();
-        for w in v.split_whitespace() {
-            match w.to_ascii_lowercase().as_str() {
-                "save" => f.save = true,
-                "nosave" => f.nosave = true,
-                "now" => f.now = true,
-                "force" => f.force = true,
-                _ => {}
-            }
-        }
-        f
-    }
-}
-
-/// Where a shutdown is.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ShutdownPhase {
-    /// None asked for, or the last one failed or was aborted.
-    #[default]
-    Idle,
-    /// Waiting for the replicas until `deadline` (monotonic ms).
-    Waiting {
-        /// When the wait ends regardless.
-        deadline: u64,
-        /// The options it was asked with.
-        flags: ShutdownFlags,
-    },
-    /// Finished: the process exits.
-    Exiting,
-}
-
-/// What asking for a shutdown did.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Shutdown {
-    /// It finished: the process exits.
-    Exiting,
-    /// It waits for replicas (or another one does already).
-    Waiting,
-    /// It could not finish (logged); the server goes on.
-    Failed,
-}
 
 impl Server {
     /// Asks for a shutdown (Redis's `prepareForShutdown`): finishes it at once, or starts waiting
@@ -84,7 +26,7 @@ impl Server {
         locked: Option<&mut crate::keyspace::Locked<'_>>,
     ) -> Shutdown {
         {
-            let mut phase = self.shutdown.lock();
+            let mut phase = self.persistence.shutdown.lock();
             match *phase {
                 ShutdownPhase::Waiting { .. } => return Shutdown::Waiting,
                 ShutdownPhase::Exiting => return Shutdown::Exiting,
@@ -119,7 +61,7 @@ impl Server {
     /// The cron's part: a waiting shutdown finishes once the replicas caught up or its time is
     /// up.
     pub fn shutdown_cron(&self, now: u64) {
-        let ShutdownPhase::Waiting { deadline, flags } = *self.shutdown.lock() else { return };
+        let ShutdownPhase::Waiting { deadline, flags } = *self.persistence.shutdown.lock() else { return };
         if now >= deadline || self.replicas_in_sync() {
             self.finish_shutdown(flags, now, None);
         }
@@ -127,7 +69,7 @@ impl Server {
 
     /// SHUTDOWN ABORT: true if a shutdown was waiting (it is cancelled, its clients answered).
     pub fn abort_shutdown(&self) -> bool {
-        if !matches!(*self.shutdown.lock(), ShutdownPhase::Waiting { .. }) {
+        if !matches!(*self.persistence.shutdown.lock(), ShutdownPhase::Waiting { .. }) {
             return false;
         }
         self.cancel_shutdown();
@@ -137,19 +79,19 @@ impl Server {
 
     /// Where the shutdown is (a waiting SHUTDOWN client polls it).
     pub fn shutdown_phase(&self) -> ShutdownPhase {
-        *self.shutdown.lock()
+        *self.persistence.shutdown.lock()
     }
 
     /// INFO's `shutdown_in_milliseconds` while a shutdown waits.
     pub fn shutdown_in_ms(&self, now: u64) -> Option<i64> {
-        match *self.shutdown.lock() {
+        match *self.persistence.shutdown.lock() {
             ShutdownPhase::Waiting { deadline, .. } => Some(deadline as i64 - now as i64),
             _ => None,
         }
     }
 
     fn cancel_shutdown(&self) {
-        *self.shutdown.lock() = ShutdownPhase::Idle;
+        *self.persistence.shutdown.lock() = ShutdownPhase::Idle;
         self.unpause_clients();
     }
 
@@ -199,7 +141,7 @@ impl Server {
                 Err(e) => host.log(LogLevel::Warning, &format!("Error trying to save the DB: {e}")),
             }
         }
-        *self.shutdown.lock() = ShutdownPhase::Exiting;
+        *self.persistence.shutdown.lock() = ShutdownPhase::Exiting;
         self.request_shutdown();
         Shutdown::Exiting
     }
@@ -210,16 +152,5 @@ impl Server {
             .log(LogLevel::Warning, "Errors trying to shut down the server. Check the logs for more information.");
         self.cancel_shutdown();
         Shutdown::Failed
-    }
-
-    /// A client waits for the shutdown: shown blocked (INFO's `blocked_clients`), as Redis's
-    /// `BLOCKED_SHUTDOWN`.
-    pub fn mark_blocked_for(&self, client: &mut crate::client::Client, args: &[bytes::Bytes]) {
-        self.mark_blocked(client, args);
-    }
-
-    /// The client no longer waits for the shutdown.
-    pub fn unmark_blocked_for(&self, client: &mut crate::client::Client) {
-        self.unmark_blocked(client);
     }
 }

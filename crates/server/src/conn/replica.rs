@@ -82,12 +82,6 @@ struct Joined {
 /// its own when woken.
 static JOINED: LazyLock<Mutex<HashMap<(usize, u64), Joined>>> = LazyLock::new(Default::default);
 
-/// A closed connection's sync handed over and not taken is dropped (after the server forgot the
-/// client: see [`Conn::share_snapshot`]).
-pub(super) fn forget_joined(srv: &engine::server::Server, id: u64) {
-    JOINED.lock().remove(&(srv as *const engine::server::Server as usize, id));
-}
-
 /// How a waiting replica's full sync started.
 enum Started {
     /// Its own (it may have others joining).
@@ -175,6 +169,11 @@ where
     async fn wait_for_snapshot(&mut self, psync: bool, eof: bool, until: u64) -> Result<Started, Close> {
         let mut last_newline = self.srv.clock.now_ms();
         let me = self.joined_key();
+        // A sync handed over once this connection is gone is dropped when it closes (after the
+        // server forgot the client: see [`Conn::share_snapshot`]).
+        self.on_close.push(Box::new(move || {
+            JOINED.lock().remove(&me);
+        }));
         loop {
             // DEBUG SLEEP freezes the keep-alives too.
             self.srv.wait_thawed();
