@@ -144,6 +144,18 @@ impl Server {
                 )),
             ));
         }
+        // A replica's connection does not touch the keyspace (Redis: a replica is exempt from
+        // client pauses, which it must not use to get round them).
+        if client.info.has_flag('S')
+            && (cmd.flags.has(Flags::READONLY) || cmd.flags.has(Flags::WRITE) || cmd.flags.has(Flags::MAY_REPLICATE))
+        {
+            self.reject(cmd);
+            return Some(self.reject_in_multi(
+                client,
+                cmd,
+                Frame::error("ERR Replica can't interact with the keyspace"),
+            ));
+        }
         // Loading (Redis checks it before a busy script): at startup or a replica's full sync,
         // every command without the `loading` flag; while a replica loads asynchronously, those
         // flagged `no_async_loading`.

@@ -73,7 +73,13 @@ fn sync(ctx: &mut Ctx<'_, '_>) -> Frame {
 /// PSYNC replid offset: `+CONTINUE` and the stream from `offset`, or `+FULLRESYNC replid offset`
 /// and a full sync.
 fn psync(ctx: &mut Ctx<'_, '_>) -> Frame {
-    let Ok(offset) = ctx.int_arg(2) else { return crate::error::not_integer() };
+    let Ok(offset) = ctx.int_arg(2) else {
+        ctx.srv.config.host().log(
+            crate::host::LogLevel::Warning,
+            &format!("Replica {} asks for synchronization but with a wrong offset", ctx.client.info.addr),
+        );
+        return crate::error::not_integer();
+    };
     let replid = ctx.arg(1);
     // `PSYNC <replid> <offset> FAILOVER`: the primary hands over to this replica (FAILOVER).
     if ctx.argc() > 3 && ctx.arg(3).eq_ignore_ascii_case(b"failover") && !ctx.client.info.has_flag('S') {

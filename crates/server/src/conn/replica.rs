@@ -219,7 +219,25 @@ where
                 Ok(n) => {
                     self.srv.stats.add_net_input(n as u64);
                     self.run_buffered().await?;
-                    self.wbuf.clear();
+                    if !self.wbuf.is_empty() {
+                        // Nothing is written to a replica but the stream: a command of its
+                        // own that answered ends its link, as Redis's does.
+                        let name = self.client.info.last_cmd.lock().to_string();
+                        if let Some(line) = self.wbuf.strip_prefix(b"-") {
+                            let line = line.split(|&b| b == b'\r').next().unwrap_or_default();
+                            tracing::warn!(
+                                "== CRITICAL == This master is sending an error to its replica: '{}' after processing the command '{name}'",
+                                String::from_utf8_lossy(line)
+                            );
+                        }
+                        let mut shown = Vec::new();
+                        resp::repr(&self.wbuf, &mut shown);
+                        tracing::warn!(
+                            "Replica generated a reply to command '{name}', disconnecting it: {}",
+                            String::from_utf8_lossy(&shown)
+                        );
+                        return Err(Close);
+                    }
                 }
             },
         }
