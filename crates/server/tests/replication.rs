@@ -134,6 +134,19 @@ fn the_old_sync_gets_the_file_with_its_length_then_the_stream() {
         stream.extend_from_slice(&chunk[..n]);
     }
     assert_eq!(String::from_utf8_lossy(&stream), String::from_utf8_lossy(want));
+    // A replica does not touch the keyspace, and nothing but the stream is written to it: its
+    // GET ends the link, as Redis ends it.
+    s.write_all(b"*2\r\n$3\r\nGET\r\n$1\r\na\r\n").expect("write");
+    let mut rest = Vec::new();
+    loop {
+        match s.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => rest.extend_from_slice(&chunk[..n]),
+            Err(e) => panic!("the replica's link stayed open: {e}"),
+        }
+    }
+    assert!(!String::from_utf8_lossy(&rest).contains("$1\r\n1"), "the replica was answered: {rest:?}");
+    assert_eq!(p.cmd(&[b"PING"]), "+PONG\r\n");
 }
 
 /// Writes of the other types: HyperLogLog strings, geo sets, a counter with a TTL.
