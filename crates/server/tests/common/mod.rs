@@ -224,6 +224,9 @@ pub struct RedisServer {
     child: Child,
     /// The port it listens on.
     pub port: u16,
+    /// Its working directory (`--dir`, unless the caller gives another): what it saves, or what it
+    /// writes as a replica, never lands in the source tree where another test's server would load it.
+    _dir: TempDir,
 }
 
 impl RedisServer {
@@ -239,13 +242,15 @@ impl RedisServer {
     pub fn start_with(extra: &[&str]) -> Option<RedisServer> {
         for _ in 0..5 {
             let port = free_port();
+            let dir = TempDir::new(&format!("redis-server-{port}"));
             let child = Command::new("redis-server")
                 .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+                .args(["--dir", dir.path()])
                 .args(extra)
                 .stdout(Stdio::null())
                 .spawn()
                 .ok()?;
-            let r = RedisServer { child, port };
+            let r = RedisServer { child, port, _dir: dir };
             for _ in 0..200 {
                 if let Ok(mut c) = TcpStream::connect(("127.0.0.1", port)) {
                     let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
