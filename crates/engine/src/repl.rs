@@ -305,6 +305,8 @@ pub struct Replication {
     backlog_size: AtomicUsize,
     /// Bytes the buffer's blocks take, kept with every change (read without the lock by eviction).
     allocated: AtomicU64,
+    /// Since when (monotonic ms) no replica is attached, for `repl-backlog-ttl`; 0 while one is.
+    alone_since: AtomicU64,
 }
 
 type AckWaker = Arc<dyn Fn() + Send + Sync>;
@@ -347,6 +349,7 @@ impl Replication {
             ack_waiters: Mutex::new(Vec::new()),
             backlog_size: AtomicUsize::new(1 << 20),
             allocated: AtomicU64::new(0),
+            alone_since: AtomicU64::new(0),
         }
     }
 
@@ -435,6 +438,39 @@ impl Replication {
         g.seldb = None;
         self.note_memory(&g);
         self.active.store(true, Ordering::Release);
+    }
+
+    /// `repl-backlog-ttl` (seconds, 0: never), on a primary at `now_ms`: once no replica has been
+    /// attached for that long, the backlog is freed and the replication id changes (Redis's
+    /// replicationCron: a replica that comes back later cannot continue partially anyway). True
+    /// when it was freed now.
+    pub fn expire_backlog(&self, ttl_s: u64, now_ms: u64, new_id: impl FnOnce() -> String) -> bool {
+        if !self.active() {
+            return false;
+        }
+        if self.attached_count() > 0 {
+            self.alone_since.store(0, Ordering::Relaxed);
+            return false;
+        }
+        let since = self.alone_since.load(Ordering::Relaxed);
+        if since == 0 {
+            self.alone_since.store(now_ms.max(1), Ordering::Relaxed);
+            return false;
+        }
+        if ttl_s == 0 || now_ms.saturating_sub(since) <= ttl_s.saturating_mul(1000) {
+            return false;
+        }
+        let mut g = self.inner.lock();
+        g.replid = new_id();
+        g.replid2 = NO_ID.to_string();
+        g.second_offset = -1;
+        g.backlog.clear();
+        g.native.clear();
+        g.seldb = None;
+        self.note_memory(&g);
+        self.active.store(false, Ordering::Release);
+        self.alone_since.store(0, Ordering::Relaxed);
+        true
     }
 
     /// A replica's full sync from its primary loaded: the stream is the primary's from `offset`
@@ -976,6 +1012,22 @@ mod tests {
 
     fn effect(db: usize, args: &[&str]) -> Effect {
         Effect::new(db, args)
+    }
+
+    #[test]
+    fn the_backlog_goes_after_repl_backlog_ttl_without_replicas() {
+        let r = Replication::new("a".repeat(40));
+        r.activate(|| "b".repeat(40));
+        r.feed_unit(&[effect(0, &["SET", "k", "v"])], 0);
+        let offset = r.offset();
+        assert!(!r.expire_backlog(10, 1_000, || "c".repeat(40)), "alone from now on");
+        assert!(!r.expire_backlog(10, 11_000, || "c".repeat(40)), "not longer than the ttl yet");
+        assert!(!r.expire_backlog(0, 1_000_000, || "c".repeat(40)), "0: never");
+        assert!(r.expire_backlog(10, 11_001, || "c".repeat(40)));
+        assert!(!r.active());
+        assert_eq!(r.replid(), "c".repeat(40));
+        assert_eq!(r.offset(), offset, "the offset goes on");
+        assert_eq!(r.psync(b"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", offset as i64 + 1), Psync::Full);
     }
 
     #[test]

@@ -173,6 +173,15 @@ impl Server {
         if self.upstream.is_replica() {
             self.expire_own_keys(now_ms);
         }
+        if !self.upstream.is_replica() {
+            let ttl = self.config.get_i64("repl-backlog-ttl").max(0) as u64;
+            if self.repl.expire_backlog(ttl, now_ms, super::random_id) {
+                self.config.host().log(
+                    crate::host::LogLevel::Notice,
+                    &format!("Replication backlog freed after {ttl} seconds without connected replicas."),
+                );
+            }
+        }
         if !self.repl.active() {
             return;
         }
