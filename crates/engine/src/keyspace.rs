@@ -66,6 +66,12 @@ pub trait Waiting: Send + Sync + 'static {
     fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
 }
 
+/// A table's keys taken out whole (see [`Table::take_data`]).
+pub struct TableData {
+    map: indexmap::IndexMap<Key, Entry, Hasher>,
+    expires: BTreeSet<Expiry>,
+}
+
 /// One database inside one shard.
 #[derive(Default)]
 pub struct Table {
@@ -509,6 +515,25 @@ impl Table {
         self.touch_all_before_replace(None, now);
         self.map = Default::default();
         self.expires = BTreeSet::new();
+        self.signal_all_blocked();
+    }
+
+    /// Takes the table's keys out whole, leaving it empty (watchers told, as by a flush): a
+    /// replica with `repl-diskless-load swapdb` keeps them aside until its primary's file loaded,
+    /// and puts them back ([`Table::put_back`]) if it does not.
+    pub fn take_data(&mut self, now: u64) -> TableData {
+        self.finish_snapshot();
+        self.touch_all_before_replace(None, now);
+        let data = TableData { map: std::mem::take(&mut self.map), expires: std::mem::take(&mut self.expires) };
+        self.signal_all_blocked();
+        data
+    }
+
+    /// Puts back keys [`Table::take_data`] took out, in place of what the table holds.
+    pub fn put_back(&mut self, data: TableData, now: u64) {
+        self.clear(now);
+        self.map = data.map;
+        self.expires = data.expires;
         self.signal_all_blocked();
     }
 

@@ -329,7 +329,8 @@ impl Link<'_> {
         self.log("MASTER <-> REPLICA sync: Flushing old data");
         let srv = self.srv.clone();
         let replid = replid.to_string();
-        let loaded = tokio::task::spawn_blocking(move || srv.load_full_sync(&data, &replid, offset)).await;
+        let keep_old = mode == "swapdb";
+        let loaded = tokio::task::spawn_blocking(move || srv.load_full_sync(&data, &replid, offset, keep_old)).await;
         match loaded {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(format!("Failed trying to load the MASTER synchronization DB from socket: {e}")),

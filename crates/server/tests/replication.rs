@@ -429,7 +429,10 @@ fn replicas_waiting_together_share_one_diskless_snapshot() {
 /// Collects what a server logged until `until` appears (at most 15 s).
 fn log_until(l: &Latch, until: &str) -> String {
     let mut seen = String::new();
-    while let Ok(line) = l.log.recv_timeout(Duration::from_secs(15)) {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(15)
+        && let Ok(line) = l.log.recv_timeout(Duration::from_secs(15))
+    {
         seen.push_str(&line);
         seen.push('\n');
         if line.contains(until) {
@@ -485,4 +488,65 @@ fn a_shutdown_waits_for_a_lagging_replica() {
     assert!(p.wait_exit(Duration::from_secs(10)).is_some(), "the primary did not exit");
     frozen.join().expect("sleep");
     assert_eq!(rc.cmd(&[b"GET", b"k"]), "$1\r\n3\r\n", "the replica got the last write before the primary went");
+}
+
+/// `repl-diskless-load swapdb`: a file from the primary that does not load (cut short here, from
+/// a fake primary on loopback) leaves the replica its old data and function libraries, as Redis's
+/// disklessLoad backup does; without swapdb the old data is gone first.
+#[test]
+fn a_bad_file_leaves_a_swapdb_replica_its_old_data() {
+    use std::io::{Read, Write};
+    for (mode, kept) in [("swapdb", true), ("disabled", false)] {
+        let r = Latch::start(&["--repl-diskless-load", mode]);
+        let mut rc = r.raw();
+        rc.cmd(&[b"SET", b"mykey", b"myvalue"]);
+        rc.cmd(&[
+            b"FUNCTION",
+            b"LOAD",
+            b"#!lua name=test\nredis.register_function('test', function() return 'hello1' end)",
+        ]);
+        let fake = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = fake.local_addr().expect("addr").port();
+        let primary = std::thread::spawn(move || {
+            let (mut s, _) = fake.accept().expect("accept");
+            s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+            let mut buf = resp::BytesMut::new();
+            let mut chunk = [0u8; 4096];
+            loop {
+                let cmd = loop {
+                    if let Ok(Some(f)) = resp::decode_reply(&mut buf) {
+                        break format!("{f:?}").to_ascii_uppercase();
+                    }
+                    let n = s.read(&mut chunk).expect("read");
+                    assert!(n > 0, "the replica closed during the handshake");
+                    buf.extend_from_slice(&chunk[..n]);
+                };
+                let first = |name: &str| cmd.starts_with(&format!("ARRAY([BULK(B\"{name}\")"));
+                if first("PING") {
+                    s.write_all(b"+PONG\r\n").expect("write");
+                } else if first("PSYNC") || first("SYNC") {
+                    // A file cut short: a string key whose value never comes.
+                    let file = b"REDIS0010\xfe\x00\x00\x03key";
+                    let head = format!("+FULLRESYNC {} 0\r\n${}\r\n", "f".repeat(40), file.len());
+                    s.write_all(head.as_bytes()).expect("write");
+                    s.write_all(file).expect("write");
+                    std::thread::sleep(Duration::from_millis(500));
+                    return;
+                } else {
+                    s.write_all(b"+OK\r\n").expect("write");
+                }
+            }
+        });
+        rc.cmd(&[b"REPLICAOF", b"127.0.0.1", port.to_string().as_bytes()]);
+        primary.join().expect("fake primary");
+        log_until(&r, "Failed trying to load the MASTER synchronization DB");
+        let (get, functions) = (rc.cmd(&[b"GET", b"mykey"]), rc.cmd(&[b"FUNCTION", b"LIST"]));
+        if kept {
+            assert_eq!(get, "$7\r\nmyvalue\r\n", "{mode}");
+            assert!(functions.contains("test"), "{mode}: {functions}");
+        } else {
+            assert_eq!(get, "$-1\r\n", "{mode}");
+        }
+        rc.cmd(&[b"REPLICAOF", b"NO", b"ONE"]);
+    }
 }

@@ -399,26 +399,61 @@ impl Server {
 
     /// The primary's full sync arrived: every database emptied and the file loaded; the stream
     /// follows the primary's id from `offset`; this server's own replicas resync.
-    pub fn load_full_sync(&self, data: &[u8], replid: &str, offset: u64) -> Result<(), String> {
+    /// `keep_old` (`repl-diskless-load swapdb`): the old dataset and function libraries are kept
+    /// aside while the file loads, and come back if it does not (Redis's disklessLoad backup).
+    pub fn load_full_sync(&self, data: &[u8], replid: &str, offset: u64, keep_old: bool) -> Result<(), String> {
         self.repl.disconnect_replicas();
         self.upstream.forget_own_expires();
         let now = self.clock.now_ms();
         let mut locked = self.ks.lock_all();
+        let mut backup = Vec::new();
         for s in locked.shards_mut() {
             for t in s.dbs.iter_mut() {
-                t.clear(now);
+                if keep_old {
+                    backup.push(t.take_data(now));
+                } else {
+                    t.clear(now);
+                }
             }
             // The flush is not news for the change stream: the primary's file replaces it.
             s.take_server_deletes();
         }
+        let old_libraries: Vec<Bytes> = if keep_old {
+            self.scripting.libraries.lock().values().map(|l| l.code.clone()).collect()
+        } else {
+            Vec::new()
+        };
         self.scripting.flush_functions();
         self.log_replica("MASTER <-> REPLICA sync: Loading DB in memory");
         let loaded = self.rdb_load_locked(&mut locked, data, false);
+        if loaded.is_err() && keep_old {
+            let mut old = backup.into_iter();
+            for s in locked.shards_mut() {
+                for t in s.dbs.iter_mut() {
+                    if let Some(d) = old.next() {
+                        t.put_back(d, now);
+                    }
+                }
+                s.take_server_deletes();
+            }
+            self.scripting.flush_functions();
+            for code in old_libraries {
+                if let Ok(lib) = self.scripting.compile_library(&code) {
+                    let _ = self.scripting.install_libraries(vec![lib], true);
+                }
+            }
+            self.log_replica("MASTER <-> REPLICA sync: Discarding the half-loaded data, restoring the old dataset");
+            return loaded.map(|_| ());
+        }
         for s in locked.shards_mut() {
             s.take_server_deletes();
         }
         self.repl.follow(replid, offset);
         drop(locked);
+        // The old dataset is freed aside, not under the shards' locks.
+        if !backup.is_empty() {
+            std::thread::spawn(move || drop(backup));
+        }
         loaded?;
         self.log_replica("MASTER <-> REPLICA sync: Finished with success");
         Ok(())
