@@ -360,20 +360,10 @@ impl Server {
         self.mark_blocked(client, args);
     }
 
-    /// A client waits for the shutdown: shown blocked (INFO's `blocked_clients`), as Redis's
-    /// `BLOCKED_SHUTDOWN`.
-    pub fn mark_blocked_for(&self, client: &mut Client, args: &[Bytes]) {
-        self.mark_blocked(client, args);
-    }
-
-    /// The client no longer waits for the shutdown.
-    pub fn unmark_blocked_for(&self, client: &mut Client) {
-        self.unmark_blocked(client);
-    }
-
     /// Shows `client` blocked in CLIENT LIST and INFO: the `b` flag, its command's arguments as
-    /// `argv-mem` (Redis keeps them while the client waits), `blocked_clients`.
-    pub(crate) fn mark_blocked(&self, client: &mut Client, args: &[Bytes]) {
+    /// `argv-mem` (Redis keeps them while the client waits), `blocked_clients`; also a client the
+    /// connection keeps waiting on its own (SHUTDOWN's wait for replicas, Redis's `BLOCKED_SHUTDOWN`).
+    pub fn mark_blocked(&self, client: &mut Client, args: &[Bytes]) {
         client.info.set_flag('b', true);
         client.info.argv_mem.store(args.iter().map(|a| a.len()).sum(), Ordering::Relaxed);
         self.blocked_clients.fetch_add(1, Ordering::Relaxed);
@@ -398,7 +388,7 @@ impl Server {
     }
 
     /// Undoes [`Server::mark_blocked`].
-    pub(crate) fn unmark_blocked(&self, client: &Client) {
+    pub fn unmark_blocked(&self, client: &Client) {
         client.info.set_flag('b', false);
         client.info.argv_mem.store(0, Ordering::Relaxed);
         self.blocked_clients.fetch_sub(1, Ordering::Relaxed);

@@ -370,8 +370,8 @@ pub struct Snapshot {
     chunk: usize,
     /// The walk has ended in every table (written or abandoned).
     ended: bool,
-    /// `rdb-key-save-delay`: microseconds the writer waits per key written (tests slow a save
-    /// down so); negative, 1 µs once in that many keys (Redis's `debugDelay`).
+    /// `rdb-key-save-delay`: microseconds the writer waits per key its walk reaches (tests slow a
+    /// save down so); negative, 1 µs once in that many keys (Redis's `debugDelay`).
     key_delay_us: i64,
 }
 
@@ -434,7 +434,7 @@ impl Snapshot {
         self
     }
 
-    /// Waits as `rdb-key-save-delay` asks after `keys` more keys were written; a cancelled save
+    /// Waits as `rdb-key-save-delay` asks after the walk reached `keys` more keys; a cancelled save
     /// stops waiting at once, as Redis's killed child does.
     fn key_delay(&self, keys: u64, cancel: &AtomicBool) {
         let us = match self.key_delay_us {

@@ -395,6 +395,18 @@ impl Replication {
         self.note_memory(g);
     }
 
+    /// A new history from here: `replid`, no secondary id, an empty backlog (and so nothing of
+    /// Latch's own commands indexed in it), the next command selects its database again.
+    fn new_history(&self, g: &mut Inner, replid: String) {
+        g.replid = replid;
+        g.replid2 = NO_ID.to_string();
+        g.second_offset = -1;
+        g.backlog.clear();
+        g.native.clear();
+        g.seldb = None;
+        self.note_memory(g);
+    }
+
     fn note_memory(&self, g: &Inner) {
         self.allocated.store(g.backlog.allocated() as u64, Ordering::Relaxed);
     }
@@ -431,12 +443,7 @@ impl Replication {
         if self.active.load(Ordering::Relaxed) {
             return;
         }
-        g.replid = new_id();
-        g.replid2 = NO_ID.to_string();
-        g.second_offset = -1;
-        g.backlog.clear();
-        g.seldb = None;
-        self.note_memory(&g);
+        self.new_history(&mut g, new_id());
         self.active.store(true, Ordering::Release);
     }
 
@@ -461,13 +468,7 @@ impl Replication {
             return false;
         }
         let mut g = self.inner.lock();
-        g.replid = new_id();
-        g.replid2 = NO_ID.to_string();
-        g.second_offset = -1;
-        g.backlog.clear();
-        g.native.clear();
-        g.seldb = None;
-        self.note_memory(&g);
+        self.new_history(&mut g, new_id());
         self.active.store(false, Ordering::Release);
         self.alone_since.store(0, Ordering::Relaxed);
         true
@@ -478,13 +479,7 @@ impl Replication {
     /// load: a replica keeps a backlog for its own replicas and for a promotion).
     pub fn follow(&self, replid: &str, offset: u64) {
         let mut g = self.inner.lock();
-        g.replid = replid.to_string();
-        g.replid2 = NO_ID.to_string();
-        g.second_offset = -1;
-        g.backlog.clear();
-        g.native.clear();
-        g.seldb = None;
-        self.note_memory(&g);
+        self.new_history(&mut g, replid.to_string());
         self.offset.store(offset, Ordering::Release);
         self.active.store(true, Ordering::Release);
     }

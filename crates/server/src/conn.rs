@@ -379,7 +379,7 @@ where
         if self.flush().await.is_err() {
             return Err(Close);
         }
-        self.srv.mark_blocked_for(&mut self.client, args);
+        self.srv.mark_blocked(&mut self.client, args);
         let outcome = loop {
             match self.srv.shutdown_phase() {
                 ShutdownPhase::Waiting { .. } => {}
@@ -391,17 +391,11 @@ where
                 }
                 ShutdownPhase::Idle => break Ok(Some(Frame::error("ERR Errors trying to SHUTDOWN. Check logs."))),
             }
-            self.rbuf.reserve(READ_CHUNK);
-            tokio::select! {
-                _ = tokio::time::sleep(std::time::Duration::from_millis(10)) => {}
-                _ = self.kill.notified() => if self.client.info.killed.load(Ordering::Relaxed) { break Err(Close) },
-                r = self.rd.read_buf(&mut self.rbuf) => match r {
-                    Ok(0) | Err(_) => break Err(Close),
-                    Ok(n) => self.srv.stats.add_net_input(n as u64),
-                },
+            if let Err(c) = self.wait_step(tokio::time::sleep(std::time::Duration::from_millis(10))).await {
+                break Err(c);
             }
         };
-        self.srv.unmark_blocked_for(&mut self.client);
+        self.srv.unmark_blocked(&self.client);
         outcome
     }
 
@@ -426,19 +420,28 @@ where
                     None => std::future::pending().await,
                 }
             };
-            self.rbuf.reserve(READ_CHUNK);
-            tokio::select! {
-                _ = self.unblock.notified() => {}
-                _ = timer => {}
-                _ = self.kill.notified() => if self.client.info.killed.load(Ordering::Relaxed) { break Err(Close) },
-                r = self.rd.read_buf(&mut self.rbuf) => match r {
-                    Ok(0) | Err(_) => break Err(Close),
-                    Ok(n) => self.srv.stats.add_net_input(n as u64),
-                },
+            if let Err(c) = self.wait_step(timer).await {
+                break Err(c);
             }
         };
         self.srv.wait_acks_end(&mut self.client);
         outcome
+    }
+
+    /// One wait of a client that waits without a key (WAIT, SHUTDOWN): until it is rung, `timer`
+    /// ends, or bytes arrive (buffered for after it). Err once the client is killed or gone.
+    async fn wait_step(&mut self, timer: impl std::future::Future<Output = ()>) -> Step {
+        self.rbuf.reserve(READ_CHUNK);
+        tokio::select! {
+            _ = self.unblock.notified() => {}
+            _ = timer => {}
+            _ = self.kill.notified() => if self.client.info.killed.load(Ordering::Relaxed) { return Err(Close) },
+            r = self.rd.read_buf(&mut self.rbuf) => match r {
+                Ok(0) | Err(_) => return Err(Close),
+                Ok(n) => self.srv.stats.add_net_input(n as u64),
+            },
+        }
+        Ok(())
     }
 
     /// A large reply built as its wire bytes (resp::BulkArray) goes out as it is, after what is

@@ -1146,7 +1146,7 @@ impl Scripting {
         if vm.lib_gen == gen_now {
             return;
         }
-        let codes: Vec<Bytes> = self.libraries.lock().values().map(|l| l.code.clone()).collect();
+        let codes = self.library_codes();
         vm.callbacks.clear();
         vm.lua.expire_registry_values();
         for code in codes {
@@ -1591,6 +1591,11 @@ impl Scripting {
         }
         self.lib_gen.fetch_add(1, Ordering::AcqRel);
         true
+    }
+
+    /// Every library's code, in name order (an RDB file's function records carry them so).
+    pub fn library_codes(&self) -> Vec<Bytes> {
+        self.libraries.lock().values().map(|l| l.code.clone()).collect()
     }
 
     /// Deletes every library.

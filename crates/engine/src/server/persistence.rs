@@ -36,7 +36,7 @@ impl Server {
     /// What a file starts with, from this server's state now (see [`header`]). Taken with every
     /// shard held, with the snapshot's instant.
     fn rdb_header(&self, kind: SnapshotKind) -> Vec<u8> {
-        let libraries: Vec<bytes::Bytes> = self.scripting.libraries.lock().values().map(|l| l.code.clone()).collect();
+        let libraries = self.scripting.library_codes();
         header(
             kind,
             &HeaderFields {

@@ -418,11 +418,7 @@ impl Server {
             // The flush is not news for the change stream: the primary's file replaces it.
             s.take_server_deletes();
         }
-        let old_libraries: Vec<Bytes> = if keep_old {
-            self.scripting.libraries.lock().values().map(|l| l.code.clone()).collect()
-        } else {
-            Vec::new()
-        };
+        let old_libraries = if keep_old { self.scripting.library_codes() } else { Vec::new() };
         self.scripting.flush_functions();
         self.log_replica("MASTER <-> REPLICA sync: Loading DB in memory");
         let loaded = self.rdb_load_locked(&mut locked, data, false);

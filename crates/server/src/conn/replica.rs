@@ -319,6 +319,9 @@ where
     async fn send_diskless(&mut self, mut feed: Receiver<Feed>) -> Step {
         let mark = engine::server::random_id();
         self.wr.write_all(format!("$EOF:{mark}\r\n").as_bytes()).await.map_err(|_| Close)?;
+        // A replica that takes nothing for `repl-timeout` is let go (Redis's replicationCron
+        // checks the transfer's last progress so).
+        let timeout = std::time::Duration::from_secs(self.srv.config.get_i64("repl-timeout").max(1) as u64);
         loop {
             // The replica is read meanwhile: a replica that closes or is killed (its buffer over
             // the limit) is let go now, not when the file is written.
@@ -333,9 +336,6 @@ where
             let Some(next) = next else { continue };
             match next {
                 Some(Feed::Chunk(chunk)) => {
-                    // A replica that takes nothing for `repl-timeout` is let go (Redis's
-                    // replicationCron checks the transfer's last progress so).
-                    let timeout = std::time::Duration::from_secs(self.srv.config.get_i64("repl-timeout").max(1) as u64);
                     match tokio::time::timeout(timeout, self.wr.write_all(&chunk)).await {
                         Ok(Ok(())) => {}
                         Ok(Err(_)) => return Err(Close),
