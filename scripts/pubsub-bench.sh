@@ -83,42 +83,11 @@ ulimit -n 4096 2>/dev/null || [ "$(ulimit -n)" -ge 4096 ] ||
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/pubsub-bench.XXXXXX") || exit 2
 RES=$WORK/rows.tsv; : >"$RES"
-PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+NAME=pubsub-bench
+# shellcheck source=scripts/lib/servers.sh
+. scripts/lib/servers.sh
 
-declare -A PORT PID
 cli() { timeout 10 redis-cli -h 127.0.0.1 -p "${PORT[$1]}" "${@:2}" 2>&1; }
-
-# start TAG binary args...: on a spare port (one that nothing answers on; picked again if the
-# server cannot listen there), waiting until the server on it reports our child's process id.
-start() {
-  local tag=$1 bin=$2 port pid i; shift 2
-  for _ in $(seq 10); do
-    port=$((20000 + RANDOM % 30000))
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi
-    mkdir -p "$WORK/$tag"
-    (cd "$WORK/$tag" && exec "$bin" --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
-       --loglevel warning "$@" >"$WORK/$tag.log" 2>&1) &
-    pid=$!
-    PIDS+=("$pid")
-    for i in $(seq 100); do
-      kill -0 "$pid" 2>/dev/null || break
-      if timeout 2 redis-cli -p "$port" INFO server 2>/dev/null | grep -q "^process_id:$pid"$'\r'; then
-        PORT[$tag]=$port; PID[$tag]=$pid; return 0
-      fi
-      sleep 0.1
-    done
-    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
-  done
-  echo "pubsub-bench: could not start $tag ($bin); log:" >&2; cat "$WORK/$tag.log" >&2; exit 1
-}
 
 TAGS="latch redis"
 start latch "$LATCH"

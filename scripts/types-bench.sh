@@ -71,40 +71,11 @@ CLK_TCK=$(getconf CLK_TCK)
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/types-bench.XXXXXX") || exit 2
 RES=$WORK/rows.tsv; : >"$RES"
-PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+NAME=types-bench
+# shellcheck source=scripts/lib/servers.sh
+. scripts/lib/servers.sh
 
-declare -A PORT PID
 cli() { timeout 60 redis-cli -h 127.0.0.1 -p "${PORT[$1]}" "${@:2}" 2>&1; }
-
-start() { # TAG BINARY: on a free loopback port, in a directory of its own, nothing persisted
-  local tag=$1 bin=$2 port pid i
-  for _ in $(seq 10); do
-    port=$((20000 + RANDOM % 30000))
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi
-    mkdir -p "$WORK/$tag"
-    (cd "$WORK/$tag" && exec "$bin" --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
-       --loglevel warning >"$WORK/$tag.log" 2>&1) &
-    pid=$!
-    PIDS+=("$pid")
-    for i in $(seq 100); do
-      kill -0 "$pid" 2>/dev/null || break
-      if timeout 2 redis-cli -p "$port" INFO server 2>/dev/null | grep -q "^process_id:$pid"$'\r'; then
-        PORT[$tag]=$port; PID[$tag]=$pid; return 0
-      fi
-      sleep 0.1
-    done
-    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
-  done
-  echo "types-bench: could not start $tag ($bin); log:" >&2; cat "$WORK/$tag.log" >&2; exit 1
-}
 
 cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
 rss_kb() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }

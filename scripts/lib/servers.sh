@@ -1,0 +1,40 @@
+# shellcheck shell=bash
+# Sourced by scripts/pubsub-bench.sh and scripts/types-bench.sh: servers started side by side on
+# loopback, each in a directory of its own under $WORK, killed (only those) and $WORK removed at
+# exit. The caller sets NAME (for messages) and WORK (a directory it made) before sourcing.
+#
+# start TAG BINARY [args...]: on a spare port (one nothing answers on; picked again if the server
+# cannot listen there), nothing persisted, waiting until the server on it reports our child's
+# process id; then PORT[TAG] and PID[TAG] are set.
+PIDS=()
+declare -A PORT PID
+servers_cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+  rm -rf "$WORK"
+}
+trap servers_cleanup EXIT
+trap 'exit 130' INT TERM
+
+start() {
+  local tag=$1 bin=$2 port pid i; shift 2
+  for _ in $(seq 10); do
+    port=$((20000 + RANDOM % 30000))
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi
+    mkdir -p "$WORK/$tag"
+    (cd "$WORK/$tag" && exec "$bin" --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+       --loglevel warning "$@" >"$WORK/$tag.log" 2>&1) &
+    pid=$!
+    PIDS+=("$pid")
+    for i in $(seq 100); do
+      kill -0 "$pid" 2>/dev/null || break
+      if timeout 2 redis-cli -p "$port" INFO server 2>/dev/null | grep -q "^process_id:$pid"$'\r'; then
+        PORT[$tag]=$port; PID[$tag]=$pid; return 0
+      fi
+      sleep 0.1
+    done
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  done
+  echo "$NAME: could not start $tag ($bin); log:" >&2; cat "$WORK/$tag.log" >&2; exit 1
+}
