@@ -1017,6 +1017,13 @@ impl Keyspace {
         }
     }
 
+    /// An empty keyspace of the same shape that puts each key in the same shard as this one: a
+    /// file loads into it aside, and its tables' data moves over whole (a replica's diskless load
+    /// with `repl-diskless-load swapdb`, which serves the old dataset meanwhile).
+    pub fn sibling(&self) -> Keyspace {
+        Keyspace { hasher: self.hasher.clone(), ..Keyspace::new(self.ndbs, self.shards.len()) }
+    }
+
     /// Sets which [`KeyEvent`]s the tables log (bits of [`KeyEvent::bit`]; 0: none).
     pub fn set_key_log(&self, mask: u32) {
         self.log_mask.store(mask, Ordering::Relaxed);
@@ -1161,6 +1168,15 @@ impl<'a> Locked<'a> {
     pub fn relock_all(&mut self) {
         self.guards.clear();
         *self = self.ks.lock_all();
+    }
+
+    /// Lets every held shard go while `f` runs, then takes them all again, in order (a load waiting
+    /// for more of a file that is arriving).
+    pub fn unlocked<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        self.guards.clear();
+        let out = f();
+        *self = self.ks.lock_all();
+        out
     }
 
     /// The keyspace these locks belong to.

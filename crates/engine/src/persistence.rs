@@ -592,6 +592,22 @@ pub struct Loaded {
     pub expired_keys: Vec<(usize, bytes::Bytes)>,
 }
 
+/// How [`crate::server::Server::rdb_load_from`] loads a file.
+#[derive(Default)]
+pub struct LoadOptions<'a> {
+    /// A key or function library that exists already is replaced (else an error, Redis's loading
+    /// without `RDBFLAGS_ALLOW_DUP`).
+    pub merge: bool,
+    /// Every shard is let go now and then, and while waiting for more of the file.
+    pub yields: bool,
+    /// A replica loads its primary's file: keys whose deadline passed are kept (the primary sends
+    /// their deletion), as Redis skips them only when it is a primary.
+    pub replica: bool,
+    /// Function libraries are compiled and collected here, not installed (a replica loading aside
+    /// installs them once the whole file loaded).
+    pub libraries: Option<&'a mut Vec<bytes::Bytes>>,
+}
+
 /// One file of an AOF as its owner (the server's AOF writer) read it, for DEBUG LOADAOF.
 pub enum AofPart {
     /// A base file in RDB format.
@@ -682,6 +698,121 @@ mod tests {
         assert_eq!(c.run("EXEC"), "-EXECABORT Transaction discarded because of previous errors.");
         p.aof_write_failed.store(false, Ordering::SeqCst);
         assert_eq!(c.run("SET k w"), "+OK");
+    }
+
+    /// A file handed over in pieces of `piece` bytes as the load asks for more (a replica's
+    /// primary's file arriving), cut at `cut` bytes when it is set.
+    struct Pieces<'a> {
+        data: &'a [u8],
+        piece: usize,
+        start: usize,
+        have: usize,
+        asked: usize,
+    }
+
+    impl crate::rdb::Input for Pieces<'_> {
+        fn window(&self) -> &[u8] {
+            &self.data[self.start..self.have]
+        }
+        fn consume(&mut self, n: usize) {
+            self.start += n;
+        }
+        fn more(&mut self, want: usize) -> bool {
+            self.asked += 1;
+            let before = self.have;
+            while self.have - self.start < want && self.have < self.data.len() {
+                self.have = (self.have + self.piece).min(self.data.len());
+            }
+            self.have > before
+        }
+        fn arriving(&self) -> bool {
+            true
+        }
+    }
+
+    /// A dataset of every type, saved: the file and its digest.
+    fn every_type_file() -> (Vec<u8>, String) {
+        let ts = TestServer::new();
+        ts.srv.config.set("enable-debug-command", "yes", true).expect("valid");
+        let mut c = ts.client();
+        let big = "x".repeat(70_000);
+        for line in [
+            "SET s v PX 100000".to_string(),
+            format!("SET big {big}"),
+            "RPUSH l a b 1".to_string(),
+            "HSET h f v g 2".to_string(),
+            "SADD st a b c".to_string(),
+            "ZADD z 1 a 2.5 b".to_string(),
+            "XADD x 1-1 f v".to_string(),
+            "XGROUP CREATE x g 0".to_string(),
+            "PFADD p a b c".to_string(),
+            "LOCK lk me 60000".to_string(),
+            "SELECT 3".to_string(),
+            "SET other db".to_string(),
+        ] {
+            assert!(!c.run(&line).starts_with('-'), "{line}");
+        }
+        for i in 0..2000 {
+            c.cmd(&["SADD", "many", &i.to_string()]);
+        }
+        let file = ts.srv.rdb_snapshot_locked(&mut ts.srv.ks.lock_all());
+        let digest = c.run("DEBUG DIGEST");
+        (file, digest)
+    }
+
+    /// A file arriving in pieces of any size loads as the whole file does, and each record is
+    /// parsed a bounded number of times (the window doubles before a record is tried again).
+    #[test]
+    fn a_file_arriving_in_pieces_loads_as_the_whole_file_does() {
+        let (file, digest) = every_type_file();
+        for piece in [1, 7, 4096, file.len()] {
+            let ts = TestServer::new();
+            ts.srv.config.set("enable-debug-command", "yes", true).expect("valid");
+            let mut input = Pieces { data: &file, piece, start: 0, have: 0, asked: 0 };
+            let opts = super::LoadOptions { yields: true, ..Default::default() };
+            let loaded = ts.srv.rdb_load_from(&mut ts.srv.ks.lock_all(), &mut input, opts).expect("loads");
+            assert_eq!(loaded.bytes, file.len(), "piece {piece}");
+            assert_eq!(ts.client().run("DEBUG DIGEST"), digest, "piece {piece}");
+            // The 70,000-byte value takes ~17 doublings from one byte, not 70,000 tries.
+            assert!(input.asked < 40 + 2 * loaded.keys as usize, "piece {piece}: asked {} times", input.asked);
+        }
+    }
+
+    /// A file cut short while it arrives (the primary's connection lost): Redis's two lines for a
+    /// short read on a socket, wherever the cut falls.
+    #[test]
+    fn a_file_cut_short_while_arriving_is_a_short_read() {
+        let (file, _) = every_type_file();
+        for cut in [0, 3, 9, 20, file.len() / 2, file.len() - 9, file.len() - 1] {
+            let ts = TestServer::new();
+            let mut input = Pieces { data: &file[..cut], piece: 5, start: 0, have: 0, asked: 0 };
+            let err = ts.srv.rdb_load_from(&mut ts.srv.ks.lock_all(), &mut input, Default::default()).unwrap_err();
+            let lines: Vec<&str> = err.lines().collect();
+            assert_eq!(lines[0], "Short read or OOM loading DB. Unrecoverable error, aborting now.", "cut {cut}");
+            assert!(lines[1].starts_with("Internal error in RDB reading offset "), "cut {cut}: {err}");
+            assert!(lines[1].ends_with("Unexpected EOF reading RDB file. Failure loading rdb format from socket, assuming connection error, resuming operation."));
+        }
+    }
+
+    /// A replica's load aside (`repl-diskless-load swapdb`): the old dataset stays until the whole
+    /// file loaded, stays for good when it does not, and is replaced when it does.
+    #[test]
+    fn a_load_aside_keeps_the_old_dataset_until_the_file_is_whole() {
+        let (file, digest) = every_type_file();
+        let ts = TestServer::new();
+        ts.srv.config.set("enable-debug-command", "yes", true).expect("valid");
+        let mut c = ts.client();
+        assert_eq!(c.run("SET old 1"), "+OK");
+        let id = "a".repeat(40);
+        let mut cut = Pieces { data: &file[..file.len() / 2], piece: 100, start: 0, have: 0, asked: 0 };
+        assert!(ts.srv.load_full_sync(&mut cut, &id, 10, true).is_err());
+        assert_eq!(c.run("GET old"), "\"1\"");
+        assert_eq!(c.run("DBSIZE"), ":1");
+        let mut whole = Pieces { data: &file, piece: 100, start: 0, have: 0, asked: 0 };
+        ts.srv.load_full_sync(&mut whole, &id, 10, true).expect("loads");
+        assert_eq!(c.run("GET old"), "(nil)");
+        assert_eq!(c.run("DEBUG DIGEST"), digest);
+        assert_eq!(ts.srv.repl.replid(), id);
     }
 
     #[test]

@@ -812,6 +812,38 @@ impl Crc64 {
 
 // ---- reading ---------------------------------------------------------------------------------------
 
+/// Where a load reads a file from: all of it at hand ([`SliceInput`]), or as it arrives (a replica
+/// loading its primary's file from the socket, Redis's diskless load). The loader parses a record
+/// from the window; when the window ends inside it, it asks for more and parses the record again.
+pub trait Input {
+    /// The bytes at hand not read yet.
+    fn window(&self) -> &[u8];
+    /// The first `n` bytes of the window were read.
+    fn consume(&mut self, n: usize);
+    /// Waits until the window holds at least `want` bytes or nothing more will come; false when
+    /// nothing came.
+    fn more(&mut self, want: usize) -> bool;
+    /// True if the file is still arriving (a short read is then a lost connection, not a short file).
+    fn arriving(&self) -> bool {
+        false
+    }
+}
+
+/// A file all at hand.
+pub struct SliceInput<'a>(pub &'a [u8]);
+
+impl Input for SliceInput<'_> {
+    fn window(&self) -> &[u8] {
+        self.0
+    }
+    fn consume(&mut self, n: usize) {
+        self.0 = &self.0[n..];
+    }
+    fn more(&mut self, _want: usize) -> bool {
+        false
+    }
+}
+
 /// Reads RDB encodings from a byte slice.
 pub struct Reader<'a> {
     data: &'a [u8],
@@ -820,6 +852,8 @@ pub struct Reader<'a> {
     /// Set while a value is read when a check failed that Redis skips without deep sanitization:
     /// the check's message, and whether Redis would panic (rather than fail an assertion) on it.
     damage: Option<(String, bool)>,
+    /// Set when a read wanted bytes past the end of `data`: a file still arriving may hold them.
+    ran_out: bool,
 }
 
 type R<T> = Result<T, DecodeError>;
@@ -835,7 +869,7 @@ enum Len {
 impl<'a> Reader<'a> {
     /// A reader at the start of `data`.
     pub fn new(data: &'a [u8]) -> Reader<'a> {
-        Reader { data, pos: 0, checks: Checks::default(), damage: None }
+        Reader { data, pos: 0, checks: Checks::default(), damage: None, ran_out: false }
     }
 
     /// The reader with these checks.
@@ -859,9 +893,28 @@ impl<'a> Reader<'a> {
         &self.data[self.pos..]
     }
 
+    /// Bytes read so far.
+    pub fn consumed(&self) -> usize {
+        self.pos
+    }
+
+    /// True if a read wanted bytes past the end of the input: what failed may succeed once more of
+    /// a file that is still arriving is there.
+    pub fn ran_out(&self) -> bool {
+        self.ran_out
+    }
+
+    /// The end of the input was reached where more was needed.
+    fn out(&mut self) -> DecodeError {
+        self.ran_out = true;
+        BAD
+    }
+
     /// One byte.
     pub fn byte(&mut self) -> R<u8> {
-        let b = *self.data.get(self.pos).ok_or(BAD)?;
+        let Some(&b) = self.data.get(self.pos) else {
+            return Err(self.out());
+        };
         self.pos += 1;
         Ok(b)
     }
@@ -869,7 +922,9 @@ impl<'a> Reader<'a> {
     /// `n` bytes.
     pub fn bytes(&mut self, n: u64) -> R<&'a [u8]> {
         let n = usize::try_from(n).map_err(|_| BAD)?;
-        let end = self.pos.checked_add(n).filter(|e| *e <= self.data.len()).ok_or(BAD)?;
+        let Some(end) = self.pos.checked_add(n).filter(|e| *e <= self.data.len()) else {
+            return Err(self.out());
+        };
         let s = &self.data[self.pos..end];
         self.pos = end;
         Ok(s)
@@ -903,7 +958,7 @@ impl<'a> Reader<'a> {
         let n = self.length()?;
         let room = (self.data.len() - self.pos) / min_bytes.max(1);
         if n > room as u64 {
-            return Err(BAD);
+            return Err(self.out());
         }
         Ok(n as usize)
     }
@@ -1383,7 +1438,7 @@ fn parse_intset(b: &[u8]) -> R<(Vec<i64>, bool)> {
 /// files from then still carry): a count byte, then per pair `len field len free value free-bytes`,
 /// lengths in one byte below 254 or 254 and four bytes, and 255 at the end.
 fn parse_zipmap(b: &[u8]) -> R<Vec<SmallBytes>> {
-    let mut r = Reader { data: b, pos: 1, checks: Checks::default(), damage: None };
+    let mut r = Reader { data: b, pos: 1, checks: Checks::default(), damage: None, ran_out: false };
     let mut out = Vec::new();
     let len = |r: &mut Reader<'_>| -> R<Option<u64>> {
         Ok(match r.byte()? {
@@ -1429,7 +1484,7 @@ fn parse_listpack(b: &[u8]) -> R<Vec<SmallBytes>> {
     if b.len() < 7 || u32::from_le_bytes(b[0..4].try_into().map_err(|_| BAD)?) as usize != b.len() {
         return Err(BAD);
     }
-    let mut r = Reader { data: b, pos: 6, checks: Checks::default(), damage: None };
+    let mut r = Reader { data: b, pos: 6, checks: Checks::default(), damage: None, ran_out: false };
     let mut out = Vec::new();
     loop {
         let start = r.pos;
@@ -1484,7 +1539,7 @@ fn parse_ziplist(b: &[u8]) -> R<Vec<SmallBytes>> {
     if b.len() < 11 || u32::from_le_bytes(b[0..4].try_into().map_err(|_| BAD)?) as usize != b.len() {
         return Err(BAD);
     }
-    let mut r = Reader { data: b, pos: 10, checks: Checks::default(), damage: None };
+    let mut r = Reader { data: b, pos: 10, checks: Checks::default(), damage: None, ran_out: false };
     let mut out = Vec::new();
     // Redis's ziplistValidateIntegrity: each entry's prevlen is the size of the one before it,
     // the tail offset names the last entry, the count (unless 65535) is the number of entries.

@@ -9,6 +9,7 @@
 //! REPLICAOF names another primary.
 
 use bytes::{Bytes, BytesMut};
+use engine::rdb::Input;
 use engine::server::Server;
 use engine::upstream::{LinkState, Primary};
 use resp::{Frame, Limits, Protocol, RequestDecoder};
@@ -278,7 +279,9 @@ impl Link<'_> {
         Err(format!("Unexpected reply to PSYNC from master: {r}"))
     }
 
-    /// Receives the primary's RDB file (`$<len>` or `$EOF:<mark>`) and loads it.
+    /// Receives the primary's RDB file (`$<len>` or `$EOF:<mark>`) and loads it: as it arrives
+    /// (Redis's diskless load: `repl-diskless-load swapdb`, or `on-empty-db` with no key), else
+    /// once it is whole.
     async fn full_sync(&self, wire: &mut Wire, replid: &str, offset: u64) -> Result<(), String> {
         let t = self.timeout();
         let head = wire.reply_line(t).await.map_err(|e| format!("I/O error reading bulk count from MASTER: {e}"))?;
@@ -291,51 +294,144 @@ impl Link<'_> {
             ));
         };
         let now = || self.srv.clock.now_ms();
-        // Loading from the socket (Redis's useDisklessLoad): `swapdb`, or `on-empty-db` with no
-        // key. Meanwhile the replica shows it loads: asynchronously (the old dataset served, the
-        // same replication history: Redis's async loading) or not (clients get -LOADING).
         let mode = self.srv.config.get("repl-diskless-load").unwrap_or_default();
         let from_socket = mode == "swapdb" || (mode == "on-empty-db" && self.srv.dbsize_all() == 0);
+        // Meanwhile the replica shows it loads: asynchronously (the old dataset served, the same
+        // replication history: Redis's async loading) or not (clients get -LOADING).
         let flag = if from_socket && mode == "swapdb" && self.srv.repl.replid() == replid {
             &self.srv.async_loading
         } else {
             &self.srv.loading
         };
         let _loading = Loading::start(flag, from_socket);
-        let data = if let Some(mark) = spec.strip_prefix("EOF:") {
-            let mark = mark.as_bytes().to_vec();
-            self.log("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk");
+        let to = if from_socket { "to parser" } else { "to disk" };
+        let end = if let Some(mark) = spec.strip_prefix("EOF:") {
+            self.log(&format!("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF {to}"));
             self.srv.upstream.begin_sync(0, now());
-            let mut data = std::mem::take(&mut wire.buf).to_vec();
-            while !data.ends_with(&mark) {
-                let n = wire.fill(t).await.map_err(|e| format!("I/O error trying to sync with MASTER: {e}"))?;
-                data.extend_from_slice(&wire.buf.split());
-                self.srv.upstream.sync_progress(n as u64, now());
-            }
-            data.truncate(data.len() - mark.len());
-            data
+            FileEnd::Mark(mark.as_bytes().to_vec())
         } else {
             let len: usize = spec.parse().map_err(|_| format!("Bad bulk length from MASTER: {spec}"))?;
-            self.log(&format!("MASTER <-> REPLICA sync: receiving {len} bytes from master to disk"));
+            self.log(&format!("MASTER <-> REPLICA sync: receiving {len} bytes from master {to}"));
             self.srv.upstream.begin_sync(len as u64, now());
-            while wire.buf.len() < len {
-                let n = wire.fill(t).await.map_err(|e| format!("I/O error trying to sync with MASTER: {e}"))?;
-                self.srv.upstream.sync_progress(n as u64, now());
-            }
-            wire.buf.split_to(len).to_vec()
+            FileEnd::Len(len)
         };
-        // Loading now in any case (a file received whole is loaded after it came).
-        _loading.set();
-        self.log("MASTER <-> REPLICA sync: Flushing old data");
-        let srv = self.srv.clone();
-        let replid = replid.to_string();
-        let keep_old = mode == "swapdb";
-        let loaded = tokio::task::spawn_blocking(move || srv.load_full_sync(&data, &replid, offset, keep_old)).await;
-        match loaded {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(format!("Failed trying to load the MASTER synchronization DB from socket: {e}")),
-            Err(_) => Err("Failed trying to load the MASTER synchronization DB from socket".into()),
+        let loaded = if from_socket {
+            self.load_from_socket(wire, end, replid, offset, mode == "swapdb").await?
+        } else {
+            let data = match end {
+                FileEnd::Mark(mark) => {
+                    let mut data = std::mem::take(&mut wire.buf).to_vec();
+                    while !data.ends_with(&mark) {
+                        let n = wire.fill(t).await.map_err(|e| format!("I/O error trying to sync with MASTER: {e}"))?;
+                        data.extend_from_slice(&wire.buf.split());
+                        self.srv.upstream.sync_progress(n as u64, now());
+                    }
+                    data.truncate(data.len() - mark.len());
+                    data
+                }
+                FileEnd::Len(len) => {
+                    while wire.buf.len() < len {
+                        let n = wire.fill(t).await.map_err(|e| format!("I/O error trying to sync with MASTER: {e}"))?;
+                        self.srv.upstream.sync_progress(n as u64, now());
+                    }
+                    wire.buf.split_to(len).to_vec()
+                }
+            };
+            // Loading now (a file received whole is loaded after it came).
+            _loading.set();
+            let srv = self.srv.clone();
+            let replid = replid.to_string();
+            tokio::task::spawn_blocking(move || {
+                srv.load_full_sync(&mut engine::rdb::SliceInput(&data), &replid, offset, false)
+            })
+            .await
+            .unwrap_or_else(|_| Err(String::new()))
+        };
+        loaded.map_err(|e| {
+            for line in e.lines() {
+                self.warn(line);
+            }
+            "Failed trying to load the MASTER synchronization DB from socket".to_string()
+        })
+    }
+
+    /// Loads the file as it arrives: this task reads the socket and hands what came to the load,
+    /// which runs on a blocking thread; a load slower than the network slows the reads (the
+    /// primary sees a slow replica, as Redis's blocking read does). The outer error is the
+    /// socket's; the inner one the load's.
+    async fn load_from_socket(
+        &self,
+        wire: &mut Wire,
+        end: FileEnd,
+        replid: &str,
+        offset: u64,
+        aside: bool,
+    ) -> Result<Result<(), String>, String> {
+        let t = self.timeout();
+        let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(16);
+        let mut loader = {
+            let srv = self.srv.clone();
+            let replid = replid.to_string();
+            tokio::task::spawn_blocking(move || {
+                let mut input = Arrivals { rx, buf: Vec::new(), start: 0 };
+                let r = srv.load_full_sync(&mut input, &replid, offset, aside);
+                // What follows the file (the mark) arrives whole before the feed ends.
+                while r.is_ok() && input.more(usize::MAX) {}
+                (r, input.window().to_vec())
+            })
+        };
+        // The feed: what the socket brings, up to the end of the file.
+        let mut received = 0usize;
+        let mut last = Vec::new();
+        let mut fed = Ok(());
+        loop {
+            if !wire.buf.is_empty() {
+                let chunk = match &end {
+                    FileEnd::Len(len) => wire.buf.split_to(wire.buf.len().min(len - received)),
+                    FileEnd::Mark(_) => wire.buf.split(),
+                };
+                received += chunk.len();
+                last.extend_from_slice(&chunk[chunk.len().saturating_sub(40)..]);
+                last.drain(..last.len().saturating_sub(40));
+                let chunk = chunk.freeze();
+                tokio::select! {
+                    sent = tx.send(chunk) => if sent.is_err() { break },
+                    _ = &mut loader => break,
+                }
+            }
+            let done = match &end {
+                FileEnd::Len(len) => received >= *len,
+                FileEnd::Mark(mark) => last.ends_with(mark),
+            };
+            if done {
+                break;
+            }
+            tokio::select! {
+                n = wire.fill(t) => match n {
+                    Ok(n) => self.srv.upstream.sync_progress(n as u64, self.srv.clock.now_ms()),
+                    Err(e) => {
+                        fed = Err(format!("I/O error trying to sync with MASTER: {e}"));
+                        break;
+                    }
+                },
+                _ = &mut loader => break,
+            }
         }
+        drop(tx);
+        let (loaded, rest) = loader.await.unwrap_or_else(|_| (Err(String::new()), Vec::new()));
+        if loaded.is_ok() {
+            let intact = match &end {
+                FileEnd::Len(_) => rest.is_empty(),
+                FileEnd::Mark(mark) => rest == *mark,
+            };
+            if !intact {
+                return Ok(Err("Replication stream EOF marker is broken".into()));
+            }
+        } else if let Err(e) = fed {
+            // The load failed because the connection did: both are told.
+            return Ok(loaded.map_err(|l| format!("{l}\n{e}")));
+        }
+        Ok(loaded)
     }
 
     /// Runs the primary's stream until the link ends.
@@ -472,6 +568,51 @@ impl Link<'_> {
                 ),
             );
         }
+    }
+}
+
+/// Where the primary's file ends: after `$<len>` bytes, or at the mark `$EOF:<mark>` named.
+enum FileEnd {
+    Len(usize),
+    Mark(Vec<u8>),
+}
+
+/// The primary's file as it arrives, for the load on its blocking thread.
+struct Arrivals {
+    rx: tokio::sync::mpsc::Receiver<Bytes>,
+    buf: Vec<u8>,
+    /// Where the window starts in `buf`.
+    start: usize,
+}
+
+impl Input for Arrivals {
+    fn window(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.start += n;
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+        }
+    }
+
+    fn more(&mut self, want: usize) -> bool {
+        self.buf.drain(..self.start);
+        self.start = 0;
+        let before = self.buf.len();
+        while self.buf.len() < want {
+            match self.rx.blocking_recv() {
+                Some(chunk) => self.buf.extend_from_slice(&chunk),
+                None => break,
+            }
+        }
+        self.buf.len() > before
+    }
+
+    fn arriving(&self) -> bool {
+        true
     }
 }
 

@@ -493,6 +493,79 @@ fn a_shutdown_waits_for_a_lagging_replica() {
 /// `repl-diskless-load swapdb`: a file from the primary that does not load (cut short here, from
 /// a fake primary on loopback) leaves the replica its old data and function libraries, as Redis's
 /// disklessLoad backup does; without swapdb the old data is gone first.
+/// A replica with `repl-diskless-load` set loads the primary's file as it arrives (Redis's
+/// diskless load): it shows it loads before the file is whole, and ends with the primary's data.
+#[test]
+fn a_diskless_load_starts_before_the_file_is_whole() {
+    use std::io::{Read, Write};
+    // The file a primary would send: a saved dataset of several types.
+    let dir = TempDir::new("diskless-load-source");
+    let src = Latch::start(&["--dir", dir.path(), "--enable-debug-command", "yes"]);
+    let mut sc = src.raw();
+    sc.cmd(&[b"DEBUG", b"POPULATE", b"3000", b"k", b"100"]);
+    sc.cmd(&[b"RPUSH", b"list", b"a", b"b"]);
+    sc.cmd(&[b"HSET", b"hash", b"f", b"v"]);
+    sc.cmd(&[b"XADD", b"stream", b"1-1", b"f", b"v"]);
+    assert_eq!(sc.cmd(&[b"SAVE"]), "+OK\r\n");
+    let digest = sc.cmd(&[b"DEBUG", b"DIGEST"]);
+    let file = std::fs::read(std::path::Path::new(dir.path()).join("dump.rdb")).expect("the saved file");
+    for mode in ["on-empty-db", "swapdb"] {
+        let r = Latch::start(&["--repl-diskless-load", mode, "--enable-debug-command", "yes"]);
+        let mut rc = r.raw();
+        let fake = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = fake.local_addr().expect("addr").port();
+        let (half_sent, rest) = (std::sync::mpsc::channel::<()>(), std::sync::mpsc::channel::<()>());
+        let body = file.clone();
+        let primary = std::thread::spawn(move || {
+            let (mut s, _) = fake.accept().expect("accept");
+            s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+            let mut buf = resp::BytesMut::new();
+            let mut chunk = [0u8; 4096];
+            loop {
+                let cmd = loop {
+                    if let Ok(Some(f)) = resp::decode_reply(&mut buf) {
+                        break format!("{f:?}").to_ascii_uppercase();
+                    }
+                    let n = s.read(&mut chunk).expect("read");
+                    assert!(n > 0, "the replica closed during the handshake");
+                    buf.extend_from_slice(&chunk[..n]);
+                };
+                let first = |name: &str| cmd.starts_with(&format!("ARRAY([BULK(B\"{name}\")"));
+                if first("PING") {
+                    s.write_all(b"+PONG\r\n").expect("write");
+                } else if first("PSYNC") {
+                    let mark = "m".repeat(40);
+                    let head = format!("+FULLRESYNC {} 0\r\n$EOF:{mark}\r\n", "f".repeat(40));
+                    s.write_all(head.as_bytes()).expect("write");
+                    let half = body.len() / 2;
+                    s.write_all(&body[..half]).expect("write");
+                    half_sent.0.send(()).expect("told");
+                    rest.1.recv().expect("go on");
+                    s.write_all(&body[half..]).expect("write");
+                    s.write_all(mark.as_bytes()).expect("write");
+                    // The replica acknowledges; the link stays up until the test ends.
+                    let _ = s.read(&mut chunk);
+                    std::thread::sleep(Duration::from_millis(300));
+                    return;
+                } else {
+                    s.write_all(b"+OK\r\n").expect("write");
+                }
+            }
+        });
+        rc.cmd(&[b"REPLICAOF", b"127.0.0.1", port.to_string().as_bytes()]);
+        half_sent.1.recv_timeout(Duration::from_secs(10)).expect("half the file sent");
+        log_until(&r, "MASTER <-> REPLICA sync: Loading DB in memory");
+        let info = rc.cmd(&[b"INFO", b"persistence"]);
+        assert!(info.contains("loading:1"), "{mode}: loading while the file is half there: {info}");
+        assert!(rc.cmd(&[b"GET", b"list"]).starts_with("-LOADING"), "{mode}");
+        rest.0.send(()).expect("the rest");
+        log_until(&r, "MASTER <-> REPLICA sync: Finished with success");
+        assert_eq!(rc.cmd(&[b"DEBUG", b"DIGEST"]), digest, "{mode}");
+        primary.join().expect("fake primary");
+        rc.cmd(&[b"REPLICAOF", b"NO", b"ONE"]);
+    }
+}
+
 #[test]
 fn a_bad_file_leaves_a_swapdb_replica_its_old_data() {
     use std::io::{Read, Write};

@@ -99,10 +99,8 @@ impl Server {
         self.rdb_load_inner(locked, data, merge, false)
     }
 
-    /// The load; with `yields` (loading at startup, no command holding the locks), every shard is
-    /// let go now and then (every [`LOAD_YIELD_KEYS`] keys), as Redis processes events while it
-    /// loads: INFO and the other commands that may run while loading answer meanwhile, the rest get
-    /// -LOADING.
+    /// The load of a file all at hand; with `yields` (loading at startup, no command holding the
+    /// locks), every shard is let go now and then, see [`Server::rdb_load_from`].
     fn rdb_load_inner(
         &self,
         locked: &mut crate::keyspace::Locked<'_>,
@@ -110,232 +108,348 @@ impl Server {
         merge: bool,
         yields: bool,
     ) -> Result<Loaded, String> {
+        let opts = LoadOptions { merge, yields, ..LoadOptions::default() };
+        self.rdb_load_from(locked, &mut rdb::SliceInput(data), opts)
+    }
+
+    /// Loads an RDB file from `input` into the keyspace `locked` holds (every shard of it: this
+    /// server's, or a keyspace of its own a replica loads aside, see [`Keyspace::sibling`]).
+    /// With `yields`, every shard is let go now and then (every [`LOAD_YIELD_KEYS`] keys, and
+    /// while waiting for more of a file that is arriving), as Redis processes events while it
+    /// loads: INFO and the other commands that may run while loading answer meanwhile, the rest get
+    /// -LOADING. Records are parsed from the input's window; one the window ends inside is parsed
+    /// again once the window holds twice as much (or all there is), so a file arriving in pieces
+    /// costs a bounded number of passes over each byte.
+    ///
+    /// [`Keyspace::sibling`]: crate::keyspace::Keyspace::sibling
+    pub fn rdb_load_from(
+        &self,
+        locked: &mut crate::keyspace::Locked<'_>,
+        input: &mut dyn rdb::Input,
+        mut opts: LoadOptions<'_>,
+    ) -> Result<Loaded, String> {
         assert!(locked.is_all(), "loading needs every shard");
-        // DEBUG's `key-load-delay`: microseconds to wait after each key (tests of loading).
-        let delay = self.config.get_i64("key-load-delay");
-        let short = || "Short read or OOM loading DB. Unrecoverable error, aborting now.".to_string();
-        if data.len() < 9 || &data[..5] != b"REDIS" {
+        let yields = opts.yields;
+        // More of the input: the locks are let go meanwhile when the load yields.
+        let more = |locked: &mut crate::keyspace::Locked<'_>, input: &mut dyn rdb::Input, want: usize| {
+            if yields { locked.unlocked(|| input.more(want)) } else { input.more(want) }
+        };
+        let short = |input: &dyn rdb::Input, at: usize| {
+            let mut e = "Short read or OOM loading DB. Unrecoverable error, aborting now.".to_string();
+            if input.arriving() {
+                // Redis's rdbReportReadError on a connection: logged, and the replica goes on.
+                e.push_str(&format!(
+                    "\nInternal error in RDB reading offset {at} -> Unexpected EOF reading RDB file. Failure loading rdb format from socket, assuming connection error, resuming operation."
+                ));
+            }
+            e
+        };
+        while input.window().len() < 9 && more(locked, input, 9) {}
+        let head = input.window();
+        if head.len() < 9 || &head[..5] != b"REDIS" {
+            if input.arriving() && b"REDIS".starts_with(&head[..head.len().min(5)]) {
+                return Err(short(input, 0));
+            }
             return Err("Wrong signature trying to load DB from file".into());
         }
-        let version: u32 = std::str::from_utf8(&data[5..9])
+        let version: u32 = std::str::from_utf8(&head[5..9])
             .ok()
             .and_then(|v| v.parse().ok())
             .ok_or("Wrong signature trying to load DB from file")?;
         if !(1..=u32::from(rdb::RDB_VERSION)).contains(&version) {
             return Err(format!("Can't handle RDB format version {version}"));
         }
-        let now = self.clock.now_ms();
-        let offset = self.clock.wall_offset_ms();
-        let ndbs = self.ks.ndbs();
-        // Redis sanitizes a file's values deeply only with `sanitize-dump-payload yes`.
-        let checks = rdb::Checks {
-            deep: self.config.get("sanitize-dump-payload").as_deref() == Some("yes"),
-            limits: self.config.encoding_limits(),
+        let mut crc = rdb::Crc64::default();
+        crc.update(&head[..9]);
+        input.consume(9);
+        let mut st = LoadState {
+            now: self.clock.now_ms(),
+            offset: self.clock.wall_offset_ms(),
+            ndbs: locked.keyspace().ndbs(),
+            // DEBUG's `key-load-delay`: microseconds to wait after each key (tests of loading).
+            delay: self.config.get_i64("key-load-delay"),
+            // Redis sanitizes a file's values deeply only with `sanitize-dump-payload yes`.
+            checks: rdb::Checks {
+                deep: self.config.get("sanitize-dump-payload").as_deref() == Some("yes"),
+                limits: self.config.encoding_limits(),
+            },
+            with_ttl: 0,
+            loaded: Loaded::default(),
+            db: 0,
+            expire_at: None,
+            lfu: None,
+            idle: None,
+            at: 9,
         };
-        let mut r = Reader::new(&data[9..]).with_checks(checks);
-        // Keys with a deadline read so far (the checker's report counts them).
-        let mut with_ttl = 0usize;
-        let mut loaded = Loaded::default();
-        let mut db = 0usize;
-        let (mut expire_at, mut lfu, mut idle): (Option<i64>, Option<u8>, Option<u64>) = (None, None, None);
+        let mut yielded = 0;
         loop {
-            let t = r.byte().map_err(|_| short())?;
-            match t {
-                op::EOF => break,
-                op::SELECTDB => {
-                    let n = r.length().map_err(|_| short())?;
-                    if n >= ndbs as u64 {
-                        return Err(format!(
-                            "FATAL: Data file was created with a Redis server configured to handle more than {ndbs} databases. Exiting"
-                        ));
-                    }
-                    db = n as usize;
+            let window = input.window();
+            let wlen = window.len();
+            let mut r = Reader::new(window).with_checks(st.checks);
+            let step = self.load_record(&mut r, &mut st, locked, &mut opts);
+            if r.ran_out() {
+                // The record goes on past the window: again, with more of the file.
+                if more(locked, input, wlen.saturating_mul(2).max(wlen + 64)) {
+                    continue;
                 }
-                op::RESIZEDB => {
-                    r.length().map_err(|_| short())?;
-                    r.length().map_err(|_| short())?;
-                }
-                op::EXPIRETIME_MS => {
-                    let b = r.bytes(8).map_err(|_| short())?;
-                    expire_at = Some(i64::from_le_bytes(b.try_into().map_err(|_| short())?));
-                }
-                op::EXPIRETIME => {
-                    let b = r.bytes(4).map_err(|_| short())?;
-                    expire_at = Some(i64::from(i32::from_le_bytes(b.try_into().map_err(|_| short())?)) * 1000);
-                }
-                op::FREQ => lfu = Some(r.byte().map_err(|_| short())?),
-                op::IDLE => idle = Some(r.length().map_err(|_| short())?),
-                op::AUX => {
-                    let k = r.string().map_err(|_| short())?;
-                    let v = r.string().map_err(|_| short())?;
-                    let text = || std::str::from_utf8(&v).ok().map(str::to_string);
-                    match &k[..] {
-                        b"repl-id" => {
-                            if let Some(id) = text().filter(|id| id.len() == 40) {
-                                loaded.repl.get_or_insert_with(|| (String::new(), 0, 0)).0 = id;
-                            }
-                        }
-                        b"repl-offset" => {
-                            if let Some(o) = text().and_then(|o| o.parse::<u64>().ok()) {
-                                loaded.repl.get_or_insert_with(|| (String::new(), 0, 0)).1 = o;
-                            }
-                        }
-                        b"repl-stream-db" => {
-                            if let Some(d) = text().and_then(|d| d.parse::<usize>().ok()).filter(|&d| d < ndbs) {
-                                loaded.repl.get_or_insert_with(|| (String::new(), 0, 0)).2 = d;
-                            }
-                        }
-                        b"latch-fence" => {
-                            let f = std::str::from_utf8(&v).ok().and_then(|s| s.parse().ok()).ok_or_else(short)?;
-                            self.fence.fetch_max(f, Ordering::SeqCst);
-                        }
-                        b"latch-lock" => {
-                            let (ldb, key, lock, at) = rdb::parse_lock_field(&v).ok_or_else(short)?;
-                            if ldb >= ndbs {
-                                return Err(short());
-                            }
-                            self.fence.fetch_max(lock.token, Ordering::SeqCst);
-                            // Deadline 0: a lock without TTL (PERSIST made it so).
-                            let mono = (at != 0).then(|| at.saturating_sub(offset).max(1));
-                            if mono.is_none_or(|m| m >= now as i64) {
-                                let mut e = Entry::new(Value::Lock(Box::new(lock)));
-                                e.expire_at = mono.unwrap_or(0) as u64;
-                                locked.shard_for(&key).dbs[ldb].insert(&key, e);
-                                loaded.locks += 1;
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                op::FUNCTION2 => {
-                    let code = r.string().map_err(|_| short())?;
-                    let lib = self
-                        .scripting
-                        .compile_library(&bytes::Bytes::copy_from_slice(&code))
-                        .map_err(|e| format!("Failed loading library: {e}"))?;
-                    self.scripting
-                        .install_libraries(vec![lib], merge)
-                        .map_err(|e| format!("Failed loading library: {e}"))?;
-                    loaded.libraries += 1;
-                }
-                op::FUNCTION => return Err("Pre-release function format not supported.".into()),
-                op::MODULE_AUX => return Err("Latch cannot load module data (RDB module AUX field).".into()),
-                t => {
-                    let key = r.string().map_err(|_| short())?;
-                    let at_offset = data.len() - r.rest().len();
-                    let value = match r.value(t) {
-                        Ok(Value::Damaged(d)) => {
-                            for line in rdb::crash_report(&d.what, d.panic) {
-                                self.config.host().log(crate::host::LogLevel::Warning, &line);
-                            }
-                            Value::Damaged(d)
-                        }
-                        Ok(v) => v,
-                        Err(rdb::DecodeError::EmptyKey) => {
-                            // Redis skips empty aggregates in a file, with a log line for the first ten.
-                            if loaded.empty_skipped < 10 {
-                                self.config.host().log(
-                                    crate::host::LogLevel::Warning,
-                                    &format!("rdbLoadObject skipping empty key: {}", String::from_utf8_lossy(&key)),
-                                );
-                            }
-                            loaded.empty_skipped += 1;
-                            (expire_at, lfu, idle) = (None, None, None);
-                            continue;
-                        }
-                        Err(rdb::DecodeError::Unsupported(ty)) => {
-                            return Err(format!(
-                                "Latch cannot load key '{}' in database {db}: it holds a Redis {ty}, a type Latch does not have",
-                                String::from_utf8_lossy(&key)
-                            ));
-                        }
-                        Err(rdb::DecodeError::Corrupt(msg)) => {
-                            // Redis then runs redis-check-rdb on the file, which reports the same
-                            // error with what it was reading.
-                            let error = format!("Internal error in RDB reading offset {at_offset} -> {msg}");
-                            let report = [
-                                error.clone(),
-                                "--- RDB ERROR DETECTED ---".to_string(),
-                                format!("[offset {at_offset}] {error}"),
-                                "[additional info] While doing: read-object-value".to_string(),
-                                format!("[additional info] Reading key '{}'", String::from_utf8_lossy(&key)),
-                                format!("[additional info] Reading type {t} ({})", rdb::type_name(t)),
-                                format!("[info] {} keys read", loaded.keys + loaded.expired + 1),
-                                format!("[info] {with_ttl} expires"),
-                                format!("[info] {} already expired", loaded.expired),
-                            ];
-                            return Err(report.join("\n"));
-                        }
-                        Err(rdb::DecodeError::Fatal { what, panic }) => {
-                            return Err(rdb::crash_report(&what, panic).join("\n"));
-                        }
-                        Err(rdb::DecodeError::BadFormat) => return Err(short()),
-                    };
-                    let at = expire_at.take();
-                    with_ttl += usize::from(at.is_some());
-                    let (f, i) = (lfu.take(), idle.take());
-                    let mono = at.map(|a| a.saturating_sub(offset));
-                    // Expired when the deadline is before now, as everywhere (Redis's `expiretime < now`).
-                    if mono.is_some_and(|m| m < now as i64) {
-                        loaded.expired += 1;
-                        if loaded.repl.is_some() {
-                            loaded.expired_keys.push((db, bytes::Bytes::copy_from_slice(&key)));
-                        }
-                        continue;
-                    }
-                    let mut e = Entry::new(value);
-                    e.expire_at = mono.map_or(0, |m| m as u64);
-                    e.atime = (now / 1000) as u32;
-                    if let Some(f) = f {
-                        e.lfu = f;
-                    }
-                    if let Some(i) = i {
-                        e.atime = e.atime.wrapping_sub(i.min(u64::from(u32::MAX)) as u32);
-                    }
-                    let t = &mut locked.shard_for(&key).dbs[db];
-                    if !merge && t.lookup(&key, now).is_some() {
-                        return Err(format!("Duplicate key '{}' in RDB file", String::from_utf8_lossy(&key)));
-                    }
-                    t.insert(&key, e);
-                    loaded.keys += 1;
-                    if delay > 0 {
-                        std::thread::sleep(std::time::Duration::from_micros(delay as u64));
-                    }
-                    if yields && loaded.keys.is_multiple_of(LOAD_YIELD_KEYS) {
-                        locked.relock_all();
-                    }
-                }
+                return Err(short(input, st.at));
+            }
+            let n = wlen - r.rest().len();
+            let eof = step?;
+            crc.update(&window[..n]);
+            input.consume(n);
+            st.at += n;
+            if eof {
+                break;
+            }
+            if yields && st.loaded.keys >= yielded + LOAD_YIELD_KEYS {
+                yielded = st.loaded.keys;
+                locked.relock_all();
             }
         }
         // The checksum covers everything before it; 0 means the writer did not compute one.
         if version >= 5 {
-            let body_end = data.len() - r.rest().len();
-            let tail = r.bytes(8).map_err(|_| short())?;
-            let stored = u64::from_le_bytes(tail.try_into().map_err(|_| short())?);
+            while input.window().len() < 8 && more(locked, input, 8) {}
+            let Some(tail) = input.window().get(..8) else {
+                return Err(short(input, st.at));
+            };
+            let stored = u64::from_le_bytes(tail.try_into().expect("eight bytes"));
+            input.consume(8);
             let checked = self.config.get("rdbchecksum").as_deref() != Some("no");
-            if checked && stored != 0 {
-                let actual = rdb::crc64(&data[..body_end]);
-                if actual != stored {
-                    // Redis logs both lines (the second from rdbReportCorruptRDB).
-                    return Err(format!(
-                        "Wrong RDB checksum expected: ({stored:x}) got: ({actual:x}). Aborting now.\nInternal error in RDB reading offset {body_end} -> RDB CRC error"
-                    ));
-                }
+            let actual = crc.finish();
+            if checked && stored != 0 && actual != stored {
+                // Redis logs both lines (the second from rdbReportCorruptRDB).
+                return Err(format!(
+                    "Wrong RDB checksum expected: ({stored:x}) got: ({actual:x}). Aborting now.\nInternal error in RDB reading offset {} -> RDB CRC error",
+                    st.at
+                ));
             }
+            st.at += 8;
         }
+        let mut loaded = st.loaded;
         if loaded.repl.as_ref().is_some_and(|r| r.0.is_empty()) {
             loaded.repl = None;
         }
-        loaded.bytes = data.len() - r.rest().len();
+        loaded.bytes = st.at;
         self.persistence.last_load_keys.store(loaded.keys + loaded.locks, Ordering::Relaxed);
         self.persistence.last_load_expired.store(loaded.expired, Ordering::Relaxed);
         Ok(loaded)
+    }
+
+    /// One record of a file (an opcode and what it carries) from `r`: true at the end of the file.
+    /// Nothing changes before the whole record was read, so a record the window ended inside is
+    /// read again from its start.
+    fn load_record(
+        &self,
+        r: &mut Reader<'_>,
+        st: &mut LoadState,
+        locked: &mut crate::keyspace::Locked<'_>,
+        opts: &mut LoadOptions<'_>,
+    ) -> Result<bool, String> {
+        let short = || "Short read or OOM loading DB. Unrecoverable error, aborting now.".to_string();
+        let (now, offset, ndbs) = (st.now, st.offset, st.ndbs);
+        let t = r.byte().map_err(|_| short())?;
+        match t {
+            op::EOF => return Ok(true),
+            op::SELECTDB => {
+                let n = r.length().map_err(|_| short())?;
+                if n >= ndbs as u64 {
+                    return Err(format!(
+                        "FATAL: Data file was created with a Redis server configured to handle more than {ndbs} databases. Exiting"
+                    ));
+                }
+                st.db = n as usize;
+            }
+            op::RESIZEDB => {
+                r.length().map_err(|_| short())?;
+                r.length().map_err(|_| short())?;
+            }
+            op::EXPIRETIME_MS => {
+                let b = r.bytes(8).map_err(|_| short())?;
+                st.expire_at = Some(i64::from_le_bytes(b.try_into().map_err(|_| short())?));
+            }
+            op::EXPIRETIME => {
+                let b = r.bytes(4).map_err(|_| short())?;
+                st.expire_at = Some(i64::from(i32::from_le_bytes(b.try_into().map_err(|_| short())?)) * 1000);
+            }
+            op::FREQ => st.lfu = Some(r.byte().map_err(|_| short())?),
+            op::IDLE => st.idle = Some(r.length().map_err(|_| short())?),
+            op::AUX => {
+                let k = r.string().map_err(|_| short())?;
+                let v = r.string().map_err(|_| short())?;
+                let loaded = &mut st.loaded;
+                let text = || std::str::from_utf8(&v).ok().map(str::to_string);
+                match &k[..] {
+                    b"repl-id" => {
+                        if let Some(id) = text().filter(|id| id.len() == 40) {
+                            loaded.repl.get_or_insert_with(|| (String::new(), 0, 0)).0 = id;
+                        }
+                    }
+                    b"repl-offset" => {
+                        if let Some(o) = text().and_then(|o| o.parse::<u64>().ok()) {
+                            loaded.repl.get_or_insert_with(|| (String::new(), 0, 0)).1 = o;
+                        }
+                    }
+                    b"repl-stream-db" => {
+                        if let Some(d) = text().and_then(|d| d.parse::<usize>().ok()).filter(|&d| d < ndbs) {
+                            loaded.repl.get_or_insert_with(|| (String::new(), 0, 0)).2 = d;
+                        }
+                    }
+                    b"latch-fence" => {
+                        let f = std::str::from_utf8(&v).ok().and_then(|s| s.parse().ok()).ok_or_else(short)?;
+                        self.fence.fetch_max(f, Ordering::SeqCst);
+                    }
+                    b"latch-lock" => {
+                        let (ldb, key, lock, at) = rdb::parse_lock_field(&v).ok_or_else(short)?;
+                        if ldb >= ndbs {
+                            return Err(short());
+                        }
+                        self.fence.fetch_max(lock.token, Ordering::SeqCst);
+                        // Deadline 0: a lock without TTL (PERSIST made it so).
+                        let mono = (at != 0).then(|| at.saturating_sub(offset).max(1));
+                        if mono.is_none_or(|m| m >= now as i64) {
+                            let mut e = Entry::new(Value::Lock(Box::new(lock)));
+                            e.expire_at = mono.unwrap_or(0) as u64;
+                            locked.shard_for(&key).dbs[ldb].insert(&key, e);
+                            loaded.locks += 1;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            op::FUNCTION2 => {
+                let code = r.string().map_err(|_| short())?;
+                let code = bytes::Bytes::copy_from_slice(&code);
+                if let Some(codes) = opts.libraries.as_deref_mut() {
+                    // Compiled now for the error, installed by the caller once the file loaded.
+                    self.scripting.compile_library(&code).map_err(|e| format!("Failed loading library: {e}"))?;
+                    codes.push(code);
+                } else {
+                    let lib =
+                        self.scripting.compile_library(&code).map_err(|e| format!("Failed loading library: {e}"))?;
+                    self.scripting
+                        .install_libraries(vec![lib], opts.merge)
+                        .map_err(|e| format!("Failed loading library: {e}"))?;
+                }
+                st.loaded.libraries += 1;
+            }
+            op::FUNCTION => return Err("Pre-release function format not supported.".into()),
+            op::MODULE_AUX => return Err("Latch cannot load module data (RDB module AUX field).".into()),
+            t => {
+                let key = r.string().map_err(|_| short())?;
+                let at_offset = st.at + r.consumed();
+                let db = st.db;
+                let loaded = &mut st.loaded;
+                let value = match r.value(t) {
+                    Ok(Value::Damaged(d)) => {
+                        for line in rdb::crash_report(&d.what, d.panic) {
+                            self.config.host().log(crate::host::LogLevel::Warning, &line);
+                        }
+                        Value::Damaged(d)
+                    }
+                    Ok(v) => v,
+                    Err(_) if r.ran_out() => return Err(short()),
+                    Err(rdb::DecodeError::EmptyKey) => {
+                        // Redis skips empty aggregates in a file, with a log line for the first ten.
+                        if loaded.empty_skipped < 10 {
+                            self.config.host().log(
+                                crate::host::LogLevel::Warning,
+                                &format!("rdbLoadObject skipping empty key: {}", String::from_utf8_lossy(&key)),
+                            );
+                        }
+                        loaded.empty_skipped += 1;
+                        (st.expire_at, st.lfu, st.idle) = (None, None, None);
+                        return Ok(false);
+                    }
+                    Err(rdb::DecodeError::Unsupported(ty)) => {
+                        return Err(format!(
+                            "Latch cannot load key '{}' in database {db}: it holds a Redis {ty}, a type Latch does not have",
+                            String::from_utf8_lossy(&key)
+                        ));
+                    }
+                    Err(rdb::DecodeError::Corrupt(msg)) => {
+                        // Redis then runs redis-check-rdb on the file, which reports the same
+                        // error with what it was reading.
+                        let error = format!("Internal error in RDB reading offset {at_offset} -> {msg}");
+                        let report = [
+                            error.clone(),
+                            "--- RDB ERROR DETECTED ---".to_string(),
+                            format!("[offset {at_offset}] {error}"),
+                            "[additional info] While doing: read-object-value".to_string(),
+                            format!("[additional info] Reading key '{}'", String::from_utf8_lossy(&key)),
+                            format!("[additional info] Reading type {t} ({})", rdb::type_name(t)),
+                            format!("[info] {} keys read", loaded.keys + loaded.expired + 1),
+                            format!("[info] {} expires", st.with_ttl),
+                            format!("[info] {} already expired", loaded.expired),
+                        ];
+                        return Err(report.join("\n"));
+                    }
+                    Err(rdb::DecodeError::Fatal { what, panic }) => {
+                        return Err(rdb::crash_report(&what, panic).join("\n"));
+                    }
+                    Err(rdb::DecodeError::BadFormat) => return Err(short()),
+                };
+                let at = st.expire_at.take();
+                st.with_ttl += usize::from(at.is_some());
+                let (f, i) = (st.lfu.take(), st.idle.take());
+                let mono = at.map(|a| a.saturating_sub(offset));
+                // Expired when the deadline is before now, as everywhere (Redis's `expiretime < now`).
+                if !opts.replica && mono.is_some_and(|m| m < now as i64) {
+                    loaded.expired += 1;
+                    if loaded.repl.is_some() {
+                        loaded.expired_keys.push((db, bytes::Bytes::copy_from_slice(&key)));
+                    }
+                    return Ok(false);
+                }
+                let mut e = Entry::new(value);
+                e.expire_at = mono.map_or(0, |m| m as u64);
+                e.atime = (now / 1000) as u32;
+                if let Some(f) = f {
+                    e.lfu = f;
+                }
+                if let Some(i) = i {
+                    e.atime = e.atime.wrapping_sub(i.min(u64::from(u32::MAX)) as u32);
+                }
+                let t = &mut locked.shard_for(&key).dbs[db];
+                if !opts.merge && t.lookup(&key, now).is_some() {
+                    return Err(format!("Duplicate key '{}' in RDB file", String::from_utf8_lossy(&key)));
+                }
+                t.insert(&key, e);
+                loaded.keys += 1;
+                if st.delay > 0 {
+                    std::thread::sleep(std::time::Duration::from_micros(st.delay as u64));
+                }
+            }
+        }
+        Ok(false)
     }
 
     /// Changes since the last successful save (`rdb_changes_since_last_save`).
     pub fn changes_since_save(&self) -> u64 {
         self.stats.dirty().saturating_sub(self.persistence.dirty_at_save.load(Ordering::SeqCst))
     }
+}
+
+/// What a load keeps track of from one record to the next.
+struct LoadState {
+    now: u64,
+    /// Wall-clock minus monotonic time: a file's absolute deadlines to the keyspace's timeline.
+    offset: i64,
+    ndbs: usize,
+    /// `key-load-delay`, microseconds.
+    delay: i64,
+    checks: rdb::Checks,
+    /// Keys with a deadline read so far (the checker's report counts them).
+    with_ttl: usize,
+    loaded: Loaded,
+    /// The database records go to (`SELECTDB`).
+    db: usize,
+    /// What the opcodes before a key said of it.
+    expire_at: Option<i64>,
+    lfu: Option<u8>,
+    idle: Option<u64>,
+    /// Bytes of the file read before the current record.
+    at: usize,
 }
 
 impl Server {

@@ -6,7 +6,8 @@
 use super::Server;
 use crate::client::Client;
 use crate::keyspace::Locked;
-use crate::persistence::SnapshotKind;
+use crate::persistence::{LoadOptions, SnapshotKind};
+use crate::rdb;
 use crate::repl::{Psync, ReplicaState, SyncJob};
 use crate::upstream::{Failover, Primary};
 use bytes::Bytes;
@@ -397,62 +398,98 @@ impl Server {
         c
     }
 
-    /// The primary's full sync arrived: every database emptied and the file loaded; the stream
-    /// follows the primary's id from `offset`; this server's own replicas resync.
-    /// `keep_old` (`repl-diskless-load swapdb`): the old dataset and function libraries are kept
-    /// aside while the file loads, and come back if it does not (Redis's disklessLoad backup).
-    pub fn load_full_sync(&self, data: &[u8], replid: &str, offset: u64, keep_old: bool) -> Result<(), String> {
+    /// Loads the primary's full sync from `input` (all at hand, or arriving from the socket):
+    /// the stream then follows the primary's id from `offset`; this server's own replicas resync.
+    /// `aside` (`repl-diskless-load swapdb`): the file loads into a keyspace of its own while the
+    /// old dataset and function libraries go on serving (Redis's temp db); they are swapped in once
+    /// the whole file loaded, and a file that fails leaves the old ones in place. Otherwise every
+    /// database is emptied first and the file loads in place (clients get -LOADING meanwhile); one
+    /// that fails leaves the databases empty, as Redis's does.
+    pub fn load_full_sync(
+        &self,
+        input: &mut dyn rdb::Input,
+        replid: &str,
+        offset: u64,
+        aside: bool,
+    ) -> Result<(), String> {
+        if aside {
+            return self.load_full_sync_aside(input, replid, offset);
+        }
         self.repl.disconnect_replicas();
         self.upstream.forget_own_expires();
-        let now = self.clock.now_ms();
+        self.log_replica("MASTER <-> REPLICA sync: Flushing old data");
         let mut locked = self.ks.lock_all();
-        let mut backup = Vec::new();
-        for s in locked.shards_mut() {
-            for t in s.dbs.iter_mut() {
-                if keep_old {
-                    backup.push(t.take_data(now));
-                } else {
-                    t.clear(now);
-                }
-            }
-            // The flush is not news for the change stream: the primary's file replaces it.
-            s.take_server_deletes();
-        }
-        let old_libraries = if keep_old { self.scripting.library_codes() } else { Vec::new() };
+        self.clear_all(&mut locked);
         self.scripting.flush_functions();
         self.log_replica("MASTER <-> REPLICA sync: Loading DB in memory");
-        let loaded = self.rdb_load_locked(&mut locked, data, false);
-        if loaded.is_err() && keep_old {
-            let mut old = backup.into_iter();
-            for s in locked.shards_mut() {
-                for t in s.dbs.iter_mut() {
-                    if let Some(d) = old.next() {
-                        t.put_back(d, now);
-                    }
-                }
-                s.take_server_deletes();
-            }
+        let opts = LoadOptions { yields: true, replica: true, ..LoadOptions::default() };
+        if let Err(e) = self.rdb_load_from(&mut locked, input, opts) {
+            // Remove the half-loaded data.
+            self.clear_all(&mut locked);
             self.scripting.flush_functions();
-            for code in old_libraries {
-                if let Ok(lib) = self.scripting.compile_library(&code) {
-                    let _ = self.scripting.install_libraries(vec![lib], true);
-                }
-            }
-            self.log_replica("MASTER <-> REPLICA sync: Discarding the half-loaded data, restoring the old dataset");
-            return loaded.map(|_| ());
+            return Err(e);
         }
         for s in locked.shards_mut() {
             s.take_server_deletes();
         }
         self.repl.follow(replid, offset);
         drop(locked);
-        // The old dataset is freed aside, not under the shards' locks.
-        if !backup.is_empty() {
-            std::thread::spawn(move || drop(backup));
-        }
-        loaded?;
         self.log_replica("MASTER <-> REPLICA sync: Finished with success");
         Ok(())
+    }
+
+    /// [`Server::load_full_sync`] into a keyspace aside, swapped in at the end.
+    fn load_full_sync_aside(&self, input: &mut dyn rdb::Input, replid: &str, offset: u64) -> Result<(), String> {
+        self.log_replica("MASTER <-> REPLICA sync: Loading DB in memory");
+        let aside = self.ks.sibling();
+        let mut libraries = Vec::new();
+        let opts = LoadOptions { replica: true, libraries: Some(&mut libraries), ..LoadOptions::default() };
+        let loaded = self.rdb_load_from(&mut aside.lock_all(), input, opts);
+        if let Err(e) = loaded {
+            std::thread::spawn(move || drop(aside));
+            self.log_replica("MASTER <-> REPLICA sync: Discarding temporary DB in background");
+            return Err(e);
+        }
+        // Redis's replicationAttachToNewMaster, then the swap.
+        self.repl.disconnect_replicas();
+        self.upstream.forget_own_expires();
+        self.log_replica("MASTER <-> REPLICA sync: Swapping active DB with loaded DB");
+        let now = self.clock.now_ms();
+        let mut locked = self.ks.lock_all();
+        let mut new = aside.lock_all();
+        let mut old = Vec::new();
+        for (s, n) in locked.shards_mut().zip(new.shards_mut()) {
+            for (t, nt) in s.dbs.iter_mut().zip(n.dbs.iter_mut()) {
+                old.push(t.take_data(now));
+                t.put_back(nt.take_data(now), now);
+            }
+            // The swap is not news for the change stream: the primary's file replaces it.
+            s.take_server_deletes();
+        }
+        self.scripting.flush_functions();
+        for code in libraries {
+            let lib = self.scripting.compile_library(&code).map_err(|e| format!("Failed loading library: {e}"))?;
+            self.scripting.install_libraries(vec![lib], true).map_err(|e| format!("Failed loading library: {e}"))?;
+        }
+        self.repl.follow(replid, offset);
+        drop(locked);
+        drop(new);
+        // The old dataset is freed aside, not under the shards' locks.
+        std::thread::spawn(move || drop((old, aside)));
+        self.log_replica("MASTER <-> REPLICA sync: Discarding old DB in background");
+        self.log_replica("MASTER <-> REPLICA sync: Finished with success");
+        Ok(())
+    }
+
+    /// Empties every database of the locked keyspace, not as news for the change stream.
+    fn clear_all(&self, locked: &mut Locked<'_>) {
+        let now = self.clock.now_ms();
+        for s in locked.shards_mut() {
+            for t in s.dbs.iter_mut() {
+                t.clear(now);
+            }
+            s.take_server_deletes();
+        }
     }
 
     /// Keys in every database, counted shard by shard (`repl-diskless-load on-empty-db` asks).

@@ -315,13 +315,39 @@ where
         rx
     }
 
+    /// Writes part of a diskless full sync. A replica that takes nothing for `repl-timeout` (read
+    /// each second, so a change applies to a transfer under way) is let go: Redis's
+    /// replicationCron checks a socket transfer's last progress so.
+    async fn write_timed(&mut self, mut chunk: &[u8]) -> Result<(), Close> {
+        let mut progress = tokio::time::Instant::now();
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        while !chunk.is_empty() {
+            tokio::select! {
+                // A write that has not completed wrote nothing: dropping it for the tick is safe.
+                n = self.wr.write(chunk) => match n {
+                    Ok(0) | Err(_) => return Err(Close),
+                    Ok(n) => {
+                        chunk = &chunk[n..];
+                        progress = tokio::time::Instant::now();
+                    }
+                },
+                _ = tick.tick() => {
+                    let timeout = self.srv.config.get_i64("repl-timeout").max(1) as u64;
+                    if progress.elapsed() > std::time::Duration::from_secs(timeout) {
+                        tracing::warn!("Disconnecting timedout replica (full sync): {}", self.client.info.addr);
+                        return Err(Close);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Sends a diskless full sync (`$EOF:<mark>`, the file as it comes, the mark).
     async fn send_diskless(&mut self, mut feed: Receiver<Feed>) -> Step {
         let mark = engine::server::random_id();
         self.wr.write_all(format!("$EOF:{mark}\r\n").as_bytes()).await.map_err(|_| Close)?;
-        // A replica that takes nothing for `repl-timeout` is let go (Redis's replicationCron
-        // checks the transfer's last progress so).
-        let timeout = std::time::Duration::from_secs(self.srv.config.get_i64("repl-timeout").max(1) as u64);
         loop {
             // The replica is read meanwhile: a replica that closes or is killed (its buffer over
             // the limit) is let go now, not when the file is written.
@@ -336,14 +362,7 @@ where
             let Some(next) = next else { continue };
             match next {
                 Some(Feed::Chunk(chunk)) => {
-                    match tokio::time::timeout(timeout, self.wr.write_all(&chunk)).await {
-                        Ok(Ok(())) => {}
-                        Ok(Err(_)) => return Err(Close),
-                        Err(_) => {
-                            tracing::warn!("Disconnecting timedout replica (full sync): {}", self.client.info.addr);
-                            return Err(Close);
-                        }
-                    }
+                    self.write_timed(&chunk).await?;
                     self.srv.stats.add_net_output(chunk.len() as u64);
                 }
                 Some(Feed::End(true)) => break,
