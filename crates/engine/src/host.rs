@@ -117,6 +117,11 @@ pub trait Host: Send + Sync + 'static {
     fn log(&self, level: LogLevel, msg: &str) {
         let _ = (level, msg);
     }
+    /// Writes text to the process's standard output as it is (DEBUG LISTPACK and QUICKLIST print
+    /// there, as Redis's `printf`s do).
+    fn print(&self, text: &str) {
+        let _ = text;
+    }
     /// Opens a blocking client connection to `host`:`port` (a name or an address), giving up after
     /// `timeout_ms` milliseconds (Redis's `connBlockingConnect`), with Nagle's algorithm off. An
     /// error of kind `InvalidInput` (the name resolves to no address) or `Unsupported` (a host
@@ -253,6 +258,8 @@ pub struct MemoryHost {
     dirs: Mutex<std::collections::HashSet<PathBuf>>,
     /// Lines given to [`Host::log`], oldest first.
     pub logged: Mutex<Vec<(LogLevel, String)>>,
+    /// Text given to [`Host::print`].
+    pub printed: Mutex<String>,
     /// What [`Host::oom_score_adj`] reads and [`Host::set_oom_score_adj`] writes.
     pub oom_score_adj: std::sync::atomic::AtomicI64,
     /// Makes [`Host::write_durably`] fail as a full disk does (tests of MISCONF and recovery).
@@ -270,6 +277,7 @@ impl Default for MemoryHost {
             files: Mutex::default(),
             dirs: Mutex::new([PathBuf::from("/")].into_iter().collect()),
             logged: Mutex::default(),
+            printed: Mutex::default(),
             oom_score_adj: Default::default(),
             disk_full: Default::default(),
             queued: Mutex::default(),
@@ -395,6 +403,9 @@ impl Host for MemoryHost {
     }
     fn log(&self, level: LogLevel, msg: &str) {
         self.logged.lock().push((level, msg.to_string()));
+    }
+    fn print(&self, text: &str) {
+        self.printed.lock().push_str(text);
     }
     fn oom_score_adj(&self) -> Option<i64> {
         Some(self.oom_score_adj.load(std::sync::atomic::Ordering::Relaxed))

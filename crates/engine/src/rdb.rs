@@ -277,15 +277,10 @@ impl Writer {
                     }
                 }
             },
-            Value::Hash(h) => match v.encoding_under(limits) {
-                "listpack" => {
+            Value::Hash(h) => match value_listpack(v, limits) {
+                Some(lp) => {
                     self.buf.push(types::HASH_LISTPACK);
-                    let mut lp = Listpack::default();
-                    for (f, v) in h.iter() {
-                        lp.push(f);
-                        lp.push(v);
-                    }
-                    self.string(&lp.finish());
+                    self.string(&lp);
                 }
                 _ => {
                     self.buf.push(types::HASH);
@@ -296,15 +291,10 @@ impl Writer {
                     }
                 }
             },
-            Value::ZSet(z) => match v.encoding_under(limits) {
-                "listpack" => {
+            Value::ZSet(z) => match value_listpack(v, limits) {
+                Some(lp) => {
                     self.buf.push(types::ZSET_LISTPACK);
-                    let mut lp = Listpack::default();
-                    for (m, s) in z.iter() {
-                        lp.push(m);
-                        lp.push(&score_text(s));
-                    }
-                    self.string(&lp.finish());
+                    self.string(&lp);
                 }
                 _ => {
                     self.buf.push(types::ZSET_2);
@@ -369,25 +359,56 @@ impl Writer {
 
     /// A list as quicklist 2: listpack nodes of at most [`QUICKLIST_NODE_BYTES`].
     fn quicklist(&mut self, l: &ListValue) {
-        let mut nodes: Vec<Vec<u8>> = Vec::new();
-        let mut lp = Listpack::default();
-        for e in l.iter() {
-            // Redis's rule (`_quicklistNodeAllowInsert`): the node's size, the element and an
-            // 8-byte overhead estimate must stay within the limit.
-            if lp.count > 0 && lp.body.len() + 7 + e.len() + 8 > QUICKLIST_NODE_BYTES {
-                nodes.push(std::mem::take(&mut lp).finish());
-            }
-            lp.push(e);
-        }
-        if lp.count > 0 {
-            nodes.push(lp.finish());
-        }
+        let nodes = quicklist_nodes(l);
         self.len(nodes.len() as u64);
         for n in nodes {
             self.len(2); // QUICKLIST_NODE_CONTAINER_PACKED
             self.string(&n);
         }
     }
+}
+
+/// A list's quicklist nodes as files carry them: listpacks of at most [`QUICKLIST_NODE_BYTES`].
+pub fn quicklist_nodes(l: &ListValue) -> Vec<Vec<u8>> {
+    let mut nodes: Vec<Vec<u8>> = Vec::new();
+    let mut lp = Listpack::default();
+    for e in l.iter() {
+        // Redis's rule (`_quicklistNodeAllowInsert`): the node's size, the element and an
+        // 8-byte overhead estimate must stay within the limit.
+        if lp.count > 0 && lp.body.len() + 7 + e.len() + 8 > QUICKLIST_NODE_BYTES {
+            nodes.push(std::mem::take(&mut lp).finish());
+        }
+        lp.push(e);
+    }
+    if lp.count > 0 {
+        nodes.push(lp.finish());
+    }
+    nodes
+}
+
+/// The listpack a hash or sorted set of encoding "listpack" is saved as (field, value or member,
+/// score pairs); None for any other value or encoding.
+pub fn value_listpack(v: &Value, limits: &EncodingLimits) -> Option<Vec<u8>> {
+    if v.encoding_under(limits) != "listpack" {
+        return None;
+    }
+    let mut lp = Listpack::default();
+    match v {
+        Value::Hash(h) => {
+            for (f, v) in h.iter() {
+                lp.push(f);
+                lp.push(v);
+            }
+        }
+        Value::ZSet(z) => {
+            for (m, s) in z.iter() {
+                lp.push(m);
+                lp.push(&score_text(s));
+            }
+        }
+        _ => return None,
+    }
+    Some(lp.finish())
 }
 
 /// A score as Redis writes it into a listpack (`%.17g`, integers without a fraction).

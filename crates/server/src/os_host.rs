@@ -91,6 +91,12 @@ impl Host for OsHost {
         crate::log::set_level(loglevel);
     }
 
+    fn print(&self, text: &str) {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    }
+
     fn log(&self, level: engine::host::LogLevel, msg: &str) {
         use engine::host::LogLevel;
         match level {

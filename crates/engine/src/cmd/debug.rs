@@ -49,6 +49,8 @@ const HELP: &[&str] = &[
     "    Return hash table statistics of the specified Redis database.",
     "HTSTATS-KEY <key>",
     "    Like HTSTATS but for the hash table stored at <key>'s value.",
+    "LISTPACK <key>",
+    "    Show low level info about the listpack encoding of <key>.",
     "LOG <message>",
     "    Write <message> to the server log.",
     "MALLCTL <key> [<val>]",
@@ -64,6 +66,8 @@ const HELP: &[&str] = &[
     "    Reply with a test value of the specified type. <type> can be: string,",
     "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
     "    true, false.",
+    "QUICKLIST <key> [<0|1>]",
+    "    Show low level info about the quicklist encoding of <key>.",
     "QUICKLIST-PACKED-THRESHOLD <size>",
     "    Sets the threshold for elements to be inserted as plain vs packed nodes",
     "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
@@ -173,6 +177,55 @@ fn debug(ctx: &mut Ctx<'_, '_>) -> Frame {
                 }
                 _ => Frame::error("ERR argument must be a memory value bigger than 1 and smaller than 4gb"),
             }
+        }
+        // The listpack and quicklist a value is saved as (Latch keeps its own layout in memory),
+        // printed as Redis's lpRepr and quicklistRepr print them.
+        (b"listpack", 3) => {
+            let key = ctx.arg(2);
+            let limits = ctx.srv.config.encoding_limits();
+            let mut db = ctx.db();
+            let Some(e) = db.table(key).peek(key) else {
+                return Frame::error("ERR no such key");
+            };
+            let Some(lp) = crate::rdb::value_listpack(&e.value, &limits) else {
+                return Frame::error("ERR Not a listpack encoded object.");
+            };
+            ctx.srv.config.host().print(&crate::types::listpack::repr(&lp));
+            Frame::Simple(Bytes::from_static(b"Listpack structure printed on stdout"))
+        }
+        (b"quicklist", 3 | 4) => {
+            let key = ctx.arg(2);
+            let full =
+                argc == 4 && std::str::from_utf8(ctx.arg(3)).ok().and_then(|f| f.parse::<i64>().ok()).unwrap_or(0) != 0;
+            let fill = ctx.srv.config.get_i64("list-max-listpack-size");
+            let compress = ctx.srv.config.get_i64("list-compress-depth");
+            let mut db = ctx.db();
+            let Some(e) = db.table(key).peek(key) else {
+                return Frame::error("ERR no such key");
+            };
+            let Value::List(l) = &e.value else {
+                return Frame::error("ERR Not a quicklist encoded object.");
+            };
+            let nodes = crate::rdb::quicklist_nodes(l);
+            let mut text = format!(
+                "{{count : {}}}\n{{len : {}}}\n{{fill : {fill}}}\n{{compress : {compress}}}\n{{bookmark_count : 0}}\n",
+                l.len(),
+                nodes.len()
+            );
+            for (i, n) in nodes.iter().enumerate() {
+                text.push_str(&format!(
+                    "{{quicklist node({i})\n{{container : PACKED, encoding: RAW, size: {}, count: {}, recompress: 0, attempted_compress: 0}}\n",
+                    n.len(),
+                    crate::types::listpack::count(n)
+                ));
+                if full {
+                    text.push_str("{ listpack:\n");
+                    text.push_str(&crate::types::listpack::repr(n));
+                    text.push_str("}\n}\n");
+                }
+            }
+            ctx.srv.config.host().print(&text);
+            Frame::Simple(Bytes::from_static(b"Quicklist structure printed on stdout"))
         }
         (b"log", 3) => {
             let msg = format!("DEBUG LOG: {}", String::from_utf8_lossy(ctx.arg(2)));
@@ -656,6 +709,30 @@ mod tests {
 
     /// Digests computed by Redis 7.0.15 for the same data (redis-cli DEBUG DIGEST / DIGEST-VALUE
     /// after these commands): every type, a TTL, a second database.
+    /// DEBUG LISTPACK and QUICKLIST print the listpacks a value is saved as, in Redis's text.
+    #[test]
+    fn listpack_and_quicklist_print_the_saved_layout() {
+        let (ts, host) = TestServer::with_host();
+        ts.srv.config.set("enable-debug-command", "yes", true).expect("valid");
+        let mut c = ts.client();
+        c.run("HSET h f v n 300");
+        assert_eq!(c.run("DEBUG LISTPACK h"), "+Listpack structure printed on stdout");
+        let out = host.printed.lock().clone();
+        // "f" (6-bit string), "v", "n", 300 (13-bit integer): 6 + 3 + 3 + 3 + 3 + 1 bytes.
+        assert!(out.starts_with("{total bytes 19} {num entries 4}\n{\n\taddr: 0x"), "{out}");
+        assert!(out.contains("\tindex:  3,\n\toffset: 15,\n\thdr+entrylen+backlen:  3,\n\thdrlen:   1,\n\tbacklen:  1,\n\tpayload: 1\n\tbytes: c1|2c|02|\n\t[str]300\n}"), "{out}");
+        assert!(out.ends_with("{end}\n\n"));
+        c.run("RPUSH l a b");
+        assert_eq!(c.run("DEBUG LISTPACK l"), "-ERR Not a listpack encoded object.");
+        assert_eq!(c.run("DEBUG LISTPACK nokey"), "-ERR no such key");
+        host.printed.lock().clear();
+        assert_eq!(c.run("DEBUG QUICKLIST l 1"), "+Quicklist structure printed on stdout");
+        let out = host.printed.lock().clone();
+        assert!(out.starts_with("{count : 2}\n{len : 1}\n{fill : -2}\n{compress : 0}\n{bookmark_count : 0}\n{quicklist node(0)\n{container : PACKED, encoding: RAW, size: 13, count: 2,"), "{out}");
+        assert!(out.contains("{ listpack:\n{total bytes 13} {num entries 2}"), "{out}");
+        assert_eq!(c.run("DEBUG QUICKLIST h"), "-ERR Not a quicklist encoded object.");
+    }
+
     #[test]
     fn digests_match_redis() {
         let ts = debug_server();

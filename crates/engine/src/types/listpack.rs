@@ -184,6 +184,45 @@ fn full_size(lp: &[u8], p: usize) -> usize {
     h + d + backlen((h + d) as u64).1
 }
 
+/// Redis's `lpRepr`, the text DEBUG LISTPACK prints: the header, then each element's address,
+/// offset, sizes, bytes and value (its first 40 bytes).
+pub fn repr(lp: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut out = format!("{{total bytes {}}} {{num entries {}}}\n", lp.len(), count(lp));
+    let mut at = first(lp);
+    let mut index = 0;
+    while let Some(p) = at {
+        let (h, d) = element_size(lp, p);
+        let encoded = h + d;
+        let back = backlen(encoded as u64).1;
+        // Redis counts an integer's type byte as its header, a string's length bytes too.
+        let is_str = lp[p] & 0xC0 == 0x80 || lp[p] & 0xF0 == 0xE0 || lp[p] == 0xF0;
+        let hdr = if is_str { h } else { 1 };
+        let _ = write!(
+            out,
+            "{{\n\taddr: 0x{:08x},\n\tindex: {index:2},\n\toffset: {p},\n\thdr+entrylen+backlen: {:2},\n\thdrlen: {hdr:3},\n\tbacklen: {back:2},\n\tpayload: {}\n\tbytes: ",
+            lp.as_ptr() as usize + p,
+            encoded + back,
+            encoded - hdr
+        );
+        for b in &lp[p..p + encoded + back] {
+            let _ = write!(out, "{b:02x}|");
+        }
+        let value = get(lp, p).to_bytes();
+        let shown = &value[..value.len().min(40)];
+        let _ = write!(
+            out,
+            "\n\t[str]{}{}\n}}\n",
+            String::from_utf8_lossy(shown),
+            if value.len() > 40 { "..." } else { "" }
+        );
+        index += 1;
+        at = next(lp, p);
+    }
+    out.push_str("{end}\n\n");
+    out
+}
+
 /// The first element, None when empty.
 pub fn first(lp: &[u8]) -> Option<usize> {
     (lp[HEADER] != EOF).then_some(HEADER)
