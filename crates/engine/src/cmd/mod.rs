@@ -18,6 +18,7 @@ pub mod keyspace;
 pub mod latency;
 pub mod list;
 pub mod lock;
+pub mod lolwut;
 pub mod memory;
 pub mod migrate;
 pub mod module;

@@ -895,21 +895,38 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
     }
 }
 
-/// LOLWUT [VERSION v]: the version line Redis 7.0 answers for every version but 5 and 6. Those two
-/// draw computer art (Schotter, and a skyline) that Latch does not draw: it says so.
+/// LOLWUT [VERSION v [argument ...]]: computer art for versions 5 and 6 (see `cmd/lolwut.rs`,
+/// each with its own integer arguments), Redis's version line for any other.
 fn lolwut(ctx: &mut Ctx<'_, '_>) -> Frame {
     let mut version = crate::version::REDIS_VERSION.split('.').next().and_then(|m| m.parse::<i64>().ok()).unwrap_or(7);
+    let mut first = 1;
     if ctx.argc() >= 3 && ctx.arg(1).eq_ignore_ascii_case(b"version") {
         let Some(v) = crate::args::parse_i64_strict(ctx.arg(2)) else { return crate::error::not_integer() };
         version = v;
+        first = 3;
     }
-    if matches!(version as u32, 5 | 6) {
-        return Frame::error(format!("ERR LOLWUT VERSION {version} draws art Latch does not implement"));
-    }
-    Frame::Verbatim {
-        format: *b"txt",
-        text: bytes::Bytes::from(format!("Redis ver. {}\n", crate::version::REDIS_VERSION)),
-    }
+    // Redis formats the version as an unsigned int: -1 is no version 5 or 6.
+    let art = |defaults: &[i64]| -> Result<Vec<i64>, Frame> {
+        let mut v = defaults.to_vec();
+        for (i, slot) in v.iter_mut().enumerate() {
+            if first + i < ctx.argc() {
+                *slot = crate::args::parse_i64_strict(ctx.arg(first + i)).ok_or_else(crate::error::not_integer)?;
+            }
+        }
+        Ok(v)
+    };
+    let text = match version as u32 {
+        5 => match art(&[66, 8, 12]) {
+            Ok(a) => super::lolwut::schotter(a[0], a[1], a[2]),
+            Err(e) => return e,
+        },
+        6 => match art(&[80, 20]) {
+            Ok(a) => super::lolwut::skyline(a[0], a[1]),
+            Err(e) => return e,
+        },
+        _ => format!("Redis ver. {}\n", crate::version::REDIS_VERSION),
+    };
+    Frame::Verbatim { format: *b"txt", text: bytes::Bytes::from(text) }
 }
 
 #[cfg(test)]
@@ -1021,6 +1038,16 @@ mod tests {
         assert_eq!(c.run("LOLWUT"), format!("\"Redis ver. {}\\n\"", crate::version::REDIS_VERSION));
         assert_eq!(c.run("LOLWUT VERSION 7"), c.run("LOLWUT"));
         assert!(c.run("LOLWUT VERSION x").contains("value is not an integer"), "{}", c.run("LOLWUT VERSION x"));
+        // Versions 5 and 6 draw, with their own integer arguments.
+        assert!(
+            c.run("LOLWUT VERSION 5 10 2 2").contains("Georg Nees - schotter, plotter on paper, 1968. Redis ver. ")
+        );
+        assert!(
+            c.run("LOLWUT VERSION 6 4 3").contains("Original 8 bit image from Plaguemon by hikikomori. Redis ver. ")
+        );
+        assert!(c.run("LOLWUT VERSION 6 4 x").contains("value is not an integer"));
+        // -1 is not version 5 or 6 for Redis (an unsigned 4294967295).
+        assert_eq!(c.run("LOLWUT VERSION -1"), c.run("LOLWUT"));
     }
 
     #[test]
