@@ -228,7 +228,10 @@ where
         let mut reply = if self.client.ldb_sync && is_eval(args) {
             self.execute_debugged(args).await?
         } else if let Some(node) = crate::consensus::node() {
-            crate::consensus::run(node, &self.srv, &mut self.client, args).await
+            match node {
+                Ok(node) => crate::consensus::run(node, &self.srv, &mut self.client, args).await,
+                Err(loading) => Some(loading),
+            }
         } else {
             self.srv.execute(&mut self.client, args)
         };

@@ -6,6 +6,7 @@ use engine::client::Client;
 use engine::server::Server;
 use raft::{Consensus, Decision};
 use resp::Frame;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// The node's consensus handle, set once at startup when `raft-id` is given. A process is one
@@ -13,14 +14,27 @@ use std::sync::{Arc, OnceLock};
 /// process's other once-set state rather than in each connection's arguments.
 static NODE: OnceLock<Arc<Consensus>> = OnceLock::new();
 
-/// Records the node's handle (startup, before the data is marked loaded).
+/// Set at startup, before any listener, when the node is configured for consensus mode: from
+/// then on no command reaches the engine around the group, even before the node has started.
+static EXPECTED: AtomicBool = AtomicBool::new(false);
+
+/// Marks the process as a consensus node (startup, before the listeners).
+pub fn expect() {
+    EXPECTED.store(true, Ordering::SeqCst);
+}
+
+/// Records the node's handle once it started.
 pub fn install(node: Arc<Consensus>) {
     let _ = NODE.set(node);
 }
 
-/// The node's handle, in consensus mode.
-pub fn node() -> Option<&'static Arc<Consensus>> {
-    NODE.get()
+/// In consensus mode, the node's handle, or the reply for a client that came before it
+/// started; None outside consensus mode.
+pub fn node() -> Option<Result<&'static Arc<Consensus>, Frame>> {
+    if !EXPECTED.load(Ordering::Relaxed) {
+        return None;
+    }
+    Some(NODE.get().ok_or_else(|| Frame::error("LOADING Redis is loading the dataset in memory")))
 }
 
 /// Runs `args` for `client` in consensus mode: locally, after a linearizable check on the

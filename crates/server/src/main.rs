@@ -161,6 +161,9 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
             return 1;
         }
     };
+    if raft_opts.is_some() {
+        consensus::expect();
+    }
     let raft_clock = raft_opts.as_ref().map(|_| Arc::new(raft::RaftClock::new()));
     let engine_clock: Arc<dyn Clock> = match &raft_clock {
         Some(c) => c.clone(),
@@ -265,9 +268,9 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
         _ => None,
     };
     let (loader, loader_aof) = (srv.clone(), aof.clone());
-    let consensus = raft_opts.is_some();
+    let raft_mode = raft_opts.is_some();
     let loaded = tokio::task::spawn_blocking(move || {
-        if consensus {
+        if raft_mode {
             // The data is the group's: the snapshot and log under `dir`, loaded by the raft node.
             Ok(None)
         } else if loader.config.get("appendonly").as_deref() == Some("yes") {
@@ -288,6 +291,9 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
         return 1;
     };
     if let (Some(opts), Some(raft_clock)) = (raft_opts, raft_clock) {
+        // The node replays its log into the engine, which must not refuse it as loading:
+        // clients are held off by `consensus::node` until the node is installed instead.
+        srv.loading.store(false, std::sync::atomic::Ordering::SeqCst);
         let client_addr = format!("{}:{port}", opts.own_host());
         match raft::Consensus::start(srv.clone(), raft_clock, opts, client_addr).await {
             Ok(node) => consensus::install(node),

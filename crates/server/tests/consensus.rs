@@ -1,0 +1,319 @@
+//! Consensus mode (docs/consensus.md): three real `latch-server` processes on 127.0.0.1 form a
+//! Raft group. Leader election, MOVED from followers, the one-shard CLUSTER views, a lock that
+//! survives `kill -9` of the leader, fencing tokens across a failover, and a node restarted from
+//! its `--dir`. Every wait polls with a deadline; no sleep decides an outcome.
+
+mod common;
+
+use bytes::BytesMut;
+use common::{TempDir, free_port};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a group may take to elect a leader, fail over or catch up on this 2-core machine.
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// One node: its ports, its directory, its process while it runs.
+struct Node {
+    id: u64,
+    port: u16,
+    raft_port: u16,
+    dir: TempDir,
+    child: Option<Child>,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+impl Node {
+    /// Starts (or restarts) the node with the group's `peers`, and waits for "Ready".
+    fn start(&mut self, peers: &str) {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_latch-server"))
+            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string(), "--save", ""])
+            .args(["--raft-id", &self.id.to_string(), "--raft-port", &self.raft_port.to_string()])
+            .args(["--raft-peers", peers, "--dir", self.dir.path()])
+            .current_dir(&self.dir.0)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn latch-server");
+        let out = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                let _ = tx.send(line);
+            }
+        });
+        let deadline = Instant::now() + DEADLINE;
+        let mut log = String::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) if line.contains("Ready to accept connections") => break,
+                Ok(line) => {
+                    log.push_str(&line);
+                    log.push('\n');
+                }
+                Err(_) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!("node {} did not start; log:\n{log}", self.id);
+                }
+            }
+        }
+        // Keep draining the log so the server never blocks on a full pipe.
+        std::thread::spawn(move || while rx.recv().is_ok() {});
+        self.child = Some(child);
+    }
+
+    /// `kill -9` (SIGKILL) of the node's process, which this test started.
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    fn running(&self) -> bool {
+        self.child.is_some()
+    }
+}
+
+/// A group of three nodes on free loopback ports, each with a directory of its own.
+struct Group {
+    nodes: Vec<Node>,
+    peers: String,
+}
+
+impl Group {
+    fn start(name: &str) -> Group {
+        let mut nodes: Vec<Node> = (1..=3)
+            .map(|id| Node {
+                id,
+                port: free_port(),
+                raft_port: free_port(),
+                dir: TempDir::new(&format!("consensus-{name}-{id}")),
+                child: None,
+            })
+            .collect();
+        let peers = nodes.iter().map(|n| format!("{}=127.0.0.1:{}", n.id, n.raft_port)).collect::<Vec<_>>().join(",");
+        for n in &mut nodes {
+            n.start(&peers);
+        }
+        Group { nodes, peers }
+    }
+
+    fn node(&mut self, id: u64) -> &mut Node {
+        self.nodes.iter_mut().find(|n| n.id == id).expect("node")
+    }
+
+    /// Waits until every running node names the same leader, which says it leads; returns it.
+    fn leader(&self) -> u64 {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let views: Vec<(u64, Option<Info>)> =
+                self.nodes.iter().filter(|n| n.running()).map(|n| (n.id, info(n.port))).collect();
+            let leaders: Vec<Option<u64>> =
+                views.iter().map(|(_, i)| i.as_ref().and_then(|i| i.get("consensus_leader")?.parse().ok())).collect();
+            if let Some(Some(l)) = leaders.first()
+                && leaders.iter().all(|x| *x == Some(*l))
+                && views.iter().any(|(id, i)| {
+                    *id == *l && i.as_ref().and_then(|i| i.get("consensus_role")).map(String::as_str) == Some("leader")
+                })
+            {
+                return *l;
+            }
+            assert!(Instant::now() < deadline, "no agreed leader within {DEADLINE:?}: {views:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn port(&self, id: u64) -> u16 {
+        self.nodes.iter().find(|n| n.id == id).expect("node").port
+    }
+}
+
+type Info = std::collections::BTreeMap<String, String>;
+
+/// `INFO consensus` of the node on `port` as fields, or None if it does not answer.
+fn info(port: u16) -> Option<Info> {
+    let reply = call(port, &["INFO", "consensus"])?;
+    let text = reply.split_once("\r\n")?.1;
+    Some(
+        text.lines()
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.to_string(), v.trim_end().to_string()))
+            .collect(),
+    )
+}
+
+/// Sends one command to 127.0.0.1:`port` on a fresh connection and returns the reply's bytes as
+/// text, or None when the node cannot be reached.
+fn call(port: u16, args: &[&str]) -> Option<String> {
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(15))).ok()?;
+    let mut req = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        req.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+    }
+    s.write_all(&req).ok()?;
+    let mut buf = BytesMut::new();
+    loop {
+        let mut probe = buf.clone();
+        if let Ok(Some(_)) = resp::decode_reply(&mut probe) {
+            let used = buf.len() - probe.len();
+            return Some(String::from_utf8_lossy(&buf[..used]).into_owned());
+        }
+        let mut chunk = [0u8; 65536];
+        let n = s.read(&mut chunk).ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// `call` that must get an answer.
+fn must(port: u16, args: &[&str]) -> String {
+    call(port, args).unwrap_or_else(|| panic!("no reply from port {port} to {args:?}"))
+}
+
+/// The integer of a `:n` reply.
+fn int(reply: &str) -> i64 {
+    reply.strip_prefix(':').and_then(|r| r.trim_end().parse().ok()).unwrap_or_else(|| panic!("not an integer: {reply:?}"))
+}
+
+#[test]
+fn a_group_elects_a_leader_and_followers_send_clients_to_it() {
+    let g = Group::start("elect");
+    let leader = g.leader();
+    let lport = g.port(leader);
+    let follower = g.nodes.iter().find(|n| n.id != leader).expect("follower");
+
+    // Writes and reads on a follower: MOVED to the leader with the key's Redis Cluster slot.
+    assert_eq!(must(follower.port, &["SET", "foo", "bar"]), format!("-MOVED 12182 127.0.0.1:{lport}\r\n"));
+    assert_eq!(must(follower.port, &["GET", "foo"]), format!("-MOVED 12182 127.0.0.1:{lport}\r\n"));
+    // On the leader the write is acknowledged after commit, and the read sees it.
+    assert_eq!(must(lport, &["SET", "foo", "bar"]), "+OK\r\n");
+    assert_eq!(must(lport, &["GET", "foo"]), "$3\r\nbar\r\n");
+    assert_eq!(int(&must(lport, &["INCR", "counter"])), 1);
+    // Every node applied it: the follower's own keyspace has both keys once it caught up.
+    let deadline = Instant::now() + DEADLINE;
+    while !must(follower.port, &["INFO", "keyspace"]).contains("db0:keys=2") {
+        assert!(Instant::now() < deadline, "the follower never applied the writes");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // What consensus mode cannot run yet is refused, not run locally.
+    assert_eq!(must(lport, &["MULTI"]), "-ERR MULTI is not supported in consensus mode\r\n");
+    assert_eq!(must(lport, &["BLPOP", "q", "0"]), "-ERR BLPOP is not supported in consensus mode\r\n");
+    assert_eq!(
+        must(lport, &["LOCK", "l", "me", "1000", "WAIT", "10"]),
+        "-ERR LOCK with WAIT is not supported in consensus mode\r\n"
+    );
+
+    // One shard owning every slot, the leader its master, on every node.
+    for n in &g.nodes {
+        let slots = must(n.port, &["CLUSTER", "SLOTS"]);
+        assert!(
+            slots.starts_with(&format!("*1\r\n*5\r\n:0\r\n:16383\r\n*3\r\n$9\r\n127.0.0.1\r\n:{lport}\r\n")),
+            "node {}: {slots:?}",
+            n.id
+        );
+        let nodes = must(n.port, &["CLUSTER", "NODES"]);
+        let flags: Vec<&str> = nodes.lines().skip(1).filter_map(|l| l.split(' ').nth(2)).collect();
+        assert_eq!(flags.iter().filter(|f| f.split(',').any(|f| f == "master")).count(), 1, "{nodes}");
+        assert_eq!(flags.iter().filter(|f| f.split(',').any(|f| f == "slave")).count(), 2, "{nodes}");
+        assert_eq!(flags.iter().filter(|f| f.starts_with("myself")).count(), 1, "{nodes}");
+        assert!(nodes.contains(&format!("127.0.0.1:{lport}@")), "{nodes}");
+        assert!(must(n.port, &["CLUSTER", "INFO"]).contains("cluster_state:ok"));
+        assert_eq!(must(n.port, &["CLUSTER", "MYID"]), format!("$40\r\n{:040x}\r\n", n.id));
+        assert!(must(n.port, &["CLUSTER", "SHARDS"]).contains("master"));
+    }
+
+    // INFO consensus on the leader: its role, the peers' match indexes up to the commit index.
+    let i = info(lport).expect("info");
+    assert_eq!(i["consensus_role"], "leader");
+    assert_eq!(i["consensus_leader_addr"], format!("127.0.0.1:{lport}"));
+    let commit: i64 = i["consensus_commit_index"].parse().unwrap();
+    assert!(commit >= 3, "{i:?}");
+    assert!(i["consensus_applied_index"].parse::<i64>().unwrap() >= commit);
+    assert_eq!(i.keys().filter(|k| k.starts_with("consensus_peer")).count(), 3);
+}
+
+#[test]
+fn a_lock_and_its_fencing_tokens_survive_kill_9_of_the_leader() {
+    let mut g = Group::start("failover");
+    let old = g.leader();
+    let oport = g.port(old);
+    assert_eq!(must(oport, &["SET", "lock", "tok", "NX", "PX", "10000"]), "+OK\r\n");
+    assert_eq!(must(oport, &["SET", "lock", "other", "NX", "PX", "10000"]), "$-1\r\n");
+    let mut before = Vec::new();
+    for k in ["a", "b", "c"] {
+        before.push(int(&must(oport, &["LOCK", k, "owner", "60000"])));
+    }
+    assert!(before.windows(2).all(|w| w[0] < w[1]), "tokens not increasing: {before:?}");
+
+    g.node(old).kill();
+    let new = g.leader();
+    assert_ne!(new, old);
+    let nport = g.port(new);
+    // The lock acknowledged by the old leader is there, held by the same owner, with its TTL
+    // counting from raft time (which stood still during the failover).
+    assert_eq!(must(nport, &["GET", "lock"]), "$3\r\ntok\r\n");
+    let ttl = int(&must(nport, &["PTTL", "lock"]));
+    assert!(ttl > 0 && ttl <= 10000, "{ttl}");
+    assert_eq!(must(nport, &["SET", "lock", "mine", "NX", "PX", "10000"]), "$-1\r\n");
+    // Native locks: still held, and the next grant's token is above every earlier one.
+    assert_eq!(must(nport, &["LOCK", "a", "someone-else", "60000"]), "$-1\r\n");
+    let after = int(&must(nport, &["LOCK", "d", "owner", "60000"]));
+    assert!(before.iter().all(|&t| t < after), "token {after} after the failover, {before:?} before");
+    // The survivors agree on the lock's holder.
+    let info = must(nport, &["LOCKINFO", "a"]);
+    assert!(info.contains(&before[0].to_string()), "{info}");
+}
+
+#[test]
+fn a_node_restarted_from_its_dir_catches_up() {
+    let mut g = Group::start("restart");
+    let leader = g.leader();
+    let lport = g.port(leader);
+    for i in 0..20 {
+        assert_eq!(must(lport, &["SET", &format!("k{i}"), "v"]), "+OK\r\n");
+    }
+    let follower = g.nodes.iter().find(|n| n.id != leader).map(|n| n.id).expect("follower");
+    let fport = g.port(follower);
+    let deadline = Instant::now() + DEADLINE;
+    while !must(fport, &["INFO", "keyspace"]).contains("db0:keys=20") {
+        assert!(Instant::now() < deadline, "the follower never applied the first writes");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    g.node(follower).kill();
+    // The two others are a majority: writes go on meanwhile.
+    for i in 20..50 {
+        assert_eq!(must(lport, &["SET", &format!("k{i}"), "v"]), "+OK\r\n");
+    }
+    assert_eq!(int(&must(lport, &["DBSIZE"])), 50);
+    let peers = g.peers.clone();
+    g.node(follower).start(&peers);
+    // It replays its own log from --dir, then receives what it missed.
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let ks = must(fport, &["INFO", "keyspace"]);
+        if ks.contains("db0:keys=50") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the restarted node did not catch up: {ks:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let i = info(fport).expect("info");
+    assert_eq!(i["consensus_role"], "follower");
+    assert_eq!(i["consensus_leader"], leader.to_string());
+}
