@@ -266,3 +266,94 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         Ok(read.map(|(meta, data)| Snapshot { meta, snapshot: Box::new(Cursor::new(data)) }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::Request;
+    use bytes::Bytes;
+    use openraft::CommittedLeaderId;
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("latch-raft-sm-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn machine(name: &str) -> (StateMachine, Arc<Server>) {
+        let clock = Arc::new(RaftClock::new());
+        let srv = Arc::new(Server::new(engine::config::Config::default(), clock.clone()));
+        (StateMachine::open(srv.clone(), clock, &temp_dir(name)).unwrap(), srv)
+    }
+
+    fn entry(index: u64, time_ms: u64, line: &str) -> Entry {
+        let op = if line.is_empty() {
+            Op::Tick
+        } else {
+            Op::Command { db: 0, resp3: false, args: line.split(' ').map(|w| Bytes::from(w.to_string())).collect() }
+        };
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
+            payload: EntryPayload::Normal(Request { time_ms, op }),
+        }
+    }
+
+    /// The keyspace's digest, as DEBUG DIGEST computes it.
+    fn digest(srv: &Server) -> Option<resp::Frame> {
+        let mut c = srv.new_client("test".into(), String::new());
+        srv.execute(&mut c, &[Bytes::from("DEBUG"), Bytes::from("DIGEST")])
+    }
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+    }
+
+    #[test]
+    fn nodes_applying_one_log_agree_on_data_ttls_and_tokens_and_a_snapshot_carries_them() {
+        let log = vec![
+            entry(1, 1_000_000, "SET k v PX 1000"),
+            entry(2, 1_000_001, "LOCK l owner 5000"),
+            entry(3, 1_000_002, "INCR c"),
+            // A leader whose clock lagged: raft time does not go back.
+            entry(4, 999_000, "SET j v PX 1500"),
+            entry(5, 1_001_200, ""),
+            entry(6, 1_001_201, "GET k"),
+            entry(7, 1_001_202, "PTTL j"),
+            entry(8, 1_001_203, "LOCK m owner 5000"),
+        ];
+        let (mut a, sa) = machine("a");
+        let (mut b, sb) = machine("b");
+        let ra = block_on(a.apply(log.clone())).unwrap();
+        let rb = block_on(b.apply(log.clone())).unwrap();
+        let ra: Vec<_> = ra.into_iter().map(|r| r.0).collect();
+        let rb: Vec<_> = rb.into_iter().map(|r| r.0).collect();
+        assert_eq!(ra, rb);
+        // The TTL ran on raft time: k (PX 1000 at 1_000_000) is gone at 1_001_201, j has
+        // 1500 - (1_001_202 - 1_000_002) = 300 ms left.
+        assert_eq!(ra[5], Some(resp::Frame::Null));
+        assert_eq!(ra[6], Some(resp::Frame::Integer(300)));
+        let (Some(resp::Frame::Integer(t1)), Some(resp::Frame::Integer(t2))) = (&ra[1], &ra[7]) else {
+            panic!("{ra:?}")
+        };
+        assert!(t1 < t2);
+        assert_eq!(digest(&sa), digest(&sb));
+
+        // A snapshot of one node installed on a new node gives the same data and counter.
+        let mut builder = block_on(a.get_snapshot_builder());
+        let snap = block_on(builder.build_snapshot()).unwrap();
+        let (mut c, sc) = machine("c");
+        block_on(c.install_snapshot(&snap.meta, snap.snapshot)).unwrap();
+        assert_eq!(digest(&sa), digest(&sc));
+        assert_eq!(block_on(c.applied_state()).unwrap().0, Some(log[7].log_id));
+        let next = vec![entry(9, 1_001_300, "LOCK n owner 5000")];
+        let ra = block_on(a.apply(next.clone())).unwrap();
+        let rc = block_on(c.apply(next)).unwrap();
+        assert_eq!(ra[0].0, rc[0].0);
+        let Some(resp::Frame::Integer(t3)) = ra[0].0 else { panic!() };
+        assert!(t3 > *t2);
+        // A node restarted from its directory starts from the snapshot written there.
+        let restarted = StateMachine::open(sa.clone(), Arc::new(RaftClock::new()), &a.dir).unwrap();
+        assert_eq!(restarted.last_applied, Some(log[7].log_id));
+    }
+}

@@ -102,8 +102,10 @@ impl Consensus {
             election_timeout_min: 600,
             election_timeout_max: 1200,
             install_snapshot_timeout: 10_000,
-            snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(10_000),
-            max_in_snapshot_log_to_keep: 1000,
+            snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(opts.snapshot_every),
+            // A follower this far behind gets the snapshot rather than the entries.
+            max_in_snapshot_log_to_keep: (opts.snapshot_every / 2).min(1000),
+            purge_batch_size: (opts.snapshot_every / 2).clamp(1, 256),
             ..Default::default()
         }
         .validate()
@@ -215,13 +217,30 @@ impl Consensus {
         }
     }
 
-    /// The raft time a proposal made now carries.
+    /// The raft time a proposal made now carries. The leader's time base is taken the first time
+    /// it is needed in a term (a write may come before the ticker noticed the election).
     fn proposal_time(&self) -> u64 {
+        let (state, term) = {
+            let m = self.raft.metrics();
+            let m = m.borrow();
+            (m.state, m.current_term)
+        };
         let applied = self.clock.applied_ms();
-        match &*self.lead.lock() {
-            Some(l) => (l.base_ms + l.since.elapsed().as_millis() as u64).max(applied),
-            None => applied,
+        let mut lead = self.lead.lock();
+        if state != ServerState::Leader {
+            // Not leading: a proposal is refused anyway (ForwardToLeader).
+            *lead = None;
+            return applied;
         }
+        if lead.as_ref().is_none_or(|l| l.term != term) {
+            // The first leader of a new group starts raft time at the wall clock, so that TIME
+            // and absolute expiry times read like Unix time; later leaders go on from the
+            // group's time and never read a wall clock.
+            let base_ms = if applied == 0 { unix_ms() } else { applied };
+            *lead = Some(LeaderTime { term, base_ms, since: Instant::now() });
+        }
+        let l = lead.as_ref().expect("set above");
+        (l.base_ms + l.since.elapsed().as_millis() as u64).max(applied)
     }
 
     /// The reply to an error of `client_write` or of a linearizable check.
@@ -407,9 +426,10 @@ impl Consensus {
     /// INFO's `consensus` section.
     pub fn info_section(&self) -> String {
         let m = self.raft.metrics();
-        let (state, term, leader, last_log, applied) = {
+        let (state, term, leader, last_log, applied, snapshot, purged) = {
             let m = m.borrow();
-            (m.state, m.current_term, m.current_leader, m.last_log_index, m.last_applied.map(|l| l.index))
+            let index = |l: Option<crate::types::LogId>| l.map(|l| l.index);
+            (m.state, m.current_term, m.current_leader, m.last_log_index, index(m.last_applied), index(m.snapshot), index(m.purged))
         };
         let role = match state {
             ServerState::Leader => "leader",
@@ -432,6 +452,8 @@ impl Consensus {
         s.push_str(&format!("consensus_commit_index:{}\r\n", self.committed.load(Ordering::Relaxed)));
         s.push_str(&format!("consensus_applied_index:{}\r\n", opt(applied)));
         s.push_str(&format!("consensus_last_log_index:{}\r\n", opt(last_log)));
+        s.push_str(&format!("consensus_snapshot_index:{}\r\n", opt(snapshot)));
+        s.push_str(&format!("consensus_purged_index:{}\r\n", opt(purged)));
         s.push_str(&format!("consensus_raft_time_ms:{}\r\n", self.clock.applied_ms()));
         let matches = self.match_indexes();
         for (i, (id, raft_addr, addr)) in self.members().iter().enumerate() {
@@ -472,37 +494,22 @@ impl Consensus {
 }
 
 /// The leader's clock work, every [`TICK`]: notes when this node became leader (the base of its
-/// raft time), and while keys with a TTL exist proposes a tick so that raft time, and with it
-/// expiry, follows the leader's clock without waiting for a write.
+/// raft time), and while keys with a TTL exist (or no entry has set raft time yet) proposes a tick
+/// so that raft time, and with it expiry, follows the leader's clock without waiting for a write.
 async fn ticker(node: std::sync::Weak<Consensus>) {
     let mut interval = tokio::time::interval(TICK);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         interval.tick().await;
         let Some(node) = node.upgrade() else { return };
-        let (state, term) = {
-            let m = node.raft.metrics();
-            let m = m.borrow();
-            (m.state, m.current_term)
-        };
-        if state != ServerState::Leader {
-            *node.lead.lock() = None;
+        // Starts (or ends) the leader's time base as leadership comes and goes.
+        let time_ms = node.proposal_time();
+        if node.lead.lock().is_none() {
             continue;
         }
-        {
-            let mut lead = node.lead.lock();
-            if lead.as_ref().is_none_or(|l| l.term != term) {
-                let applied = node.clock.applied_ms();
-                // The first leader of a new group starts raft time at the wall clock, so that
-                // TIME and absolute expiry times read like Unix time; later leaders go on from
-                // the group's time and never read a wall clock.
-                let base_ms = if applied == 0 { unix_ms() } else { applied };
-                *lead = Some(LeaderTime { term, base_ms, since: Instant::now() });
-            }
-        }
-        let behind = node.proposal_time().saturating_sub(node.clock.applied_ms());
+        let behind = time_ms.saturating_sub(node.clock.applied_ms());
         if behind >= TICK.as_millis() as u64 && (node.clock.applied_ms() == 0 || has_volatile_keys(&node.srv)) {
-            let req = Request { time_ms: node.proposal_time(), op: Op::Tick };
+            let req = Request { time_ms, op: Op::Tick };
             let raft = node.raft.clone();
             drop(node);
             let _ = tokio::time::timeout(CLIENT_TIMEOUT, raft.client_write(req)).await;

@@ -15,6 +15,8 @@ pub struct Options {
     pub peers: BTreeMap<NodeId, String>,
     /// The directory holding the log, the vote and snapshots (`dir`).
     pub dir: std::path::PathBuf,
+    /// Entries between two snapshots (`raft-snapshot-every`); older entries are then purged.
+    pub snapshot_every: u64,
 }
 
 impl Options {
@@ -43,7 +45,7 @@ impl Options {
             (p, Some(q)) if p as u16 == q => q,
             (p, _) => return Err(format!("raft-port {p} is not the port raft-peers gives node {id} ({own})")),
         };
-        Ok(Some(Options { id, port, peers, dir }))
+        Ok(Some(Options { id, port, peers, dir, snapshot_every: 10_000 }))
     }
 
     /// The host part of this node's own raft address: the host clients reach it on too.

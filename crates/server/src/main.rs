@@ -161,9 +161,11 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
             return 1;
         }
     };
-    if raft_opts.is_some() {
+    let raft_opts = raft_opts.map(|mut o| {
+        o.snapshot_every = config.get_i64("raft-snapshot-every") as u64;
         consensus::expect();
-    }
+        o
+    });
     let raft_clock = raft_opts.as_ref().map(|_| Arc::new(raft::RaftClock::new()));
     let engine_clock: Arc<dyn Clock> = match &raft_clock {
         Some(c) => c.clone(),

@@ -32,11 +32,12 @@ impl Drop for Node {
 
 impl Node {
     /// Starts (or restarts) the node with the group's `peers`, and waits for "Ready".
-    fn start(&mut self, peers: &str) {
+    fn start(&mut self, peers: &str, extra: &[&str]) {
         let mut child = Command::new(env!("CARGO_BIN_EXE_latch-server"))
             .args(["--bind", "127.0.0.1", "--port", &self.port.to_string(), "--save", ""])
             .args(["--raft-id", &self.id.to_string(), "--raft-port", &self.raft_port.to_string()])
             .args(["--raft-peers", peers, "--dir", self.dir.path()])
+            .args(extra)
             .current_dir(&self.dir.0)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -89,10 +90,16 @@ impl Node {
 struct Group {
     nodes: Vec<Node>,
     peers: String,
+    extra: Vec<&'static str>,
 }
 
 impl Group {
     fn start(name: &str) -> Group {
+        Group::start_with(name, &[])
+    }
+
+    /// A group whose nodes get `extra` arguments.
+    fn start_with(name: &str, extra: &[&'static str]) -> Group {
         let mut nodes: Vec<Node> = (1..=3)
             .map(|id| Node {
                 id,
@@ -104,13 +111,19 @@ impl Group {
             .collect();
         let peers = nodes.iter().map(|n| format!("{}=127.0.0.1:{}", n.id, n.raft_port)).collect::<Vec<_>>().join(",");
         for n in &mut nodes {
-            n.start(&peers);
+            n.start(&peers, extra);
         }
-        Group { nodes, peers }
+        Group { nodes, peers, extra: extra.to_vec() }
     }
 
     fn node(&mut self, id: u64) -> &mut Node {
         self.nodes.iter_mut().find(|n| n.id == id).expect("node")
+    }
+
+    /// Starts node `id` again, from its directory.
+    fn restart(&mut self, id: u64) {
+        let (peers, extra) = (self.peers.clone(), self.extra.clone());
+        self.node(id).start(&peers, &extra);
     }
 
     /// Waits until every running node names the same leader, which says it leads; returns it.
@@ -242,6 +255,10 @@ fn a_group_elects_a_leader_and_followers_send_clients_to_it() {
     let i = info(lport).expect("info");
     assert_eq!(i["consensus_role"], "leader");
     assert_eq!(i["consensus_leader_addr"], format!("127.0.0.1:{lport}"));
+    // Raft time started at the first leader's wall clock and runs with it.
+    let unix_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let raft_ms: i64 = i["consensus_raft_time_ms"].parse().unwrap();
+    assert!((unix_ms - raft_ms).abs() < 60_000, "raft time {raft_ms}, wall clock {unix_ms}");
     let commit: i64 = i["consensus_commit_index"].parse().unwrap();
     assert!(commit >= 3, "{i:?}");
     assert!(i["consensus_applied_index"].parse::<i64>().unwrap() >= commit);
@@ -301,8 +318,7 @@ fn a_node_restarted_from_its_dir_catches_up() {
         assert_eq!(must(lport, &["SET", &format!("k{i}"), "v"]), "+OK\r\n");
     }
     assert_eq!(int(&must(lport, &["DBSIZE"])), 50);
-    let peers = g.peers.clone();
-    g.node(follower).start(&peers);
+    g.restart(follower);
     // It replays its own log from --dir, then receives what it missed.
     let deadline = Instant::now() + DEADLINE;
     loop {
@@ -316,4 +332,71 @@ fn a_node_restarted_from_its_dir_catches_up() {
     let i = info(fport).expect("info");
     assert_eq!(i["consensus_role"], "follower");
     assert_eq!(i["consensus_leader"], leader.to_string());
+}
+
+/// Waits until `INFO keyspace` of the node on `port` shows `want` (e.g. `db0:keys=60`).
+fn wait_keyspace(port: u16, want: &str) {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let ks = must(port, &["INFO", "keyspace"]);
+        if ks.contains(want) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "node on port {port} never showed {want}: {ks:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_node_far_behind_installs_a_snapshot_and_the_whole_group_restarts_from_its_dirs() {
+    // A snapshot every 10 entries, and entries older than 5 before it purged.
+    let mut g = Group::start_with("snapshot", &["--raft-snapshot-every", "10"]);
+    let leader = g.leader();
+    let lport = g.port(leader);
+    let follower = g.nodes.iter().find(|n| n.id != leader).map(|n| n.id).expect("follower");
+    let fport = g.port(follower);
+    let behind: i64 = info(fport).expect("info")["consensus_applied_index"].parse().unwrap();
+    g.node(follower).kill();
+    let mut tokens = Vec::new();
+    for i in 0..60 {
+        assert_eq!(must(lport, &["SET", &format!("k{i}"), "v"]), "+OK\r\n");
+        if i % 20 == 0 {
+            tokens.push(int(&must(lport, &["LOCK", &format!("l{i}"), "owner", "600000"])));
+        }
+    }
+    // The entries the follower lacks are purged on the leader: it can only catch up from a
+    // snapshot (the RDB file), which it installs and keeps in its directory.
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let purged: i64 = info(lport).expect("info")["consensus_purged_index"].parse().unwrap();
+        if purged > behind + 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the leader kept the log from {behind} (purged up to {purged})");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    g.restart(follower);
+    wait_keyspace(fport, "db0:keys=63");
+    let dir = g.node(follower).dir.0.clone();
+    assert!(dir.join("raft-snapshot").exists(), "no snapshot in {}", dir.display());
+
+    // Every node killed, then started from its directory: the group comes back with its data,
+    // and tokens go on increasing from the replicated counter.
+    let ids: Vec<u64> = g.nodes.iter().map(|n| n.id).collect();
+    for &id in &ids {
+        g.node(id).kill();
+    }
+    for &id in &ids {
+        g.restart(id);
+    }
+    let leader = g.leader();
+    let lport = g.port(leader);
+    assert_eq!(int(&must(lport, &["DBSIZE"])), 63);
+    assert_eq!(must(lport, &["GET", "k59"]), "$1\r\nv\r\n");
+    assert_eq!(must(lport, &["LOCK", "l0", "someone-else", "1000"]), "$-1\r\n");
+    let next = int(&must(lport, &["LOCK", "fresh", "owner", "1000"]));
+    assert!(tokens.iter().all(|&t| t < next), "{next} after the restart, {tokens:?} before");
+    for &id in &ids {
+        wait_keyspace(g.port(id), "db0:keys=64");
+    }
 }
