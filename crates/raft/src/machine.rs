@@ -14,9 +14,7 @@ use engine::client::Client;
 use engine::clock::Clock;
 use engine::server::Server;
 use openraft::storage::{RaftStateMachine, Snapshot};
-use openraft::{
-    BasicNode, EntryPayload, ErrorSubject, ErrorVerb, RaftSnapshotBuilder, SnapshotMeta, StoredMembership,
-};
+use openraft::{BasicNode, EntryPayload, ErrorSubject, ErrorVerb, RaftSnapshotBuilder, SnapshotMeta, StoredMembership};
 use parking_lot::Mutex;
 use std::io::{self, Cursor};
 use std::path::{Path, PathBuf};
@@ -71,6 +69,9 @@ const SNAP_TAG: &[u8] = b"LATCHSNAP1";
 fn snapshot_path(dir: &Path) -> PathBuf {
     dir.join("raft-snapshot")
 }
+
+/// What a snapshot covers.
+type Meta = SnapshotMeta<NodeId, BasicNode>;
 
 /// The state machine handed to openraft.
 pub struct StateMachine {
@@ -164,7 +165,7 @@ fn split_snapshot(data: &[u8]) -> Option<(u64, &[u8])> {
     Some((ms, &rest[8..]))
 }
 
-fn read_snapshot_file(dir: &Path) -> io::Result<Option<(SnapshotMeta<NodeId, BasicNode>, Vec<u8>)>> {
+fn read_snapshot_file(dir: &Path) -> io::Result<Option<(Meta, Vec<u8>)>> {
     let data = match std::fs::read(snapshot_path(dir)) {
         Ok(d) => d,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -262,7 +263,8 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
-        let read = read_snapshot_file(&self.dir).map_err(|e| io_error(ErrorSubject::Snapshot(None), ErrorVerb::Read, e))?;
+        let read =
+            read_snapshot_file(&self.dir).map_err(|e| io_error(ErrorSubject::Snapshot(None), ErrorVerb::Read, e))?;
         Ok(read.map(|(meta, data)| Snapshot { meta, snapshot: Box::new(Cursor::new(data)) }))
     }
 }

@@ -8,9 +8,7 @@
 //! every node can describe the group in `CLUSTER SLOTS`.
 
 use crate::types::{NodeId, Raft, TypeConfig};
-use openraft::error::{
-    Fatal, NetworkError, RPCError, RaftError, ReplicationClosed, StreamingError, Unreachable,
-};
+use openraft::error::{Fatal, NetworkError, RPCError, RaftError, ReplicationClosed, StreamingError, Unreachable};
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse};
 use openraft::{BasicNode, Snapshot, SnapshotMeta, Vote};

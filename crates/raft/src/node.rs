@@ -141,8 +141,7 @@ impl Consensus {
             // Another member's initialization reached this node first.
             Err(e) => tracing::info!("raft: not initializing: {e}"),
         }
-        let node =
-            Arc::new(Consensus { raft, opts, srv, clock, book, committed, lead: Mutex::new(None), rt: None });
+        let node = Arc::new(Consensus { raft, opts, srv, clock, book, committed, lead: Mutex::new(None), rt: None });
         rt.spawn(ticker(Arc::downgrade(&node)));
         // The runtime lives as long as the node.
         let mut node = node;
@@ -429,7 +428,15 @@ impl Consensus {
         let (state, term, leader, last_log, applied, snapshot, purged) = {
             let m = m.borrow();
             let index = |l: Option<crate::types::LogId>| l.map(|l| l.index);
-            (m.state, m.current_term, m.current_leader, m.last_log_index, index(m.last_applied), index(m.snapshot), index(m.purged))
+            (
+                m.state,
+                m.current_term,
+                m.current_leader,
+                m.last_log_index,
+                index(m.last_applied),
+                index(m.snapshot),
+                index(m.purged),
+            )
         };
         let role = match state {
             ServerState::Leader => "leader",

@@ -22,12 +22,7 @@ pub struct Options {
 impl Options {
     /// Reads the options from the configuration's values; None when `raft-id` is 0 (consensus
     /// mode off), an error when they are inconsistent.
-    pub fn from_values(
-        id: i64,
-        port: i64,
-        peers: &str,
-        dir: std::path::PathBuf,
-    ) -> Result<Option<Options>, String> {
+    pub fn from_values(id: i64, port: i64, peers: &str, dir: std::path::PathBuf) -> Result<Option<Options>, String> {
         if id == 0 {
             if !peers.is_empty() || port != 0 {
                 return Err("raft-port and raft-peers need raft-id".into());

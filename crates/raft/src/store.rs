@@ -196,7 +196,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn save_vote(&mut self, vote: &Vote<NodeId>) -> Result<(), StorageError> {
         let dir = self.inner.lock().dir.clone();
-        let data = postcard::to_allocvec(vote).map_err(|e| io_error(ErrorSubject::Vote, ErrorVerb::Write, io::Error::other(e)))?;
+        let data = postcard::to_allocvec(vote)
+            .map_err(|e| io_error(ErrorSubject::Vote, ErrorVerb::Write, io::Error::other(e)))?;
         write_file(&dir.join("raft-vote"), &data, true).map_err(|e| io_error(ErrorSubject::Vote, ErrorVerb::Write, e))
     }
 
@@ -209,8 +210,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let Some(c) = committed else { return Ok(()) };
         self.committed.store(c.index, Ordering::Relaxed);
         let dir = self.inner.lock().dir.clone();
-        let data = postcard::to_allocvec(&c).map_err(|e| io_error(ErrorSubject::Store, ErrorVerb::Write, io::Error::other(e)))?;
-        write_file(&dir.join("raft-committed"), &data, false).map_err(|e| io_error(ErrorSubject::Store, ErrorVerb::Write, e))
+        let data = postcard::to_allocvec(&c)
+            .map_err(|e| io_error(ErrorSubject::Store, ErrorVerb::Write, io::Error::other(e)))?;
+        write_file(&dir.join("raft-committed"), &data, false)
+            .map_err(|e| io_error(ErrorSubject::Store, ErrorVerb::Write, e))
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId>, StorageError> {
@@ -242,7 +245,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
         let mut inner = self.inner.lock();
-        inner.write(&[Record::Truncate(log_id.index)]).map_err(|e| io_error(ErrorSubject::Logs, ErrorVerb::Write, e))?;
+        inner
+            .write(&[Record::Truncate(log_id.index)])
+            .map_err(|e| io_error(ErrorSubject::Logs, ErrorVerb::Write, e))?;
         inner.entries.split_off(&log_id.index);
         Ok(())
     }

@@ -78,6 +78,10 @@ pub type StorageError = openraft::StorageError<NodeId>;
 pub type Raft = openraft::Raft<TypeConfig>;
 
 /// A storage error from an IO error.
-pub(crate) fn io_error(subject: openraft::ErrorSubject<NodeId>, verb: openraft::ErrorVerb, e: std::io::Error) -> StorageError {
+pub(crate) fn io_error(
+    subject: openraft::ErrorSubject<NodeId>,
+    verb: openraft::ErrorVerb,
+    e: std::io::Error,
+) -> StorageError {
     StorageError::from_io_error(subject, verb, e)
 }

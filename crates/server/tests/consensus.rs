@@ -200,7 +200,10 @@ fn must(port: u16, args: &[&str]) -> String {
 
 /// The integer of a `:n` reply.
 fn int(reply: &str) -> i64 {
-    reply.strip_prefix(':').and_then(|r| r.trim_end().parse().ok()).unwrap_or_else(|| panic!("not an integer: {reply:?}"))
+    reply
+        .strip_prefix(':')
+        .and_then(|r| r.trim_end().parse().ok())
+        .unwrap_or_else(|| panic!("not an integer: {reply:?}"))
 }
 
 #[test]
