@@ -23,36 +23,37 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The engine's clock in consensus mode: the raft time of the last applied entry (milliseconds on
 /// the group's timeline); durations for latency statistics still come from the node's own clock.
+/// Before the first entry (or snapshot) is applied it reads the wall clock of the node's start,
+/// which only the server's own bookkeeping (start time, last save) sees: the keyspace is empty
+/// until then.
 pub struct RaftClock {
+    /// What the engine reads.
     ms: AtomicU64,
+    /// The raft time applied so far, 0 before any entry set it.
+    applied: AtomicU64,
     start: std::time::Instant,
 }
 
 impl RaftClock {
-    /// A clock at 0 (no entry applied yet).
-    pub fn new() -> RaftClock {
-        RaftClock { ms: AtomicU64::new(0), start: std::time::Instant::now() }
+    /// A clock reading `start_ms` until the first entry is applied.
+    pub fn new(start_ms: u64) -> RaftClock {
+        RaftClock { ms: AtomicU64::new(start_ms), applied: AtomicU64::new(0), start: std::time::Instant::now() }
     }
 
-    /// The raft time applied so far.
+    /// The raft time applied so far (0 before any entry carried one).
     pub fn applied_ms(&self) -> u64 {
-        self.ms.load(Ordering::SeqCst)
+        self.applied.load(Ordering::SeqCst)
     }
 
     fn set(&self, ms: u64) {
+        self.applied.store(ms, Ordering::SeqCst);
         self.ms.store(ms, Ordering::SeqCst);
-    }
-}
-
-impl Default for RaftClock {
-    fn default() -> Self {
-        RaftClock::new()
     }
 }
 
 impl Clock for RaftClock {
     fn now_ms(&self) -> u64 {
-        self.applied_ms()
+        self.ms.load(Ordering::SeqCst)
     }
     fn ticks_us(&self) -> u64 {
         self.start.elapsed().as_micros() as u64
@@ -283,8 +284,9 @@ mod tests {
         d
     }
 
-    fn machine(name: &str) -> (StateMachine, Arc<Server>) {
-        let clock = Arc::new(RaftClock::new());
+    /// A state machine on a fresh engine whose clock reads `start_ms` until the first entry.
+    fn machine(name: &str, start_ms: u64) -> (StateMachine, Arc<Server>) {
+        let clock = Arc::new(RaftClock::new(start_ms));
         let srv = Arc::new(Server::new(engine::config::Config::default(), clock.clone()));
         (StateMachine::open(srv.clone(), clock, &temp_dir(name)).unwrap(), srv)
     }
@@ -324,8 +326,9 @@ mod tests {
             entry(7, 1_001_202, "PTTL j"),
             entry(8, 1_001_203, "LOCK m owner 5000"),
         ];
-        let (mut a, sa) = machine("a");
-        let (mut b, sb) = machine("b");
+        // Nodes started at different wall-clock times agree: only the entries' time counts.
+        let (mut a, sa) = machine("a", 5_000_000);
+        let (mut b, sb) = machine("b", 0);
         let ra = block_on(a.apply(log.clone())).unwrap();
         let rb = block_on(b.apply(log.clone())).unwrap();
         let ra: Vec<_> = ra.into_iter().map(|r| r.0).collect();
@@ -344,7 +347,7 @@ mod tests {
         // A snapshot of one node installed on a new node gives the same data and counter.
         let mut builder = block_on(a.get_snapshot_builder());
         let snap = block_on(builder.build_snapshot()).unwrap();
-        let (mut c, sc) = machine("c");
+        let (mut c, sc) = machine("c", 7_000_000);
         block_on(c.install_snapshot(&snap.meta, snap.snapshot)).unwrap();
         assert_eq!(digest(&sa), digest(&sc));
         assert_eq!(block_on(c.applied_state()).unwrap().0, Some(log[7].log_id));
@@ -355,7 +358,7 @@ mod tests {
         let Some(resp::Frame::Integer(t3)) = ra[0].0 else { panic!() };
         assert!(t3 > *t2);
         // A node restarted from its directory starts from the snapshot written there.
-        let restarted = StateMachine::open(sa.clone(), Arc::new(RaftClock::new()), &a.dir).unwrap();
+        let restarted = StateMachine::open(sa.clone(), Arc::new(RaftClock::new(0)), &a.dir).unwrap();
         assert_eq!(restarted.last_applied, Some(log[7].log_id));
     }
 }

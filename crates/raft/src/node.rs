@@ -184,7 +184,7 @@ impl Consensus {
         {
             return Decision::Local;
         }
-        match route::classify(cmd, args) {
+        match route::classify(self.srv.table, cmd, args) {
             Class::Local => Decision::Local,
             Class::Info => Decision::Info,
             Class::Ok => Decision::Reply(Frame::ok()),

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use engine::command::{Flags, Group};
-use engine::ctx::Command;
+use engine::ctx::{Command, CommandTable};
 
 /// How a command is served in consensus mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,9 +40,17 @@ const UNSUPPORTED: &[&str] = &[
     "client|pause",
 ];
 
-/// The class of `cmd` called with `args`.
-pub fn classify(cmd: &Command, args: &[Bytes]) -> Class {
+/// The class of `cmd` called with `args` (`table` resolves the command `FENCED` wraps).
+pub fn classify(table: &CommandTable, cmd: &Command, args: &[Bytes]) -> Class {
     let name = cmd.name;
+    // FENCED runs the command it wraps in the same entry: what is refused alone is refused inside.
+    if name == "fenced"
+        && let Some(inner_args) = args.get(3..).filter(|a| !a.is_empty())
+        && let Ok(inner) = table.resolve(inner_args)
+        && classify(table, inner, inner_args) == Class::Unsupported
+    {
+        return Class::Unsupported;
+    }
     if UNSUPPORTED.contains(&name) || matches!(cmd.group, Group::Transactions | Group::Scripting) {
         return Class::Unsupported;
     }
@@ -123,7 +131,7 @@ mod tests {
         );
         let class = |line: &str| {
             let args: Vec<Bytes> = line.split(' ').map(|w| Bytes::copy_from_slice(w.as_bytes())).collect();
-            classify(srv.table.resolve(&args).unwrap(), &args)
+            classify(srv.table, srv.table.resolve(&args).unwrap(), &args)
         };
         assert_eq!(class("set k v"), Class::Write);
         assert_eq!(class("lock k o 1000"), Class::Write);
@@ -139,5 +147,8 @@ mod tests {
         assert_eq!(class("readonly"), Class::Ok);
         assert_eq!(class("info consensus"), Class::Info);
         assert_eq!(class("flushall"), Class::Write);
+        assert_eq!(class("fenced k 1 set k v"), Class::Write);
+        assert_eq!(class("fenced k 1 spop s"), Class::Unsupported);
+        assert_eq!(class("fenced k 1 eval x 0"), Class::Unsupported);
     }
 }

@@ -166,7 +166,7 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
         consensus::expect();
         o
     });
-    let raft_clock = raft_opts.as_ref().map(|_| Arc::new(raft::RaftClock::new()));
+    let raft_clock = raft_opts.as_ref().map(|_| Arc::new(raft::RaftClock::new(clock.now_ms())));
     let engine_clock: Arc<dyn Clock> = match &raft_clock {
         Some(c) => c.clone(),
         None => clock.clone(),
