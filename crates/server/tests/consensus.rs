@@ -403,3 +403,45 @@ fn a_node_far_behind_installs_a_snapshot_and_the_whole_group_restarts_from_its_d
         wait_keyspace(g.port(id), "db0:keys=64");
     }
 }
+
+#[test]
+fn the_redis_crate_cluster_client_follows_the_leader_through_a_failover() {
+    let mut g = Group::start("cluster-client");
+    let old = g.leader();
+    let urls: Vec<String> = g.nodes.iter().map(|n| format!("redis://127.0.0.1:{}/", n.port)).collect();
+    let client = redis::cluster::ClusterClientBuilder::new(urls)
+        .connection_timeout(Duration::from_secs(2))
+        .response_timeout(Duration::from_secs(15))
+        .build()
+        .expect("cluster client");
+    let mut con = client.get_connection().expect("cluster connection");
+    // The client learnt the topology from CLUSTER SLOTS and sends keyed commands to the leader.
+    let ok: String = redis::cmd("SET").arg("lock").arg("tok").arg("NX").arg("PX").arg(60000).query(&mut con).unwrap();
+    assert_eq!(ok, "OK");
+    let before: i64 = redis::cmd("LOCK").arg("l").arg("owner").arg(60000).query(&mut con).unwrap();
+
+    g.node(old).kill();
+    // The application sees errors while the group elects, and retries. The crate's synchronous
+    // cluster connection keeps reconnecting to a node that refuses connections instead of asking
+    // the others for the topology (redis 1.8, `RetryMethod::Reconnect`), so a retry takes a new
+    // connection, which reads CLUSTER SLOTS from the nodes it was given.
+    let deadline = Instant::now() + DEADLINE;
+    let mut retries = 0;
+    let held = loop {
+        match redis::cmd("GET").arg("lock").query::<Option<String>>(&mut con) {
+            Ok(v) => break v,
+            Err(e) => {
+                retries += 1;
+                assert!(Instant::now() < deadline, "no answer after the failover: {e}");
+                std::thread::sleep(Duration::from_millis(100));
+                if let Ok(c) = client.get_connection() {
+                    con = c;
+                }
+            }
+        }
+    };
+    assert_eq!(held.as_deref(), Some("tok"), "after {retries} retries");
+    let after: i64 = redis::cmd("LOCK").arg("m").arg("owner").arg(60000).query(&mut con).unwrap();
+    assert!(after > before, "{after} after the failover, {before} before");
+    assert_ne!(g.leader(), old);
+}
