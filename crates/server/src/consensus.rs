@@ -2,7 +2,7 @@
 //! Raft group, every command goes through [`run`] instead of straight to the engine.
 
 use bytes::Bytes;
-use engine::client::Client;
+use engine::client::{Client, ReplyMode};
 use engine::server::Server;
 use raft::{Consensus, Decision};
 use resp::Frame;
@@ -54,7 +54,17 @@ pub async fn run(node: &Consensus, srv: &Server, client: &mut Client, args: &[By
         },
         Decision::Write => {
             let (db, proto) = (client.db, client.proto);
-            Some(node.write(db, proto, args).await)
+            let reply = node.write(db, proto, args).await;
+            // CLIENT REPLY OFF / SKIP hold for replicated writes too (the engine's `execute`
+            // applies them to the commands it runs for this client).
+            match client.reply_mode {
+                ReplyMode::Off => None,
+                ReplyMode::SkipThis => {
+                    client.reply_mode = ReplyMode::On;
+                    None
+                }
+                ReplyMode::On | ReplyMode::Skip => Some(reply),
+            }
         }
     }
 }

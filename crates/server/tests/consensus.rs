@@ -31,12 +31,23 @@ impl Drop for Node {
 }
 
 impl Node {
-    /// Starts (or restarts) the node with the group's `peers`, and waits for "Ready".
+    /// Starts (or restarts) the node with the group's `peers`, and waits for "Ready". Node 3 reads
+    /// its consensus options from a config file, the others from arguments: the same names work
+    /// both ways.
     fn start(&mut self, peers: &str, extra: &[&str]) {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_latch-server"))
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_latch-server"));
+        if self.id == 3 {
+            let conf = self.dir.0.join("latch.conf");
+            let text = format!("raft-id {}\nraft-port {}\nraft-peers {peers}\n", self.id, self.raft_port);
+            std::fs::write(&conf, text).expect("config file");
+            cmd.arg(conf);
+        } else {
+            cmd.args(["--raft-id", &self.id.to_string(), "--raft-port", &self.raft_port.to_string()]);
+            cmd.args(["--raft-peers", peers]);
+        }
+        let mut child = cmd
             .args(["--bind", "127.0.0.1", "--port", &self.port.to_string(), "--save", ""])
-            .args(["--raft-id", &self.id.to_string(), "--raft-port", &self.raft_port.to_string()])
-            .args(["--raft-peers", peers, "--dir", self.dir.path()])
+            .args(["--dir", self.dir.path()])
             .args(extra)
             .current_dir(&self.dir.0)
             .stdout(Stdio::piped())
@@ -444,4 +455,44 @@ fn the_redis_crate_cluster_client_follows_the_leader_through_a_failover() {
     let after: i64 = redis::cmd("LOCK").arg("m").arg("owner").arg(60000).query(&mut con).unwrap();
     assert!(after > before, "{after} after the failover, {before} before");
     assert_ne!(g.leader(), old);
+}
+
+#[test]
+fn inconsistent_consensus_options_stop_the_server_and_replies_respect_client_reply() {
+    let dir = TempDir::new("consensus-options");
+    for (args, why) in [
+        (vec!["--raft-id", "4", "--raft-peers", "1=127.0.0.1:1,2=127.0.0.1:2"], "does not list this node's raft-id 4"),
+        (vec!["--raft-id", "1", "--raft-port", "9", "--raft-peers", "1=127.0.0.1:1"], "raft-port 9"),
+        (vec!["--raft-id", "1", "--raft-peers", "1=127.0.0.1"], "invalid raft-peers entry"),
+        (vec!["--raft-peers", "1=127.0.0.1:1"], "need raft-id"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_latch-server"))
+            .args(["--bind", "127.0.0.1", "--port", &free_port().to_string(), "--dir", dir.path()])
+            .args(&args)
+            .current_dir(&dir.0)
+            .output()
+            .expect("run latch-server");
+        assert!(!out.status.success(), "{args:?} started");
+        let log = String::from_utf8_lossy(&out.stdout);
+        assert!(log.contains(why), "{args:?}: {log}");
+    }
+
+    // A single-member group leads itself; CLIENT REPLY OFF silences replicated writes too.
+    let mut node = Node { id: 1, port: free_port(), raft_port: free_port(), dir, child: None };
+    let peers = format!("1=127.0.0.1:{}", node.raft_port);
+    node.start(&peers, &[]);
+    let g = Group { nodes: vec![node], peers, extra: Vec::new() };
+    let port = g.port(g.leader());
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    s.write_all(b"CLIENT REPLY OFF\r\nSET a 1\r\nCLIENT REPLY SKIP\r\nSET b 2\r\nCLIENT REPLY ON\r\nGET b\r\n")
+        .unwrap();
+    let mut got = Vec::new();
+    while !got.ends_with(b"$1\r\n2\r\n") {
+        let mut chunk = [0u8; 1024];
+        let n = s.read(&mut chunk).unwrap();
+        assert!(n > 0, "closed after {:?}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&chunk[..n]);
+    }
+    assert_eq!(String::from_utf8_lossy(&got), "+OK\r\n$1\r\n2\r\n");
 }
