@@ -3,7 +3,9 @@
 //! The log is one append-only file, `raft-log`, of records `[len u32][crc32 u32][postcard]`: an
 //! entry, a truncation (entries from an index on are gone) or a purge (entries up to a log id are
 //! gone). Appends are fsync'd before openraft is told they are flushed, so an entry a node
-//! acknowledged survives its crash. Reading the file back replays the records into memory; a
+//! acknowledged survives its crash. The fsync is a group commit: `append` writes and hands its
+//! callback to a flusher thread, which fsyncs once for every append written meanwhile and then
+//! reports them flushed in order (one fsync per batch of client writes, not one per write). Reading the file back replays the records into memory; a
 //! torn last record (a crash in the middle of a write) is cut off. A purge rewrites the file with
 //! the entries that remain (log compaction after a snapshot). The vote is `raft-vote`, written
 //! to a temporary file, fsync'd and renamed over the old one; the commit index is `raft-committed`
@@ -35,10 +37,11 @@ enum Record {
     Purge(LogId),
 }
 
-/// The log's state in memory, shared by the store and its readers.
+/// The log's state in memory, shared by the store, its readers and the flusher.
 struct Inner {
     dir: PathBuf,
-    file: File,
+    /// The log file (replaced by a rewrite: the flusher takes the current one for each fsync).
+    file: Arc<File>,
     entries: BTreeMap<u64, Entry>,
     purged: Option<LogId>,
 }
@@ -47,6 +50,8 @@ struct Inner {
 #[derive(Clone)]
 pub struct LogStore {
     inner: Arc<Mutex<Inner>>,
+    /// Appends written and waiting for the flusher's fsync.
+    flush: std::sync::mpsc::Sender<LogFlushed<TypeConfig>>,
     /// The commit index openraft last reported (INFO's `consensus_commit_index`).
     committed: Arc<AtomicU64>,
 }
@@ -76,7 +81,25 @@ impl LogStore {
         if let Some(c) = read_small::<LogId>(&dir.join("raft-committed"))? {
             committed.store(c.index, Ordering::Relaxed);
         }
-        Ok(LogStore { inner: Arc::new(Mutex::new(Inner { dir: dir.to_path_buf(), file, entries, purged })), committed })
+        let inner = Arc::new(Mutex::new(Inner { dir: dir.to_path_buf(), file: Arc::new(file), entries, purged }));
+        let (flush, pending) = std::sync::mpsc::channel();
+        let shared = inner.clone();
+        std::thread::Builder::new().name("raft-log-sync".into()).spawn(move || flusher(&shared, &pending))?;
+        Ok(LogStore { inner, flush, committed })
+    }
+}
+
+/// Group commit: waits for an append, takes every other append written meanwhile, fsyncs the log
+/// once, and reports them flushed (or failed) in order. Ends when the store is gone.
+fn flusher(inner: &Mutex<Inner>, pending: &std::sync::mpsc::Receiver<LogFlushed<TypeConfig>>) {
+    while let Ok(first) = pending.recv() {
+        let mut batch = vec![first];
+        batch.extend(pending.try_iter());
+        let file = inner.lock().file.clone();
+        let synced = file.sync_data();
+        for callback in batch {
+            callback.log_io_completed(synced.as_ref().map(|_| ()).map_err(|e| io::Error::new(e.kind(), e.to_string())));
+        }
     }
 }
 
@@ -147,12 +170,18 @@ pub(crate) fn write_file(path: &Path, data: &[u8], durable: bool) -> io::Result<
 }
 
 impl Inner {
-    fn write(&mut self, records: &[Record]) -> io::Result<()> {
+    /// Appends records to the file; durable once `sync_data` ran after it.
+    fn write_unsynced(&mut self, records: &[Record]) -> io::Result<()> {
         let mut buf = Vec::new();
         for r in records {
             encode_record(r, &mut buf)?;
         }
-        self.file.write_all(&buf)?;
+        (&*self.file).write_all(&buf)
+    }
+
+    /// Appends records to the file and fsyncs it.
+    fn write(&mut self, records: &[Record]) -> io::Result<()> {
+        self.write_unsynced(records)?;
         self.file.sync_data()
     }
 
@@ -167,7 +196,7 @@ impl Inner {
         }
         let path = self.dir.join("raft-log");
         write_file(&path, &buf, true)?;
-        self.file = OpenOptions::new().append(true).open(&path)?;
+        self.file = Arc::new(OpenOptions::new().append(true).open(&path)?);
         Ok(())
     }
 }
@@ -228,19 +257,23 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     {
         let records: Vec<Record> = entries.into_iter().map(Record::Entry).collect();
         let mut inner = self.inner.lock();
-        let written = inner.write(&records);
-        if written.is_ok() {
-            for r in records {
-                let Inner { entries, purged, .. } = &mut *inner;
-                apply_record(entries, purged, r);
-            }
+        if let Err(e) = inner.write_unsynced(&records) {
+            let failed = io::Error::new(e.kind(), e.to_string());
+            callback.log_io_completed(Err(e));
+            return Err(io_error(ErrorSubject::Logs, ErrorVerb::Write, failed));
         }
-        let failed = written.as_ref().err().map(|e| io::Error::new(e.kind(), e.to_string()));
-        callback.log_io_completed(written);
-        match failed {
-            Some(e) => Err(io_error(ErrorSubject::Logs, ErrorVerb::Write, e)),
-            None => Ok(()),
+        for r in records {
+            let Inner { entries, purged, .. } = &mut *inner;
+            apply_record(entries, purged, r);
         }
+        drop(inner);
+        // Reported flushed by the flusher after its next fsync.
+        if let Err(e) = self.flush.send(callback) {
+            let stopped = || io::Error::other("the raft log's flusher stopped");
+            e.0.log_io_completed(Err(stopped()));
+            return Err(io_error(ErrorSubject::Logs, ErrorVerb::Write, stopped()));
+        }
+        Ok(())
     }
 
     async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
