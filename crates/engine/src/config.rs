@@ -181,6 +181,20 @@ pub static PARAMS: &[Param] = &[
     // patterns as Redis hides its own internal parameters: tools that CONFIG SET every parameter
     // `CONFIG GET *` lists back to its value (Redis's "CONFIG sanity" test) skip it.
     P { name: "shards", alias: None, flags: IMM | HIDDEN, kind: Kind::Int(0, 4096), default: "0", apply: None },
+    // Latch's own: consensus mode (docs/consensus.md). `raft-id` 0 is off; these are read once
+    // at startup by the server crate, which validates them together (hidden, as `shards` is).
+    P { name: "raft-id", alias: None, flags: IMM | HIDDEN, kind: Kind::Int(0, 1 << 40), default: "0", apply: None },
+    P { name: "raft-port", alias: None, flags: IMM | HIDDEN, kind: Kind::Int(0, 65535), default: "0", apply: None },
+    P { name: "raft-peers", alias: None, flags: IMM | HIDDEN, kind: Kind::Str(None), default: "", apply: None },
+    // Entries between two snapshots of the state machine (after which older entries are purged).
+    P {
+        name: "raft-snapshot-every",
+        alias: None,
+        flags: IMM | HIDDEN,
+        kind: Kind::Int(2, I32MAX),
+        default: "10000",
+        apply: None,
+    },
     // Latch's own: whether eviction may remove native locks (LOCK). No by default: a held lock that
     // disappears breaks mutual exclusion (docs/locks.md).
     P {

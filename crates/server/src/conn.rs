@@ -227,6 +227,11 @@ where
     async fn run_request(&mut self, args: &[Bytes]) -> Step {
         let mut reply = if self.client.ldb_sync && is_eval(args) {
             self.execute_debugged(args).await?
+        } else if let Some(node) = crate::consensus::node() {
+            match node {
+                Ok(node) => crate::consensus::run(node, &self.srv, &mut self.client, args).await,
+                Err(loading) => Some(loading),
+            }
         } else {
             self.srv.execute(&mut self.client, args)
         };

@@ -68,8 +68,14 @@ pub fn init(logfile: &str) -> Result<(), String> {
     // A dynamic filter: tracing asks it at every event. A plain `filter_fn` is asked once per
     // call site and its answer cached, so a later CONFIG SET loglevel would not reach lines
     // already seen once.
+    // openraft (consensus mode) reports every vote and membership step at INFO: those lines are
+    // `verbose` here, and its warnings stay warnings.
     let filter = tracing_subscriber::filter::dynamic_filter_fn(|meta, _| {
-        redis_level(meta.level()) >= VERBOSITY.load(Ordering::Relaxed)
+        let level = match redis_level(meta.level()) {
+            2 if meta.target().starts_with("openraft") => 1,
+            l => l,
+        };
+        level >= VERBOSITY.load(Ordering::Relaxed)
     });
     let layer = tracing_subscriber::fmt::layer().event_format(RedisFormat).with_writer(|| Sink).with_filter(filter);
     tracing_subscriber::registry().with(layer).init();

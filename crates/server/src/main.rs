@@ -8,6 +8,7 @@ mod alloc;
 mod aof;
 mod config_file;
 mod conn;
+mod consensus;
 mod log;
 mod net;
 mod os_host;
@@ -147,7 +148,30 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
         tracing::warn!("Failed to set current oom_score_adj. Check server logs.");
     }
     let clock = Arc::new(SystemClock::new());
-    let srv = Arc::new(Server::new(config, clock.clone()));
+    // Consensus mode (`raft-id`): the engine's clock follows the group's raft time.
+    let raft_opts = match raft::Options::from_values(
+        config.get_i64("raft-id"),
+        config.get_i64("raft-port"),
+        &config.get("raft-peers").unwrap_or_default(),
+        std::path::PathBuf::from(config.get("dir").unwrap_or_else(|| ".".into())),
+    ) {
+        Ok(o) => o,
+        Err(e) => {
+            tracing::error!("{e}");
+            return 1;
+        }
+    };
+    let raft_opts = raft_opts.map(|mut o| {
+        o.snapshot_every = config.get_i64("raft-snapshot-every") as u64;
+        consensus::expect();
+        o
+    });
+    let raft_clock = raft_opts.as_ref().map(|_| Arc::new(raft::RaftClock::new(clock.now_ms())));
+    let engine_clock: Arc<dyn Clock> = match &raft_clock {
+        Some(c) => c.clone(),
+        None => clock.clone(),
+    };
+    let srv = Arc::new(Server::new(config, engine_clock));
     *srv.config_file.lock() = config_file;
     if let Err(e) = engine::cmd::acl::load_at_startup(&srv) {
         tracing::error!("{e}");
@@ -246,8 +270,12 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
         _ => None,
     };
     let (loader, loader_aof) = (srv.clone(), aof.clone());
+    let raft_mode = raft_opts.is_some();
     let loaded = tokio::task::spawn_blocking(move || {
-        if loader.config.get("appendonly").as_deref() == Some("yes") {
+        if raft_mode {
+            // The data is the group's: the snapshot and log under `dir`, loaded by the raft node.
+            Ok(None)
+        } else if loader.config.get("appendonly").as_deref() == Some("yes") {
             // With the AOF on, Redis loads the AOF and not the RDB file.
             loader_aof.start_at_boot().map(|()| None).map_err(|e| {
                 // Redis's loader exits right after its message: the last line says why.
@@ -264,6 +292,20 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
         pidfile.remove_quietly();
         return 1;
     };
+    if let (Some(opts), Some(raft_clock)) = (raft_opts, raft_clock) {
+        // The node replays its log into the engine, which must not refuse it as loading:
+        // clients are held off by `consensus::node` until the node is installed instead.
+        srv.loading.store(false, std::sync::atomic::Ordering::SeqCst);
+        let client_addr = format!("{}:{port}", opts.own_host());
+        match raft::Consensus::start(srv.clone(), raft_clock, opts, client_addr).await {
+            Ok(node) => consensus::install(node),
+            Err(e) => {
+                tracing::warn!("{e}");
+                pidfile.remove_quietly();
+                return 1;
+            }
+        }
+    }
     srv.loading.store(false, std::sync::atomic::Ordering::SeqCst);
     upstream::spawn(srv.clone());
     // `replicaof` in the configuration: a replica from the start.
@@ -279,7 +321,7 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     if let Some(p) = primary {
         srv.follow_primary(p);
     }
-    tokio::spawn(waiter_timer(srv.clone(), clock.clone()));
+    tokio::spawn(waiter_timer(srv.clone()));
     tokio::spawn(cron(srv.clone(), clock, aof.clone()));
     tracing::info!("Ready to accept connections tcp");
     if let Some(path) = &unixsocket {
@@ -499,13 +541,13 @@ async fn start<S>(
 
 /// While clients are blocked, expires their keys (dead lock holders) every 10 ms instead of every
 /// `1000/hz` ms, so the next waiter gets the lock within milliseconds of the TTL.
-async fn waiter_timer(srv: Arc<Server>, clock: Arc<SystemClock>) {
+async fn waiter_timer(srv: Arc<Server>) {
     loop {
         tokio::time::sleep(Duration::from_millis(10)).await;
         if srv.blocked_clients.load(std::sync::atomic::Ordering::Relaxed) == 0 {
             continue;
         }
-        let now = clock.now_ms();
+        let now = srv.clock.now_ms();
         // Clients held by a CLIENT PAUSE are blocked too: release them within 10 ms of its end.
         if !srv.debug.pause_cron.load(std::sync::atomic::Ordering::Relaxed) {
             srv.pause_cron(now);
@@ -529,7 +571,8 @@ async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>, aof: Arc<aof::Aof>) {
         if srv.debug.pause_cron.load(std::sync::atomic::Ordering::Relaxed) {
             continue;
         }
-        let now = clock.now_ms();
+        // The engine's clock: raft time in consensus mode, where expiry must not run ahead of it.
+        let now = srv.clock.now_ms();
         // A CLIENT PAUSE whose time is up ends, and its clients run (Redis's serverCron).
         srv.pause_cron(now);
         // FAILOVER's progress (Redis checks it before every sleep).

@@ -1,0 +1,364 @@
+//! The state machine: committed entries run on this node's `engine::Server`, in log order,
+//! through one internal client; snapshots are the engine's RDB files.
+//!
+//! **Raft time.** The engine's clock on a node in consensus mode is a [`RaftClock`]: it reads
+//! the time carried by the last applied entry (the proposing leader's monotonic clock, see
+//! `node`), never the node's own. Every node therefore runs an entry at the same time, so a
+//! TTL, an expiry, `SET ... PX` and a fencing token (`Server::next_fence`, whose floor is derived
+//! from that time) come out identical everywhere; and since the counter only moves inside
+//! `apply`, tokens are the same on every node and keep increasing across leader changes.
+
+use crate::store::write_file;
+use crate::types::{Entry, LogId, NodeId, Op, Reply, StorageError, TypeConfig, io_error};
+use engine::client::Client;
+use engine::clock::Clock;
+use engine::server::Server;
+use openraft::storage::{RaftStateMachine, Snapshot};
+use openraft::{BasicNode, EntryPayload, ErrorSubject, ErrorVerb, RaftSnapshotBuilder, SnapshotMeta, StoredMembership};
+use parking_lot::Mutex;
+use std::io::{self, Cursor};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The engine's clock in consensus mode: the raft time of the last applied entry (milliseconds on
+/// the group's timeline); durations for latency statistics still come from the node's own clock.
+/// Before the first entry (or snapshot) is applied it reads the wall clock of the node's start,
+/// which only the server's own bookkeeping (start time, last save) sees: the keyspace is empty
+/// until then.
+pub struct RaftClock {
+    /// What the engine reads.
+    ms: AtomicU64,
+    /// The raft time applied so far, 0 before any entry set it.
+    applied: AtomicU64,
+    start: std::time::Instant,
+}
+
+impl RaftClock {
+    /// A clock reading `start_ms` until the first entry is applied.
+    pub fn new(start_ms: u64) -> RaftClock {
+        RaftClock { ms: AtomicU64::new(start_ms), applied: AtomicU64::new(0), start: std::time::Instant::now() }
+    }
+
+    /// The raft time applied so far (0 before any entry carried one).
+    pub fn applied_ms(&self) -> u64 {
+        self.applied.load(Ordering::SeqCst)
+    }
+
+    fn set(&self, ms: u64) {
+        self.applied.store(ms, Ordering::SeqCst);
+        self.ms.store(ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for RaftClock {
+    fn now_ms(&self) -> u64 {
+        self.ms.load(Ordering::SeqCst)
+    }
+    fn ticks_us(&self) -> u64 {
+        self.start.elapsed().as_micros() as u64
+    }
+    fn wall_offset_ms(&self) -> i64 {
+        0
+    }
+}
+
+/// A snapshot's bytes: this tag, the raft time at the snapshot (u64, little endian), the RDB file.
+const SNAP_TAG: &[u8] = b"LATCHSNAP1";
+
+/// The snapshot file under `dir`: `[meta length u32][postcard meta][snapshot bytes]`.
+fn snapshot_path(dir: &Path) -> PathBuf {
+    dir.join("raft-snapshot")
+}
+
+/// What a snapshot covers.
+type Meta = SnapshotMeta<NodeId, BasicNode>;
+
+/// The state machine handed to openraft.
+pub struct StateMachine {
+    srv: Arc<Server>,
+    clock: Arc<RaftClock>,
+    /// The client every entry runs on (a `Client` is not `Sync`; only `apply` takes it).
+    client: Mutex<Client>,
+    last_applied: Option<LogId>,
+    membership: StoredMembership<NodeId, BasicNode>,
+    dir: PathBuf,
+    /// Snapshots built by this process (for unique snapshot ids).
+    built: u64,
+}
+
+impl StateMachine {
+    /// The state machine of `srv`, starting from the snapshot under `dir` if there is one.
+    pub fn open(srv: Arc<Server>, clock: Arc<RaftClock>, dir: &Path) -> Result<StateMachine, String> {
+        let mut client = srv.new_client("raft".into(), String::new());
+        client.authenticated = true;
+        client.user = None;
+        client.deny_blocking = true;
+        let mut sm = StateMachine {
+            srv,
+            clock,
+            client: Mutex::new(client),
+            last_applied: None,
+            membership: StoredMembership::default(),
+            dir: dir.to_path_buf(),
+            built: 0,
+        };
+        if let Some((meta, data)) = read_snapshot_file(dir).map_err(|e| format!("reading the raft snapshot: {e}"))? {
+            sm.load(&meta, &data)?;
+            tracing::info!("raft: state machine loaded from the snapshot at {:?}", meta.last_log_id);
+        }
+        Ok(sm)
+    }
+
+    /// Replaces the engine's data with a snapshot's.
+    fn load(&mut self, meta: &SnapshotMeta<NodeId, BasicNode>, data: &[u8]) -> Result<(), String> {
+        let (ms, rdb) = split_snapshot(data).ok_or("not a Latch raft snapshot")?;
+        self.clock.set(ms);
+        let srv = &self.srv;
+        {
+            let mut locked = srv.ks.lock_all();
+            for s in locked.shards_mut() {
+                for t in s.dbs.iter_mut() {
+                    t.clear(ms);
+                }
+            }
+            srv.scripting.flush_functions();
+            // The file's counter is the group's: the load raises the counter to it.
+            srv.fence.store(0, Ordering::SeqCst);
+            srv.rdb_load_locked(&mut locked, rdb, false)?;
+        }
+        self.last_applied = meta.last_log_id;
+        self.membership = meta.last_membership.clone();
+        Ok(())
+    }
+
+    /// The engine's data as snapshot bytes, now.
+    fn snapshot_bytes(&self) -> Vec<u8> {
+        let mut data = SNAP_TAG.to_vec();
+        data.extend_from_slice(&self.clock.applied_ms().to_le_bytes());
+        let rdb = self.srv.rdb_snapshot_locked(&mut self.srv.ks.lock_all());
+        data.extend_from_slice(&rdb);
+        data
+    }
+
+    /// Runs one committed command entry; returns the engine's reply.
+    fn run(&self, time_ms: u64, op: Op) -> Reply {
+        // Raft time only moves forward, whatever a leader's clock said.
+        let now = self.clock.applied_ms().max(time_ms);
+        self.clock.set(now);
+        match op {
+            Op::Tick => Reply(None),
+            Op::Command { db, resp3, args } => {
+                let mut client = self.client.lock();
+                client.db = db as usize;
+                client.proto = if resp3 { resp::Protocol::Resp3 } else { resp::Protocol::Resp2 };
+                let reply = self.srv.execute(&mut client, &args);
+                Reply(reply)
+            }
+        }
+    }
+}
+
+/// Splits snapshot bytes into the raft time and the RDB file.
+fn split_snapshot(data: &[u8]) -> Option<(u64, &[u8])> {
+    let rest = data.strip_prefix(SNAP_TAG)?;
+    let ms = u64::from_le_bytes(rest.get(..8)?.try_into().ok()?);
+    Some((ms, &rest[8..]))
+}
+
+fn read_snapshot_file(dir: &Path) -> io::Result<Option<(Meta, Vec<u8>)>> {
+    let data = match std::fs::read(snapshot_path(dir)) {
+        Ok(d) => d,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let bad = || io::Error::new(io::ErrorKind::InvalidData, "truncated raft snapshot file");
+    let len = u32::from_le_bytes(data.get(..4).ok_or_else(bad)?.try_into().map_err(|_| bad())?) as usize;
+    let meta = postcard::from_bytes(data.get(4..4 + len).ok_or_else(bad)?).map_err(io::Error::other)?;
+    Ok(Some((meta, data[4 + len..].to_vec())))
+}
+
+fn write_snapshot_file(dir: &Path, meta: &SnapshotMeta<NodeId, BasicNode>, data: &[u8]) -> io::Result<()> {
+    let m = postcard::to_allocvec(meta).map_err(io::Error::other)?;
+    let mut out = Vec::with_capacity(4 + m.len() + data.len());
+    out.extend_from_slice(&(m.len() as u32).to_le_bytes());
+    out.extend_from_slice(&m);
+    out.extend_from_slice(data);
+    write_file(&snapshot_path(dir), &out, true)
+}
+
+fn snapshot_error(e: io::Error) -> StorageError {
+    io_error(ErrorSubject::Snapshot(None), ErrorVerb::Write, e)
+}
+
+/// A snapshot taken when openraft asked for a builder (the state machine is not applying then),
+/// written to `dir` when built.
+pub struct Builder {
+    meta: SnapshotMeta<NodeId, BasicNode>,
+    data: Vec<u8>,
+    dir: PathBuf,
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for Builder {
+    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
+        write_snapshot_file(&self.dir, &self.meta, &self.data).map_err(snapshot_error)?;
+        Ok(Snapshot { meta: self.meta.clone(), snapshot: Box::new(Cursor::new(self.data.clone())) })
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for StateMachine {
+    type SnapshotBuilder = Builder;
+
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership<NodeId, BasicNode>), StorageError> {
+        Ok((self.last_applied, self.membership.clone()))
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Reply>, StorageError>
+    where
+        I: IntoIterator<Item = Entry> + Send,
+        I::IntoIter: Send,
+    {
+        let mut replies = Vec::new();
+        for entry in entries {
+            self.last_applied = Some(entry.log_id);
+            let reply = match entry.payload {
+                EntryPayload::Blank => Reply(None),
+                EntryPayload::Normal(req) => self.run(req.time_ms, req.op),
+                EntryPayload::Membership(m) => {
+                    self.membership = StoredMembership::new(Some(entry.log_id), m);
+                    Reply(None)
+                }
+            };
+            replies.push(reply);
+        }
+        Ok(replies)
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Builder {
+        self.built += 1;
+        let last = self.last_applied;
+        let snapshot_id = match last {
+            Some(l) => format!("{}-{}-{}", l.leader_id, l.index, self.built),
+            None => format!("none-{}", self.built),
+        };
+        let meta = SnapshotMeta { last_log_id: last, last_membership: self.membership.clone(), snapshot_id };
+        Builder { meta, data: self.snapshot_bytes(), dir: self.dir.clone() }
+    }
+
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
+        Ok(Box::new(Cursor::new(Vec::new())))
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta<NodeId, BasicNode>,
+        snapshot: Box<Cursor<Vec<u8>>>,
+    ) -> Result<(), StorageError> {
+        let data = snapshot.into_inner();
+        self.load(meta, &data).map_err(|e| {
+            io_error(ErrorSubject::Snapshot(Some(meta.signature())), ErrorVerb::Write, io::Error::other(e))
+        })?;
+        write_snapshot_file(&self.dir, meta, &data).map_err(snapshot_error)?;
+        tracing::info!("raft: installed the snapshot at {:?}", meta.last_log_id);
+        Ok(())
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
+        let read =
+            read_snapshot_file(&self.dir).map_err(|e| io_error(ErrorSubject::Snapshot(None), ErrorVerb::Read, e))?;
+        Ok(read.map(|(meta, data)| Snapshot { meta, snapshot: Box::new(Cursor::new(data)) }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::Request;
+    use bytes::Bytes;
+    use openraft::CommittedLeaderId;
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("latch-raft-sm-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// A state machine on a fresh engine whose clock reads `start_ms` until the first entry.
+    fn machine(name: &str, start_ms: u64) -> (StateMachine, Arc<Server>) {
+        let clock = Arc::new(RaftClock::new(start_ms));
+        let srv = Arc::new(Server::new(engine::config::Config::default(), clock.clone()));
+        (StateMachine::open(srv.clone(), clock, &temp_dir(name)).unwrap(), srv)
+    }
+
+    fn entry(index: u64, time_ms: u64, line: &str) -> Entry {
+        let op = if line.is_empty() {
+            Op::Tick
+        } else {
+            Op::Command { db: 0, resp3: false, args: line.split(' ').map(|w| Bytes::from(w.to_string())).collect() }
+        };
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
+            payload: EntryPayload::Normal(Request { time_ms, op }),
+        }
+    }
+
+    /// The keyspace's digest, as DEBUG DIGEST computes it.
+    fn digest(srv: &Server) -> Option<resp::Frame> {
+        let mut c = srv.new_client("test".into(), String::new());
+        srv.execute(&mut c, &[Bytes::from("DEBUG"), Bytes::from("DIGEST")])
+    }
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+    }
+
+    #[test]
+    fn nodes_applying_one_log_agree_on_data_ttls_and_tokens_and_a_snapshot_carries_them() {
+        let log = vec![
+            entry(1, 1_000_000, "SET k v PX 1000"),
+            entry(2, 1_000_001, "LOCK l owner 5000"),
+            entry(3, 1_000_002, "INCR c"),
+            // A leader whose clock lagged: raft time does not go back.
+            entry(4, 999_000, "SET j v PX 1500"),
+            entry(5, 1_001_200, ""),
+            entry(6, 1_001_201, "GET k"),
+            entry(7, 1_001_202, "PTTL j"),
+            entry(8, 1_001_203, "LOCK m owner 5000"),
+        ];
+        // Nodes started at different wall-clock times agree: only the entries' time counts.
+        let (mut a, sa) = machine("a", 5_000_000);
+        let (mut b, sb) = machine("b", 0);
+        let ra = block_on(a.apply(log.clone())).unwrap();
+        let rb = block_on(b.apply(log.clone())).unwrap();
+        let ra: Vec<_> = ra.into_iter().map(|r| r.0).collect();
+        let rb: Vec<_> = rb.into_iter().map(|r| r.0).collect();
+        assert_eq!(ra, rb);
+        // The TTL ran on raft time: k (PX 1000 at 1_000_000) is gone at 1_001_201, j has
+        // 1500 - (1_001_202 - 1_000_002) = 300 ms left.
+        assert_eq!(ra[5], Some(resp::Frame::Null));
+        assert_eq!(ra[6], Some(resp::Frame::Integer(300)));
+        let (Some(resp::Frame::Integer(t1)), Some(resp::Frame::Integer(t2))) = (&ra[1], &ra[7]) else {
+            panic!("{ra:?}")
+        };
+        assert!(t1 < t2);
+        assert_eq!(digest(&sa), digest(&sb));
+
+        // A snapshot of one node installed on a new node gives the same data and counter.
+        let mut builder = block_on(a.get_snapshot_builder());
+        let snap = block_on(builder.build_snapshot()).unwrap();
+        let (mut c, sc) = machine("c", 7_000_000);
+        block_on(c.install_snapshot(&snap.meta, snap.snapshot)).unwrap();
+        assert_eq!(digest(&sa), digest(&sc));
+        assert_eq!(block_on(c.applied_state()).unwrap().0, Some(log[7].log_id));
+        let next = vec![entry(9, 1_001_300, "LOCK n owner 5000")];
+        let ra = block_on(a.apply(next.clone())).unwrap();
+        let rc = block_on(c.apply(next)).unwrap();
+        assert_eq!(ra[0].0, rc[0].0);
+        let Some(resp::Frame::Integer(t3)) = ra[0].0 else { panic!() };
+        assert!(t3 > *t2);
+        // A node restarted from its directory starts from the snapshot written there.
+        let restarted = StateMachine::open(sa.clone(), Arc::new(RaftClock::new(0)), &a.dir).unwrap();
+        assert_eq!(restarted.last_applied, Some(log[7].log_id));
+    }
+}

@@ -1,0 +1,281 @@
+//! The transport between nodes: a framed TCP protocol on the raft port.
+//!
+//! A frame is `[length u32 little endian][postcard body]`. A node opens one connection per peer
+//! it sends to and makes one call at a time on it: a [`Message`] carrying an [`Rpc`] (openraft's
+//! append-entries, vote, or a whole snapshot), answered by a [`Message`] carrying an [`RpcReply`].
+//! Every message also carries the sender's id and its address book (raft id to the `host:port`
+//! clients reach a node on), which is how a follower learns where to send clients (`-MOVED`) and
+//! every node can describe the group in `CLUSTER SLOTS`.
+
+use crate::types::{NodeId, Raft, TypeConfig};
+use openraft::error::{Fatal, NetworkError, RPCError, RaftError, ReplicationClosed, StreamingError, Unreachable};
+use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse};
+use openraft::{BasicNode, Snapshot, SnapshotMeta, Vote};
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// The largest frame accepted (a snapshot travels as one frame).
+const MAX_FRAME: usize = 1 << 30;
+
+/// Raft id to the `host:port` clients reach that node on.
+pub type AddressBook = Arc<Mutex<BTreeMap<NodeId, String>>>;
+
+/// What a node sends.
+#[derive(Serialize, Deserialize)]
+pub enum Rpc {
+    /// openraft's AppendEntries (heartbeats included).
+    Append(AppendEntriesRequest<TypeConfig>),
+    /// openraft's RequestVote.
+    Vote(VoteRequest<NodeId>),
+    /// A whole snapshot, for a follower too far behind the log.
+    Snapshot {
+        /// The leader's vote.
+        vote: Vote<NodeId>,
+        /// What the snapshot covers.
+        meta: SnapshotMeta<NodeId, BasicNode>,
+        /// Its bytes (see `machine`).
+        data: Vec<u8>,
+    },
+}
+
+/// What a node answers.
+#[derive(Serialize, Deserialize)]
+pub enum RpcReply {
+    /// To [`Rpc::Append`].
+    Append(AppendEntriesResponse<NodeId>),
+    /// To [`Rpc::Vote`].
+    Vote(VoteResponse<NodeId>),
+    /// To [`Rpc::Snapshot`].
+    Snapshot(SnapshotResponse<NodeId>),
+    /// The receiving node's raft could not take it (shutting down).
+    Failed(String),
+}
+
+/// A frame's contents: who sends, the addresses it knows, the body.
+#[derive(Serialize, Deserialize)]
+pub struct Message<T> {
+    /// The sender's raft id.
+    pub from: NodeId,
+    /// The sender's address book.
+    pub book: Vec<(NodeId, String)>,
+    /// The RPC or its reply.
+    pub body: T,
+}
+
+async fn write_frame<T: Serialize>(sock: &mut TcpStream, msg: &T) -> io::Result<()> {
+    let body = postcard::to_allocvec(msg).map_err(io::Error::other)?;
+    let mut buf = Vec::with_capacity(4 + body.len());
+    buf.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    buf.extend_from_slice(&body);
+    sock.write_all(&buf).await
+}
+
+async fn read_frame<T: for<'a> Deserialize<'a>>(sock: &mut TcpStream) -> io::Result<T> {
+    let mut len = [0u8; 4];
+    sock.read_exact(&mut len).await?;
+    let len = u32::from_le_bytes(len) as usize;
+    if len > MAX_FRAME {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "raft frame too large"));
+    }
+    let mut body = vec![0u8; len];
+    sock.read_exact(&mut body).await?;
+    postcard::from_bytes(&body).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// What this node tells its peers about itself and what it learns from them.
+#[derive(Clone)]
+pub struct Directory {
+    /// This node's id.
+    pub id: NodeId,
+    /// The group's client addresses as known here.
+    pub book: AddressBook,
+}
+
+impl Directory {
+    fn message<T>(&self, body: T) -> Message<T> {
+        let book = self.book.lock().iter().map(|(k, v)| (*k, v.clone())).collect();
+        Message { from: self.id, book, body }
+    }
+
+    /// Learns the addresses a peer sent. A node's own entry is always its own.
+    fn learn(&self, book: Vec<(NodeId, String)>) {
+        let mut mine = self.book.lock();
+        for (id, addr) in book {
+            if id != self.id {
+                mine.insert(id, addr);
+            }
+        }
+    }
+}
+
+/// Serves the raft port: each connection's calls are handed to `raft` in order.
+pub async fn serve(listener: TcpListener, raft: Raft, dir: Directory) {
+    loop {
+        let (sock, peer) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!("raft: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = sock.set_nodelay(true);
+        let (raft, dir) = (raft.clone(), dir.clone());
+        tokio::spawn(async move {
+            if let Err(e) = serve_conn(sock, raft, dir).await
+                && e.kind() != io::ErrorKind::UnexpectedEof
+            {
+                tracing::debug!("raft: connection from {peer} ended: {e}");
+            }
+        });
+    }
+}
+
+async fn serve_conn(mut sock: TcpStream, raft: Raft, dir: Directory) -> io::Result<()> {
+    loop {
+        let msg: Message<Rpc> = read_frame(&mut sock).await?;
+        dir.learn(msg.book);
+        let reply = match msg.body {
+            Rpc::Append(req) => raft.append_entries(req).await.map(RpcReply::Append).map_err(|e| e.to_string()),
+            Rpc::Vote(req) => raft.vote(req).await.map(RpcReply::Vote).map_err(|e| e.to_string()),
+            Rpc::Snapshot { vote, meta, data } => {
+                let snapshot = Snapshot { meta, snapshot: Box::new(std::io::Cursor::new(data)) };
+                raft.install_full_snapshot(vote, snapshot).await.map(RpcReply::Snapshot).map_err(|e| e.to_string())
+            }
+        };
+        let reply = reply.unwrap_or_else(RpcReply::Failed);
+        write_frame(&mut sock, &dir.message(reply)).await?;
+    }
+}
+
+/// Makes a [`Peer`] for each node openraft replicates to.
+pub struct Network {
+    /// This node's directory.
+    pub dir: Directory,
+}
+
+impl RaftNetworkFactory<TypeConfig> for Network {
+    type Network = Peer;
+
+    async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> Peer {
+        Peer { target, addr: node.addr.clone(), dir: self.dir.clone(), conn: None }
+    }
+}
+
+/// The connection to one peer (opened on the first call, opened again after a failure).
+pub struct Peer {
+    target: NodeId,
+    addr: String,
+    dir: Directory,
+    conn: Option<TcpStream>,
+}
+
+/// Why a call failed: the peer could not be reached at all, or the exchange broke.
+enum CallError {
+    Unreachable(io::Error),
+    Network(io::Error),
+}
+
+impl Peer {
+    async fn call(&mut self, rpc: Rpc, ttl: Duration) -> Result<RpcReply, CallError> {
+        let timed_out = || io::Error::new(io::ErrorKind::TimedOut, "raft call timed out");
+        if self.conn.is_none() {
+            let sock = tokio::time::timeout(ttl, TcpStream::connect(&self.addr))
+                .await
+                .map_err(|_| CallError::Unreachable(timed_out()))?
+                .map_err(CallError::Unreachable)?;
+            let _ = sock.set_nodelay(true);
+            self.conn = Some(sock);
+        }
+        let msg = self.dir.message(rpc);
+        let sock = self.conn.as_mut().expect("connected above");
+        let exchange = async {
+            write_frame(sock, &msg).await?;
+            read_frame::<Message<RpcReply>>(sock).await
+        };
+        match tokio::time::timeout(ttl, exchange).await {
+            Ok(Ok(reply)) => {
+                self.dir.learn(reply.book);
+                Ok(reply.body)
+            }
+            Ok(Err(e)) => {
+                self.conn = None;
+                Err(CallError::Network(e))
+            }
+            Err(_) => {
+                self.conn = None;
+                Err(CallError::Network(timed_out()))
+            }
+        }
+    }
+
+    fn rpc_error<E: std::error::Error>(&self, e: CallError) -> RPCError<NodeId, BasicNode, E> {
+        match e {
+            CallError::Unreachable(e) => RPCError::Unreachable(Unreachable::new(&e)),
+            CallError::Network(e) => RPCError::Network(NetworkError::new(&e)),
+        }
+    }
+}
+
+fn unexpected(target: NodeId, what: &str) -> io::Error {
+    io::Error::other(format!("node {target} answered {what}"))
+}
+
+impl RaftNetwork<TypeConfig> for Peer {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+        match self.call(Rpc::Append(rpc), option.hard_ttl()).await {
+            Ok(RpcReply::Append(r)) => Ok(r),
+            Ok(RpcReply::Failed(e)) => Err(self.rpc_error(CallError::Network(io::Error::other(e)))),
+            Ok(_) => Err(self.rpc_error(CallError::Network(unexpected(self.target, "another call")))),
+            Err(e) => Err(self.rpc_error(e)),
+        }
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+        match self.call(Rpc::Vote(rpc), option.hard_ttl()).await {
+            Ok(RpcReply::Vote(r)) => Ok(r),
+            Ok(RpcReply::Failed(e)) => Err(self.rpc_error(CallError::Network(io::Error::other(e)))),
+            Ok(_) => Err(self.rpc_error(CallError::Network(unexpected(self.target, "another call")))),
+            Err(e) => Err(self.rpc_error(e)),
+        }
+    }
+
+    async fn full_snapshot(
+        &mut self,
+        vote: Vote<NodeId>,
+        snapshot: Snapshot<TypeConfig>,
+        cancel: impl Future<Output = ReplicationClosed> + Send + 'static,
+        option: RPCOption,
+    ) -> Result<SnapshotResponse<NodeId>, StreamingError<TypeConfig, Fatal<NodeId>>> {
+        let rpc = Rpc::Snapshot { vote, meta: snapshot.meta, data: snapshot.snapshot.into_inner() };
+        let to_streaming = |e: CallError| match e {
+            CallError::Unreachable(e) => StreamingError::Unreachable(Unreachable::new(&e)),
+            CallError::Network(e) => StreamingError::Network(NetworkError::new(&e)),
+        };
+        tokio::select! {
+            closed = cancel => Err(StreamingError::Closed(closed)),
+            r = self.call(rpc, option.hard_ttl()) => match r {
+                Ok(RpcReply::Snapshot(r)) => Ok(r),
+                Ok(RpcReply::Failed(e)) => Err(to_streaming(CallError::Network(io::Error::other(e)))),
+                Ok(_) => Err(to_streaming(CallError::Network(unexpected(self.target, "another call")))),
+                Err(e) => Err(to_streaming(e)),
+            },
+        }
+    }
+}

@@ -1,0 +1,535 @@
+//! A node of the group: openraft started on its own runtime, the raft port served, the leader's
+//! raft time, and what the connection layer asks: where a command goes, proposing a write,
+//! checking a read, and the group as `CLUSTER` and `INFO` describe it.
+
+use crate::machine::{RaftClock, StateMachine};
+use crate::net::{AddressBook, Directory, Network};
+use crate::options::Options;
+use crate::route::{self, Class};
+use crate::store::LogStore;
+use crate::types::{NodeId, Op, Raft, Request};
+use bytes::Bytes;
+use engine::client::Client;
+use engine::server::Server;
+use openraft::error::{CheckIsLeaderError, ClientWriteError, RaftError};
+use openraft::{BasicNode, ServerState};
+use parking_lot::Mutex;
+use resp::Frame;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a client waits for its write to commit (or its read to be confirmed) before it is
+/// told the group could not do it in time.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often the leader checks whether raft time should advance by itself (a tick entry).
+const TICK: Duration = Duration::from_millis(100);
+
+/// The reply when no leader is known.
+pub const CLUSTERDOWN: &str = "CLUSTERDOWN The cluster is down";
+
+/// What the connection layer does with a command.
+#[derive(Debug)]
+pub enum Decision {
+    /// Run it on this node's engine as usual.
+    Local,
+    /// Run it here, then add the `consensus` section to its reply ([`Consensus::add_info`]).
+    Info,
+    /// This is the reply (MOVED, CLUSTERDOWN, a refusal, a CLUSTER answer).
+    Reply(Frame),
+    /// This node leads: confirm leadership ([`Consensus::linearize`]), then run it here.
+    Read,
+    /// This node leads: propose it ([`Consensus::write`]); the reply is the apply's.
+    Write,
+}
+
+/// The raft time the current leader proposes with: the applied raft time when this node became
+/// leader (or, for the first leader of a new group, the wall clock), then the node's monotonic
+/// clock. Time stands still between two leaders.
+struct LeaderTime {
+    term: u64,
+    base_ms: u64,
+    since: Instant,
+}
+
+/// This node's part in the group.
+pub struct Consensus {
+    raft: Raft,
+    opts: Options,
+    srv: Arc<Server>,
+    clock: Arc<RaftClock>,
+    book: AddressBook,
+    committed: Arc<AtomicU64>,
+    lead: Mutex<Option<LeaderTime>>,
+    /// The runtime openraft, the transport and the ticker run on (off the client runtime, so an
+    /// fsync or a long apply delays neither clients nor heartbeats).
+    rt: Option<tokio::runtime::Runtime>,
+}
+
+impl Drop for Consensus {
+    fn drop(&mut self) {
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+impl Consensus {
+    /// Starts the node: opens the log and the snapshot under `opts.dir`, starts openraft, serves
+    /// the raft port, and initializes the group with `raft-peers` if the log is new (every member
+    /// does the same, which openraft allows). `client_addr` is where clients reach this node.
+    pub async fn start(
+        srv: Arc<Server>,
+        clock: Arc<RaftClock>,
+        opts: Options,
+        client_addr: String,
+    ) -> Result<Arc<Consensus>, String> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("raft")
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the raft runtime: {e}"))?;
+        let committed = Arc::new(AtomicU64::new(0));
+        let log = LogStore::open(&opts.dir, committed.clone()).map_err(|e| format!("cannot open the raft log: {e}"))?;
+        let sm = StateMachine::open(srv.clone(), clock.clone(), &opts.dir)?;
+        let book: AddressBook = Arc::new(Mutex::new(BTreeMap::from([(opts.id, client_addr)])));
+        let dir = Directory { id: opts.id, book: book.clone() };
+        let config = openraft::Config {
+            cluster_name: "latch".into(),
+            heartbeat_interval: 100,
+            election_timeout_min: 600,
+            election_timeout_max: 1200,
+            install_snapshot_timeout: 10_000,
+            snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(opts.snapshot_every),
+            // A follower this far behind gets the snapshot rather than the entries.
+            max_in_snapshot_log_to_keep: (opts.snapshot_every / 2).min(1000),
+            purge_batch_size: (opts.snapshot_every / 2).clamp(1, 256),
+            ..Default::default()
+        }
+        .validate()
+        .map_err(|e| format!("raft configuration: {e}"))?;
+        let own = opts.peers[&opts.id].clone();
+        let listener = rt
+            .spawn(async move { tokio::net::TcpListener::bind(own).await })
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("cannot listen on the raft port {}: {e}", opts.port))?;
+        let (id, net) = (opts.id, Network { dir: dir.clone() });
+        let raft = rt
+            .spawn(async move { Raft::new(id, Arc::new(config), net, log, sm).await })
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("cannot start raft: {e}"))?;
+        rt.spawn(crate::net::serve(listener, raft.clone(), dir));
+        let members: BTreeMap<NodeId, BasicNode> =
+            opts.peers.iter().map(|(id, addr)| (*id, BasicNode { addr: addr.clone() })).collect();
+        let r = raft.clone();
+        let initialized = rt
+            .spawn(async move {
+                if r.is_initialized().await.unwrap_or(true) {
+                    return Ok(false);
+                }
+                r.initialize(members).await.map(|()| true)
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        match initialized {
+            Ok(true) => tracing::info!("raft: new group initialized with {} members", opts.peers.len()),
+            Ok(false) => tracing::info!("raft: continuing the group from {}", opts.dir.display()),
+            // Another member's initialization reached this node first.
+            Err(e) => tracing::info!("raft: not initializing: {e}"),
+        }
+        let node = Arc::new(Consensus { raft, opts, srv, clock, book, committed, lead: Mutex::new(None), rt: None });
+        rt.spawn(ticker(Arc::downgrade(&node)));
+        // The runtime lives as long as the node.
+        let mut node = node;
+        if let Some(n) = Arc::get_mut(&mut node) {
+            n.rt = Some(rt);
+        } else {
+            // The ticker holds only a weak reference, so this does not happen; keep the runtime
+            // alive anyway rather than stop the node.
+            std::mem::forget(rt);
+        }
+        Ok(node)
+    }
+
+    /// This node's id.
+    pub fn id(&self) -> NodeId {
+        self.opts.id
+    }
+
+    /// The leader as this node knows it: its id, and whether it is this node.
+    fn leader(&self) -> Option<NodeId> {
+        let m = self.raft.metrics();
+        let m = m.borrow();
+        m.current_leader.filter(|&l| l != self.opts.id || m.state == ServerState::Leader)
+    }
+
+    /// The reply sending a client to the leader, or CLUSTERDOWN when none is known.
+    fn redirect(&self, slot: u16, leader: Option<NodeId>) -> Frame {
+        match leader.and_then(|l| self.book.lock().get(&l).cloned()) {
+            Some(addr) => Frame::error(format!("MOVED {slot} {addr}")),
+            None => Frame::error(CLUSTERDOWN),
+        }
+    }
+
+    /// Where `args`, sent by `client`, goes.
+    pub fn decide(&self, client: &Client, args: &[Bytes]) -> Decision {
+        let Ok(cmd) = self.srv.table.resolve(args) else { return Decision::Local };
+        if !cmd.arity_ok(args.len())
+            || (!client.authenticated && self.srv.config.has_password.load(Ordering::Relaxed))
+            || client.multi.active()
+        {
+            return Decision::Local;
+        }
+        match route::classify(self.srv.table, cmd, args) {
+            Class::Local => Decision::Local,
+            Class::Info => Decision::Info,
+            Class::Ok => Decision::Reply(Frame::ok()),
+            Class::Cluster => Decision::Reply(self.cluster(cmd.name, args)),
+            Class::Unsupported => {
+                let what = match cmd.name {
+                    "lock" => "LOCK with WAIT".to_string(),
+                    "xread" | "xreadgroup" => format!("{} with BLOCK", cmd.name.to_uppercase()),
+                    name => name.replace('|', " ").to_uppercase(),
+                };
+                Decision::Reply(Frame::error(format!("ERR {what} is not supported in consensus mode")))
+            }
+            class @ (Class::Read | Class::Write) => {
+                // A command the client may not run is refused by the engine, here.
+                if self.srv.acl_check(client, cmd, args, engine::acl::Context::Toplevel).is_err() {
+                    return Decision::Local;
+                }
+                match self.leader() {
+                    Some(l) if l == self.opts.id => {
+                        if class == Class::Read {
+                            Decision::Read
+                        } else {
+                            Decision::Write
+                        }
+                    }
+                    other => Decision::Reply(self.redirect(route::first_key_slot(cmd, args), other)),
+                }
+            }
+        }
+    }
+
+    /// The raft time a proposal made now carries. The leader's time base is taken the first time
+    /// it is needed in a term (a write may come before the ticker noticed the election).
+    fn proposal_time(&self) -> u64 {
+        let (state, term) = {
+            let m = self.raft.metrics();
+            let m = m.borrow();
+            (m.state, m.current_term)
+        };
+        let applied = self.clock.applied_ms();
+        let mut lead = self.lead.lock();
+        if state != ServerState::Leader {
+            // Not leading: a proposal is refused anyway (ForwardToLeader).
+            *lead = None;
+            return applied;
+        }
+        if lead.as_ref().is_none_or(|l| l.term != term) {
+            // The first leader of a new group starts raft time at the wall clock, so that TIME
+            // and absolute expiry times read like Unix time; later leaders go on from the
+            // group's time and never read a wall clock.
+            let base_ms = if applied == 0 { unix_ms() } else { applied };
+            *lead = Some(LeaderTime { term, base_ms, since: Instant::now() });
+        }
+        let l = lead.as_ref().expect("set above");
+        (l.base_ms + l.since.elapsed().as_millis() as u64).max(applied)
+    }
+
+    /// The reply to an error of `client_write` or of a linearizable check.
+    fn failed(&self, slot: u16, forward: Option<Option<NodeId>>, e: &dyn std::fmt::Display) -> Frame {
+        match forward {
+            Some(leader) => self.redirect(slot, leader),
+            None => {
+                tracing::debug!("raft: request failed: {e}");
+                Frame::error(CLUSTERDOWN)
+            }
+        }
+    }
+
+    /// Proposes `args` (a write of a client with database `db` selected, speaking `proto`) and returns the reply the leader's apply produced,
+    /// once the group committed and applied it.
+    pub async fn write(&self, db: usize, proto: resp::Protocol, args: &[Bytes]) -> Frame {
+        let req = Request {
+            time_ms: self.proposal_time(),
+            op: Op::Command { db: db as u32, resp3: proto == resp::Protocol::Resp3, args: args.to_vec() },
+        };
+        let slot = self.srv.table.resolve(args).map_or(0, |c| route::first_key_slot(c, args));
+        match tokio::time::timeout(CLIENT_TIMEOUT, self.raft.client_write(req)).await {
+            Ok(Ok(r)) => r.data.0.unwrap_or(Frame::Null),
+            Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => {
+                self.failed(slot, Some(f.leader_id), &"not the leader")
+            }
+            Ok(Err(e)) => self.failed(slot, None, &e),
+            Err(_) => Frame::error(format!(
+                "ERR consensus: the write was not committed within {} ms; it may still be applied",
+                CLIENT_TIMEOUT.as_millis()
+            )),
+        }
+    }
+
+    /// Confirms that this node still leads and has applied everything committed before now
+    /// (openraft's ReadIndex); Err is the reply to send instead of running the read.
+    pub async fn linearize(&self, args: &[Bytes]) -> Result<(), Frame> {
+        let slot = self.srv.table.resolve(args).map_or(0, |c| route::first_key_slot(c, args));
+        match tokio::time::timeout(CLIENT_TIMEOUT, self.raft.ensure_linearizable()).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f)))) => {
+                Err(self.failed(slot, Some(f.leader_id), &"not the leader"))
+            }
+            Ok(Err(e)) => Err(self.failed(slot, None, &e)),
+            Err(_) => Err(Frame::error(CLUSTERDOWN)),
+        }
+    }
+
+    /// The group's members: id, raft address, client address if known.
+    fn members(&self) -> Vec<(NodeId, String, Option<String>)> {
+        let m = self.raft.metrics();
+        let membership = m.borrow().membership_config.clone();
+        let book = self.book.lock();
+        membership.nodes().map(|(id, n)| (*id, n.addr.clone(), book.get(id).cloned())).collect()
+    }
+
+    /// A node's Redis Cluster id: 40 hex digits derived from its raft id.
+    fn node_name(id: NodeId) -> String {
+        format!("{id:040x}")
+    }
+
+    /// `CLUSTER <sub> ...` in consensus mode: the group as one shard owning every slot, the
+    /// leader its master and the other members its replicas.
+    fn cluster(&self, name: &str, args: &[Bytes]) -> Frame {
+        let leader = self.leader();
+        let members = self.members();
+        let split = |addr: &str| -> (String, i64) {
+            match addr.rsplit_once(':') {
+                Some((h, p)) => (h.to_string(), p.parse().unwrap_or(0)),
+                None => (addr.to_string(), 0),
+            }
+        };
+        // The leader first, then the others in id order; only members whose client address is
+        // known (a member never heard from cannot be offered to clients).
+        let mut ordered: Vec<&(NodeId, String, Option<String>)> = members.iter().collect();
+        ordered.sort_by_key(|(id, ..)| (Some(*id) != leader, *id));
+        match name {
+            "cluster|myid" => Frame::bulk(Self::node_name(self.opts.id)),
+            "cluster|keyslot" => Frame::Integer(route::key_slot(&args[2]) as i64),
+            "cluster|slots" => {
+                let Some(_) = leader else { return Frame::Array(Vec::new()) };
+                let mut entry = vec![Frame::Integer(0), Frame::Integer(16383)];
+                for (id, _, addr) in &ordered {
+                    let Some(addr) = addr else { continue };
+                    let (host, port) = split(addr);
+                    entry.push(Frame::Array(vec![
+                        Frame::bulk(host),
+                        Frame::Integer(port),
+                        Frame::bulk(Self::node_name(*id)),
+                    ]));
+                }
+                Frame::Array(vec![Frame::Array(entry)])
+            }
+            "cluster|shards" => {
+                let Some(_) = leader else { return Frame::Array(Vec::new()) };
+                let match_index = self.match_indexes();
+                let nodes = ordered
+                    .iter()
+                    .filter_map(|(id, _, addr)| {
+                        let (host, port) = split(addr.as_ref()?);
+                        let master = Some(*id) == leader;
+                        let offset = match_index.get(id).copied().flatten().unwrap_or(0);
+                        Some(Frame::Map(vec![
+                            (Frame::bulk("id"), Frame::bulk(Self::node_name(*id))),
+                            (Frame::bulk("port"), Frame::Integer(port)),
+                            (Frame::bulk("ip"), Frame::bulk(host.clone())),
+                            (Frame::bulk("endpoint"), Frame::bulk(host)),
+                            (Frame::bulk("role"), Frame::bulk(if master { "master" } else { "replica" })),
+                            (Frame::bulk("replication-offset"), Frame::Integer(offset as i64)),
+                            (Frame::bulk("health"), Frame::bulk("online")),
+                        ]))
+                    })
+                    .collect();
+                Frame::Array(vec![Frame::Map(vec![
+                    (Frame::bulk("slots"), Frame::Array(vec![Frame::Integer(0), Frame::Integer(16383)])),
+                    (Frame::bulk("nodes"), Frame::Array(nodes)),
+                ])])
+            }
+            "cluster|nodes" => {
+                let mut out = String::new();
+                for (id, raft_addr, addr) in &ordered {
+                    let (host, port) = split(addr.as_deref().unwrap_or(raft_addr));
+                    let port = if addr.is_some() { port } else { 0 };
+                    let cport = split(raft_addr).1;
+                    let master = Some(*id) == leader;
+                    let mut flags = Vec::new();
+                    if *id == self.opts.id {
+                        flags.push("myself");
+                    }
+                    flags.push(if master { "master" } else { "slave" });
+                    if addr.is_none() {
+                        flags.push("noaddr");
+                    }
+                    let of = match (master, leader) {
+                        (false, Some(l)) => Self::node_name(l),
+                        _ => "-".into(),
+                    };
+                    let term = self.raft.metrics().borrow().current_term;
+                    out.push_str(&format!(
+                        "{} {host}:{port}@{cport} {} {of} 0 0 {term} connected{}\n",
+                        Self::node_name(*id),
+                        flags.join(","),
+                        if master { " 0-16383" } else { "" }
+                    ));
+                }
+                Frame::bulk(out)
+            }
+            "cluster|info" => {
+                let m = self.raft.metrics();
+                let m = m.borrow();
+                let ok = leader.is_some();
+                let text = format!(
+                    "cluster_enabled:1\r\ncluster_state:{}\r\ncluster_slots_assigned:16384\r\ncluster_slots_ok:{}\r\n\
+                     cluster_slots_pfail:0\r\ncluster_slots_fail:{}\r\ncluster_known_nodes:{}\r\ncluster_size:1\r\n\
+                     cluster_current_epoch:{}\r\ncluster_my_epoch:{}\r\n",
+                    if ok { "ok" } else { "fail" },
+                    if ok { 16384 } else { 0 },
+                    if ok { 0 } else { 16384 },
+                    members.len(),
+                    m.current_term,
+                    m.current_term
+                );
+                Frame::Verbatim { format: *b"txt", text: text.into() }
+            }
+            _ => Frame::error(format!(
+                "ERR {} is not supported in consensus mode",
+                name.replace('|', " ").to_uppercase()
+            )),
+        }
+    }
+
+    /// The leader's replication progress: member id to the index of its last matching entry
+    /// (empty on other nodes, which do not track it).
+    fn match_indexes(&self) -> BTreeMap<NodeId, Option<u64>> {
+        let m = self.raft.metrics();
+        let m = m.borrow();
+        match &m.replication {
+            Some(r) => r.iter().map(|(id, l)| (*id, l.map(|l| l.index))).collect(),
+            None => BTreeMap::new(),
+        }
+    }
+
+    /// INFO's `consensus` section.
+    pub fn info_section(&self) -> String {
+        let m = self.raft.metrics();
+        let (state, term, leader, last_log, applied, snapshot, purged) = {
+            let m = m.borrow();
+            let index = |l: Option<crate::types::LogId>| l.map(|l| l.index);
+            (
+                m.state,
+                m.current_term,
+                m.current_leader,
+                m.last_log_index,
+                index(m.last_applied),
+                index(m.snapshot),
+                index(m.purged),
+            )
+        };
+        let role = match state {
+            ServerState::Leader => "leader",
+            ServerState::Follower => "follower",
+            ServerState::Candidate => "candidate",
+            ServerState::Learner => "learner",
+            ServerState::Shutdown => "shutdown",
+        };
+        let book = self.book.lock().clone();
+        let opt = |v: Option<u64>| v.map_or("-1".to_string(), |v| v.to_string());
+        let mut s = String::from("# Consensus\r\n");
+        s.push_str(&format!("consensus_id:{}\r\n", self.opts.id));
+        s.push_str(&format!("consensus_role:{role}\r\n"));
+        s.push_str(&format!("consensus_term:{term}\r\n"));
+        s.push_str(&format!("consensus_leader:{}\r\n", leader.map_or(String::new(), |l| l.to_string())));
+        s.push_str(&format!(
+            "consensus_leader_addr:{}\r\n",
+            leader.and_then(|l| book.get(&l).cloned()).unwrap_or_default()
+        ));
+        s.push_str(&format!("consensus_commit_index:{}\r\n", self.committed.load(Ordering::Relaxed)));
+        s.push_str(&format!("consensus_applied_index:{}\r\n", opt(applied)));
+        s.push_str(&format!("consensus_last_log_index:{}\r\n", opt(last_log)));
+        s.push_str(&format!("consensus_snapshot_index:{}\r\n", opt(snapshot)));
+        s.push_str(&format!("consensus_purged_index:{}\r\n", opt(purged)));
+        s.push_str(&format!("consensus_raft_time_ms:{}\r\n", self.clock.applied_ms()));
+        let matches = self.match_indexes();
+        for (i, (id, raft_addr, addr)) in self.members().iter().enumerate() {
+            s.push_str(&format!(
+                "consensus_peer{i}:id={id},addr={},raft_addr={raft_addr},match_index={}\r\n",
+                addr.clone().unwrap_or_default(),
+                opt(matches.get(id).copied().flatten())
+            ));
+        }
+        s
+    }
+
+    /// Adds the `consensus` section to the reply of `INFO` when the sections asked for include it
+    /// (none named, `default`, `all`, `everything` or `consensus`).
+    pub fn add_info(&self, args: &[Bytes], reply: &mut Option<Frame>) {
+        let wanted = args.len() == 1
+            || args[1..].iter().any(|a| {
+                ["default", "all", "everything", "consensus"].iter().any(|w| a.eq_ignore_ascii_case(w.as_bytes()))
+            });
+        if !wanted {
+            return;
+        }
+        let section = self.info_section();
+        let extend = |text: &Bytes| -> Bytes {
+            let mut t = text.to_vec();
+            if !t.is_empty() {
+                t.extend_from_slice(b"\r\n");
+            }
+            t.extend_from_slice(section.as_bytes());
+            t.into()
+        };
+        match reply {
+            Some(Frame::Bulk(text)) => *text = extend(text),
+            Some(Frame::Verbatim { text, .. }) => *text = extend(text),
+            _ => {}
+        }
+    }
+}
+
+/// The leader's clock work, every [`TICK`]: notes when this node became leader (the base of its
+/// raft time), and while keys with a TTL exist (or no entry has set raft time yet) proposes a tick
+/// so that raft time, and with it expiry, follows the leader's clock without waiting for a write.
+async fn ticker(node: std::sync::Weak<Consensus>) {
+    let mut interval = tokio::time::interval(TICK);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        interval.tick().await;
+        let Some(node) = node.upgrade() else { return };
+        // Starts (or ends) the leader's time base as leadership comes and goes.
+        let time_ms = node.proposal_time();
+        if node.lead.lock().is_none() {
+            continue;
+        }
+        let behind = time_ms.saturating_sub(node.clock.applied_ms());
+        if behind >= TICK.as_millis() as u64 && (node.clock.applied_ms() == 0 || has_volatile_keys(&node.srv)) {
+            let req = Request { time_ms, op: Op::Tick };
+            let raft = node.raft.clone();
+            drop(node);
+            let _ = tokio::time::timeout(CLIENT_TIMEOUT, raft.client_write(req)).await;
+        }
+    }
+}
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Whether any key has a TTL (ticks are only worth writing then).
+fn has_volatile_keys(srv: &Server) -> bool {
+    let mut locked = srv.ks.lock_all();
+    locked.shards_mut().any(|s| s.dbs.iter().any(|t| t.volatile_len() > 0))
+}

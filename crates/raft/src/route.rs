@@ -1,0 +1,154 @@
+//! Which commands go through the log, which read after a linearizable check, which run on the
+//! node alone, and which consensus mode refuses; and Redis Cluster's key slots.
+
+use bytes::Bytes;
+use engine::command::{Flags, Group};
+use engine::ctx::{Command, CommandTable};
+
+/// How a command is served in consensus mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// Runs on this node alone (connection state, server administration, PING...).
+    Local,
+    /// `INFO`: runs here, and gains the `consensus` section.
+    Info,
+    /// A `CLUSTER` subcommand, answered from the group's state.
+    Cluster,
+    /// `READONLY`, `READWRITE`, `ASKING`: accepted (`+OK`) so cluster clients work.
+    Ok,
+    /// Reads keys: on the leader after a linearizable check, elsewhere `-MOVED`.
+    Read,
+    /// Changes data: proposed to the group by the leader, answered after commit and apply.
+    Write,
+    /// Cannot be made deterministic (or would step around the log) in phase 1.
+    Unsupported,
+}
+
+/// Commands refused by name: random choices, replication and debugging commands, and the ones
+/// that would block an applying node.
+const UNSUPPORTED: &[&str] = &[
+    "spop",
+    "debug",
+    "migrate",
+    "replicaof",
+    "slaveof",
+    "sync",
+    "psync",
+    "failover",
+    "wait",
+    "waitaof",
+    "client|pause",
+];
+
+/// The class of `cmd` called with `args` (`table` resolves the command `FENCED` wraps).
+pub fn classify(table: &CommandTable, cmd: &Command, args: &[Bytes]) -> Class {
+    let name = cmd.name;
+    // FENCED runs the command it wraps in the same entry: what is refused alone is refused inside.
+    if name == "fenced"
+        && let Some(inner_args) = args.get(3..).filter(|a| !a.is_empty())
+        && let Ok(inner) = table.resolve(inner_args)
+        && classify(table, inner, inner_args) == Class::Unsupported
+    {
+        return Class::Unsupported;
+    }
+    if UNSUPPORTED.contains(&name) || matches!(cmd.group, Group::Transactions | Group::Scripting) {
+        return Class::Unsupported;
+    }
+    if cmd.group == Group::Cluster {
+        return if name.starts_with("cluster|") { Class::Cluster } else { Class::Ok };
+    }
+    if name == "info" {
+        return Class::Info;
+    }
+    if cmd.flags.has(Flags::BLOCKING) {
+        // LOCK without WAIT and XREAD/XREADGROUP without BLOCK never block.
+        let blocks = match name {
+            "lock" => args.len() > 4,
+            "xread" | "xreadgroup" => args.iter().any(|a| a.eq_ignore_ascii_case(b"block")),
+            _ => true,
+        };
+        if blocks {
+            return Class::Unsupported;
+        }
+    }
+    if cmd.flags.has(Flags::WRITE) {
+        Class::Write
+    } else if cmd.flags.has(Flags::READONLY) {
+        Class::Read
+    } else {
+        Class::Local
+    }
+}
+
+/// The slot of the command's first key (0 for a command without keys), for `-MOVED`.
+pub fn first_key_slot(cmd: &Command, args: &[Bytes]) -> u16 {
+    cmd.keys.positions(args).first().and_then(|&i| args.get(i)).map_or(0, |k| key_slot(k))
+}
+
+/// Redis Cluster's hash slot of `key`: CRC16 (XMODEM) of the key, or of its `{hash tag}` when it
+/// has a non-empty one, modulo 16384.
+pub fn key_slot(key: &[u8]) -> u16 {
+    let tagged = key.iter().position(|&b| b == b'{').and_then(|open| {
+        let close = key[open + 1..].iter().position(|&b| b == b'}')?;
+        (close > 0).then(|| &key[open + 1..open + 1 + close])
+    });
+    crc16(tagged.unwrap_or(key)) & 0x3fff
+}
+
+/// CRC16-CCITT (XMODEM): polynomial 0x1021, initial value 0, as Redis's `crc16.c`.
+pub fn crc16(data: &[u8]) -> u16 {
+    let mut crc: u16 = 0;
+    for &b in data {
+        crc ^= (b as u16) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+        }
+    }
+    crc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_match_redis_cluster() {
+        // Redis's crc16.c test vector and CLUSTER KEYSLOT values from a real Redis Cluster.
+        assert_eq!(crc16(b"123456789"), 0x31c3);
+        assert_eq!(key_slot(b"foo"), 12182);
+        assert_eq!(key_slot(b"bar"), 5061);
+        assert_eq!(key_slot(b"{user1000}.following"), key_slot(b"user1000"));
+        assert_eq!(key_slot(b"foo{}{bar}"), key_slot(b"foo{}{bar}"));
+        assert_ne!(key_slot(b"foo{}{bar}"), key_slot(b"bar"));
+        assert_eq!(key_slot(b"foo{{bar}}zap"), key_slot(b"{bar"));
+    }
+
+    #[test]
+    fn commands_are_classified_from_the_table() {
+        let srv = engine::server::Server::new(
+            engine::config::Config::default(),
+            std::sync::Arc::new(engine::clock::ManualClock::new(1)),
+        );
+        let class = |line: &str| {
+            let args: Vec<Bytes> = line.split(' ').map(|w| Bytes::copy_from_slice(w.as_bytes())).collect();
+            classify(srv.table, srv.table.resolve(&args).unwrap(), &args)
+        };
+        assert_eq!(class("set k v"), Class::Write);
+        assert_eq!(class("lock k o 1000"), Class::Write);
+        assert_eq!(class("lock k o 1000 wait 10"), Class::Unsupported);
+        assert_eq!(class("get k"), Class::Read);
+        assert_eq!(class("lockinfo k"), Class::Read);
+        assert_eq!(class("ping"), Class::Local);
+        assert_eq!(class("multi"), Class::Unsupported);
+        assert_eq!(class("eval x 0"), Class::Unsupported);
+        assert_eq!(class("blpop k 0"), Class::Unsupported);
+        assert_eq!(class("spop k"), Class::Unsupported);
+        assert_eq!(class("cluster slots"), Class::Cluster);
+        assert_eq!(class("readonly"), Class::Ok);
+        assert_eq!(class("info consensus"), Class::Info);
+        assert_eq!(class("flushall"), Class::Write);
+        assert_eq!(class("fenced k 1 set k v"), Class::Write);
+        assert_eq!(class("fenced k 1 spop s"), Class::Unsupported);
+        assert_eq!(class("fenced k 1 eval x 0"), Class::Unsupported);
+    }
+}

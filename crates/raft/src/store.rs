@@ -1,0 +1,334 @@
+//! The log and the vote, kept under `dir`.
+//!
+//! The log is one append-only file, `raft-log`, of records `[len u32][crc32 u32][postcard]`: an
+//! entry, a truncation (entries from an index on are gone) or a purge (entries up to a log id are
+//! gone). Appends are fsync'd before openraft is told they are flushed, so an entry a node
+//! acknowledged survives its crash. The fsync is a group commit: `append` writes and hands its
+//! callback to a flusher thread, which fsyncs once for every append written meanwhile and then
+//! reports them flushed in order (one fsync per batch of client writes, not one per write). Reading the file back replays the records into memory; a
+//! torn last record (a crash in the middle of a write) is cut off. A purge rewrites the file with
+//! the entries that remain (log compaction after a snapshot). The vote is `raft-vote`, written
+//! to a temporary file, fsync'd and renamed over the old one; the commit index is `raft-committed`
+//! (not fsync'd: losing it only means re-learning it from the leader).
+
+use crate::types::{Entry, LogId, NodeId, StorageError, TypeConfig, io_error};
+use openraft::storage::{LogFlushed, RaftLogStorage};
+use openraft::{ErrorSubject, ErrorVerb, LogState, RaftLogReader, Vote};
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::ops::RangeBounds;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const CRC: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
+
+/// One record of the log file.
+#[derive(Serialize, Deserialize)]
+enum Record {
+    Entry(Entry),
+    /// Entries at this index and after are removed.
+    Truncate(u64),
+    /// Entries up to and including this log id are removed.
+    Purge(LogId),
+}
+
+/// The log's state in memory, shared by the store, its readers and the flusher.
+struct Inner {
+    dir: PathBuf,
+    /// The log file (replaced by a rewrite: the flusher takes the current one for each fsync).
+    file: Arc<File>,
+    entries: BTreeMap<u64, Entry>,
+    purged: Option<LogId>,
+}
+
+/// The log store handed to openraft (and its readers: clones of it).
+#[derive(Clone)]
+pub struct LogStore {
+    inner: Arc<Mutex<Inner>>,
+    /// Appends written and waiting for the flusher's fsync.
+    flush: std::sync::mpsc::Sender<LogFlushed<TypeConfig>>,
+    /// The commit index openraft last reported (INFO's `consensus_commit_index`).
+    committed: Arc<AtomicU64>,
+}
+
+impl LogStore {
+    /// Opens (or creates) the log under `dir`, replaying what it holds.
+    pub fn open(dir: &Path, committed: Arc<AtomicU64>) -> io::Result<LogStore> {
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join("raft-log");
+        let data = match std::fs::read(&path) {
+            Ok(d) => d,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        let (records, good) = decode_records(&data);
+        let mut entries = BTreeMap::new();
+        let mut purged = None;
+        for r in records {
+            apply_record(&mut entries, &mut purged, r);
+        }
+        let file = OpenOptions::new().create(true).append(true).open(&path)?;
+        if good < data.len() {
+            tracing::warn!("raft log: {} bytes of a torn last record cut off", data.len() - good);
+            file.set_len(good as u64)?;
+            file.sync_all()?;
+        }
+        if let Some(c) = read_small::<LogId>(&dir.join("raft-committed"))? {
+            committed.store(c.index, Ordering::Relaxed);
+        }
+        let inner = Arc::new(Mutex::new(Inner { dir: dir.to_path_buf(), file: Arc::new(file), entries, purged }));
+        let (flush, pending) = std::sync::mpsc::channel();
+        let shared = inner.clone();
+        std::thread::Builder::new().name("raft-log-sync".into()).spawn(move || flusher(&shared, &pending))?;
+        Ok(LogStore { inner, flush, committed })
+    }
+}
+
+/// Group commit: waits for an append, takes every other append written meanwhile, fsyncs the log
+/// once, and reports them flushed (or failed) in order. Ends when the store is gone.
+fn flusher(inner: &Mutex<Inner>, pending: &std::sync::mpsc::Receiver<LogFlushed<TypeConfig>>) {
+    while let Ok(first) = pending.recv() {
+        let mut batch = vec![first];
+        batch.extend(pending.try_iter());
+        let file = inner.lock().file.clone();
+        let synced = file.sync_data();
+        for callback in batch {
+            callback.log_io_completed(synced.as_ref().map(|_| ()).map_err(|e| io::Error::new(e.kind(), e.to_string())));
+        }
+    }
+}
+
+/// Decodes the records of a log file; returns them and the length of the good prefix.
+fn decode_records(data: &[u8]) -> (Vec<Record>, usize) {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while data.len() - at >= 8 {
+        let len = u32::from_le_bytes(data[at..at + 4].try_into().expect("4 bytes")) as usize;
+        let crc = u32::from_le_bytes(data[at + 4..at + 8].try_into().expect("4 bytes"));
+        let Some(body) = data.get(at + 8..at + 8 + len) else { break };
+        if CRC.checksum(body) != crc {
+            break;
+        }
+        let Ok(r) = postcard::from_bytes::<Record>(body) else { break };
+        out.push(r);
+        at += 8 + len;
+    }
+    (out, at)
+}
+
+fn encode_record(r: &Record, out: &mut Vec<u8>) -> io::Result<()> {
+    let body = postcard::to_allocvec(r).map_err(io::Error::other)?;
+    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    out.extend_from_slice(&CRC.checksum(&body).to_le_bytes());
+    out.extend_from_slice(&body);
+    Ok(())
+}
+
+fn apply_record(entries: &mut BTreeMap<u64, Entry>, purged: &mut Option<LogId>, r: Record) {
+    match r {
+        Record::Entry(e) => {
+            entries.insert(e.log_id.index, e);
+        }
+        Record::Truncate(index) => {
+            entries.split_off(&index);
+        }
+        Record::Purge(id) => {
+            *entries = entries.split_off(&(id.index + 1));
+            *purged = Some(id);
+        }
+    }
+}
+
+/// Reads a small postcard value from `path`; None when the file does not exist.
+pub(crate) fn read_small<T: for<'a> Deserialize<'a>>(path: &Path) -> io::Result<Option<T>> {
+    match std::fs::read(path) {
+        Ok(d) => postcard::from_bytes(&d).map(Some).map_err(io::Error::other),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Replaces `path` with `data`: a temporary file, fsync'd if `durable`, renamed over it, and the
+/// directory fsync'd so the rename itself survives a crash.
+pub(crate) fn write_file(path: &Path, data: &[u8], durable: bool) -> io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    let mut f = File::create(&tmp)?;
+    f.write_all(data)?;
+    if durable {
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    if durable && let Some(dir) = path.parent() {
+        File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
+impl Inner {
+    /// Appends records to the file; durable once `sync_data` ran after it.
+    fn write_unsynced(&mut self, records: &[Record]) -> io::Result<()> {
+        let mut buf = Vec::new();
+        for r in records {
+            encode_record(r, &mut buf)?;
+        }
+        (&*self.file).write_all(&buf)
+    }
+
+    /// Appends records to the file and fsyncs it.
+    fn write(&mut self, records: &[Record]) -> io::Result<()> {
+        self.write_unsynced(records)?;
+        self.file.sync_data()
+    }
+
+    /// Writes the entries that remain into a new file that replaces the log (after a purge).
+    fn rewrite(&mut self) -> io::Result<()> {
+        let mut buf = Vec::new();
+        if let Some(p) = self.purged {
+            encode_record(&Record::Purge(p), &mut buf)?;
+        }
+        for e in self.entries.values() {
+            encode_record(&Record::Entry(e.clone()), &mut buf)?;
+        }
+        let path = self.dir.join("raft-log");
+        write_file(&path, &buf, true)?;
+        self.file = Arc::new(OpenOptions::new().append(true).open(&path)?);
+        Ok(())
+    }
+}
+
+impl RaftLogReader<TypeConfig> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + Send>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry>, StorageError> {
+        Ok(self.inner.lock().entries.range(range).map(|(_, e)| e.clone()).collect())
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for LogStore {
+    type LogReader = LogStore;
+
+    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError> {
+        let inner = self.inner.lock();
+        let last = inner.entries.values().next_back().map(|e| e.log_id).or(inner.purged);
+        Ok(LogState { last_purged_log_id: inner.purged, last_log_id: last })
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.clone()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote<NodeId>) -> Result<(), StorageError> {
+        let dir = self.inner.lock().dir.clone();
+        let data = postcard::to_allocvec(vote)
+            .map_err(|e| io_error(ErrorSubject::Vote, ErrorVerb::Write, io::Error::other(e)))?;
+        write_file(&dir.join("raft-vote"), &data, true).map_err(|e| io_error(ErrorSubject::Vote, ErrorVerb::Write, e))
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote<NodeId>>, StorageError> {
+        let dir = self.inner.lock().dir.clone();
+        read_small(&dir.join("raft-vote")).map_err(|e| io_error(ErrorSubject::Vote, ErrorVerb::Read, e))
+    }
+
+    async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
+        let Some(c) = committed else { return Ok(()) };
+        self.committed.store(c.index, Ordering::Relaxed);
+        let dir = self.inner.lock().dir.clone();
+        let data = postcard::to_allocvec(&c)
+            .map_err(|e| io_error(ErrorSubject::Store, ErrorVerb::Write, io::Error::other(e)))?;
+        write_file(&dir.join("raft-committed"), &data, false)
+            .map_err(|e| io_error(ErrorSubject::Store, ErrorVerb::Write, e))
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId>, StorageError> {
+        let dir = self.inner.lock().dir.clone();
+        read_small(&dir.join("raft-committed")).map_err(|e| io_error(ErrorSubject::Store, ErrorVerb::Read, e))
+    }
+
+    async fn append<I>(&mut self, entries: I, callback: LogFlushed<TypeConfig>) -> Result<(), StorageError>
+    where
+        I: IntoIterator<Item = Entry> + Send,
+        I::IntoIter: Send,
+    {
+        let records: Vec<Record> = entries.into_iter().map(Record::Entry).collect();
+        let mut inner = self.inner.lock();
+        if let Err(e) = inner.write_unsynced(&records) {
+            let failed = io::Error::new(e.kind(), e.to_string());
+            callback.log_io_completed(Err(e));
+            return Err(io_error(ErrorSubject::Logs, ErrorVerb::Write, failed));
+        }
+        for r in records {
+            let Inner { entries, purged, .. } = &mut *inner;
+            apply_record(entries, purged, r);
+        }
+        drop(inner);
+        // Reported flushed by the flusher after its next fsync.
+        if let Err(e) = self.flush.send(callback) {
+            let stopped = || io::Error::other("the raft log's flusher stopped");
+            e.0.log_io_completed(Err(stopped()));
+            return Err(io_error(ErrorSubject::Logs, ErrorVerb::Write, stopped()));
+        }
+        Ok(())
+    }
+
+    async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        let mut inner = self.inner.lock();
+        inner
+            .write(&[Record::Truncate(log_id.index)])
+            .map_err(|e| io_error(ErrorSubject::Logs, ErrorVerb::Write, e))?;
+        inner.entries.split_off(&log_id.index);
+        Ok(())
+    }
+
+    async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        let mut inner = self.inner.lock();
+        let Inner { entries, purged, .. } = &mut *inner;
+        apply_record(entries, purged, Record::Purge(log_id));
+        inner.rewrite().map_err(|e| io_error(ErrorSubject::Logs, ErrorVerb::Write, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openraft::{CommittedLeaderId, EntryPayload};
+
+    fn entry(term: u64, index: u64) -> Entry {
+        Entry { log_id: LogId::new(CommittedLeaderId::new(term, 1), index), payload: EntryPayload::Blank }
+    }
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("latch-raft-store-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn records_survive_reopen_and_a_torn_tail_is_cut() {
+        let dir = temp_dir("reopen");
+        {
+            let s = LogStore::open(&dir, Default::default()).unwrap();
+            let mut inner = s.inner.lock();
+            let recs: Vec<Record> = (1..=5).map(|i| Record::Entry(entry(1, i))).collect();
+            inner.write(&recs).unwrap();
+            inner.write(&[Record::Truncate(4), Record::Entry(entry(2, 4))]).unwrap();
+            inner.write(&[Record::Purge(entry(1, 1).log_id)]).unwrap();
+        }
+        // A crash in the middle of the next record.
+        let mut f = OpenOptions::new().append(true).open(dir.join("raft-log")).unwrap();
+        f.write_all(&[9, 0, 0, 0, 1, 2]).unwrap();
+        drop(f);
+        let s = LogStore::open(&dir, Default::default()).unwrap();
+        let inner = s.inner.lock();
+        let ids: Vec<(u64, u64)> = inner.entries.values().map(|e| (e.log_id.leader_id.term, e.log_id.index)).collect();
+        assert_eq!(ids, vec![(1, 2), (1, 3), (2, 4)]);
+        assert_eq!(inner.purged.map(|p| p.index), Some(1));
+        drop(inner);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,87 @@
+//! The group's type configuration and what travels through its log.
+
+use bytes::Bytes;
+use resp::Frame;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::io::Cursor;
+
+openraft::declare_raft_types!(
+    /// Latch's openraft configuration: entries carry [`Request`]s, the state machine answers
+    /// [`Reply`]s, nodes are numbered by `raft-id` and addressed by their raft port, snapshots are
+    /// RDB files in memory.
+    pub TypeConfig:
+        D = Request,
+        R = Reply,
+        NodeId = u64,
+        Node = openraft::BasicNode,
+        Entry = openraft::Entry<TypeConfig>,
+        SnapshotData = Cursor<Vec<u8>>,
+        AsyncRuntime = openraft::TokioRuntime,
+);
+
+/// One entry of the log: the leader's raft time when it proposed it, and what to do.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Request {
+    /// The proposing leader's raft time in milliseconds (see `machine`): applying the entry moves
+    /// every node's engine clock to at least this.
+    pub time_ms: u64,
+    /// The work.
+    pub op: Op,
+}
+
+/// What an entry does once committed.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub enum Op {
+    /// A client's write command, run on every node's engine in log order.
+    Command {
+        /// The database the client had selected.
+        db: u32,
+        /// Whether the client speaks RESP3 (replies are shaped for it on the leader).
+        resp3: bool,
+        /// The argument vector, command name first.
+        args: Vec<Bytes>,
+    },
+    /// Only time passes: the leader proposes one while keys with a TTL exist, so that expiry
+    /// (decided on raft time) does not wait for the next write.
+    Tick,
+}
+
+/// What applying an entry answered: the engine's reply to the command (None for ticks,
+/// membership and blank entries). Replies are handed from the state machine to the
+/// `client_write` caller on the same node and never cross the network, so they serialize as
+/// nothing and deserialize as `Reply(None)` (openraft's `serde` feature asks for the traits).
+#[derive(Clone, Debug, Default)]
+pub struct Reply(pub Option<Frame>);
+
+impl Serialize for Reply {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_unit()
+    }
+}
+
+impl<'de> Deserialize<'de> for Reply {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Reply, D::Error> {
+        <()>::deserialize(d)?;
+        Ok(Reply(None))
+    }
+}
+
+/// A node id.
+pub type NodeId = u64;
+/// A log entry.
+pub type Entry = openraft::Entry<TypeConfig>;
+/// A log position.
+pub type LogId = openraft::LogId<NodeId>;
+/// A storage failure as openraft wants it.
+pub type StorageError = openraft::StorageError<NodeId>;
+/// The raft handle.
+pub type Raft = openraft::Raft<TypeConfig>;
+
+/// A storage error from an IO error.
+pub(crate) fn io_error(
+    subject: openraft::ErrorSubject<NodeId>,
+    verb: openraft::ErrorVerb,
+    e: std::io::Error,
+) -> StorageError {
+    StorageError::from_io_error(subject, verb, e)
+}

@@ -1,0 +1,498 @@
+//! Consensus mode (docs/consensus.md): three real `latch-server` processes on 127.0.0.1 form a
+//! Raft group. Leader election, MOVED from followers, the one-shard CLUSTER views, a lock that
+//! survives `kill -9` of the leader, fencing tokens across a failover, and a node restarted from
+//! its `--dir`. Every wait polls with a deadline; no sleep decides an outcome.
+
+mod common;
+
+use bytes::BytesMut;
+use common::{TempDir, free_port};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a group may take to elect a leader, fail over or catch up on this 2-core machine.
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// One node: its ports, its directory, its process while it runs.
+struct Node {
+    id: u64,
+    port: u16,
+    raft_port: u16,
+    dir: TempDir,
+    child: Option<Child>,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+impl Node {
+    /// Starts (or restarts) the node with the group's `peers`, and waits for "Ready". Node 3 reads
+    /// its consensus options from a config file, the others from arguments: the same names work
+    /// both ways.
+    fn start(&mut self, peers: &str, extra: &[&str]) {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_latch-server"));
+        if self.id == 3 {
+            let conf = self.dir.0.join("latch.conf");
+            let text = format!("raft-id {}\nraft-port {}\nraft-peers {peers}\n", self.id, self.raft_port);
+            std::fs::write(&conf, text).expect("config file");
+            cmd.arg(conf);
+        } else {
+            cmd.args(["--raft-id", &self.id.to_string(), "--raft-port", &self.raft_port.to_string()]);
+            cmd.args(["--raft-peers", peers]);
+        }
+        let mut child = cmd
+            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string(), "--save", ""])
+            .args(["--dir", self.dir.path()])
+            .args(extra)
+            .current_dir(&self.dir.0)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn latch-server");
+        let out = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                let _ = tx.send(line);
+            }
+        });
+        let deadline = Instant::now() + DEADLINE;
+        let mut log = String::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) if line.contains("Ready to accept connections") => break,
+                Ok(line) => {
+                    log.push_str(&line);
+                    log.push('\n');
+                }
+                Err(_) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!("node {} did not start; log:\n{log}", self.id);
+                }
+            }
+        }
+        // Keep draining the log so the server never blocks on a full pipe.
+        std::thread::spawn(move || while rx.recv().is_ok() {});
+        self.child = Some(child);
+    }
+
+    /// `kill -9` (SIGKILL) of the node's process, which this test started.
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    fn running(&self) -> bool {
+        self.child.is_some()
+    }
+}
+
+/// A group of three nodes on free loopback ports, each with a directory of its own.
+struct Group {
+    nodes: Vec<Node>,
+    peers: String,
+    extra: Vec<&'static str>,
+}
+
+impl Group {
+    fn start(name: &str) -> Group {
+        Group::start_with(name, &[])
+    }
+
+    /// A group whose nodes get `extra` arguments.
+    fn start_with(name: &str, extra: &[&'static str]) -> Group {
+        let mut nodes: Vec<Node> = (1..=3)
+            .map(|id| Node {
+                id,
+                port: free_port(),
+                raft_port: free_port(),
+                dir: TempDir::new(&format!("consensus-{name}-{id}")),
+                child: None,
+            })
+            .collect();
+        let peers = nodes.iter().map(|n| format!("{}=127.0.0.1:{}", n.id, n.raft_port)).collect::<Vec<_>>().join(",");
+        for n in &mut nodes {
+            n.start(&peers, extra);
+        }
+        Group { nodes, peers, extra: extra.to_vec() }
+    }
+
+    fn node(&mut self, id: u64) -> &mut Node {
+        self.nodes.iter_mut().find(|n| n.id == id).expect("node")
+    }
+
+    /// Starts node `id` again, from its directory.
+    fn restart(&mut self, id: u64) {
+        let (peers, extra) = (self.peers.clone(), self.extra.clone());
+        self.node(id).start(&peers, &extra);
+    }
+
+    /// Waits until every running node names the same leader, which says it leads; returns it.
+    fn leader(&self) -> u64 {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let views: Vec<(u64, Option<Info>)> =
+                self.nodes.iter().filter(|n| n.running()).map(|n| (n.id, info(n.port))).collect();
+            let leaders: Vec<Option<u64>> =
+                views.iter().map(|(_, i)| i.as_ref().and_then(|i| i.get("consensus_leader")?.parse().ok())).collect();
+            if let Some(Some(l)) = leaders.first()
+                && leaders.iter().all(|x| *x == Some(*l))
+                && views.iter().any(|(id, i)| {
+                    *id == *l && i.as_ref().and_then(|i| i.get("consensus_role")).map(String::as_str) == Some("leader")
+                })
+            {
+                return *l;
+            }
+            assert!(Instant::now() < deadline, "no agreed leader within {DEADLINE:?}: {views:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn port(&self, id: u64) -> u16 {
+        self.nodes.iter().find(|n| n.id == id).expect("node").port
+    }
+}
+
+type Info = std::collections::BTreeMap<String, String>;
+
+/// `INFO consensus` of the node on `port` as fields, or None if it does not answer.
+fn info(port: u16) -> Option<Info> {
+    let reply = call(port, &["INFO", "consensus"])?;
+    let text = reply.split_once("\r\n")?.1;
+    Some(
+        text.lines()
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.to_string(), v.trim_end().to_string()))
+            .collect(),
+    )
+}
+
+/// Sends one command to 127.0.0.1:`port` on a fresh connection and returns the reply's bytes as
+/// text, or None when the node cannot be reached.
+fn call(port: u16, args: &[&str]) -> Option<String> {
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(15))).ok()?;
+    let mut req = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        req.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+    }
+    s.write_all(&req).ok()?;
+    let mut buf = BytesMut::new();
+    loop {
+        let mut probe = buf.clone();
+        if let Ok(Some(_)) = resp::decode_reply(&mut probe) {
+            let used = buf.len() - probe.len();
+            return Some(String::from_utf8_lossy(&buf[..used]).into_owned());
+        }
+        let mut chunk = [0u8; 65536];
+        let n = s.read(&mut chunk).ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// `call` that must get an answer.
+fn must(port: u16, args: &[&str]) -> String {
+    call(port, args).unwrap_or_else(|| panic!("no reply from port {port} to {args:?}"))
+}
+
+/// The integer of a `:n` reply.
+fn int(reply: &str) -> i64 {
+    reply
+        .strip_prefix(':')
+        .and_then(|r| r.trim_end().parse().ok())
+        .unwrap_or_else(|| panic!("not an integer: {reply:?}"))
+}
+
+#[test]
+fn a_group_elects_a_leader_and_followers_send_clients_to_it() {
+    let g = Group::start("elect");
+    let leader = g.leader();
+    let lport = g.port(leader);
+    let follower = g.nodes.iter().find(|n| n.id != leader).expect("follower");
+
+    // Writes and reads on a follower: MOVED to the leader with the key's Redis Cluster slot.
+    assert_eq!(must(follower.port, &["SET", "foo", "bar"]), format!("-MOVED 12182 127.0.0.1:{lport}\r\n"));
+    assert_eq!(must(follower.port, &["GET", "foo"]), format!("-MOVED 12182 127.0.0.1:{lport}\r\n"));
+    // On the leader the write is acknowledged after commit, and the read sees it.
+    assert_eq!(must(lport, &["SET", "foo", "bar"]), "+OK\r\n");
+    assert_eq!(must(lport, &["GET", "foo"]), "$3\r\nbar\r\n");
+    assert_eq!(int(&must(lport, &["INCR", "counter"])), 1);
+    // Every node applied it: the follower's own keyspace has both keys once it caught up.
+    let deadline = Instant::now() + DEADLINE;
+    while !must(follower.port, &["INFO", "keyspace"]).contains("db0:keys=2") {
+        assert!(Instant::now() < deadline, "the follower never applied the writes");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // What consensus mode cannot run yet is refused, not run locally.
+    assert_eq!(must(lport, &["MULTI"]), "-ERR MULTI is not supported in consensus mode\r\n");
+    assert_eq!(must(lport, &["BLPOP", "q", "0"]), "-ERR BLPOP is not supported in consensus mode\r\n");
+    assert_eq!(
+        must(lport, &["LOCK", "l", "me", "1000", "WAIT", "10"]),
+        "-ERR LOCK with WAIT is not supported in consensus mode\r\n"
+    );
+
+    // One shard owning every slot, the leader its master, on every node.
+    for n in &g.nodes {
+        let slots = must(n.port, &["CLUSTER", "SLOTS"]);
+        assert!(
+            slots.starts_with(&format!("*1\r\n*5\r\n:0\r\n:16383\r\n*3\r\n$9\r\n127.0.0.1\r\n:{lport}\r\n")),
+            "node {}: {slots:?}",
+            n.id
+        );
+        let nodes = must(n.port, &["CLUSTER", "NODES"]);
+        let flags: Vec<&str> = nodes.lines().skip(1).filter_map(|l| l.split(' ').nth(2)).collect();
+        assert_eq!(flags.iter().filter(|f| f.split(',').any(|f| f == "master")).count(), 1, "{nodes}");
+        assert_eq!(flags.iter().filter(|f| f.split(',').any(|f| f == "slave")).count(), 2, "{nodes}");
+        assert_eq!(flags.iter().filter(|f| f.starts_with("myself")).count(), 1, "{nodes}");
+        assert!(nodes.contains(&format!("127.0.0.1:{lport}@")), "{nodes}");
+        assert!(must(n.port, &["CLUSTER", "INFO"]).contains("cluster_state:ok"));
+        assert_eq!(must(n.port, &["CLUSTER", "MYID"]), format!("$40\r\n{:040x}\r\n", n.id));
+        assert!(must(n.port, &["CLUSTER", "SHARDS"]).contains("master"));
+    }
+
+    // INFO consensus on the leader: its role, the peers' match indexes up to the commit index.
+    let i = info(lport).expect("info");
+    assert_eq!(i["consensus_role"], "leader");
+    assert_eq!(i["consensus_leader_addr"], format!("127.0.0.1:{lport}"));
+    // Raft time started at the first leader's wall clock and runs with it.
+    let unix_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let raft_ms: i64 = i["consensus_raft_time_ms"].parse().unwrap();
+    assert!((unix_ms - raft_ms).abs() < 60_000, "raft time {raft_ms}, wall clock {unix_ms}");
+    let commit: i64 = i["consensus_commit_index"].parse().unwrap();
+    assert!(commit >= 3, "{i:?}");
+    assert!(i["consensus_applied_index"].parse::<i64>().unwrap() >= commit);
+    assert_eq!(i.keys().filter(|k| k.starts_with("consensus_peer")).count(), 3);
+}
+
+#[test]
+fn a_lock_and_its_fencing_tokens_survive_kill_9_of_the_leader() {
+    let mut g = Group::start("failover");
+    let old = g.leader();
+    let oport = g.port(old);
+    assert_eq!(must(oport, &["SET", "lock", "tok", "NX", "PX", "10000"]), "+OK\r\n");
+    assert_eq!(must(oport, &["SET", "lock", "other", "NX", "PX", "10000"]), "$-1\r\n");
+    let mut before = Vec::new();
+    for k in ["a", "b", "c"] {
+        before.push(int(&must(oport, &["LOCK", k, "owner", "60000"])));
+    }
+    assert!(before.windows(2).all(|w| w[0] < w[1]), "tokens not increasing: {before:?}");
+
+    g.node(old).kill();
+    let new = g.leader();
+    assert_ne!(new, old);
+    let nport = g.port(new);
+    // The lock acknowledged by the old leader is there, held by the same owner, with its TTL
+    // counting from raft time (which stood still during the failover).
+    assert_eq!(must(nport, &["GET", "lock"]), "$3\r\ntok\r\n");
+    let ttl = int(&must(nport, &["PTTL", "lock"]));
+    assert!(ttl > 0 && ttl <= 10000, "{ttl}");
+    assert_eq!(must(nport, &["SET", "lock", "mine", "NX", "PX", "10000"]), "$-1\r\n");
+    // Native locks: still held, and the next grant's token is above every earlier one.
+    assert_eq!(must(nport, &["LOCK", "a", "someone-else", "60000"]), "$-1\r\n");
+    let after = int(&must(nport, &["LOCK", "d", "owner", "60000"]));
+    assert!(before.iter().all(|&t| t < after), "token {after} after the failover, {before:?} before");
+    // The survivors agree on the lock's holder.
+    let info = must(nport, &["LOCKINFO", "a"]);
+    assert!(info.contains(&before[0].to_string()), "{info}");
+}
+
+#[test]
+fn a_node_restarted_from_its_dir_catches_up() {
+    let mut g = Group::start("restart");
+    let leader = g.leader();
+    let lport = g.port(leader);
+    for i in 0..20 {
+        assert_eq!(must(lport, &["SET", &format!("k{i}"), "v"]), "+OK\r\n");
+    }
+    let follower = g.nodes.iter().find(|n| n.id != leader).map(|n| n.id).expect("follower");
+    let fport = g.port(follower);
+    let deadline = Instant::now() + DEADLINE;
+    while !must(fport, &["INFO", "keyspace"]).contains("db0:keys=20") {
+        assert!(Instant::now() < deadline, "the follower never applied the first writes");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    g.node(follower).kill();
+    // The two others are a majority: writes go on meanwhile.
+    for i in 20..50 {
+        assert_eq!(must(lport, &["SET", &format!("k{i}"), "v"]), "+OK\r\n");
+    }
+    assert_eq!(int(&must(lport, &["DBSIZE"])), 50);
+    g.restart(follower);
+    // It replays its own log from --dir, then receives what it missed.
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let ks = must(fport, &["INFO", "keyspace"]);
+        if ks.contains("db0:keys=50") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the restarted node did not catch up: {ks:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let i = info(fport).expect("info");
+    assert_eq!(i["consensus_role"], "follower");
+    assert_eq!(i["consensus_leader"], leader.to_string());
+}
+
+/// Waits until `INFO keyspace` of the node on `port` shows `want` (e.g. `db0:keys=60`).
+fn wait_keyspace(port: u16, want: &str) {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let ks = must(port, &["INFO", "keyspace"]);
+        if ks.contains(want) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "node on port {port} never showed {want}: {ks:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_node_far_behind_installs_a_snapshot_and_the_whole_group_restarts_from_its_dirs() {
+    // A snapshot every 10 entries, and entries older than 5 before it purged.
+    let mut g = Group::start_with("snapshot", &["--raft-snapshot-every", "10"]);
+    let leader = g.leader();
+    let lport = g.port(leader);
+    let follower = g.nodes.iter().find(|n| n.id != leader).map(|n| n.id).expect("follower");
+    let fport = g.port(follower);
+    let behind: i64 = info(fport).expect("info")["consensus_applied_index"].parse().unwrap();
+    g.node(follower).kill();
+    let mut tokens = Vec::new();
+    for i in 0..60 {
+        assert_eq!(must(lport, &["SET", &format!("k{i}"), "v"]), "+OK\r\n");
+        if i % 20 == 0 {
+            tokens.push(int(&must(lport, &["LOCK", &format!("l{i}"), "owner", "600000"])));
+        }
+    }
+    // The entries the follower lacks are purged on the leader: it can only catch up from a
+    // snapshot (the RDB file), which it installs and keeps in its directory.
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let purged: i64 = info(lport).expect("info")["consensus_purged_index"].parse().unwrap();
+        if purged > behind + 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the leader kept the log from {behind} (purged up to {purged})");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    g.restart(follower);
+    wait_keyspace(fport, "db0:keys=63");
+    let dir = g.node(follower).dir.0.clone();
+    assert!(dir.join("raft-snapshot").exists(), "no snapshot in {}", dir.display());
+
+    // Every node killed, then started from its directory: the group comes back with its data,
+    // and tokens go on increasing from the replicated counter.
+    let ids: Vec<u64> = g.nodes.iter().map(|n| n.id).collect();
+    for &id in &ids {
+        g.node(id).kill();
+    }
+    for &id in &ids {
+        g.restart(id);
+    }
+    let leader = g.leader();
+    let lport = g.port(leader);
+    assert_eq!(int(&must(lport, &["DBSIZE"])), 63);
+    assert_eq!(must(lport, &["GET", "k59"]), "$1\r\nv\r\n");
+    assert_eq!(must(lport, &["LOCK", "l0", "someone-else", "1000"]), "$-1\r\n");
+    let next = int(&must(lport, &["LOCK", "fresh", "owner", "1000"]));
+    assert!(tokens.iter().all(|&t| t < next), "{next} after the restart, {tokens:?} before");
+    for &id in &ids {
+        wait_keyspace(g.port(id), "db0:keys=64");
+    }
+}
+
+#[test]
+fn the_redis_crate_cluster_client_follows_the_leader_through_a_failover() {
+    let mut g = Group::start("cluster-client");
+    let old = g.leader();
+    let urls: Vec<String> = g.nodes.iter().map(|n| format!("redis://127.0.0.1:{}/", n.port)).collect();
+    let client = redis::cluster::ClusterClientBuilder::new(urls)
+        .connection_timeout(Duration::from_secs(2))
+        .response_timeout(Duration::from_secs(15))
+        .build()
+        .expect("cluster client");
+    let mut con = client.get_connection().expect("cluster connection");
+    // The client learnt the topology from CLUSTER SLOTS and sends keyed commands to the leader.
+    let ok: String = redis::cmd("SET").arg("lock").arg("tok").arg("NX").arg("PX").arg(60000).query(&mut con).unwrap();
+    assert_eq!(ok, "OK");
+    let before: i64 = redis::cmd("LOCK").arg("l").arg("owner").arg(60000).query(&mut con).unwrap();
+
+    g.node(old).kill();
+    // The application sees errors while the group elects, and retries. The crate's synchronous
+    // cluster connection keeps reconnecting to a node that refuses connections instead of asking
+    // the others for the topology (redis 1.8, `RetryMethod::Reconnect`), so a retry takes a new
+    // connection, which reads CLUSTER SLOTS from the nodes it was given.
+    let deadline = Instant::now() + DEADLINE;
+    let mut retries = 0;
+    let held = loop {
+        match redis::cmd("GET").arg("lock").query::<Option<String>>(&mut con) {
+            Ok(v) => break v,
+            Err(e) => {
+                retries += 1;
+                assert!(Instant::now() < deadline, "no answer after the failover: {e}");
+                std::thread::sleep(Duration::from_millis(100));
+                if let Ok(c) = client.get_connection() {
+                    con = c;
+                }
+            }
+        }
+    };
+    assert_eq!(held.as_deref(), Some("tok"), "after {retries} retries");
+    let after: i64 = redis::cmd("LOCK").arg("m").arg("owner").arg(60000).query(&mut con).unwrap();
+    assert!(after > before, "{after} after the failover, {before} before");
+    assert_ne!(g.leader(), old);
+}
+
+#[test]
+fn inconsistent_consensus_options_stop_the_server_and_replies_respect_client_reply() {
+    let dir = TempDir::new("consensus-options");
+    for (args, why) in [
+        (vec!["--raft-id", "4", "--raft-peers", "1=127.0.0.1:1,2=127.0.0.1:2"], "does not list this node's raft-id 4"),
+        (vec!["--raft-id", "1", "--raft-port", "9", "--raft-peers", "1=127.0.0.1:1"], "raft-port 9"),
+        (vec!["--raft-id", "1", "--raft-peers", "1=127.0.0.1"], "invalid raft-peers entry"),
+        (vec!["--raft-peers", "1=127.0.0.1:1"], "need raft-id"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_latch-server"))
+            .args(["--bind", "127.0.0.1", "--port", &free_port().to_string(), "--dir", dir.path()])
+            .args(&args)
+            .current_dir(&dir.0)
+            .output()
+            .expect("run latch-server");
+        assert!(!out.status.success(), "{args:?} started");
+        let log = String::from_utf8_lossy(&out.stdout);
+        assert!(log.contains(why), "{args:?}: {log}");
+    }
+
+    // A single-member group leads itself; CLIENT REPLY OFF silences replicated writes too.
+    let mut node = Node { id: 1, port: free_port(), raft_port: free_port(), dir, child: None };
+    let peers = format!("1=127.0.0.1:{}", node.raft_port);
+    node.start(&peers, &[]);
+    let g = Group { nodes: vec![node], peers, extra: Vec::new() };
+    let port = g.port(g.leader());
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    s.write_all(b"CLIENT REPLY OFF\r\nSET a 1\r\nCLIENT REPLY SKIP\r\nSET b 2\r\nCLIENT REPLY ON\r\nGET b\r\n")
+        .unwrap();
+    let mut got = Vec::new();
+    while !got.ends_with(b"$1\r\n2\r\n") {
+        let mut chunk = [0u8; 1024];
+        let n = s.read(&mut chunk).unwrap();
+        assert!(n > 0, "closed after {:?}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&chunk[..n]);
+    }
+    assert_eq!(String::from_utf8_lossy(&got), "+OK\r\n$1\r\n2\r\n");
+}
