@@ -21,7 +21,7 @@ use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio_rustls::TlsAcceptor;
+use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 /// The server configurations built by the last successful [`configure`], one per
 /// `tls-auth-clients` mode (Redis sets the verify mode per connection at accept, so changing
@@ -30,6 +30,9 @@ struct Acceptors {
     no: TlsAcceptor,
     yes: Option<TlsAcceptor>,
     optional: Option<TlsAcceptor>,
+    /// The client side (a replica's link to its primary with `tls-replication yes`): present
+    /// with a CA to check the primary's certificate.
+    connector: Option<TlsConnector>,
 }
 
 static CURRENT: RwLock<Option<Arc<Acceptors>>> = RwLock::new(None);
@@ -44,6 +47,60 @@ pub fn acceptor(auth: &str) -> Option<TlsAcceptor> {
         "no" => Some(cur.no.clone()),
         "optional" => Some(cur.optional.clone().unwrap_or_else(|| cur.no.clone())),
         _ => cur.yes.clone(),
+    }
+}
+
+/// The connector a replica's link uses with `tls-replication yes`, or None when TLS is not
+/// configured with a CA.
+pub fn connector() -> Option<TlsConnector> {
+    CURRENT.read().clone()?.connector.clone()
+}
+
+/// Checks a primary's certificate as Redis's OpenSSL client does: the chain must lead to a
+/// configured CA (`SSL_VERIFY_PEER`); the name in it is not compared with the host dialled
+/// (Redis sets no host name to verify), so a primary reached by address works with a certificate
+/// for its name.
+#[derive(Debug)]
+struct ChainOnly(Arc<rustls::client::WebPkiServerVerifier>);
+
+impl rustls::client::danger::ServerCertVerifier for ChainOnly {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &rustls_pki_types::ServerName<'_>,
+        ocsp_response: &[u8],
+        now: rustls_pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        match self.0.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+            Err(rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName))
+            | Err(rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForNameContext { .. })) => {
+                Ok(rustls::client::danger::ServerCertVerified::assertion())
+            }
+            r => r,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.supported_verify_schemes()
     }
 }
 
@@ -102,12 +159,32 @@ fn build(value: Values) -> Result<Acceptors, String> {
                 .map_err(|e| format!("Failed to configure CA certificate(s) file/directory: {e}"))?,
         )),
     };
-    // The client side (replication, cluster): checked as Redis checks it, used by nothing yet.
-    if let (Some(c), Some(k)) = (opt(value, "tls-client-cert-file"), opt(value, "tls-client-key-file")) {
-        load_certs(Path::new(&c)).map_err(|e| format!("Failed to load certificate: {c}: {e}"))?;
-        load_key(Path::new(&k), opt(value, "tls-client-key-file-pass").as_deref())
-            .map_err(|e| format!("Failed to load private key: {k}: {e}"))?;
-    }
+    // The client side (a replica's link): `tls-client-cert-file`/`-key-file` when both are set,
+    // else the server's own certificate, as Redis's tlsConfigure does.
+    let (client_certs, client_key) = match (opt(value, "tls-client-cert-file"), opt(value, "tls-client-key-file")) {
+        (Some(c), Some(k)) => (
+            load_certs(Path::new(&c)).map_err(|e| format!("Failed to load certificate: {c}: {e}"))?,
+            load_key(Path::new(&k), opt(value, "tls-client-key-file-pass").as_deref())
+                .map_err(|e| format!("Failed to load private key: {k}: {e}"))?,
+        ),
+        _ => (certs.clone(), key.clone_key()),
+    };
+    let connector = match &roots {
+        None => None,
+        Some(roots) => {
+            let chain = rustls::client::WebPkiServerVerifier::builder_with_provider(roots.clone(), provider.clone())
+                .build()
+                .map_err(|e| format!("Failed to configure CA certificate(s) file/directory: {e}"))?;
+            let cfg = rustls::ClientConfig::builder_with_provider(provider.clone())
+                .with_protocol_versions(&versions)
+                .map_err(|e| format!("Failed to configure ciphers: {e}"))?
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(ChainOnly(chain)))
+                .with_client_auth_cert(client_certs, client_key)
+                .map_err(|e| format!("Failed to load private key: {e}"))?;
+            Some(TlsConnector::from(Arc::new(cfg)))
+        }
+    };
     if let Some(dh) = opt(value, "tls-dh-params-file") {
         // rustls has no finite-field DHE suites: the file is read, as Redis reads it, and unused.
         std::fs::read(&dh).map_err(|e| format!("Failed to load {dh}: {}", crate::net::strerror(&e)))?;
@@ -147,7 +224,7 @@ fn build(value: Values) -> Result<Acceptors, String> {
         Some(_) => (Some(make(verifier(false)?)?), Some(make(verifier(true)?)?)),
         None => (None, None),
     };
-    Ok(Acceptors { no, yes, optional })
+    Ok(Acceptors { no, yes, optional, connector })
 }
 
 /// `tls-protocols` (Redis's `parseProtocolsConfig`): space-separated, case-insensitive; empty is

@@ -70,9 +70,64 @@ struct Link<'a> {
     ring: &'a Notify,
 }
 
+/// The link's connection: plain TCP, or TLS over it (`tls-replication yes`).
+enum Sock {
+    Tcp(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl tokio::io::AsyncRead for Sock {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Sock::Tcp(s) => std::pin::Pin::new(s).poll_read(cx, buf),
+            Sock::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl tokio::io::AsyncWrite for Sock {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Sock::Tcp(s) => std::pin::Pin::new(s).poll_write(cx, buf),
+            Sock::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Sock::Tcp(s) => std::pin::Pin::new(s).poll_flush(cx),
+            Sock::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Sock::Tcp(s) => std::pin::Pin::new(s).poll_shutdown(cx),
+            Sock::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
 /// The socket and what was read from it but not used yet.
 struct Wire {
-    sock: TcpStream,
+    sock: Sock,
+    /// The connection's two ends (`addr` and `laddr` of the primary's client).
+    peer: String,
+    local: String,
     buf: BytesMut,
 }
 
@@ -156,8 +211,36 @@ impl Link<'_> {
             }
         };
         let _ = sock.set_nodelay(true);
+        let peer = sock.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+        let local = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        let sock = if self.srv.config.get("tls-replication").as_deref() == Some("yes") {
+            let Some(connector) = crate::tls::connector() else {
+                self.warn("Error condition on socket for SYNC: TLS is not configured (tls-replication needs a CA)");
+                return End::Retry;
+            };
+            let name = match rustls_pki_types::ServerName::try_from(self.primary.host.clone()) {
+                Ok(n) => n,
+                Err(e) => {
+                    self.warn(&format!("Error condition on socket for SYNC: {e}"));
+                    return End::Retry;
+                }
+            };
+            match tokio::time::timeout(self.timeout(), connector.connect(name, sock)).await {
+                Ok(Ok(s)) => Sock::Tls(Box::new(s)),
+                Ok(Err(e)) => {
+                    self.warn(&format!("Error condition on socket for SYNC: {e}"));
+                    return End::Retry;
+                }
+                Err(_) => {
+                    self.warn("Timeout connecting to the MASTER...");
+                    return End::Retry;
+                }
+            }
+        } else {
+            Sock::Tcp(sock)
+        };
         self.log("MASTER <-> REPLICA sync started");
-        let mut wire = Wire { sock, buf: BytesMut::new() };
+        let mut wire = Wire { sock, peer, local, buf: BytesMut::new() };
         self.state(LinkState::Handshake);
         let sync = match self.handshake(&mut wire).await {
             Ok(s) => s,
@@ -437,10 +520,8 @@ impl Link<'_> {
     /// Runs the primary's stream until the link ends.
     async fn stream(&self, wire: Wire) -> End {
         let srv = self.srv;
-        let Wire { sock, buf } = wire;
-        let peer = sock.peer_addr().map(|a| a.to_string()).unwrap_or_default();
-        let local = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
-        let (mut rd, mut wr) = sock.into_split();
+        let Wire { sock, peer, local, buf } = wire;
+        let (mut rd, mut wr) = tokio::io::split(sock);
         let mut client = srv.primary_client(peer, local);
         let killed = Arc::new(Notify::new());
         {

@@ -362,3 +362,84 @@ fn encrypted_pkcs8_keys_need_their_password() {
     assert_eq!(Client::new(&pki).ping(port).unwrap(), "PONG");
     assert!(Path::new(&pki.path("server.key.enc")).exists());
 }
+
+/// Waits (bounded) until the server on `port` (plaintext) says its link to the primary is up.
+fn link_up(port: u16) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let info = common::Raw::connect(port).cmd(&[b"INFO", b"replication"]);
+        if info.contains("master_link_status:up") {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "the replica's link never came up:\n{info}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `tls-replication yes`: a Latch replica reaches its primary's TLS port with its client
+/// certificate, checking the primary's against the CA, both ways with a stock redis-server.
+#[test]
+fn replication_over_tls_both_ways_with_redis() {
+    let pki = Pki::new("repl");
+    pki.server("server");
+    pki.client("replica");
+    let (crt, key, ca) = (pki.path("server.crt"), pki.path("server.key"), pki.path("ca.crt"));
+    let (ccrt, ckey) = (pki.path("replica.crt"), pki.path("replica.key"));
+    let tls_side = [
+        "--tls-replication",
+        "yes",
+        "--tls-cert-file",
+        &crt,
+        "--tls-key-file",
+        &key,
+        "--tls-ca-cert-file",
+        &ca,
+        "--tls-client-cert-file",
+        &ccrt,
+        "--tls-client-key-file",
+        &ckey,
+    ];
+    // A Latch primary that asks for client certificates.
+    let (primary, tls_port) = start(&pki, &["--tls-auth-clients", "yes", "--repl-diskless-sync-delay", "0"]);
+    let mut p = primary.raw();
+    for i in 0..50 {
+        p.cmd(&[b"SET", format!("k{i}").as_bytes(), b"v"]);
+    }
+    p.cmd(&[b"RPUSH", b"list", b"a", b"b"]);
+    let replica = Latch::start(&tls_side);
+    let mut r = replica.raw();
+    assert_eq!(r.cmd(&[b"REPLICAOF", b"127.0.0.1", tls_port.to_string().as_bytes()]), "+OK\r\n");
+    link_up(replica.port);
+    p.cmd(&[b"SET", b"after", b"sync"]);
+    assert_eq!(p.cmd(&[b"WAIT", b"1", b"5000"]), ":1\r\n");
+    assert_eq!(r.cmd(&[b"GET", b"after"]), "$4\r\nsync\r\n");
+    assert_eq!(r.cmd(&[b"DBSIZE"]), ":52\r\n");
+    // Without tls-replication the link speaks plaintext to the TLS port and never comes up.
+    let plain = Latch::start(&[]);
+    let mut pc = plain.raw();
+    pc.cmd(&[b"REPLICAOF", b"127.0.0.1", tls_port.to_string().as_bytes()]);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(pc.cmd(&[b"INFO", b"replication"]).contains("master_link_status:down"));
+
+    // A stock redis-server replica of the Latch primary over TLS, and a Latch replica of a stock
+    // redis-server primary over TLS.
+    let tp = tls_port.to_string();
+    let mut args = tls_side.to_vec();
+    args.extend(["--replicaof", "127.0.0.1", &tp]);
+    let Some(redis_replica) = common::RedisServer::start_with_or_skip("TLS replication with redis-server", &args)
+    else {
+        return;
+    };
+    link_up(redis_replica.port);
+    assert_eq!(redis_replica.raw().cmd(&[b"GET", b"after"]), "$4\r\nsync\r\n");
+    let redis_tls = free_port().to_string();
+    let mut args = tls_side.to_vec();
+    args.extend(["--tls-port", &redis_tls, "--tls-auth-clients", "yes"]);
+    let redis_primary = common::RedisServer::start_with(&args).expect("a TLS redis-server");
+    redis_primary.raw().cmd(&[b"SET", b"from", b"redis"]);
+    let replica2 = Latch::start(&tls_side);
+    let mut r2 = replica2.raw();
+    r2.cmd(&[b"REPLICAOF", b"127.0.0.1", redis_tls.as_bytes()]);
+    link_up(replica2.port);
+    assert_eq!(r2.cmd(&[b"GET", b"from"]), "$5\r\nredis\r\n");
+}
