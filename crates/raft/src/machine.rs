@@ -141,19 +141,24 @@ impl StateMachine {
         data
     }
 
-    /// Runs one committed command entry; returns the engine's reply.
+    /// Runs one committed command entry; returns the engine's replies.
     fn run(&self, time_ms: u64, op: Op) -> Reply {
         // Raft time only moves forward, whatever a leader's clock said.
         let now = self.clock.applied_ms().max(time_ms);
         self.clock.set(now);
         match op {
-            Op::Tick => Reply(None),
-            Op::Command { db, resp3, args } => {
+            Op::Tick => Reply::default(),
+            Op::Commands(cmds) => {
                 let mut client = self.client.lock();
-                client.db = db as usize;
-                client.proto = if resp3 { resp::Protocol::Resp3 } else { resp::Protocol::Resp2 };
-                let reply = self.srv.execute(&mut client, &args);
-                Reply(reply)
+                Reply(
+                    cmds.into_iter()
+                        .map(|c| {
+                            client.db = c.db as usize;
+                            client.proto = if c.resp3 { resp::Protocol::Resp3 } else { resp::Protocol::Resp2 };
+                            self.srv.execute(&mut client, &c.args)
+                        })
+                        .collect(),
+                )
             }
         }
     }
@@ -222,11 +227,11 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         for entry in entries {
             self.last_applied = Some(entry.log_id);
             let reply = match entry.payload {
-                EntryPayload::Blank => Reply(None),
+                EntryPayload::Blank => Reply::default(),
                 EntryPayload::Normal(req) => self.run(req.time_ms, req.op),
                 EntryPayload::Membership(m) => {
                     self.membership = StoredMembership::new(Some(entry.log_id), m);
-                    Reply(None)
+                    Reply::default()
                 }
             };
             replies.push(reply);
@@ -295,7 +300,8 @@ mod tests {
         let op = if line.is_empty() {
             Op::Tick
         } else {
-            Op::Command { db: 0, resp3: false, args: line.split(' ').map(|w| Bytes::from(w.to_string())).collect() }
+            let args = line.split(' ').map(|w| Bytes::from(w.to_string())).collect();
+            Op::Commands(vec![crate::types::Command { db: 0, resp3: false, args }])
         };
         Entry {
             log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
@@ -331,8 +337,8 @@ mod tests {
         let (mut b, sb) = machine("b", 0);
         let ra = block_on(a.apply(log.clone())).unwrap();
         let rb = block_on(b.apply(log.clone())).unwrap();
-        let ra: Vec<_> = ra.into_iter().map(|r| r.0).collect();
-        let rb: Vec<_> = rb.into_iter().map(|r| r.0).collect();
+        let ra: Vec<_> = ra.into_iter().map(|r| r.0.into_iter().next().flatten()).collect();
+        let rb: Vec<_> = rb.into_iter().map(|r| r.0.into_iter().next().flatten()).collect();
         assert_eq!(ra, rb);
         // The TTL ran on raft time: k (PX 1000 at 1_000_000) is gone at 1_001_201, j has
         // 1500 - (1_001_202 - 1_000_002) = 300 ms left.
@@ -355,7 +361,7 @@ mod tests {
         let ra = block_on(a.apply(next.clone())).unwrap();
         let rc = block_on(c.apply(next)).unwrap();
         assert_eq!(ra[0].0, rc[0].0);
-        let Some(resp::Frame::Integer(t3)) = ra[0].0 else { panic!() };
+        let Some(resp::Frame::Integer(t3)) = ra[0].0[0] else { panic!() };
         assert!(t3 > *t2);
         // A node restarted from its directory starts from the snapshot written there.
         let restarted = StateMachine::open(sa.clone(), Arc::new(RaftClock::new(0)), &a.dir).unwrap();

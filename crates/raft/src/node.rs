@@ -7,7 +7,7 @@ use crate::net::{AddressBook, Directory, Network};
 use crate::options::Options;
 use crate::route::{self, Class};
 use crate::store::LogStore;
-use crate::types::{NodeId, Op, Raft, Request};
+use crate::types::{Command, NodeId, Op, Raft, Request};
 use bytes::Bytes;
 use engine::client::Client;
 use engine::server::Server;
@@ -53,6 +53,16 @@ struct LeaderTime {
     since: Instant,
 }
 
+/// The most writes one entry carries.
+const MAX_BATCH: usize = 512;
+
+/// A write waiting for its entry: the command, the slot its redirection names, where its reply goes.
+struct Queued {
+    cmd: Command,
+    slot: u16,
+    tx: tokio::sync::oneshot::Sender<Frame>,
+}
+
 /// This node's part in the group.
 pub struct Consensus {
     raft: Raft,
@@ -62,6 +72,9 @@ pub struct Consensus {
     book: AddressBook,
     committed: Arc<AtomicU64>,
     lead: Mutex<Option<LeaderTime>>,
+    /// Writes waiting for the next entry, and whether a proposer is at work (see
+    /// [`Consensus::write`]).
+    queue: Mutex<(Vec<Queued>, bool)>,
     /// The runtime openraft, the transport and the ticker run on (off the client runtime, so an
     /// fsync or a long apply delays neither clients nor heartbeats).
     rt: Option<tokio::runtime::Runtime>,
@@ -141,7 +154,17 @@ impl Consensus {
             // Another member's initialization reached this node first.
             Err(e) => tracing::info!("raft: not initializing: {e}"),
         }
-        let node = Arc::new(Consensus { raft, opts, srv, clock, book, committed, lead: Mutex::new(None), rt: None });
+        let node = Arc::new(Consensus {
+            raft,
+            opts,
+            srv,
+            clock,
+            book,
+            committed,
+            lead: Mutex::new(None),
+            queue: Mutex::new((Vec::new(), false)),
+            rt: None,
+        });
         rt.spawn(ticker(Arc::downgrade(&node)));
         // The runtime lives as long as the node.
         let mut node = node;
@@ -253,24 +276,69 @@ impl Consensus {
         }
     }
 
-    /// Proposes `args` (a write of a client with database `db` selected, speaking `proto`) and returns the reply the leader's apply produced,
-    /// once the group committed and applied it.
-    pub async fn write(&self, db: usize, proto: resp::Protocol, args: &[Bytes]) -> Frame {
-        let req = Request {
-            time_ms: self.proposal_time(),
-            op: Op::Command { db: db as u32, resp3: proto == resp::Protocol::Resp3, args: args.to_vec() },
-        };
+    /// Proposes `args` (a write of a client with database `db` selected, speaking `proto`) and
+    /// returns the reply the leader's apply produced, once the group committed and applied it.
+    ///
+    /// Writes are batched: one proposal is in flight at a time, and the writes that arrive
+    /// meanwhile go together in the next entry (at most [`MAX_BATCH`]), so concurrent clients
+    /// share one log append, one fsync and one round trip to the followers.
+    pub async fn write(self: &Arc<Self>, db: usize, proto: resp::Protocol, args: &[Bytes]) -> Frame {
         let slot = self.srv.table.resolve(args).map_or(0, |c| route::first_key_slot(c, args));
-        match tokio::time::timeout(CLIENT_TIMEOUT, self.raft.client_write(req)).await {
-            Ok(Ok(r)) => r.data.0.unwrap_or(Frame::Null),
-            Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => {
-                self.failed(slot, Some(f.leader_id), &"not the leader")
+        let cmd = Command { db: db as u32, resp3: proto == resp::Protocol::Resp3, args: args.to_vec() };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let start = {
+            let mut q = self.queue.lock();
+            q.0.push(Queued { cmd, slot, tx });
+            !std::mem::replace(&mut q.1, true)
+        };
+        if start {
+            // The proposer outlives this client (it may disconnect meanwhile).
+            tokio::spawn(self.clone().propose());
+        }
+        rx.await.unwrap_or_else(|_| Frame::error(CLUSTERDOWN))
+    }
+
+    /// Proposes what is queued, one entry at a time, until nothing is.
+    async fn propose(self: Arc<Self>) {
+        loop {
+            let batch: Vec<Queued> = {
+                let mut q = self.queue.lock();
+                if q.0.is_empty() {
+                    q.1 = false;
+                    return;
+                }
+                let n = q.0.len().min(MAX_BATCH);
+                q.0.drain(..n).collect()
+            };
+            let (cmds, waiting): (Vec<Command>, Vec<(u16, tokio::sync::oneshot::Sender<Frame>)>) =
+                batch.into_iter().map(|q| (q.cmd, (q.slot, q.tx))).unzip();
+            let req = Request { time_ms: self.proposal_time(), op: Op::Commands(cmds) };
+            match tokio::time::timeout(CLIENT_TIMEOUT, self.raft.client_write(req)).await {
+                Ok(Ok(r)) => {
+                    let mut replies = r.data.0.into_iter();
+                    for (_, tx) in waiting {
+                        let _ = tx.send(replies.next().flatten().unwrap_or(Frame::Null));
+                    }
+                }
+                Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => {
+                    for (slot, tx) in waiting {
+                        let _ = tx.send(self.failed(slot, Some(f.leader_id), &"not the leader"));
+                    }
+                }
+                Ok(Err(e)) => {
+                    for (slot, tx) in waiting {
+                        let _ = tx.send(self.failed(slot, None, &e));
+                    }
+                }
+                Err(_) => {
+                    for (_, tx) in waiting {
+                        let _ = tx.send(Frame::error(format!(
+                            "ERR consensus: the write was not committed within {} ms; it may still be applied",
+                            CLIENT_TIMEOUT.as_millis()
+                        )));
+                    }
+                }
             }
-            Ok(Err(e)) => self.failed(slot, None, &e),
-            Err(_) => Frame::error(format!(
-                "ERR consensus: the write was not committed within {} ms; it may still be applied",
-                CLIENT_TIMEOUT.as_millis()
-            )),
         }
     }
 

@@ -29,29 +29,35 @@ pub struct Request {
     pub op: Op,
 }
 
+/// A client's write command.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Command {
+    /// The database the client had selected.
+    pub db: u32,
+    /// Whether the client speaks RESP3 (replies are shaped for it on the leader).
+    pub resp3: bool,
+    /// The argument vector, command name first.
+    pub args: Vec<Bytes>,
+}
+
 /// What an entry does once committed.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub enum Op {
-    /// A client's write command, run on every node's engine in log order.
-    Command {
-        /// The database the client had selected.
-        db: u32,
-        /// Whether the client speaks RESP3 (replies are shaped for it on the leader).
-        resp3: bool,
-        /// The argument vector, command name first.
-        args: Vec<Bytes>,
-    },
+    /// Clients' write commands, run on every node's engine in log order: the writes that
+    /// arrived while the previous entry was being committed go in one entry (one fsync and one
+    /// round trip for all of them).
+    Commands(Vec<Command>),
     /// Only time passes: the leader proposes one while keys with a TTL exist, so that expiry
     /// (decided on raft time) does not wait for the next write.
     Tick,
 }
 
-/// What applying an entry answered: the engine's reply to the command (None for ticks,
-/// membership and blank entries). Replies are handed from the state machine to the
+/// What applying an entry answered: the engine's reply to each of its commands, in order (none
+/// for ticks, membership and blank entries). Replies are handed from the state machine to the
 /// `client_write` caller on the same node and never cross the network, so they serialize as
-/// nothing and deserialize as `Reply(None)` (openraft's `serde` feature asks for the traits).
+/// nothing and deserialize as an empty `Reply` (openraft's `serde` feature asks for the traits).
 #[derive(Clone, Debug, Default)]
-pub struct Reply(pub Option<Frame>);
+pub struct Reply(pub Vec<Option<Frame>>);
 
 impl Serialize for Reply {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -62,7 +68,7 @@ impl Serialize for Reply {
 impl<'de> Deserialize<'de> for Reply {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Reply, D::Error> {
         <()>::deserialize(d)?;
-        Ok(Reply(None))
+        Ok(Reply::default())
     }
 }
 

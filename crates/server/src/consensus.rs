@@ -39,7 +39,7 @@ pub fn node() -> Option<Result<&'static Arc<Consensus>, Frame>> {
 
 /// Runs `args` for `client` in consensus mode: locally, after a linearizable check on the
 /// leader, through the log, or answered with a redirection or a refusal.
-pub async fn run(node: &Consensus, srv: &Server, client: &mut Client, args: &[Bytes]) -> Option<Frame> {
+pub async fn run(node: &Arc<Consensus>, srv: &Server, client: &mut Client, args: &[Bytes]) -> Option<Frame> {
     match node.decide(client, args) {
         Decision::Local => srv.execute(client, args),
         Decision::Info => {
