@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, Script, Value};
+use redis::{AsyncConnectionConfig, ConnectionAddr, Script, Value};
 use tokio::sync::Mutex;
 
 use crate::{Error, Result};
@@ -50,7 +50,15 @@ impl Backend {
 }
 
 struct Inner {
-    client: redis::Client,
+    /// The server requests go to: the one given, or the one a `MOVED` named since (a consensus
+    /// group's leader).
+    client: std::sync::Mutex<redis::Client>,
+    /// The members of a consensus group ([`LockClient::connect_group`]): when the server in use
+    /// cannot be reached or knows no leader, requests go to the next one (which sends them on to
+    /// the leader with `MOVED`). Empty for a single server.
+    group: Vec<redis::Client>,
+    /// Which member of `group` was tried last.
+    member: std::sync::atomic::AtomicUsize,
     conn: Mutex<Option<MultiplexedConnection>>,
     /// 0 = not detected yet, else `Backend::code`.
     backend: AtomicU8,
@@ -63,6 +71,12 @@ struct Inner {
     waiters: std::sync::Mutex<Vec<MultiplexedConnection>>,
     timeout: Option<Duration>,
 }
+
+/// How long a request to a consensus group goes on trying members.
+const GROUP_RETRY: Duration = Duration::from_secs(10);
+
+/// At most this many `MOVED` replies are followed for one request.
+const MAX_REDIRECTS: usize = 5;
 
 /// At most this many idle dedicated connections are kept for `LOCK ... WAIT`.
 const IDLE_WAIT_CONNS: usize = 8;
@@ -111,12 +125,28 @@ impl LockClient {
         Ok(c)
     }
 
+    /// Connects to a Latch consensus group (docs/consensus.md) through any of its members' `urls`:
+    /// requests follow `MOVED` to the leader, and when the server in use goes away (the leader
+    /// killed) or knows no leader yet (an election), they go to the next member, again and again
+    /// for about [`GROUP_RETRY`]; a lock is reported held only when the group acknowledged it.
+    pub fn connect_group(urls: &[&str]) -> Result<LockClient> {
+        let group = urls.iter().map(|u| redis::Client::open(*u)).collect::<redis::RedisResult<Vec<_>>>()?;
+        let Some(first) = group.first().cloned() else {
+            return Err(Error::Redis(redis::RedisError::from((redis::ErrorKind::Client, "no server given"))));
+        };
+        let mut c = LockClient::new(first, None);
+        Arc::get_mut(&mut c.inner).expect("not shared yet").group = group;
+        Ok(c)
+    }
+
     /// Wraps a client without connecting yet; every request is bounded by `timeout` if given
     /// (Redlock uses a small one, so that a dead or stopped server costs little).
     pub fn new(client: redis::Client, timeout: Option<Duration>) -> LockClient {
         LockClient {
             inner: Arc::new(Inner {
-                client,
+                client: std::sync::Mutex::new(client),
+                group: Vec::new(),
+                member: std::sync::atomic::AtomicUsize::new(0),
                 conn: Mutex::new(None),
                 backend: AtomicU8::new(0),
                 extend: AtomicU8::new(0),
@@ -154,7 +184,8 @@ impl LockClient {
         let cfg = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.inner.timeout.unwrap_or(Duration::from_secs(2))))
             .set_response_timeout(Some(Duration::from_secs(5)));
-        let fut = self.inner.client.get_multiplexed_async_connection_with_config(&cfg);
+        let client = self.client();
+        let fut = client.get_multiplexed_async_connection_with_config(&cfg);
         let c = match self.inner.timeout {
             Some(t) => tokio::time::timeout(t, fut).await.map_err(|_| Error::Unresponsive)??,
             None => fut.await?,
@@ -163,21 +194,102 @@ impl LockClient {
         Ok(c)
     }
 
-    /// Runs one request with the client's timeout; forgets the connection after an I/O error.
+    /// The server requests go to now.
+    fn client(&self) -> redis::Client {
+        self.inner.client.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Moves to the next member of the group, after a pause (an election takes a second or so).
+    async fn next_member(&self) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let n = self.inner.group.len().max(1);
+        let i = self.inner.member.fetch_add(1, Ordering::Relaxed).wrapping_add(1) % n;
+        if let Some(next) = self.inner.group.get(i) {
+            *self.inner.client.lock().unwrap_or_else(|e| e.into_inner()) = next.clone();
+        }
+        *self.inner.conn.lock().await = None;
+    }
+
+    /// A `MOVED <slot> <host:port>` reply (a Latch consensus group's follower naming its leader):
+    /// requests go to `addr` from now on, over the same scheme, credentials and database.
+    async fn follow(&self, addr: &str) -> Result<()> {
+        let bad =
+            || Error::Redis(redis::RedisError::from((redis::ErrorKind::Client, "bad MOVED address", addr.to_string())));
+        let (host, port) = addr.rsplit_once(':').ok_or_else(bad)?;
+        let port: u16 = port.parse().map_err(|_| bad())?;
+        let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+        let info = self.client().get_connection_info().clone();
+        let to = match info.addr() {
+            ConnectionAddr::TcpTls { insecure, tls_params, .. } => {
+                ConnectionAddr::TcpTls { host, port, insecure: *insecure, tls_params: tls_params.clone() }
+            }
+            _ => ConnectionAddr::Tcp(host, port),
+        };
+        let next = redis::Client::open(info.set_addr(to))?;
+        *self.inner.client.lock().unwrap_or_else(|e| e.into_inner()) = next;
+        *self.inner.conn.lock().await = None;
+        if let Ok(mut idle) = self.inner.waiters.lock() {
+            idle.clear();
+        }
+        Ok(())
+    }
+
+    /// Runs one request with the client's timeout; forgets the connection after an I/O error, and
+    /// follows a `MOVED` (at most a few in a row) to the server it names.
     async fn run<T, F, Fut>(&self, f: F) -> Result<T>
     where
-        F: FnOnce(MultiplexedConnection) -> Fut,
+        F: Fn(MultiplexedConnection) -> Fut,
         Fut: Future<Output = redis::RedisResult<T>>,
     {
         let fut = async {
-            let c = self.conn().await?;
-            match f(c).await {
-                Ok(v) => Ok(v),
-                Err(e) => {
-                    if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
-                        *self.inner.conn.lock().await = None;
+            let (mut hops, started) = (0, tokio::time::Instant::now());
+            // With a group, a member that is gone or knows no leader is not the end: the next is
+            // tried, until GROUP_RETRY has passed.
+            let retry = |e: &Error| {
+                !self.inner.group.is_empty()
+                    && started.elapsed() < GROUP_RETRY
+                    && match e {
+                        Error::Redis(e) => {
+                            e.is_io_error()
+                                || e.is_connection_dropped()
+                                || e.is_connection_refusal()
+                                || e.is_timeout()
+                                || e.code() == Some("CLUSTERDOWN")
+                        }
+                        Error::Unresponsive => true,
+                        _ => false,
                     }
-                    Err(Error::Redis(e))
+            };
+            loop {
+                let c = match self.conn().await {
+                    Ok(c) => c,
+                    Err(e) if retry(&e) => {
+                        self.next_member().await;
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
+                match f(c).await {
+                    Ok(v) => return Ok(v),
+                    Err(e) => {
+                        if let Some((addr, _)) = e.redirect_node()
+                            && e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::Moved)
+                            && (hops < MAX_REDIRECTS || retry(&Error::Unresponsive))
+                        {
+                            hops += 1;
+                            self.follow(addr).await?;
+                            continue;
+                        }
+                        if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
+                            *self.inner.conn.lock().await = None;
+                        }
+                        let e = Error::Redis(e);
+                        if retry(&e) {
+                            self.next_member().await;
+                            continue;
+                        }
+                        return Err(e);
+                    }
                 }
             }
         };
@@ -291,7 +403,7 @@ impl LockClient {
         let cfg = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.inner.timeout.unwrap_or(Duration::from_secs(2))))
             .set_response_timeout(None);
-        Ok(self.inner.client.get_multiplexed_async_connection_with_config(&cfg).await?)
+        Ok(self.client().get_multiplexed_async_connection_with_config(&cfg).await?)
     }
 
     fn put_wait_conn(&self, c: MultiplexedConnection) {

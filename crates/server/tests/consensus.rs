@@ -539,3 +539,28 @@ fn concurrent_writes_share_entries_and_each_gets_its_own_reply() {
         wait_keyspace(n.port, &format!("keys={}", total + 1));
     }
 }
+
+/// The `lock` crate given the group's members: a request sent to a follower follows `MOVED` to
+/// the leader; after `kill -9` of the leader it goes on with the next members until the new leader
+/// answers; the lock taken before is still held, and the next token is above it.
+#[test]
+fn the_lock_crate_follows_the_leader_through_moved_and_a_failover() {
+    let mut g = Group::start("lockcrate");
+    let leader = g.leader();
+    let mut ids: Vec<u64> = g.nodes.iter().map(|n| n.id).filter(|&id| id != leader).collect();
+    ids.push(leader);
+    let urls: Vec<String> = ids.iter().map(|&id| format!("redis://127.0.0.1:{}/", g.port(id))).collect();
+    let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let client = lock::LockClient::connect_group(&urls).expect("client");
+    let ttl = Duration::from_secs(60);
+    // The first member is a follower: MOVED to the leader.
+    let first = rt.block_on(client.native_lock("job", "me", ttl)).expect("LOCK").expect("granted");
+    assert_eq!(rt.block_on(client.native_lock("job", "other", ttl)).expect("LOCK"), None);
+    g.node(leader).kill();
+    // The connection in use is gone; the others are tried until the new leader takes it.
+    let second = rt.block_on(client.native_lock("job2", "me", ttl)).expect("LOCK after the failover").expect("granted");
+    assert!(second > first, "token {second} after {first}");
+    assert!(rt.block_on(client.native_extend("job", "me", ttl)).expect("LOCKEXTEND"), "the first lock is still held");
+    assert_eq!(rt.block_on(client.native_lock("job", "other", ttl)).expect("LOCK"), None);
+}
