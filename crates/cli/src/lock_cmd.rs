@@ -31,7 +31,7 @@ use crate::opts::{self, ConnInfo};
     disable_help_flag = true,
     disable_version_flag = true,
     override_usage = "latch-cli [-h host] [-p port] [-a password] [--user user] [-u uri] [-n db] lock NAME \
-                      [--ttl MS] [--wait MS] [--fence] -- command [args...]"
+                      [--ttl MS] [--wait MS] [--fence] [--group host:port,...] -- command [args...]"
 )]
 pub struct LockArgs {
     /// Where and as whom to connect (as for latch-cli itself).
@@ -50,6 +50,11 @@ pub struct LockArgs {
     /// as LATCH_LOCK_FENCE.
     #[arg(long = "fence")]
     pub fence: bool,
+    /// The members of a Latch consensus group (docs/consensus.md), as host:port,host:port,...:
+    /// requests follow MOVED to the leader and go on with the next member when one goes away, so the
+    /// watchdog keeps the lock across a leader change. The credentials and TLS options apply to each.
+    #[arg(long = "group", value_name = "HOST:PORT,...", value_delimiter = ',')]
+    pub group: Vec<String>,
     /// Print progress (acquired, released) on stderr.
     #[arg(long = "verbose")]
     pub verbose: bool,
@@ -117,6 +122,24 @@ fn open_client(info: redis::ConnectionInfo, conn: &ConnInfo) -> redis::RedisResu
     redis::Client::build_with_tls(info, redis::TlsCertificates { client_tls, root_cert })
 }
 
+/// A client of the group `members` (host:port each), with `conn`'s credentials, database and TLS.
+fn group_client(members: &[String], conn: &ConnInfo) -> redis::RedisResult<lock::LockClient> {
+    let bad =
+        |m: &str| redis::RedisError::from((redis::ErrorKind::InvalidClientConfig, "bad --group member", m.to_string()));
+    let mut clients = Vec::new();
+    for m in members {
+        let (host, port) = m.rsplit_once(':').ok_or_else(|| bad(m))?;
+        let port = port.parse().map_err(|_| bad(m))?;
+        let mut one = conn.clone();
+        one.host = host.to_string();
+        one.port = port;
+        one.socket = None;
+        clients.push(open_client(connection_info(&one)?, &one)?);
+    }
+    lock::LockClient::group(clients)
+        .map_err(|e| redis::RedisError::from((redis::ErrorKind::InvalidClientConfig, "group", e.to_string())))
+}
+
 /// Applies the lock subcommand's connection options over `base` (the options given before `lock`).
 pub fn merge_conn(a: &LockArgs, conn: ConnInfo) -> Result<ConnInfo, String> {
     a.conn.apply(conn)
@@ -168,8 +191,13 @@ async fn run_async(args: LockArgs, conn: ConnInfo) -> i32 {
             return 2;
         }
     };
-    let client = match connection_info(&conn).and_then(|i| open_client(i, &conn)) {
-        Ok(c) => lock::LockClient::new(c, None),
+    let client = if args.group.is_empty() {
+        connection_info(&conn).and_then(|i| open_client(i, &conn)).map(|c| lock::LockClient::new(c, None))
+    } else {
+        group_client(&args.group, &conn)
+    };
+    let client = match client {
+        Ok(c) => c,
         Err(e) => {
             eprintln!("latch-cli lock: {e}");
             return 2;

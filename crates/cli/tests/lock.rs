@@ -108,3 +108,82 @@ fn sigterm_is_forwarded_then_the_lock_released() {
     assert_eq!(st.code(), Some(143), "sleep was terminated by the forwarded SIGTERM");
     assert_eq!(String::from_utf8_lossy(&s.cli(&["EXISTS", "sig"]).stdout), "0\n");
 }
+
+/// `--group`: a Latch consensus group of three nodes on 127.0.0.1. The command runs while the
+/// leader is killed with SIGKILL; the watchdog keeps extending the lock through the new leader,
+/// so the command is never told the lock was lost and the lock is released at the end.
+#[test]
+fn a_group_lock_survives_kill_9_of_the_leader() {
+    let bin = Path::new(LATCH_CLI).with_file_name("latch-server");
+    let free = || std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let (ports, raft): (Vec<u16>, Vec<u16>) = (1..=3).map(|_| (free(), free())).unzip();
+    let peers = (0..3).map(|i| format!("{}=127.0.0.1:{}", i + 1, raft[i])).collect::<Vec<_>>().join(",");
+    let dirs: Vec<_> =
+        (0..3).map(|i| std::env::temp_dir().join(format!("latch-cli-group-{}-{i}", std::process::id()))).collect();
+    let mut nodes: Vec<Server> = (0..3)
+        .map(|i| {
+            let _ = std::fs::remove_dir_all(&dirs[i]);
+            std::fs::create_dir_all(&dirs[i]).expect("dir");
+            let child = Command::new(&bin)
+                .args(["--bind", "127.0.0.1", "--port", &ports[i].to_string(), "--save", ""])
+                .args(["--raft-id", &(i + 1).to_string(), "--raft-peers", &peers])
+                .arg("--dir")
+                .arg(&dirs[i])
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("spawn latch-server");
+            Server(child, ports[i])
+        })
+        .collect();
+    // The leader, once every node names it.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let leader = loop {
+        let named: Vec<String> = nodes
+            .iter()
+            .map(|n| String::from_utf8_lossy(&n.cli(&["INFO", "consensus"]).stdout).to_string())
+            .map(|i| i.lines().find_map(|l| l.strip_prefix("consensus_leader:")).unwrap_or("").trim().to_string())
+            .collect();
+        if !named[0].is_empty() && named.iter().all(|n| *n == named[0]) {
+            break named[0].parse::<usize>().expect("leader id") - 1;
+        }
+        assert!(Instant::now() < deadline, "no leader: {named:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // The leader last, so that the first request goes to a follower and follows MOVED.
+    let mut order: Vec<usize> = (0..3).filter(|&i| i != leader).collect();
+    order.push(leader);
+    let group = order.iter().map(|&i| format!("127.0.0.1:{}", ports[i])).collect::<Vec<_>>().join(",");
+    let run = Command::new(LATCH_CLI)
+        .args(["lock", "--group", &group, "--ttl", "3000", "job", "--", "sh", "-c", "sleep 7; echo done"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("latch-cli lock");
+    std::thread::sleep(Duration::from_millis(1500));
+    let held = String::from_utf8_lossy(&nodes[leader].cli(&["LOCKINFO", "job"]).stdout).to_string();
+    assert!(!held.trim().is_empty() && !held.contains("nil"), "the lock is held: {held:?}");
+    let _ = nodes[leader].0.kill();
+    let out = run.wait_with_output().expect("latch-cli lock ends");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(stdout, "done\n");
+    assert!(!stderr.contains("lost"), "{stderr}");
+    // Released at the end: the new leader (one of the survivors; followers answer MOVED) has
+    // no such key.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let answers: Vec<String> = (0..3)
+            .filter(|&i| i != leader)
+            .map(|i| String::from_utf8_lossy(&nodes[i].cli(&["EXISTS", "job"]).stdout).trim().to_string())
+            .collect();
+        if answers.iter().any(|a| a == "0") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the lock was not released: {answers:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(nodes);
+    for d in dirs {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}

@@ -131,11 +131,17 @@ impl LockClient {
     /// for about [`GROUP_RETRY`]; a lock is reported held only when the group acknowledged it.
     pub fn connect_group(urls: &[&str]) -> Result<LockClient> {
         let group = urls.iter().map(|u| redis::Client::open(*u)).collect::<redis::RedisResult<Vec<_>>>()?;
-        let Some(first) = group.first().cloned() else {
+        LockClient::group(group)
+    }
+
+    /// [`LockClient::connect_group`] with clients made by the caller (TLS, credentials); requests
+    /// start with the first.
+    pub fn group(members: Vec<redis::Client>) -> Result<LockClient> {
+        let Some(first) = members.first().cloned() else {
             return Err(Error::Redis(redis::RedisError::from((redis::ErrorKind::Client, "no server given"))));
         };
         let mut c = LockClient::new(first, None);
-        Arc::get_mut(&mut c.inner).expect("not shared yet").group = group;
+        Arc::get_mut(&mut c.inner).expect("not shared yet").group = members;
         Ok(c)
     }
 
@@ -369,6 +375,24 @@ impl LockClient {
         let wait_ms = wait.as_millis().min(u64::MAX as u128) as u64;
         if wait_ms == 0 {
             return self.native_lock(key, owner, ttl).await;
+        }
+        if !self.inner.group.is_empty() {
+            // A consensus group has no replicated waiter queue yet (it refuses `LOCK ... WAIT`):
+            // try again with backoff until `wait` is over.
+            let deadline = tokio::time::Instant::now() + wait;
+            let backoff = crate::backoff::Backoff::default();
+            let mut attempt = 0u32;
+            loop {
+                if let Some(token) = self.native_lock(key, owner, ttl).await? {
+                    return Ok(Some(token));
+                }
+                let now = tokio::time::Instant::now();
+                if now >= deadline {
+                    return Ok(None);
+                }
+                tokio::time::sleep(backoff.delay(attempt).min(deadline - now)).await;
+                attempt = attempt.saturating_add(1);
+            }
         }
         let ms = ttl.as_millis().max(1) as u64;
         let mut c = self.wait_conn().await?;
