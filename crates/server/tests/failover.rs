@@ -130,7 +130,7 @@ fn waited_writes_and_fencing_survive_kill_9_and_sentinel_promotion() {
     };
     let (mut confirmed, mut max_token) = (Vec::new(), 0i64);
     for round in 0..2 {
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + Duration::from_secs(60);
         while healthy_replicas() < 2 {
             let replicas = Raw::connect(sentinel.port).cmd(&[b"SENTINEL", b"REPLICAS", b"mymaster"]);
             assert!(
