@@ -391,8 +391,13 @@ fn a_node_far_behind_installs_a_snapshot_and_the_whole_group_restarts_from_its_d
     }
     g.restart(follower);
     wait_keyspace(fport, "db0:keys=63");
+    // The snapshot is loaded, then written to the directory: wait for the file (bounded).
     let dir = g.node(follower).dir.0.clone();
-    assert!(dir.join("raft-snapshot").exists(), "no snapshot in {}", dir.display());
+    let deadline = Instant::now() + DEADLINE;
+    while !dir.join("raft-snapshot").exists() {
+        assert!(Instant::now() < deadline, "no snapshot in {}", dir.display());
+        std::thread::sleep(Duration::from_millis(50));
+    }
 
     // Every node killed, then started from its directory: the group comes back with its data,
     // and tokens go on increasing from the replicated counter.
@@ -563,4 +568,57 @@ fn the_lock_crate_follows_the_leader_through_moved_and_a_failover() {
     assert!(second > first, "token {second} after {first}");
     assert!(rt.block_on(client.native_extend("job", "me", ttl)).expect("LOCKEXTEND"), "the first lock is still held");
     assert_eq!(rt.block_on(client.native_lock("job", "other", ttl)).expect("LOCK"), None);
+}
+
+/// A leader paused (SIGSTOP) longer than a lock's lease: the others elect a leader, the lease runs
+/// out on raft time there and another client gets the lock with a higher token. When the old
+/// leader resumes, the first holder's writes, fenced with its old token, pass nowhere: not through
+/// the resumed old leader (it cannot commit any more), not through the new one (the token is
+/// stale). The data is the second holder's.
+#[test]
+fn a_paused_leader_s_lock_holder_is_fenced_off_after_its_lease() {
+    let mut g = Group::start("pause");
+    let old = g.leader();
+    let oport = g.port(old);
+    let t1 = int(&must(oport, &["LOCK", "job", "A", "1000"]));
+    assert_eq!(must(oport, &["FENCED", "job", &t1.to_string(), "SET", "data", "A1"]), "+OK\r\n");
+    let pid = g.node(old).child.as_ref().expect("running").id().to_string();
+    let signal = |sig: &str| {
+        let ok = Command::new("kill").args([sig, &pid]).status().is_ok_and(|s| s.success());
+        assert!(ok, "kill {sig} {pid}");
+    };
+    signal("-STOP");
+    // A new leader among the two others.
+    let others: Vec<u16> = g.nodes.iter().filter(|n| n.id != old).map(|n| n.port).collect();
+    let deadline = Instant::now() + DEADLINE;
+    let nport = loop {
+        let leading = others
+            .iter()
+            .copied()
+            .find(|&p| info(p).and_then(|i| i.get("consensus_role").cloned()).as_deref() == Some("leader"));
+        if let Some(p) = leading {
+            break p;
+        }
+        assert!(Instant::now() < deadline, "no new leader while node {old} is paused");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // B gets the lock once A's lease ran out (on raft time, which stood still while no leader).
+    let deadline = Instant::now() + DEADLINE;
+    let t2 = loop {
+        let r = must(nport, &["LOCK", "job", "B", "1000"]);
+        if r.starts_with(':') {
+            break int(&r);
+        }
+        assert!(Instant::now() < deadline, "B never got the lock: {r:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(t2 > t1, "token {t2} after {t1}");
+    assert_eq!(must(nport, &["FENCED", "job", &t2.to_string(), "SET", "data", "B"]), "+OK\r\n");
+    signal("-CONT");
+    // A still believes in t1.
+    let through_old = call(oport, &["FENCED", "job", &t1.to_string(), "SET", "data", "A2"]);
+    assert_ne!(through_old.as_deref(), Some("+OK\r\n"), "the resumed old leader took a fenced-off write");
+    let through_new = must(nport, &["FENCED", "job", &t1.to_string(), "SET", "data", "A2"]);
+    assert!(through_new.starts_with("-FENCED"), "{through_new:?}");
+    assert_eq!(must(nport, &["GET", "data"]), "$1\r\nB\r\n");
 }
