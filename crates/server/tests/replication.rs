@@ -493,6 +493,32 @@ fn a_shutdown_waits_for_a_lagging_replica() {
 /// `repl-diskless-load swapdb`: a file from the primary that does not load (cut short here, from
 /// a fake primary on loopback) leaves the replica its old data and function libraries, as Redis's
 /// disklessLoad backup does; without swapdb the old data is gone first.
+/// Plays a primary's side of a replica's handshake on the first connection to `fake`: `+PONG` to
+/// PING, `+OK` to the rest, until the replica asks to sync (PSYNC or SYNC); the connection is then
+/// the caller's, to send the sync.
+fn fake_primary_handshake(fake: &std::net::TcpListener) -> std::net::TcpStream {
+    use std::io::{Read, Write};
+    let (mut s, _) = fake.accept().expect("accept");
+    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    let mut buf = resp::BytesMut::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let cmd = loop {
+            if let Ok(Some(f)) = resp::decode_reply(&mut buf) {
+                break format!("{f:?}").to_ascii_uppercase();
+            }
+            let n = s.read(&mut chunk).expect("read");
+            assert!(n > 0, "the replica closed during the handshake");
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        let first = |name: &str| cmd.starts_with(&format!("ARRAY([BULK(B\"{name}\")"));
+        if first("PSYNC") || first("SYNC") {
+            return s;
+        }
+        s.write_all(if first("PING") { b"+PONG\r\n" } else { b"+OK\r\n" }).expect("write");
+    }
+}
+
 /// A replica with `repl-diskless-load` set loads the primary's file as it arrives (Redis's
 /// diskless load): it shows it loads before the file is whole, and ends with the primary's data.
 #[test]
@@ -517,40 +543,19 @@ fn a_diskless_load_starts_before_the_file_is_whole() {
         let (half_sent, rest) = (std::sync::mpsc::channel::<()>(), std::sync::mpsc::channel::<()>());
         let body = file.clone();
         let primary = std::thread::spawn(move || {
-            let (mut s, _) = fake.accept().expect("accept");
-            s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
-            let mut buf = resp::BytesMut::new();
-            let mut chunk = [0u8; 4096];
-            loop {
-                let cmd = loop {
-                    if let Ok(Some(f)) = resp::decode_reply(&mut buf) {
-                        break format!("{f:?}").to_ascii_uppercase();
-                    }
-                    let n = s.read(&mut chunk).expect("read");
-                    assert!(n > 0, "the replica closed during the handshake");
-                    buf.extend_from_slice(&chunk[..n]);
-                };
-                let first = |name: &str| cmd.starts_with(&format!("ARRAY([BULK(B\"{name}\")"));
-                if first("PING") {
-                    s.write_all(b"+PONG\r\n").expect("write");
-                } else if first("PSYNC") {
-                    let mark = "m".repeat(40);
-                    let head = format!("+FULLRESYNC {} 0\r\n$EOF:{mark}\r\n", "f".repeat(40));
-                    s.write_all(head.as_bytes()).expect("write");
-                    let half = body.len() / 2;
-                    s.write_all(&body[..half]).expect("write");
-                    half_sent.0.send(()).expect("told");
-                    rest.1.recv().expect("go on");
-                    s.write_all(&body[half..]).expect("write");
-                    s.write_all(mark.as_bytes()).expect("write");
-                    // The replica acknowledges; the link stays up until the test ends.
-                    let _ = s.read(&mut chunk);
-                    std::thread::sleep(Duration::from_millis(300));
-                    return;
-                } else {
-                    s.write_all(b"+OK\r\n").expect("write");
-                }
-            }
+            let mut s = fake_primary_handshake(&fake);
+            let mark = "m".repeat(40);
+            let head = format!("+FULLRESYNC {} 0\r\n$EOF:{mark}\r\n", "f".repeat(40));
+            s.write_all(head.as_bytes()).expect("write");
+            let half = body.len() / 2;
+            s.write_all(&body[..half]).expect("write");
+            half_sent.0.send(()).expect("told");
+            rest.1.recv().expect("go on");
+            s.write_all(&body[half..]).expect("write");
+            s.write_all(mark.as_bytes()).expect("write");
+            // The replica acknowledges; the link stays up until the test ends.
+            let _ = s.read(&mut [0u8; 4096]);
+            std::thread::sleep(Duration::from_millis(300));
         });
         rc.cmd(&[b"REPLICAOF", b"127.0.0.1", port.to_string().as_bytes()]);
         half_sent.1.recv_timeout(Duration::from_secs(10)).expect("half the file sent");
@@ -568,7 +573,7 @@ fn a_diskless_load_starts_before_the_file_is_whole() {
 
 #[test]
 fn a_bad_file_leaves_a_swapdb_replica_its_old_data() {
-    use std::io::{Read, Write};
+    use std::io::Write;
     for (mode, kept) in [("swapdb", true), ("disabled", false)] {
         let r = Latch::start(&["--repl-diskless-load", mode]);
         let mut rc = r.raw();
@@ -581,34 +586,13 @@ fn a_bad_file_leaves_a_swapdb_replica_its_old_data() {
         let fake = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = fake.local_addr().expect("addr").port();
         let primary = std::thread::spawn(move || {
-            let (mut s, _) = fake.accept().expect("accept");
-            s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
-            let mut buf = resp::BytesMut::new();
-            let mut chunk = [0u8; 4096];
-            loop {
-                let cmd = loop {
-                    if let Ok(Some(f)) = resp::decode_reply(&mut buf) {
-                        break format!("{f:?}").to_ascii_uppercase();
-                    }
-                    let n = s.read(&mut chunk).expect("read");
-                    assert!(n > 0, "the replica closed during the handshake");
-                    buf.extend_from_slice(&chunk[..n]);
-                };
-                let first = |name: &str| cmd.starts_with(&format!("ARRAY([BULK(B\"{name}\")"));
-                if first("PING") {
-                    s.write_all(b"+PONG\r\n").expect("write");
-                } else if first("PSYNC") || first("SYNC") {
-                    // A file cut short: a string key whose value never comes.
-                    let file = b"REDIS0010\xfe\x00\x00\x03key";
-                    let head = format!("+FULLRESYNC {} 0\r\n${}\r\n", "f".repeat(40), file.len());
-                    s.write_all(head.as_bytes()).expect("write");
-                    s.write_all(file).expect("write");
-                    std::thread::sleep(Duration::from_millis(500));
-                    return;
-                } else {
-                    s.write_all(b"+OK\r\n").expect("write");
-                }
-            }
+            let mut s = fake_primary_handshake(&fake);
+            // A file cut short: a string key whose value never comes.
+            let file = b"REDIS0010\xfe\x00\x00\x03key";
+            let head = format!("+FULLRESYNC {} 0\r\n${}\r\n", "f".repeat(40), file.len());
+            s.write_all(head.as_bytes()).expect("write");
+            s.write_all(file).expect("write");
+            std::thread::sleep(Duration::from_millis(500));
         });
         rc.cmd(&[b"REPLICAOF", b"127.0.0.1", port.to_string().as_bytes()]);
         primary.join().expect("fake primary");
