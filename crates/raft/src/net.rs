@@ -225,8 +225,13 @@ impl Peer {
     }
 }
 
-fn unexpected(target: NodeId, what: &str) -> io::Error {
-    io::Error::other(format!("node {target} answered {what}"))
+/// Why a reply that is not the one a call expects failed it: the peer's error, or another
+/// call's reply.
+fn mismatch(target: NodeId, reply: RpcReply) -> CallError {
+    match reply {
+        RpcReply::Failed(e) => CallError::Network(io::Error::other(e)),
+        _ => CallError::Network(io::Error::other(format!("node {target} answered another call"))),
+    }
 }
 
 impl RaftNetwork<TypeConfig> for Peer {
@@ -237,8 +242,7 @@ impl RaftNetwork<TypeConfig> for Peer {
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
         match self.call(Rpc::Append(rpc), option.hard_ttl()).await {
             Ok(RpcReply::Append(r)) => Ok(r),
-            Ok(RpcReply::Failed(e)) => Err(self.rpc_error(CallError::Network(io::Error::other(e)))),
-            Ok(_) => Err(self.rpc_error(CallError::Network(unexpected(self.target, "another call")))),
+            Ok(other) => Err(self.rpc_error(mismatch(self.target, other))),
             Err(e) => Err(self.rpc_error(e)),
         }
     }
@@ -250,8 +254,7 @@ impl RaftNetwork<TypeConfig> for Peer {
     ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
         match self.call(Rpc::Vote(rpc), option.hard_ttl()).await {
             Ok(RpcReply::Vote(r)) => Ok(r),
-            Ok(RpcReply::Failed(e)) => Err(self.rpc_error(CallError::Network(io::Error::other(e)))),
-            Ok(_) => Err(self.rpc_error(CallError::Network(unexpected(self.target, "another call")))),
+            Ok(other) => Err(self.rpc_error(mismatch(self.target, other))),
             Err(e) => Err(self.rpc_error(e)),
         }
     }
@@ -272,8 +275,7 @@ impl RaftNetwork<TypeConfig> for Peer {
             closed = cancel => Err(StreamingError::Closed(closed)),
             r = self.call(rpc, option.hard_ttl()) => match r {
                 Ok(RpcReply::Snapshot(r)) => Ok(r),
-                Ok(RpcReply::Failed(e)) => Err(to_streaming(CallError::Network(io::Error::other(e)))),
-                Ok(_) => Err(to_streaming(CallError::Network(unexpected(self.target, "another call")))),
+                Ok(other) => Err(to_streaming(mismatch(self.target, other))),
                 Err(e) => Err(to_streaming(e)),
             },
         }

@@ -71,56 +71,9 @@ struct Link<'a> {
 }
 
 /// The link's connection: plain TCP, or TLS over it (`tls-replication yes`).
-enum Sock {
-    Tcp(TcpStream),
-    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
-}
-
-impl tokio::io::AsyncRead for Sock {
-    fn poll_read(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Sock::Tcp(s) => std::pin::Pin::new(s).poll_read(cx, buf),
-            Sock::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_read(cx, buf),
-        }
-    }
-}
-
-impl tokio::io::AsyncWrite for Sock {
-    fn poll_write(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        match self.get_mut() {
-            Sock::Tcp(s) => std::pin::Pin::new(s).poll_write(cx, buf),
-            Sock::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_flush(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Sock::Tcp(s) => std::pin::Pin::new(s).poll_flush(cx),
-            Sock::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Sock::Tcp(s) => std::pin::Pin::new(s).poll_shutdown(cx),
-            Sock::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_shutdown(cx),
-        }
-    }
-}
+trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Io for T {}
+type Sock = Box<dyn Io>;
 
 /// The socket and what was read from it but not used yet.
 struct Wire {
@@ -226,7 +179,7 @@ impl Link<'_> {
                 }
             };
             match tokio::time::timeout(self.timeout(), connector.connect(name, sock)).await {
-                Ok(Ok(s)) => Sock::Tls(Box::new(s)),
+                Ok(Ok(s)) => Box::new(s) as Sock,
                 Ok(Err(e)) => {
                     self.warn(&format!("Error condition on socket for SYNC: {e}"));
                     return End::Retry;
@@ -237,7 +190,7 @@ impl Link<'_> {
                 }
             }
         } else {
-            Sock::Tcp(sock)
+            Box::new(sock)
         };
         self.log("MASTER <-> REPLICA sync started");
         let mut wire = Wire { sock, peer, local, buf: BytesMut::new() };

@@ -135,7 +135,7 @@ impl Server {
             if yields { locked.unlocked(|| input.more(want)) } else { input.more(want) }
         };
         let short = |input: &dyn rdb::Input, at: usize| {
-            let mut e = "Short read or OOM loading DB. Unrecoverable error, aborting now.".to_string();
+            let mut e = SHORT_READ.to_string();
             if input.arriving() {
                 // Redis's rdbReportReadError on a connection: logged, and the replica goes on.
                 e.push_str(&format!(
@@ -246,7 +246,7 @@ impl Server {
         locked: &mut crate::keyspace::Locked<'_>,
         opts: &mut LoadOptions<'_>,
     ) -> Result<bool, String> {
-        let short = || "Short read or OOM loading DB. Unrecoverable error, aborting now.".to_string();
+        let short = || SHORT_READ.to_string();
         let (now, offset, ndbs) = (st.now, st.offset, st.ndbs);
         let t = r.byte().map_err(|_| short())?;
         match t {
@@ -429,6 +429,9 @@ impl Server {
         self.stats.dirty().saturating_sub(self.persistence.dirty_at_save.load(Ordering::SeqCst))
     }
 }
+
+/// Redis's line for a file that ends too soon (`rdbLoadRio`'s `eoferr`).
+const SHORT_READ: &str = "Short read or OOM loading DB. Unrecoverable error, aborting now.";
 
 /// What a load keeps track of from one record to the next.
 struct LoadState {

@@ -420,13 +420,11 @@ impl Server {
         self.log_replica("MASTER <-> REPLICA sync: Flushing old data");
         let mut locked = self.ks.lock_all();
         self.clear_all(&mut locked);
-        self.scripting.flush_functions();
         self.log_replica("MASTER <-> REPLICA sync: Loading DB in memory");
         let opts = LoadOptions { yields: true, replica: true, ..LoadOptions::default() };
         if let Err(e) = self.rdb_load_from(&mut locked, input, opts) {
             // Remove the half-loaded data.
             self.clear_all(&mut locked);
-            self.scripting.flush_functions();
             return Err(e);
         }
         for s in locked.shards_mut() {
@@ -481,8 +479,10 @@ impl Server {
         Ok(())
     }
 
-    /// Empties every database of the locked keyspace, not as news for the change stream.
+    /// Empties every database of the locked keyspace, not as news for the change stream, and
+    /// drops the function libraries (what a full sync replaces).
     fn clear_all(&self, locked: &mut Locked<'_>) {
+        self.scripting.flush_functions();
         let now = self.clock.now_ms();
         for s in locked.shards_mut() {
             for t in s.dbs.iter_mut() {
