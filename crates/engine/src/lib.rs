@@ -33,6 +33,7 @@ pub mod command;
 pub mod config;
 pub mod ctx;
 pub mod db;
+pub mod densemap;
 pub mod dispatch;
 pub mod docs;
 pub mod error;

@@ -22,6 +22,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "geohash",
             "clock",
             "primitives",
+            "densemap",
             "value",
             "types",
             "types::zset",

@@ -1,0 +1,367 @@
+//! The keyspace's map: keys and their values in one dense array of slots, found through a compact
+//! hash index of 32-bit positions.
+//!
+//! What a table needs from its map, and what this one gives:
+//! * **Positions.** Every slot has a position in `0..len`; removal is `swap_remove` (the last slot
+//!   moves into the hole), so positions only ever move down and new slots are appended: a cursor
+//!   walking positions from high to low visits every key that stays present (Redis's `SCAN`
+//!   guarantee), and a random position is a random key (`RANDOMKEY`, eviction samples).
+//! * **Small slots.** A slot is the key and the value, nothing else: no stored hash (a key's hash is
+//!   computed again when the index grows; keys are short). The index holds 4-byte positions in a
+//!   Swiss table (`hashbrown::HashTable<u32>`), 5 bytes per bucket with its control byte, where an
+//!   `IndexMap` spends 8 on the stored hash and 9 per bucket.
+//! * **No big copies.** Slots live in chunks of [`CHUNK`] (the first one grows as a `Vec` does, up
+//!   to that size): a growing table allocates one chunk at a time instead of copying every slot into
+//!   an array twice as large, so memory follows the number of keys (at most one partly filled chunk
+//!   per table) and no insert pays for moving millions of slots.
+//!
+//! Lookups compare the key of the slot a candidate position points at; the index's control bytes
+//! (7 bits of the hash) rule out nearly every other candidate before that.
+
+use crate::primitives::{Hasher, SmallBytes};
+use hashbrown::HashTable;
+use std::hash::BuildHasher;
+
+/// Slots per chunk (a power of two).
+pub const CHUNK: usize = 1024;
+const SHIFT: u32 = CHUNK.trailing_zeros();
+
+/// Bytes the index spends per bucket: the position and hashbrown's control byte.
+pub const INDEX_BUCKET_BYTES: usize = std::mem::size_of::<u32>() + 1;
+
+/// A map from keys to values with dense positions (see the module documentation).
+#[derive(Clone)]
+pub struct DenseMap<V> {
+    chunks: Vec<Vec<(SmallBytes, V)>>,
+    len: usize,
+    index: HashTable<u32>,
+    hasher: Hasher,
+}
+
+impl<V> Default for DenseMap<V> {
+    fn default() -> Self {
+        DenseMap { chunks: Vec::new(), len: 0, index: HashTable::new(), hasher: Hasher::default() }
+    }
+}
+
+#[inline]
+fn at(pos: usize) -> (usize, usize) {
+    (pos >> SHIFT, pos & (CHUNK - 1))
+}
+
+impl<V> DenseMap<V> {
+    /// An empty map hashing with `hasher` (allocates nothing).
+    pub fn with_hasher(hasher: Hasher) -> Self {
+        DenseMap { chunks: Vec::new(), len: 0, index: HashTable::new(), hasher }
+    }
+
+    /// Number of keys.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the map holds no key.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// How many keys the index holds before it grows.
+    pub fn capacity(&self) -> usize {
+        self.index.capacity()
+    }
+
+    /// True if the next new key makes the index grow (it reallocates, doubling).
+    pub fn index_full(&self) -> bool {
+        self.index.len() == self.index.capacity()
+    }
+
+    /// Slots allocated and not in use (the tails of the last chunks).
+    pub fn free_slots(&self) -> usize {
+        self.chunks.iter().map(Vec::capacity).sum::<usize>() - self.len
+    }
+
+    /// The hasher keys are hashed with.
+    pub fn hasher(&self) -> &Hasher {
+        &self.hasher
+    }
+
+    /// The hash of `key` (what the index files it under).
+    #[inline]
+    pub fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    #[inline]
+    fn slot(&self, pos: usize) -> &(SmallBytes, V) {
+        let (c, i) = at(pos);
+        &self.chunks[c][i]
+    }
+
+    #[inline]
+    fn slot_mut(&mut self, pos: usize) -> &mut (SmallBytes, V) {
+        let (c, i) = at(pos);
+        &mut self.chunks[c][i]
+    }
+
+    /// Position of `key` given its hash.
+    #[inline]
+    pub fn find_hashed(&self, hash: u64, key: &[u8]) -> Option<usize> {
+        let chunks = &self.chunks;
+        self.index
+            .find(hash, |&p| {
+                let (c, i) = at(p as usize);
+                chunks[c][i].0[..] == *key
+            })
+            .map(|&p| p as usize)
+    }
+
+    /// Position of `key`.
+    #[inline]
+    pub fn get_index_of(&self, key: &[u8]) -> Option<usize> {
+        self.find_hashed(self.hash(key), key)
+    }
+
+    /// True if `key` is present.
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        self.get_index_of(key).is_some()
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &[u8]) -> Option<&V> {
+        self.get_index_of(key).map(|p| &self.slot(p).1)
+    }
+
+    /// The value of `key`, to change.
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
+        let p = self.get_index_of(key)?;
+        Some(&mut self.slot_mut(p).1)
+    }
+
+    /// The key and value at a position.
+    #[inline]
+    pub fn get_index(&self, pos: usize) -> Option<(&SmallBytes, &V)> {
+        (pos < self.len).then(|| {
+            let (k, v) = self.slot(pos);
+            (k, v)
+        })
+    }
+
+    /// The key and value at a position, the value to change.
+    #[inline]
+    pub fn get_index_mut(&mut self, pos: usize) -> Option<(&SmallBytes, &mut V)> {
+        if pos >= self.len {
+            return None;
+        }
+        let (k, v) = self.slot_mut(pos);
+        Some((&*k, v))
+    }
+
+    /// Appends a key that is not present, whose hash is `hash`. Returns its position.
+    pub fn push_hashed(&mut self, hash: u64, key: SmallBytes, value: V) -> usize {
+        debug_assert!(self.find_hashed(hash, &key).is_none(), "push_hashed of a present key");
+        let pos = self.len;
+        let p32 = u32::try_from(pos).expect("a table holds fewer than 2^32 keys");
+        let (c, _) = at(pos);
+        if c == self.chunks.len() {
+            // The first chunk grows as a Vec does (small tables stay small); later ones are
+            // allocated whole.
+            self.chunks.push(if c == 0 { Vec::new() } else { Vec::with_capacity(CHUNK) });
+        }
+        self.chunks[c].push((key, value));
+        self.len += 1;
+        let (chunks, hasher) = (&self.chunks, &self.hasher);
+        self.index.insert_unique(hash, p32, |&p| {
+            let (c, i) = at(p as usize);
+            hasher.hash_one(&chunks[c][i].0[..])
+        });
+        pos
+    }
+
+    /// Inserts or replaces; returns the previous value.
+    pub fn insert(&mut self, key: &[u8], value: V) -> Option<V> {
+        let hash = self.hash(key);
+        match self.find_hashed(hash, key) {
+            Some(p) => Some(std::mem::replace(&mut self.slot_mut(p).1, value)),
+            None => {
+                self.push_hashed(hash, SmallBytes::from_slice(key), value);
+                None
+            }
+        }
+    }
+
+    /// Points the index entry for the slot at `from` (whose key hashes to `hash`) at `to`.
+    fn repoint(&mut self, hash: u64, from: usize, to: usize) {
+        let slot = self.index.find_mut(hash, |&p| p as usize == from).expect("every slot is indexed");
+        *slot = to as u32;
+    }
+
+    /// Removes the slot at `pos`, moving the last slot into its place. None if `pos` is out of
+    /// range.
+    pub fn swap_remove_index(&mut self, pos: usize) -> Option<(SmallBytes, V)> {
+        if pos >= self.len {
+            return None;
+        }
+        let hash = self.hash(&self.slot(pos).0);
+        match self.index.find_entry(hash, |&p| p as usize == pos) {
+            Ok(e) => drop(e.remove()),
+            Err(_) => unreachable!("every slot is indexed"),
+        }
+        let last = self.len - 1;
+        if pos != last {
+            let last_hash = self.hash(&self.slot(last).0);
+            self.repoint(last_hash, last, pos);
+        }
+        let (lc, _) = at(last);
+        let moved = self.chunks[lc].pop().expect("the last chunk holds the last slot");
+        self.len -= 1;
+        let removed = if pos == last { moved } else { std::mem::replace(self.slot_mut(pos), moved) };
+        self.trim_chunks();
+        Some(removed)
+    }
+
+    /// Frees trailing chunks that are empty, keeping one spare (a table that shrinks and grows
+    /// across a chunk boundary does not allocate each time).
+    fn trim_chunks(&mut self) {
+        let needed = self.len.div_ceil(CHUNK);
+        while self.chunks.len() > needed + 1 {
+            self.chunks.pop();
+        }
+        if self.len == 0 {
+            self.chunks = Vec::new();
+        }
+    }
+
+    /// Keeps the slots for which `keep` says so, in their order (positions only move down), and
+    /// rebuilds the index, which leaves no deleted markers (tombstones) in it.
+    pub fn retain(&mut self, mut keep: impl FnMut(&SmallBytes, &mut V) -> bool) {
+        let old = std::mem::take(&mut self.chunks);
+        self.len = 0;
+        self.index.clear();
+        for chunk in old {
+            for (k, mut v) in chunk {
+                if keep(&k, &mut v) {
+                    let hash = self.hash(&k);
+                    self.push_hashed(hash, k, v);
+                }
+            }
+        }
+    }
+
+    /// Every key and value, in position order.
+    pub fn iter(&self) -> impl Iterator<Item = (&SmallBytes, &V)> {
+        self.chunks.iter().flatten().map(|(k, v)| (k, v))
+    }
+
+    /// Every key and value, in position order, the values to change.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&SmallBytes, &mut V)> {
+        self.chunks.iter_mut().flatten().map(|(k, v)| (&*k, v))
+    }
+}
+
+impl<V> std::ops::Index<usize> for DenseMap<V> {
+    type Output = V;
+    #[inline]
+    fn index(&self, pos: usize) -> &V {
+        assert!(pos < self.len, "position {pos} out of {}", self.len);
+        &self.slot(pos).1
+    }
+}
+
+impl<V> std::ops::IndexMut<usize> for DenseMap<V> {
+    #[inline]
+    fn index_mut(&mut self, pos: usize) -> &mut V {
+        assert!(pos < self.len, "position {pos} out of {}", self.len);
+        &mut self.slot_mut(pos).1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn key(i: usize) -> Vec<u8> {
+        format!("key:{i}").into_bytes()
+    }
+
+    fn check(m: &DenseMap<usize>, model: &HashMap<Vec<u8>, usize>) {
+        assert_eq!(m.len(), model.len());
+        for (k, v) in model {
+            let p = m.get_index_of(k).expect("present");
+            let (pk, pv) = m.get_index(p).unwrap();
+            assert_eq!((&pk[..], *pv), (&k[..], *v));
+        }
+        assert_eq!(m.iter().count(), model.len());
+        assert!(m.get_index(m.len()).is_none());
+    }
+
+    #[test]
+    fn inserts_removals_and_positions_across_chunks() {
+        let mut m = DenseMap::default();
+        let mut model = HashMap::new();
+        let n = 3 * CHUNK + 17;
+        for i in 0..n {
+            assert_eq!(m.insert(&key(i), i), None);
+            model.insert(key(i), i);
+        }
+        check(&m, &model);
+        assert_eq!(m.insert(&key(5), 500), Some(5));
+        model.insert(key(5), 500);
+        // Remove from the middle, the front and the end: the last slot moves into the hole.
+        for pick in [CHUNK + 3, 0, usize::MAX, 2 * CHUNK] {
+            let pos = pick.min(m.len() - 1);
+            let last_key = m.get_index(m.len() - 1).unwrap().0.to_vec();
+            let (k, v) = m.swap_remove_index(pos).unwrap();
+            assert_eq!(model.remove(&k[..]), Some(v));
+            if pos < m.len() {
+                assert_eq!(&m.get_index(pos).unwrap().0[..], &last_key[..]);
+            }
+        }
+        check(&m, &model);
+        assert!(m.swap_remove_index(m.len()).is_none());
+    }
+
+    #[test]
+    fn shrinking_frees_chunks_but_one_spare() {
+        let mut m = DenseMap::default();
+        for i in 0..3 * CHUNK {
+            m.insert(&key(i), i);
+        }
+        while m.len() > CHUNK / 2 {
+            m.swap_remove_index(m.len() - 1);
+        }
+        assert_eq!(m.chunks.len(), 2);
+        while !m.is_empty() {
+            m.swap_remove_index(0);
+        }
+        assert!(m.chunks.is_empty());
+        assert_eq!(m.get_index_of(b"key:1"), None);
+    }
+
+    #[test]
+    fn retain_keeps_order_and_rebuilds_the_index() {
+        let mut m = DenseMap::default();
+        let mut model = HashMap::new();
+        for i in 0..2 * CHUNK + 5 {
+            m.insert(&key(i), i);
+            if i % 3 != 0 {
+                model.insert(key(i), i);
+            }
+        }
+        m.retain(|_, v| *v % 3 != 0);
+        check(&m, &model);
+        let order: Vec<usize> = m.iter().map(|(_, v)| *v).collect();
+        assert!(order.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn a_small_map_allocates_little() {
+        let mut m = DenseMap::default();
+        for i in 0..5 {
+            m.insert(&key(i), i);
+        }
+        assert!(m.free_slots() < 8);
+    }
+}
