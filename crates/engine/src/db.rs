@@ -169,7 +169,7 @@ impl<'l, 'k> Db<'l, 'k> {
         let (now, access, expire_now) = (self.now, self.access, self.expire_now);
         let t = self.table_for_insert(key);
         let mut e = Entry::new(value);
-        e.atime = (now / 1000) as u32;
+        e.set_atime((now / 1000) as u32);
         if (keep_ttl || access != crate::types::Access::Lru)
             && let Some(old) = t.lookup(key, expire_now)
         {
@@ -179,7 +179,7 @@ impl<'l, 'k> Db<'l, 'k> {
             // Under LFU an overwritten key keeps its (touched) counter, as Redis's dbSetValue.
             if access != crate::types::Access::Lru {
                 access.touch(old, now);
-                e.lfu = old.lfu;
+                e.set_lfu(old.lfu());
             }
         }
         t.insert(key, e);
@@ -189,7 +189,7 @@ impl<'l, 'k> Db<'l, 'k> {
     pub fn set_with_expire(&mut self, key: &[u8], value: Value, expire_at: u64) {
         let mut e = Entry::new(value);
         e.expire_at = expire_at;
-        e.atime = (self.now / 1000) as u32;
+        e.set_atime((self.now / 1000) as u32);
         self.table_for_insert(key).insert(key, e);
     }
 

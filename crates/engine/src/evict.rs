@@ -141,7 +141,7 @@ fn score(policy: Policy, e: &Entry, now_ms: u64, lfu_decay: u32, locks_too: bool
     }
     let now_s = (now_ms / 1000) as u32;
     Some(match policy {
-        Policy::VolatileLru | Policy::AllkeysLru => u64::from(now_s.wrapping_sub(e.atime)) * 1000,
+        Policy::VolatileLru | Policy::AllkeysLru => u64::from(e.idle_s(now_s)) * 1000,
         Policy::VolatileLfu | Policy::AllkeysLfu => 255 - u64::from(crate::types::lfu_decayed(e, now_s, lfu_decay)),
         Policy::VolatileTtl => u64::MAX - e.expire_at,
         Policy::VolatileRandom | Policy::AllkeysRandom | Policy::NoEviction => 0,
@@ -221,11 +221,7 @@ impl<'a> TableEviction<'a> {
                     got.push((s, k.clone()));
                 }
             };
-            if self.policy == Policy::VolatileTtl {
-                t.soonest(samples + n, &mut consider);
-            } else {
-                t.sample(samples * n, self.policy.volatile_only(), &mut consider);
-            }
+            t.sample(samples * n, self.policy.volatile_only(), &mut consider);
             got.sort_unstable_by_key(|g| std::cmp::Reverse(g.0));
             got.into_iter().take(n).map(|(_, k)| k).collect()
         };
@@ -396,11 +392,7 @@ impl Scope<'_> {
                         found = true;
                     }
                 };
-                if policy == Policy::VolatileTtl {
-                    t.soonest(samples, &mut add);
-                } else {
-                    t.sample(samples, policy.volatile_only(), &mut add);
-                }
+                t.sample(samples, policy.volatile_only(), &mut add);
             }
             if found {
                 break;

@@ -8,21 +8,22 @@
 //! (`KEYS`, `SCAN`, `FLUSHALL`, `SWAPDB`, `EXEC`, `EVAL`) lock every shard, in the same order.
 //!
 //! ## Tables
-//! A [`Table`] is an insertion-ordered hash map (`indexmap`) plus an expiry index ordered by deadline.
+//! A [`Table`] is a [`DenseMap`]: slots at dense positions, found through a compact hash index.
 //! * Removal is `swap_remove`: the last entry moves down into the hole. Because entries only ever move
 //!   to *lower* positions and new ones are appended, a cursor that walks positions from high to low
 //!   visits every key that stays present for the whole iteration: Redis's `SCAN` guarantee, without
 //!   Redis's reverse-binary cursor.
 //! * Random access by position makes `RANDOMKEY` O(1).
-//! * The expiry index is a `BTreeSet` ordered by (deadline, hash of the key, key); the active expiry
-//!   cycle pops exactly the keys whose deadline passed, instead of sampling. The hash is there because
-//!   keys set in the same millisecond share a deadline: without it every step of a search among them
-//!   was a byte comparison of keys (5% of the CPU of a lock-release benchmark).
+//! * Keys with a TTL are listed by position in a plain vector (4 bytes per key; each entry knows its
+//!   place in it), which the active expiry cycle sweeps, and eviction samples as Redis samples its
+//!   `expires` dict. The cycle only sweeps a table when its earliest deadline (a lower bound kept as
+//!   deadlines are set and refreshed by each full sweep) has passed.
 
+use crate::densemap::DenseMap;
 use crate::rdb::{self, RecordSpec, Writer};
 use crate::value::{Entry, Hasher, Key};
 use parking_lot::{Mutex, MutexGuard};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -43,15 +44,6 @@ pub struct WatchedKey {
     pub expired: AtomicBool,
 }
 
-/// One key in the expiry index. Field order is the sort order: deadline, then the key's hash (so that
-/// keys sharing a deadline compare as integers), then the key itself (only reached on a hash tie).
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct Expiry {
-    at: u64,
-    hash: u64,
-    key: Key,
-}
-
 type WatchMap = HashMap<Key, Vec<Arc<WatchedKey>>, Hasher>;
 type BlockMap = HashMap<Key, std::collections::VecDeque<Arc<dyn Waiting>>, Hasher>;
 
@@ -68,15 +60,26 @@ pub trait Waiting: Send + Sync + 'static {
 
 /// A table's keys taken out whole (see [`Table::take_data`]).
 pub struct TableData {
-    map: indexmap::IndexMap<Key, Entry, Hasher>,
-    expires: BTreeSet<Expiry>,
+    map: DenseMap<Entry>,
+    volatile: Vec<u32>,
 }
 
 /// One database inside one shard.
 #[derive(Default)]
 pub struct Table {
-    map: indexmap::IndexMap<Key, Entry, Hasher>,
-    expires: BTreeSet<Expiry>,
+    map: DenseMap<Entry>,
+    /// Positions of the keys with a TTL, in no order; each such entry knows its place here
+    /// (`Entry::vpos`).
+    volatile: Vec<u32>,
+    /// The active expiry's sweep over `volatile`, from the top down: places at and above it were
+    /// visited in the running pass (entries only move down, so none present at the start of a
+    /// pass is missed). `None` between passes.
+    sweep: Option<usize>,
+    /// No key of the table has a deadline before this (a lower bound: lowered as deadlines are
+    /// set, raised to `pass_min` when a sweep completes).
+    next_at: u64,
+    /// The earliest deadline the running pass saw, and of those set since it started.
+    pass_min: u64,
     /// Keys removed because their TTL passed (lazily or actively).
     pub expired: u64,
     /// WATCH registrations on keys of this table; `None` until someone watches (keeps tables small).
@@ -136,8 +139,8 @@ impl TableSnapshot {
     /// `ahead`: ahead of the walk, because the entry is about to change or go.
     #[inline]
     fn cover(&mut self, epoch: u8, key: &[u8], e: &mut Entry, ahead: bool) {
-        if e.epoch != epoch {
-            e.epoch = epoch;
+        if e.epoch() != epoch {
+            e.set_epoch(epoch);
             if !self.discard {
                 let before = self.out.buf.len();
                 rdb::write_record(&self.spec, self.db, key, e, &mut self.out, &mut self.scratch);
@@ -211,7 +214,52 @@ impl Table {
     }
     /// Number of keys with a TTL.
     pub fn volatile_len(&self) -> usize {
-        self.expires.len()
+        self.volatile.len()
+    }
+
+    /// Lists the key at `idx` (which has just got a deadline) among the keys with a TTL.
+    fn volatile_add(&mut self, idx: usize) {
+        let v = self.volatile.len();
+        self.volatile.push(idx as u32);
+        let e = &mut self.map[idx];
+        e.set_vpos(v);
+        let at = e.expire_at;
+        self.deadline_set(at);
+    }
+
+    /// A deadline was set or changed: the sweep's bounds take it into account.
+    #[inline]
+    fn deadline_set(&mut self, at: u64) {
+        self.next_at = self.next_at.min(at);
+        self.pass_min = self.pass_min.min(at);
+    }
+
+    /// Unlists the key at place `v` of the list of keys with a TTL; the last place moves into it.
+    fn volatile_remove(&mut self, v: usize) {
+        self.volatile.swap_remove(v);
+        if let Some(&moved) = self.volatile.get(v) {
+            self.map[moved as usize].set_vpos(v);
+        }
+        if self.volatile.is_empty() {
+            self.sweep = None;
+            if self.volatile.capacity() > 64 {
+                self.volatile = Vec::new();
+            }
+        }
+    }
+
+    /// Lists again every key with a TTL, after positions changed wholesale.
+    fn volatile_rebuild(&mut self) {
+        self.volatile.clear();
+        self.sweep = None;
+        self.next_at = 0;
+        for idx in 0..self.map.len() {
+            let e = &mut self.map[idx];
+            if e.expire_at != 0 {
+                e.set_vpos(self.volatile.len());
+                self.volatile.push(idx as u32);
+            }
+        }
     }
 
     /// Position of a live key, reclaiming it first if its TTL passed.
@@ -295,29 +343,33 @@ impl Table {
     pub fn insert(&mut self, key: &[u8], mut entry: Entry) -> Option<Entry> {
         let at = entry.expire_at;
         // New data: no running snapshot writes it.
-        entry.epoch = self.epoch;
-        if self.snap.is_some()
-            && let Some(idx) = self.map.get_index_of(key)
-        {
-            self.before_change(idx);
-        }
-        let old = match self.map.get_mut(key) {
-            Some(slot) => Some(std::mem::replace(slot, entry)),
+        entry.set_epoch(self.epoch);
+        let hash = self.map.hash(key);
+        let old = match self.map.find_hashed(hash, key) {
+            Some(idx) => {
+                self.before_change(idx);
+                let old_at = self.map[idx].expire_at;
+                if old_at != 0 {
+                    entry.set_vpos(self.map[idx].vpos());
+                }
+                let old = std::mem::replace(&mut self.map[idx], entry);
+                match (old_at != 0, at != 0) {
+                    (true, true) if old_at != at => self.deadline_set(at),
+                    (true, false) => self.volatile_remove(old.vpos()),
+                    (false, true) => self.volatile_add(idx),
+                    _ => {}
+                }
+                Some(old)
+            }
             None => {
-                self.map.insert(Key::from_slice(key), entry);
+                let idx = self.map.push_hashed(hash, Key::from_slice(key), entry);
+                if at != 0 {
+                    self.volatile_add(idx);
+                }
                 self.log_key(key, KeyEvent::New);
                 None
             }
         };
-        if let Some(o) = &old
-            && o.expire_at != 0
-            && o.expire_at != at
-        {
-            self.expires.remove(&self.expiry(o.expire_at, Key::from_slice(key)));
-        }
-        if at != 0 && old.as_ref().is_none_or(|o| o.expire_at != at) {
-            self.expires.insert(self.expiry(at, Key::from_slice(key)));
-        }
         self.touch(key);
         self.signal_ready(key);
         old
@@ -337,7 +389,7 @@ impl Table {
     /// Positions only move down, as with single removals (SCAN's guarantee holds). Returns how many.
     pub fn remove_many(&mut self, keys: &[Key]) -> usize {
         let doomed: std::collections::HashSet<&[u8], Hasher> = keys.iter().map(|k| &k[..]).collect();
-        let mut gone: Vec<(Key, u64)> = Vec::new();
+        let mut gone: Vec<Key> = Vec::new();
         let (epoch, mut snap) = (self.epoch, self.snap.as_deref_mut());
         self.map.retain(|k, e| {
             let keep = !doomed.contains(&k[..]);
@@ -345,14 +397,12 @@ impl Table {
                 if let Some(s) = snap.as_deref_mut() {
                     s.cover(epoch, k, e, true);
                 }
-                gone.push((k.clone(), e.expire_at));
+                gone.push(k.clone());
             }
             keep
         });
-        for (k, at) in &gone {
-            if *at != 0 {
-                self.expires.remove(&self.expiry(*at, k.clone()));
-            }
+        self.volatile_rebuild();
+        for k in &gone {
             self.touch(k);
             self.signal_ready(k);
         }
@@ -361,16 +411,18 @@ impl Table {
 
     fn remove_index(&mut self, idx: usize) -> Entry {
         self.before_change(idx);
-        let (key, e) = self.map.swap_remove_index(idx).expect("index from get_index_of");
+        let (_, e) = self.map.swap_remove_index(idx).expect("index from get_index_of");
+        // The last slot moved into `idx`: its place in the TTL list follows.
+        if idx < self.map.len() {
+            let moved = &self.map[idx];
+            if moved.expire_at != 0 {
+                self.volatile[moved.vpos()] = idx as u32;
+            }
+        }
         if e.expire_at != 0 {
-            self.expires.remove(&self.expiry(e.expire_at, key));
+            self.volatile_remove(e.vpos());
         }
         e
-    }
-
-    /// The expiry index's entry for `key` with deadline `at`.
-    fn expiry(&self, at: u64, key: Key) -> Expiry {
-        Expiry { at, hash: self.map.hasher().hash_one(&key[..]), key }
     }
 
     /// Sets (or with 0 clears) the TTL deadline of an existing key. Returns false if the key is absent.
@@ -379,44 +431,76 @@ impl Table {
         self.before_change(idx);
         let e = &mut self.map[idx];
         let old = std::mem::replace(&mut e.expire_at, at);
-        if old != at {
-            if old != 0 {
-                self.expires.remove(&self.expiry(old, Key::from_slice(key)));
-            }
-            if at != 0 {
-                self.expires.insert(self.expiry(at, Key::from_slice(key)));
-            }
+        let vpos = e.vpos();
+        match (old != 0, at != 0) {
+            (true, true) if old != at => self.deadline_set(at),
+            (true, false) => self.volatile_remove(vpos),
+            (false, true) => self.volatile_add(idx),
+            _ => {}
         }
         self.touch(key);
         true
     }
 
-    /// Reclaims up to `max` keys whose deadline is before `now`; returns how many.
+    /// True when some key's deadline may have passed at `now` (the active cycle has work here).
+    pub fn expiry_due(&self, now: u64) -> bool {
+        !self.volatile.is_empty() && self.next_at < now
+    }
+
+    /// The active expiry cycle's step in this table: sweeps the keys with a TTL, reclaiming those
+    /// whose deadline is before `now`, until `max` are reclaimed or `16 * max` examined (the sweep
+    /// goes on from there next time). Returns how many were reclaimed.
     pub fn active_expire(&mut self, now: u64, max: usize) -> usize {
-        if self.expiry_held(now) {
+        if !self.expiry_due(now) || self.expiry_held(now) {
             return 0;
         }
-        let mut n = 0;
-        while n < max {
-            let Some(first) = self.expires.first() else { break };
-            if first.at >= now {
+        let (mut reclaimed, mut examined) = (0, 0);
+        let limit = max.saturating_mul(16).max(1);
+        while reclaimed < max && examined < limit {
+            let v = match self.sweep {
+                Some(v) => v.min(self.volatile.len()),
+                None => {
+                    self.pass_min = u64::MAX;
+                    self.volatile.len()
+                }
+            };
+            if v == 0 {
+                // A full pass: every deadline left is at or after the pass's minimum.
+                self.next_at = self.pass_min;
+                self.sweep = None;
                 break;
             }
-            let Expiry { key, .. } = self.expires.pop_first().expect("first exists");
-            let mut lock = false;
-            if let Some(idx) = self.map.get_index_of(&key[..]) {
-                self.before_change(idx);
-                let (_, e) = self.map.swap_remove_index(idx).expect("index from get_index_of");
-                lock = matches!(e.value, crate::value::Value::Lock(_));
+            let v = v - 1;
+            self.sweep = Some(v);
+            examined += 1;
+            let idx = self.volatile[v] as usize;
+            let at = self.map[idx].expire_at;
+            if at < now {
+                // Removal moves the list's last place (visited) into `v`: nothing is skipped.
+                let key = self.map.get_index(idx).expect("listed position").0.clone();
+                self.reclaim(idx, &key);
+                reclaimed += 1;
+            } else {
+                self.pass_min = self.pass_min.min(at);
             }
-            self.expired += 1;
-            self.note_server_delete(&key);
-            self.log_key(&key, KeyEvent::Expired { lock });
-            self.touch(&key);
-            self.signal_ready(&key);
-            n += 1;
         }
-        n
+        reclaimed
+    }
+
+    /// Reclaims the keys with blocked clients whose deadline passed (a lock whose holder died is
+    /// handed on within milliseconds, not at the next sweep). True if any was.
+    pub fn expire_blocked_keys(&mut self, now: u64) -> bool {
+        if self.expiry_held(now) {
+            return false;
+        }
+        let Some(b) = self.blocked.as_deref() else { return false };
+        let due: Vec<Key> = b.keys().filter(|k| self.is_stale(k, now)).cloned().collect();
+        for k in &due {
+            if let Some(idx) = self.map.get_index_of(k) {
+                self.reclaim(idx, k);
+            }
+        }
+        !due.is_empty()
     }
 
     /// Deletes a key the server chose to evict (it propagates as `DEL`).
@@ -493,11 +577,6 @@ impl Table {
         }
     }
 
-    /// Deadline of the earliest TTL, if any.
-    pub fn next_deadline(&self) -> Option<u64> {
-        self.expires.first().map(|x| x.at)
-    }
-
     /// Entry at a position (positions are what SCAN cursors and RANDOMKEY use).
     pub fn get_index(&self, idx: usize) -> Option<(&Key, &Entry)> {
         self.map.get_index(idx)
@@ -514,7 +593,8 @@ impl Table {
         self.finish_snapshot();
         self.touch_all_before_replace(None, now);
         self.map = Default::default();
-        self.expires = BTreeSet::new();
+        self.volatile = Vec::new();
+        self.sweep = None;
         self.signal_all_blocked();
     }
 
@@ -524,7 +604,8 @@ impl Table {
     pub fn take_data(&mut self, now: u64) -> TableData {
         self.finish_snapshot();
         self.touch_all_before_replace(None, now);
-        let data = TableData { map: std::mem::take(&mut self.map), expires: std::mem::take(&mut self.expires) };
+        let data = TableData { map: std::mem::take(&mut self.map), volatile: std::mem::take(&mut self.volatile) };
+        self.sweep = None;
         self.signal_all_blocked();
         data
     }
@@ -533,7 +614,8 @@ impl Table {
     pub fn put_back(&mut self, data: TableData, now: u64) {
         self.clear(now);
         self.map = data.map;
-        self.expires = data.expires;
+        self.volatile = data.volatile;
+        (self.sweep, self.next_at) = (None, 0);
         self.signal_all_blocked();
     }
 
@@ -555,7 +637,8 @@ impl Table {
         a.touch_all_before_replace(Some(b), now);
         b.touch_all_before_replace(Some(a), now);
         std::mem::swap(&mut a.map, &mut b.map);
-        std::mem::swap(&mut a.expires, &mut b.expires);
+        std::mem::swap(&mut a.volatile, &mut b.volatile);
+        (a.sweep, a.next_at, b.sweep, b.next_at) = (None, 0, None, 0);
         // Clients blocked on either side may be served now (Redis's "SWAPDB awakes blocked client";
         // a lock that is absent after the swap is free).
         a.signal_all_blocked();
@@ -836,73 +919,60 @@ impl Table {
         pos
     }
 
-    /// Bytes of one key's slot in the table's structures (entry, stored hash, index).
-    pub const SLOT_BYTES: usize = std::mem::size_of::<Key>() + std::mem::size_of::<Entry>() + 8 + 9;
+    /// Bytes of one key's slot in the table's structures: the key and entry in the dense array,
+    /// and the index's bucket.
+    pub const SLOT_BYTES: usize =
+        std::mem::size_of::<Key>() + std::mem::size_of::<Entry>() + crate::densemap::INDEX_BUCKET_BYTES;
 
-    /// True if adding `key` would make the table reallocate (it is new and the table is full).
+    /// True if adding `key` would make the table allocate (it is new, and its index is full or its
+    /// last chunk of slots is).
     pub fn would_grow(&self, key: &[u8]) -> bool {
-        self.map.len() == self.map.capacity() && !self.map.contains_key(key)
+        (self.map.index_full() || self.map.free_slots() == 0) && !self.map.contains_key(key)
     }
 
-    /// Bytes a reallocation of the table takes on top of what it holds (it doubles, at least 4 slots).
+    /// Bytes the table's next allocation takes: a new index (twice the buckets, the old one freed
+    /// after the move) when the index is full, and a chunk of slots when the last one is.
     pub fn growth_bytes(&self) -> usize {
-        self.map.capacity().max(4) * Self::SLOT_BYTES
+        let slot = std::mem::size_of::<Key>() + std::mem::size_of::<Entry>();
+        let mut bytes = 0;
+        if self.map.index_full() {
+            // Buckets are a power of two above capacity * 8 / 7.
+            let buckets = (self.map.capacity().max(3) * 8 / 7 + 1).next_power_of_two();
+            bytes += 2 * buckets * crate::densemap::INDEX_BUCKET_BYTES;
+        }
+        if self.map.free_slots() == 0 {
+            bytes += self.map.len().clamp(4, crate::densemap::CHUNK) * slot;
+        }
+        bytes
     }
 
     /// Bytes of free slots: allocated, reused by the next keys added without allocating.
     pub fn slack_bytes(&self) -> usize {
-        (self.map.capacity() - self.map.len()) * Self::SLOT_BYTES
+        let slot = std::mem::size_of::<Key>() + std::mem::size_of::<Entry>();
+        self.map.free_slots() * slot
+            + (self.map.capacity() - self.map.len()) * crate::densemap::INDEX_BUCKET_BYTES * 8 / 7
     }
 
     /// Calls `f` on up to `n` keys drawn at random (with replacement) for eviction: any key, or with
-    /// `volatile` only keys with a TTL. Where at least a quarter of the keys have a TTL they are drawn
-    /// from the main table; sparser, from the expiry index at random deadlines between its first and
-    /// last (a key after a long gap in deadlines is drawn more often: the price of an ordered index).
+    /// `volatile` only keys with a TTL (drawn from the list of them, as Redis draws from `expires`).
     pub fn sample(&self, n: usize, volatile: bool, f: &mut dyn FnMut(&Key, &Entry)) {
-        let len = self.map.len();
-        if len == 0 || (volatile && self.expires.is_empty()) {
+        let len = if volatile { self.volatile.len() } else { self.map.len() };
+        if len == 0 {
             return;
         }
-        if !volatile || self.expires.len() * 4 >= len {
-            let mut got = 0;
-            for _ in 0..n * 8 {
-                let (k, e) = self.map.get_index(rand::random_range(0..len)).expect("index < len");
-                if !volatile || e.expire_at != 0 {
-                    f(k, e);
-                    got += 1;
-                    if got == n {
-                        return;
-                    }
-                }
-            }
-            return;
-        }
-        let (lo, hi) = match (self.expires.first(), self.expires.last()) {
-            (Some(a), Some(b)) => (a.at, b.at),
-            _ => return,
-        };
         for _ in 0..n {
-            let from = Expiry { at: rand::random_range(lo..=hi), hash: 0, key: Key::new() };
-            if let Some(x) = self.expires.range(from..).next()
-                && let Some(e) = self.map.get(&x.key[..])
-            {
-                f(&x.key, e);
+            let mut idx = rand::random_range(0..len);
+            if volatile {
+                idx = self.volatile[idx] as usize;
             }
-        }
-    }
-
-    /// Calls `f` on the `n` keys with the soonest deadlines (`volatile-ttl` eviction).
-    pub fn soonest(&self, n: usize, f: &mut dyn FnMut(&Key, &Entry)) {
-        for x in self.expires.iter().take(n) {
-            if let Some(e) = self.map.get(&x.key[..]) {
-                f(&x.key, e);
-            }
+            let (k, e) = self.map.get_index(idx).expect("index < len");
+            f(k, e);
         }
     }
 
     /// Approximate bytes used by this table's structures (not counting values' heap).
     pub fn overhead_bytes(&self) -> usize {
-        self.map.capacity() * Self::SLOT_BYTES + self.expires.len() * std::mem::size_of::<Expiry>()
+        self.map.len() * Self::SLOT_BYTES + self.slack_bytes() + self.volatile.capacity() * std::mem::size_of::<u32>()
     }
 }
 
@@ -1297,6 +1367,68 @@ mod tests {
         assert_eq!(t.active_expire(55, 10), 0);
         assert_eq!(t.active_expire(61, 10), 1);
         assert!(t.is_empty());
+    }
+
+    /// Checks that the list of keys with a TTL and the entries' places in it agree.
+    fn check_volatile(t: &Table) {
+        let with_ttl = t.map.iter().filter(|(_, e)| e.expire_at != 0).count();
+        assert_eq!(t.volatile.len(), with_ttl);
+        for (v, &idx) in t.volatile.iter().enumerate() {
+            let e = &t.map[idx as usize];
+            assert!(e.expire_at != 0);
+            assert_eq!(e.vpos(), v);
+        }
+    }
+
+    /// The TTL list follows inserts, overwrites, TTL changes, removals (which move slots) and
+    /// batch removals; the sweep reclaims exactly the keys whose deadline passed, however it is
+    /// cut into steps, and only keys present at a pass's start are ever skipped until next pass.
+    #[test]
+    fn ttl_list_follows_every_change_and_the_sweep_misses_nothing() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let mut t = Table::default();
+        let mut model: HashMap<Vec<u8>, u64> = HashMap::new();
+        for step in 0..20_000u32 {
+            let k = format!("k{}", rng.random_range(0..600)).into_bytes();
+            let at = if rng.random_bool(0.5) { 0 } else { rng.random_range(1..10_000u64) };
+            match rng.random_range(0..10) {
+                0..=3 => {
+                    t.insert(&k, e(b"v", at));
+                    model.insert(k, at);
+                }
+                4..=5 => {
+                    if t.set_expire(&k, at) {
+                        model.insert(k, at);
+                    }
+                }
+                6..=7 => {
+                    assert_eq!(t.remove(&k).is_some(), model.remove(&k).is_some());
+                }
+                8 if step % 50 == 0 => {
+                    let batch: Vec<Key> = model.keys().take(20).map(|k| Key::from_slice(k)).collect();
+                    assert_eq!(t.remove_many(&batch), batch.len());
+                    for b in &batch {
+                        model.remove(&b[..]);
+                    }
+                }
+                _ => {
+                    // A sweep in small steps at a random time: reclaims what is due, nothing else.
+                    let now = rng.random_range(1..10_000u64);
+                    // Steps of at most 3 reclaimed or 48 examined, until a full pass ended.
+                    for _ in 0..10_000 {
+                        t.active_expire(now, 3);
+                        if t.sweep.is_none() {
+                            break;
+                        }
+                    }
+                    model.retain(|_, at| *at == 0 || *at >= now);
+                    assert!(t.map.iter().all(|(_, e)| e.expire_at == 0 || e.expire_at >= now), "step {step}");
+                }
+            }
+            check_volatile(&t);
+            assert_eq!(t.len(), model.len(), "step {step}");
+        }
     }
 
     #[test]

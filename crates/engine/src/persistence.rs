@@ -406,7 +406,7 @@ impl Snapshot {
         let mut body = FileBody::new(locked);
         body.commands = commands;
         // Every table has the same epoch; the snapshot's is the next one.
-        let epoch = locked.shard(0).dbs[0].snapshot_epoch().wrapping_add(1);
+        let epoch = locked.shard(0).dbs[0].snapshot_epoch() ^ 1;
         for s in locked.shards_mut() {
             for (db, t) in s.dbs.iter_mut().enumerate() {
                 t.begin_snapshot(spec.clone(), db, epoch);

@@ -653,11 +653,11 @@ pub fn write_record(spec: &RecordSpec, db: usize, key: &[u8], e: &Entry, out: &m
         AccessField::None => {}
         AccessField::Freq => {
             out.buf.push(op::FREQ);
-            out.buf.push(e.lfu);
+            out.buf.push(e.lfu());
         }
         AccessField::Idle => {
             out.buf.push(op::IDLE);
-            out.len(u64::from(((spec.now_ms / 1000) as u32).wrapping_sub(e.atime)));
+            out.len(u64::from(e.idle_s((spec.now_ms / 1000) as u32)));
         }
     }
     scratch.buf.clear();

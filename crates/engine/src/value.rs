@@ -267,45 +267,109 @@ pub struct Entry {
     /// Deadline in monotonic milliseconds; 0 means no TTL. Only the table changes it, because the
     /// expiry index must follow.
     pub(crate) expire_at: u64,
-    /// Last access, in seconds on the monotonic clock (mod 2^32), for `OBJECT IDLETIME`; the low 8 bits
-    /// of `lfu` hold the LFU counter for `OBJECT FREQ`.
-    pub(crate) atime: u32,
-    pub(crate) lfu: u8,
-    /// A string edited in place (APPEND, SETRANGE, SETBIT...): Redis's `raw` encoding, which it
-    /// keeps until the key gets a new value. Fits in the entry's padding.
-    pub(crate) raw: bool,
-    /// The snapshot epoch this entry was last written in, or created in (see
-    /// `keyspace::Table::begin_snapshot`): a running snapshot writes an entry whose epoch is not its
-    /// own before the entry changes. Fits in the entry's padding.
-    pub(crate) epoch: u8,
+    /// The access clock, packed as Redis packs its `lru` field: the last access in seconds on the
+    /// monotonic clock mod 2^24 (Redis's 24-bit LRU clock: `OBJECT IDLETIME` wraps after 194 days,
+    /// as Redis's does) in the low 24 bits, the LFU counter (`OBJECT FREQ`) in the high 8.
+    meta: u32,
+    /// The table's bookkeeping, packed: the position of the key in its table's list of keys with
+    /// a TTL (low 30 bits; meaningful only while `expire_at` is set), whether the string was
+    /// edited in place (bit 30), and the snapshot epoch (bit 31).
+    bits: u32,
 }
 
 /// Initial LFU counter of a new key (Redis's LFU_INIT_VAL).
 pub const LFU_INIT_VAL: u8 = 5;
 
+/// The access clock's range: seconds mod 2^24.
+pub const ATIME_MASK: u32 = (1 << 24) - 1;
+const VPOS_MASK: u32 = (1 << 30) - 1;
+const RAW_BIT: u32 = 1 << 30;
+const EPOCH_BIT: u32 = 1 << 31;
+
 impl Entry {
     /// A fresh entry without TTL.
     pub fn new(value: Value) -> Entry {
-        Entry { value, expire_at: 0, atime: 0, lfu: LFU_INIT_VAL, raw: false, epoch: 0 }
+        Entry { value, expire_at: 0, meta: u32::from(LFU_INIT_VAL) << 24, bits: 0 }
+    }
+
+    /// Last access, in seconds on the monotonic clock mod 2^24.
+    #[inline]
+    pub fn atime(&self) -> u32 {
+        self.meta & ATIME_MASK
+    }
+    /// Records the last access (`now_s`: seconds on the monotonic clock; kept mod 2^24).
+    #[inline]
+    pub fn set_atime(&mut self, now_s: u32) {
+        self.meta = (self.meta & !ATIME_MASK) | (now_s & ATIME_MASK);
+    }
+    /// Seconds since the last access, at `now_s` (mod 2^24, as Redis's `estimateObjectIdleTime`).
+    #[inline]
+    pub fn idle_s(&self, now_s: u32) -> u32 {
+        now_s.wrapping_sub(self.meta) & ATIME_MASK
+    }
+    /// The LFU counter.
+    #[inline]
+    pub fn lfu(&self) -> u8 {
+        (self.meta >> 24) as u8
+    }
+    /// Sets the LFU counter.
+    #[inline]
+    pub fn set_lfu(&mut self, lfu: u8) {
+        self.meta = (self.meta & ATIME_MASK) | (u32::from(lfu) << 24);
+    }
+    /// A string edited in place (APPEND, SETRANGE, SETBIT...): Redis's `raw` encoding, which it
+    /// keeps until the key gets a new value.
+    #[inline]
+    pub fn raw(&self) -> bool {
+        self.bits & RAW_BIT != 0
+    }
+    #[inline]
+    fn set_raw(&mut self, raw: bool) {
+        self.bits = if raw { self.bits | RAW_BIT } else { self.bits & !RAW_BIT };
+    }
+    /// The snapshot epoch (0 or 1) this entry was last written in, or created in (see
+    /// `keyspace::Table::begin_snapshot`): a running snapshot writes an entry whose epoch is not
+    /// its own before the entry changes.
+    #[inline]
+    pub(crate) fn epoch(&self) -> u8 {
+        (self.bits >> 31) as u8
+    }
+    #[inline]
+    pub(crate) fn set_epoch(&mut self, epoch: u8) {
+        debug_assert!(epoch < 2);
+        self.bits = (self.bits & !EPOCH_BIT) | (u32::from(epoch) << 31);
+    }
+    /// The key's position in its table's list of keys with a TTL.
+    #[inline]
+    pub(crate) fn vpos(&self) -> usize {
+        (self.bits & VPOS_MASK) as usize
+    }
+    #[inline]
+    pub(crate) fn set_vpos(&mut self, pos: usize) {
+        let pos =
+            u32::try_from(pos).ok().filter(|p| *p <= VPOS_MASK).expect("fewer than 2^30 keys with a TTL per table");
+        self.bits = (self.bits & !VPOS_MASK) | pos;
     }
     /// The string's bytes, to edit in place (Redis's `dbUnshareStringValue`): from now on the
     /// value is a `raw` string. None when the value is not a string.
     pub fn edit_string(&mut self) -> Option<&mut SmallBytes> {
-        let s = self.value.make_raw()?;
-        self.raw = true;
-        Some(s)
+        if !self.value.is_string() {
+            return None;
+        }
+        self.set_raw(true);
+        self.value.make_raw()
     }
 
     /// Marks a string made for in-place editing (SETRANGE, SETBIT on a new key): `raw`, as Redis
     /// creates them.
     pub fn mark_raw(&mut self) {
-        self.raw = self.value.is_string();
+        self.set_raw(self.value.is_string());
     }
 
     /// `OBJECT ENCODING` for this entry under `limits`.
     pub fn encoding_under(&self, limits: &EncodingLimits) -> &'static str {
         match self.value {
-            Value::Str(_) if self.raw => "raw",
+            Value::Str(_) if self.raw() => "raw",
             _ => self.value.encoding_under(limits),
         }
     }

@@ -550,12 +550,12 @@ fn object(ctx: &mut Ctx<'_, '_>) -> Frame {
             l.len() as f64
         );
     }
-    let idle = if lfu { 0 } else { now_s.wrapping_sub(e.atime) };
+    let idle = if lfu { 0 } else { e.idle_s(now_s) };
     Frame::Simple(Bytes::from(format!(
         "Value at:{:p} refcount:1 encoding:{enc} serializedlength:{} lru:{} lru_seconds_idle:{idle}{extra}",
         &e.value as *const Value,
         serialized_len(&e.value),
-        e.atime & 0xFF_FFFF
+        e.atime()
     )))
 }
 

@@ -607,13 +607,13 @@ fn restore(ctx: &mut Ctx<'_, '_>) -> Frame {
         e.expire_at = unix.saturating_sub(ctx.srv.clock.wall_offset_ms()).max(1) as u64;
     }
     let now_s = (ctx.now / 1000) as u32;
-    e.atime = now_s;
+    e.set_atime(now_s);
     if lfu_policy(ctx) {
         if let Some(f) = freq {
-            e.lfu = f as u8;
+            e.set_lfu(f as u8);
         }
     } else if let Some(i) = idle {
-        e.atime = now_s.wrapping_sub(i.min(i64::from(u32::MAX)) as u32);
+        e.set_atime(now_s.wrapping_sub(i.min(i64::from(u32::MAX)) as u32));
     }
     ctx.db().insert_entry(key, e);
     ctx.changed(1);
@@ -655,7 +655,7 @@ fn object_idletime(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(2);
     let lfu = lfu_policy(ctx);
     let now_s = (ctx.now / 1000) as u32;
-    let Some(atime) = ctx.db().read_notouch(key).map(|e| e.atime) else {
+    let Some(idle) = ctx.db().read_notouch(key).map(|e| e.idle_s(now_s)) else {
         return Frame::Null;
     };
     if lfu {
@@ -663,7 +663,7 @@ fn object_idletime(ctx: &mut Ctx<'_, '_>) -> Frame {
             "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
         );
     }
-    Frame::Integer(i64::from(now_s.wrapping_sub(atime)))
+    Frame::Integer(i64::from(idle))
 }
 
 fn object_freq(ctx: &mut Ctx<'_, '_>) -> Frame {

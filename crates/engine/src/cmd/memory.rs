@@ -16,7 +16,7 @@ use crate::args::eq_ic;
 use crate::command::{Flags, Keys};
 use crate::ctx::{Command, Ctx};
 use crate::error;
-use crate::value::{Entry, Key};
+use crate::value::Entry;
 use bytes::Bytes;
 use resp::Frame;
 
@@ -87,8 +87,8 @@ fn help(ctx: &mut Ctx<'_, '_>) -> Frame {
 
 /// Bytes of one key's table slot: key header, entry, stored hash and index (as `Table` lays them out).
 const SLOT_BYTES: usize = crate::keyspace::Table::SLOT_BYTES;
-/// Bytes of one entry of the expiry index.
-const EXPIRY_BYTES: usize = std::mem::size_of::<Key>() + 8 + 8;
+/// Bytes a TTL adds: the key's place in its table's list of keys with a TTL.
+const EXPIRY_BYTES: usize = std::mem::size_of::<u32>();
 
 /// Estimated bytes used by a key and its value.
 pub fn key_usage(key: &[u8], e: &Entry) -> usize {

@@ -424,9 +424,7 @@ impl Server {
         for i in 0..self.ks.nshards() {
             let mut locked = self.ks.lock_shards(vec![i]);
             for t in locked.shard(i).dbs.iter_mut() {
-                if t.next_deadline().is_some_and(|d| d < now) {
-                    n += t.active_expire(now, budget);
-                }
+                n += t.active_expire(now, budget);
                 t.prune_watchers();
             }
             self.serve_ready(&mut locked, now);
@@ -435,7 +433,7 @@ impl Server {
     }
 
     /// A fast, narrow expiry pass for the server to run often (every 10 ms) while clients are blocked:
-    /// only tables with blocked clients and an overdue deadline are touched, so a lock whose holder
+    /// only the keys clients block on are checked, so a lock whose holder
     /// died is handed to its next waiter within milliseconds of its TTL rather than at the next
     /// `hz` cycle. Shards busy with a command are skipped (the command itself serves them).
     pub fn expire_for_waiters(&self, now: u64) {
@@ -446,8 +444,7 @@ impl Server {
             let Some(mut locked) = self.ks.try_lock_shard(i) else { continue };
             let mut any = false;
             for t in locked.shard(i).dbs.iter_mut() {
-                if t.blocked_len() > 0 && t.next_deadline().is_some_and(|d| d < now) {
-                    t.active_expire(now, 1000);
+                if t.blocked_len() > 0 && t.expire_blocked_keys(now) {
                     any = true;
                 }
             }

@@ -403,12 +403,13 @@ impl Server {
                 }
                 let mut e = Entry::new(value);
                 e.expire_at = mono.map_or(0, |m| m as u64);
-                e.atime = (now / 1000) as u32;
+                let now_s = (now / 1000) as u32;
+                e.set_atime(now_s);
                 if let Some(f) = f {
-                    e.lfu = f;
+                    e.set_lfu(f);
                 }
                 if let Some(i) = i {
-                    e.atime = e.atime.wrapping_sub(i.min(u64::from(u32::MAX)) as u32);
+                    e.set_atime(now_s.wrapping_sub(i.min(u64::from(u32::MAX)) as u32));
                 }
                 let t = &mut locked.shard_for(&key).dbs[db];
                 if !opts.merge && t.lookup(&key, now).is_some() {

@@ -30,9 +30,9 @@ impl Access {
     pub fn touch(self, e: &mut Entry, now_ms: u64) {
         let now_s = (now_ms / 1000) as u32;
         if let Access::Lfu { log_factor, decay_minutes } = self {
-            e.lfu = lfu_log_incr(lfu_decayed(e, now_s, decay_minutes), log_factor);
+            e.set_lfu(lfu_log_incr(lfu_decayed(e, now_s, decay_minutes), log_factor));
         }
-        e.atime = now_s;
+        e.set_atime(now_s);
     }
 }
 
@@ -40,10 +40,10 @@ impl Access {
 /// `LFUDecrAndReturn`): one point per `decay_minutes`, none when it is 0.
 pub fn lfu_decayed(e: &Entry, now_s: u32, decay_minutes: u32) -> u8 {
     if decay_minutes == 0 {
-        return e.lfu;
+        return e.lfu();
     }
-    let periods = now_s.wrapping_sub(e.atime) / 60 / decay_minutes;
-    e.lfu.saturating_sub(periods.min(255) as u8)
+    let periods = e.idle_s(now_s) / 60 / decay_minutes;
+    e.lfu().saturating_sub(periods.min(255) as u8)
 }
 
 /// Redis's `LFULogIncr`: +1 with probability 1 / ((counter - LFU_INIT_VAL) * log_factor + 1).
@@ -69,20 +69,20 @@ mod tests {
             lfu.touch(&mut e, 5_000);
         }
         // Redis's table for lfu-log-factor 10: 1K hits reach ~18 (random: a wide margin).
-        assert!((10..=30).contains(&e.lfu), "{}", e.lfu);
-        let c = e.lfu;
+        assert!((10..=30).contains(&e.lfu()), "{}", e.lfu());
+        let c = e.lfu();
         // Three idle minutes with lfu-decay-time 1: three points.
         assert_eq!(lfu_decayed(&e, 5 + 180, 1), c - 3);
         assert_eq!(lfu_decayed(&e, 5 + 180, 2), c - 1);
         assert_eq!(lfu_decayed(&e, 5 + 180, 0), c);
         // LRU touches the clock only.
         Access::Lru.touch(&mut e, 900_000);
-        assert_eq!((e.atime, e.lfu), (900, c));
+        assert_eq!((e.atime(), e.lfu()), (900, c));
         // A factor of 0 increments on every hit.
         let mut f = Entry::new(Value::Int(1));
         for _ in 0..10 {
             Access::Lfu { log_factor: 0, decay_minutes: 1 }.touch(&mut f, 0);
         }
-        assert_eq!(f.lfu, LFU_INIT_VAL + 10);
+        assert_eq!(f.lfu(), LFU_INIT_VAL + 10);
     }
 }
