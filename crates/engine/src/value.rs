@@ -1,12 +1,14 @@
 //! Values stored in the keyspace.
 //!
 //! Memory matters: a key is a [`Key`] (bytes inline up to 16, on the heap beyond), and an [`Entry`]
-//! is 48 bytes: the [`Value`] (32), the TTL deadline (8) and the access clock (4). Short strings and
-//! integers live inline in the value; aggregates are boxed so the common string case stays small.
+//! is 40 bytes: the [`Value`] (24), the TTL deadline (8), the access clock and LFU counter packed in
+//! 4 (as Redis's `lru` field), and the table's bookkeeping in 4 (the key's place in its table's list
+//! of keys with a TTL, the `raw` flag, the snapshot epoch). Integers and strings of up to 22 bytes live inline
+//! in the value (a [`Str`]); aggregates are boxed so the common string case stays small.
 
 use std::collections::VecDeque;
 
-pub use crate::primitives::{Hasher, SmallBytes};
+pub use crate::primitives::{Hasher, SmallBytes, Str};
 
 /// A key. Binary-safe.
 pub type Key = SmallBytes;
@@ -25,7 +27,7 @@ pub enum Value {
     /// A string holding the canonical decimal form of an i64.
     Int(i64),
     /// Any other string.
-    Str(SmallBytes),
+    Str(Str),
     /// A list.
     List(Box<ListValue>),
     /// A hash.
@@ -130,7 +132,7 @@ impl Value {
     pub fn string(b: &[u8]) -> Value {
         match canonical_i64(b) {
             Some(i) => Value::Int(i),
-            None => Value::Str(SmallBytes::from_slice(b)),
+            None => Value::Str(Str::from_slice(b)),
         }
     }
 
@@ -172,9 +174,9 @@ impl Value {
     }
 
     /// Turns an integer-encoded string into its raw form so it can be edited in place.
-    pub fn make_raw(&mut self) -> Option<&mut SmallBytes> {
+    pub fn make_raw(&mut self) -> Option<&mut Str> {
         if let Value::Int(i) = *self {
-            *self = Value::Str(SmallBytes::from_slice(itoa::Buffer::new().format(i).as_bytes()));
+            *self = Value::Str(Str::from_slice(itoa::Buffer::new().format(i).as_bytes()));
         }
         match self {
             Value::Str(s) => Some(s),
@@ -240,7 +242,7 @@ impl Value {
         }
         match self {
             Value::Int(_) => 0,
-            Value::Str(s) => sb(s),
+            Value::Str(s) => s.heap_bytes(),
             Value::List(l) => l.capacity() * std::mem::size_of::<SmallBytes>() + l.iter().map(sb).sum::<usize>(),
             Value::Hash(h) => h.capacity() * 56 + h.iter().map(|(k, v)| sb(k) + sb(v)).sum::<usize>(),
             Value::Set(s) => s.capacity() * 40 + s.iter().map(sb).sum::<usize>(),
@@ -352,7 +354,7 @@ impl Entry {
     }
     /// The string's bytes, to edit in place (Redis's `dbUnshareStringValue`): from now on the
     /// value is a `raw` string. None when the value is not a string.
-    pub fn edit_string(&mut self) -> Option<&mut SmallBytes> {
+    pub fn edit_string(&mut self) -> Option<&mut Str> {
         if !self.value.is_string() {
             return None;
         }
@@ -386,8 +388,117 @@ mod tests {
 
     #[test]
     fn entry_is_small() {
-        assert_eq!(std::mem::size_of::<Value>(), 32);
-        assert_eq!(std::mem::size_of::<Entry>(), 48);
+        let (value, entry) = (std::mem::size_of::<Value>(), std::mem::size_of::<Entry>());
+        println!("size_of::<Str>() = {}", std::mem::size_of::<Str>());
+        println!("size_of::<Value>() = {value}, size_of::<Entry>() = {entry}");
+        assert_eq!(std::mem::size_of::<Str>(), 24);
+        assert_eq!(value, 24);
+        assert_eq!(entry, 40);
+    }
+
+    /// `n` bytes counting up from 0 (wrapping).
+    fn counting(n: usize) -> Vec<u8> {
+        (0..n).map(|i| i as u8).collect()
+    }
+
+    #[test]
+    fn str_is_inline_up_to_22_bytes() {
+        for n in [0, 1, 21, 22] {
+            let s = Str::from_slice(&counting(n));
+            assert!(s.is_inline(), "{n}");
+            assert_eq!((s.len(), s.heap_bytes(), &s[..]), (n, 0, &counting(n)[..]));
+            assert_eq!(s.is_empty(), n == 0);
+        }
+        for n in [23, 100, 5000] {
+            let s = Str::from_slice(&counting(n));
+            assert!(!s.is_inline(), "{n}");
+            assert_eq!((s.len(), s.heap_bytes(), &s[..]), (n, n, &counting(n)[..]));
+        }
+        assert!(Str::from_elem(7, 22).is_inline());
+        assert_eq!(Str::from_elem(7, 23).as_slice(), &[7; 23]);
+        assert!(Str::from_vec(counting(22)).is_inline());
+        assert_eq!(Str::from(&b"abc"[..]), Str::from_slice(b"abc"));
+        assert_eq!(Str::default(), Str::new());
+        assert_eq!(format!("{:?}", Str::from_slice(b"ab")), "[97, 98]");
+    }
+
+    #[test]
+    fn str_edits_cross_the_inline_boundary() {
+        // Appending one byte at a time: inline up to 22, on the heap from 23, with doubling growth.
+        let mut s = Str::new();
+        let mut grew = 0;
+        for i in 0..1000 {
+            let cap = s.capacity();
+            s.extend_from_slice(&[i as u8]);
+            grew += usize::from(s.capacity() != cap);
+            assert_eq!(s.is_inline(), s.len() <= 22, "{}", s.len());
+        }
+        assert_eq!(&s[..], &counting(1000)[..]);
+        assert!(grew <= 8, "{grew} reallocations for 1000 appends");
+        assert_eq!(s.heap_bytes(), s.capacity());
+
+        // resize across the boundary both ways; the heap block stays after shrinking.
+        let mut s = Str::from_slice(b"0123456789");
+        s.resize(30, b'x');
+        assert_eq!(&s[..], b"0123456789xxxxxxxxxxxxxxxxxxxx");
+        assert!(!s.is_inline());
+        s.resize(5, 0);
+        assert_eq!(&s[..], b"01234");
+        assert!(!s.is_inline() && s.heap_bytes() >= 30);
+        s.resize(8, b'-');
+        assert_eq!(&s[..], b"01234---");
+        s.truncate(2);
+        s.truncate(9);
+        assert_eq!(&s[..], b"01");
+
+        // An inline string that is cut and regrown shows the new bytes, not the old ones.
+        let mut s = Str::from_slice(b"abcdef");
+        s.truncate(1);
+        s.resize(4, 0);
+        assert_eq!(&s[..], b"a\0\0\0");
+
+        // In-place edits through DerefMut, then an append that spills.
+        let mut s = Str::from_elem(0, 22);
+        s[21] = 1;
+        s.as_mut_slice()[0] = 2;
+        s.extend_from_slice(b"!");
+        assert_eq!((s[0], s[21], s[22], s.len()), (2, 1, b'!', 23));
+
+        // Vec round trips keep the heap block.
+        let v = Str::from_slice(&counting(40)).into_vec();
+        assert_eq!(v, counting(40));
+        let mut big = Vec::with_capacity(64);
+        big.extend_from_slice(&counting(40));
+        let s = Str::from_vec(big);
+        assert_eq!((s.len(), s.capacity(), s.heap_bytes()), (40, 64, 64));
+        assert_eq!(Str::from_slice(b"short").into_vec(), b"short");
+    }
+
+    #[test]
+    fn str_equality_ignores_representation() {
+        let inline = Str::from_slice(b"hello");
+        let mut heap = Str::from_slice(&[b'h'; 40]);
+        heap.truncate(0);
+        heap.extend_from_slice(b"hello");
+        assert!(!heap.is_inline() && inline.is_inline());
+        assert_eq!(heap, inline);
+        assert_ne!(heap, Str::from_slice(b"hellO"));
+        // A copy holds the bytes only: inline again when they fit.
+        assert!(heap.clone().is_inline());
+        assert_eq!(heap.clone(), heap);
+        let long = Str::from_slice(&counting(300));
+        assert_eq!((long.clone(), long.clone().heap_bytes()), (long, 300));
+    }
+
+    #[test]
+    fn string_heap_size_counts_the_str_block() {
+        assert_eq!(Value::string(b"short string").heap_size(), 0);
+        assert_eq!(Value::string(&[b'a'; 22]).heap_size(), 0);
+        assert_eq!(Value::string(&[b'a'; 23]).heap_size(), 23);
+        let mut v = Value::Int(12345);
+        v.make_raw().unwrap().extend_from_slice(&[b'0'; 30]);
+        assert_eq!(v.as_bytes().unwrap().len(), 35);
+        assert!(v.heap_size() >= 35);
     }
 
     #[test]

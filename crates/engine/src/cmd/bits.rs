@@ -8,7 +8,7 @@ use crate::command::Keys;
 use crate::ctx::{Command, Ctx};
 use crate::db::Db;
 use crate::error;
-use crate::value::{SmallBytes, Value};
+use crate::value::{Str, Value};
 use resp::Frame;
 
 #[cfg(test)]
@@ -66,7 +66,7 @@ fn string_for_bits(db: &mut Db<'_, '_>, key: &[u8], maxbit: u64) -> Result<bool,
     let need = (maxbit >> 3) as usize + 1;
     match db.write_string(key)? {
         None => {
-            db.set(key, Value::Str(SmallBytes::from_elem(0, need)), false);
+            db.set(key, Value::Str(Str::from_elem(0, need)), false);
             if let Some(e) = db.write(key) {
                 e.mark_raw();
             }
@@ -85,7 +85,7 @@ fn string_for_bits(db: &mut Db<'_, '_>, key: &[u8], maxbit: u64) -> Result<bool,
 }
 
 /// The raw bytes of a string known to exist (after [`string_for_bits`]).
-fn raw_bytes<'d>(db: &'d mut Db<'_, '_>, key: &[u8]) -> &'d mut SmallBytes {
+fn raw_bytes<'d>(db: &'d mut Db<'_, '_>, key: &[u8]) -> &'d mut Str {
     db.write(key).and_then(|e| e.edit_string()).expect("string created by string_for_bits")
 }
 
@@ -329,7 +329,7 @@ fn bitop(ctx: &mut Ctx<'_, '_>) -> Frame {
         }
         return Frame::Integer(0);
     }
-    let mut res = SmallBytes::from_elem(0, maxlen);
+    let mut res = Str::from_elem(0, maxlen);
     let at = |s: &Vec<u8>, i: usize| s.get(i).copied().unwrap_or(0);
     for (i, out) in res.iter_mut().enumerate() {
         let first = at(&srcs[0], i);

@@ -14,7 +14,7 @@ use crate::ctx::{Command, Ctx};
 use crate::db::Db;
 use crate::error;
 use crate::types::hll::{self, Corrupt, Encoding, Union};
-use crate::value::{SmallBytes, Value};
+use crate::value::{Str, Value};
 use resp::Frame;
 use std::sync::atomic::Ordering;
 
@@ -61,10 +61,10 @@ fn hll_bytes(v: &Value) -> Result<&[u8], Frame> {
 }
 
 /// Runs `f` on the stored bytes of `s` as a vector, without copying them.
-fn edit<T>(s: &mut SmallBytes, f: impl FnOnce(&mut Vec<u8>) -> T) -> T {
+fn edit<T>(s: &mut Str, f: impl FnOnce(&mut Vec<u8>) -> T) -> T {
     let mut v = std::mem::take(s).into_vec();
     let r = f(&mut v);
-    *s = SmallBytes::from_vec(v);
+    *s = Str::from_vec(v);
     r
 }
 
@@ -76,7 +76,7 @@ fn update<T>(db: &mut Db<'_, '_>, key: &[u8], f: impl FnOnce(&mut Vec<u8>) -> T)
     }
     let mut v = hll::new_sparse();
     let r = f(&mut v);
-    db.set(key, Value::Str(SmallBytes::from_vec(v)), false);
+    db.set(key, Value::Str(Str::from_vec(v)), false);
     if let Some(e) = db.write(key) {
         e.mark_raw();
     }

@@ -7,7 +7,7 @@ use crate::command::Keys;
 use crate::ctx::{Command, Ctx};
 use crate::db::Db;
 use crate::error;
-use crate::value::{SmallBytes, Value};
+use crate::value::{Str, Value};
 use bytes::Bytes;
 use resp::Frame;
 use std::sync::atomic::Ordering;
@@ -553,7 +553,7 @@ fn setrange(ctx: &mut Ctx<'_, '_>) -> Frame {
         s[offset..end].copy_from_slice(val);
         s.len()
     } else {
-        let mut s = SmallBytes::from_elem(0, end);
+        let mut s = Str::from_elem(0, end);
         s[offset..end].copy_from_slice(val);
         db.set(key, Value::Str(s), false);
         if let Some(e) = db.write(key) {
