@@ -2,45 +2,75 @@
 # cpu-compare.sh - server CPU for the same fixed redis-benchmark work against two running servers,
 # A and B, alternated (A, B, A, B ... for ROUNDS rounds): the CPU time each server process spent
 # (utime + stime from /proc/PID/stat, in clock ticks) per run, the medians, and the ratio A/B of
-# the medians. With 2 cores the benchmark client saturates before the server, so requests per
-# second hide differences that server CPU per request shows.
+# the medians, per workload, then the geometric mean of the ratios. With 2 cores the benchmark
+# client saturates before the server, so requests per second hide differences that server CPU
+# per request shows.
 #
 # usage: scripts/cpu-compare.sh A_PORT A_PID B_PORT B_PID
 #   e.g. scripts/cpu-compare.sh 7101 "$(pgrep -f 'port 7101')" 7102 "$(pgrep -f 'port 7102')"
 # The servers listen on 127.0.0.1.
 #
+# Workloads (issue 30's set by default):
+#   SET GET INCR MSET LPUSH LPOP   redis-benchmark's own tests (-t name)
+#   SETNX                          SETNX key:__rand_int__ v
+#   SET_NX_PX                      SET lock:__rand_int__ tok NX PX 30000 (lock acquire)
+#   EVALSHA_RELEASE                EVALSHA of the compare-and-delete release script on held locks
+#                                  (each round first takes them with SET_NX_PX, not counted)
+#
 # Environment (all optional):
-#   TESTS=set,get,incr,lpush,lpop   redis-benchmark -t list
-#   N=300000   requests per test      C=50   connections      P=16   pipeline depth
-#   R=100000   random keyspace        ROUNDS=4
-# Last line: "cpu ratio A/B (medians): <x>".
+#   WORKLOADS="SET GET INCR MSET SETNX SET_NX_PX"
+#   N=300000   requests per run       C=50   connections      P=16   pipeline depth
+#   R=100000   random keyspace        ROUNDS=3
+# Per workload: "<name> ticks A <a> B <b> ratio <a/b>"; last line: "geomean cpu ratio A/B: <x>".
 set -u
 
 [ $# -eq 4 ] || { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0" >&2; exit 2; }
 A_PORT=$1 A_PID=$2 B_PORT=$3 B_PID=$4
-TESTS=${TESTS:-set,get,incr,lpush,lpop}; N=${N:-300000}; C=${C:-50}; P=${P:-16}; R=${R:-100000}
-ROUNDS=${ROUNDS:-4}
+WORKLOADS=${WORKLOADS:-SET GET INCR MSET SETNX SET_NX_PX}
+N=${N:-300000}; C=${C:-50}; P=${P:-16}; R=${R:-100000}; ROUNDS=${ROUNDS:-3}
+RELEASE='if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end'
 
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-
-run() { # port pid -> ticks spent by pid while the benchmark ran
-    local before after
-    redis-cli -h 127.0.0.1 -p "$1" FLUSHALL >/dev/null
-    before=$(ticks "$2")
-    timeout 300 redis-benchmark -h 127.0.0.1 -p "$1" -t "$TESTS" -n "$N" -c "$C" -P "$P" -r "$R" -q >/dev/null
-    after=$(ticks "$2")
+bench() { # port args...
+    local port=$1
+    shift
+    timeout 300 redis-benchmark -h 127.0.0.1 -p "$port" -n "$N" -c "$C" -P "$P" -r "$R" -q "$@" >/dev/null
+}
+workload_args() { # workload port -> redis-benchmark arguments on stdout (one per line)
+    case $1 in
+        SET | GET | INCR | MSET | LPUSH | LPOP) printf '%s\n' -t "${1,,}" ;;
+        SETNX) printf '%s\n' setnx 'key:__rand_int__' v ;;
+        SET_NX_PX) printf '%s\n' set 'lock:__rand_int__' tok NX PX 30000 ;;
+        EVALSHA_RELEASE)
+            local sha
+            sha=$(timeout 5 redis-cli -h 127.0.0.1 -p "$2" SCRIPT LOAD "$RELEASE")
+            printf '%s\n' evalsha "$sha" 1 'lock:__rand_int__' tok ;;
+        *) echo "unknown workload $1" >&2; return 1 ;;
+    esac
+}
+run() { # workload port pid -> ticks spent by pid while the workload ran
+    local w=$1 port=$2 pid=$3 before after args
+    timeout 10 redis-cli -h 127.0.0.1 -p "$port" FLUSHALL >/dev/null
+    mapfile -t args < <(workload_args "$w" "$port")
+    if [ "$w" = EVALSHA_RELEASE ]; then bench "$port" set 'lock:__rand_int__' tok NX PX 30000; fi
+    before=$(ticks "$pid")
+    bench "$port" "${args[@]}"
+    after=$(ticks "$pid")
     echo $((after - before))
 }
-
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-a=() b=()
-for ((i = 1; i <= ROUNDS; i++)); do
-    a+=("$(run "$A_PORT" "$A_PID")")
-    b+=("$(run "$B_PORT" "$B_PID")")
-    echo "round $i: A ${a[-1]} ticks, B ${b[-1]} ticks"
+ratios=()
+for w in $WORKLOADS; do
+    a=() b=()
+    for ((i = 1; i <= ROUNDS; i++)); do
+        a+=("$(run "$w" "$A_PORT" "$A_PID")")
+        b+=("$(run "$w" "$B_PORT" "$B_PID")")
+    done
+    ma=$(printf '%s\n' "${a[@]}" | median)
+    mb=$(printf '%s\n' "${b[@]}" | median)
+    r=$(awk -v a="$ma" -v b="$mb" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
+    ratios+=("$r")
+    echo "$w ticks A ${a[*]} B ${b[*]} median A $ma B $mb ratio $r"
 done
-ma=$(printf '%s\n' "${a[@]}" | median)
-mb=$(printf '%s\n' "${b[@]}" | median)
-echo "median ticks: A $ma, B $mb"
-awk -v a="$ma" -v b="$mb" 'BEGIN { printf "cpu ratio A/B (medians): %.3f\n", a / b }'
+printf '%s\n' "${ratios[@]}" | awk '$1 > 0 { s += log($1); n++ } END { if (n) printf "geomean cpu ratio A/B: %.3f\n", exp(s / n) }'

@@ -18,7 +18,7 @@
 //! Lookups compare the key of the slot a candidate position points at; the index's control bytes
 //! (7 bits of the hash) rule out nearly every other candidate before that.
 
-use crate::primitives::{Hasher, SmallBytes};
+use crate::primitives::{Hasher, Str};
 use hashbrown::HashTable;
 use std::hash::BuildHasher;
 
@@ -32,7 +32,7 @@ pub const INDEX_BUCKET_BYTES: usize = std::mem::size_of::<u32>() + 1;
 /// A map from keys to values with dense positions (see the module documentation).
 #[derive(Clone)]
 pub struct DenseMap<V> {
-    chunks: Vec<Vec<(SmallBytes, V)>>,
+    chunks: Vec<Vec<(Str, V)>>,
     len: usize,
     index: HashTable<u32>,
     hasher: Hasher,
@@ -94,13 +94,13 @@ impl<V> DenseMap<V> {
     }
 
     #[inline]
-    fn slot(&self, pos: usize) -> &(SmallBytes, V) {
+    fn slot(&self, pos: usize) -> &(Str, V) {
         let (c, i) = at(pos);
         &self.chunks[c][i]
     }
 
     #[inline]
-    fn slot_mut(&mut self, pos: usize) -> &mut (SmallBytes, V) {
+    fn slot_mut(&mut self, pos: usize) -> &mut (Str, V) {
         let (c, i) = at(pos);
         &mut self.chunks[c][i]
     }
@@ -141,7 +141,7 @@ impl<V> DenseMap<V> {
 
     /// The key and value at a position.
     #[inline]
-    pub fn get_index(&self, pos: usize) -> Option<(&SmallBytes, &V)> {
+    pub fn get_index(&self, pos: usize) -> Option<(&Str, &V)> {
         (pos < self.len).then(|| {
             let (k, v) = self.slot(pos);
             (k, v)
@@ -150,7 +150,7 @@ impl<V> DenseMap<V> {
 
     /// The key and value at a position, the value to change.
     #[inline]
-    pub fn get_index_mut(&mut self, pos: usize) -> Option<(&SmallBytes, &mut V)> {
+    pub fn get_index_mut(&mut self, pos: usize) -> Option<(&Str, &mut V)> {
         if pos >= self.len {
             return None;
         }
@@ -159,7 +159,7 @@ impl<V> DenseMap<V> {
     }
 
     /// Appends a key that is not present, whose hash is `hash`. Returns its position.
-    pub fn push_hashed(&mut self, hash: u64, key: SmallBytes, value: V) -> usize {
+    pub fn push_hashed(&mut self, hash: u64, key: Str, value: V) -> usize {
         debug_assert!(self.find_hashed(hash, &key).is_none(), "push_hashed of a present key");
         let pos = self.len;
         let p32 = u32::try_from(pos).expect("a table holds fewer than 2^32 keys");
@@ -185,7 +185,7 @@ impl<V> DenseMap<V> {
         match self.find_hashed(hash, key) {
             Some(p) => Some(std::mem::replace(&mut self.slot_mut(p).1, value)),
             None => {
-                self.push_hashed(hash, SmallBytes::from_slice(key), value);
+                self.push_hashed(hash, Str::from_slice(key), value);
                 None
             }
         }
@@ -199,7 +199,7 @@ impl<V> DenseMap<V> {
 
     /// Removes the slot at `pos`, moving the last slot into its place. None if `pos` is out of
     /// range.
-    pub fn swap_remove_index(&mut self, pos: usize) -> Option<(SmallBytes, V)> {
+    pub fn swap_remove_index(&mut self, pos: usize) -> Option<(Str, V)> {
         if pos >= self.len {
             return None;
         }
@@ -235,7 +235,7 @@ impl<V> DenseMap<V> {
 
     /// Keeps the slots for which `keep` says so, in their order (positions only move down), and
     /// rebuilds the index, which leaves no deleted markers (tombstones) in it.
-    pub fn retain(&mut self, mut keep: impl FnMut(&SmallBytes, &mut V) -> bool) {
+    pub fn retain(&mut self, mut keep: impl FnMut(&Str, &mut V) -> bool) {
         let old = std::mem::take(&mut self.chunks);
         self.len = 0;
         self.index.clear();
@@ -250,12 +250,12 @@ impl<V> DenseMap<V> {
     }
 
     /// Every key and value, in position order.
-    pub fn iter(&self) -> impl Iterator<Item = (&SmallBytes, &V)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&Str, &V)> {
         self.chunks.iter().flatten().map(|(k, v)| (k, v))
     }
 
     /// Every key and value, in position order, the values to change.
-    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&SmallBytes, &mut V)> {
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&Str, &mut V)> {
         self.chunks.iter_mut().flatten().map(|(k, v)| (&*k, v))
     }
 }

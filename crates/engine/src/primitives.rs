@@ -11,7 +11,9 @@ pub type SmallBytes = SmallVec<[u8; 16]>;
 /// clients cannot craft colliding keys.
 pub type Hasher = foldhash::fast::RandomState;
 
-/// The bytes of a string value: up to [`Str::INLINE`] bytes inline, longer ones in one heap block.
+/// The bytes of a key or a string value: up to [`Str::INLINE`] bytes inline, longer ones in one heap
+/// block. Keys of up to 22 bytes (`counter:000000012345`, `lock:order:123456789`) cost no
+/// allocation and no pointer to follow when a lookup compares them.
 ///
 /// 24 bytes, so that the keyspace's `Value` is 24 too: the inline form is a length byte and
 /// 22 bytes of data; the heap form is the block (whose length is the capacity) and the string's
@@ -253,6 +255,32 @@ impl PartialEq for Str {
 }
 
 impl Eq for Str {}
+
+/// Hashes as its bytes, as `[u8]` does: maps keyed by `Str` are searched with `&[u8]`.
+impl std::hash::Hash for Str {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_slice().hash(state)
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for Str {
+    fn borrow(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+/// Orders as its bytes.
+impl PartialOrd for Str {
+    fn partial_cmp(&self, other: &Str) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Str {
+    fn cmp(&self, other: &Str) -> std::cmp::Ordering {
+        self.as_slice().cmp(other.as_slice())
+    }
+}
 
 impl std::fmt::Debug for Str {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -1,6 +1,6 @@
 //! Values stored in the keyspace.
 //!
-//! Memory matters: a key is a [`Key`] (bytes inline up to 16, on the heap beyond), and an [`Entry`]
+//! Memory matters: a key is a [`Key`] (a [`Str`]: bytes inline up to 22, on the heap beyond), and an [`Entry`]
 //! is 40 bytes: the [`Value`] (24), the TTL deadline (8), the access clock and LFU counter packed in
 //! 4 (as Redis's `lru` field), and the table's bookkeeping in 4 (the key's place in its table's list
 //! of keys with a TTL, the `raw` flag, the snapshot epoch). Integers and strings of up to 22 bytes live inline
@@ -10,8 +10,8 @@ use std::collections::VecDeque;
 
 pub use crate::primitives::{Hasher, SmallBytes, Str};
 
-/// A key. Binary-safe.
-pub type Key = SmallBytes;
+/// A key. Binary-safe; up to 22 bytes inline (no allocation), as a string value's bytes.
+pub type Key = Str;
 
 /// A hash value: field -> value, in insertion order with O(1) random access (HRANDFIELD, HSCAN).
 pub type HashValue = indexmap::IndexMap<SmallBytes, SmallBytes, Hasher>;
