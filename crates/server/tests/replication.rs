@@ -376,6 +376,15 @@ fn replicas_that_sync_together_under_writes_get_the_same_data() {
         for rc in &mut rcs {
             same_digest(&mut pc, rc);
         }
+        // A disk-based sync's file was unlinked once written: nothing is left in `dir`.
+        let reply = pc.cmd(&[b"CONFIG", b"GET", b"dir"]);
+        let dir = reply.lines().filter(|l| !l.starts_with(['*', '$'])).nth(1).expect("dir").to_string();
+        let left: Vec<String> = std::fs::read_dir(&dir)
+            .expect("dir")
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.contains("-repl-"))
+            .collect();
+        assert!(left.is_empty(), "diskless {diskless}: sync files left in {dir}: {left:?}");
     }
 }
 

@@ -249,28 +249,68 @@ where
         (std::sync::Arc::as_ptr(&self.srv) as usize, self.client.id)
     }
 
-    /// Sends a full sync's file whole after its length (`$<len>`), once it is written.
+    /// Sends a full sync's file whole after its length (`$<len>`), once it is written. The file
+    /// goes to disk first (Redis's disk-based sync), beside the RDB file under a name of its own,
+    /// and is unlinked as soon as it is written: the open handle keeps it readable, memory holds a
+    /// chunk at a time, and nothing is left behind whatever happens next. Unlike Redis, the file
+    /// does not become `dbfilename` (as with Redis's `rdb-del-sync-files yes`): saving is
+    /// `save`'s and BGSAVE's business.
     async fn send_file(
         &mut self,
         snapshot: engine::persistence::Snapshot,
         slot: engine::persistence::ReplSnapshot,
     ) -> Step {
         let fence = self.srv.fence.clone();
+        let path =
+            self.srv.rdb_path().with_file_name(format!("temp-{}-repl-{}.rdb", std::process::id(), self.client.id));
         let file = tokio::task::spawn_blocking(move || {
-            let mut data = Vec::new();
-            let written = snapshot.write(&mut data, &fence).map(|()| data);
+            let written = (|| {
+                let f = std::fs::File::options().read(true).write(true).create(true).truncate(true).open(&path)?;
+                let mut w = std::io::BufWriter::with_capacity(STREAM_CHUNK, f);
+                snapshot.write(&mut w, &fence)?;
+                let f = w.into_inner().map_err(|e| e.into_error())?;
+                let len = f.metadata()?.len();
+                Ok::<_, std::io::Error>((f, len))
+            })();
+            let _ = std::fs::remove_file(&path);
             // The file is written: another snapshot may start.
             drop(slot);
             written
         })
         .await;
-        let Ok(Ok(data)) = file else {
-            tracing::warn!("Full sync to replica {} failed", self.client.info.addr);
-            return Err(Close);
+        let (f, len) = match file {
+            Ok(Ok(done)) => done,
+            Ok(Err(e)) => {
+                tracing::warn!("Full sync to replica {} failed: {e}", self.client.info.addr);
+                return Err(Close);
+            }
+            Err(_) => return Err(Close),
         };
-        self.wr.write_all(format!("${}\r\n", data.len()).as_bytes()).await.map_err(|_| Close)?;
-        self.wr.write_all(&data).await.map_err(|_| Close)?;
-        self.srv.stats.add_net_output(data.len() as u64);
+        self.wr.write_all(format!("${len}\r\n").as_bytes()).await.map_err(|_| Close)?;
+        let f = std::sync::Arc::new(f);
+        let mut buf = vec![0u8; STREAM_CHUNK];
+        let mut at = 0u64;
+        while at < len {
+            // Disk reads on a blocking thread, a chunk at a time.
+            let file = f.clone();
+            let (read, back) = tokio::task::spawn_blocking(move || {
+                let r = std::os::unix::fs::FileExt::read_at(&*file, &mut buf, at);
+                (r, buf)
+            })
+            .await
+            .map_err(|_| Close)?;
+            buf = back;
+            let n = match read {
+                Ok(0) | Err(_) => {
+                    tracing::warn!("Full sync to replica {} failed: the file could not be read", self.client.info.addr);
+                    return Err(Close);
+                }
+                Ok(n) => n.min((len - at) as usize),
+            };
+            self.write_timed(&buf[..n]).await?;
+            self.srv.stats.add_net_output(n as u64);
+            at += n as u64;
+        }
         self.wr.flush().await.map_err(|_| Close)
     }
 
