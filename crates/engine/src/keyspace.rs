@@ -906,11 +906,9 @@ impl Table {
                 }
                 // Swap-remove moves the last entry (already visited, position >= pos) into `pos`:
                 // it may be returned twice, which SCAN allows, but nothing is skipped.
+                // An expiry like any other: counted, propagated as DEL, notified.
                 let k = k.clone();
-                self.remove_index(pos);
-                self.expired += 1;
-                self.touch(&k);
-                self.signal_ready(&k);
+                self.reclaim(pos, &k);
             } else {
                 out(k, e);
             }
@@ -1429,6 +1427,25 @@ mod tests {
             check_volatile(&t);
             assert_eq!(t.len(), model.len(), "step {step}");
         }
+    }
+
+    /// A key SCAN finds expired goes as any expiry does: propagated as DEL (Redis's "SCAN:
+    /// Lazy-expire should not be wrapped in MULTI/EXEC" reads the DELs on the replication stream)
+    /// and notified as expired.
+    #[test]
+    fn scan_reclaims_expired_keys_as_expiries() {
+        let mut t = Table::default();
+        t.log_mask.store(u32::MAX, Ordering::Relaxed);
+        t.log_server_deletes(true);
+        t.insert(b"a", e(b"1", 5));
+        t.insert(b"b", e(b"2", 0));
+        t.take_log();
+        let mut seen = Vec::new();
+        assert_eq!(t.scan(None, 10, 10, &mut |k, _| seen.push(k.to_vec())), 0);
+        assert_eq!(seen, vec![b"b".to_vec()]);
+        assert_eq!(t.take_server_deletes(), vec![Key::from_slice(b"a")]);
+        assert!(t.take_log().iter().any(|(k, ev)| &k[..] == b"a" && *ev == KeyEvent::Expired { lock: false }));
+        assert_eq!((t.expired, t.volatile_len()), (1, 0));
     }
 
     #[test]
