@@ -1134,7 +1134,7 @@ impl<'a> Reader<'a> {
             }
             HASH => {
                 let n = self.count(2)?;
-                let mut h = HashValue::with_capacity_and_hasher(n, Default::default());
+                let mut h = HashValue::with_capacity(n);
                 for _ in 0..n {
                     let f = self.string()?;
                     let v = self.string()?;
@@ -1405,7 +1405,7 @@ fn hash_from_pairs(items: Vec<SmallBytes>) -> R<HashValue> {
     if !items.len().is_multiple_of(2) {
         return Err(BAD);
     }
-    let mut h = HashValue::with_capacity_and_hasher(items.len() / 2, Default::default());
+    let mut h = HashValue::with_capacity(items.len() / 2);
     let mut it = items.into_iter();
     while let (Some(f), Some(v)) = (it.next(), it.next()) {
         if h.insert(f, v).is_some() {

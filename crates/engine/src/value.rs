@@ -13,8 +13,7 @@ pub use crate::primitives::{Hasher, SmallBytes, Str};
 /// A key. Binary-safe; up to 22 bytes inline (no allocation), as a string value's bytes.
 pub type Key = Str;
 
-/// A hash value: field -> value, in insertion order with O(1) random access (HRANDFIELD, HSCAN).
-pub type HashValue = indexmap::IndexMap<SmallBytes, SmallBytes, Hasher>;
+pub use crate::types::hash::HashValue;
 /// A set value with O(1) random access (SRANDMEMBER, SPOP, SSCAN).
 pub type SetValue = indexmap::IndexSet<SmallBytes, Hasher>;
 /// A list value.
@@ -244,7 +243,7 @@ impl Value {
             Value::Int(_) => 0,
             Value::Str(s) => s.heap_bytes(),
             Value::List(l) => l.capacity() * std::mem::size_of::<SmallBytes>() + l.iter().map(sb).sum::<usize>(),
-            Value::Hash(h) => h.capacity() * 56 + h.iter().map(|(k, v)| sb(k) + sb(v)).sum::<usize>(),
+            Value::Hash(h) => h.table_bytes() + h.iter().map(|(k, v)| sb(k) + sb(v)).sum::<usize>(),
             Value::Set(s) => s.capacity() * 40 + s.iter().map(sb).sum::<usize>(),
             Value::ZSet(z) => z.heap_size(),
             Value::Lock(l) => std::mem::size_of::<LockValue>() + sb(&l.owner),

@@ -26,6 +26,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "value",
             "types",
             "types::zset",
+            "types::hash",
             "changes",
             "host",
             "lzf",

@@ -1,6 +1,7 @@
 //! Data structures behind the aggregate value types, and per-key access metadata.
 
 pub mod access;
+pub mod hash;
 pub mod hll;
 pub mod listpack;
 pub mod stream;
