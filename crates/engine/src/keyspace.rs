@@ -227,6 +227,23 @@ impl Table {
         self.deadline_set(at);
     }
 
+    /// The deadline of the key at `idx` went from `old` to `at` (0: none); `vpos` was its place in
+    /// the TTL list if `old` was set. The list and the sweep's bounds follow.
+    fn deadline_changed(&mut self, idx: usize, old: u64, at: u64, vpos: usize) {
+        match (old != 0, at != 0) {
+            (true, true) if old != at => self.deadline_set(at),
+            (true, false) => self.volatile_remove(vpos),
+            (false, true) => self.volatile_add(idx),
+            _ => {}
+        }
+    }
+
+    /// The TTL list was replaced wholesale: the next sweep starts a new pass, and the earliest
+    /// deadline is unknown until it ends.
+    fn restart_sweep(&mut self) {
+        (self.sweep, self.next_at) = (None, 0);
+    }
+
     /// A deadline was set or changed: the sweep's bounds take it into account.
     #[inline]
     fn deadline_set(&mut self, at: u64) {
@@ -251,8 +268,7 @@ impl Table {
     /// Lists again every key with a TTL, after positions changed wholesale.
     fn volatile_rebuild(&mut self) {
         self.volatile.clear();
-        self.sweep = None;
-        self.next_at = 0;
+        self.restart_sweep();
         for idx in 0..self.map.len() {
             let e = &mut self.map[idx];
             if e.expire_at != 0 {
@@ -348,17 +364,12 @@ impl Table {
         let old = match self.map.find_hashed(hash, key) {
             Some(idx) => {
                 self.before_change(idx);
-                let old_at = self.map[idx].expire_at;
+                let (old_at, vpos) = (self.map[idx].expire_at, self.map[idx].vpos());
                 if old_at != 0 {
-                    entry.set_vpos(self.map[idx].vpos());
+                    entry.set_vpos(vpos);
                 }
                 let old = std::mem::replace(&mut self.map[idx], entry);
-                match (old_at != 0, at != 0) {
-                    (true, true) if old_at != at => self.deadline_set(at),
-                    (true, false) => self.volatile_remove(old.vpos()),
-                    (false, true) => self.volatile_add(idx),
-                    _ => {}
-                }
+                self.deadline_changed(idx, old_at, at, vpos);
                 Some(old)
             }
             None => {
@@ -432,12 +443,7 @@ impl Table {
         let e = &mut self.map[idx];
         let old = std::mem::replace(&mut e.expire_at, at);
         let vpos = e.vpos();
-        match (old != 0, at != 0) {
-            (true, true) if old != at => self.deadline_set(at),
-            (true, false) => self.volatile_remove(vpos),
-            (false, true) => self.volatile_add(idx),
-            _ => {}
-        }
+        self.deadline_changed(idx, old, at, vpos);
         self.touch(key);
         true
     }
@@ -594,7 +600,7 @@ impl Table {
         self.touch_all_before_replace(None, now);
         self.map = Default::default();
         self.volatile = Vec::new();
-        self.sweep = None;
+        self.restart_sweep();
         self.signal_all_blocked();
     }
 
@@ -605,7 +611,7 @@ impl Table {
         self.finish_snapshot();
         self.touch_all_before_replace(None, now);
         let data = TableData { map: std::mem::take(&mut self.map), volatile: std::mem::take(&mut self.volatile) };
-        self.sweep = None;
+        self.restart_sweep();
         self.signal_all_blocked();
         data
     }
@@ -615,7 +621,7 @@ impl Table {
         self.clear(now);
         self.map = data.map;
         self.volatile = data.volatile;
-        (self.sweep, self.next_at) = (None, 0);
+        self.restart_sweep();
         self.signal_all_blocked();
     }
 
@@ -638,7 +644,8 @@ impl Table {
         b.touch_all_before_replace(Some(a), now);
         std::mem::swap(&mut a.map, &mut b.map);
         std::mem::swap(&mut a.volatile, &mut b.volatile);
-        (a.sweep, a.next_at, b.sweep, b.next_at) = (None, 0, None, 0);
+        a.restart_sweep();
+        b.restart_sweep();
         // Clients blocked on either side may be served now (Redis's "SWAPDB awakes blocked client";
         // a lock that is absent after the swap is free).
         a.signal_all_blocked();
