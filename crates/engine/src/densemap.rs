@@ -50,11 +50,6 @@ fn at(pos: usize) -> (usize, usize) {
 }
 
 impl<V> DenseMap<V> {
-    /// An empty map hashing with `hasher` (allocates nothing).
-    pub fn with_hasher(hasher: Hasher) -> Self {
-        DenseMap { chunks: Vec::new(), len: 0, index: HashTable::new(), hasher }
-    }
-
     /// Number of keys.
     #[inline]
     pub fn len(&self) -> usize {
@@ -80,11 +75,6 @@ impl<V> DenseMap<V> {
     /// Slots allocated and not in use (the tails of the last chunks).
     pub fn free_slots(&self) -> usize {
         self.chunks.iter().map(Vec::capacity).sum::<usize>() - self.len
-    }
-
-    /// The hasher keys are hashed with.
-    pub fn hasher(&self) -> &Hasher {
-        &self.hasher
     }
 
     /// The hash of `key` (what the index files it under).
@@ -133,12 +123,6 @@ impl<V> DenseMap<V> {
         self.get_index_of(key).map(|p| &self.slot(p).1)
     }
 
-    /// The value of `key`, to change.
-    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
-        let p = self.get_index_of(key)?;
-        Some(&mut self.slot_mut(p).1)
-    }
-
     /// The key and value at a position.
     #[inline]
     pub fn get_index(&self, pos: usize) -> Option<(&Str, &V)> {
@@ -177,18 +161,6 @@ impl<V> DenseMap<V> {
             hasher.hash_one(&chunks[c][i].0[..])
         });
         pos
-    }
-
-    /// Inserts or replaces; returns the previous value.
-    pub fn insert(&mut self, key: &[u8], value: V) -> Option<V> {
-        let hash = self.hash(key);
-        match self.find_hashed(hash, key) {
-            Some(p) => Some(std::mem::replace(&mut self.slot_mut(p).1, value)),
-            None => {
-                self.push_hashed(hash, Str::from_slice(key), value);
-                None
-            }
-        }
     }
 
     /// Points the index entry for the slot at `from` (whose key hashes to `hash`) at `to`.
@@ -253,11 +225,6 @@ impl<V> DenseMap<V> {
     pub fn iter(&self) -> impl Iterator<Item = (&Str, &V)> {
         self.chunks.iter().flatten().map(|(k, v)| (k, v))
     }
-
-    /// Every key and value, in position order, the values to change.
-    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&Str, &mut V)> {
-        self.chunks.iter_mut().flatten().map(|(k, v)| (&*k, v))
-    }
 }
 
 impl<V> std::ops::Index<usize> for DenseMap<V> {
@@ -282,6 +249,18 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
+    /// Inserts or replaces, as a table does; returns the previous value.
+    fn insert(m: &mut DenseMap<usize>, key: &[u8], value: usize) -> Option<usize> {
+        let hash = m.hash(key);
+        match m.find_hashed(hash, key) {
+            Some(p) => Some(std::mem::replace(&mut m[p], value)),
+            None => {
+                m.push_hashed(hash, Str::from_slice(key), value);
+                None
+            }
+        }
+    }
+
     fn key(i: usize) -> Vec<u8> {
         format!("key:{i}").into_bytes()
     }
@@ -303,11 +282,11 @@ mod tests {
         let mut model = HashMap::new();
         let n = 3 * CHUNK + 17;
         for i in 0..n {
-            assert_eq!(m.insert(&key(i), i), None);
+            assert_eq!(insert(&mut m, &key(i), i), None);
             model.insert(key(i), i);
         }
         check(&m, &model);
-        assert_eq!(m.insert(&key(5), 500), Some(5));
+        assert_eq!(insert(&mut m, &key(5), 500), Some(5));
         model.insert(key(5), 500);
         // Remove from the middle, the front and the end: the last slot moves into the hole.
         for pick in [CHUNK + 3, 0, usize::MAX, 2 * CHUNK] {
@@ -327,7 +306,7 @@ mod tests {
     fn shrinking_frees_chunks_but_one_spare() {
         let mut m = DenseMap::default();
         for i in 0..3 * CHUNK {
-            m.insert(&key(i), i);
+            insert(&mut m, &key(i), i);
         }
         while m.len() > CHUNK / 2 {
             m.swap_remove_index(m.len() - 1);
@@ -345,7 +324,7 @@ mod tests {
         let mut m = DenseMap::default();
         let mut model = HashMap::new();
         for i in 0..2 * CHUNK + 5 {
-            m.insert(&key(i), i);
+            insert(&mut m, &key(i), i);
             if i % 3 != 0 {
                 model.insert(key(i), i);
             }
@@ -360,7 +339,7 @@ mod tests {
     fn a_small_map_allocates_little() {
         let mut m = DenseMap::default();
         for i in 0..5 {
-            m.insert(&key(i), i);
+            insert(&mut m, &key(i), i);
         }
         assert!(m.free_slots() < 8);
     }
