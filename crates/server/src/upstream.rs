@@ -149,20 +149,29 @@ impl Link<'_> {
         self.srv.log_link(true, line);
     }
 
-    async fn run(&self) -> End {
-        self.state(LinkState::Connecting);
-        let addr = (self.primary.host.as_str(), self.primary.port);
-        let sock = match tokio::time::timeout(self.timeout(), TcpStream::connect(addr)).await {
-            Ok(Ok(s)) => s,
+    /// One step of connecting (TCP, then TLS) under the link's timeout: its result, or Redis's
+    /// log line for its failure.
+    async fn connect_step<T, E: std::fmt::Display>(
+        &self,
+        step: impl std::future::Future<Output = Result<T, E>>,
+    ) -> Option<T> {
+        match tokio::time::timeout(self.timeout(), step).await {
+            Ok(Ok(s)) => Some(s),
             Ok(Err(e)) => {
                 self.warn(&format!("Error condition on socket for SYNC: {e}"));
-                return End::Retry;
+                None
             }
             Err(_) => {
                 self.warn("Timeout connecting to the MASTER...");
-                return End::Retry;
+                None
             }
-        };
+        }
+    }
+
+    async fn run(&self) -> End {
+        self.state(LinkState::Connecting);
+        let addr = (self.primary.host.as_str(), self.primary.port);
+        let Some(sock) = self.connect_step(TcpStream::connect(addr)).await else { return End::Retry };
         let _ = sock.set_nodelay(true);
         let peer = sock.peer_addr().map(|a| a.to_string()).unwrap_or_default();
         let local = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
@@ -178,16 +187,9 @@ impl Link<'_> {
                     return End::Retry;
                 }
             };
-            match tokio::time::timeout(self.timeout(), connector.connect(name, sock)).await {
-                Ok(Ok(s)) => Box::new(s) as Sock,
-                Ok(Err(e)) => {
-                    self.warn(&format!("Error condition on socket for SYNC: {e}"));
-                    return End::Retry;
-                }
-                Err(_) => {
-                    self.warn("Timeout connecting to the MASTER...");
-                    return End::Retry;
-                }
+            match self.connect_step(connector.connect(name, sock)).await {
+                Some(s) => Box::new(s) as Sock,
+                None => return End::Retry,
             }
         } else {
             Box::new(sock)
