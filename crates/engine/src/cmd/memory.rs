@@ -85,14 +85,15 @@ fn help(ctx: &mut Ctx<'_, '_>) -> Frame {
     super::keyspace::help_reply(ctx.arg(0), HELP)
 }
 
-/// Bytes of one key's table slot: key header, entry, stored hash and index (as `Table` lays them out).
+/// Bytes of one key's table slot: the key, the entry and the index bucket (as `Table` lays them out).
 const SLOT_BYTES: usize = crate::keyspace::Table::SLOT_BYTES;
 /// Bytes a TTL adds: the key's place in its table's list of keys with a TTL.
 const EXPIRY_BYTES: usize = std::mem::size_of::<u32>();
 
 /// Estimated bytes used by a key and its value.
 pub fn key_usage(key: &[u8], e: &Entry) -> usize {
-    let key_heap = if key.len() > 16 { key.len() } else { 0 };
+    // A key is a `Str`: inline up to `Str::INLINE` bytes, else one exact block.
+    let key_heap = if key.len() > crate::value::Str::INLINE { key.len() } else { 0 };
     let ttl = if e.expire_at().is_some() { EXPIRY_BYTES } else { 0 };
     SLOT_BYTES + key_heap + ttl + e.value.heap_size()
 }
@@ -299,6 +300,24 @@ mod tests {
         c.run("rpush l aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
         let big: i64 = c.run("memory usage l")[1..].parse().unwrap();
         assert!(big > small + 80, "{big} vs {small}");
+    }
+
+    /// Keys of up to 22 bytes are inline (no heap); a longer one costs its bytes.
+    #[test]
+    fn memory_usage_counts_a_key_heap_only_past_the_inline_bytes() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        let usage = |c: &mut crate::testkit::TestClient, k: &str| {
+            c.run(&format!("set {k} v"));
+            match c.cmd(&["memory", "usage", k]).unwrap() {
+                Frame::Integer(n) => n,
+                f => panic!("{f:?}"),
+            }
+        };
+        let (short, inline, long) =
+            (usage(&mut c, "k"), usage(&mut c, &"k".repeat(22)), usage(&mut c, &"k".repeat(23)));
+        assert_eq!(short, inline);
+        assert_eq!(long, inline + 23);
     }
 
     #[test]
