@@ -718,7 +718,11 @@ fn write_commands(spec: &RecordSpec, key: &[u8], e: &Entry, out: &mut Vec<u8>) {
             b"ZADD",
             &mut z.iter().map(|(m, score)| vec![SmallBytes::from_slice(&score_text(score)), m.clone()]),
         ),
-        Value::Hash(h) => batches(out, b"HMSET", &mut h.iter().map(|(f, v)| vec![f.clone(), v.clone()])),
+        Value::Hash(h) => batches(
+            out,
+            b"HMSET",
+            &mut h.iter().map(|(f, v)| vec![SmallBytes::from_slice(f), SmallBytes::from_slice(v)]),
+        ),
         Value::Stream(st) => stream_commands(key, st, out),
         v => {
             let bytes = v.as_bytes().unwrap_or_default();
@@ -1138,11 +1142,11 @@ impl<'a> Reader<'a> {
                 for _ in 0..n {
                     let f = self.string()?;
                     let v = self.string()?;
-                    if h.insert(f, v).is_some() {
+                    if !h.insert(&f, &v) {
                         return Err(DecodeError::Corrupt("Duplicate hash fields detected"));
                     }
                 }
-                non_empty(Value::Hash(Box::new(h)))?
+                non_empty(Value::Hash(h))?
             }
             SET_INTSET => {
                 let blob = self.string()?;
@@ -1184,8 +1188,8 @@ impl<'a> Reader<'a> {
             HASH_LISTPACK => {
                 let max = self.checks.limits.hash_entries;
                 match self.listpack_pairs("Hash listpack integrity check failed.", max, true, hash_from_pairs)? {
-                    Some(h) => non_empty(Value::Hash(Box::new(h)))?,
-                    None => Value::Hash(Box::default()),
+                    Some(h) => non_empty(Value::Hash(h))?,
+                    None => Value::Hash(HashValue::default()),
                 }
             }
             HASH_ZIPLIST => {
@@ -1193,7 +1197,7 @@ impl<'a> Reader<'a> {
                 let h = parse_ziplist(&blob)
                     .and_then(hash_from_pairs)
                     .map_err(corrupt("Hash ziplist integrity check failed."))?;
-                non_empty(Value::Hash(Box::new(h)))?
+                non_empty(Value::Hash(h))?
             }
             LIST_QUICKLIST | LIST_QUICKLIST_2 => {
                 let nodes = self.count(1)?;
@@ -1234,7 +1238,7 @@ impl<'a> Reader<'a> {
                 let blob = self.string()?;
                 let h =
                     parse_zipmap(&blob).and_then(hash_from_pairs).map_err(corrupt("Zipmap integrity check failed."))?;
-                non_empty(Value::Hash(Box::new(h)))?
+                non_empty(Value::Hash(h))?
             }
             _ => return Err(BAD),
         })
@@ -1408,7 +1412,7 @@ fn hash_from_pairs(items: Vec<SmallBytes>) -> R<HashValue> {
     let mut h = HashValue::with_capacity(items.len() / 2);
     let mut it = items.into_iter();
     while let (Some(f), Some(v)) = (it.next(), it.next()) {
-        if h.insert(f, v).is_some() {
+        if !h.insert(&f, &v) {
             return Err(BAD);
         }
     }
@@ -1681,8 +1685,8 @@ mod tests {
             Value::List(Box::new(list)),
             Value::Set(Box::new(small_set)),
             Value::Set(Box::new(big_set)),
-            Value::Hash(Box::new(small_hash)),
-            Value::Hash(Box::new(big_hash)),
+            Value::Hash(small_hash),
+            Value::Hash(big_hash),
             Value::ZSet(Box::new(small_z)),
             Value::ZSet(Box::new(big_z)),
         ] {

@@ -30,7 +30,7 @@ pub enum Value {
     /// A list.
     List(Box<ListValue>),
     /// A hash.
-    Hash(Box<HashValue>),
+    Hash(HashValue),
     /// A set.
     Set(Box<SetValue>),
     /// A sorted set.
@@ -243,7 +243,7 @@ impl Value {
             Value::Int(_) => 0,
             Value::Str(s) => s.heap_bytes(),
             Value::List(l) => l.capacity() * std::mem::size_of::<SmallBytes>() + l.iter().map(sb).sum::<usize>(),
-            Value::Hash(h) => h.table_bytes() + h.iter().map(|(k, v)| sb(k) + sb(v)).sum::<usize>(),
+            Value::Hash(h) => h.heap_bytes(),
             Value::Set(s) => s.capacity() * 40 + s.iter().map(sb).sum::<usize>(),
             Value::ZSet(z) => z.heap_size(),
             Value::Lock(l) => std::mem::size_of::<LockValue>() + sb(&l.owner),

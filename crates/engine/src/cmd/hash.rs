@@ -6,7 +6,7 @@ use crate::command::{Flags, Keys};
 use crate::ctx::{Command, Ctx};
 use crate::error;
 use crate::types::access::{
-    bulk, create_hash, parse_scan, read_hash, remove_if_empty, sb, scan_match, scan_positions, scan_reply, write_hash,
+    bulk, create_hash, parse_scan, read_hash, remove_if_empty, scan_match, scan_positions, scan_reply, write_hash,
 };
 use resp::Frame;
 
@@ -168,7 +168,7 @@ fn hset_generic(ctx: &mut Ctx<'_, '_>) -> Result<i64, Frame> {
     let h = create_hash(&mut db, key)?;
     let mut added = 0;
     for pair in args[2..].chunks_exact(2) {
-        if h.insert(sb(&pair[0]), sb(&pair[1])).is_none() {
+        if h.insert(&pair[0], &pair[1]) {
             added += 1;
         }
     }
@@ -194,7 +194,7 @@ fn hsetnx(ctx: &mut Ctx<'_, '_>) -> Frame {
     if h.contains_key(field) {
         return Frame::Integer(0);
     }
-    h.insert(sb(field), sb(val));
+    h.insert(field, val);
     ctx.changed(1);
     Frame::Integer(1)
 }
@@ -202,7 +202,7 @@ fn hsetnx(ctx: &mut Ctx<'_, '_>) -> Frame {
 fn hget(ctx: &mut Ctx<'_, '_>) -> Frame {
     let (key, field) = (ctx.arg(1), ctx.arg(2));
     match read_hash(&mut ctx.db(), key) {
-        Ok(Some(h)) => h.get(field).map(|v| bulk(v)).unwrap_or(Frame::Null),
+        Ok(Some(h)) => h.get(field).map(bulk).unwrap_or(Frame::Null),
         Ok(None) => Frame::Null,
         Err(e) => e,
     }
@@ -215,7 +215,7 @@ fn hmget(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(h) => Frame::Array(
             fields
                 .iter()
-                .map(|f| h.as_ref().and_then(|h| h.get(&f[..])).map(|v| bulk(v)).unwrap_or(Frame::Null))
+                .map(|f| h.as_ref().and_then(|h| h.get(&f[..])).map(bulk).unwrap_or(Frame::Null))
                 .collect(),
         ),
         Err(e) => e,
@@ -257,7 +257,7 @@ fn hkeys(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(1);
     let proto = ctx.client.proto;
     match read_hash(&mut ctx.db(), key) {
-        Ok(Some(h)) => encoded_array(|| h.keys().map(|k| &k[..]), proto),
+        Ok(Some(h)) => encoded_array(|| h.keys(), proto),
         Ok(None) => Frame::Array(Vec::new()),
         Err(e) => e,
     }
@@ -267,7 +267,7 @@ fn hvals(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(1);
     let proto = ctx.client.proto;
     match read_hash(&mut ctx.db(), key) {
-        Ok(Some(h)) => encoded_array(|| h.values().map(|v| &v[..]), proto),
+        Ok(Some(h)) => encoded_array(|| h.values(), proto),
         Ok(None) => Frame::Array(Vec::new()),
         Err(e) => e,
     }
@@ -284,7 +284,7 @@ fn hdel(ctx: &mut Ctx<'_, '_>) -> Frame {
     };
     let mut n = 0;
     for f in fields {
-        if h.swap_remove(&f[..]).is_some() {
+        if h.swap_remove(&f[..]) {
             n += 1;
         }
         if h.is_empty() {
@@ -342,7 +342,7 @@ fn hincrby(ctx: &mut Ctx<'_, '_>) -> Frame {
         return error::overflow();
     };
     let s = itoa::Buffer::new().format(new).as_bytes().to_vec();
-    h.insert(sb(field), sb(&s));
+    h.insert(field, &s);
     ctx.changed(1);
     Frame::Integer(new)
 }
@@ -373,7 +373,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_, '_>) -> Frame {
         return Frame::error("ERR increment would produce NaN or Infinity");
     }
     let s = new.to_human_string();
-    h.insert(sb(field), sb(s.as_bytes()));
+    h.insert(field, s.as_bytes());
     ctx.changed(1);
     // Replays as the value it produced (Redis's HSET rewrite): floating point need not agree.
     ctx.propagate_as(&[&b"HSET"[..], key, field, s.as_bytes()]);
@@ -406,7 +406,7 @@ fn hrandfield(ctx: &mut Ctx<'_, '_>) -> Frame {
             Ok(None) => return Frame::Array(Vec::new()),
             Err(e) => return e,
         };
-        let entry = |i: usize| h.get_index(i).map_or((&[][..], &[][..]), |(k, v)| (&k[..], &v[..]));
+        let entry = |i: usize| h.get_index(i).unwrap_or((&[], &[]));
         if withvalues {
             super::set::random_reply(
                 h.len(),

@@ -782,7 +782,7 @@ mod tests {
         Value::List(Box::new(items.iter().map(|s| sb(s)).collect::<ListValue>()))
     }
     fn hash(items: &[(&str, &str)]) -> Value {
-        Value::Hash(Box::new(items.iter().map(|(k, v)| (sb(k), sb(v))).collect::<HashValue>()))
+        Value::Hash(items.iter().map(|(k, v)| (sb(k), sb(v))).collect::<HashValue>())
     }
     fn set(items: &[&str]) -> Value {
         Value::Set(Box::new(items.iter().map(|s| sb(s)).collect::<SetValue>()))
@@ -1258,7 +1258,7 @@ mod tests {
             v.push_back(sb("d"));
             let e = l.shard_for(b"h2").dbs[1].lookup(b"h2", 0).expect("copied");
             let Value::Hash(h) = &mut e.value else { panic!("hash") };
-            h.insert(sb("f3"), sb("v3"));
+            h.insert(b"f3", b"v3");
             let e = l.shard_for(b"s2").dbs[0].lookup(b"s2", 0).expect("copied");
             let Value::Set(s) = &mut e.value else { panic!("set") };
             s.shift_remove(&sb("x")[..]);

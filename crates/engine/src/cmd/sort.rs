@@ -114,7 +114,7 @@ fn lookup(ctx: &mut Ctx<'_, '_>, pattern: &[u8], elem: &[u8]) -> Looked {
     let mut db = ctx.db();
     let Some(e) = db.read(&key) else { return Looked::None };
     match (&e.value, field) {
-        (Value::Hash(h), Some(f)) => h.get(f).map(|v| Looked::Val(v.clone())).unwrap_or(Looked::None),
+        (Value::Hash(h), Some(f)) => h.get(f).map(|v| Looked::Val(SmallBytes::from_slice(v))).unwrap_or(Looked::None),
         (v, None) if v.is_string() => match v.as_bytes() {
             Some(b) => Looked::Val(SmallBytes::from_slice(&b)),
             None => Looked::None,

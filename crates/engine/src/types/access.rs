@@ -17,7 +17,7 @@ macro_rules! accessors {
             match db.read(key) {
                 None => Ok(None),
                 Some(e) => match &e.value {
-                    Value::$variant(v) => Ok(Some(&**v)),
+                    Value::$variant(v) => Ok(Some(std::borrow::Borrow::<$ty>::borrow(v))),
                     Value::Damaged(d) if d.type_name() == $name => Err(d.refusal()),
                     _ => Err(error::wrong_type()),
                 },
@@ -28,7 +28,7 @@ macro_rules! accessors {
             match db.write(key) {
                 None => Ok(None),
                 Some(e) => match &mut e.value {
-                    Value::$variant(v) => Ok(Some(&mut **v)),
+                    Value::$variant(v) => Ok(Some(std::borrow::BorrowMut::<$ty>::borrow_mut(v))),
                     Value::Damaged(d) if d.type_name() == $name => Err(d.refusal()),
                     _ => Err(error::wrong_type()),
                 },
@@ -38,11 +38,11 @@ macro_rules! accessors {
         /// call [`remove_if_empty`]); WRONGTYPE for another type.
         pub fn $create<'a>(db: &'a mut Db<'_, '_>, key: &[u8]) -> Result<&'a mut $ty, Frame> {
             if !db.exists(key) {
-                db.set(key, Value::$variant(Box::default()), false);
+                db.set(key, Value::$variant(Default::default()), false);
             }
             match db.write(key) {
                 Some(e) => match &mut e.value {
-                    Value::$variant(v) => Ok(&mut **v),
+                    Value::$variant(v) => Ok(std::borrow::BorrowMut::<$ty>::borrow_mut(v)),
                     Value::Damaged(d) if d.type_name() == $name => Err(d.refusal()),
                     _ => Err(error::wrong_type()),
                 },

@@ -1,34 +1,178 @@
-//! A hash value: field -> value, in insertion order, with O(1) access by position (HRANDFIELD,
+//! A hash value: field -> value, in insertion order, with access by position (HRANDFIELD,
 //! HSCAN's cursor).
 //!
-//! Small hashes, the common case (objects of a few fields), are a plain vector of pairs searched
-//! from the front, as Redis keeps them in a listpack: no index, no stored hashes, no spare buckets.
-//! A hash that grows past [`SMALL_MAX`] fields becomes an `IndexMap` and stays one (Redis does not
-//! convert back either). Both forms remove by moving the last pair into the hole, so positions
-//! behave the same whichever form a hash is in. What `OBJECT ENCODING` reports is decided by the
-//! configured limits, not by the form (see `Value::encoding_under`).
+//! Small hashes, the common case (objects of a few fields), are packed into one exact-size heap
+//! block, as Redis keeps them in a listpack: a count byte, then each field and each value as a
+//! LEB128 length and its bytes. No index, no stored hashes, no spare buckets, no per-field
+//! allocation; a lookup reads the block from the front. A hash that grows past [`SMALL_MAX`]
+//! fields or [`SMALL_BYTES`] bytes becomes an `IndexMap` and stays one (Redis does not convert
+//! back either). Both forms remove by moving the last pair into the hole, so positions behave the
+//! same whichever form a hash is in. What `OBJECT ENCODING` reports is decided by the configured
+//! limits, not by the form (see `Value::encoding_under`).
 
 use crate::primitives::{Hasher, SmallBytes};
 use indexmap::IndexMap;
 
-/// Most fields kept in the small form. A search reads at most this many inline fields, about
-/// what one probe of an index costs in cache misses.
+/// Most fields kept in the packed form. A search reads at most this many fields, about what one
+/// probe of an index costs in cache misses.
 pub const SMALL_MAX: usize = 32;
 
-/// A hash value (see the module documentation).
+/// Most bytes of a packed hash: every change rewrites the block, so it stays a few cache lines.
+pub const SMALL_BYTES: usize = 4096;
+
+/// A hash value (see the module documentation). 16 bytes, so it sits in a [`Value`] unboxed.
+///
+/// [`Value`]: crate::value::Value
 #[derive(Clone, Debug)]
 pub struct HashValue(Repr);
 
 #[derive(Clone, Debug)]
 enum Repr {
-    Small(Vec<(SmallBytes, SmallBytes)>),
+    /// The packed form: empty (no allocation) for an empty hash, else `[count][len f][f][len v][v]...`.
+    Small(Box<[u8]>),
     Large(Box<IndexMap<SmallBytes, SmallBytes, Hasher>>),
 }
 
 impl Default for HashValue {
     fn default() -> Self {
-        HashValue(Repr::Small(Vec::new()))
+        HashValue(Repr::Small(Box::default()))
     }
+}
+
+/// Appends `n` as LEB128.
+fn put_len(out: &mut Vec<u8>, mut n: usize) {
+    while n >= 0x80 {
+        out.push(n as u8 | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+/// Bytes of `n` as LEB128.
+fn len_size(n: usize) -> usize {
+    (usize::BITS - (n | 1).leading_zeros()).div_ceil(7) as usize
+}
+
+/// Bytes one element takes packed.
+fn packed_size(b: &[u8]) -> usize {
+    len_size(b.len()) + b.len()
+}
+
+/// The packed pairs of a small hash, front to back. Also where each pair starts and ends, for
+/// the edits.
+#[derive(Clone)]
+struct Packed<'a> {
+    buf: &'a [u8],
+    at: usize,
+    left: usize,
+}
+
+impl<'a> Packed<'a> {
+    fn new(buf: &'a [u8]) -> Self {
+        Packed { buf, at: 1, left: buf.first().map_or(0, |&n| n as usize) }
+    }
+
+    fn element(&mut self) -> &'a [u8] {
+        let (mut n, mut shift) = (0usize, 0);
+        loop {
+            let b = self.buf[self.at];
+            self.at += 1;
+            n |= ((b & 0x7f) as usize) << shift;
+            if b < 0x80 {
+                break;
+            }
+            shift += 7;
+        }
+        let e = &self.buf[self.at..self.at + n];
+        self.at += n;
+        e
+    }
+
+    /// The next pair and the byte range it occupies.
+    fn next_pair(&mut self) -> Option<(&'a [u8], &'a [u8], std::ops::Range<usize>)> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let start = self.at;
+        let f = self.element();
+        let v = self.element();
+        Some((f, v, start..self.at))
+    }
+
+    /// The pair holding `field`: its position, value and byte range.
+    fn find(mut self, field: &[u8]) -> Option<(usize, &'a [u8], std::ops::Range<usize>)> {
+        let mut i = 0;
+        while let Some((f, v, r)) = self.next_pair() {
+            if f == field {
+                return Some((i, v, r));
+            }
+            i += 1;
+        }
+        None
+    }
+}
+
+impl<'a> Iterator for Packed<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_pair().map(|(f, v, _)| (f, v))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+/// A packed block of `count` pairs: the count byte, then `parts` concatenated.
+fn block(count: usize, parts: &[&[u8]]) -> Box<[u8]> {
+    if count == 0 {
+        return Box::default();
+    }
+    let mut v = Vec::with_capacity(1 + parts.iter().map(|p| p.len()).sum::<usize>());
+    v.push(count as u8);
+    for p in parts {
+        v.extend_from_slice(p);
+    }
+    v.into_boxed_slice()
+}
+
+/// Sets `field` in a packed block: Some(true) if it is new, Some(false) if it was replaced, None
+/// (nothing changed) when the result would not fit the packed form.
+fn small_set(b: &mut Box<[u8]>, field: &[u8], value: &[u8]) -> Option<bool> {
+    let n = b.first().map_or(0, |&n| n as usize);
+    if let Some((_, old, r)) = Packed::new(b).find(field) {
+        let (old_len, vstart) = (old.len(), r.end - old.len());
+        if old_len == value.len() {
+            b[vstart..r.end].copy_from_slice(value);
+            return Some(false);
+        }
+        if b.len() - packed_size(old) + packed_size(value) > SMALL_BYTES {
+            return None;
+        }
+        let mut len = Vec::with_capacity(len_size(value.len()));
+        put_len(&mut len, value.len());
+        let vlen_at = vstart - len_size(old_len);
+        *b = block(n, &[&b[1..vlen_at], &len, value, &b[r.end..]]);
+        return Some(false);
+    }
+    let grown = b.len().max(1) + packed_size(field) + packed_size(value);
+    if n >= SMALL_MAX || grown > SMALL_BYTES {
+        return None;
+    }
+    let mut v = std::mem::take(b).into_vec();
+    if v.is_empty() {
+        v.push(0);
+    }
+    v.reserve_exact(grown - v.len());
+    v[0] += 1;
+    put_len(&mut v, field.len());
+    v.extend_from_slice(field);
+    put_len(&mut v, value.len());
+    v.extend_from_slice(value);
+    *b = v.into_boxed_slice();
+    Some(true)
 }
 
 impl HashValue {
@@ -37,10 +181,11 @@ impl HashValue {
         HashValue::default()
     }
 
-    /// An empty hash with room for `n` fields.
+    /// An empty hash about to receive `n` fields: indexed from the start when `n` is past
+    /// [`SMALL_MAX`].
     pub fn with_capacity(n: usize) -> Self {
         if n <= SMALL_MAX {
-            HashValue(Repr::Small(Vec::with_capacity(n)))
+            HashValue::new()
         } else {
             HashValue(Repr::Large(Box::new(IndexMap::with_capacity_and_hasher(n, Hasher::default()))))
         }
@@ -49,7 +194,7 @@ impl HashValue {
     /// Number of fields.
     pub fn len(&self) -> usize {
         match &self.0 {
-            Repr::Small(v) => v.len(),
+            Repr::Small(b) => b.first().map_or(0, |&n| n as usize),
             Repr::Large(m) => m.len(),
         }
     }
@@ -59,10 +204,10 @@ impl HashValue {
         self.len() == 0
     }
 
-    /// Fields the hash holds before it allocates again.
+    /// Fields the hash holds before it allocates again (a packed hash reallocates on each change).
     pub fn capacity(&self) -> usize {
         match &self.0 {
-            Repr::Small(v) => v.capacity(),
+            Repr::Small(_) => self.len(),
             Repr::Large(m) => m.capacity(),
         }
     }
@@ -72,15 +217,11 @@ impl HashValue {
         matches!(self.0, Repr::Large(_))
     }
 
-    fn position(v: &[(SmallBytes, SmallBytes)], field: &[u8]) -> Option<usize> {
-        v.iter().position(|(f, _)| f[..] == *field)
-    }
-
     /// The value of `field`.
-    pub fn get(&self, field: &[u8]) -> Option<&SmallBytes> {
+    pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
         match &self.0 {
-            Repr::Small(v) => Self::position(v, field).map(|i| &v[i].1),
-            Repr::Large(m) => m.get(field),
+            Repr::Small(b) => Packed::new(b).find(field).map(|(_, v, _)| v),
+            Repr::Large(m) => m.get(field).map(|v| &v[..]),
         }
     }
 
@@ -89,97 +230,105 @@ impl HashValue {
         self.get(field).is_some()
     }
 
-    /// Sets `field` (in place if present, else appended); returns the previous value.
-    pub fn insert(&mut self, field: SmallBytes, value: SmallBytes) -> Option<SmallBytes> {
-        match &mut self.0 {
-            Repr::Small(v) => {
-                if let Some(i) = Self::position(v, &field) {
-                    return Some(std::mem::replace(&mut v[i].1, value));
+    /// Sets `field` (in place if present, else appended); true if the field is new.
+    pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
+        if let Repr::Small(b) = &mut self.0 {
+            match small_set(b, field, value) {
+                Some(added) => return added,
+                None => {
+                    let mut m = IndexMap::with_capacity_and_hasher((self.len() + 1) * 2, Hasher::default());
+                    m.extend(self.iter().map(|(f, v)| (SmallBytes::from_slice(f), SmallBytes::from_slice(v))));
+                    self.0 = Repr::Large(Box::new(m));
                 }
-                if v.len() < SMALL_MAX {
-                    // Exactly as many pairs as fields: a small hash grows by one (a copy of at
-                    // most SMALL_MAX pairs), as a listpack does.
-                    v.reserve_exact(1);
-                    v.push((field, value));
-                    return None;
-                }
-                let mut m = IndexMap::with_capacity_and_hasher(v.len() * 2, Hasher::default());
-                m.extend(std::mem::take(v));
-                m.insert(field, value);
-                self.0 = Repr::Large(Box::new(m));
-                None
             }
-            Repr::Large(m) => m.insert(field, value),
         }
+        let Repr::Large(m) = &mut self.0 else { unreachable!("a packed hash was just indexed") };
+        m.insert(SmallBytes::from_slice(field), SmallBytes::from_slice(value)).is_none()
     }
 
-    /// Removes `field`, moving the last field into its position; returns its value.
-    pub fn swap_remove(&mut self, field: &[u8]) -> Option<SmallBytes> {
-        match &mut self.0 {
-            Repr::Small(v) => {
-                let i = Self::position(v, field)?;
-                let (_, value) = v.swap_remove(i);
-                if v.is_empty() {
-                    *v = Vec::new();
-                }
-                Some(value)
-            }
-            Repr::Large(m) => m.swap_remove(field),
-        }
+    /// Removes `field`, moving the last field into its position; true if it was there.
+    pub fn swap_remove(&mut self, field: &[u8]) -> bool {
+        let b = match &mut self.0 {
+            Repr::Large(m) => return m.swap_remove(field).is_some(),
+            Repr::Small(b) => b,
+        };
+        let n = b.first().map_or(0, |&n| n as usize);
+        let Some((i, _, r)) = Packed::new(b).find(field) else { return false };
+        *b = if i + 1 == n {
+            block(n - 1, &[&b[1..r.start]])
+        } else {
+            let last = Packed::new(b).skip_pairs(n - 1);
+            block(n - 1, &[&b[1..r.start], &b[last..], &b[r.end..last]])
+        };
+        true
     }
 
     /// The field and value at a position.
-    pub fn get_index(&self, i: usize) -> Option<(&SmallBytes, &SmallBytes)> {
+    pub fn get_index(&self, i: usize) -> Option<(&[u8], &[u8])> {
         match &self.0 {
-            Repr::Small(v) => v.get(i).map(|(f, x)| (f, x)),
-            Repr::Large(m) => m.get_index(i),
+            Repr::Small(b) => Packed::new(b).nth(i),
+            Repr::Large(m) => m.get_index(i).map(|(f, v)| (&f[..], &v[..])),
         }
     }
 
     /// Every field and value, in position order.
-    pub fn iter(&self) -> impl Iterator<Item = (&SmallBytes, &SmallBytes)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
         let (small, large) = match &self.0 {
-            Repr::Small(v) => (Some(v.iter().map(|(f, x)| (f, x))), None),
-            Repr::Large(m) => (None, Some(m.iter())),
+            Repr::Small(b) => (Some(Packed::new(b)), None),
+            Repr::Large(m) => (None, Some(m.iter().map(|(f, v)| (&f[..], &v[..])))),
         };
         small.into_iter().flatten().chain(large.into_iter().flatten())
     }
 
     /// Every field, in position order.
-    pub fn keys(&self) -> impl Iterator<Item = &SmallBytes> {
+    pub fn keys(&self) -> impl Iterator<Item = &[u8]> {
         self.iter().map(|(f, _)| f)
     }
 
     /// Every value, in position order.
-    pub fn values(&self) -> impl Iterator<Item = &SmallBytes> {
+    pub fn values(&self) -> impl Iterator<Item = &[u8]> {
         self.iter().map(|(_, v)| v)
     }
 
-    /// Bytes of the hash's own structures (not counting the fields' and values' heap).
-    pub fn table_bytes(&self) -> usize {
-        let pair = std::mem::size_of::<(SmallBytes, SmallBytes)>();
+    /// Bytes the hash holds on the heap: the packed block, or the index, its entries and the
+    /// fields' and values' own allocations.
+    pub fn heap_bytes(&self) -> usize {
         match &self.0 {
-            Repr::Small(v) => v.capacity() * pair,
-            // Entries (pair and stored hash) and index (position and control byte).
+            Repr::Small(b) => b.len(),
             Repr::Large(m) => {
-                std::mem::size_of::<IndexMap<SmallBytes, SmallBytes, Hasher>>() + m.capacity() * (pair + 8 + 9)
+                let pair = std::mem::size_of::<(SmallBytes, SmallBytes)>();
+                let spilled = |b: &SmallBytes| if b.spilled() { b.capacity() } else { 0 };
+                // Entries (pair and stored hash) and index (position and control byte).
+                std::mem::size_of::<IndexMap<SmallBytes, SmallBytes, Hasher>>()
+                    + m.capacity() * (pair + 8 + 9)
+                    + m.iter().map(|(f, v)| spilled(f) + spilled(v)).sum::<usize>()
             }
         }
     }
 }
 
-impl FromIterator<(SmallBytes, SmallBytes)> for HashValue {
-    fn from_iter<I: IntoIterator<Item = (SmallBytes, SmallBytes)>>(iter: I) -> Self {
+impl Packed<'_> {
+    /// The byte offset of pair `i` (`i` < count).
+    fn skip_pairs(mut self, i: usize) -> usize {
+        for _ in 0..i {
+            self.next_pair();
+        }
+        self.at
+    }
+}
+
+impl<F: AsRef<[u8]>, V: AsRef<[u8]>> FromIterator<(F, V)> for HashValue {
+    fn from_iter<I: IntoIterator<Item = (F, V)>>(iter: I) -> Self {
         let mut h = HashValue::new();
         h.extend(iter);
         h
     }
 }
 
-impl Extend<(SmallBytes, SmallBytes)> for HashValue {
-    fn extend<I: IntoIterator<Item = (SmallBytes, SmallBytes)>>(&mut self, iter: I) {
+impl<F: AsRef<[u8]>, V: AsRef<[u8]>> Extend<(F, V)> for HashValue {
+    fn extend<I: IntoIterator<Item = (F, V)>>(&mut self, iter: I) {
         for (f, v) in iter {
-            self.insert(f, v);
+            self.insert(f.as_ref(), v.as_ref());
         }
     }
 }
@@ -195,8 +344,15 @@ impl PartialEq for HashValue {
 mod tests {
     use super::*;
 
-    fn sb(s: &str) -> SmallBytes {
-        SmallBytes::from_slice(s.as_bytes())
+    /// Checks `h` against `model` through every accessor.
+    fn same(h: &HashValue, model: &[(Vec<u8>, Vec<u8>)], at: &str) {
+        assert_eq!(h.len(), model.len(), "{at}");
+        assert_eq!(h.iter().count(), model.len(), "{at}");
+        for (p, (f, v)) in model.iter().enumerate() {
+            assert_eq!(h.get_index(p), Some((&f[..], &v[..])), "position {p} {at}");
+            assert_eq!(h.get(f), Some(&v[..]), "{at}");
+        }
+        assert_eq!(h.get_index(model.len()), None);
     }
 
     /// Both forms keep insertion order, replace in place, and remove by moving the last pair
@@ -204,38 +360,99 @@ mod tests {
     #[test]
     fn both_forms_behave_alike_and_the_switch_keeps_positions() {
         let mut h = HashValue::new();
-        let mut model: Vec<(String, String)> = Vec::new();
+        let mut model: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         for i in 0..SMALL_MAX + 20 {
-            let (f, v) = (format!("f{i}"), format!("v{i}"));
-            assert_eq!(h.insert(sb(&f), sb(&v)), None);
+            let (f, v) = (format!("f{i}").into_bytes(), format!("v{i}").into_bytes());
+            assert!(h.insert(&f, &v));
             model.push((f, v));
             if i == 3 {
-                assert_eq!(h.insert(sb("f1"), sb("x")).as_deref(), Some(&b"v1"[..]));
-                model[1].1 = "x".into();
-                assert_eq!(h.swap_remove(b"f0").as_deref(), Some(&b"v0"[..]));
+                assert!(!h.insert(b"f1", b"x"));
+                model[1].1 = b"x".to_vec();
+                assert!(h.swap_remove(b"f0"));
                 model.swap_remove(0);
             }
             assert_eq!(h.is_indexed(), h.len() > SMALL_MAX, "at {i}");
-            for (p, (f, v)) in model.iter().enumerate() {
-                let (hf, hv) = h.get_index(p).expect("position");
-                assert_eq!((&hf[..], &hv[..]), (f.as_bytes(), v.as_bytes()), "position {p} at {i}");
-                assert_eq!(h.get(f.as_bytes()).map(|x| &x[..]), Some(v.as_bytes()));
-            }
-            assert_eq!(h.len(), model.len());
-            assert_eq!(h.iter().count(), model.len());
+            same(&h, &model, &format!("at {i}"));
         }
         assert!(h.get(b"nope").is_none() && !h.contains_key(b"f0"));
-        let mut pairs: Vec<_> = h.iter().map(|(f, v)| (f.clone(), v.clone())).collect();
+        let mut pairs: Vec<_> = h.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect();
         pairs.reverse();
         let copy: HashValue = pairs.into_iter().collect();
         assert_eq!(copy, h);
     }
 
+    /// Random edits of a packed hash, with fields and values of every length class (empty, one
+    /// byte, across the one-byte LEB128 boundary, large enough to force the indexed form), match
+    /// a vector model step by step.
     #[test]
-    fn a_small_hash_costs_its_pairs() {
-        assert_eq!(std::mem::size_of::<HashValue>(), 24);
-        let h: HashValue = (0..5).map(|i| (sb(&format!("field{i}")), sb("value00001"))).collect();
+    fn random_edits_match_a_model() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(30);
+        let lens = [0usize, 1, 5, 127, 128, 300, 2000];
+        for round in 0..200 {
+            let mut h = HashValue::new();
+            let mut model: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            for step in 0..60 {
+                let f = format!("f{}", rng.random_range(0..12)).into_bytes();
+                match rng.random_range(0..3) {
+                    0 => {
+                        let removed = h.swap_remove(&f);
+                        let at = model.iter().position(|(k, _)| *k == f);
+                        assert_eq!(removed, at.is_some());
+                        if let Some(at) = at {
+                            model.swap_remove(at);
+                        }
+                    }
+                    _ => {
+                        let len = lens[rng.random_range(0..lens.len() - (round % 2))];
+                        let v: Vec<u8> = (0..len).map(|i| (i + step) as u8).collect();
+                        let added = h.insert(&f, &v);
+                        match model.iter_mut().find(|(k, _)| *k == f) {
+                            Some(slot) => {
+                                assert!(!added);
+                                slot.1 = v;
+                            }
+                            None => {
+                                assert!(added);
+                                model.push((f, v));
+                            }
+                        }
+                    }
+                }
+                same(&h, &model, &format!("round {round} step {step}"));
+            }
+        }
+    }
+
+    #[test]
+    fn a_small_hash_costs_its_bytes() {
+        assert_eq!(std::mem::size_of::<HashValue>(), 16);
+        assert_eq!(HashValue::new().heap_bytes(), 0);
+        let h: HashValue = (0..5).map(|i| (format!("field{i}"), "value00001")).collect();
         assert!(!h.is_indexed());
-        assert_eq!(h.table_bytes(), 5 * std::mem::size_of::<(SmallBytes, SmallBytes)>());
+        // The count byte, then per pair two one-byte lengths, 6 and 10 bytes.
+        assert_eq!(h.heap_bytes(), 1 + 5 * (1 + 6 + 1 + 10));
+        let mut h = h;
+        for i in 0..5 {
+            assert!(h.swap_remove(format!("field{i}").as_bytes()));
+        }
+        assert_eq!((h.len(), h.heap_bytes()), (0, 0));
+    }
+
+    #[test]
+    fn lengths_are_leb128() {
+        for n in [0usize, 1, 127, 128, 16383, 16384, 1 << 30] {
+            let mut v = Vec::new();
+            put_len(&mut v, n);
+            assert_eq!(v.len(), len_size(n), "{n}");
+            let mut buf = vec![1u8];
+            buf.extend_from_slice(&v);
+            buf.extend(std::iter::repeat_n(0u8, n.min(20000)));
+            if n <= 20000 {
+                buf.extend_from_slice(&[0]);
+                let mut p = Packed::new(&buf);
+                assert_eq!(p.element().len(), n);
+            }
+        }
     }
 }
