@@ -716,7 +716,7 @@ fn write_commands(spec: &RecordSpec, key: &[u8], e: &Entry, out: &mut Vec<u8>) {
         Value::ZSet(z) => batches(
             out,
             b"ZADD",
-            &mut z.iter().map(|(m, score)| vec![SmallBytes::from_slice(&score_text(score)), m.clone()]),
+            &mut z.iter().map(|(m, score)| vec![SmallBytes::from_slice(&score_text(score)), SmallBytes::from_slice(m)]),
         ),
         Value::Hash(h) => batches(
             out,
@@ -1134,7 +1134,7 @@ impl<'a> Reader<'a> {
                         return Err(DecodeError::Corrupt("Duplicate zset fields detected"));
                     }
                 }
-                non_empty(Value::ZSet(Box::new(z)))?
+                non_empty(Value::ZSet(z))?
             }
             HASH => {
                 let n = self.count(2)?;
@@ -1174,8 +1174,8 @@ impl<'a> Reader<'a> {
                 match self
                     .listpack_pairs("Zset listpack integrity check failed.", max, false, |i| zset_from_pairs(&i))?
                 {
-                    Some(z) => non_empty(Value::ZSet(Box::new(z)))?,
-                    None => Value::ZSet(Box::default()),
+                    Some(z) => non_empty(Value::ZSet(z))?,
+                    None => Value::ZSet(ZSet::default()),
                 }
             }
             ZSET_ZIPLIST => {
@@ -1183,7 +1183,7 @@ impl<'a> Reader<'a> {
                 let z = parse_ziplist(&blob)
                     .and_then(|i| zset_from_pairs(&i))
                     .map_err(corrupt("Zset ziplist integrity check failed."))?;
-                non_empty(Value::ZSet(Box::new(z)))?
+                non_empty(Value::ZSet(z))?
             }
             HASH_LISTPACK => {
                 let max = self.checks.limits.hash_entries;
@@ -1687,8 +1687,8 @@ mod tests {
             Value::Set(Box::new(big_set)),
             Value::Hash(small_hash),
             Value::Hash(big_hash),
-            Value::ZSet(Box::new(small_z)),
-            Value::ZSet(Box::new(big_z)),
+            Value::ZSet(small_z),
+            Value::ZSet(big_z),
         ] {
             let back = roundtrip(&v);
             let digest = |v: &Value| crate::cmd::debug::value_digest(&crate::value::Entry::new(v.clone()));

@@ -34,7 +34,7 @@ pub enum Value {
     /// A set.
     Set(Box<SetValue>),
     /// A sorted set.
-    ZSet(Box<crate::types::zset::ZSet>),
+    ZSet(crate::types::zset::ZSet),
     /// A native lock (LOCK/UNLOCK): its holder and fencing token; its TTL is the key's TTL.
     Lock(Box<LockValue>),
     /// A stream.

@@ -219,7 +219,7 @@ fn hash_integer(score: f64) -> i64 {
 /// The sorted set at `key` without counting a keyspace hit (the command has looked it up once).
 fn peek_zset<'a>(db: &'a mut Db<'_, '_>, key: &[u8]) -> Option<&'a ZSet> {
     match db.peek(key).map(|e| &e.value) {
-        Some(Value::ZSet(z)) => Some(&**z),
+        Some(Value::ZSet(z)) => Some(z),
         _ => None,
     }
 }
@@ -581,7 +581,7 @@ fn search_inner(ctx: &mut Ctx<'_, '_>, form: Form, may_store: bool) -> Result<Fr
         }
         let mut db = ctx.db();
         if !z.is_empty() {
-            db.set(dst, Value::ZSet(Box::new(z)), false);
+            db.set(dst, Value::ZSet(z), false);
             ctx.changed(returned as u64);
         } else if db.remove(dst).is_some() {
             ctx.changed(1);
@@ -649,7 +649,7 @@ fn collect(z: &ZSet, shape: &Shape, limit: usize) -> Vec<Found> {
             }
             let (lon, lat) = geohash::decode_score(s);
             if let Some(dist) = shape.contains(lon, lat) {
-                out.push(Found { member: m.clone(), score: s, lon, lat, dist });
+                out.push(Found { member: SmallBytes::from_slice(m), score: s, lon, lat, dist });
             }
             if full(&out) {
                 break;

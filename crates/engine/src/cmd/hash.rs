@@ -213,10 +213,7 @@ fn hmget(ctx: &mut Ctx<'_, '_>) -> Frame {
     let fields = &ctx.args[2..];
     match read_hash(&mut ctx.db(), key) {
         Ok(h) => Frame::Array(
-            fields
-                .iter()
-                .map(|f| h.as_ref().and_then(|h| h.get(&f[..])).map(bulk).unwrap_or(Frame::Null))
-                .collect(),
+            fields.iter().map(|f| h.as_ref().and_then(|h| h.get(&f[..])).map(bulk).unwrap_or(Frame::Null)).collect(),
         ),
         Err(e) => e,
     }

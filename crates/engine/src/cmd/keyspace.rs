@@ -872,7 +872,7 @@ mod tests {
         put(&ts, 0, "l", list(&["a"]));
         put(&ts, 0, "h", hash(&[("f", "v")]));
         put(&ts, 0, "s", set(&["m"]));
-        put(&ts, 0, "z", Value::ZSet(Box::default()));
+        put(&ts, 0, "z", Value::ZSet(ZSet::default()));
         ts.transcript(
             r#"
             > SET str hello
@@ -1229,7 +1229,7 @@ mod tests {
         put(&ts, 0, "l", list(&["a", "b", "c"]));
         put(&ts, 0, "h", hash(&[("f1", "v1"), ("f2", "v2")]));
         put(&ts, 0, "s", set(&["1", "2", "x"]));
-        put(&ts, 0, "z", Value::ZSet(Box::<ZSet>::default()));
+        put(&ts, 0, "z", Value::ZSet(ZSet::default()));
         ts.transcript(
             r#"
             > COPY l l2

@@ -809,7 +809,7 @@ fn zrange_generic(
             z.insert(m, *s);
         }
         let n = z.len() as i64;
-        db.set(dkey, Value::ZSet(Box::new(z)), false);
+        db.set(dkey, Value::ZSet(z), false);
         ctx.changed(1);
         return Frame::Integer(n);
     }
@@ -993,7 +993,7 @@ fn zrandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
             // The whole set, in order (as Redis does for its listpack encoding).
             return range_reply(z, 0, z.len(), false, withscores, proto);
         }
-        let entry = |i: usize| z.by_index(i).map_or((&[][..], 0.0), |(m, s)| (&m[..], s));
+        let entry = |i: usize| z.by_index(i).unwrap_or((&[], 0.0));
         if withscores {
             super::set::random_reply(
                 z.len(),
@@ -1114,7 +1114,7 @@ impl Src<'_> {
             Src::Set(s) => s.contains(m).then_some(1.0),
         }
     }
-    fn for_each(&self, mut f: impl FnMut(&SmallBytes, f64)) {
+    fn for_each(&self, mut f: impl FnMut(&[u8], f64)) {
         match self {
             Src::Missing => {}
             Src::ZSet(z) => z.iter().for_each(|(m, s)| f(m, s)),
@@ -1212,7 +1212,7 @@ fn zsetop_generic(ctx: &mut Ctx<'_, '_>, dst: bool, op: SetOp, card_only: bool) 
             let mut acc = Vec::with_capacity(card[first]);
             if card[first] > 0 {
                 Src::of(db.peek(&keys[first]).map(|e| &e.value))
-                    .for_each(|m, s| acc.push((m.clone(), weighted(weights[first], s))));
+                    .for_each(|m, s| acc.push((SmallBytes::from_slice(m), weighted(weights[first], s))));
                 for &o in &order[1..] {
                     let src = Src::of(db.peek(&keys[o]).map(|e| &e.value));
                     acc.retain_mut(|(m, sc)| match src.find(m) {
@@ -1231,10 +1231,10 @@ fn zsetop_generic(ctx: &mut Ctx<'_, '_>, dst: bool, op: SetOp, card_only: bool) 
             for &o in &order {
                 Src::of(db.peek(&keys[o]).map(|e| &e.value)).for_each(|m, s| {
                     let v = weighted(weights[o], s);
-                    match acc.get_mut(&m[..]) {
+                    match acc.get_mut(m) {
                         Some(t) => aggregate.apply(t, v),
                         None => {
-                            acc.insert(m.clone(), v);
+                            acc.insert(SmallBytes::from_slice(m), v);
                         }
                     }
                 });
@@ -1243,7 +1243,7 @@ fn zsetop_generic(ctx: &mut Ctx<'_, '_>, dst: bool, op: SetOp, card_only: bool) 
         }
         SetOp::Diff => {
             let mut acc = Vec::new();
-            Src::of(db.peek(&keys[0]).map(|e| &e.value)).for_each(|m, s| acc.push((m.clone(), s)));
+            Src::of(db.peek(&keys[0]).map(|e| &e.value)).for_each(|m, s| acc.push((SmallBytes::from_slice(m), s)));
             for k in &keys[1..] {
                 if acc.is_empty() {
                     break;
@@ -1268,7 +1268,7 @@ fn zsetop_generic(ctx: &mut Ctx<'_, '_>, dst: bool, op: SetOp, card_only: bool) 
             (Frame::Integer(0), db.remove(dkey).is_some())
         } else {
             let n = z.len();
-            db.set(dkey, Value::ZSet(Box::new(z)), false);
+            db.set(dkey, Value::ZSet(z), false);
             (Frame::Integer(n as i64), true)
         };
         ctx.changed(u64::from(changed));

@@ -10,6 +10,7 @@
 //! same whichever form a hash is in. What `OBJECT ENCODING` reports is decided by the configured
 //! limits, not by the form (see `Value::encoding_under`).
 
+use super::packed::{self, block, bytes_size, put_bytes, read_bytes};
 use crate::primitives::{Hasher, SmallBytes};
 use indexmap::IndexMap;
 
@@ -39,25 +40,6 @@ impl Default for HashValue {
     }
 }
 
-/// Appends `n` as LEB128.
-fn put_len(out: &mut Vec<u8>, mut n: usize) {
-    while n >= 0x80 {
-        out.push(n as u8 | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-}
-
-/// Bytes of `n` as LEB128.
-fn len_size(n: usize) -> usize {
-    (usize::BITS - (n | 1).leading_zeros()).div_ceil(7) as usize
-}
-
-/// Bytes one element takes packed.
-fn packed_size(b: &[u8]) -> usize {
-    len_size(b.len()) + b.len()
-}
-
 /// The packed pairs of a small hash, front to back. Also where each pair starts and ends, for
 /// the edits.
 #[derive(Clone)]
@@ -69,23 +51,11 @@ struct Packed<'a> {
 
 impl<'a> Packed<'a> {
     fn new(buf: &'a [u8]) -> Self {
-        Packed { buf, at: 1, left: buf.first().map_or(0, |&n| n as usize) }
+        Packed { buf, at: 1, left: packed::count(buf) }
     }
 
     fn element(&mut self) -> &'a [u8] {
-        let (mut n, mut shift) = (0usize, 0);
-        loop {
-            let b = self.buf[self.at];
-            self.at += 1;
-            n |= ((b & 0x7f) as usize) << shift;
-            if b < 0x80 {
-                break;
-            }
-            shift += 7;
-        }
-        let e = &self.buf[self.at..self.at + n];
-        self.at += n;
-        e
+        read_bytes(self.buf, &mut self.at)
     }
 
     /// The next pair and the byte range it occupies.
@@ -125,53 +95,32 @@ impl<'a> Iterator for Packed<'a> {
     }
 }
 
-/// A packed block of `count` pairs: the count byte, then `parts` concatenated.
-fn block(count: usize, parts: &[&[u8]]) -> Box<[u8]> {
-    if count == 0 {
-        return Box::default();
-    }
-    let mut v = Vec::with_capacity(1 + parts.iter().map(|p| p.len()).sum::<usize>());
-    v.push(count as u8);
-    for p in parts {
-        v.extend_from_slice(p);
-    }
-    v.into_boxed_slice()
-}
-
 /// Sets `field` in a packed block: Some(true) if it is new, Some(false) if it was replaced, None
 /// (nothing changed) when the result would not fit the packed form.
 fn small_set(b: &mut Box<[u8]>, field: &[u8], value: &[u8]) -> Option<bool> {
-    let n = b.first().map_or(0, |&n| n as usize);
+    let n = packed::count(b);
     if let Some((_, old, r)) = Packed::new(b).find(field) {
         let (old_len, vstart) = (old.len(), r.end - old.len());
         if old_len == value.len() {
             b[vstart..r.end].copy_from_slice(value);
             return Some(false);
         }
-        if b.len() - packed_size(old) + packed_size(value) > SMALL_BYTES {
+        if b.len() - bytes_size(old) + bytes_size(value) > SMALL_BYTES {
             return None;
         }
-        let mut len = Vec::with_capacity(len_size(value.len()));
-        put_len(&mut len, value.len());
-        let vlen_at = vstart - len_size(old_len);
-        *b = block(n, &[&b[1..vlen_at], &len, value, &b[r.end..]]);
+        let mut v = Vec::with_capacity(bytes_size(value));
+        put_bytes(&mut v, value);
+        let vlen_at = vstart - packed::varint_size(old_len as u64);
+        *b = block(n, &[&b[1..vlen_at], &v, &b[r.end..]]);
         return Some(false);
     }
-    let grown = b.len().max(1) + packed_size(field) + packed_size(value);
-    if n >= SMALL_MAX || grown > SMALL_BYTES {
+    if n >= SMALL_MAX || b.len().max(1) + bytes_size(field) + bytes_size(value) > SMALL_BYTES {
         return None;
     }
-    let mut v = std::mem::take(b).into_vec();
-    if v.is_empty() {
-        v.push(0);
-    }
-    v.reserve_exact(grown - v.len());
-    v[0] += 1;
-    put_len(&mut v, field.len());
-    v.extend_from_slice(field);
-    put_len(&mut v, value.len());
-    v.extend_from_slice(value);
-    *b = v.into_boxed_slice();
+    let mut v = Vec::with_capacity(bytes_size(field) + bytes_size(value));
+    put_bytes(&mut v, field);
+    put_bytes(&mut v, value);
+    packed::append(b, &v);
     Some(true)
 }
 
@@ -194,7 +143,7 @@ impl HashValue {
     /// Number of fields.
     pub fn len(&self) -> usize {
         match &self.0 {
-            Repr::Small(b) => b.first().map_or(0, |&n| n as usize),
+            Repr::Small(b) => packed::count(b),
             Repr::Large(m) => m.len(),
         }
     }
@@ -252,7 +201,7 @@ impl HashValue {
             Repr::Large(m) => return m.swap_remove(field).is_some(),
             Repr::Small(b) => b,
         };
-        let n = b.first().map_or(0, |&n| n as usize);
+        let n = packed::count(b);
         let Some((i, _, r)) = Packed::new(b).find(field) else { return false };
         *b = if i + 1 == n {
             block(n - 1, &[&b[1..r.start]])
@@ -437,22 +386,5 @@ mod tests {
             assert!(h.swap_remove(format!("field{i}").as_bytes()));
         }
         assert_eq!((h.len(), h.heap_bytes()), (0, 0));
-    }
-
-    #[test]
-    fn lengths_are_leb128() {
-        for n in [0usize, 1, 127, 128, 16383, 16384, 1 << 30] {
-            let mut v = Vec::new();
-            put_len(&mut v, n);
-            assert_eq!(v.len(), len_size(n), "{n}");
-            let mut buf = vec![1u8];
-            buf.extend_from_slice(&v);
-            buf.extend(std::iter::repeat_n(0u8, n.min(20000)));
-            if n <= 20000 {
-                buf.extend_from_slice(&[0]);
-                let mut p = Packed::new(&buf);
-                assert_eq!(p.element().len(), n);
-            }
-        }
     }
 }

@@ -4,6 +4,7 @@ pub mod access;
 pub mod hash;
 pub mod hll;
 pub mod listpack;
+pub mod packed;
 pub mod stream;
 pub mod zset;
 

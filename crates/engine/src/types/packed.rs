@@ -1,0 +1,120 @@
+//! The byte vocabulary of the packed small forms (hashes, sets and sorted sets below their size
+//! limits, as Redis keeps them in listpacks and intsets): one exact-size heap block per value, a
+//! count byte first, then elements as LEB128 lengths and bytes. Each type lays its elements out
+//! with these helpers; none of them allocates per element.
+
+/// Appends `n` as LEB128.
+pub fn put_varint(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        out.push(n as u8 | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+/// Bytes of `n` as LEB128.
+pub fn varint_size(n: u64) -> usize {
+    (u64::BITS - (n | 1).leading_zeros()).div_ceil(7) as usize
+}
+
+/// Reads a LEB128 number at `*at`, moving `*at` past it. The block is one this module's writers
+/// made, so it is well formed.
+#[inline]
+pub fn read_varint(buf: &[u8], at: &mut usize) -> u64 {
+    let (mut n, mut shift) = (0u64, 0);
+    loop {
+        let b = buf[*at];
+        *at += 1;
+        n |= u64::from(b & 0x7f) << shift;
+        if b < 0x80 {
+            return n;
+        }
+        shift += 7;
+    }
+}
+
+/// Bytes one length-prefixed element takes.
+pub fn bytes_size(b: &[u8]) -> usize {
+    varint_size(b.len() as u64) + b.len()
+}
+
+/// Appends a length-prefixed element.
+pub fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put_varint(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+/// Reads a length-prefixed element at `*at`, moving `*at` past it.
+#[inline]
+pub fn read_bytes<'a>(buf: &'a [u8], at: &mut usize) -> &'a [u8] {
+    let n = read_varint(buf, at) as usize;
+    let b = &buf[*at..*at + n];
+    *at += n;
+    b
+}
+
+/// The element count of a block (0 for the empty block, which has no allocation).
+#[inline]
+pub fn count(buf: &[u8]) -> usize {
+    buf.first().map_or(0, |&n| n as usize)
+}
+
+/// A block of `count` elements: the count byte, then `parts` concatenated; no allocation when
+/// `count` is 0. `count` fits a byte (the small forms stay far below 256 elements).
+pub fn block(count: usize, parts: &[&[u8]]) -> Box<[u8]> {
+    if count == 0 {
+        return Box::default();
+    }
+    debug_assert!(count <= u8::MAX as usize);
+    let mut v = Vec::with_capacity(1 + parts.iter().map(|p| p.len()).sum::<usize>());
+    v.push(count as u8);
+    for p in parts {
+        v.extend_from_slice(p);
+    }
+    v.into_boxed_slice()
+}
+
+/// Appends `element` (already encoded) to the block in `b`, growing it by exactly its size.
+pub fn append(b: &mut Box<[u8]>, element: &[u8]) {
+    let mut v = std::mem::take(b).into_vec();
+    if v.is_empty() {
+        v.push(0);
+    }
+    v.reserve_exact(element.len());
+    v[0] += 1;
+    v.extend_from_slice(element);
+    *b = v.into_boxed_slice();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_and_elements_round_trip() {
+        for n in [0u64, 1, 127, 128, 16383, 16384, 1 << 35, u64::MAX] {
+            let mut v = Vec::new();
+            put_varint(&mut v, n);
+            assert_eq!(v.len(), varint_size(n), "{n}");
+            let mut at = 0;
+            assert_eq!((read_varint(&v, &mut at), at), (n, v.len()));
+        }
+        let mut v = Vec::new();
+        for len in [0usize, 1, 127, 128, 300] {
+            let e = vec![len as u8; len];
+            put_bytes(&mut v, &e);
+        }
+        let mut at = 0;
+        for len in [0usize, 1, 127, 128, 300] {
+            assert_eq!(read_bytes(&v, &mut at), &vec![len as u8; len][..]);
+        }
+        assert_eq!(at, v.len());
+        let mut b = Box::default();
+        assert_eq!(count(&b), 0);
+        append(&mut b, b"\x01a");
+        append(&mut b, b"\x01b");
+        assert_eq!(&b[..], b"\x02\x01a\x01b");
+        assert_eq!(&block(2, &[b"\x01a", b"\x01b"])[..], &b[..]);
+        assert!(block(0, &[]).is_empty());
+    }
+}
