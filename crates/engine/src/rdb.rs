@@ -420,7 +420,7 @@ fn score_text(s: f64) -> Vec<u8> {
 
 /// An intset blob: encoding width, count, values ascending, little-endian.
 fn intset(s: &SetValue) -> Vec<u8> {
-    let mut v: Vec<i64> = s.iter().filter_map(|m| canonical_i64(m)).collect();
+    let mut v: Vec<i64> = s.iter().filter_map(canonical_i64).collect();
     v.sort_unstable();
     let width: usize = if v.iter().all(|i| i16::try_from(*i).is_ok()) {
         2
@@ -712,7 +712,7 @@ fn write_commands(spec: &RecordSpec, key: &[u8], e: &Entry, out: &mut Vec<u8>) {
             return;
         }
         Value::List(l) => batches(out, b"RPUSH", &mut l.iter().map(|m| vec![m.clone()])),
-        Value::Set(s) => batches(out, b"SADD", &mut s.iter().map(|m| vec![m.clone()])),
+        Value::Set(s) => batches(out, b"SADD", &mut s.iter().map(|m| vec![SmallBytes::from_slice(m)])),
         Value::ZSet(z) => batches(
             out,
             b"ZADD",
@@ -1113,13 +1113,13 @@ impl<'a> Reader<'a> {
             }
             SET => {
                 let n = self.count(1)?;
-                let mut s = SetValue::with_capacity_and_hasher(n, Default::default());
+                let mut s = SetValue::with_capacity(n);
                 for _ in 0..n {
-                    if !s.insert(self.string()?) {
+                    if !s.insert(&self.string()?) {
                         return Err(DecodeError::Corrupt("Duplicate set members detected"));
                     }
                 }
-                non_empty(Value::Set(Box::new(s)))?
+                non_empty(Value::Set(s))?
             }
             ZSET | ZSET_2 => {
                 let n = self.count(2)?;
@@ -1160,9 +1160,9 @@ impl<'a> Reader<'a> {
                 }
                 let mut s = SetValue::default();
                 for i in v {
-                    s.insert(int_bytes(i));
+                    s.insert(&int_bytes(i));
                 }
-                if self.damage.is_some() { Value::Set(Box::new(s)) } else { non_empty(Value::Set(Box::new(s)))? }
+                if self.damage.is_some() { Value::Set(s) } else { non_empty(Value::Set(s))? }
             }
             LIST_ZIPLIST => {
                 let blob = self.string()?;
@@ -1683,8 +1683,8 @@ mod tests {
             Value::string(b"a string long enough to be compressed compressed compressed"),
             Value::Int(-9_223_372_036_854_775_808),
             Value::List(Box::new(list)),
-            Value::Set(Box::new(small_set)),
-            Value::Set(Box::new(big_set)),
+            Value::Set(small_set),
+            Value::Set(big_set),
             Value::Hash(small_hash),
             Value::Hash(big_hash),
             Value::ZSet(small_z),

@@ -15,7 +15,7 @@ pub type Key = Str;
 
 pub use crate::types::hash::HashValue;
 /// A set value with O(1) random access (SRANDMEMBER, SPOP, SSCAN).
-pub type SetValue = indexmap::IndexSet<SmallBytes, Hasher>;
+pub use crate::types::set::SetValue;
 /// A list value.
 pub type ListValue = VecDeque<SmallBytes>;
 
@@ -32,7 +32,7 @@ pub enum Value {
     /// A hash.
     Hash(HashValue),
     /// A set.
-    Set(Box<SetValue>),
+    Set(SetValue),
     /// A sorted set.
     ZSet(crate::types::zset::ZSet),
     /// A native lock (LOCK/UNLOCK): its holder and fencing token; its TTL is the key's TTL.
@@ -244,7 +244,7 @@ impl Value {
             Value::Str(s) => s.heap_bytes(),
             Value::List(l) => l.capacity() * std::mem::size_of::<SmallBytes>() + l.iter().map(sb).sum::<usize>(),
             Value::Hash(h) => h.heap_bytes(),
-            Value::Set(s) => s.capacity() * 40 + s.iter().map(sb).sum::<usize>(),
+            Value::Set(s) => s.heap_bytes(),
             Value::ZSet(z) => z.heap_size(),
             Value::Lock(l) => std::mem::size_of::<LockValue>() + sb(&l.owner),
             Value::Stream(s) => std::mem::size_of::<crate::types::stream::Stream>() + s.heap_size(),

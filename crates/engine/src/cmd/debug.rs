@@ -586,7 +586,7 @@ fn serialized_len(v: &Value) -> usize {
     match v {
         Value::Int(_) | Value::Str(_) => rdb_string_size(&v.as_bytes().unwrap_or_default()),
         Value::List(l) => rdb_len_size(l.len()) + l.iter().map(|x| rdb_string_size(x)).sum::<usize>(),
-        Value::Set(s) => rdb_len_size(s.len()) + s.iter().map(|x| rdb_string_size(x)).sum::<usize>(),
+        Value::Set(s) => rdb_len_size(s.len()) + s.iter().map(rdb_string_size).sum::<usize>(),
         Value::Hash(h) => {
             rdb_len_size(h.len()) + h.iter().map(|(f, x)| rdb_string_size(f) + rdb_string_size(x)).sum::<usize>()
         }

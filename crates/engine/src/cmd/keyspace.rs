@@ -785,7 +785,7 @@ mod tests {
         Value::Hash(items.iter().map(|(k, v)| (sb(k), sb(v))).collect::<HashValue>())
     }
     fn set(items: &[&str]) -> Value {
-        Value::Set(Box::new(items.iter().map(|s| sb(s)).collect::<SetValue>()))
+        Value::Set(items.iter().map(|s| sb(s)).collect::<SetValue>())
     }
     /// Stores a value directly (the aggregate families are written elsewhere).
     fn put(ts: &TestServer, db: usize, key: &str, v: Value) {
@@ -1261,7 +1261,7 @@ mod tests {
             h.insert(b"f3", b"v3");
             let e = l.shard_for(b"s2").dbs[0].lookup(b"s2", 0).expect("copied");
             let Value::Set(s) = &mut e.value else { panic!("set") };
-            s.shift_remove(&sb("x")[..]);
+            s.swap_remove(b"x");
         }
         let Some(Value::List(l)) = get(&ts, 0, "l") else { panic!() };
         assert_eq!(l.len(), 3);

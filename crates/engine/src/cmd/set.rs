@@ -7,7 +7,7 @@ use crate::ctx::{Command, Ctx};
 use crate::db::Db;
 use crate::error;
 use crate::types::access::{
-    bulk, create_set, numkeys_keys, parse_scan, read_set, remove_if_empty, sb, scan_match, scan_positions, scan_reply,
+    bulk, create_set, numkeys_keys, parse_scan, read_set, remove_if_empty, scan_match, scan_positions, scan_reply,
     write_set,
 };
 use crate::value::{SetValue, SmallBytes, Value};
@@ -269,13 +269,13 @@ pub(crate) fn random_count_with(ctx: &Ctx<'_, '_>, word: &str) -> Result<(i64, b
 /// as Redis returns them; other sets in storage order.
 fn ordered(s: &SetValue) -> Vec<Frame> {
     if s.len() <= 512 {
-        let ints: Option<Vec<i64>> = s.iter().map(|m| crate::value::canonical_i64(m)).collect();
+        let ints: Option<Vec<i64>> = s.iter().map(crate::value::canonical_i64).collect();
         if let Some(mut v) = ints {
             v.sort_unstable();
             return v.into_iter().map(|i| bulk(itoa::Buffer::new().format(i).as_bytes())).collect();
         }
     }
-    s.iter().map(|m| bulk(m)).collect()
+    s.iter().map(bulk).collect()
 }
 
 /// A set's members as a set reply: large sets straight into their wire bytes (see
@@ -300,7 +300,7 @@ fn sadd(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(s) => s,
         Err(e) => return e,
     };
-    let added = args[2..].iter().filter(|m| s.insert(sb(m))).count();
+    let added = args[2..].iter().filter(|m| s.insert(m)).count();
     ctx.changed(added as u64);
     Frame::Integer(added as i64)
 }
@@ -397,7 +397,7 @@ fn spop(ctx: &mut Ctx<'_, '_>) -> Frame {
         Some(0) => return Frame::Set(Vec::new()),
         Some(n) if n as u64 >= s.len() as u64 => {
             let all = ordered(s);
-            s.clear();
+            *s = SetValue::new();
             (Frame::Set(all), true)
         }
         Some(n) => {
@@ -433,7 +433,7 @@ fn srandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
         return match read_set(&mut ctx.db(), key) {
             Ok(Some(s)) if !s.is_empty() => {
                 let i = rand::rng().random_range(0..s.len());
-                s.get_index(i).map(|m| bulk(m)).unwrap_or(Frame::Null)
+                s.get_index(i).map(bulk).unwrap_or(Frame::Null)
             }
             Ok(_) => Frame::Null,
             Err(e) => e,
@@ -447,7 +447,7 @@ fn srandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
     let cap = ctx.reply_cap();
     let reply = match read_set(&mut ctx.db(), key) {
         Ok(Some(s)) => {
-            let member = |i: usize| s.get_index(i).map_or(&[][..], |m| &m[..]);
+            let member = |i: usize| s.get_index(i).map_or(&[][..], |m| m);
             random_reply(
                 s.len(),
                 l,
@@ -490,7 +490,7 @@ fn smove(ctx: &mut Ctx<'_, '_>) -> Frame {
     if !in_dst {
         match create_set(&mut db, dst) {
             Ok(d) => {
-                d.insert(sb(m));
+                d.insert(m);
             }
             Err(e) => return e,
         }
@@ -540,7 +540,7 @@ fn set_op(db: &mut Db<'_, '_>, keys: &[Bytes], op: SetOp, limit: usize) -> Resul
         SetOp::Union => {
             for k in keys {
                 if let Some(s) = read_set(db, k)? {
-                    out.extend(s.iter().cloned());
+                    out.extend(s.iter());
                 }
             }
         }
@@ -579,7 +579,7 @@ fn set_op_store(ctx: &mut Ctx<'_, '_>, op: SetOp) -> Frame {
         Ok(s) if s.is_empty() => (Frame::Integer(0), db.remove(dst).is_some()),
         Ok(s) => {
             let n = s.len() as i64;
-            db.set(dst, Value::Set(Box::new(s)), false);
+            db.set(dst, Value::Set(s), false);
             (Frame::Integer(n), true)
         }
         Err(e) => return e,

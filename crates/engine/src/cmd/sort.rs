@@ -243,7 +243,7 @@ fn sort_generic(ctx: &mut Ctx<'_, '_>, readonly: bool) -> Frame {
         match db.read(key).map(|e| &e.value) {
             None => (Kind::List, Vec::new()),
             Some(Value::List(l)) => (Kind::List, l.iter().cloned().collect()),
-            Some(Value::Set(s)) => (Kind::Set, s.iter().cloned().collect()),
+            Some(Value::Set(s)) => (Kind::Set, s.iter().map(SmallBytes::from_slice).collect()),
             Some(Value::ZSet(z)) => (Kind::ZSet, z.iter().map(|(m, _)| SmallBytes::from_slice(m)).collect()),
             Some(Value::Damaged(d)) if matches!(d.type_name(), "list" | "set" | "zset") => return d.refusal(),
             Some(_) => return error::wrong_type(),

@@ -201,14 +201,9 @@ impl HashValue {
             Repr::Large(m) => return m.swap_remove(field).is_some(),
             Repr::Small(b) => b,
         };
-        let n = packed::count(b);
-        let Some((i, _, r)) = Packed::new(b).find(field) else { return false };
-        *b = if i + 1 == n {
-            block(n - 1, &[&b[1..r.start]])
-        } else {
-            let last = Packed::new(b).skip_pairs(n - 1);
-            block(n - 1, &[&b[1..r.start], &b[last..], &b[r.end..last]])
-        };
+        let Some((_, _, r)) = Packed::new(b).find(field) else { return false };
+        let last = Packed::new(b).skip_pairs(packed::count(b) - 1);
+        packed::swap_out(b, r, last);
         true
     }
 

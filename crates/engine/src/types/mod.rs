@@ -5,6 +5,7 @@ pub mod hash;
 pub mod hll;
 pub mod listpack;
 pub mod packed;
+pub mod set;
 pub mod stream;
 pub mod zset;
 

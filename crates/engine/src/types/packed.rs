@@ -86,6 +86,17 @@ pub fn append(b: &mut Box<[u8]>, element: &[u8]) {
     *b = v.into_boxed_slice();
 }
 
+/// Removes the element at byte range `r` of block `b` by moving the last element, which starts at
+/// byte `last`, into its place (the small forms' swap-removal, as their indexed forms do it).
+pub fn swap_out(b: &mut Box<[u8]>, r: std::ops::Range<usize>, last: usize) {
+    let n = count(b);
+    *b = if r.start == last {
+        block(n - 1, &[&b[1..r.start]])
+    } else {
+        block(n - 1, &[&b[1..r.start], &b[last..], &b[r.end..last]])
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,5 +127,12 @@ mod tests {
         assert_eq!(&b[..], b"\x02\x01a\x01b");
         assert_eq!(&block(2, &[b"\x01a", b"\x01b"])[..], &b[..]);
         assert!(block(0, &[]).is_empty());
+        let mut b = block(3, &[b"\x01a\x02bb\x01c"]);
+        swap_out(&mut b, 1..3, 6);
+        assert_eq!(&b[..], b"\x02\x01c\x02bb");
+        swap_out(&mut b, 3..6, 3);
+        assert_eq!(&b[..], b"\x01\x01c");
+        swap_out(&mut b, 1..3, 1);
+        assert!(b.is_empty());
     }
 }

@@ -1,0 +1,363 @@
+//! A set value: members in insertion order, with access by position (SPOP, SRANDMEMBER, SSCAN's
+//! cursor).
+//!
+//! A small set (up to [`SMALL_MAX`] members and [`SMALL_BYTES`] bytes) is one packed block, as
+//! Redis keeps a set of integers in an intset: a count byte, then each member as a LEB128 length
+//! and its bytes; a lookup reads it from the front. Past that it is an `IndexSet` and stays one.
+//! Both forms remove by moving the last member into the hole, so positions behave the same
+//! whichever form a set is in. What `OBJECT ENCODING` reports is decided by the configured limits
+//! and the members, not by the form (see `Value::encoding_under`).
+
+use super::packed::{self, block, bytes_size, put_bytes, read_bytes};
+use crate::primitives::{Hasher, SmallBytes};
+use indexmap::IndexSet;
+
+/// Most members of the packed form.
+pub const SMALL_MAX: usize = 128;
+
+/// Most bytes of the packed form: every change rewrites the block.
+pub const SMALL_BYTES: usize = 4096;
+
+/// A set value (see the module documentation). 16 bytes, so it sits in a
+/// [`Value`](crate::value::Value) unboxed.
+#[derive(Clone, Debug)]
+pub struct SetValue(Repr);
+
+#[derive(Clone, Debug)]
+enum Repr {
+    /// The packed form: empty (no allocation) for an empty set, else `[count][len][member]...`.
+    Small(Box<[u8]>),
+    Large(Box<IndexSet<SmallBytes, Hasher>>),
+}
+
+impl Default for SetValue {
+    fn default() -> Self {
+        SetValue(Repr::Small(Box::default()))
+    }
+}
+
+/// The members of a packed block, front to back, with the byte range of each.
+#[derive(Clone)]
+struct Packed<'a> {
+    buf: &'a [u8],
+    at: usize,
+    left: usize,
+}
+
+impl<'a> Packed<'a> {
+    fn new(buf: &'a [u8]) -> Self {
+        Packed { buf, at: 1, left: packed::count(buf) }
+    }
+
+    fn next_ranged(&mut self) -> Option<(&'a [u8], std::ops::Range<usize>)> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let start = self.at;
+        let m = read_bytes(self.buf, &mut self.at);
+        Some((m, start..self.at))
+    }
+
+    /// The position and byte range of `member`.
+    fn find(mut self, member: &[u8]) -> Option<(usize, std::ops::Range<usize>)> {
+        let mut i = 0;
+        while let Some((m, r)) = self.next_ranged() {
+            if m == member {
+                return Some((i, r));
+            }
+            i += 1;
+        }
+        None
+    }
+
+    /// The byte range of the member at position `i`.
+    fn range_of(mut self, i: usize) -> Option<std::ops::Range<usize>> {
+        for _ in 0..i {
+            self.next_ranged()?;
+        }
+        self.next_ranged().map(|(_, r)| r)
+    }
+}
+
+impl<'a> Iterator for Packed<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_ranged().map(|(m, _)| m)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+/// Removes the member at byte range `r` of block `b` by moving the last member into its place.
+fn small_swap_remove(b: &mut Box<[u8]>, r: std::ops::Range<usize>) {
+    let last = Packed::new(b).range_of(packed::count(b) - 1).expect("the last member").start;
+    packed::swap_out(b, r, last);
+}
+
+impl SetValue {
+    /// An empty set.
+    pub fn new() -> Self {
+        SetValue::default()
+    }
+
+    /// An empty set about to receive `n` members: indexed from the start when `n` is past
+    /// [`SMALL_MAX`].
+    pub fn with_capacity(n: usize) -> Self {
+        if n <= SMALL_MAX {
+            SetValue::new()
+        } else {
+            SetValue(Repr::Large(Box::new(IndexSet::with_capacity_and_hasher(n, Hasher::default()))))
+        }
+    }
+
+    /// Number of members.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            Repr::Small(b) => packed::count(b),
+            Repr::Large(s) => s.len(),
+        }
+    }
+
+    /// True when the set has no member.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Members the set holds before it allocates again (the packed form reallocates on each change).
+    pub fn capacity(&self) -> usize {
+        match &self.0 {
+            Repr::Small(b) => packed::count(b),
+            Repr::Large(s) => s.capacity(),
+        }
+    }
+
+    /// True once the set is in its indexed form.
+    pub fn is_indexed(&self) -> bool {
+        matches!(self.0, Repr::Large(_))
+    }
+
+    /// True if `member` is in the set.
+    pub fn contains(&self, member: &[u8]) -> bool {
+        match &self.0 {
+            Repr::Small(b) => Packed::new(b).any(|m| m == member),
+            Repr::Large(s) => s.contains(member),
+        }
+    }
+
+    /// Adds `member`; true if it is new.
+    pub fn insert(&mut self, member: &[u8]) -> bool {
+        if let Repr::Small(b) = &mut self.0 {
+            if Packed::new(b).any(|m| m == member) {
+                return false;
+            }
+            if packed::count(b) < SMALL_MAX && b.len().max(1) + bytes_size(member) <= SMALL_BYTES {
+                let mut e = Vec::with_capacity(bytes_size(member));
+                put_bytes(&mut e, member);
+                packed::append(b, &e);
+                return true;
+            }
+            let mut s = IndexSet::with_capacity_and_hasher((packed::count(b) + 1) * 2, Hasher::default());
+            s.extend(Packed::new(b).map(SmallBytes::from_slice));
+            self.0 = Repr::Large(Box::new(s));
+        }
+        let Repr::Large(s) = &mut self.0 else { unreachable!("a packed set was just indexed") };
+        s.insert(SmallBytes::from_slice(member))
+    }
+
+    /// Removes `member`, moving the last member into its position; true if it was there.
+    pub fn swap_remove(&mut self, member: &[u8]) -> bool {
+        match &mut self.0 {
+            Repr::Small(b) => match Packed::new(b).find(member) {
+                Some((_, r)) => {
+                    small_swap_remove(b, r);
+                    true
+                }
+                None => false,
+            },
+            Repr::Large(s) => s.swap_remove(member),
+        }
+    }
+
+    /// Removes the member at position `i`, moving the last member into its place.
+    pub fn swap_remove_index(&mut self, i: usize) -> Option<SmallBytes> {
+        match &mut self.0 {
+            Repr::Small(b) => {
+                let r = Packed::new(b).range_of(i)?;
+                let mut at = r.start;
+                let m = SmallBytes::from_slice(read_bytes(b, &mut at));
+                small_swap_remove(b, r);
+                Some(m)
+            }
+            Repr::Large(s) => s.swap_remove_index(i),
+        }
+    }
+
+    /// The member at a position.
+    pub fn get_index(&self, i: usize) -> Option<&[u8]> {
+        match &self.0 {
+            Repr::Small(b) => Packed::new(b).nth(i),
+            Repr::Large(s) => s.get_index(i).map(|m| &m[..]),
+        }
+    }
+
+    /// Every member, in position order.
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        let (small, large) = match &self.0 {
+            Repr::Small(b) => (Some(Packed::new(b)), None),
+            Repr::Large(s) => (None, Some(s.iter().map(|m| &m[..]))),
+        };
+        small.into_iter().flatten().chain(large.into_iter().flatten())
+    }
+
+    /// Keeps the members for which `keep` holds, in their order.
+    pub fn retain(&mut self, mut keep: impl FnMut(&[u8]) -> bool) {
+        match &mut self.0 {
+            Repr::Small(b) => {
+                let kept: Vec<&[u8]> = Packed::new(b).filter(|m| keep(m)).collect();
+                if kept.len() < packed::count(b) {
+                    let mut body = Vec::with_capacity(b.len());
+                    for m in &kept {
+                        put_bytes(&mut body, m);
+                    }
+                    *b = block(kept.len(), &[&body]);
+                }
+            }
+            Repr::Large(s) => s.retain(|m| keep(m)),
+        }
+    }
+
+    /// Keeps the first `n` members.
+    pub fn truncate(&mut self, n: usize) {
+        match &mut self.0 {
+            Repr::Small(b) => {
+                if let Some(r) = Packed::new(b).range_of(n) {
+                    *b = block(n, &[&b[1..r.start]]);
+                }
+            }
+            Repr::Large(s) => s.truncate(n),
+        }
+    }
+
+    /// Heap bytes: the packed block, or the index, its entries and the members' own allocations.
+    pub fn heap_bytes(&self) -> usize {
+        match &self.0 {
+            Repr::Small(b) => b.len(),
+            Repr::Large(s) => {
+                let spilled = |m: &SmallBytes| if m.spilled() { m.capacity() } else { 0 };
+                // Entries (member and stored hash) and index (position and control byte).
+                std::mem::size_of::<IndexSet<SmallBytes, Hasher>>()
+                    + s.capacity() * (std::mem::size_of::<SmallBytes>() + 8 + 9)
+                    + s.iter().map(spilled).sum::<usize>()
+            }
+        }
+    }
+}
+
+impl<M: AsRef<[u8]>> FromIterator<M> for SetValue {
+    fn from_iter<I: IntoIterator<Item = M>>(iter: I) -> Self {
+        let mut s = SetValue::new();
+        s.extend(iter);
+        s
+    }
+}
+
+impl<M: AsRef<[u8]>> Extend<M> for SetValue {
+    fn extend<I: IntoIterator<Item = M>>(&mut self, iter: I) {
+        for m in iter {
+            self.insert(m.as_ref());
+        }
+    }
+}
+
+/// Equal when they hold the same members, whatever their order or form.
+impl PartialEq for SetValue {
+    fn eq(&self, other: &SetValue) -> bool {
+        self.len() == other.len() && self.iter().all(|m| other.contains(m))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    /// Random edits (adds, removals by member and by position, retains, truncations) with
+    /// members of every length class match a vector model with swap-removal, in both forms and
+    /// across the switch.
+    #[test]
+    fn random_edits_match_a_model() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(30);
+        let mut switched = 0;
+        for round in 0..120 {
+            let (members, steps) = if round % 3 == 0 { (400, 300) } else { (20, 100) };
+            let mut s = SetValue::new();
+            let mut model: Vec<Vec<u8>> = Vec::new();
+            for step in 0..steps {
+                let mut m = rng.random_range(0..members).to_string().into_bytes();
+                if round % 5 == 0 {
+                    m.resize(m.len() + [0, 127, 300][rng.random_range(0..3)], b'x');
+                }
+                match rng.random_range(0..20) {
+                    0..=10 => {
+                        let new = !model.contains(&m);
+                        assert_eq!(s.insert(&m), new);
+                        if new {
+                            model.push(m);
+                        }
+                    }
+                    11..=15 => {
+                        let at = model.iter().position(|x| *x == m);
+                        assert_eq!(s.swap_remove(&m), at.is_some());
+                        if let Some(at) = at {
+                            model.swap_remove(at);
+                        }
+                    }
+                    16..=17 if !model.is_empty() => {
+                        let i = rng.random_range(0..model.len());
+                        assert_eq!(s.swap_remove_index(i).as_deref(), Some(&model.swap_remove(i)[..]));
+                    }
+                    18 => {
+                        let odd = |m: &[u8]| m.last().is_some_and(|c| c % 2 == 1);
+                        s.retain(|m| !odd(m));
+                        model.retain(|m| !odd(m));
+                    }
+                    _ => {
+                        let n = model.len() * 3 / 4;
+                        s.truncate(n);
+                        model.truncate(n);
+                    }
+                }
+                let at = format!("round {round} step {step}");
+                assert_eq!(s.len(), model.len(), "{at}");
+                assert!(s.iter().eq(model.iter().map(|m| &m[..])), "{at}");
+                for (i, m) in model.iter().enumerate() {
+                    assert_eq!(s.get_index(i), Some(&m[..]), "{at}");
+                    assert!(s.contains(m));
+                }
+                assert_eq!(s.get_index(model.len()), None);
+                if s.is_indexed() {
+                    switched += 1;
+                } else {
+                    assert!(s.len() <= SMALL_MAX && s.heap_bytes() <= SMALL_BYTES, "{at}");
+                }
+            }
+        }
+        assert!(switched > 1000, "{switched}");
+    }
+
+    #[test]
+    fn a_small_set_costs_its_bytes() {
+        assert_eq!(std::mem::size_of::<SetValue>(), 16);
+        let mut s: SetValue = (1000..1005).map(|i| i.to_string()).collect();
+        assert!(!s.is_indexed());
+        assert_eq!(s.heap_bytes(), 1 + 5 * (1 + 4));
+        assert_eq!(s.swap_remove_index(0).as_deref(), Some(&b"1000"[..]));
+        assert_eq!(s.get_index(0), Some(&b"1004"[..]));
+        s.truncate(0);
+        assert_eq!((s.len(), s.heap_bytes()), (0, 0));
+    }
+}
