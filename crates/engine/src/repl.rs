@@ -189,9 +189,10 @@ pub struct Replica {
     pub pre_psync: bool,
     /// Acknowledged since it attached.
     pub acked: bool,
-    /// Waiting for a diskless full sync (Some), asked by PSYNC (true) or SYNC: such replicas
-    /// share the next one that starts.
-    pub waiting_diskless: Option<bool>,
+    /// Waiting for a full sync (Some): asked by PSYNC (true) or SYNC, and whether it will be
+    /// diskless. Replicas waiting for a diskless one share the next that starts; replicas waiting
+    /// for a disk-based one take the file of the disk-based sync running when they came.
+    pub waiting_sync: Option<WaitingSync>,
 }
 
 impl Replica {
@@ -209,7 +210,7 @@ impl Replica {
             sent: 0,
             pre_psync: false,
             acked: false,
-            waiting_diskless: None,
+            waiting_sync: None,
         }
     }
 
@@ -272,7 +273,16 @@ pub enum SyncJob {
     },
 }
 
-/// A replica that joins another's diskless full sync.
+/// How a replica waits for its full sync.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitingSync {
+    /// Asked by PSYNC (answered `+FULLRESYNC`), not SYNC.
+    pub psync: bool,
+    /// The transfer will be diskless.
+    pub eof: bool,
+}
+
+/// A replica that joins another's full sync.
 pub struct Joiner {
     /// Its connection.
     pub info: Arc<ClientInfo>,
@@ -679,7 +689,7 @@ impl Replication {
         let mut g = self.inner.lock();
         let r = g.replicas.entry(info.id).or_insert_with(|| Replica::new(info.clone()));
         r.state = state;
-        r.waiting_diskless = None;
+        r.waiting_sync = None;
         r.acked = false;
         r.sent = sent;
         r.pre_psync = pre_psync;
@@ -689,10 +699,10 @@ impl Replication {
         }
     }
 
-    /// The replica waits for a diskless full sync, asked by PSYNC (`psync`) or SYNC.
-    pub fn wait_diskless(&self, id: u64, psync: bool) {
+    /// The replica waits for a full sync as `how` says.
+    pub fn wait_sync(&self, id: u64, how: WaitingSync) {
         if let Some(r) = self.inner.lock().replicas.get_mut(&id) {
-            r.waiting_diskless = Some(psync);
+            r.waiting_sync = Some(how);
         }
     }
 
@@ -703,27 +713,36 @@ impl Replication {
             .values()
             .filter(|r| {
                 r.state == ReplicaState::Waiting
-                    && r.waiting_diskless.is_some()
+                    && r.waiting_sync.is_some_and(|w| w.eof)
                     && !r.info.killed.load(Ordering::Relaxed)
             })
             .count()
     }
 
-    /// A diskless full sync starts at `offset` (every shard held): the other replicas waiting for
-    /// one join it, in their full sync from that offset.
-    pub fn join_waiting(&self, except: u64, offset: u64, now_ms: u64) -> Vec<Joiner> {
+    /// A full sync of the form `eof` starts, or has its file, at snapshot offset `offset`: the
+    /// other replicas waiting for one of that form join it, in their full sync from that offset
+    /// (their stream starts after it). A disk-based sync's file is handed over once it is written,
+    /// so its joiners are those that came while it was: none joins once the stream from `offset`
+    /// is gone from the buffer (the replica that started it, which holds it, went away and the
+    /// backlog moved on); they start their own.
+    pub fn join_waiting(&self, except: u64, offset: u64, eof: bool, now_ms: u64) -> Vec<Joiner> {
         let mut g = self.inner.lock();
+        let first = self.offset.load(Ordering::Relaxed) + 1 - g.backlog.len() as u64;
+        if offset + 1 < first {
+            return Vec::new();
+        }
         let mut out = Vec::new();
         for r in g.replicas.values_mut() {
             if r.info.id == except || r.state != ReplicaState::Waiting || r.info.killed.load(Ordering::Relaxed) {
                 continue;
             }
-            let Some(psync) = r.waiting_diskless.take() else { continue };
+            let Some(how) = r.waiting_sync.filter(|w| w.eof == eof) else { continue };
+            r.waiting_sync = None;
             r.state = ReplicaState::Sync;
             r.sent = offset;
             r.acked = false;
             r.ack_ms = now_ms;
-            out.push(Joiner { info: r.info.clone(), psync });
+            out.push(Joiner { info: r.info.clone(), psync: how.psync });
         }
         out
     }

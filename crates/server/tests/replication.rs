@@ -435,6 +435,52 @@ fn replicas_waiting_together_share_one_diskless_snapshot() {
     }
 }
 
+/// Disk-based syncs are shared as Redis shares a BGSAVE for SYNC: replicas that ask while a
+/// disk-based sync's file is being written (stretched here by `rdb-key-save-delay`) take that
+/// file, with the stream from its offset, instead of waiting for it and starting their own.
+/// Writes go on meanwhile; a stock redis-server replica joins Latch ones.
+#[test]
+fn replicas_that_come_during_a_disk_based_sync_share_its_file() {
+    let p = Latch::start(&["--enable-debug-command", "yes", "--repl-diskless-sync", "no"]);
+    let mut pc = p.raw();
+    load(&mut pc, 0, 400);
+    // About 420 keys at 5 ms each: the file takes two seconds to write.
+    pc.cmd(&[b"CONFIG", b"SET", b"rdb-key-save-delay", b"5000"]);
+    let forks: u64 = info_field(&mut pc, "stats", "total_forks").expect("total_forks").parse().expect("number");
+    let port = p.port.to_string();
+    let latch: Vec<Latch> = (0..2).map(|_| Latch::start(&["--enable-debug-command", "yes"])).collect();
+    let redis = RedisServer::start_with_or_skip("a redis-server replica", &["--enable-debug-command", "yes"]);
+    let mut rcs: Vec<Raw> = latch.iter().map(Latch::raw).collect();
+    rcs.extend(redis.iter().map(RedisServer::raw));
+    rcs[0].cmd(&[b"REPLICAOF", b"127.0.0.1", port.as_bytes()]);
+    wait_for("the first sync's file to be under way", || {
+        info_field(&mut pc, "persistence", "rdb_bgsave_in_progress").as_deref() == Some("1")
+    });
+    pc.cmd(&[b"INCR", b"during"]);
+    for rc in &mut rcs[1..] {
+        rc.cmd(&[b"REPLICAOF", b"127.0.0.1", port.as_bytes()]);
+    }
+    pc.cmd(&[b"INCR", b"during"]);
+    stream_mix(&mut pc);
+    assert_eq!(
+        info_field(&mut pc, "persistence", "rdb_bgsave_in_progress").as_deref(),
+        Some("1"),
+        "the others asked while the file was written"
+    );
+    for rc in &mut rcs {
+        wait_for("the links", || info_field(rc, "replication", "master_link_status").as_deref() == Some("up"));
+    }
+    pc.cmd(&[b"CONFIG", b"SET", b"rdb-key-save-delay", b"0"]);
+    let forks_after: u64 = info_field(&mut pc, "stats", "total_forks").expect("total_forks").parse().expect("number");
+    assert_eq!(forks_after, forks + 1, "one snapshot for every replica");
+    assert_eq!(info_field(&mut pc, "stats", "sync_full"), Some(rcs.len().to_string()));
+    load(&mut pc, 400, 420);
+    for rc in &mut rcs {
+        same_digest(&mut pc, rc);
+        assert_eq!(rc.cmd(&[b"GET", b"during"]), "$1\r\n2\r\n");
+    }
+}
+
 /// Collects what a server logged until `until` appears (at most 15 s).
 fn log_until(l: &Latch, until: &str) -> String {
     let mut seen = String::new();

@@ -85,9 +85,7 @@ impl Server {
             // snapshot runs; `+FULLRESYNC` is sent then.
             let offset = self.repl.offset();
             self.repl.attach(client.info.clone(), ReplicaState::Waiting, offset, psync.is_none(), now);
-            if eof {
-                self.repl.wait_diskless(client.id, psync.is_some());
-            }
+            self.repl.wait_sync(client.id, crate::repl::WaitingSync { psync: psync.is_some(), eof });
             client.sync = Some(SyncJob::Wait { psync: psync.is_some(), eof, until: now + delay_ms });
             return None;
         }
@@ -129,11 +127,28 @@ impl Server {
         let offset = self.repl.full_sync_point();
         let snapshot = self.begin_snapshot(locked, SnapshotKind::Rdb);
         self.repl.attach(client.info.clone(), ReplicaState::Sync, offset, !psync, now);
-        // The replicas waiting for a diskless sync take this file too.
-        let joined = if eof { self.repl.join_waiting(client.id, offset, now) } else { Vec::new() };
+        // The replicas waiting for a diskless sync take this file too (those waiting for a
+        // disk-based one join when its file is written: [`Server::join_disk_sync`]).
+        let joined = if eof { self.repl.join_waiting(client.id, offset, true, now) } else { Vec::new() };
         self.repl.sync_full.fetch_add(joined.len() as u64, Ordering::Relaxed);
         client.sync = Some(SyncJob::Full { snapshot, offset, eof, slot, joined });
         psync.then(|| Frame::Simple(Bytes::from(format!("FULLRESYNC {} {offset}", self.repl.replid()))))
+    }
+
+    /// The file of the disk-based full sync of replica `owner`, at snapshot offset `offset`, is
+    /// written: the replicas that came meanwhile and wait for a disk-based sync take it too, in
+    /// their full sync from `offset` (Redis attaches a replica to the running BGSAVE for SYNC).
+    /// Called before the snapshot slot is let go, so none of them starts a snapshot of its own.
+    pub fn join_disk_sync(&self, owner: u64, offset: u64) -> Vec<crate::repl::Joiner> {
+        let joined = self.repl.join_waiting(owner, offset, false, self.clock.now_ms());
+        self.repl.sync_full.fetch_add(joined.len() as u64, Ordering::Relaxed);
+        for j in &joined {
+            self.log_replica(&format!(
+                "Waiting for end of BGSAVE for SYNC: replica {} takes the file written for another",
+                j.info.addr
+            ));
+        }
+        joined
     }
 
     fn log_replica(&self, line: &str) {

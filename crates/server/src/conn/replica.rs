@@ -70,17 +70,37 @@ impl Write for FanOut {
     }
 }
 
-/// A diskless full sync another replica's connection started, handed to a replica that waited
-/// for one: its `+FULLRESYNC` line (to PSYNC), the sync's offset, and the file as it comes.
+/// A full sync another replica's connection started, handed to a replica that waited for one:
+/// its `+FULLRESYNC` line (to PSYNC), the sync's offset, and the file.
 struct Joined {
     line: Option<String>,
     offset: u64,
-    feed: Receiver<Feed>,
+    file: SyncFile,
+}
+
+/// The file of a full sync handed over.
+enum SyncFile {
+    /// A diskless one's, as it comes.
+    Diskless(Receiver<Feed>),
+    /// A disk-based one's, written (and unlinked): the open handle and the length.
+    Disk(std::sync::Arc<std::fs::File>, u64),
 }
 
 /// The syncs handed over and not yet taken, by (server, client id): the waiting connection takes
 /// its own when woken.
 static JOINED: LazyLock<Mutex<HashMap<(usize, u64), Joined>>> = LazyLock::new(Default::default);
+
+/// Hands `joined` to the waiting connection of joiner `j` and wakes it. A connection that closed
+/// meanwhile will not take it (it forgot its entry before this one was made): dropped here, so a
+/// diskless writer does not wait for it.
+fn hand_over(srv: &std::sync::Arc<engine::server::Server>, j: engine::repl::Joiner, joined: Joined) {
+    let key = (std::sync::Arc::as_ptr(srv) as usize, j.info.id);
+    JOINED.lock().insert(key, joined);
+    if !srv.repl.knows(j.info.id) {
+        JOINED.lock().remove(&key);
+    }
+    j.info.wake();
+}
 
 /// How a waiting replica's full sync started.
 enum Started {
@@ -106,7 +126,8 @@ where
             Started::Own(SyncJob::Partial { from }) => (from - 1, None),
             Started::Own(SyncJob::Wait { .. }) => unreachable!("a waiting sync was started above"),
             Started::Own(SyncJob::Full { snapshot, offset, eof: false, slot, .. }) => {
-                self.send_file(snapshot, slot).await?;
+                let (f, len) = self.write_file(snapshot, slot, offset).await?;
+                self.send_file(f, len).await?;
                 (offset, Some(false))
             }
             Started::Own(SyncJob::Full { snapshot, offset, eof: true, slot, joined }) => {
@@ -118,8 +139,16 @@ where
                 if let Some(line) = j.line {
                     self.wr.write_all(format!("+{line}\r\n").as_bytes()).await.map_err(|_| Close)?;
                 }
-                self.send_diskless(j.feed).await?;
-                (j.offset, Some(true))
+                match j.file {
+                    SyncFile::Diskless(feed) => {
+                        self.send_diskless(feed).await?;
+                        (j.offset, Some(true))
+                    }
+                    SyncFile::Disk(f, len) => {
+                        self.send_file(f, len).await?;
+                        (j.offset, Some(false))
+                    }
+                }
             }
         };
         if let Some(eof) = eof {
@@ -249,20 +278,22 @@ where
         (std::sync::Arc::as_ptr(&self.srv) as usize, self.client.id)
     }
 
-    /// Sends a full sync's file whole after its length (`$<len>`), once it is written. The file
-    /// goes to disk first (Redis's disk-based sync), beside the RDB file under a name of its own,
-    /// and is unlinked as soon as it is written: the open handle keeps it readable, memory holds a
-    /// chunk at a time, and nothing is left behind whatever happens next. Unlike Redis, the file
-    /// does not become `dbfilename` (as with Redis's `rdb-del-sync-files yes`): saving is
-    /// `save`'s and BGSAVE's business.
-    async fn send_file(
+    /// Writes a disk-based full sync's file (Redis's disk-based sync), beside the RDB file under a
+    /// name of its own, and unlinks it as soon as it is written: the open handle keeps it
+    /// readable, memory holds a chunk at a time, and nothing is left behind whatever happens next.
+    /// Unlike Redis, the file does not become `dbfilename` (as with Redis's `rdb-del-sync-files
+    /// yes`): saving is `save`'s and BGSAVE's business. The replicas that came while it was written
+    /// take it too ([`Server::join_disk_sync`](engine::server::Server::join_disk_sync)).
+    async fn write_file(
         &mut self,
         snapshot: engine::persistence::Snapshot,
         slot: engine::persistence::ReplSnapshot,
-    ) -> Step {
+        offset: u64,
+    ) -> Result<(std::sync::Arc<std::fs::File>, u64), Close> {
         let fence = self.srv.fence.clone();
         let path =
             self.srv.rdb_path().with_file_name(format!("temp-{}-repl-{}.rdb", std::process::id(), self.client.id));
+        let (srv, owner) = (self.srv.clone(), self.client.id);
         let file = tokio::task::spawn_blocking(move || {
             let written = (|| {
                 let f = std::fs::File::options().read(true).write(true).create(true).truncate(true).open(&path)?;
@@ -270,24 +301,34 @@ where
                 snapshot.write(&mut w, &fence)?;
                 let f = w.into_inner().map_err(|e| e.into_error())?;
                 let len = f.metadata()?.len();
-                Ok::<_, std::io::Error>((f, len))
+                Ok::<_, std::io::Error>((std::sync::Arc::new(f), len))
             })();
             let _ = std::fs::remove_file(&path);
-            // The file is written: another snapshot may start.
+            if let Ok((f, len)) = &written {
+                let line = |psync: bool| psync.then(|| format!("FULLRESYNC {} {offset}", srv.repl.replid()));
+                for j in srv.join_disk_sync(owner, offset) {
+                    let joined = Joined { line: line(j.psync), offset, file: SyncFile::Disk(f.clone(), *len) };
+                    hand_over(&srv, j, joined);
+                }
+            }
+            // The file is written and handed over: another snapshot may start.
             drop(slot);
             written
         })
         .await;
-        let (f, len) = match file {
-            Ok(Ok(done)) => done,
+        match file {
+            Ok(Ok(done)) => Ok(done),
             Ok(Err(e)) => {
                 tracing::warn!("Full sync to replica {} failed: {e}", self.client.info.addr);
-                return Err(Close);
+                Err(Close)
             }
-            Err(_) => return Err(Close),
-        };
+            Err(_) => Err(Close),
+        }
+    }
+
+    /// Sends a disk-based full sync's file whole after its length (`$<len>`), a chunk at a time.
+    async fn send_file(&mut self, f: std::sync::Arc<std::fs::File>, len: u64) -> Step {
         self.wr.write_all(format!("${len}\r\n").as_bytes()).await.map_err(|_| Close)?;
-        let f = std::sync::Arc::new(f);
         let mut buf = vec![0u8; STREAM_CHUNK];
         let mut at = 0u64;
         while at < len {
@@ -326,18 +367,11 @@ where
     ) -> Receiver<Feed> {
         let (tx, rx) = channel(CHUNKS_QUEUED);
         let mut to = vec![tx];
-        let server = std::sync::Arc::as_ptr(&self.srv) as usize;
         for j in joined {
             let (tx, feed) = channel(CHUNKS_QUEUED);
             to.push(tx);
             let line = j.psync.then(|| format!("FULLRESYNC {} {offset}", self.srv.repl.replid()));
-            JOINED.lock().insert((server, j.info.id), Joined { line, offset, feed });
-            // A connection that closed meanwhile will not take it (it forgot its entry before
-            // this one was made): dropped here, so the writer does not wait for it.
-            if !self.srv.repl.knows(j.info.id) {
-                JOINED.lock().remove(&(server, j.info.id));
-            }
-            j.info.wake();
+            hand_over(&self.srv, j, Joined { line, offset, file: SyncFile::Diskless(feed) });
         }
         let fence = self.srv.fence.clone();
         tokio::task::spawn_blocking(move || {
