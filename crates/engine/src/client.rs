@@ -116,6 +116,10 @@ pub struct Client {
     /// Set by SYNC / PSYNC: the connection becomes a replica's and sends this (see
     /// [`crate::repl::SyncJob`]).
     pub sync: Option<crate::repl::SyncJob>,
+    /// The seeded generator its commands' random choices come from (SPOP, SRANDMEMBER, Lua's
+    /// `math.random`...), set for a client whose commands must come out the same on every node that
+    /// runs them (consensus mode's apply client); None: the thread's generator.
+    pub random: Option<crate::random::Seeded>,
 }
 
 impl Client {
@@ -169,6 +173,7 @@ impl Client {
             acl_rules: Default::default(),
             after_reply: Vec::new(),
             sync: None,
+            random: None,
         }
     }
 }

@@ -967,9 +967,11 @@ fn zrandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
     use rand::Rng;
     let key = ctx.arg(1);
     if ctx.argc() == 2 {
-        return match read_zset(&mut ctx.db(), key) {
+        // Positions are ranks, in the same order on every node: no canonical order needed.
+        let (mut db, mut rng) = ctx.db_rng();
+        return match read_zset(&mut db, key) {
             Ok(Some(z)) if !z.is_empty() => {
-                let i = rand::rng().random_range(0..z.len());
+                let i = rng.random_range(0..z.len());
                 z.by_index(i).map(|(m, _)| bulk(m)).unwrap_or(Frame::Null)
             }
             Ok(_) => Frame::Null,
@@ -983,7 +985,7 @@ fn zrandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
     let proto = ctx.client.proto;
     let cap = ctx.reply_cap();
     let reply = {
-        let mut db = ctx.db();
+        let (mut db, mut rng) = ctx.db_rng();
         let z = match read_zset(&mut db, key) {
             Ok(Some(z)) => z,
             Ok(None) => return Frame::Array(Vec::new()),
@@ -996,6 +998,8 @@ fn zrandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
         let entry = |i: usize| z.by_index(i).map_or((&[][..], 0.0), |(m, s)| (&m[..], s));
         if withscores {
             super::set::random_reply(
+                &mut rng,
+                None,
                 z.len(),
                 l,
                 cap,
@@ -1005,6 +1009,8 @@ fn zrandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
             )
         } else {
             super::set::random_reply(
+                &mut rng,
+                None,
                 z.len(),
                 l,
                 cap,
