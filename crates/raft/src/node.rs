@@ -284,7 +284,11 @@ impl Consensus {
     /// share one log append, one fsync and one round trip to the followers.
     pub async fn write(self: &Arc<Self>, db: usize, proto: resp::Protocol, args: &[Bytes]) -> Frame {
         let slot = self.srv.table.resolve(args).map_or(0, |c| route::first_key_slot(c, args));
-        let cmd = Command { db: db as u32, resp3: proto == resp::Protocol::Resp3, args: args.to_vec() };
+        let args = match with_script_body(&self.srv, args) {
+            Ok(args) => args,
+            Err(reply) => return reply,
+        };
+        let cmd = Command { db: db as u32, resp3: proto == resp::Protocol::Resp3, args };
         let (tx, rx) = tokio::sync::oneshot::channel();
         let start = {
             let mut q = self.queue.lock();
@@ -590,6 +594,40 @@ async fn ticker(node: std::sync::Weak<Consensus>) {
             let _ = tokio::time::timeout(CLIENT_TIMEOUT, raft.client_write(req)).await;
         }
     }
+}
+
+/// `args` as the log carries them: an EVALSHA (also inside FENCED) becomes the EVAL of the body
+/// this node's script cache holds for the sha, so that what a node applies never depends on its own
+/// cache (a node that installed a snapshot, or restarted, may lack a script the leader has). An
+/// unknown sha is answered here, as EVALSHA would answer it, without a proposal.
+fn with_script_body(srv: &Server, args: &[Bytes]) -> Result<Vec<Bytes>, Frame> {
+    let Some(name) = args.first() else { return Ok(Vec::new()) };
+    if name.eq_ignore_ascii_case(b"fenced") && args.len() > 3 {
+        let mut out = args[..3].to_vec();
+        out.extend(with_script_body(srv, &args[3..])?);
+        return Ok(out);
+    }
+    let ro = name.eq_ignore_ascii_case(b"evalsha_ro");
+    if !(ro || name.eq_ignore_ascii_case(b"evalsha")) || args.len() < 3 {
+        return Ok(args.to_vec());
+    }
+    let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
+    let body = srv.scripting.scripts.lock().get(&sha).map(|m| m.body.clone());
+    let Some(body) = body else {
+        // EVALSHA's own checks, in its order: the key count, then the sha.
+        let rest = args.len() as i64 - 3;
+        return Err(match engine::args::parse_i64_strict(&args[2]) {
+            None => Frame::error("ERR value is not an integer or out of range"),
+            Some(n) if n > rest => Frame::error("ERR Number of keys can't be greater than number of args"),
+            Some(n) if n < 0 => Frame::error("ERR Number of keys can't be negative"),
+            Some(_) => Frame::error("NOSCRIPT No matching script. Please use EVAL."),
+        });
+    };
+    let mut out = Vec::with_capacity(args.len());
+    out.push(Bytes::from_static(if ro { b"EVAL_RO" } else { b"EVAL" }));
+    out.push(body);
+    out.extend_from_slice(&args[2..]);
+    Ok(out)
 }
 
 fn unix_ms() -> u64 {

@@ -24,10 +24,13 @@ pub enum Class {
     Unsupported,
 }
 
-/// Commands refused by name: random choices, replication and debugging commands, and the ones
-/// that would block an applying node.
+/// Commands refused by name: replication and debugging commands, the ones that would block an
+/// applying node, and the ones that would stop a script in the middle on one node only (SCRIPT
+/// KILL, FUNCTION KILL) or run one outside the log (SCRIPT DEBUG).
 const UNSUPPORTED: &[&str] = &[
-    "spop",
+    "script|kill",
+    "function|kill",
+    "script|debug",
     "debug",
     "migrate",
     "replicaof",
@@ -51,8 +54,22 @@ pub fn classify(table: &CommandTable, cmd: &Command, args: &[Bytes]) -> Class {
     {
         return Class::Unsupported;
     }
-    if UNSUPPORTED.contains(&name) || matches!(cmd.group, Group::Transactions | Group::Scripting) {
+    if UNSUPPORTED.contains(&name) || cmd.group == Group::Transactions {
         return Class::Unsupported;
+    }
+    match name {
+        // Scripts and functions run on every node from the log (EVALSHA carries its script's
+        // body there, see `Consensus::write`); so does what defines them, so that every node knows
+        // a script or function an EVALSHA or FCALL proposed later names.
+        "eval" | "evalsha" | "fcall" | "script|load" | "script|flush" => return Class::Write,
+        "function|load" | "function|delete" | "function|flush" | "function|restore" => return Class::Write,
+        // The read-only variants read on the leader, like any read.
+        "eval_ro" | "evalsha_ro" | "fcall_ro" => return Class::Read,
+        // The node's own script cache and function libraries (the same on every node that has
+        // applied as far).
+        "script|exists" | "script|help" | "script" | "function|list" | "function|dump" | "function|stats"
+        | "function|help" | "function" => return Class::Local,
+        _ => {}
     }
     if cmd.group == Group::Cluster {
         return if name.starts_with("cluster|") { Class::Cluster } else { Class::Ok };
@@ -140,15 +157,28 @@ mod tests {
         assert_eq!(class("lockinfo k"), Class::Read);
         assert_eq!(class("ping"), Class::Local);
         assert_eq!(class("multi"), Class::Unsupported);
-        assert_eq!(class("eval x 0"), Class::Unsupported);
+        assert_eq!(class("eval x 0"), Class::Write);
+        assert_eq!(class("evalsha x 0"), Class::Write);
+        assert_eq!(class("eval_ro x 0"), Class::Read);
+        assert_eq!(class("fcall f 0"), Class::Write);
+        assert_eq!(class("fcall_ro f 0"), Class::Read);
+        assert_eq!(class("script load x"), Class::Write);
+        assert_eq!(class("script flush"), Class::Write);
+        assert_eq!(class("script exists x"), Class::Local);
+        assert_eq!(class("script kill"), Class::Unsupported);
+        assert_eq!(class("function load x"), Class::Write);
+        assert_eq!(class("function list"), Class::Local);
+        assert_eq!(class("function kill"), Class::Unsupported);
         assert_eq!(class("blpop k 0"), Class::Unsupported);
-        assert_eq!(class("spop k"), Class::Unsupported);
+        assert_eq!(class("spop k"), Class::Write);
+        assert_eq!(class("srandmember k"), Class::Read);
         assert_eq!(class("cluster slots"), Class::Cluster);
         assert_eq!(class("readonly"), Class::Ok);
         assert_eq!(class("info consensus"), Class::Info);
         assert_eq!(class("flushall"), Class::Write);
         assert_eq!(class("fenced k 1 set k v"), Class::Write);
-        assert_eq!(class("fenced k 1 spop s"), Class::Unsupported);
-        assert_eq!(class("fenced k 1 eval x 0"), Class::Unsupported);
+        assert_eq!(class("fenced k 1 spop s"), Class::Write);
+        assert_eq!(class("fenced k 1 eval x 0"), Class::Write);
+        assert_eq!(class("fenced k 1 blpop s 0"), Class::Unsupported);
     }
 }
