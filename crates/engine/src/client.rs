@@ -131,6 +131,17 @@ impl Client {
 }
 
 impl Client {
+    /// Leaves MULTI and unwatches everything (DISCARD, EXEC, RESET), keeping CLIENT LIST in step.
+    pub fn leave_multi(&mut self) {
+        use std::sync::atomic::Ordering;
+        self.multi.reset();
+        self.info.set_watch_state(None);
+        self.info.set_flag('x', false);
+        self.info.multi.store(-1, Ordering::Relaxed);
+        self.info.multi_mem.store(0, Ordering::Relaxed);
+        self.info.watched_mem.store(0, Ordering::Relaxed);
+    }
+
     /// A stand-in for a blocked client while a writer serves it on its behalf: same id, info, db and
     /// protocol; never blocks; not registered.
     pub fn detached(info: Arc<ClientInfo>, db: usize, proto: Protocol) -> Client {

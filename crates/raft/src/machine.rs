@@ -9,7 +9,8 @@
 //! `apply`, tokens are the same on every node and keep increasing across leader changes.
 
 use crate::store::write_file;
-use crate::types::{Entry, LogId, NodeId, Op, Reply, StorageError, TypeConfig, io_error};
+use crate::types::{Entry, LogId, NodeId, Op, Reply, StorageError, TypeConfig, Work, io_error};
+use bytes::Bytes;
 use engine::client::Client;
 use engine::clock::Clock;
 use engine::random::Seeded;
@@ -17,6 +18,7 @@ use engine::server::Server;
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{BasicNode, EntryPayload, ErrorSubject, ErrorVerb, RaftSnapshotBuilder, SnapshotMeta, StoredMembership};
 use parking_lot::Mutex;
+use resp::Frame;
 use std::io::{self, Cursor};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -186,25 +188,62 @@ impl StateMachine {
         // Raft time only moves forward, whatever a leader's clock said.
         let now = self.clock.applied_ms().max(time_ms);
         self.clock.set(now);
-        match op {
-            Op::Tick => Reply::default(),
-            Op::Commands(cmds) => {
-                self.last_write = index;
-                let mut client = self.client.lock();
-                Reply(
-                    cmds.into_iter()
-                        .enumerate()
-                        .map(|(i, c)| {
-                            client.db = c.db as usize;
-                            client.proto = if c.resp3 { resp::Protocol::Resp3 } else { resp::Protocol::Resp2 };
-                            client.random = Some(Seeded::new(command_seed(index, i)));
-                            self.srv.execute(&mut client, &c.args)
-                        })
-                        .collect(),
-                )
-            }
-        }
+        let work: Vec<Work> = match op {
+            Op::Tick => return Reply::default(),
+            Op::Commands(cmds) => cmds.into_iter().map(Work::Command).collect(),
+            Op::Batch(work) => work,
+        };
+        let written_before = std::mem::replace(&mut self.last_write, index);
+        let mut client = self.client.lock();
+        let replies = work
+            .into_iter()
+            .enumerate()
+            .map(|(i, w)| {
+                client.random = Some(Seeded::new(command_seed(index, i)));
+                match w {
+                    Work::Command(c) => {
+                        set_client(&mut client, c.db, c.resp3);
+                        self.srv.execute(&mut client, &c.args)
+                    }
+                    Work::Transaction(t) => {
+                        // Earlier work of the same entry counts as a write after the check.
+                        let written = if i == 0 { written_before } else { index };
+                        if let Some(g) = &t.watch
+                            && (written > g.checked_at || self.any_expired(&g.alive, now))
+                        {
+                            return Some(Frame::NullArray);
+                        }
+                        set_client(&mut client, t.db, t.resp3);
+                        self.srv.execute(&mut client, &[Bytes::from_static(b"MULTI")]);
+                        for args in &t.commands {
+                            self.srv.execute(&mut client, args);
+                        }
+                        self.srv.execute(&mut client, &[Bytes::from_static(b"EXEC")])
+                    }
+                }
+            })
+            .collect();
+        Reply(replies)
     }
+
+    /// Whether a key of `keys` (database, key) is gone or past its TTL at raft time `now`: the
+    /// same answer on every node, whether or not its expiry cycle removed the key yet.
+    fn any_expired(&self, keys: &[(u32, Bytes)], now: u64) -> bool {
+        if keys.is_empty() {
+            return false;
+        }
+        let mut locked = self.srv.ks.lock_all();
+        keys.iter().any(|(db, k)| {
+            let t = &locked.shard_for(k).dbs[*db as usize];
+            t.peek(k).is_none() || t.is_stale(k, now)
+        })
+    }
+}
+
+/// The apply client as the proposing client was: its database and protocol.
+fn set_client(client: &mut Client, db: u32, resp3: bool) {
+    client.db = db as usize;
+    client.proto = if resp3 { resp::Protocol::Resp3 } else { resp::Protocol::Resp2 };
 }
 
 /// Splits snapshot bytes into what they hold besides the RDB file, and the RDB file.
@@ -531,5 +570,56 @@ mod tests {
         d.load(&snap.meta, &v1).unwrap();
         assert_eq!(apply_all(&mut d, vec![entry(5, 1_004, "GET k")]), vec![Some(resp::Frame::bulk("11"))]);
         assert!(sd.scripting.scripts.lock().is_empty());
+    }
+
+    fn transaction(index: u64, time_ms: u64, lines: &[&str], watch: Option<crate::types::WatchGuard>) -> Entry {
+        let commands = lines.iter().map(|l| l.split(' ').map(|w| Bytes::from(w.to_string())).collect()).collect();
+        let t = crate::types::Transaction { db: 0, resp3: false, commands, watch };
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
+            payload: EntryPayload::Normal(Request { time_ms, op: Op::Batch(vec![Work::Transaction(t)]) }),
+        }
+    }
+
+    /// A transaction is one entry: every node runs it whole and answers EXEC's array; a watched
+    /// one is aborted alike on every node when an entry after the leader's check carried commands
+    /// or a watched key expired since.
+    #[test]
+    fn transactions_and_their_watch_guards_apply_alike() {
+        let guard = |checked_at: u64, alive: &[&str]| {
+            Some(crate::types::WatchGuard {
+                checked_at,
+                alive: alive.iter().map(|k| (0, Bytes::from(k.to_string()))).collect(),
+            })
+        };
+        let log = vec![
+            transaction(1, 1_000, &["INCR a", "INCR a", "SET t v PX 100"], None),
+            // Checked at 1, nothing written since: runs.
+            transaction(2, 1_001, &["INCR a"], guard(1, &["a", "t"])),
+            entry(3, 1_002, "SET b 1"),
+            // Checked at 2, but entry 3 wrote: aborted.
+            transaction(4, 1_003, &["INCR a"], guard(2, &["a"])),
+            // Checked at 4 (entry 4 counts as a write, so the check is at or after it): runs.
+            transaction(5, 1_004, &["INCR a"], guard(5, &["a", "t"])),
+            entry(6, 1_200, ""),
+            // t was alive at the check and its TTL ran out on raft time since: aborted.
+            transaction(7, 1_201, &["INCR a"], guard(6, &["a", "t"])),
+            // A queuing error: EXECABORT, on every node.
+            transaction(8, 1_202, &["INCR a", "NOSUCHCOMMAND x"], None),
+            entry(9, 1_203, "GET a"),
+        ];
+        let (mut a, sa) = machine("tx-a", 0);
+        let (mut b, sb) = machine("tx-b", 0);
+        let ra = apply_all(&mut a, log.clone());
+        assert_eq!(ra, apply_all(&mut b, log));
+        use resp::Frame as F;
+        assert_eq!(ra[0], Some(F::Array(vec![F::Integer(1), F::Integer(2), F::ok()])));
+        assert_eq!(ra[1], Some(F::Array(vec![F::Integer(3)])));
+        assert_eq!(ra[3], Some(F::NullArray));
+        assert_eq!(ra[4], Some(F::Array(vec![F::Integer(4)])));
+        assert_eq!(ra[6], Some(F::NullArray));
+        assert!(matches!(&ra[7], Some(F::Error(e)) if e.starts_with(b"EXECABORT")), "{:?}", ra[7]);
+        assert_eq!(ra[8], Some(F::bulk("4")));
+        assert_eq!(digest(&sa), digest(&sb));
     }
 }

@@ -20,9 +20,16 @@ pub enum Class {
     Read,
     /// Changes data: proposed to the group by the leader, answered after commit and apply.
     Write,
+    /// EXEC: the transaction queued on this node is proposed as one entry.
+    Exec,
     /// Cannot be made deterministic (or would step around the log) in phase 1.
     Unsupported,
 }
+
+/// What may be queued in MULTI in consensus mode besides reads and writes: commands that answer
+/// alike on the node that applies the transaction and change none of the applying client's state.
+/// (`quit` and `reset` are not queued: they end the transaction on the client's node.)
+pub const QUEUEABLE_LOCAL: &[&str] = &["ping", "echo", "time", "unwatch", "quit", "reset"];
 
 /// Commands refused by name: replication and debugging commands, the ones that would block an
 /// applying node, and the ones that would stop a script in the middle on one node only (SCRIPT
@@ -54,10 +61,15 @@ pub fn classify(table: &CommandTable, cmd: &Command, args: &[Bytes]) -> Class {
     {
         return Class::Unsupported;
     }
-    if UNSUPPORTED.contains(&name) || cmd.group == Group::Transactions {
+    if UNSUPPORTED.contains(&name) {
         return Class::Unsupported;
     }
     match name {
+        // MULTI queues on the node the client is on; EXEC proposes the transaction. WATCH watches
+        // on the leader, whose check at EXEC decides for every node (see `Consensus::exec`).
+        "exec" => return Class::Exec,
+        "watch" => return Class::Read,
+        "multi" | "discard" | "unwatch" => return Class::Local,
         // Scripts and functions run on every node from the log (EVALSHA carries its script's
         // body there, see `Consensus::write`); so does what defines them, so that every node knows
         // a script or function an EVALSHA or FCALL proposed later names.
@@ -156,7 +168,10 @@ mod tests {
         assert_eq!(class("get k"), Class::Read);
         assert_eq!(class("lockinfo k"), Class::Read);
         assert_eq!(class("ping"), Class::Local);
-        assert_eq!(class("multi"), Class::Unsupported);
+        assert_eq!(class("multi"), Class::Local);
+        assert_eq!(class("exec"), Class::Exec);
+        assert_eq!(class("watch k"), Class::Read);
+        assert_eq!(class("discard"), Class::Local);
         assert_eq!(class("eval x 0"), Class::Write);
         assert_eq!(class("evalsha x 0"), Class::Write);
         assert_eq!(class("eval_ro x 0"), Class::Read);
