@@ -204,6 +204,40 @@ fn call(port: u16, args: &[&str]) -> Option<String> {
     }
 }
 
+/// A connection kept open across commands (MULTI ... EXEC, WATCH).
+struct Session {
+    s: TcpStream,
+    buf: BytesMut,
+}
+
+impl Session {
+    fn open(port: u16) -> Session {
+        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(15))).expect("timeout");
+        Session { s, buf: BytesMut::new() }
+    }
+
+    /// Sends one command and returns its reply's bytes as text.
+    fn cmd(&mut self, args: &[&str]) -> String {
+        let mut req = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            req.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+        }
+        self.s.write_all(&req).expect("send");
+        loop {
+            let mut probe = self.buf.clone();
+            if let Ok(Some(_)) = resp::decode_reply(&mut probe) {
+                let used = self.buf.len() - probe.len();
+                return String::from_utf8_lossy(&self.buf.split_to(used)).into_owned();
+            }
+            let mut chunk = [0u8; 65536];
+            let n = self.s.read(&mut chunk).expect("reply");
+            assert!(n > 0, "connection closed after {args:?}");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
 /// `call` that must get an answer.
 fn must(port: u16, args: &[&str]) -> String {
     call(port, args).unwrap_or_else(|| panic!("no reply from port {port} to {args:?}"))
@@ -239,7 +273,7 @@ fn a_group_elects_a_leader_and_followers_send_clients_to_it() {
     }
 
     // What consensus mode cannot run yet is refused, not run locally.
-    assert_eq!(must(lport, &["MULTI"]), "-ERR MULTI is not supported in consensus mode\r\n");
+    assert_eq!(must(lport, &["SCRIPT", "KILL"]), "-ERR SCRIPT KILL is not supported in consensus mode\r\n");
     assert_eq!(must(lport, &["BLPOP", "q", "0"]), "-ERR BLPOP is not supported in consensus mode\r\n");
     assert_eq!(
         must(lport, &["LOCK", "l", "me", "1000", "WAIT", "10"]),
@@ -621,4 +655,152 @@ fn a_paused_leader_s_lock_holder_is_fenced_off_after_its_lease() {
     let through_new = must(nport, &["FENCED", "job", &t1.to_string(), "SET", "data", "A2"]);
     assert!(through_new.starts_with("-FENCED"), "{through_new:?}");
     assert_eq!(must(nport, &["GET", "data"]), "$1\r\nB\r\n");
+}
+
+/// The owner-checked lock release (EVALSHA of compare-and-delete), scripts and functions, MULTI/EXEC
+/// with WATCH and SPOP go through the log: every node applies them alike, so after `kill -9` of
+/// the leader the new one holds what the old one answered, and knows the scripts loaded before.
+#[test]
+fn scripts_transactions_and_spop_survive_kill_9_of_the_leader() {
+    const RELEASE: &str =
+        "if redis.call('get',KEYS[1]) == ARGV[1] then return redis.call('del',KEYS[1]) else return 0 end";
+    let mut g = Group::start("scripts");
+    let old = g.leader();
+    let oport = g.port(old);
+    let follower = g.nodes.iter().find(|n| n.id != old).map(|n| n.port).expect("follower");
+
+    // SCRIPT LOAD through the log: every node learns the script (SCRIPT EXISTS is a node's own).
+    let sha = must(oport, &["SCRIPT", "LOAD", RELEASE]);
+    let sha = sha.lines().nth(1).expect("sha").to_string();
+    assert_eq!(sha.len(), 40);
+    let deadline = Instant::now() + DEADLINE;
+    while must(follower, &["SCRIPT", "EXISTS", &sha]) != "*1\r\n:1\r\n" {
+        assert!(Instant::now() < deadline, "the follower never learned the script");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Owner-checked release: a wrong token leaves the lock, the right one deletes it.
+    assert_eq!(must(oport, &["SET", "lock", "tok", "NX", "PX", "60000"]), "+OK\r\n");
+    assert_eq!(must(oport, &["EVALSHA", &sha, "1", "lock", "other"]), ":0\r\n");
+    assert_eq!(must(oport, &["EVALSHA", &sha, "1", "lock", "tok"]), ":1\r\n");
+    assert_eq!(must(oport, &["GET", "lock"]), "$-1\r\n");
+    assert_eq!(must(oport, &["SET", "lock2", "tok2", "NX", "PX", "60000"]), "+OK\r\n");
+    assert_eq!(
+        must(oport, &["EVALSHA", "0000000000000000000000000000000000000000", "0"]).lines().next(),
+        Some("-NOSCRIPT No matching script. Please use EVAL.")
+    );
+    // Followers send scripts to the leader.
+    assert!(must(follower, &["EVALSHA", &sha, "1", "lock2", "tok2"]).starts_with("-MOVED "));
+    // A function library, loaded through the log.
+    let lib =
+        "#!lua name=lib\nredis.register_function('bump', function(keys) return redis.call('incrby', keys[1], 10) end)";
+    assert_eq!(must(oport, &["FUNCTION", "LOAD", lib]), "$3\r\nlib\r\n");
+    assert_eq!(must(oport, &["FCALL", "bump", "1", "f"]), ":10\r\n");
+
+    // Random choices inside scripts and SPOP come out alike on every node.
+    let members: Vec<String> = (0..50).map(|i| format!("m{i}")).collect();
+    let mut sadd = vec!["SADD", "s"];
+    sadd.extend(members.iter().map(String::as_str));
+    assert_eq!(must(oport, &sadd), ":50\r\n");
+    let mut popped = Vec::new();
+    for _ in 0..5 {
+        popped.push(must(oport, &["SPOP", "s"]));
+    }
+    popped.push(must(oport, &["SPOP", "s", "4"]));
+    let picked = must(
+        oport,
+        &[
+            "EVAL",
+            "local m = redis.call('srandmember', KEYS[1]) redis.call('set', KEYS[2], m) \
+             redis.call('set', KEYS[3], math.random(1000000000)) return m",
+            "3",
+            "s",
+            "pick",
+            "rnd",
+        ],
+    );
+    let rnd = must(oport, &["GET", "rnd"]);
+    // Scripts may not call a command whose reply depends on the node.
+    assert!(
+        must(oport, &["EVAL", "return redis.call('randomkey')", "0"])
+            .contains("not allowed from script in consensus mode")
+    );
+    let smembers_sorted = |port: u16| {
+        let r = must(port, &["SORT", "s", "ALPHA"]);
+        r.lines().filter(|l| l.starts_with('m')).map(str::to_string).collect::<Vec<_>>()
+    };
+    let set_before = smembers_sorted(oport);
+    assert_eq!(set_before.len(), 50 - 5 - 4);
+
+    // MULTI/EXEC: one entry, EXEC's array from the leader's apply.
+    let mut c = Session::open(oport);
+    assert_eq!(c.cmd(&["MULTI"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["INCR", "x"]), "+QUEUED\r\n");
+    assert_eq!(c.cmd(&["INCR", "x"]), "+QUEUED\r\n");
+    assert_eq!(c.cmd(&["EVALSHA", &sha, "1", "lock2", "nope"]), "+QUEUED\r\n");
+    assert_eq!(c.cmd(&["EXEC"]), "*3\r\n:1\r\n:2\r\n:0\r\n");
+    // Errors at queue time as in Redis: EXECABORT.
+    assert_eq!(c.cmd(&["MULTI"]), "+OK\r\n");
+    assert!(c.cmd(&["INCR"]).starts_with("-ERR wrong number of arguments"));
+    assert!(c.cmd(&["CLIENT", "SETNAME", "x"]).starts_with("-ERR CLIENT SETNAME inside MULTI is not supported"));
+    assert!(c.cmd(&["EXEC"]).starts_with("-EXECABORT"));
+    assert_eq!(c.cmd(&["MULTI"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["INCR", "x"]), "+QUEUED\r\n");
+    assert_eq!(c.cmd(&["DISCARD"]), "+OK\r\n");
+    // WATCH: a watched key changed by another client aborts EXEC; an unchanged one does not.
+    let mut other = Session::open(oport);
+    assert_eq!(c.cmd(&["WATCH", "w"]), "+OK\r\n");
+    assert_eq!(other.cmd(&["SET", "w", "1"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["MULTI"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["INCR", "x"]), "+QUEUED\r\n");
+    assert_eq!(c.cmd(&["EXEC"]), "*-1\r\n");
+    assert_eq!(c.cmd(&["WATCH", "w"]), "+OK\r\n");
+    assert_eq!(other.cmd(&["SET", "unrelated", "1"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["MULTI"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["INCR", "x"]), "+QUEUED\r\n");
+    assert_eq!(c.cmd(&["EXEC"]), "*1\r\n:3\r\n");
+    // A watched key that expires (on raft time) before EXEC aborts it.
+    assert_eq!(other.cmd(&["SET", "e", "1", "PX", "300"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["WATCH", "e"]), "+OK\r\n");
+    let deadline = Instant::now() + DEADLINE;
+    while other.cmd(&["EXISTS", "e"]) != ":0\r\n" {
+        assert!(Instant::now() < deadline, "e never expired");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(c.cmd(&["MULTI"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["INCR", "x"]), "+QUEUED\r\n");
+    assert_eq!(c.cmd(&["EXEC"]), "*-1\r\n");
+    // On a follower, a queued key is redirected (as by a Redis Cluster node) and EXEC aborts;
+    // WATCH goes to the leader.
+    let mut f = Session::open(follower);
+    assert_eq!(f.cmd(&["MULTI"]), "+OK\r\n");
+    assert_eq!(f.cmd(&["INCR", "x"]), format!("-MOVED 16287 127.0.0.1:{oport}\r\n"));
+    assert!(f.cmd(&["EXEC"]).starts_with("-EXECABORT"));
+    assert!(f.cmd(&["WATCH", "x"]).starts_with("-MOVED "));
+
+    g.node(old).kill();
+    let new = g.leader();
+    assert_ne!(new, old);
+    let nport = g.port(new);
+    // The released lock is gone, the other one is there; the script loaded before the failover
+    // runs on the new leader by its sha.
+    assert_eq!(must(nport, &["GET", "lock"]), "$-1\r\n");
+    assert_eq!(must(nport, &["EVALSHA", &sha, "1", "lock2", "tok2"]), ":1\r\n");
+    assert_eq!(must(nport, &["EXISTS", "lock2"]), ":0\r\n");
+    assert_eq!(must(nport, &["FCALL", "bump", "1", "f"]), ":20\r\n");
+    assert_eq!(must(nport, &["GET", "x"]), "$1\r\n3\r\n");
+    // The new leader applied the same SPOPs and random picks as the old one.
+    assert_eq!(smembers_sorted(nport), set_before);
+    assert_eq!(must(nport, &["GET", "pick"]), picked);
+    assert_eq!(must(nport, &["GET", "rnd"]), rnd);
+    for p in &popped {
+        for m in p.lines().filter(|l| l.starts_with('m')) {
+            assert_eq!(must(nport, &["SISMEMBER", "s", m]), ":0\r\n", "{m} popped on the old leader");
+        }
+    }
+    // Transactions go on on the new leader.
+    let mut c = Session::open(nport);
+    assert_eq!(c.cmd(&["MULTI"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["INCR", "x"]), "+QUEUED\r\n");
+    assert_eq!(c.cmd(&["SPOP", "s"]), "+QUEUED\r\n");
+    assert!(c.cmd(&["EXEC"]).starts_with("*2\r\n:4\r\n$"));
 }
