@@ -4,8 +4,8 @@
 //! the same seed).
 //!
 //! A seed alone is not enough: a random position picks a different member on two nodes whose
-//! set or hash holds its members in another order (a node that loaded a snapshot has an intset's
-//! members sorted, the leader in the order they came). So a seeded draw picks among positions in a
+//! set, hash or sorted set holds its members in another order (a node that loaded a snapshot has an
+//! intset's members sorted and a sorted set's in score order, the leader in the order they came). So a seeded draw picks among positions in a
 //! canonical order ([`canonical_order`]): the members sorted by their bytes.
 
 use rand::rngs::{StdRng, ThreadRng};

@@ -503,7 +503,12 @@ mod tests {
         for m in &members {
             hset.extend([m.as_str(), "v"]);
         }
-        let setup = vec![entry_of(1, 1_000, &sadd), entry_of(2, 1_001, &hset)];
+        let mut zadd = vec!["ZADD", "z"];
+        let scores: Vec<String> = (0..members.len()).map(|i| ((i * 7) % 13).to_string()).collect();
+        for (m, sc) in members.iter().zip(&scores) {
+            zadd.extend([sc.as_str(), m.as_str()]);
+        }
+        let setup = vec![entry_of(1, 1_000, &sadd), entry_of(2, 1_001, &hset), entry_of(3, 1_001, &zadd)];
         apply_all(&mut a, setup.clone());
         apply_all(&mut b, setup);
         // A third node starts from a snapshot of the first.
@@ -512,13 +517,14 @@ mod tests {
         let (mut c, sc) = machine("rand-c", 0);
         block_on(c.install_snapshot(&snap.meta, snap.snapshot)).unwrap();
         let script = "return {redis.call('spop', KEYS[1]), redis.call('srandmember', KEYS[1], -4), \
-                      redis.call('hrandfield', KEYS[2], 3), math.random(1000000), math.random()}";
+                      redis.call('hrandfield', KEYS[2], 3), redis.call('zrandmember', KEYS[3]), \
+                      redis.call('zrandmember', KEYS[3], -3, 'withscores'), math.random(1000000), math.random()}";
         let log = vec![
-            entry(3, 1_002, "SPOP s"),
-            entry(4, 1_003, "SPOP s 5"),
-            entry_of(5, 1_004, &["EVAL", script, "2", "s", "h"]),
-            entry_of(6, 1_005, &["EVAL", script, "2", "s", "h"]),
-            entry(7, 1_006, "SPOP s 2"),
+            entry(4, 1_002, "SPOP s"),
+            entry(5, 1_003, "SPOP s 5"),
+            entry_of(6, 1_004, &["EVAL", script, "3", "s", "h", "z"]),
+            entry_of(7, 1_005, &["EVAL", script, "3", "s", "h", "z"]),
+            entry(8, 1_006, "SPOP s 2"),
         ];
         let ra = apply_all(&mut a, log.clone());
         let rb = apply_all(&mut b, log.clone());

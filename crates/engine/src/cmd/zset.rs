@@ -967,11 +967,12 @@ fn zrandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
     use rand::Rng;
     let key = ctx.arg(1);
     if ctx.argc() == 2 {
-        // Positions are ranks, in the same order on every node: no canonical order needed.
         let (mut db, mut rng) = ctx.db_rng();
         return match read_zset(&mut db, key) {
             Ok(Some(z)) if !z.is_empty() => {
-                let i = rng.random_range(0..z.len());
+                let member = |i: usize| z.by_index(i).map_or(&[][..], |(m, _)| &m[..]);
+                let n = rng.random_range(0..z.len());
+                let i = crate::random::canonical_order(&rng, z.len(), member).map_or(n, |o| o[n]);
                 z.by_index(i).map(|(m, _)| bulk(m)).unwrap_or(Frame::Null)
             }
             Ok(_) => Frame::Null,
@@ -996,10 +997,13 @@ fn zrandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
             return range_reply(z, 0, z.len(), false, withscores, proto);
         }
         let entry = |i: usize| z.by_index(i).map_or((&[][..], 0.0), |(m, s)| (&m[..], s));
+        // The member table's order is the node's own (a node that loaded the key has it in score
+        // order): a seeded pick goes by the members' bytes.
+        let order = crate::random::canonical_order(&rng, z.len(), |i| entry(i).0);
         if withscores {
             super::set::random_reply(
                 &mut rng,
-                None,
+                order.as_deref(),
                 z.len(),
                 l,
                 cap,
@@ -1010,7 +1014,7 @@ fn zrandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
         } else {
             super::set::random_reply(
                 &mut rng,
-                None,
+                order.as_deref(),
                 z.len(),
                 l,
                 cap,
