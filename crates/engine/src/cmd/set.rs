@@ -415,7 +415,14 @@ fn spop(ctx: &mut Ctx<'_, '_>) -> Frame {
         }
         Some(0) => return Frame::Set(Vec::new()),
         Some(n) if n as u64 >= s.len() as u64 => {
-            let all = ordered(s);
+            let mut all = ordered(s);
+            // A seeded client (consensus mode's apply) gets the members in an order every node agrees on.
+            if rng.is_seeded() {
+                all.sort_by(|a, b| match (a, b) {
+                    (Frame::Bulk(a), Frame::Bulk(b)) => a.cmp(b),
+                    _ => std::cmp::Ordering::Equal,
+                });
+            }
             s.clear();
             (Frame::Set(all), true)
         }
@@ -716,6 +723,7 @@ mod tests {
             for m in ms {
                 c.run(&format!("sadd s {m}"));
                 c.run(&format!("hset h {m} v"));
+                c.run(&format!("sadd u {m}"));
             }
         }
         let script = "return {redis.call('spop', KEYS[1]), redis.call('srandmember', KEYS[1], -3), \
@@ -727,6 +735,7 @@ mod tests {
                 let mut got =
                     vec![c.run("spop s"), c.run("spop s 3"), c.run("srandmember s 4"), c.run("hrandfield h -5")];
                 got.push(c.run(&format!("eval \"{script}\" 2 s h")));
+                got.push(c.run("spop u 1000"));
                 c.client.random = None;
                 out.push(got);
             }
