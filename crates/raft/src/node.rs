@@ -217,10 +217,10 @@ impl Consensus {
         {
             return Decision::Local;
         }
-        let class = route::classify(self.srv.table, cmd, args);
         if client.multi.active() {
-            return self.decide_queued(cmd, args, class);
+            return self.decide_queued(cmd, args, route::classify_queued(self.srv.table, cmd, args));
         }
+        let class = route::classify(self.srv.table, cmd, args);
         match class {
             Class::Local | Class::Exec => Decision::Local,
             Class::Info => Decision::Info,

@@ -52,12 +52,22 @@ const UNSUPPORTED: &[&str] = &[
 
 /// The class of `cmd` called with `args` (`table` resolves the command `FENCED` wraps).
 pub fn classify(table: &CommandTable, cmd: &Command, args: &[Bytes]) -> Class {
+    classify_with(table, cmd, args, false)
+}
+
+/// The class of `cmd` queued in MULTI: as [`classify`], except that a blocking command is a read
+/// or a write like any other (inside a transaction it answers at once, as if timed out).
+pub fn classify_queued(table: &CommandTable, cmd: &Command, args: &[Bytes]) -> Class {
+    classify_with(table, cmd, args, true)
+}
+
+fn classify_with(table: &CommandTable, cmd: &Command, args: &[Bytes], queued: bool) -> Class {
     let name = cmd.name;
     // FENCED runs the command it wraps in the same entry: what is refused alone is refused inside.
     if name == "fenced"
         && let Some(inner_args) = args.get(3..).filter(|a| !a.is_empty())
         && let Ok(inner) = table.resolve(inner_args)
-        && classify(table, inner, inner_args) == Class::Unsupported
+        && classify_with(table, inner, inner_args, queued) == Class::Unsupported
     {
         return Class::Unsupported;
     }
@@ -89,7 +99,7 @@ pub fn classify(table: &CommandTable, cmd: &Command, args: &[Bytes]) -> Class {
     if name == "info" {
         return Class::Info;
     }
-    if cmd.flags.has(Flags::BLOCKING) {
+    if cmd.flags.has(Flags::BLOCKING) && !queued {
         // LOCK without WAIT and XREAD/XREADGROUP without BLOCK never block.
         let blocks = match name {
             "lock" => args.len() > 4,
@@ -195,5 +205,13 @@ mod tests {
         assert_eq!(class("fenced k 1 spop s"), Class::Write);
         assert_eq!(class("fenced k 1 eval x 0"), Class::Write);
         assert_eq!(class("fenced k 1 blpop s 0"), Class::Unsupported);
+        let queued = |line: &str| {
+            let args: Vec<Bytes> = line.split(' ').map(|w| Bytes::copy_from_slice(w.as_bytes())).collect();
+            classify_queued(srv.table, srv.table.resolve(&args).unwrap(), &args)
+        };
+        assert_eq!(queued("blpop k 0"), Class::Write);
+        assert_eq!(queued("lock k o 1000 wait 10"), Class::Write);
+        assert_eq!(queued("debug sleep 0"), Class::Unsupported);
+        assert_eq!(queued("exec"), Class::Exec);
     }
 }

@@ -737,7 +737,9 @@ fn scripts_transactions_and_spop_survive_kill_9_of_the_leader() {
     assert_eq!(c.cmd(&["INCR", "x"]), "+QUEUED\r\n");
     assert_eq!(c.cmd(&["INCR", "x"]), "+QUEUED\r\n");
     assert_eq!(c.cmd(&["EVALSHA", &sha, "1", "lock2", "nope"]), "+QUEUED\r\n");
-    assert_eq!(c.cmd(&["EXEC"]), "*3\r\n:1\r\n:2\r\n:0\r\n");
+    // A blocking command inside MULTI answers at once, as if timed out.
+    assert_eq!(c.cmd(&["BLPOP", "q", "0"]), "+QUEUED\r\n");
+    assert_eq!(c.cmd(&["EXEC"]), "*4\r\n:1\r\n:2\r\n:0\r\n*-1\r\n");
     // Errors at queue time as in Redis: EXECABORT.
     assert_eq!(c.cmd(&["MULTI"]), "+OK\r\n");
     assert!(c.cmd(&["INCR"]).starts_with("-ERR wrong number of arguments"));
