@@ -1397,7 +1397,12 @@ fn run_in_vm(
     let script = ScriptCall { command: a.command, read_only: a.read_only, allow_oom: a.allow_oom, run, scripting };
     a.host.enter();
     if let Some(seed) = a.host.random_seed() {
-        vm.rand.lock().seed(seed as i32);
+        // Redis's generator takes 32 bits of seed: all of the 64 bits go into them (splitmix64's
+        // finalizer), so that seeds differing only in their high bits start different sequences.
+        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        vm.rand.lock().seed((z ^ (z >> 31)) as i32);
     }
     let mut cctx = CallCtx { host: &mut *a.host, script };
     let (raw, host, handler) = (&vm.raw, &vm.host, vm.handler.id());
