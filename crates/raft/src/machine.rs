@@ -561,6 +561,13 @@ mod tests {
         sc.scripting.create_script(&Bytes::from("return 'stale'")).unwrap();
         block_on(c.install_snapshot(&snap.meta, snap.snapshot)).unwrap();
         assert!(sc.scripting.scripts.lock().contains_key(&sha));
+        // A node restarted from its directory gets them from the snapshot file.
+        let clock = Arc::new(RaftClock::new(0));
+        let fresh = Arc::new(Server::new(engine::config::Config::default(), clock.clone()));
+        let reopened = StateMachine::open(fresh.clone(), clock, &a.dir).unwrap();
+        assert_eq!(reopened.last_write, 2);
+        assert!(fresh.scripting.scripts.lock().contains_key(&sha));
+        assert!(fresh.scripting.function("bump").is_some());
         assert!(!sc.scripting.scripts.lock().contains_key(&engine::lua::script_sha(b"return 'stale'")));
         assert_eq!(c.last_write, 2);
         let log =

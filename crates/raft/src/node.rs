@@ -75,6 +75,17 @@ struct PendingWatch {
     watched: Vec<(usize, engine::value::Key, Arc<WatchedKey>)>,
 }
 
+/// A runtime shut down without waiting when dropped (see [`Consensus::start`]).
+struct RuntimeGuard(Option<tokio::runtime::Runtime>);
+
+impl Drop for RuntimeGuard {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
 /// This node's part in the group.
 pub struct Consensus {
     raft: Raft,
@@ -116,6 +127,10 @@ impl Consensus {
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start the raft runtime: {e}"))?;
+        // On an error below the runtime goes away without waiting for its tasks: dropping it here,
+        // in an async context, would panic and hide the error.
+        let mut guard = RuntimeGuard(Some(rt));
+        let rt = guard.0.as_ref().expect("just set");
         let committed = Arc::new(AtomicU64::new(0));
         let log = LogStore::open(&opts.dir, committed.clone()).map_err(|e| format!("cannot open the raft log: {e}"))?;
         let sm = StateMachine::open(srv.clone(), clock.clone(), &opts.dir)?;
@@ -179,6 +194,7 @@ impl Consensus {
         });
         rt.spawn(ticker(Arc::downgrade(&node)));
         // The runtime lives as long as the node.
+        let rt = guard.0.take().expect("still set");
         let mut node = node;
         if let Some(n) = Arc::get_mut(&mut node) {
             n.rt = Some(rt);
@@ -240,6 +256,7 @@ impl Consensus {
                             Decision::Write
                         }
                     }
+                    _ if route::FOLLOWERS_RUN_LOCALLY.contains(&cmd.name) => Decision::Local,
                     other => Decision::Reply(self.redirect(route::first_key_slot(cmd, args), other)),
                 }
             }

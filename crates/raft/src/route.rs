@@ -31,6 +31,12 @@ pub enum Class {
 /// (`quit` and `reset` are not queued: they end the transaction on the client's node.)
 pub const QUEUEABLE_LOCAL: &[&str] = &["ping", "echo", "time", "unwatch", "quit", "reset"];
 
+/// Writes a follower runs itself instead of redirecting: SCRIPT LOAD and SCRIPT FLUSH change only
+/// the node's script cache, which no applied entry depends on (the log carries script bodies), and
+/// Redis Cluster clients send them to every node, replicas included (a replica of Redis accepts
+/// them). On the leader they go through the log, so that every node learns the script.
+pub const FOLLOWERS_RUN_LOCALLY: &[&str] = &["script|load", "script|flush"];
+
 /// Commands refused by name: replication and debugging commands, the ones that would block an
 /// applying node, and the ones that would stop a script in the middle on one node only (SCRIPT
 /// KILL, FUNCTION KILL) or run one outside the log (SCRIPT DEBUG).

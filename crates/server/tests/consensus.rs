@@ -204,6 +204,9 @@ fn call(port: u16, args: &[&str]) -> Option<String> {
     }
 }
 
+/// The owner-checked lock release: delete the key only if it still holds the caller's token.
+const RELEASE: &str = "if redis.call('get',KEYS[1]) == ARGV[1] then return redis.call('del',KEYS[1]) else return 0 end";
+
 /// A connection kept open across commands (MULTI ... EXEC, WATCH).
 struct Session {
     s: TcpStream,
@@ -405,6 +408,11 @@ fn a_node_far_behind_installs_a_snapshot_and_the_whole_group_restarts_from_its_d
     let fport = g.port(follower);
     let behind: i64 = info(fport).expect("info")["consensus_applied_index"].parse().unwrap();
     g.node(follower).kill();
+    // A script and a function defined while the follower is away reach it in the snapshot.
+    let sha = must(lport, &["SCRIPT", "LOAD", "return 'from the snapshot'"]);
+    let sha = sha.lines().nth(1).expect("sha").to_string();
+    let lib = "#!lua name=snaplib\nredis.register_function('snapf', function() return 'f' end)";
+    assert_eq!(must(lport, &["FUNCTION", "LOAD", lib]), "$7\r\nsnaplib\r\n");
     let mut tokens = Vec::new();
     for i in 0..60 {
         assert_eq!(must(lport, &["SET", &format!("k{i}"), "v"]), "+OK\r\n");
@@ -432,6 +440,8 @@ fn a_node_far_behind_installs_a_snapshot_and_the_whole_group_restarts_from_its_d
         assert!(Instant::now() < deadline, "no snapshot in {}", dir.display());
         std::thread::sleep(Duration::from_millis(50));
     }
+    assert_eq!(must(fport, &["SCRIPT", "EXISTS", &sha]), "*1\r\n:1\r\n");
+    assert!(must(fport, &["FUNCTION", "LIST"]).contains("snapf"));
 
     // Every node killed, then started from its directory: the group comes back with its data,
     // and tokens go on increasing from the replicated counter.
@@ -446,6 +456,9 @@ fn a_node_far_behind_installs_a_snapshot_and_the_whole_group_restarts_from_its_d
     let lport = g.port(leader);
     assert_eq!(int(&must(lport, &["DBSIZE"])), 63);
     assert_eq!(must(lport, &["GET", "k59"]), "$1\r\nv\r\n");
+    // The script cache came back from the snapshot files: EVALSHA works on whichever node leads.
+    assert_eq!(must(lport, &["EVALSHA", &sha, "0"]), "$17\r\nfrom the snapshot\r\n");
+    assert_eq!(must(lport, &["FCALL", "snapf", "0"]), "$1\r\nf\r\n");
     assert_eq!(must(lport, &["LOCK", "l0", "someone-else", "1000"]), "$-1\r\n");
     let next = int(&must(lport, &["LOCK", "fresh", "owner", "1000"]));
     assert!(tokens.iter().all(|&t| t < next), "{next} after the restart, {tokens:?} before");
@@ -469,6 +482,12 @@ fn the_redis_crate_cluster_client_follows_the_leader_through_a_failover() {
     let ok: String = redis::cmd("SET").arg("lock").arg("tok").arg("NX").arg("PX").arg(60000).query(&mut con).unwrap();
     assert_eq!(ok, "OK");
     let before: i64 = redis::cmd("LOCK").arg("l").arg("owner").arg(60000).query(&mut con).unwrap();
+    // The crate's `Script` (EVALSHA, and on NOSCRIPT SCRIPT LOAD then EVALSHA): the release.
+    let release = redis::Script::new(RELEASE);
+    let ok: String = redis::cmd("SET").arg("lock2").arg("tok2").query(&mut con).unwrap();
+    assert_eq!(ok, "OK");
+    assert_eq!(release.key("lock2").arg("other").invoke::<i64>(&mut con).unwrap(), 0);
+    assert_eq!(release.key("lock2").arg("tok2").invoke::<i64>(&mut con).unwrap(), 1);
 
     g.node(old).kill();
     // The application sees errors while the group elects, and retries. The crate's synchronous
@@ -491,6 +510,12 @@ fn the_redis_crate_cluster_client_follows_the_leader_through_a_failover() {
         }
     };
     assert_eq!(held.as_deref(), Some("tok"), "after {retries} retries");
+    // The new leader knows the script the old one loaded: the release runs by its sha.
+    assert_eq!(
+        redis::cmd("EVALSHA").arg(release.get_hash()).arg(1).arg("lock").arg("tok").query::<i64>(&mut con).unwrap(),
+        1
+    );
+    assert_eq!(redis::cmd("EXISTS").arg("lock2").query::<i64>(&mut con).unwrap(), 0);
     let after: i64 = redis::cmd("LOCK").arg("m").arg("owner").arg(60000).query(&mut con).unwrap();
     assert!(after > before, "{after} after the failover, {before} before");
     assert_ne!(g.leader(), old);
@@ -662,8 +687,6 @@ fn a_paused_leader_s_lock_holder_is_fenced_off_after_its_lease() {
 /// the leader the new one holds what the old one answered, and knows the scripts loaded before.
 #[test]
 fn scripts_transactions_and_spop_survive_kill_9_of_the_leader() {
-    const RELEASE: &str =
-        "if redis.call('get',KEYS[1]) == ARGV[1] then return redis.call('del',KEYS[1]) else return 0 end";
     let mut g = Group::start("scripts");
     let old = g.leader();
     let oport = g.port(old);
@@ -688,8 +711,14 @@ fn scripts_transactions_and_spop_survive_kill_9_of_the_leader() {
         must(oport, &["EVALSHA", "0000000000000000000000000000000000000000", "0"]).lines().next(),
         Some("-NOSCRIPT No matching script. Please use EVAL.")
     );
-    // Followers send scripts to the leader.
+    // Followers send scripts to the leader, but load one into their own cache themselves (cluster
+    // clients send SCRIPT LOAD to every node).
     assert!(must(follower, &["EVALSHA", &sha, "1", "lock2", "tok2"]).starts_with("-MOVED "));
+    let local = must(follower, &["SCRIPT", "LOAD", "return 'follower'"]);
+    assert!(local.starts_with("$40\r\n"), "{local}");
+    let local = local.lines().nth(1).expect("sha").to_string();
+    assert_eq!(must(follower, &["SCRIPT", "EXISTS", &local]), "*1\r\n:1\r\n");
+    assert_eq!(must(oport, &["SCRIPT", "EXISTS", &local]), "*1\r\n:0\r\n");
     // A function library, loaded through the log.
     let lib =
         "#!lua name=lib\nredis.register_function('bump', function(keys) return redis.call('incrby', keys[1], 10) end)";
