@@ -289,7 +289,7 @@ impl Consensus {
     /// EXEC of `client`'s transaction: proposed as one entry, whose apply runs MULTI, the queued
     /// commands and EXEC on every node; the reply is the leader's EXEC reply. A transaction that
     /// failed to queue (EXECABORT), holds only local commands, or whose WATCH already fired is
-    /// answered by the engine here. A watched transaction is checked by the proposer first
+    /// answered by the engine here, and one that only reads runs here after the ReadIndex check. A watched transaction is checked by the proposer first
     /// ([`Consensus::check_watch`]).
     pub async fn exec(self: &Arc<Self>, client: &mut Client) -> Option<Frame> {
         let exec = [Bytes::from_static(b"EXEC")];
@@ -300,6 +300,23 @@ impl Consensus {
             .is_some_and(|q| q.iter().any(|(c, _)| !route::QUEUEABLE_LOCAL.contains(&c.name)));
         if client.multi.aborted || !needs_log || client.multi.watch.dirty.load(Ordering::Relaxed) {
             return self.srv.execute(client, &exec);
+        }
+        // A transaction that only reads runs here, on the leader, after the ReadIndex check, like
+        // a read: no entry needed (the engine's EXEC is atomic against the applies, and its WATCH
+        // check is exact on the node that applies).
+        let reads_only = client.multi.queued.as_ref().is_some_and(|q| {
+            q.iter().all(|(c, a)| {
+                route::QUEUEABLE_LOCAL.contains(&c.name) || route::classify_queued(self.srv.table, c, a) == Class::Read
+            })
+        });
+        if reads_only && self.leader() == Some(self.opts.id) {
+            return match self.linearize(&exec).await {
+                Ok(()) => self.srv.execute(client, &exec),
+                Err(reply) => {
+                    client.leave_multi();
+                    Some(reply)
+                }
+            };
         }
         let queued = client.multi.queued.take().unwrap_or_default();
         let slot = queued.iter().map(|(c, a)| route::first_key_slot(c, a)).find(|&s| s != 0).unwrap_or(0);

@@ -769,6 +769,34 @@ fn scripts_transactions_and_spop_survive_kill_9_of_the_leader() {
     // A blocking command inside MULTI answers at once, as if timed out.
     assert_eq!(c.cmd(&["BLPOP", "q", "0"]), "+QUEUED\r\n");
     assert_eq!(c.cmd(&["EXEC"]), "*4\r\n:1\r\n:2\r\n:0\r\n*-1\r\n");
+    // A transaction that only reads takes no log entry: the follower's apply client runs no EXEC
+    // for it (it ran one for the transaction above).
+    let follower_execs = || -> String {
+        let stats = must(follower, &["INFO", "commandstats"]);
+        stats
+            .lines()
+            .find(|l| l.starts_with("cmdstat_exec:"))
+            .map(|l| l.split(',').next().unwrap().to_string())
+            .unwrap_or_default()
+    };
+    let caught_up = || {
+        let target: i64 = info(oport).expect("info")["consensus_applied_index"].parse().unwrap();
+        let deadline = Instant::now() + DEADLINE;
+        while info(follower).expect("info")["consensus_applied_index"].parse::<i64>().unwrap() < target {
+            assert!(Instant::now() < deadline, "the follower did not catch up");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    caught_up();
+    let execs = follower_execs();
+    assert_eq!(execs, "cmdstat_exec:calls=1");
+    assert_eq!(c.cmd(&["MULTI"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["GET", "x"]), "+QUEUED\r\n");
+    assert_eq!(c.cmd(&["SRANDMEMBER", "nokey"]), "+QUEUED\r\n");
+    assert_eq!(c.cmd(&["EXEC"]), "*2\r\n$1\r\n2\r\n$-1\r\n");
+    assert_eq!(must(oport, &["SET", "after-read-tx", "1"]), "+OK\r\n");
+    caught_up();
+    assert_eq!(follower_execs(), execs);
     // Errors at queue time as in Redis: EXECABORT.
     assert_eq!(c.cmd(&["MULTI"]), "+OK\r\n");
     assert!(c.cmd(&["INCR"]).starts_with("-ERR wrong number of arguments"));
