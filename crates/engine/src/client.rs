@@ -116,6 +116,10 @@ pub struct Client {
     /// Set by SYNC / PSYNC: the connection becomes a replica's and sends this (see
     /// [`crate::repl::SyncJob`]).
     pub sync: Option<crate::repl::SyncJob>,
+    /// The seeded generator its commands' random choices come from (SPOP, SRANDMEMBER, Lua's
+    /// `math.random`...), set for a client whose commands must come out the same on every node that
+    /// runs them (consensus mode's apply client); None: the thread's generator.
+    pub random: Option<crate::random::Seeded>,
 }
 
 impl Client {
@@ -127,6 +131,17 @@ impl Client {
 }
 
 impl Client {
+    /// Leaves MULTI and unwatches everything (DISCARD, EXEC, RESET), keeping CLIENT LIST in step.
+    pub fn leave_multi(&mut self) {
+        use std::sync::atomic::Ordering;
+        self.multi.reset();
+        self.info.set_watch_state(None);
+        self.info.set_flag('x', false);
+        self.info.multi.store(-1, Ordering::Relaxed);
+        self.info.multi_mem.store(0, Ordering::Relaxed);
+        self.info.watched_mem.store(0, Ordering::Relaxed);
+    }
+
     /// A stand-in for a blocked client while a writer serves it on its behalf: same id, info, db and
     /// protocol; never blocks; not registered.
     pub fn detached(info: Arc<ClientInfo>, db: usize, proto: Protocol) -> Client {
@@ -169,6 +184,7 @@ impl Client {
             acl_rules: Default::default(),
             after_reply: Vec::new(),
             sync: None,
+            random: None,
         }
     }
 }

@@ -160,6 +160,22 @@ impl<'a, 'k> Ctx<'a, 'k> {
         )
         .loading_if(self.client.loading)
     }
+
+    /// The command's database view and the generator its random choices come from (the client's
+    /// seeded one in consensus mode, see `crate::random`), borrowed together.
+    pub fn db_rng(&mut self) -> (crate::db::Db<'_, 'k>, crate::random::Source<'_>) {
+        let db = crate::db::Db::new(
+            self.locked,
+            self.client.db,
+            self.now,
+            self.srv.config.access(),
+            self.client.no_touch,
+            self.srv.table_eviction(),
+        )
+        .loading_if(self.client.loading);
+        (db, crate::random::Source::of(self.client.random.as_mut()))
+    }
+
     /// Another database (MOVE, COPY ... DB).
     pub fn db_at(&mut self, index: usize) -> crate::db::Db<'_, 'k> {
         crate::db::Db::new(

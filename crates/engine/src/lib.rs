@@ -52,6 +52,7 @@ pub mod pause;
 pub mod persistence;
 pub mod primitives;
 pub mod pubsub;
+pub mod random;
 pub mod rdb;
 pub mod repl;
 pub mod server;

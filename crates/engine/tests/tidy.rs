@@ -22,6 +22,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "geohash",
             "clock",
             "primitives",
+            "random",
             "densemap",
             "value",
             "types",

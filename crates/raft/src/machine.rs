@@ -9,13 +9,16 @@
 //! `apply`, tokens are the same on every node and keep increasing across leader changes.
 
 use crate::store::write_file;
-use crate::types::{Entry, LogId, NodeId, Op, Reply, StorageError, TypeConfig, io_error};
+use crate::types::{Entry, LogId, NodeId, Op, Reply, StorageError, TypeConfig, Work, io_error};
+use bytes::Bytes;
 use engine::client::Client;
 use engine::clock::Clock;
+use engine::random::Seeded;
 use engine::server::Server;
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{BasicNode, EntryPayload, ErrorSubject, ErrorVerb, RaftSnapshotBuilder, SnapshotMeta, StoredMembership};
 use parking_lot::Mutex;
+use resp::Frame;
 use std::io::{self, Cursor};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -63,8 +66,26 @@ impl Clock for RaftClock {
     }
 }
 
-/// A snapshot's bytes: this tag, the raft time at the snapshot (u64, little endian), the RDB file.
-const SNAP_TAG: &[u8] = b"LATCHSNAP1";
+/// A snapshot's bytes: this tag, the raft time at the snapshot, the index of the last entry that
+/// carried commands (u64s, little endian), the EVAL script cache (a u32 count, then each body as a
+/// u32 length and its bytes), the RDB file (which carries the function libraries).
+const SNAP_TAG: &[u8] = b"LATCHSNAP2";
+/// The first format: the tag, the raft time, the RDB file.
+const SNAP_TAG_V1: &[u8] = b"LATCHSNAP1";
+
+/// What a snapshot holds besides the RDB file.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct SnapshotHead {
+    time_ms: u64,
+    last_write: u64,
+    scripts: Vec<bytes::Bytes>,
+}
+
+/// The seed of the `i`-th command of the entry at `index`: every node draws that command's random
+/// choices (SPOP, SRANDMEMBER in a script, `math.random`) from it, so they agree.
+fn command_seed(index: u64, i: usize) -> u64 {
+    (index << 16) ^ i as u64
+}
 
 /// The snapshot file under `dir`: `[meta length u32][postcard meta][snapshot bytes]`.
 fn snapshot_path(dir: &Path) -> PathBuf {
@@ -81,6 +102,8 @@ pub struct StateMachine {
     /// The client every entry runs on (a `Client` is not `Sync`; only `apply` takes it).
     client: Mutex<Client>,
     last_applied: Option<LogId>,
+    /// The index of the last applied entry that carried commands (0: none yet).
+    last_write: u64,
     membership: StoredMembership<NodeId, BasicNode>,
     dir: PathBuf,
     /// Snapshots built by this process (for unique snapshot ids).
@@ -99,6 +122,7 @@ impl StateMachine {
             clock,
             client: Mutex::new(client),
             last_applied: None,
+            last_write: 0,
             membership: StoredMembership::default(),
             dir: dir.to_path_buf(),
             built: 0,
@@ -112,14 +136,18 @@ impl StateMachine {
 
     /// Replaces the engine's data with a snapshot's.
     fn load(&mut self, meta: &SnapshotMeta<NodeId, BasicNode>, data: &[u8]) -> Result<(), String> {
-        let (ms, rdb) = split_snapshot(data).ok_or("not a Latch raft snapshot")?;
-        self.clock.set(ms);
+        let (head, rdb) = split_snapshot(data).ok_or("not a Latch raft snapshot")?;
+        // A first-format snapshot does not say where the last write was: at the snapshot, at the
+        // latest.
+        let last_write =
+            if data.starts_with(SNAP_TAG_V1) { meta.last_log_id.map_or(0, |l| l.index) } else { head.last_write };
+        self.clock.set(head.time_ms);
         let srv = &self.srv;
         {
             let mut locked = srv.ks.lock_all();
             for s in locked.shards_mut() {
                 for t in s.dbs.iter_mut() {
-                    t.clear(ms);
+                    t.clear(head.time_ms);
                 }
             }
             srv.scripting.flush_functions();
@@ -127,7 +155,12 @@ impl StateMachine {
             srv.fence.store(0, Ordering::SeqCst);
             srv.rdb_load_locked(&mut locked, rdb, false)?;
         }
+        srv.scripting.flush_scripts();
+        for body in &head.scripts {
+            srv.scripting.create_script(body).map_err(|e| format!("a script of the snapshot: {e:?}"))?;
+        }
         self.last_applied = meta.last_log_id;
+        self.last_write = last_write;
         self.membership = meta.last_membership.clone();
         Ok(())
     }
@@ -136,39 +169,105 @@ impl StateMachine {
     fn snapshot_bytes(&self) -> Vec<u8> {
         let mut data = SNAP_TAG.to_vec();
         data.extend_from_slice(&self.clock.applied_ms().to_le_bytes());
+        data.extend_from_slice(&self.last_write.to_le_bytes());
+        let mut scripts: Vec<(String, bytes::Bytes)> =
+            self.srv.scripting.scripts.lock().iter().map(|(sha, m)| (sha.clone(), m.body.clone())).collect();
+        scripts.sort();
+        data.extend_from_slice(&(scripts.len() as u32).to_le_bytes());
+        for (_, body) in &scripts {
+            data.extend_from_slice(&(body.len() as u32).to_le_bytes());
+            data.extend_from_slice(body);
+        }
         let rdb = self.srv.rdb_snapshot_locked(&mut self.srv.ks.lock_all());
         data.extend_from_slice(&rdb);
         data
     }
 
-    /// Runs one committed command entry; returns the engine's replies.
-    fn run(&self, time_ms: u64, op: Op) -> Reply {
+    /// Runs one committed command entry (the one at `index`); returns the engine's replies.
+    fn run(&mut self, index: u64, time_ms: u64, op: Op) -> Reply {
         // Raft time only moves forward, whatever a leader's clock said.
         let now = self.clock.applied_ms().max(time_ms);
         self.clock.set(now);
-        match op {
-            Op::Tick => Reply::default(),
-            Op::Commands(cmds) => {
-                let mut client = self.client.lock();
-                Reply(
-                    cmds.into_iter()
-                        .map(|c| {
-                            client.db = c.db as usize;
-                            client.proto = if c.resp3 { resp::Protocol::Resp3 } else { resp::Protocol::Resp2 };
-                            self.srv.execute(&mut client, &c.args)
-                        })
-                        .collect(),
-                )
-            }
+        let work: Vec<Work> = match op {
+            Op::Tick => return Reply::default(),
+            Op::Commands(cmds) => cmds.into_iter().map(Work::Command).collect(),
+            Op::Batch(work) => work,
+        };
+        let written_before = std::mem::replace(&mut self.last_write, index);
+        let mut client = self.client.lock();
+        let replies = work
+            .into_iter()
+            .enumerate()
+            .map(|(i, w)| {
+                client.random = Some(Seeded::new(command_seed(index, i)));
+                match w {
+                    Work::Command(c) => {
+                        set_client(&mut client, c.db, c.resp3);
+                        self.srv.execute(&mut client, &c.args)
+                    }
+                    Work::Transaction(t) => {
+                        // Earlier work of the same entry counts as a write after the check.
+                        let written = if i == 0 { written_before } else { index };
+                        if let Some(g) = &t.watch
+                            && (written > g.checked_at || self.any_expired(&g.alive, now))
+                        {
+                            return Some(Frame::NullArray);
+                        }
+                        set_client(&mut client, t.db, t.resp3);
+                        self.srv.execute(&mut client, &[Bytes::from_static(b"MULTI")]);
+                        for args in &t.commands {
+                            self.srv.execute(&mut client, args);
+                        }
+                        self.srv.execute(&mut client, &[Bytes::from_static(b"EXEC")])
+                    }
+                }
+            })
+            .collect();
+        Reply(replies)
+    }
+
+    /// Whether a key of `keys` (database, key) is gone or past its TTL at raft time `now`: the
+    /// same answer on every node, whether or not its expiry cycle removed the key yet.
+    fn any_expired(&self, keys: &[(u32, Bytes)], now: u64) -> bool {
+        if keys.is_empty() {
+            return false;
         }
+        let mut locked = self.srv.ks.lock_all();
+        keys.iter().any(|(db, k)| {
+            let t = &locked.shard_for(k).dbs[*db as usize];
+            t.peek(k).is_none() || t.is_stale(k, now)
+        })
     }
 }
 
-/// Splits snapshot bytes into the raft time and the RDB file.
-fn split_snapshot(data: &[u8]) -> Option<(u64, &[u8])> {
+/// The apply client as the proposing client was: its database and protocol.
+fn set_client(client: &mut Client, db: u32, resp3: bool) {
+    client.db = db as usize;
+    client.proto = if resp3 { resp::Protocol::Resp3 } else { resp::Protocol::Resp2 };
+}
+
+/// Splits snapshot bytes into what they hold besides the RDB file, and the RDB file.
+fn split_snapshot(data: &[u8]) -> Option<(SnapshotHead, &[u8])> {
+    fn u64_at(b: &[u8]) -> Option<u64> {
+        Some(u64::from_le_bytes(b.get(..8)?.try_into().ok()?))
+    }
+    fn u32_at(b: &[u8]) -> Option<usize> {
+        Some(u32::from_le_bytes(b.get(..4)?.try_into().ok()?) as usize)
+    }
+    if let Some(rest) = data.strip_prefix(SNAP_TAG_V1) {
+        return Some((SnapshotHead { time_ms: u64_at(rest)?, ..Default::default() }, &rest[8..]));
+    }
     let rest = data.strip_prefix(SNAP_TAG)?;
-    let ms = u64::from_le_bytes(rest.get(..8)?.try_into().ok()?);
-    Some((ms, &rest[8..]))
+    let (time_ms, last_write) = (u64_at(rest)?, u64_at(rest.get(8..)?)?);
+    let n = u32_at(rest.get(16..)?)?;
+    let mut at = 20;
+    let mut scripts = Vec::with_capacity(n.min(1 << 16));
+    for _ in 0..n {
+        let len = u32_at(rest.get(at..)?)?;
+        scripts.push(bytes::Bytes::copy_from_slice(rest.get(at + 4..at + 4 + len)?));
+        at += 4 + len;
+    }
+    Some((SnapshotHead { time_ms, last_write, scripts }, &rest[at..]))
 }
 
 fn read_snapshot_file(dir: &Path) -> io::Result<Option<(Meta, Vec<u8>)>> {
@@ -228,7 +327,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             self.last_applied = Some(entry.log_id);
             let reply = match entry.payload {
                 EntryPayload::Blank => Reply::default(),
-                EntryPayload::Normal(req) => self.run(req.time_ms, req.op),
+                EntryPayload::Normal(req) => self.run(entry.log_id.index, req.time_ms, req.op),
                 EntryPayload::Membership(m) => {
                     self.membership = StoredMembership::new(Some(entry.log_id), m);
                     Reply::default()
@@ -309,6 +408,28 @@ mod tests {
         }
     }
 
+    /// An entry of one command given as its arguments.
+    fn entry_of(index: u64, time_ms: u64, args: &[&str]) -> Entry {
+        let args = args.iter().map(|w| Bytes::from(w.to_string())).collect();
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
+            payload: EntryPayload::Normal(Request {
+                time_ms,
+                op: Op::Commands(vec![crate::types::Command { db: 0, resp3: false, args }]),
+            }),
+        }
+    }
+
+    /// The first reply of each entry applied.
+    fn apply_all(sm: &mut StateMachine, log: Vec<Entry>) -> Vec<Option<resp::Frame>> {
+        let replies = block_on(sm.apply(log)).unwrap();
+        let decoded = |f: resp::Frame| match f {
+            resp::Frame::Encoded(b) => resp::decode_reply(&mut resp::BytesMut::from(&b[..])).unwrap().unwrap(),
+            f => f,
+        };
+        replies.into_iter().map(|r| r.0.into_iter().next().flatten().map(decoded)).collect()
+    }
+
     /// The keyspace's digest, as DEBUG DIGEST computes it.
     fn digest(srv: &Server) -> Option<resp::Frame> {
         let mut c = srv.new_client("test".into(), String::new());
@@ -366,5 +487,152 @@ mod tests {
         // A node restarted from its directory starts from the snapshot written there.
         let restarted = StateMachine::open(sa.clone(), Arc::new(RaftClock::new(0)), &a.dir).unwrap();
         assert_eq!(restarted.last_applied, Some(log[7].log_id));
+    }
+
+    /// SPOP, random picks inside scripts and Lua's math.random come out alike on every node,
+    /// including one that loaded the set from a snapshot (an intset's members come back sorted
+    /// there, in the order they were added on the others).
+    #[test]
+    fn random_choices_agree_across_nodes_and_snapshots() {
+        let (mut a, sa) = machine("rand-a", 0);
+        let (mut b, sb) = machine("rand-b", 0);
+        let members: Vec<String> = (0..60).map(|i| ((i * 37) % 101).to_string()).collect();
+        let mut sadd = vec!["SADD", "s"];
+        sadd.extend(members.iter().map(|m| m.as_str()));
+        let mut hset = vec!["HSET", "h"];
+        for m in &members {
+            hset.extend([m.as_str(), "v"]);
+        }
+        let mut zadd = vec!["ZADD", "z"];
+        let scores: Vec<String> = (0..members.len()).map(|i| ((i * 7) % 13).to_string()).collect();
+        for (m, sc) in members.iter().zip(&scores) {
+            zadd.extend([sc.as_str(), m.as_str()]);
+        }
+        let setup = vec![entry_of(1, 1_000, &sadd), entry_of(2, 1_001, &hset), entry_of(3, 1_001, &zadd)];
+        apply_all(&mut a, setup.clone());
+        apply_all(&mut b, setup);
+        // A third node starts from a snapshot of the first.
+        let mut builder = block_on(a.get_snapshot_builder());
+        let snap = block_on(builder.build_snapshot()).unwrap();
+        let (mut c, sc) = machine("rand-c", 0);
+        block_on(c.install_snapshot(&snap.meta, snap.snapshot)).unwrap();
+        let script = "return {redis.call('spop', KEYS[1]), redis.call('srandmember', KEYS[1], -4), \
+                      redis.call('hrandfield', KEYS[2], 3), redis.call('zrandmember', KEYS[3]), \
+                      redis.call('zrandmember', KEYS[3], -3, 'withscores'), math.random(1000000), math.random()}";
+        let log = vec![
+            entry(4, 1_002, "SPOP s"),
+            entry(5, 1_003, "SPOP s 5"),
+            entry_of(6, 1_004, &["EVAL", script, "3", "s", "h", "z"]),
+            entry_of(7, 1_005, &["EVAL", script, "3", "s", "h", "z"]),
+            entry(8, 1_006, "SPOP s 2"),
+        ];
+        let ra = apply_all(&mut a, log.clone());
+        let rb = apply_all(&mut b, log.clone());
+        let rc = apply_all(&mut c, log);
+        assert_eq!(ra, rb);
+        assert_eq!(ra, rc);
+        // Different entries draw differently: two runs of one script pick differently.
+        assert_ne!(ra[2], ra[3]);
+        assert_eq!(digest(&sa), digest(&sb));
+        assert_eq!(digest(&sa), digest(&sc));
+        let card = |srv: &Server| {
+            let mut cl = srv.new_client("t".into(), String::new());
+            srv.execute(&mut cl, &[Bytes::from("SCARD"), Bytes::from("s")])
+        };
+        assert_eq!(card(&sa), Some(resp::Frame::Integer(60 - 1 - 5 - 2 - 2)));
+    }
+
+    /// Scripts loaded through the log and function libraries reach a node that installs a snapshot:
+    /// the script cache travels in the snapshot, the libraries in its RDB file.
+    #[test]
+    fn snapshots_carry_scripts_and_functions() {
+        let (mut a, _) = machine("scripts-a", 0);
+        let body = "return redis.call('incr', KEYS[1])";
+        let lib = "#!lua name=mylib\nredis.register_function('bump', function(keys) return redis.call('incrby', keys[1], 10) end)";
+        let r = apply_all(
+            &mut a,
+            vec![entry_of(1, 1_000, &["SCRIPT", "LOAD", body]), entry_of(2, 1_001, &["FUNCTION", "LOAD", lib])],
+        );
+        let sha = engine::lua::script_sha(body.as_bytes());
+        assert_eq!(r[0], Some(resp::Frame::bulk(sha.clone())));
+        let mut builder = block_on(a.get_snapshot_builder());
+        let snap = block_on(builder.build_snapshot()).unwrap();
+        let (mut c, sc) = machine("scripts-c", 0);
+        sc.scripting.create_script(&Bytes::from("return 'stale'")).unwrap();
+        block_on(c.install_snapshot(&snap.meta, snap.snapshot)).unwrap();
+        assert!(sc.scripting.scripts.lock().contains_key(&sha));
+        // A node restarted from its directory gets them from the snapshot file.
+        let clock = Arc::new(RaftClock::new(0));
+        let fresh = Arc::new(Server::new(engine::config::Config::default(), clock.clone()));
+        let reopened = StateMachine::open(fresh.clone(), clock, &a.dir).unwrap();
+        assert_eq!(reopened.last_write, 2);
+        assert!(fresh.scripting.scripts.lock().contains_key(&sha));
+        assert!(fresh.scripting.function("bump").is_some());
+        assert!(!sc.scripting.scripts.lock().contains_key(&engine::lua::script_sha(b"return 'stale'")));
+        assert_eq!(c.last_write, 2);
+        let log =
+            vec![entry_of(3, 1_002, &["EVALSHA", &sha, "1", "k"]), entry_of(4, 1_003, &["FCALL", "bump", "1", "k"])];
+        assert_eq!(apply_all(&mut a, log.clone()), apply_all(&mut c, log.clone()));
+        assert_eq!(apply_all(&mut c, vec![entry(5, 1_004, "GET k")]), vec![Some(resp::Frame::bulk("11"))]);
+        // A first-format snapshot still loads.
+        let (head, rdb) = split_snapshot(&a.snapshot_bytes()).map(|(h, r)| (h, r.to_vec())).unwrap();
+        let mut v1 = SNAP_TAG_V1.to_vec();
+        v1.extend_from_slice(&head.time_ms.to_le_bytes());
+        v1.extend_from_slice(&rdb);
+        let (mut d, sd) = machine("scripts-d", 0);
+        d.load(&snap.meta, &v1).unwrap();
+        assert_eq!(apply_all(&mut d, vec![entry(5, 1_004, "GET k")]), vec![Some(resp::Frame::bulk("11"))]);
+        assert!(sd.scripting.scripts.lock().is_empty());
+    }
+
+    fn transaction(index: u64, time_ms: u64, lines: &[&str], watch: Option<crate::types::WatchGuard>) -> Entry {
+        let commands = lines.iter().map(|l| l.split(' ').map(|w| Bytes::from(w.to_string())).collect()).collect();
+        let t = crate::types::Transaction { db: 0, resp3: false, commands, watch };
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
+            payload: EntryPayload::Normal(Request { time_ms, op: Op::Batch(vec![Work::Transaction(t)]) }),
+        }
+    }
+
+    /// A transaction is one entry: every node runs it whole and answers EXEC's array; a watched
+    /// one is aborted alike on every node when an entry after the leader's check carried commands
+    /// or a watched key expired since.
+    #[test]
+    fn transactions_and_their_watch_guards_apply_alike() {
+        let guard = |checked_at: u64, alive: &[&str]| {
+            Some(crate::types::WatchGuard {
+                checked_at,
+                alive: alive.iter().map(|k| (0, Bytes::from(k.to_string()))).collect(),
+            })
+        };
+        let log = vec![
+            transaction(1, 1_000, &["INCR a", "INCR a", "SET t v PX 100"], None),
+            // Checked at 1, nothing written since: runs.
+            transaction(2, 1_001, &["INCR a"], guard(1, &["a", "t"])),
+            entry(3, 1_002, "SET b 1"),
+            // Checked at 2, but entry 3 wrote: aborted.
+            transaction(4, 1_003, &["INCR a"], guard(2, &["a"])),
+            // Checked at 4 (entry 4 counts as a write, so the check is at or after it): runs.
+            transaction(5, 1_004, &["INCR a"], guard(5, &["a", "t"])),
+            entry(6, 1_200, ""),
+            // t was alive at the check and its TTL ran out on raft time since: aborted.
+            transaction(7, 1_201, &["INCR a"], guard(6, &["a", "t"])),
+            // A queuing error: EXECABORT, on every node.
+            transaction(8, 1_202, &["INCR a", "NOSUCHCOMMAND x"], None),
+            entry(9, 1_203, "GET a"),
+        ];
+        let (mut a, sa) = machine("tx-a", 0);
+        let (mut b, sb) = machine("tx-b", 0);
+        let ra = apply_all(&mut a, log.clone());
+        assert_eq!(ra, apply_all(&mut b, log));
+        use resp::Frame as F;
+        assert_eq!(ra[0], Some(F::Array(vec![F::Integer(1), F::Integer(2), F::ok()])));
+        assert_eq!(ra[1], Some(F::Array(vec![F::Integer(3)])));
+        assert_eq!(ra[3], Some(F::NullArray));
+        assert_eq!(ra[4], Some(F::Array(vec![F::Integer(4)])));
+        assert_eq!(ra[6], Some(F::NullArray));
+        assert!(matches!(&ra[7], Some(F::Error(e)) if e.starts_with(b"EXECABORT")), "{:?}", ra[7]);
+        assert_eq!(ra[8], Some(F::bulk("4")));
+        assert_eq!(digest(&sa), digest(&sb));
     }
 }

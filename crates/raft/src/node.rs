@@ -7,9 +7,10 @@ use crate::net::{AddressBook, Directory, Network};
 use crate::options::Options;
 use crate::route::{self, Class};
 use crate::store::LogStore;
-use crate::types::{Command, NodeId, Op, Raft, Request};
+use crate::types::{Command, NodeId, Op, Raft, Request, Transaction, WatchGuard, Work};
 use bytes::Bytes;
 use engine::client::Client;
+use engine::keyspace::{WatchState, WatchedKey};
 use engine::server::Server;
 use openraft::error::{CheckIsLeaderError, ClientWriteError, RaftError};
 use openraft::{BasicNode, ServerState};
@@ -42,6 +43,8 @@ pub enum Decision {
     Read,
     /// This node leads: propose it ([`Consensus::write`]); the reply is the apply's.
     Write,
+    /// EXEC of a transaction: [`Consensus::exec`].
+    Exec,
 }
 
 /// The raft time the current leader proposes with: the applied raft time when this node became
@@ -56,11 +59,31 @@ struct LeaderTime {
 /// The most writes one entry carries.
 const MAX_BATCH: usize = 512;
 
-/// A write waiting for its entry: the command, the slot its redirection names, where its reply goes.
+/// A write waiting for its entry: the command or transaction, the slot its redirection names, the
+/// client's WATCH to check first, where its reply goes.
 struct Queued {
-    cmd: Command,
+    work: Work,
     slot: u16,
+    watch: Option<PendingWatch>,
     tx: tokio::sync::oneshot::Sender<Frame>,
+}
+
+/// A transaction's WATCH as the leader's engine keeps it: the state every applied change to a
+/// watched key marks dirty, and the registrations (held until the check, which keeps them live).
+struct PendingWatch {
+    state: Arc<WatchState>,
+    watched: Vec<(usize, engine::value::Key, Arc<WatchedKey>)>,
+}
+
+/// A runtime shut down without waiting when dropped (see [`Consensus::start`]).
+struct RuntimeGuard(Option<tokio::runtime::Runtime>);
+
+impl Drop for RuntimeGuard {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
 }
 
 /// This node's part in the group.
@@ -104,6 +127,10 @@ impl Consensus {
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start the raft runtime: {e}"))?;
+        // On an error below the runtime goes away without waiting for its tasks: dropping it here,
+        // in an async context, would panic and hide the error.
+        let mut guard = RuntimeGuard(Some(rt));
+        let rt = guard.0.as_ref().expect("just set");
         let committed = Arc::new(AtomicU64::new(0));
         let log = LogStore::open(&opts.dir, committed.clone()).map_err(|e| format!("cannot open the raft log: {e}"))?;
         let sm = StateMachine::open(srv.clone(), clock.clone(), &opts.dir)?;
@@ -167,6 +194,7 @@ impl Consensus {
         });
         rt.spawn(ticker(Arc::downgrade(&node)));
         // The runtime lives as long as the node.
+        let rt = guard.0.take().expect("still set");
         let mut node = node;
         if let Some(n) = Arc::get_mut(&mut node) {
             n.rt = Some(rt);
@@ -201,25 +229,20 @@ impl Consensus {
     /// Where `args`, sent by `client`, goes.
     pub fn decide(&self, client: &Client, args: &[Bytes]) -> Decision {
         let Ok(cmd) = self.srv.table.resolve(args) else { return Decision::Local };
-        if !cmd.arity_ok(args.len())
-            || (!client.authenticated && self.srv.config.has_password.load(Ordering::Relaxed))
-            || client.multi.active()
+        if !cmd.arity_ok(args.len()) || (!client.authenticated && self.srv.config.has_password.load(Ordering::Relaxed))
         {
             return Decision::Local;
         }
-        match route::classify(self.srv.table, cmd, args) {
-            Class::Local => Decision::Local,
+        if client.multi.active() {
+            return self.decide_queued(cmd, args, route::classify_queued(self.srv.table, cmd, args));
+        }
+        let class = route::classify(self.srv.table, cmd, args);
+        match class {
+            Class::Local | Class::Exec => Decision::Local,
             Class::Info => Decision::Info,
             Class::Ok => Decision::Reply(Frame::ok()),
             Class::Cluster => Decision::Reply(self.cluster(cmd.name, args)),
-            Class::Unsupported => {
-                let what = match cmd.name {
-                    "lock" => "LOCK with WAIT".to_string(),
-                    "xread" | "xreadgroup" => format!("{} with BLOCK", cmd.name.to_uppercase()),
-                    name => name.replace('|', " ").to_uppercase(),
-                };
-                Decision::Reply(Frame::error(format!("ERR {what} is not supported in consensus mode")))
-            }
+            Class::Unsupported => Decision::Reply(unsupported(cmd.name)),
             class @ (Class::Read | Class::Write) => {
                 // A command the client may not run is refused by the engine, here.
                 if self.srv.acl_check(client, cmd, args, engine::acl::Context::Toplevel).is_err() {
@@ -233,10 +256,94 @@ impl Consensus {
                             Decision::Write
                         }
                     }
+                    _ if route::FOLLOWERS_RUN_LOCALLY.contains(&cmd.name) => Decision::Local,
                     other => Decision::Reply(self.redirect(route::first_key_slot(cmd, args), other)),
                 }
             }
         }
+    }
+
+    /// Where a command sent inside MULTI goes: EXEC proposes the transaction; reads and writes are
+    /// queued by the engine on the leader, and answered `-MOVED` elsewhere (as a Redis Cluster node
+    /// answers a key it does not own inside MULTI; the connection layer then flags the transaction,
+    /// so EXEC answers EXECABORT); a few harmless local commands are queued too; anything else is
+    /// refused, since the transaction runs on the applying nodes' internal client, whose connection
+    /// state it must not change.
+    fn decide_queued(&self, cmd: &engine::ctx::Command, args: &[Bytes], class: Class) -> Decision {
+        match class {
+            Class::Exec => Decision::Exec,
+            _ if matches!(cmd.name, "multi" | "watch" | "discard") => Decision::Local,
+            Class::Read | Class::Write => match self.leader() {
+                Some(l) if l == self.opts.id => Decision::Local,
+                other => Decision::Reply(self.redirect(route::first_key_slot(cmd, args), other)),
+            },
+            Class::Local if route::QUEUEABLE_LOCAL.contains(&cmd.name) => Decision::Local,
+            Class::Unsupported => Decision::Reply(unsupported(cmd.name)),
+            _ => Decision::Reply(Frame::error(format!(
+                "ERR {} inside MULTI is not supported in consensus mode",
+                cmd.name.replace('|', " ").to_uppercase()
+            ))),
+        }
+    }
+
+    /// EXEC of `client`'s transaction: proposed as one entry, whose apply runs MULTI, the queued
+    /// commands and EXEC on every node; the reply is the leader's EXEC reply. A transaction that
+    /// failed to queue (EXECABORT), holds only local commands, or whose WATCH already fired is
+    /// answered by the engine here, and one that only reads runs here after the ReadIndex check. A watched transaction is checked by the proposer first
+    /// ([`Consensus::check_watch`]).
+    pub async fn exec(self: &Arc<Self>, client: &mut Client) -> Option<Frame> {
+        let exec = [Bytes::from_static(b"EXEC")];
+        let needs_log = client
+            .multi
+            .queued
+            .as_ref()
+            .is_some_and(|q| q.iter().any(|(c, _)| !route::QUEUEABLE_LOCAL.contains(&c.name)));
+        if client.multi.aborted || !needs_log || client.multi.watch.dirty.load(Ordering::Relaxed) {
+            return self.srv.execute(client, &exec);
+        }
+        // A transaction that only reads runs here, on the leader, after the ReadIndex check, like
+        // a read: no entry needed (the engine's EXEC is atomic against the applies, and its WATCH
+        // check is exact on the node that applies).
+        let reads_only = client.multi.queued.as_ref().is_some_and(|q| {
+            q.iter().all(|(c, a)| {
+                route::QUEUEABLE_LOCAL.contains(&c.name) || route::classify_queued(self.srv.table, c, a) == Class::Read
+            })
+        });
+        if reads_only && self.leader() == Some(self.opts.id) {
+            return match self.linearize(&exec).await {
+                Ok(()) => self.srv.execute(client, &exec),
+                Err(reply) => {
+                    client.leave_multi();
+                    Some(reply)
+                }
+            };
+        }
+        let queued = client.multi.queued.take().unwrap_or_default();
+        let slot = queued.iter().map(|(c, a)| route::first_key_slot(c, a)).find(|&s| s != 0).unwrap_or(0);
+        let watch =
+            PendingWatch { state: client.multi.watch.clone(), watched: std::mem::take(&mut client.multi.watched) };
+        let watch = (!watch.watched.is_empty()).then_some(watch);
+        client.leave_multi();
+        match self.leader() {
+            Some(l) if l == self.opts.id => {}
+            other => return Some(self.redirect(slot, other)),
+        }
+        let mut commands = Vec::with_capacity(queued.len());
+        for (_, args) in &queued {
+            match with_script_body(&self.srv, args) {
+                Ok(a) => commands.push(a),
+                Err(Frame::Error(e)) => {
+                    return Some(Frame::error(format!(
+                        "EXECABORT Transaction discarded because of: {}",
+                        String::from_utf8_lossy(&e)
+                    )));
+                }
+                Err(other) => return Some(other),
+            }
+        }
+        let t =
+            Transaction { db: client.db as u32, resp3: client.proto == resp::Protocol::Resp3, commands, watch: None };
+        Some(self.submit(Work::Transaction(t), slot, watch).await)
     }
 
     /// The raft time a proposal made now carries. The leader's time base is taken the first time
@@ -284,11 +391,20 @@ impl Consensus {
     /// share one log append, one fsync and one round trip to the followers.
     pub async fn write(self: &Arc<Self>, db: usize, proto: resp::Protocol, args: &[Bytes]) -> Frame {
         let slot = self.srv.table.resolve(args).map_or(0, |c| route::first_key_slot(c, args));
-        let cmd = Command { db: db as u32, resp3: proto == resp::Protocol::Resp3, args: args.to_vec() };
+        let args = match with_script_body(&self.srv, args) {
+            Ok(args) => args,
+            Err(reply) => return reply,
+        };
+        let cmd = Command { db: db as u32, resp3: proto == resp::Protocol::Resp3, args };
+        self.submit(Work::Command(cmd), slot, None).await
+    }
+
+    /// Queues `work` for the next entry and waits for its reply (see [`Consensus::write`]).
+    async fn submit(self: &Arc<Self>, work: Work, slot: u16, watch: Option<PendingWatch>) -> Frame {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let start = {
             let mut q = self.queue.lock();
-            q.0.push(Queued { cmd, slot, tx });
+            q.0.push(Queued { work, slot, watch, tx });
             !std::mem::replace(&mut q.1, true)
         };
         if start {
@@ -301,18 +417,44 @@ impl Consensus {
     /// Proposes what is queued, one entry at a time, until nothing is.
     async fn propose(self: Arc<Self>) {
         loop {
-            let batch: Vec<Queued> = {
+            let mut batch: Vec<Queued> = {
                 let mut q = self.queue.lock();
                 if q.0.is_empty() {
                     q.1 = false;
                     return;
                 }
-                let n = q.0.len().min(MAX_BATCH);
+                // A watched transaction is checked with nothing of this leader's before it still to
+                // apply: it starts an entry.
+                let n = q.0.iter().take(MAX_BATCH).enumerate().position(|(i, w)| i > 0 && w.watch.is_some());
+                let n = n.unwrap_or(q.0.len().min(MAX_BATCH));
                 q.0.drain(..n).collect()
             };
-            let (cmds, waiting): (Vec<Command>, Vec<(u16, tokio::sync::oneshot::Sender<Frame>)>) =
-                batch.into_iter().map(|q| (q.cmd, (q.slot, q.tx))).unzip();
-            let req = Request { time_ms: self.proposal_time(), op: Op::Commands(cmds) };
+            if let Some(watch) = batch[0].watch.take() {
+                match self.check_watch(watch).await {
+                    Ok(guard) => {
+                        if let Work::Transaction(t) = &mut batch[0].work {
+                            t.watch = Some(guard);
+                        }
+                    }
+                    Err(reply) => {
+                        let _ = batch.remove(0).tx.send(reply);
+                        if batch.is_empty() {
+                            continue;
+                        }
+                    }
+                }
+            }
+            let (work, waiting): (Vec<Work>, Vec<(u16, tokio::sync::oneshot::Sender<Frame>)>) =
+                batch.into_iter().map(|q| (q.work, (q.slot, q.tx))).unzip();
+            // Entries of plain commands keep the first format (`Op::Commands`).
+            let op = if work.iter().all(|w| matches!(w, Work::Command(_))) {
+                Op::Commands(
+                    work.into_iter().filter_map(|w| if let Work::Command(c) = w { Some(c) } else { None }).collect(),
+                )
+            } else {
+                Op::Batch(work)
+            };
+            let req = Request { time_ms: self.proposal_time(), op };
             match tokio::time::timeout(CLIENT_TIMEOUT, self.raft.client_write(req)).await {
                 Ok(Ok(r)) => {
                     let mut replies = r.data.0.into_iter();
@@ -340,6 +482,38 @@ impl Consensus {
                 }
             }
         }
+    }
+
+    /// The leader's check of a transaction's WATCH, made when this node has applied every entry of
+    /// its log and has no other proposal in flight: the engine's watch state then tells whether a
+    /// watched key changed since WATCH (Err: the null array EXEC answers, or the error when the log
+    /// could not be applied in time). The guard lets every node repeat the verdict for the entries
+    /// that come between this check and the transaction's own (see [`WatchGuard`]).
+    async fn check_watch(&self, w: PendingWatch) -> Result<WatchGuard, Frame> {
+        let last = self.raft.metrics().borrow().last_log_index.unwrap_or(0);
+        let applied = self.raft.wait(Some(CLIENT_TIMEOUT)).applied_index_at_least(Some(last), "watch check").await;
+        if let Err(e) = applied {
+            tracing::debug!("raft: watch check: {e}");
+            return Err(Frame::error(CLUSTERDOWN));
+        }
+        let now = self.clock.applied_ms();
+        let mut locked = self.srv.ks.lock_all();
+        let mut alive = Vec::new();
+        for (db, key, reg) in &w.watched {
+            let t = &locked.shard_for(key).dbs[*db];
+            let stale = t.is_stale(key, now);
+            // A watched key that expired since WATCH counts as modified (Redis's isWatchedKeyExpired).
+            if stale && !reg.expired.load(Ordering::Relaxed) {
+                return Err(Frame::NullArray);
+            }
+            if t.peek(key).is_some() && !stale {
+                alive.push((*db as u32, Bytes::copy_from_slice(key)));
+            }
+        }
+        if w.state.dirty.load(Ordering::Relaxed) {
+            return Err(Frame::NullArray);
+        }
+        Ok(WatchGuard { checked_at: last, alive })
     }
 
     /// Confirms that this node still leads and has applied everything committed before now
@@ -590,6 +764,50 @@ async fn ticker(node: std::sync::Weak<Consensus>) {
             let _ = tokio::time::timeout(CLIENT_TIMEOUT, raft.client_write(req)).await;
         }
     }
+}
+
+/// `args` as the log carries them: an EVALSHA (also inside FENCED) becomes the EVAL of the body
+/// this node's script cache holds for the sha, so that what a node applies never depends on its own
+/// cache (a node that installed a snapshot, or restarted, may lack a script the leader has). An
+/// unknown sha is answered here, as EVALSHA would answer it, without a proposal.
+fn with_script_body(srv: &Server, args: &[Bytes]) -> Result<Vec<Bytes>, Frame> {
+    let Some(name) = args.first() else { return Ok(Vec::new()) };
+    if name.eq_ignore_ascii_case(b"fenced") && args.len() > 3 {
+        let mut out = args[..3].to_vec();
+        out.extend(with_script_body(srv, &args[3..])?);
+        return Ok(out);
+    }
+    let ro = name.eq_ignore_ascii_case(b"evalsha_ro");
+    if !(ro || name.eq_ignore_ascii_case(b"evalsha")) || args.len() < 3 {
+        return Ok(args.to_vec());
+    }
+    let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
+    let body = srv.scripting.scripts.lock().get(&sha).map(|m| m.body.clone());
+    let Some(body) = body else {
+        // EVALSHA's own checks, in its order: the key count, then the sha.
+        let rest = args.len() as i64 - 3;
+        return Err(match engine::args::parse_i64_strict(&args[2]) {
+            None => Frame::error("ERR value is not an integer or out of range"),
+            Some(n) if n > rest => Frame::error("ERR Number of keys can't be greater than number of args"),
+            Some(n) if n < 0 => Frame::error("ERR Number of keys can't be negative"),
+            Some(_) => Frame::error("NOSCRIPT No matching script. Please use EVAL."),
+        });
+    };
+    let mut out = Vec::with_capacity(args.len());
+    out.push(Bytes::from_static(if ro { b"EVAL_RO" } else { b"EVAL" }));
+    out.push(body);
+    out.extend_from_slice(&args[2..]);
+    Ok(out)
+}
+
+/// The refusal of a command consensus mode does not run.
+fn unsupported(name: &str) -> Frame {
+    let what = match name {
+        "lock" => "LOCK with WAIT".to_string(),
+        "xread" | "xreadgroup" => format!("{} with BLOCK", name.to_uppercase()),
+        name => name.replace('|', " ").to_uppercase(),
+    };
+    Frame::error(format!("ERR {what} is not supported in consensus mode"))
 }
 
 fn unix_ms() -> u64 {

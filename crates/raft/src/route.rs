@@ -20,14 +20,30 @@ pub enum Class {
     Read,
     /// Changes data: proposed to the group by the leader, answered after commit and apply.
     Write,
+    /// EXEC: the transaction queued on this node is proposed as one entry.
+    Exec,
     /// Cannot be made deterministic (or would step around the log) in phase 1.
     Unsupported,
 }
 
-/// Commands refused by name: random choices, replication and debugging commands, and the ones
-/// that would block an applying node.
+/// What may be queued in MULTI in consensus mode besides reads and writes: commands that answer
+/// alike on the node that applies the transaction and change none of the applying client's state.
+/// (`quit` and `reset` are not queued: they end the transaction on the client's node.)
+pub const QUEUEABLE_LOCAL: &[&str] = &["ping", "echo", "time", "unwatch", "quit", "reset"];
+
+/// Writes a follower runs itself instead of redirecting: SCRIPT LOAD and SCRIPT FLUSH change only
+/// the node's script cache, which no applied entry depends on (the log carries script bodies), and
+/// Redis Cluster clients send them to every node, replicas included (a replica of Redis accepts
+/// them). On the leader they go through the log, so that every node learns the script.
+pub const FOLLOWERS_RUN_LOCALLY: &[&str] = &["script|load", "script|flush"];
+
+/// Commands refused by name: replication and debugging commands, the ones that would block an
+/// applying node, and the ones that would stop a script in the middle on one node only (SCRIPT
+/// KILL, FUNCTION KILL) or run one outside the log (SCRIPT DEBUG).
 const UNSUPPORTED: &[&str] = &[
-    "spop",
+    "script|kill",
+    "function|kill",
+    "script|debug",
     "debug",
     "migrate",
     "replicaof",
@@ -42,17 +58,46 @@ const UNSUPPORTED: &[&str] = &[
 
 /// The class of `cmd` called with `args` (`table` resolves the command `FENCED` wraps).
 pub fn classify(table: &CommandTable, cmd: &Command, args: &[Bytes]) -> Class {
+    classify_with(table, cmd, args, false)
+}
+
+/// The class of `cmd` queued in MULTI: as [`classify`], except that a blocking command is a read
+/// or a write like any other (inside a transaction it answers at once, as if timed out).
+pub fn classify_queued(table: &CommandTable, cmd: &Command, args: &[Bytes]) -> Class {
+    classify_with(table, cmd, args, true)
+}
+
+fn classify_with(table: &CommandTable, cmd: &Command, args: &[Bytes], queued: bool) -> Class {
     let name = cmd.name;
     // FENCED runs the command it wraps in the same entry: what is refused alone is refused inside.
     if name == "fenced"
         && let Some(inner_args) = args.get(3..).filter(|a| !a.is_empty())
         && let Ok(inner) = table.resolve(inner_args)
-        && classify(table, inner, inner_args) == Class::Unsupported
+        && classify_with(table, inner, inner_args, queued) == Class::Unsupported
     {
         return Class::Unsupported;
     }
-    if UNSUPPORTED.contains(&name) || matches!(cmd.group, Group::Transactions | Group::Scripting) {
+    if UNSUPPORTED.contains(&name) {
         return Class::Unsupported;
+    }
+    match name {
+        // MULTI queues on the node the client is on; EXEC proposes the transaction. WATCH watches
+        // on the leader, whose check at EXEC decides for every node (see `Consensus::exec`).
+        "exec" => return Class::Exec,
+        "watch" => return Class::Read,
+        "multi" | "discard" | "unwatch" => return Class::Local,
+        // Scripts and functions run on every node from the log (EVALSHA carries its script's
+        // body there, see `Consensus::write`); so does what defines them, so that every node knows
+        // a script or function an EVALSHA or FCALL proposed later names.
+        "eval" | "evalsha" | "fcall" | "script|load" | "script|flush" => return Class::Write,
+        "function|load" | "function|delete" | "function|flush" | "function|restore" => return Class::Write,
+        // The read-only variants read on the leader, like any read.
+        "eval_ro" | "evalsha_ro" | "fcall_ro" => return Class::Read,
+        // The node's own script cache and function libraries (the same on every node that has
+        // applied as far).
+        "script|exists" | "script|help" | "script" | "function|list" | "function|dump" | "function|stats"
+        | "function|help" | "function" => return Class::Local,
+        _ => {}
     }
     if cmd.group == Group::Cluster {
         return if name.starts_with("cluster|") { Class::Cluster } else { Class::Ok };
@@ -60,7 +105,7 @@ pub fn classify(table: &CommandTable, cmd: &Command, args: &[Bytes]) -> Class {
     if name == "info" {
         return Class::Info;
     }
-    if cmd.flags.has(Flags::BLOCKING) {
+    if cmd.flags.has(Flags::BLOCKING) && !queued {
         // LOCK without WAIT and XREAD/XREADGROUP without BLOCK never block.
         let blocks = match name {
             "lock" => args.len() > 4,
@@ -139,16 +184,40 @@ mod tests {
         assert_eq!(class("get k"), Class::Read);
         assert_eq!(class("lockinfo k"), Class::Read);
         assert_eq!(class("ping"), Class::Local);
-        assert_eq!(class("multi"), Class::Unsupported);
-        assert_eq!(class("eval x 0"), Class::Unsupported);
+        assert_eq!(class("multi"), Class::Local);
+        assert_eq!(class("exec"), Class::Exec);
+        assert_eq!(class("watch k"), Class::Read);
+        assert_eq!(class("discard"), Class::Local);
+        assert_eq!(class("eval x 0"), Class::Write);
+        assert_eq!(class("evalsha x 0"), Class::Write);
+        assert_eq!(class("eval_ro x 0"), Class::Read);
+        assert_eq!(class("fcall f 0"), Class::Write);
+        assert_eq!(class("fcall_ro f 0"), Class::Read);
+        assert_eq!(class("script load x"), Class::Write);
+        assert_eq!(class("script flush"), Class::Write);
+        assert_eq!(class("script exists x"), Class::Local);
+        assert_eq!(class("script kill"), Class::Unsupported);
+        assert_eq!(class("function load x"), Class::Write);
+        assert_eq!(class("function list"), Class::Local);
+        assert_eq!(class("function kill"), Class::Unsupported);
         assert_eq!(class("blpop k 0"), Class::Unsupported);
-        assert_eq!(class("spop k"), Class::Unsupported);
+        assert_eq!(class("spop k"), Class::Write);
+        assert_eq!(class("srandmember k"), Class::Read);
         assert_eq!(class("cluster slots"), Class::Cluster);
         assert_eq!(class("readonly"), Class::Ok);
         assert_eq!(class("info consensus"), Class::Info);
         assert_eq!(class("flushall"), Class::Write);
         assert_eq!(class("fenced k 1 set k v"), Class::Write);
-        assert_eq!(class("fenced k 1 spop s"), Class::Unsupported);
-        assert_eq!(class("fenced k 1 eval x 0"), Class::Unsupported);
+        assert_eq!(class("fenced k 1 spop s"), Class::Write);
+        assert_eq!(class("fenced k 1 eval x 0"), Class::Write);
+        assert_eq!(class("fenced k 1 blpop s 0"), Class::Unsupported);
+        let queued = |line: &str| {
+            let args: Vec<Bytes> = line.split(' ').map(|w| Bytes::copy_from_slice(w.as_bytes())).collect();
+            classify_queued(srv.table, srv.table.resolve(&args).unwrap(), &args)
+        };
+        assert_eq!(queued("blpop k 0"), Class::Write);
+        assert_eq!(queued("lock k o 1000 wait 10"), Class::Write);
+        assert_eq!(queued("debug sleep 0"), Class::Unsupported);
+        assert_eq!(queued("exec"), Class::Exec);
     }
 }

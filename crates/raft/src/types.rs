@@ -50,6 +50,46 @@ pub enum Op {
     /// Only time passes: the leader proposes one while keys with a TTL exist, so that expiry
     /// (decided on raft time) does not wait for the next write.
     Tick,
+    /// Clients' writes and transactions, run in log order like [`Op::Commands`] (which the leader
+    /// still proposes when an entry holds no transaction).
+    Batch(Vec<Work>),
+}
+
+/// One client's work in an [`Op::Batch`].
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub enum Work {
+    /// A write command.
+    Command(Command),
+    /// A MULTI ... EXEC transaction.
+    Transaction(Transaction),
+}
+
+/// A client's transaction, queued on the node it is connected to and proposed at EXEC: every node
+/// runs MULTI, the commands and EXEC on its engine, and the client gets the leader's EXEC reply.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Transaction {
+    /// The database the client had selected.
+    pub db: u32,
+    /// Whether the client speaks RESP3.
+    pub resp3: bool,
+    /// The queued commands' argument vectors.
+    pub commands: Vec<Vec<Bytes>>,
+    /// The client's WATCH, checked by the leader: the transaction runs only if nothing could have
+    /// changed the watched keys since.
+    pub watch: Option<WatchGuard>,
+}
+
+/// What every node checks of a watched transaction, so that all of them abort it or none: the
+/// leader found the watched keys unchanged after applying every entry up to `checked_at`, so the
+/// transaction is aborted (EXEC answers a null array) if an entry after that one carried commands
+/// (any commands: a conservative test that needs no record of which keys an entry changed), or if
+/// a key that was alive at the check has expired since (raft time went on through ticks).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct WatchGuard {
+    /// The log index the leader had applied when it checked the watched keys.
+    pub checked_at: u64,
+    /// The watched keys (database, key) that existed, unexpired, at the check.
+    pub alive: Vec<(u32, Bytes)>,
 }
 
 /// What applying an entry answered: the engine's reply to each of its commands, in order (none

@@ -47,7 +47,14 @@ pub async fn run(node: &Arc<Consensus>, srv: &Server, client: &mut Client, args:
             node.add_info(args, &mut reply);
             reply
         }
-        Decision::Reply(f) => Some(f),
+        Decision::Reply(f) => {
+            // A command refused or redirected inside MULTI fails the transaction, as a queuing
+            // error does (EXEC answers EXECABORT).
+            if f.is_error() {
+                client.multi.flag_error();
+            }
+            Some(f)
+        }
         Decision::Read => match node.linearize(args).await {
             Ok(()) => srv.execute(client, args),
             Err(f) => Some(f),
@@ -55,16 +62,24 @@ pub async fn run(node: &Arc<Consensus>, srv: &Server, client: &mut Client, args:
         Decision::Write => {
             let (db, proto) = (client.db, client.proto);
             let reply = node.write(db, proto, args).await;
-            // CLIENT REPLY OFF / SKIP hold for replicated writes too (the engine's `execute`
-            // applies them to the commands it runs for this client).
-            match client.reply_mode {
-                ReplyMode::Off => None,
-                ReplyMode::SkipThis => {
-                    client.reply_mode = ReplyMode::On;
-                    None
-                }
-                ReplyMode::On | ReplyMode::Skip => Some(reply),
-            }
+            with_reply_mode(client, Some(reply))
         }
+        Decision::Exec => {
+            let reply = node.exec(client).await;
+            with_reply_mode(client, reply)
+        }
+    }
+}
+
+/// CLIENT REPLY OFF / SKIP hold for replicated writes too (the engine's `execute` applies them to
+/// the commands it runs for this client).
+fn with_reply_mode(client: &mut Client, reply: Option<Frame>) -> Option<Frame> {
+    match client.reply_mode {
+        ReplyMode::Off => None,
+        ReplyMode::SkipThis => {
+            client.reply_mode = ReplyMode::On;
+            None
+        }
+        ReplyMode::On | ReplyMode::Skip => reply,
     }
 }

@@ -204,6 +204,43 @@ fn call(port: u16, args: &[&str]) -> Option<String> {
     }
 }
 
+/// The owner-checked lock release: delete the key only if it still holds the caller's token.
+const RELEASE: &str = "if redis.call('get',KEYS[1]) == ARGV[1] then return redis.call('del',KEYS[1]) else return 0 end";
+
+/// A connection kept open across commands (MULTI ... EXEC, WATCH).
+struct Session {
+    s: TcpStream,
+    buf: BytesMut,
+}
+
+impl Session {
+    fn open(port: u16) -> Session {
+        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(15))).expect("timeout");
+        Session { s, buf: BytesMut::new() }
+    }
+
+    /// Sends one command and returns its reply's bytes as text.
+    fn cmd(&mut self, args: &[&str]) -> String {
+        let mut req = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            req.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+        }
+        self.s.write_all(&req).expect("send");
+        loop {
+            let mut probe = self.buf.clone();
+            if let Ok(Some(_)) = resp::decode_reply(&mut probe) {
+                let used = self.buf.len() - probe.len();
+                return String::from_utf8_lossy(&self.buf.split_to(used)).into_owned();
+            }
+            let mut chunk = [0u8; 65536];
+            let n = self.s.read(&mut chunk).expect("reply");
+            assert!(n > 0, "connection closed after {args:?}");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
 /// `call` that must get an answer.
 fn must(port: u16, args: &[&str]) -> String {
     call(port, args).unwrap_or_else(|| panic!("no reply from port {port} to {args:?}"))
@@ -239,7 +276,7 @@ fn a_group_elects_a_leader_and_followers_send_clients_to_it() {
     }
 
     // What consensus mode cannot run yet is refused, not run locally.
-    assert_eq!(must(lport, &["MULTI"]), "-ERR MULTI is not supported in consensus mode\r\n");
+    assert_eq!(must(lport, &["SCRIPT", "KILL"]), "-ERR SCRIPT KILL is not supported in consensus mode\r\n");
     assert_eq!(must(lport, &["BLPOP", "q", "0"]), "-ERR BLPOP is not supported in consensus mode\r\n");
     assert_eq!(
         must(lport, &["LOCK", "l", "me", "1000", "WAIT", "10"]),
@@ -371,6 +408,11 @@ fn a_node_far_behind_installs_a_snapshot_and_the_whole_group_restarts_from_its_d
     let fport = g.port(follower);
     let behind: i64 = info(fport).expect("info")["consensus_applied_index"].parse().unwrap();
     g.node(follower).kill();
+    // A script and a function defined while the follower is away reach it in the snapshot.
+    let sha = must(lport, &["SCRIPT", "LOAD", "return 'from the snapshot'"]);
+    let sha = sha.lines().nth(1).expect("sha").to_string();
+    let lib = "#!lua name=snaplib\nredis.register_function('snapf', function() return 'f' end)";
+    assert_eq!(must(lport, &["FUNCTION", "LOAD", lib]), "$7\r\nsnaplib\r\n");
     let mut tokens = Vec::new();
     for i in 0..60 {
         assert_eq!(must(lport, &["SET", &format!("k{i}"), "v"]), "+OK\r\n");
@@ -398,6 +440,8 @@ fn a_node_far_behind_installs_a_snapshot_and_the_whole_group_restarts_from_its_d
         assert!(Instant::now() < deadline, "no snapshot in {}", dir.display());
         std::thread::sleep(Duration::from_millis(50));
     }
+    assert_eq!(must(fport, &["SCRIPT", "EXISTS", &sha]), "*1\r\n:1\r\n");
+    assert!(must(fport, &["FUNCTION", "LIST"]).contains("snapf"));
 
     // Every node killed, then started from its directory: the group comes back with its data,
     // and tokens go on increasing from the replicated counter.
@@ -412,6 +456,9 @@ fn a_node_far_behind_installs_a_snapshot_and_the_whole_group_restarts_from_its_d
     let lport = g.port(leader);
     assert_eq!(int(&must(lport, &["DBSIZE"])), 63);
     assert_eq!(must(lport, &["GET", "k59"]), "$1\r\nv\r\n");
+    // The script cache came back from the snapshot files: EVALSHA works on whichever node leads.
+    assert_eq!(must(lport, &["EVALSHA", &sha, "0"]), "$17\r\nfrom the snapshot\r\n");
+    assert_eq!(must(lport, &["FCALL", "snapf", "0"]), "$1\r\nf\r\n");
     assert_eq!(must(lport, &["LOCK", "l0", "someone-else", "1000"]), "$-1\r\n");
     let next = int(&must(lport, &["LOCK", "fresh", "owner", "1000"]));
     assert!(tokens.iter().all(|&t| t < next), "{next} after the restart, {tokens:?} before");
@@ -435,6 +482,12 @@ fn the_redis_crate_cluster_client_follows_the_leader_through_a_failover() {
     let ok: String = redis::cmd("SET").arg("lock").arg("tok").arg("NX").arg("PX").arg(60000).query(&mut con).unwrap();
     assert_eq!(ok, "OK");
     let before: i64 = redis::cmd("LOCK").arg("l").arg("owner").arg(60000).query(&mut con).unwrap();
+    // The crate's `Script` (EVALSHA, and on NOSCRIPT SCRIPT LOAD then EVALSHA): the release.
+    let release = redis::Script::new(RELEASE);
+    let ok: String = redis::cmd("SET").arg("lock2").arg("tok2").query(&mut con).unwrap();
+    assert_eq!(ok, "OK");
+    assert_eq!(release.key("lock2").arg("other").invoke::<i64>(&mut con).unwrap(), 0);
+    assert_eq!(release.key("lock2").arg("tok2").invoke::<i64>(&mut con).unwrap(), 1);
 
     g.node(old).kill();
     // The application sees errors while the group elects, and retries. The crate's synchronous
@@ -457,6 +510,12 @@ fn the_redis_crate_cluster_client_follows_the_leader_through_a_failover() {
         }
     };
     assert_eq!(held.as_deref(), Some("tok"), "after {retries} retries");
+    // The new leader knows the script the old one loaded: the release runs by its sha.
+    assert_eq!(
+        redis::cmd("EVALSHA").arg(release.get_hash()).arg(1).arg("lock").arg("tok").query::<i64>(&mut con).unwrap(),
+        1
+    );
+    assert_eq!(redis::cmd("EXISTS").arg("lock2").query::<i64>(&mut con).unwrap(), 0);
     let after: i64 = redis::cmd("LOCK").arg("m").arg("owner").arg(60000).query(&mut con).unwrap();
     assert!(after > before, "{after} after the failover, {before} before");
     assert_ne!(g.leader(), old);
@@ -621,4 +680,186 @@ fn a_paused_leader_s_lock_holder_is_fenced_off_after_its_lease() {
     let through_new = must(nport, &["FENCED", "job", &t1.to_string(), "SET", "data", "A2"]);
     assert!(through_new.starts_with("-FENCED"), "{through_new:?}");
     assert_eq!(must(nport, &["GET", "data"]), "$1\r\nB\r\n");
+}
+
+/// The owner-checked lock release (EVALSHA of compare-and-delete), scripts and functions, MULTI/EXEC
+/// with WATCH and SPOP go through the log: every node applies them alike, so after `kill -9` of
+/// the leader the new one holds what the old one answered, and knows the scripts loaded before.
+#[test]
+fn scripts_transactions_and_spop_survive_kill_9_of_the_leader() {
+    let mut g = Group::start("scripts");
+    let old = g.leader();
+    let oport = g.port(old);
+    let follower = g.nodes.iter().find(|n| n.id != old).map(|n| n.port).expect("follower");
+
+    // SCRIPT LOAD through the log: every node learns the script (SCRIPT EXISTS is a node's own).
+    let sha = must(oport, &["SCRIPT", "LOAD", RELEASE]);
+    let sha = sha.lines().nth(1).expect("sha").to_string();
+    assert_eq!(sha.len(), 40);
+    let deadline = Instant::now() + DEADLINE;
+    while must(follower, &["SCRIPT", "EXISTS", &sha]) != "*1\r\n:1\r\n" {
+        assert!(Instant::now() < deadline, "the follower never learned the script");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Owner-checked release: a wrong token leaves the lock, the right one deletes it.
+    assert_eq!(must(oport, &["SET", "lock", "tok", "NX", "PX", "60000"]), "+OK\r\n");
+    assert_eq!(must(oport, &["EVALSHA", &sha, "1", "lock", "other"]), ":0\r\n");
+    assert_eq!(must(oport, &["EVALSHA", &sha, "1", "lock", "tok"]), ":1\r\n");
+    assert_eq!(must(oport, &["GET", "lock"]), "$-1\r\n");
+    assert_eq!(must(oport, &["SET", "lock2", "tok2", "NX", "PX", "60000"]), "+OK\r\n");
+    assert_eq!(
+        must(oport, &["EVALSHA", "0000000000000000000000000000000000000000", "0"]).lines().next(),
+        Some("-NOSCRIPT No matching script. Please use EVAL.")
+    );
+    // Followers send scripts to the leader, but load one into their own cache themselves (cluster
+    // clients send SCRIPT LOAD to every node).
+    assert!(must(follower, &["EVALSHA", &sha, "1", "lock2", "tok2"]).starts_with("-MOVED "));
+    let local = must(follower, &["SCRIPT", "LOAD", "return 'follower'"]);
+    assert!(local.starts_with("$40\r\n"), "{local}");
+    let local = local.lines().nth(1).expect("sha").to_string();
+    assert_eq!(must(follower, &["SCRIPT", "EXISTS", &local]), "*1\r\n:1\r\n");
+    assert_eq!(must(oport, &["SCRIPT", "EXISTS", &local]), "*1\r\n:0\r\n");
+    // A function library, loaded through the log.
+    let lib =
+        "#!lua name=lib\nredis.register_function('bump', function(keys) return redis.call('incrby', keys[1], 10) end)";
+    assert_eq!(must(oport, &["FUNCTION", "LOAD", lib]), "$3\r\nlib\r\n");
+    assert_eq!(must(oport, &["FCALL", "bump", "1", "f"]), ":10\r\n");
+
+    // Random choices inside scripts and SPOP come out alike on every node.
+    let members: Vec<String> = (0..50).map(|i| format!("m{i}")).collect();
+    let mut sadd = vec!["SADD", "s"];
+    sadd.extend(members.iter().map(String::as_str));
+    assert_eq!(must(oport, &sadd), ":50\r\n");
+    let mut popped = Vec::new();
+    for _ in 0..5 {
+        popped.push(must(oport, &["SPOP", "s"]));
+    }
+    popped.push(must(oport, &["SPOP", "s", "4"]));
+    let picked = must(
+        oport,
+        &[
+            "EVAL",
+            "local m = redis.call('srandmember', KEYS[1]) redis.call('set', KEYS[2], m) \
+             redis.call('set', KEYS[3], math.random(1000000000)) return m",
+            "3",
+            "s",
+            "pick",
+            "rnd",
+        ],
+    );
+    let rnd = must(oport, &["GET", "rnd"]);
+    // Scripts may not call a command whose reply depends on the node.
+    assert!(
+        must(oport, &["EVAL", "return redis.call('randomkey')", "0"])
+            .contains("not allowed from script in consensus mode")
+    );
+    let smembers_sorted = |port: u16| {
+        let r = must(port, &["SORT", "s", "ALPHA"]);
+        r.lines().filter(|l| l.starts_with('m')).map(str::to_string).collect::<Vec<_>>()
+    };
+    let set_before = smembers_sorted(oport);
+    assert_eq!(set_before.len(), 50 - 5 - 4);
+
+    // MULTI/EXEC: one entry, EXEC's array from the leader's apply.
+    let mut c = Session::open(oport);
+    assert_eq!(c.cmd(&["MULTI"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["INCR", "x"]), "+QUEUED\r\n");
+    assert_eq!(c.cmd(&["INCR", "x"]), "+QUEUED\r\n");
+    assert_eq!(c.cmd(&["EVALSHA", &sha, "1", "lock2", "nope"]), "+QUEUED\r\n");
+    // A blocking command inside MULTI answers at once, as if timed out.
+    assert_eq!(c.cmd(&["BLPOP", "q", "0"]), "+QUEUED\r\n");
+    assert_eq!(c.cmd(&["EXEC"]), "*4\r\n:1\r\n:2\r\n:0\r\n*-1\r\n");
+    // A transaction that only reads takes no log entry: the follower's apply client runs no EXEC
+    // for it (it ran one for the transaction above).
+    let follower_execs = || -> String {
+        let stats = must(follower, &["INFO", "commandstats"]);
+        stats
+            .lines()
+            .find(|l| l.starts_with("cmdstat_exec:"))
+            .map(|l| l.split(',').next().unwrap().to_string())
+            .unwrap_or_default()
+    };
+    let caught_up = || {
+        let target: i64 = info(oport).expect("info")["consensus_applied_index"].parse().unwrap();
+        let deadline = Instant::now() + DEADLINE;
+        while info(follower).expect("info")["consensus_applied_index"].parse::<i64>().unwrap() < target {
+            assert!(Instant::now() < deadline, "the follower did not catch up");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    caught_up();
+    let execs = follower_execs();
+    assert_eq!(execs, "cmdstat_exec:calls=1");
+    assert_eq!(c.cmd(&["MULTI"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["GET", "x"]), "+QUEUED\r\n");
+    assert_eq!(c.cmd(&["SRANDMEMBER", "nokey"]), "+QUEUED\r\n");
+    assert_eq!(c.cmd(&["EXEC"]), "*2\r\n$1\r\n2\r\n$-1\r\n");
+    assert_eq!(must(oport, &["SET", "after-read-tx", "1"]), "+OK\r\n");
+    caught_up();
+    assert_eq!(follower_execs(), execs);
+    // Errors at queue time as in Redis: EXECABORT.
+    assert_eq!(c.cmd(&["MULTI"]), "+OK\r\n");
+    assert!(c.cmd(&["INCR"]).starts_with("-ERR wrong number of arguments"));
+    assert!(c.cmd(&["CLIENT", "SETNAME", "x"]).starts_with("-ERR CLIENT SETNAME inside MULTI is not supported"));
+    assert!(c.cmd(&["EXEC"]).starts_with("-EXECABORT"));
+    assert_eq!(c.cmd(&["MULTI"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["INCR", "x"]), "+QUEUED\r\n");
+    assert_eq!(c.cmd(&["DISCARD"]), "+OK\r\n");
+    // WATCH: a watched key changed by another client aborts EXEC; an unchanged one does not.
+    let mut other = Session::open(oport);
+    assert_eq!(c.cmd(&["WATCH", "w"]), "+OK\r\n");
+    assert_eq!(other.cmd(&["SET", "w", "1"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["MULTI"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["INCR", "x"]), "+QUEUED\r\n");
+    assert_eq!(c.cmd(&["EXEC"]), "*-1\r\n");
+    assert_eq!(c.cmd(&["WATCH", "w"]), "+OK\r\n");
+    assert_eq!(other.cmd(&["SET", "unrelated", "1"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["MULTI"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["INCR", "x"]), "+QUEUED\r\n");
+    assert_eq!(c.cmd(&["EXEC"]), "*1\r\n:3\r\n");
+    // A watched key that expires (on raft time) before EXEC aborts it.
+    assert_eq!(other.cmd(&["SET", "e", "1", "PX", "300"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["WATCH", "e"]), "+OK\r\n");
+    let deadline = Instant::now() + DEADLINE;
+    while other.cmd(&["EXISTS", "e"]) != ":0\r\n" {
+        assert!(Instant::now() < deadline, "e never expired");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(c.cmd(&["MULTI"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["INCR", "x"]), "+QUEUED\r\n");
+    assert_eq!(c.cmd(&["EXEC"]), "*-1\r\n");
+    // On a follower, a queued key is redirected (as by a Redis Cluster node) and EXEC aborts;
+    // WATCH goes to the leader.
+    let mut f = Session::open(follower);
+    assert_eq!(f.cmd(&["MULTI"]), "+OK\r\n");
+    assert_eq!(f.cmd(&["INCR", "x"]), format!("-MOVED 16287 127.0.0.1:{oport}\r\n"));
+    assert!(f.cmd(&["EXEC"]).starts_with("-EXECABORT"));
+    assert!(f.cmd(&["WATCH", "x"]).starts_with("-MOVED "));
+
+    g.node(old).kill();
+    let new = g.leader();
+    assert_ne!(new, old);
+    let nport = g.port(new);
+    // The released lock is gone, the other one is there; the script loaded before the failover
+    // runs on the new leader by its sha.
+    assert_eq!(must(nport, &["GET", "lock"]), "$-1\r\n");
+    assert_eq!(must(nport, &["EVALSHA", &sha, "1", "lock2", "tok2"]), ":1\r\n");
+    assert_eq!(must(nport, &["EXISTS", "lock2"]), ":0\r\n");
+    assert_eq!(must(nport, &["FCALL", "bump", "1", "f"]), ":20\r\n");
+    assert_eq!(must(nport, &["GET", "x"]), "$1\r\n3\r\n");
+    // The new leader applied the same SPOPs and random picks as the old one.
+    assert_eq!(smembers_sorted(nport), set_before);
+    assert_eq!(must(nport, &["GET", "pick"]), picked);
+    assert_eq!(must(nport, &["GET", "rnd"]), rnd);
+    for p in &popped {
+        for m in p.lines().filter(|l| l.starts_with('m')) {
+            assert_eq!(must(nport, &["SISMEMBER", "s", m]), ":0\r\n", "{m} popped on the old leader");
+        }
+    }
+    // Transactions go on on the new leader.
+    let mut c = Session::open(nport);
+    assert_eq!(c.cmd(&["MULTI"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["INCR", "x"]), "+QUEUED\r\n");
+    assert_eq!(c.cmd(&["SPOP", "s"]), "+QUEUED\r\n");
+    assert!(c.cmd(&["EXEC"]).starts_with("*2\r\n:4\r\n$"));
 }

@@ -378,12 +378,16 @@ fn hincrbyfloat(ctx: &mut Ctx<'_, '_>) -> Frame {
 }
 
 fn hrandfield(ctx: &mut Ctx<'_, '_>) -> Frame {
+    use crate::random::canonical_order;
     use rand::Rng;
     let key = ctx.arg(1);
     if ctx.argc() == 2 {
-        return match read_hash(&mut ctx.db(), key) {
+        let (mut db, mut rng) = ctx.db_rng();
+        return match read_hash(&mut db, key) {
             Ok(Some(h)) if !h.is_empty() => {
-                let i = rand::rng().random_range(0..h.len());
+                let field = |i: usize| h.get_index(i).map_or(&[][..], |(k, _)| k);
+                let n = rng.random_range(0..h.len());
+                let i = canonical_order(&rng, h.len(), field).map_or(n, |o| o[n]);
                 h.get_index(i).map(|(k, _)| bulk(k)).unwrap_or(Frame::Null)
             }
             Ok(_) => Frame::Null,
@@ -397,15 +401,18 @@ fn hrandfield(ctx: &mut Ctx<'_, '_>) -> Frame {
     let proto = ctx.client.proto;
     let cap = ctx.reply_cap();
     let reply = {
-        let mut db = ctx.db();
+        let (mut db, mut rng) = ctx.db_rng();
         let h = match read_hash(&mut db, key) {
             Ok(Some(h)) => h,
             Ok(None) => return Frame::Array(Vec::new()),
             Err(e) => return e,
         };
         let entry = |i: usize| h.get_index(i).unwrap_or((&[], &[]));
+        let order = canonical_order(&rng, h.len(), |i| entry(i).0);
         if withvalues {
             super::set::random_reply(
+                &mut rng,
+                order.as_deref(),
                 h.len(),
                 l,
                 cap,
@@ -415,6 +422,8 @@ fn hrandfield(ctx: &mut Ctx<'_, '_>) -> Frame {
             )
         } else {
             super::set::random_reply(
+                &mut rng,
+                order.as_deref(),
                 h.len(),
                 l,
                 cap,

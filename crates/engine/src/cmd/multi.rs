@@ -71,12 +71,7 @@ fn multi(ctx: &mut Ctx<'_, '_>) -> Frame {
 
 /// Leaves MULTI and unwatches everything (DISCARD, EXEC, RESET), keeping CLIENT LIST in step.
 pub(crate) fn leave(ctx: &mut Ctx<'_, '_>) {
-    ctx.client.multi.reset();
-    ctx.client.info.set_watch_state(None);
-    ctx.client.info.set_flag('x', false);
-    ctx.client.info.multi.store(-1, Ordering::Relaxed);
-    ctx.client.info.multi_mem.store(0, Ordering::Relaxed);
-    ctx.client.info.watched_mem.store(0, Ordering::Relaxed);
+    ctx.client.leave_multi();
 }
 
 fn discard(ctx: &mut Ctx<'_, '_>) -> Frame {

@@ -6,6 +6,7 @@ use crate::command::{Flags, Keys};
 use crate::ctx::{Command, Ctx};
 use crate::db::Db;
 use crate::error;
+use crate::random::{Source, canonical_order};
 use crate::types::access::{
     bulk, create_set, numkeys_keys, parse_scan, read_set, remove_if_empty, scan_match, scan_positions, scan_reply,
     write_set,
@@ -171,15 +172,14 @@ pub static COMMANDS: &[Command] = &[
     },
 ];
 
-/// Positions to return for a random-members command (SRANDMEMBER, HRANDFIELD, ZRANDMEMBER) with a
-/// count argument `l` over `len` elements: distinct positions when `l >= 0` (every position, in
-/// order, when `l >= len`), `-l` positions drawn with repetition otherwise.
-pub(crate) fn random_positions(len: usize, l: i64) -> Vec<usize> {
+/// Positions to return for a random-members command (SRANDMEMBER, HRANDFIELD, ZRANDMEMBER, SPOP)
+/// with a count argument `l` over `len` elements, drawn from `rng`: distinct positions when `l >= 0`
+/// (every position, in order, when `l >= len`), `-l` positions drawn with repetition otherwise.
+pub(crate) fn random_positions(rng: &mut Source<'_>, len: usize, l: i64) -> Vec<usize> {
     use rand::Rng;
     if len == 0 || l == 0 {
         return Vec::new();
     }
-    let mut rng = rand::rng();
     if l < 0 {
         let n = l.unsigned_abs() as usize;
         return (0..n).map(|_| rng.random_range(0..len)).collect();
@@ -188,7 +188,7 @@ pub(crate) fn random_positions(len: usize, l: i64) -> Vec<usize> {
     if n >= len as u64 {
         return (0..len).collect();
     }
-    rand::seq::index::sample(&mut rng, len, n as usize).into_vec()
+    rand::seq::index::sample(rng, len, n as usize).into_vec()
 }
 
 /// The replies of SRANDMEMBER, HRANDFIELD and ZRANDMEMBER with a count `l` over `len` elements
@@ -197,8 +197,12 @@ pub(crate) fn random_positions(len: usize, l: i64) -> Vec<usize> {
 /// -40M costs the reply's bytes, not a frame or even a position per element. `size(i)` is what
 /// element `i` takes on the wire, `start(picks, bytes)` opens the reply and `push` writes element
 /// `i`. Negative counts (picks with repetition) draw the same sequence twice from one seed, once to
-/// size the reply and once to write it.
+/// size the reply and once to write it. Positions are drawn from `rng` and name elements through
+/// `order` when given (`random::canonical_order`).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn random_reply(
+    rng: &mut Source<'_>,
+    order: Option<&[usize]>,
     len: usize,
     l: i64,
     cap: usize,
@@ -207,8 +211,11 @@ pub(crate) fn random_reply(
     mut push: impl FnMut(&mut resp::BulkArray, usize),
 ) -> Option<Frame> {
     use rand::{Rng, SeedableRng};
+    let at = |i: usize| order.map_or(i, |o| o[i]);
+    let size = |i: usize| size(at(i));
+    let mut push = |out: &mut resp::BulkArray, i: usize| push(out, at(i));
     if l >= 0 || len == 0 {
-        let picks = random_positions(len, l);
+        let picks = random_positions(rng, len, l);
         let body: usize = picks.iter().map(|&i| size(i)).sum();
         if body > cap {
             return None;
@@ -220,7 +227,7 @@ pub(crate) fn random_reply(
         return Some(out.finish());
     }
     let n = l.unsigned_abs() as usize;
-    let seed = rand::rngs::StdRng::from_rng(&mut rand::rng());
+    let seed = rand::rngs::StdRng::from_rng(rng);
     let mut rng = seed.clone();
     let mut body = 0usize;
     for _ in 0..n {
@@ -357,8 +364,20 @@ fn scard(ctx: &mut Ctx<'_, '_>) -> Frame {
     }
 }
 
-fn spop(ctx: &mut Ctx<'_, '_>) -> Frame {
+/// One random position of the set `s` (0 when it is empty): in the members' byte order for a seeded
+/// draw (`random::canonical_order`), found in one pass rather than by a sort.
+fn pick_one(rng: &mut Source<'_>, s: &SetValue) -> usize {
     use rand::Rng;
+    let n = rng.random_range(0..s.len().max(1));
+    if !rng.is_seeded() || s.len() <= 1 {
+        return n;
+    }
+    let member = |i: usize| s.get_index(i).map_or(&[][..], |m| m);
+    let mut order: Vec<usize> = (0..s.len()).collect();
+    *order.select_nth_unstable_by(n, |&a, &b| member(a).cmp(member(b))).1
+}
+
+fn spop(ctx: &mut Ctx<'_, '_>) -> Frame {
     if ctx.argc() > 3 {
         return error::syntax();
     }
@@ -371,7 +390,7 @@ fn spop(ctx: &mut Ctx<'_, '_>) -> Frame {
         None
     };
     let key = ctx.arg(1);
-    let mut db = ctx.db();
+    let (mut db, mut rng) = ctx.db_rng();
     let s = match write_set(&mut db, key) {
         Ok(Some(s)) => s,
         Ok(None) => {
@@ -384,7 +403,7 @@ fn spop(ctx: &mut Ctx<'_, '_>) -> Frame {
     let size = s.len();
     let (reply, whole) = match count {
         None => {
-            let i = rand::rng().random_range(0..s.len().max(1));
+            let i = pick_one(&mut rng, s);
             match s.swap_remove_index(i) {
                 Some(m) => {
                     let f = bulk(&m);
@@ -396,18 +415,35 @@ fn spop(ctx: &mut Ctx<'_, '_>) -> Frame {
         }
         Some(0) => return Frame::Set(Vec::new()),
         Some(n) if n as u64 >= s.len() as u64 => {
-            let all = ordered(s);
+            let mut all = ordered(s);
+            // A seeded client (consensus mode's apply) gets the members in an order every node agrees on.
+            if rng.is_seeded() {
+                all.sort_by(|a, b| match (a, b) {
+                    (Frame::Bulk(a), Frame::Bulk(b)) => a.cmp(b),
+                    _ => std::cmp::Ordering::Equal,
+                });
+            }
             *s = SetValue::new();
             (Frame::Set(all), true)
         }
         Some(n) => {
-            let mut picks = random_positions(s.len(), n);
-            // Remove from the highest position down so that earlier picks stay valid.
-            picks.sort_unstable_by(|a, b| b.cmp(a));
-            taken = picks.into_iter().filter_map(|i| s.swap_remove_index(i)).collect();
+            let order = canonical_order(&rng, s.len(), |i| s.get_index(i).unwrap_or_default());
+            let mut picks = random_positions(&mut rng, s.len(), n);
+            if let Some(o) = &order {
+                // A seeded draw answers the members in the order drawn, the same on every node.
+                taken = picks.iter().filter_map(|&p| s.get_index(o[p]).map(SmallBytes::from_slice)).collect();
+                for m in &taken {
+                    s.swap_remove(m);
+                }
+            } else {
+                // Remove from the highest position down so that earlier picks stay valid.
+                picks.sort_unstable_by(|a, b| b.cmp(a));
+                taken = picks.into_iter().filter_map(|i| s.swap_remove_index(i)).collect();
+            }
             (Frame::Set(taken.iter().map(|m| bulk(m)).collect()), false)
         }
     };
+    drop(rng);
     remove_if_empty(&mut db, key);
     if whole {
         ctx.changed(size as u64);
@@ -424,15 +460,15 @@ fn spop(ctx: &mut Ctx<'_, '_>) -> Frame {
 }
 
 fn srandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
-    use rand::Rng;
     if ctx.argc() > 3 {
         return error::syntax();
     }
     let key = ctx.arg(1);
     if ctx.argc() == 2 {
-        return match read_set(&mut ctx.db(), key) {
+        let (mut db, mut rng) = ctx.db_rng();
+        return match read_set(&mut db, key) {
             Ok(Some(s)) if !s.is_empty() => {
-                let i = rand::rng().random_range(0..s.len());
+                let i = pick_one(&mut rng, s);
                 s.get_index(i).map(bulk).unwrap_or(Frame::Null)
             }
             Ok(_) => Frame::Null,
@@ -445,10 +481,14 @@ fn srandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
     };
     let proto = ctx.client.proto;
     let cap = ctx.reply_cap();
-    let reply = match read_set(&mut ctx.db(), key) {
+    let (mut db, mut rng) = ctx.db_rng();
+    let reply = match read_set(&mut db, key) {
         Ok(Some(s)) => {
             let member = |i: usize| s.get_index(i).map_or(&[][..], |m| m);
+            let order = canonical_order(&rng, s.len(), member);
             random_reply(
+                &mut rng,
+                order.as_deref(),
                 s.len(),
                 l,
                 cap,
@@ -460,6 +500,7 @@ fn srandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(None) => Some(Frame::Array(Vec::new())),
         Err(e) => Some(e),
     };
+    drop((db, rng));
     reply.unwrap_or_else(|| ctx.reply_too_large())
 }
 
@@ -667,6 +708,73 @@ fn sscan(ctx: &mut Ctx<'_, '_>) -> Frame {
 #[cfg(test)]
 mod tests {
     use crate::testkit::TestServer;
+
+    /// Two clients seeded alike (consensus mode's apply clients on two nodes) pick the same members,
+    /// in scripts too, though their servers hold the members in different orders (as a node that
+    /// loaded a snapshot holds an intset's members sorted).
+    #[test]
+    fn seeded_clients_pick_alike_whatever_the_member_order() {
+        let (a, b) = (TestServer::new(), TestServer::new());
+        let (mut ca, mut cb) = (a.client(), b.client());
+        let members: Vec<String> = (0..40).map(|i| format!("m{i}")).collect();
+        let mut reversed = members.clone();
+        reversed.reverse();
+        for (c, ms) in [(&mut ca, &members), (&mut cb, &reversed)] {
+            for m in ms {
+                c.run(&format!("sadd s {m}"));
+                c.run(&format!("hset h {m} v"));
+                c.run(&format!("sadd u {m}"));
+            }
+        }
+        let script = "return {redis.call('spop', KEYS[1]), redis.call('srandmember', KEYS[1], -3), \
+                      redis.call('hrandfield', KEYS[2]), math.random(1000000)}";
+        let mut picks = |seed: u64| {
+            let mut out = Vec::new();
+            for c in [&mut ca, &mut cb] {
+                c.client.random = Some(crate::random::Seeded::new(seed));
+                let mut got =
+                    vec![c.run("spop s"), c.run("spop s 3"), c.run("srandmember s 4"), c.run("hrandfield h -5")];
+                got.push(c.run(&format!("eval \"{script}\" 2 s h")));
+                got.push(c.run("spop u 1000"));
+                c.client.random = None;
+                out.push(got);
+            }
+            out
+        };
+        for seed in [1, 2, 3] {
+            let both = picks(seed);
+            assert_eq!(both[0], both[1], "seed {seed}");
+        }
+        assert_eq!(ca.run("sort s alpha"), cb.run("sort s alpha"));
+        // Without a seed the picks are the thread generator's (here: some differ in 20 tries).
+        let free: Vec<String> = (0..20).map(|_| ca.run("srandmember s")).collect();
+        assert!(free.iter().any(|m| *m != free[0]), "{free:?}");
+    }
+
+    /// A seeded client's script may not call a command whose reply depends on the node, and gets
+    /// KEYS and SMEMBERS sorted.
+    #[test]
+    fn seeded_scripts_refuse_node_dependent_commands_and_sort_keys() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.run("mset b 1 a 2 c 3");
+        c.client.random = Some(crate::random::Seeded::new(7));
+        assert_eq!(
+            c.run("eval \"return redis.call('randomkey')\" 0"),
+            "-ERR This Redis command is not allowed from script in consensus mode: its reply may differ between \
+             nodes script: 90053e08a3fe589de49944a0fb63d402bd949b46, on @user_script:1."
+        );
+        for i in (0..30).rev() {
+            c.run(&format!("set k{i:02} v"));
+        }
+        let mut names: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        names.extend((0..30).map(|i| format!("k{i:02}")));
+        let sorted = format!("[{}]", names.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", "));
+        assert_eq!(c.run("eval \"return redis.call('keys', '*')\" 0"), sorted);
+        c.client.random = None;
+        assert_ne!(c.run("eval \"return redis.call('keys', '*')\" 0"), sorted, "KEYS was sorted anyway");
+        assert!(c.run("eval \"return redis.call('randomkey')\" 0").starts_with('"'));
+    }
 
     /// SMOVE signals the destination (WATCH) only when the member was added (set.tcl).
     #[test]

@@ -967,9 +967,12 @@ fn zrandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
     use rand::Rng;
     let key = ctx.arg(1);
     if ctx.argc() == 2 {
-        return match read_zset(&mut ctx.db(), key) {
+        let (mut db, mut rng) = ctx.db_rng();
+        return match read_zset(&mut db, key) {
             Ok(Some(z)) if !z.is_empty() => {
-                let i = rand::rng().random_range(0..z.len());
+                let member = |i: usize| z.by_index(i).map_or(&[][..], |(m, _)| m);
+                let n = rng.random_range(0..z.len());
+                let i = crate::random::canonical_order(&rng, z.len(), member).map_or(n, |o| o[n]);
                 z.by_index(i).map(|(m, _)| bulk(m)).unwrap_or(Frame::Null)
             }
             Ok(_) => Frame::Null,
@@ -983,7 +986,7 @@ fn zrandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
     let proto = ctx.client.proto;
     let cap = ctx.reply_cap();
     let reply = {
-        let mut db = ctx.db();
+        let (mut db, mut rng) = ctx.db_rng();
         let z = match read_zset(&mut db, key) {
             Ok(Some(z)) => z,
             Ok(None) => return Frame::Array(Vec::new()),
@@ -994,8 +997,13 @@ fn zrandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
             return range_reply(z, 0, z.len(), false, withscores, proto);
         }
         let entry = |i: usize| z.by_index(i).unwrap_or((&[], 0.0));
+        // The member table's order is the node's own (a node that loaded the key has it in score
+        // order): a seeded pick goes by the members' bytes.
+        let order = crate::random::canonical_order(&rng, z.len(), |i| entry(i).0);
         if withscores {
             super::set::random_reply(
+                &mut rng,
+                order.as_deref(),
                 z.len(),
                 l,
                 cap,
@@ -1005,6 +1013,8 @@ fn zrandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
             )
         } else {
             super::set::random_reply(
+                &mut rng,
+                order.as_deref(),
                 z.len(),
                 l,
                 cap,

@@ -303,6 +303,12 @@ pub trait ScriptHost {
     fn leave(&mut self);
     /// A run that gave up before writing starts again holding every shard.
     fn relock_all(&mut self);
+    /// The seed `math.random` starts each run from, when the run must draw the same numbers on
+    /// every node that runs it (consensus mode); None: the generator goes on from where the VM's
+    /// last run left it, as in Redis 7.0. Called after [`ScriptHost::enter`].
+    fn random_seed(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// What a host's [`ScriptHost::call`] may read of the running script.
@@ -398,6 +404,9 @@ struct Vm {
     script_gen: u64,
     /// `Scripting::lib_gen` its `callbacks` match (`u64::MAX`: never loaded).
     lib_gen: u64,
+    /// `math.random`'s generator, reseeded for a run whose host asks for it
+    /// ([`ScriptHost::random_seed`]).
+    rand: Arc<Mutex<Rand48>>,
 }
 
 /// What the count hook runs every [`BUSY_CHECK_EVERY`] instructions.
@@ -590,6 +599,7 @@ impl Vm {
                 }
             })?,
         )?;
+        let rand = rng.clone();
         let g = rng;
         rt.raw_set(
             "randomseed",
@@ -711,6 +721,7 @@ impl Vm {
             loading,
             script_gen: 0,
             lib_gen: u64::MAX,
+            rand,
             lua,
         })
     }
@@ -1385,6 +1396,14 @@ fn run_in_vm(
     let (keys, argv) = (a.keys, a.argv);
     let script = ScriptCall { command: a.command, read_only: a.read_only, allow_oom: a.allow_oom, run, scripting };
     a.host.enter();
+    if let Some(seed) = a.host.random_seed() {
+        // Redis's generator takes 32 bits of seed: all of the 64 bits go into them (splitmix64's
+        // finalizer), so that seeds differing only in their high bits start different sequences.
+        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        vm.rand.lock().seed((z ^ (z >> 31)) as i32);
+    }
     let mut cctx = CallCtx { host: &mut *a.host, script };
     let (raw, host, handler) = (&vm.raw, &vm.host, vm.handler.id());
     let reply = host.active.publish(&mut cctx, || {

@@ -94,6 +94,11 @@ impl ScriptRun<'_, '_> {
         {
             return Outcome::Refused(crate::error::OOM.as_bytes().to_vec(), true);
         }
+        // A script whose effects every node computes for itself (consensus mode) may only call
+        // commands that answer alike on every node holding the same data.
+        if self.client.random.is_some() && NODE_DEPENDENT.contains(&cmd.name) {
+            return refuse(NODE_DEPENDENT_REFUSED);
+        }
         if s.run.restart.load(Ordering::Relaxed) {
             return refuse(RESTARTING);
         }
@@ -115,7 +120,11 @@ impl ScriptRun<'_, '_> {
         }
         let resp3 = s.run.resp.load(Ordering::Relaxed) == 3;
         self.client.proto = if resp3 { Protocol::Resp3 } else { Protocol::Resp2 };
-        Outcome::Reply(srv.call(self.client, self.locked, cmd, argv, self.now), resp3)
+        let mut reply = srv.call(self.client, self.locked, cmd, argv, self.now);
+        if self.client.random.is_some() {
+            sort_for_script(cmd.name, &mut reply);
+        }
+        Outcome::Reply(reply, resp3)
     }
 
     /// Counts what a command called from the script ends in, as Redis's scriptCall does: an error
@@ -137,6 +146,84 @@ impl ScriptRun<'_, '_> {
             }
             _ => {}
         }
+    }
+}
+
+/// Commands whose reply can differ between nodes holding the same data, refused to a script that runs
+/// on every node (consensus mode: a client with a seeded generator): Redis 7.0's
+/// `NONDETERMINISTIC_OUTPUT` commands, less those such a script gets alike everywhere (SPOP,
+/// SRANDMEMBER, HRANDFIELD, ZRANDMEMBER draw from the seeded generator in a canonical order; TIME,
+/// TTL, PTTL and the stream commands' times read the group's raft time), plus DBSIZE (a node's
+/// count includes the expired keys it has not reclaimed yet) and MEMORY USAGE (allocation history).
+/// The rest read a node's memory layout (RANDOMKEY, the SCANs), its encodings or access clocks
+/// (OBJECT, DUMP) or its own state.
+const NODE_DEPENDENT: &[&str] = &[
+    "randomkey",
+    "scan",
+    "sscan",
+    "hscan",
+    "zscan",
+    "dbsize",
+    "dump",
+    "object|encoding",
+    "object|freq",
+    "object|idletime",
+    "object|refcount",
+    "memory|usage",
+    "memory|stats",
+    "memory|doctor",
+    "memory|malloc-stats",
+    "info",
+    "lastsave",
+    "client|info",
+    "client|list",
+    "function|stats",
+    "slowlog|get",
+    "slowlog|len",
+    "latency|doctor",
+    "latency|graph",
+    "latency|histogram",
+    "latency|history",
+    "latency|latest",
+    "xinfo|consumers",
+];
+
+/// The refusal of a [`NODE_DEPENDENT`] command.
+const NODE_DEPENDENT_REFUSED: &[u8] =
+    b"This Redis command is not allowed from script in consensus mode: its reply may differ between nodes";
+
+/// Sorts the reply of a command whose elements come in an order of the node's memory (Redis 7.0's
+/// `NONDETERMINISTIC_OUTPUT_ORDER`: KEYS, SMEMBERS, SINTER, SUNION, SDIFF, HKEYS, HVALS, HGETALL), as
+/// Redis before 5.0 sorted them for scripts it replicated verbatim: a script that runs on every node
+/// then sees them alike. HGETALL's field-value pairs are sorted by field.
+fn sort_for_script(name: &str, reply: &mut Frame) {
+    let pairs = match name {
+        "keys" | "smembers" | "sinter" | "sunion" | "sdiff" | "hkeys" | "hvals" => false,
+        "hgetall" => true,
+        _ => return,
+    };
+    if let Frame::Encoded(b) = reply
+        && let Ok(Some(f)) = resp::decode_reply(&mut resp::BytesMut::from(&b[..]))
+    {
+        *reply = f;
+    }
+    let bytes = |f: &Frame| match f {
+        Frame::Bulk(b) | Frame::Simple(b) => b.clone(),
+        _ => Bytes::new(),
+    };
+    match reply {
+        Frame::Array(items) | Frame::Set(items) if !pairs => items.sort_by_key(|f| bytes(f)),
+        Frame::Array(items) if pairs && items.len() % 2 == 0 => {
+            let mut kv: Vec<(Frame, Frame)> = Vec::with_capacity(items.len() / 2);
+            let mut it = std::mem::take(items).into_iter();
+            while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                kv.push((k, v));
+            }
+            kv.sort_by_key(|(k, _)| bytes(k));
+            *items = kv.into_iter().flat_map(|(k, v)| [k, v]).collect();
+        }
+        Frame::Map(kv) if pairs => kv.sort_by_key(|(k, _)| bytes(k)),
+        _ => {}
     }
 }
 
@@ -208,6 +295,11 @@ impl ScriptHost for ScriptRun<'_, '_> {
         let c = &mut *self.client;
         // Blocking commands called from a script answer at once, as if timed out (Redis).
         let deny = std::mem::replace(&mut c.deny_blocking, true);
+        // A seeded client's run draws from its seed each time (a run thrown away and started again
+        // draws the same).
+        if let Some(r) = &mut c.random {
+            r.restart();
+        }
         let in_script = std::mem::replace(&mut c.in_script, true);
         self.saved = Some((c.db, c.proto, deny, in_script));
     }
@@ -224,5 +316,9 @@ impl ScriptHost for ScriptRun<'_, '_> {
 
     fn relock_all(&mut self) {
         self.locked.relock_all();
+    }
+
+    fn random_seed(&self) -> Option<u64> {
+        self.client.random.as_ref().map(|r| r.seed())
     }
 }
