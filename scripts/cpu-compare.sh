@@ -16,6 +16,10 @@
 #   SET_NX_PX                      SET lock:__rand_int__ tok NX PX 30000 (lock acquire)
 #   EVALSHA_RELEASE                EVALSHA of the compare-and-delete release script on held locks
 #                                  (each round first takes them with SET_NX_PX, not counted)
+#   HSET_OBJ / HGET_OBJ            small objects: HSET obj:N of 3 fields / HGET of one of them
+#                                  (HGET_OBJ's round first writes them with HSET_OBJ, not counted)
+#   ZADD_SMALL / SADD_SMALL        ZADD / SADD of a random member into a random key of R (N/R
+#                                  members each on average: small sets)
 #
 # Environment (all optional):
 #   WORKLOADS="SET GET INCR MSET SETNX SET_NX_PX"
@@ -45,6 +49,10 @@ workload_args() { # workload port -> redis-benchmark arguments on stdout (one pe
             local sha
             sha=$(timeout 5 redis-cli -h 127.0.0.1 -p "$2" SCRIPT LOAD "$RELEASE")
             printf '%s\n' evalsha "$sha" 1 'lock:__rand_int__' tok ;;
+        HSET_OBJ) printf '%s\n' hset 'obj:__rand_int__' name alice age 42 city paris ;;
+        HGET_OBJ) printf '%s\n' hget 'obj:__rand_int__' age ;;
+        ZADD_SMALL) printf '%s\n' zadd 'rank:__rand_int__' __rand_int__ 'm:__rand_int__' ;;
+        SADD_SMALL) printf '%s\n' sadd 'tags:__rand_int__' 'm:__rand_int__' ;;
         *) echo "unknown workload $1" >&2; return 1 ;;
     esac
 }
@@ -53,6 +61,7 @@ run() { # workload port pid -> ticks spent by pid while the workload ran
     timeout 10 redis-cli -h 127.0.0.1 -p "$port" FLUSHALL >/dev/null
     mapfile -t args < <(workload_args "$w" "$port")
     if [ "$w" = EVALSHA_RELEASE ]; then bench "$port" set 'lock:__rand_int__' tok NX PX 30000; fi
+    if [ "$w" = HGET_OBJ ]; then bench "$port" hset 'obj:__rand_int__' name alice age 42 city paris; fi
     before=$(ticks "$pid")
     bench "$port" "${args[@]}"
     after=$(ticks "$pid")
