@@ -149,6 +149,32 @@ fn the_old_sync_gets_the_file_with_its_length_then_the_stream() {
     assert_eq!(p.cmd(&[b"PING"]), "+PONG\r\n");
 }
 
+/// While a disk-based sync's file is written the replica hears a newline each second (Redis
+/// keeps a replica waiting for its BGSAVE alive so), then `$<len>` and the file.
+#[test]
+fn a_replica_hears_newlines_while_its_file_is_written() {
+    use std::io::{Read, Write};
+    let latch = Latch::start(&["--repl-diskless-sync", "no"]);
+    let mut p = latch.raw();
+    for i in 0..500 {
+        p.cmd(&[b"SET", format!("k{i}").as_bytes(), b"v"]);
+    }
+    // 500 keys at 5 ms each: 2.5 s of writing.
+    p.cmd(&[b"CONFIG", b"SET", b"rdb-key-save-delay", b"5000"]);
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", latch.port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    s.write_all(b"SYNC\r\n").expect("write");
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !got.contains(&b'$') {
+        let n = s.read(&mut chunk).expect("read");
+        assert!(n > 0, "closed");
+        got.extend_from_slice(&chunk[..n]);
+    }
+    let before = &got[..got.iter().position(|&b| b == b'$').expect("$")];
+    assert!(before.len() >= 2 && before.iter().all(|&b| b == b'\n'), "before the length: {before:?}");
+}
+
 /// Writes of the other types: HyperLogLog strings, geo sets, a counter with a TTL.
 fn load_more_types(p: &mut Raw) {
     p.cmd(&[b"PFADD", b"hll", b"a", b"b", b"c"]);

@@ -294,7 +294,7 @@ where
         let path =
             self.srv.rdb_path().with_file_name(format!("temp-{}-repl-{}.rdb", std::process::id(), self.client.id));
         let (srv, owner) = (self.srv.clone(), self.client.id);
-        let file = tokio::task::spawn_blocking(move || {
+        let mut writer = tokio::task::spawn_blocking(move || {
             let written = (|| {
                 let f = std::fs::File::options().read(true).write(true).create(true).truncate(true).open(&path)?;
                 let mut w = std::io::BufWriter::with_capacity(STREAM_CHUNK, f);
@@ -314,8 +314,20 @@ where
             // The file is written and handed over: another snapshot may start.
             drop(slot);
             written
-        })
-        .await;
+        });
+        // The replica hears a newline every second while the file is written, as Redis keeps a
+        // replica in WAIT_BGSAVE_END alive: a long write does not reach its `repl-timeout`.
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+        tick.tick().await;
+        let file = loop {
+            tokio::select! {
+                done = &mut writer => break done,
+                _ = tick.tick() => {
+                    self.wr.write_all(b"\n").await.map_err(|_| Close)?;
+                    self.wr.flush().await.map_err(|_| Close)?;
+                }
+            }
+        };
         match file {
             Ok(Ok(done)) => Ok(done),
             Ok(Err(e)) => {
