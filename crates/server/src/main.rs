@@ -15,6 +15,7 @@ mod os_host;
 mod process;
 mod tls;
 mod upstream;
+mod watchdog;
 
 use engine::clock::{Clock, SystemClock};
 use engine::config::Config;
@@ -322,6 +323,7 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
         srv.follow_primary(p);
     }
     tokio::spawn(waiter_timer(srv.clone()));
+    watchdog::start(srv.clone());
     tokio::spawn(cron(srv.clone(), clock, aof.clone()));
     tracing::info!("Ready to accept connections tcp");
     if let Some(path) = &unixsocket {
@@ -566,6 +568,7 @@ async fn cron(srv: Arc<Server>, clock: Arc<SystemClock>, aof: Arc<aof::Aof>) {
         let hz = srv.config.hz.load(std::sync::atomic::Ordering::Relaxed).clamp(1, 500);
         tokio::time::sleep(Duration::from_millis(1000 / hz)).await;
         clock.resync();
+        watchdog::tick(&srv);
         // DEBUG SLEEP: the cron sleeps with the rest of the server.
         srv.wait_thawed();
         if srv.debug.pause_cron.load(std::sync::atomic::Ordering::Relaxed) {

@@ -257,3 +257,28 @@ fn dash_v_answers_in_redis_servers_form_with_the_redis_version_latch_implements(
     assert_eq!(v, engine::server::REDIS_VERSION, "{text}");
     assert!(text.starts_with("Latch server v=7.") && text.contains(" build=latch-"), "{text}");
 }
+
+/// `watchdog-period`: a server held by DEBUG SLEEP past the period logs Redis's watchdog block
+/// once; with the period at 0 (the default) nothing is logged for the same stall.
+#[test]
+fn the_watchdog_logs_a_stall_longer_than_its_period() {
+    let l = Latch::start(&["--enable-debug-command", "yes"]);
+    let mut r = l.raw();
+    let stall_logged = |r: &mut common::Raw| {
+        assert_eq!(r.cmd(&[b"DEBUG", b"SLEEP", b"0.6"]), "+OK\r\n");
+        assert_eq!(r.cmd(&[b"PING"]), "+PONG\r\n");
+        let mut seen = String::new();
+        while let Ok(line) = l.log.recv_timeout(Duration::from_millis(700)) {
+            seen.push_str(&line);
+            seen.push('\n');
+        }
+        seen
+    };
+    let off = stall_logged(&mut r);
+    assert!(!off.contains("WATCHDOG"), "{off}");
+    assert_eq!(r.cmd(&[b"CONFIG", b"SET", b"watchdog-period", b"200"]), "+OK\r\n");
+    std::thread::sleep(Duration::from_millis(300));
+    let on = stall_logged(&mut r);
+    assert_eq!(on.matches("--- WATCHDOG TIMER EXPIRED ---").count(), 1, "{on}");
+    assert!(on.contains("The cron has not run for"), "{on}");
+}
