@@ -235,8 +235,10 @@ impl Server {
         self.publish_changes(client, &mut locked, now);
         // Blocked clients are served after the whole top-level command (a MULTI that pushes then
         // deletes wakes nobody), before its locks are released. Reads count: a lazy expiry can free
-        // a lock that has waiters.
-        self.serve_ready(&mut locked, now);
+        // a lock that has waiters. Keys expire against the time now, not the command's start
+        // (Redis's handleClientsBlockedOnKeys updates its cached time first): a key that expired
+        // during a long command (a DEBUG SLEEP in a MULTI) serves nobody.
+        self.serve_ready(&mut locked, self.clock.now_ms().max(now));
         if self.tracking.clients.load(Ordering::Relaxed) > 0 {
             self.broadcast_invalidations(crate::tracking::Cause::of(client));
             // CLIENT CACHING applies to the next command (or transaction) only.

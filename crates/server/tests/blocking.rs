@@ -54,3 +54,26 @@ fn a_waiter_that_disconnects_does_not_swallow_data() {
     let info = c.call(b"INFO clients\r\n");
     assert!(info.contains("blocked_clients:0"), "{info}");
 }
+
+/// A key that expires while the transaction that pushed it runs (a DEBUG SLEEP inside it) serves
+/// nobody: blocked clients are served against the time after the command, as Redis updates its
+/// cached time before serving them.
+#[test]
+fn a_push_whose_key_expired_during_its_transaction_serves_nobody() {
+    let l = Latch::start(&["--enable-debug-command", "yes"]);
+    let mut waiter = l.raw();
+    let mut w = l.raw();
+    assert_eq!(w.call(b"DEBUG SET-ACTIVE-EXPIRE 0\r\n"), "+OK\r\n");
+    let id = waiter.call(b"CLIENT ID\r\n");
+    let id = id.trim_start_matches(':').trim_end();
+    waiter.send(b"BRPOP k 0\r\n");
+    std::thread::sleep(Duration::from_millis(100));
+    for cmd in ["MULTI", "RPUSH k hello", "PEXPIRE k 100", "DEBUG SLEEP 0.2"] {
+        w.call(format!("{cmd}\r\n").as_bytes());
+    }
+    assert_eq!(w.call(b"EXEC\r\n"), "*3\r\n:1\r\n:1\r\n+OK\r\n");
+    let list = w.call(format!("CLIENT LIST ID {id}\r\n").as_bytes());
+    assert!(list.contains("flags=b"), "still blocked: {list}");
+    assert_eq!(w.call(format!("CLIENT UNBLOCK {id}\r\n").as_bytes()), ":1\r\n");
+    assert_eq!(waiter.reply_bytes(), b"*-1\r\n");
+}
