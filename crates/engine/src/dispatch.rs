@@ -235,10 +235,8 @@ impl Server {
         self.publish_changes(client, &mut locked, now);
         // Blocked clients are served after the whole top-level command (a MULTI that pushes then
         // deletes wakes nobody), before its locks are released. Reads count: a lazy expiry can free
-        // a lock that has waiters. Keys expire against the time now, not the command's start
-        // (Redis's handleClientsBlockedOnKeys updates its cached time first): a key that expired
-        // during a long command (a DEBUG SLEEP in a MULTI) serves nobody.
-        self.serve_ready(&mut locked, self.clock.now_ms().max(now));
+        // a lock that has waiters.
+        self.serve_ready(&mut locked, now);
         if self.tracking.clients.load(Ordering::Relaxed) > 0 {
             self.broadcast_invalidations(crate::tracking::Cause::of(client));
             // CLIENT CACHING applies to the next command (or transaction) only.
@@ -486,7 +484,7 @@ impl Server {
     /// the writer still holds the locks (see [`crate::waiters`]).
     ///
     /// Whoever takes its own locks (EXEC, scripts) must call this before releasing them.
-    pub fn serve_ready(&self, locked: &mut crate::keyspace::Locked<'_>, now: u64) {
+    pub fn serve_ready(&self, locked: &mut crate::keyspace::Locked<'_>, mut now: u64) {
         use crate::waiters::{Serve, WaitState};
         loop {
             // Keys the cron expired or eviction removed, and an expired lock's events before the
@@ -505,6 +503,10 @@ impl Server {
             if work.is_empty() {
                 return;
             }
+            // Keys expire against the time now, not the start of the command that made them
+            // ready (Redis's handleClientsBlockedOnKeys updates its cached time first): a key that
+            // expired during a long command (a DEBUG SLEEP in a MULTI) serves nobody.
+            now = now.max(self.clock.now_ms());
             work.sort_unstable_by_key(|(seq, _, _)| *seq);
             for (_, db, key) in work {
                 // Waiters passed over (`Serve::Pass`) stay in front of the ones still to try.

@@ -381,18 +381,31 @@ mod tests {
     use bytes::Bytes;
     use openraft::CommittedLeaderId;
 
-    fn temp_dir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("latch-raft-sm-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
+    /// A test's directory, removed when the test is done with it.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new(name: &str) -> TempDir {
+            let d = std::env::temp_dir().join(format!("latch-raft-sm-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            std::fs::create_dir_all(&d).unwrap();
+            TempDir(d)
+        }
     }
 
-    /// A state machine on a fresh engine whose clock reads `start_ms` until the first entry.
-    fn machine(name: &str, start_ms: u64) -> (StateMachine, Arc<Server>) {
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// A state machine on a fresh engine whose clock reads `start_ms` until the first entry, and
+    /// its directory (dropped after the machine, at the end of the test).
+    fn machine(name: &str, start_ms: u64) -> (StateMachine, Arc<Server>, TempDir) {
         let clock = Arc::new(RaftClock::new(start_ms));
         let srv = Arc::new(Server::new(engine::config::Config::default(), clock.clone()));
-        (StateMachine::open(srv.clone(), clock, &temp_dir(name)).unwrap(), srv)
+        let dir = TempDir::new(name);
+        (StateMachine::open(srv.clone(), clock, &dir.0).unwrap(), srv, dir)
     }
 
     fn entry(index: u64, time_ms: u64, line: &str) -> Entry {
@@ -454,8 +467,8 @@ mod tests {
             entry(8, 1_001_203, "LOCK m owner 5000"),
         ];
         // Nodes started at different wall-clock times agree: only the entries' time counts.
-        let (mut a, sa) = machine("a", 5_000_000);
-        let (mut b, sb) = machine("b", 0);
+        let (mut a, sa, _dir_a) = machine("a", 5_000_000);
+        let (mut b, sb, _dir_b) = machine("b", 0);
         let ra = block_on(a.apply(log.clone())).unwrap();
         let rb = block_on(b.apply(log.clone())).unwrap();
         let ra: Vec<_> = ra.into_iter().map(|r| r.0.into_iter().next().flatten()).collect();
@@ -474,7 +487,7 @@ mod tests {
         // A snapshot of one node installed on a new node gives the same data and counter.
         let mut builder = block_on(a.get_snapshot_builder());
         let snap = block_on(builder.build_snapshot()).unwrap();
-        let (mut c, sc) = machine("c", 7_000_000);
+        let (mut c, sc, _dir_c) = machine("c", 7_000_000);
         block_on(c.install_snapshot(&snap.meta, snap.snapshot)).unwrap();
         assert_eq!(digest(&sa), digest(&sc));
         assert_eq!(block_on(c.applied_state()).unwrap().0, Some(log[7].log_id));
@@ -494,8 +507,8 @@ mod tests {
     /// there, in the order they were added on the others).
     #[test]
     fn random_choices_agree_across_nodes_and_snapshots() {
-        let (mut a, sa) = machine("rand-a", 0);
-        let (mut b, sb) = machine("rand-b", 0);
+        let (mut a, sa, _dir_a) = machine("rand-a", 0);
+        let (mut b, sb, _dir_b) = machine("rand-b", 0);
         let members: Vec<String> = (0..60).map(|i| ((i * 37) % 101).to_string()).collect();
         let mut sadd = vec!["SADD", "s"];
         sadd.extend(members.iter().map(|m| m.as_str()));
@@ -514,7 +527,7 @@ mod tests {
         // A third node starts from a snapshot of the first.
         let mut builder = block_on(a.get_snapshot_builder());
         let snap = block_on(builder.build_snapshot()).unwrap();
-        let (mut c, sc) = machine("rand-c", 0);
+        let (mut c, sc, _dir_c) = machine("rand-c", 0);
         block_on(c.install_snapshot(&snap.meta, snap.snapshot)).unwrap();
         let script = "return {redis.call('spop', KEYS[1]), redis.call('srandmember', KEYS[1], -4), \
                       redis.call('hrandfield', KEYS[2], 3), redis.call('zrandmember', KEYS[3]), \
@@ -546,7 +559,7 @@ mod tests {
     /// the script cache travels in the snapshot, the libraries in its RDB file.
     #[test]
     fn snapshots_carry_scripts_and_functions() {
-        let (mut a, _) = machine("scripts-a", 0);
+        let (mut a, _, _dir_a) = machine("scripts-a", 0);
         let body = "return redis.call('incr', KEYS[1])";
         let lib = "#!lua name=mylib\nredis.register_function('bump', function(keys) return redis.call('incrby', keys[1], 10) end)";
         let r = apply_all(
@@ -557,7 +570,7 @@ mod tests {
         assert_eq!(r[0], Some(resp::Frame::bulk(sha.clone())));
         let mut builder = block_on(a.get_snapshot_builder());
         let snap = block_on(builder.build_snapshot()).unwrap();
-        let (mut c, sc) = machine("scripts-c", 0);
+        let (mut c, sc, _dir_c) = machine("scripts-c", 0);
         sc.scripting.create_script(&Bytes::from("return 'stale'")).unwrap();
         block_on(c.install_snapshot(&snap.meta, snap.snapshot)).unwrap();
         assert!(sc.scripting.scripts.lock().contains_key(&sha));
@@ -579,7 +592,7 @@ mod tests {
         let mut v1 = SNAP_TAG_V1.to_vec();
         v1.extend_from_slice(&head.time_ms.to_le_bytes());
         v1.extend_from_slice(&rdb);
-        let (mut d, sd) = machine("scripts-d", 0);
+        let (mut d, sd, _dir_d) = machine("scripts-d", 0);
         d.load(&snap.meta, &v1).unwrap();
         assert_eq!(apply_all(&mut d, vec![entry(5, 1_004, "GET k")]), vec![Some(resp::Frame::bulk("11"))]);
         assert!(sd.scripting.scripts.lock().is_empty());
@@ -621,8 +634,8 @@ mod tests {
             transaction(8, 1_202, &["INCR a", "NOSUCHCOMMAND x"], None),
             entry(9, 1_203, "GET a"),
         ];
-        let (mut a, sa) = machine("tx-a", 0);
-        let (mut b, sb) = machine("tx-b", 0);
+        let (mut a, sa, _dir_a) = machine("tx-a", 0);
+        let (mut b, sb, _dir_b) = machine("tx-b", 0);
         let ra = apply_all(&mut a, log.clone());
         assert_eq!(ra, apply_all(&mut b, log));
         use resp::Frame as F;

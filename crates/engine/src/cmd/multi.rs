@@ -178,9 +178,9 @@ fn exec(ctx: &mut Ctx<'_, '_>) -> Frame {
     ctx.client.deny_blocking = deny;
     ctx.client.in_exec = false;
     // The transaction's effects go out under its locks, then the clients blocked on keys it
-    // changed are served, before its locks drop, against the time now (see `Server::execute`).
+    // changed are served, before its locks drop.
     srv.publish_changes(ctx.client, &mut locked, now);
-    srv.serve_ready(&mut locked, srv.clock.now_ms().max(now));
+    srv.serve_ready(&mut locked, now);
     Frame::Array(replies)
 }
 
