@@ -12,6 +12,8 @@
 # clients of a run, the same code for both servers):
 #   latch-lock   LOCK key owner TTL_MS  +  UNLOCK key owner
 #   latch-setnx  SET key token NX PX TTL_MS  +  EVALSHA <if get == token then del> 1 key token
+#                (a build whose consensus mode does not replicate scripts reports it as skipped)
+#   latch-delifeq  SET key token NX PX TTL_MS  +  DELIFEQ key token (the same, without Lua)
 #   etcd-txn     through the v3 HTTP/JSON gateway: txn [create_revision(key) == 0] put key token
 #                with the client's lease  +  txn [value(key) == token] delete key. This is the shape
 #                of etcd's concurrency.Mutex (its session lease, granted once per client before the
@@ -32,7 +34,7 @@
 #   DURATION=10     seconds per run (1..120)          MAX=200000  cycles per run at most
 #   ROUNDS=2        interleaved rounds (1..10)        TTL_MS=10000  Latch lock TTL
 #   RETRY_MS=5      mean sleep after a refused acquire (contend workload)
-#   SYSTEMS="latch-lock latch-setnx etcd-txn etcd-lock"
+#   SYSTEMS="latch-lock latch-setnx latch-delifeq etcd-txn etcd-lock"
 #   WORKLOADS="distinct:1 distinct:50 contend:50"
 #   RAW=FILE        keep the per-run JSON lines (default: only printed)
 set -u
@@ -44,7 +46,7 @@ usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' 
 
 DURATION=${DURATION:-10}; MAX=${MAX:-200000}; ROUNDS=${ROUNDS:-2}; TTL_MS=${TTL_MS:-10000}
 RETRY_MS=${RETRY_MS:-5}; ETCD=${ETCD:-etcd}; RAW=${RAW:-}
-SYSTEMS=${SYSTEMS:-latch-lock latch-setnx etcd-txn etcd-lock}
+SYSTEMS=${SYSTEMS:-latch-lock latch-setnx latch-delifeq etcd-txn etcd-lock}
 WORKLOADS=${WORKLOADS:-distinct:1 distinct:50 contend:50}
 case $DURATION in ''|*[!0-9]*) usage ;; esac
 case $ROUNDS in ''|*[!0-9]*) usage ;; esac
