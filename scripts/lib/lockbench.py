@@ -49,6 +49,8 @@ class Resp:
     def __init__(self, host, port):
         self.host, self.port = host, port
         self.r = self.w = None
+        self.downs = 0  # -CLUSTERDOWN replies (an election under way), each retried
+        self.retried = False  # the last command was sent again after -CLUSTERDOWN
 
     async def connect(self):
         if self.w:
@@ -82,8 +84,11 @@ class Resp:
         raise ConnectionError(f"unexpected reply {line!r}")
 
     async def cmd(self, *args):
-        """Sends a command; follows -MOVED to the leader (at most 5 times)."""
-        for _ in range(5):
+        """Sends a command; follows -MOVED to the leader (at most 5 times), and during an election
+        (-CLUSTERDOWN) sends it again every 50 ms for up to 10 s, as the lock crate does."""
+        self.retried = False
+        moved = down = 0
+        while moved < 5 and down < 200:
             out = [b"*%d\r\n" % len(args)]
             for a in args:
                 a = str(a).encode()
@@ -96,11 +101,18 @@ class Resp:
                     raise ReplyError(f"refusing non-loopback redirect {reply}")
                 self.host, self.port = "127.0.0.1", int(port)
                 await self.connect()
+                moved += 1
+                continue
+            if isinstance(reply, ReplyError) and str(reply).startswith(("CLUSTERDOWN", "TRYAGAIN")):
+                self.downs += 1
+                self.retried = True
+                down += 1
+                await asyncio.sleep(0.05)
                 continue
             if isinstance(reply, ReplyError):
                 raise reply
             return reply
-        raise ReplyError("too many redirects")
+        raise ReplyError(f"too many redirects or no leader for 10 s: {args[0]}")
 
     def close(self):
         if self.w:
@@ -182,7 +194,7 @@ class LatchLock:
         return isinstance(await self.c.cmd("LOCK", key, self.owner, self.ttl), int)
 
     async def release(self, key, n):
-        if await self.c.cmd("UNLOCK", key, self.owner) != 1:
+        if await self.c.cmd("UNLOCK", key, self.owner) != 1 and not self.c.retried:
             raise ReplyError("UNLOCK did not release")
 
 
@@ -205,10 +217,13 @@ class LatchSetnx:
         return f"tok-{self.cid}-{n}"
 
     async def acquire(self, key, n):
-        return await self.c.cmd("SET", key, self.token(n), "NX", "PX", self.ttl) == "OK"
+        if await self.c.cmd("SET", key, self.token(n), "NX", "PX", self.ttl) == "OK":
+            return True
+        # sent again after -CLUSTERDOWN: the first one may have applied
+        return self.c.retried and await self.c.cmd("GET", key) == self.token(n)
 
     async def release(self, key, n):
-        if await self.c.cmd("EVALSHA", self.sha, 1, key, self.token(n)) != 1:
+        if await self.c.cmd("EVALSHA", self.sha, 1, key, self.token(n)) != 1 and not self.c.retried:
             raise ReplyError("EVALSHA release did not delete")
 
 
@@ -217,7 +232,7 @@ class LatchDelifeq(LatchSetnx):
         await self.c.connect()
 
     async def release(self, key, n):
-        if await self.c.cmd("DELIFEQ", key, self.token(n)) != 1:
+        if await self.c.cmd("DELIFEQ", key, self.token(n)) != 1 and not self.c.retried:
             raise ReplyError("DELIFEQ did not delete")
 
 
@@ -350,6 +365,7 @@ async def run(a):
             "seconds": round(elapsed, 3), "cycles_per_s": round(state["done"] / elapsed, 1),
             "p50_ms": pct(0.50), "p99_ms": pct(0.99), "attempts": state["attempts"],
             "refused": state["refused"],
+            "clusterdown": sum(getattr(c.c, "downs", 0) for c in clients),
             "client_cpu_pct": round(100 * cpu / elapsed, 1), "label": a.label}
 
 
@@ -411,6 +427,10 @@ def report(path):
         each = " ".join(str(r["cycles_per_s"]) for r in rs)
         print(f"{k[0]:<13} {k[1]:<12} {len(rs):>4} {m['cycles_per_s']:>9.0f} {m['p50_ms']:>8.2f} "
               f"{m['p99_ms']:>8.2f} {m['client_cpu_pct']:>11.0f}   [{each}]")
+    for r in rows:
+        if r.get("clusterdown"):
+            print(f"note: {r['system']} {r['workload']} ({r['label']}): {r['clusterdown']} -CLUSTERDOWN "
+                  "replies (a leader election during the run), each retried after 50 ms")
     print()
     print("ratios Latch / etcd (cycles/s; p50 latency etcd / Latch, >1 = Latch faster):")
     for w in dict.fromkeys(k[0] for k in order):
