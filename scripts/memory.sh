@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Measures memory per key: loads the same N keys (16-byte values; optionally with a TTL) into latch-server
-# and redis-server started side by side, and prints RSS growth per key for both.
-#   scripts/memory.sh            # N=1000000
+# Measures memory per key: loads the same N keys into latch-server and redis-server started side by
+# side, and prints RSS growth per key for both and their ratio.
+#   scripts/memory.sh            # N=1000000 strings: key:%012d with 16-byte values
 #   N=200000 TTL=60000 scripts/memory.sh
+#   TYPE=hash N=200000 scripts/memory.sh   # also: set (5 strings), intset (5 integers), zset (5 members)
+#                                          # hash: fields field0..4 with 10-byte values
 #   SETTLE=15 scripts/memory.sh  # seconds to wait after loading before reading RSS (default 1); jemalloc
 #                                # (both servers) returns freed pages to the OS over ~10 s
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-1000000}
 TTL=${TTL:-}
+TYPE=${TYPE:-string}
 SETTLE=${SETTLE:-1}
 LATCH_PORT=${LATCH_PORT:-7103}
 REDIS_PORT=${REDIS_PORT:-7104}
@@ -25,10 +28,24 @@ for p in "$LATCH_PORT" "$REDIS_PORT"; do
 done
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 payload=$(mktemp)
-python3 - "$N" "$TTL" >"$payload" <<'PY'
+python3 - "$N" "$TTL" "$TYPE" >"$payload" <<'PY'
 import sys
-n = int(sys.argv[1]); ttl = sys.argv[2]
+n = int(sys.argv[1]); ttl = sys.argv[2]; kind = sys.argv[3]
 out = sys.stdout
+def cmd(parts):
+    out.buffer.write(b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in parts))
+aggregates = {
+    "hash": lambda i: [b"HSET", b"hash:%012d" % i] + [x for j in range(5) for x in (b"field%d" % j, b"v%09d" % i)],
+    "set": lambda i: [b"SADD", b"set:%012d" % i] + [b"member:%d" % j for j in range(5)],
+    "intset": lambda i: [b"SADD", b"iset:%012d" % i] + [b"%d" % (1000 + j) for j in range(5)],
+    "zset": lambda i: [b"ZADD", b"zset:%012d" % i] + [x for j in range(5) for x in (b"%d" % j, b"member:%d" % j)],
+}
+if kind != "string":
+    if kind not in aggregates:
+        sys.exit("TYPE is one of string, hash, set, intset, zset")
+    for i in range(n):
+        cmd(aggregates[kind](i))
+    sys.exit(0)
 for i in range(n):
     k = b"key:%012d" % i
     v = b"v%015d" % i
@@ -39,6 +56,7 @@ for i in range(n):
         out.buffer.write(b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(k), k, len(v), v))
 PY
 printf "%-8s %12s %12s %10s\n" server keys rss_growth_mb bytes/key
+per_key=()
 for t in "latch:$LATCH_PORT:$LPID" "redis:$REDIS_PORT:$RPID"; do
   IFS=: read -r name port pid <<<"$t"
   before=$(rss_kb "$pid")
@@ -47,5 +65,7 @@ for t in "latch:$LATCH_PORT:$LPID" "redis:$REDIS_PORT:$RPID"; do
   after=$(rss_kb "$pid")
   keys=$(redis-cli -p "$port" dbsize)
   awk -v n="$name" -v k="$keys" -v b="$before" -v a="$after" 'BEGIN { printf "%-8s %12d %12.1f %10.1f\n", n, k, (a-b)/1024, (a-b)*1024/k }'
+  per_key+=("$(awk -v k="$keys" -v b="$before" -v a="$after" 'BEGIN { print (a-b)*1024/k }')")
 done
+awk -v l="${per_key[0]}" -v r="${per_key[1]}" -v t="$TYPE" 'BEGIN { printf "%s: latch/redis bytes per key %.2f\n", t, l / r }'
 rm -f "$payload"
