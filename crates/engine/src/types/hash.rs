@@ -10,7 +10,7 @@
 //! same whichever form a hash is in. What `OBJECT ENCODING` reports is decided by the configured
 //! limits, not by the form (see `Value::encoding_under`).
 
-use super::packed::{self, block, bytes_size, put_bytes, read_bytes};
+use super::packed::{self, Entries, block, bytes_size, put_bytes, read_bytes};
 use crate::primitives::{Hasher, SmallBytes};
 use indexmap::IndexMap;
 
@@ -40,66 +40,21 @@ impl Default for HashValue {
     }
 }
 
-/// The packed pairs of a small hash, front to back. Also where each pair starts and ends, for
-/// the edits.
-#[derive(Clone)]
-struct Packed<'a> {
-    buf: &'a [u8],
-    at: usize,
-    left: usize,
+/// A field and its value, as a packed block holds them.
+fn pair<'a>(b: &'a [u8], at: &mut usize) -> (&'a [u8], &'a [u8]) {
+    (read_bytes(b, at), read_bytes(b, at))
 }
 
-impl<'a> Packed<'a> {
-    fn new(buf: &'a [u8]) -> Self {
-        Packed { buf, at: 1, left: packed::count(buf) }
-    }
-
-    fn element(&mut self) -> &'a [u8] {
-        read_bytes(self.buf, &mut self.at)
-    }
-
-    /// The next pair and the byte range it occupies.
-    fn next_pair(&mut self) -> Option<(&'a [u8], &'a [u8], std::ops::Range<usize>)> {
-        if self.left == 0 {
-            return None;
-        }
-        self.left -= 1;
-        let start = self.at;
-        let f = self.element();
-        let v = self.element();
-        Some((f, v, start..self.at))
-    }
-
-    /// The pair holding `field`: its position, value and byte range.
-    fn find(mut self, field: &[u8]) -> Option<(usize, &'a [u8], std::ops::Range<usize>)> {
-        let mut i = 0;
-        while let Some((f, v, r)) = self.next_pair() {
-            if f == field {
-                return Some((i, v, r));
-            }
-            i += 1;
-        }
-        None
-    }
-}
-
-impl<'a> Iterator for Packed<'a> {
-    type Item = (&'a [u8], &'a [u8]);
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.next_pair().map(|(f, v, _)| (f, v))
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left, Some(self.left))
-    }
+/// The pair holding `field`: its position, value and byte range.
+fn find<'a>(b: &'a [u8], field: &[u8]) -> Option<(usize, &'a [u8], std::ops::Range<usize>)> {
+    Entries::new(b, pair).find_ranged(|&(f, _)| f == field).map(|(i, (_, v), r)| (i, v, r))
 }
 
 /// Sets `field` in a packed block: Some(true) if it is new, Some(false) if it was replaced, None
 /// (nothing changed) when the result would not fit the packed form.
 fn small_set(b: &mut Box<[u8]>, field: &[u8], value: &[u8]) -> Option<bool> {
     let n = packed::count(b);
-    if let Some((_, old, r)) = Packed::new(b).find(field) {
+    if let Some((_, old, r)) = find(b, field) {
         let (old_len, vstart) = (old.len(), r.end - old.len());
         if old_len == value.len() {
             b[vstart..r.end].copy_from_slice(value);
@@ -169,7 +124,7 @@ impl HashValue {
     /// The value of `field`.
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
         match &self.0 {
-            Repr::Small(b) => Packed::new(b).find(field).map(|(_, v, _)| v),
+            Repr::Small(b) => find(b, field).map(|(_, v, _)| v),
             Repr::Large(m) => m.get(field).map(|v| &v[..]),
         }
     }
@@ -201,8 +156,8 @@ impl HashValue {
             Repr::Large(m) => return m.swap_remove(field).is_some(),
             Repr::Small(b) => b,
         };
-        let Some((_, _, r)) = Packed::new(b).find(field) else { return false };
-        let last = Packed::new(b).skip_pairs(packed::count(b) - 1);
+        let Some((_, _, r)) = find(b, field) else { return false };
+        let last = Entries::new(b, pair).range_of(packed::count(b) - 1).expect("the last pair").start;
         packed::swap_out(b, r, last);
         true
     }
@@ -210,7 +165,7 @@ impl HashValue {
     /// The field and value at a position.
     pub fn get_index(&self, i: usize) -> Option<(&[u8], &[u8])> {
         match &self.0 {
-            Repr::Small(b) => Packed::new(b).nth(i),
+            Repr::Small(b) => Entries::new(b, pair).nth(i),
             Repr::Large(m) => m.get_index(i).map(|(f, v)| (&f[..], &v[..])),
         }
     }
@@ -218,7 +173,7 @@ impl HashValue {
     /// Every field and value, in position order.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
         let (small, large) = match &self.0 {
-            Repr::Small(b) => (Some(Packed::new(b)), None),
+            Repr::Small(b) => (Some(Entries::new(b, pair)), None),
             Repr::Large(m) => (None, Some(m.iter().map(|(f, v)| (&f[..], &v[..])))),
         };
         small.into_iter().flatten().chain(large.into_iter().flatten())
@@ -248,16 +203,6 @@ impl HashValue {
                     + m.iter().map(|(f, v)| spilled(f) + spilled(v)).sum::<usize>()
             }
         }
-    }
-}
-
-impl Packed<'_> {
-    /// The byte offset of pair `i` (`i` < count).
-    fn skip_pairs(mut self, i: usize) -> usize {
-        for _ in 0..i {
-            self.next_pair();
-        }
-        self.at
     }
 }
 

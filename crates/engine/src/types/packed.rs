@@ -86,6 +86,67 @@ pub fn append(b: &mut Box<[u8]>, element: &[u8]) {
     *b = v.into_boxed_slice();
 }
 
+/// The entries of a block, front to back, each decoded by `read` (a type's layout of one entry:
+/// a member, a field and its value, a score and its member), with the byte range of each for the
+/// edits.
+#[derive(Clone)]
+pub struct Entries<'a, F> {
+    buf: &'a [u8],
+    at: usize,
+    left: usize,
+    read: F,
+}
+
+impl<'a, T, F: Fn(&'a [u8], &mut usize) -> T> Entries<'a, F> {
+    /// The entries of block `buf`, read with `read`.
+    pub fn new(buf: &'a [u8], read: F) -> Self {
+        Entries { buf, at: 1, left: count(buf), read }
+    }
+
+    /// The next entry and the byte range it occupies.
+    pub fn next_ranged(&mut self) -> Option<(T, std::ops::Range<usize>)> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let start = self.at;
+        let e = (self.read)(self.buf, &mut self.at);
+        Some((e, start..self.at))
+    }
+
+    /// The first entry for which `hit` holds: its position, the entry and its byte range.
+    pub fn find_ranged(mut self, hit: impl Fn(&T) -> bool) -> Option<(usize, T, std::ops::Range<usize>)> {
+        let mut i = 0;
+        while let Some((e, r)) = self.next_ranged() {
+            if hit(&e) {
+                return Some((i, e, r));
+            }
+            i += 1;
+        }
+        None
+    }
+
+    /// The byte range of the entry at position `i`.
+    pub fn range_of(mut self, i: usize) -> Option<std::ops::Range<usize>> {
+        for _ in 0..i {
+            self.next_ranged()?;
+        }
+        self.next_ranged().map(|(_, r)| r)
+    }
+}
+
+impl<'a, T, F: Fn(&'a [u8], &mut usize) -> T> Iterator for Entries<'a, F> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
+        self.next_ranged().map(|(e, _)| e)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
 /// Removes the element at byte range `r` of block `b` by moving the last element, which starts at
 /// byte `last`, into its place (the small forms' swap-removal, as their indexed forms do it).
 pub fn swap_out(b: &mut Box<[u8]>, r: std::ops::Range<usize>, last: usize) {
@@ -134,5 +195,11 @@ mod tests {
         assert_eq!(&b[..], b"\x01\x01c");
         swap_out(&mut b, 1..3, 1);
         assert!(b.is_empty());
+        let b = block(3, &[b"\x01a\x02bb\x01c"]);
+        let e = || Entries::new(&b, read_bytes);
+        assert_eq!(e().collect::<Vec<_>>(), vec![&b"a"[..], b"bb", b"c"]);
+        assert_eq!(e().find_ranged(|m| *m == b"bb"), Some((1, &b"bb"[..], 3..6)));
+        assert_eq!(e().find_ranged(|m| *m == b"x"), None);
+        assert_eq!((e().range_of(2), e().range_of(3)), (Some(6..8), None));
     }
 }

@@ -8,7 +8,7 @@
 //! whichever form a set is in. What `OBJECT ENCODING` reports is decided by the configured limits
 //! and the members, not by the form (see `Value::encoding_under`).
 
-use super::packed::{self, block, bytes_size, put_bytes, read_bytes};
+use super::packed::{self, Entries, block, bytes_size, put_bytes, read_bytes};
 use crate::primitives::{Hasher, SmallBytes};
 use indexmap::IndexSet;
 
@@ -36,65 +36,9 @@ impl Default for SetValue {
     }
 }
 
-/// The members of a packed block, front to back, with the byte range of each.
-#[derive(Clone)]
-struct Packed<'a> {
-    buf: &'a [u8],
-    at: usize,
-    left: usize,
-}
-
-impl<'a> Packed<'a> {
-    fn new(buf: &'a [u8]) -> Self {
-        Packed { buf, at: 1, left: packed::count(buf) }
-    }
-
-    fn next_ranged(&mut self) -> Option<(&'a [u8], std::ops::Range<usize>)> {
-        if self.left == 0 {
-            return None;
-        }
-        self.left -= 1;
-        let start = self.at;
-        let m = read_bytes(self.buf, &mut self.at);
-        Some((m, start..self.at))
-    }
-
-    /// The position and byte range of `member`.
-    fn find(mut self, member: &[u8]) -> Option<(usize, std::ops::Range<usize>)> {
-        let mut i = 0;
-        while let Some((m, r)) = self.next_ranged() {
-            if m == member {
-                return Some((i, r));
-            }
-            i += 1;
-        }
-        None
-    }
-
-    /// The byte range of the member at position `i`.
-    fn range_of(mut self, i: usize) -> Option<std::ops::Range<usize>> {
-        for _ in 0..i {
-            self.next_ranged()?;
-        }
-        self.next_ranged().map(|(_, r)| r)
-    }
-}
-
-impl<'a> Iterator for Packed<'a> {
-    type Item = &'a [u8];
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.next_ranged().map(|(m, _)| m)
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left, Some(self.left))
-    }
-}
-
 /// Removes the member at byte range `r` of block `b` by moving the last member into its place.
 fn small_swap_remove(b: &mut Box<[u8]>, r: std::ops::Range<usize>) {
-    let last = Packed::new(b).range_of(packed::count(b) - 1).expect("the last member").start;
+    let last = Entries::new(b, read_bytes).range_of(packed::count(b) - 1).expect("the last member").start;
     packed::swap_out(b, r, last);
 }
 
@@ -143,7 +87,7 @@ impl SetValue {
     /// True if `member` is in the set.
     pub fn contains(&self, member: &[u8]) -> bool {
         match &self.0 {
-            Repr::Small(b) => Packed::new(b).any(|m| m == member),
+            Repr::Small(b) => Entries::new(b, read_bytes).any(|m| m == member),
             Repr::Large(s) => s.contains(member),
         }
     }
@@ -151,7 +95,7 @@ impl SetValue {
     /// Adds `member`; true if it is new.
     pub fn insert(&mut self, member: &[u8]) -> bool {
         if let Repr::Small(b) = &mut self.0 {
-            if Packed::new(b).any(|m| m == member) {
+            if Entries::new(b, read_bytes).any(|m| m == member) {
                 return false;
             }
             if packed::count(b) < SMALL_MAX && b.len().max(1) + bytes_size(member) <= SMALL_BYTES {
@@ -161,7 +105,7 @@ impl SetValue {
                 return true;
             }
             let mut s = IndexSet::with_capacity_and_hasher((packed::count(b) + 1) * 2, Hasher::default());
-            s.extend(Packed::new(b).map(SmallBytes::from_slice));
+            s.extend(Entries::new(b, read_bytes).map(SmallBytes::from_slice));
             self.0 = Repr::Large(Box::new(s));
         }
         let Repr::Large(s) = &mut self.0 else { unreachable!("a packed set was just indexed") };
@@ -171,8 +115,8 @@ impl SetValue {
     /// Removes `member`, moving the last member into its position; true if it was there.
     pub fn swap_remove(&mut self, member: &[u8]) -> bool {
         match &mut self.0 {
-            Repr::Small(b) => match Packed::new(b).find(member) {
-                Some((_, r)) => {
+            Repr::Small(b) => match Entries::new(b, read_bytes).find_ranged(|m| *m == member) {
+                Some((_, _, r)) => {
                     small_swap_remove(b, r);
                     true
                 }
@@ -186,7 +130,7 @@ impl SetValue {
     pub fn swap_remove_index(&mut self, i: usize) -> Option<SmallBytes> {
         match &mut self.0 {
             Repr::Small(b) => {
-                let r = Packed::new(b).range_of(i)?;
+                let r = Entries::new(b, read_bytes).range_of(i)?;
                 let mut at = r.start;
                 let m = SmallBytes::from_slice(read_bytes(b, &mut at));
                 small_swap_remove(b, r);
@@ -199,7 +143,7 @@ impl SetValue {
     /// The member at a position.
     pub fn get_index(&self, i: usize) -> Option<&[u8]> {
         match &self.0 {
-            Repr::Small(b) => Packed::new(b).nth(i),
+            Repr::Small(b) => Entries::new(b, read_bytes).nth(i),
             Repr::Large(s) => s.get_index(i).map(|m| &m[..]),
         }
     }
@@ -207,7 +151,7 @@ impl SetValue {
     /// Every member, in position order.
     pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
         let (small, large) = match &self.0 {
-            Repr::Small(b) => (Some(Packed::new(b)), None),
+            Repr::Small(b) => (Some(Entries::new(b, read_bytes)), None),
             Repr::Large(s) => (None, Some(s.iter().map(|m| &m[..]))),
         };
         small.into_iter().flatten().chain(large.into_iter().flatten())
@@ -217,7 +161,7 @@ impl SetValue {
     pub fn retain(&mut self, mut keep: impl FnMut(&[u8]) -> bool) {
         match &mut self.0 {
             Repr::Small(b) => {
-                let kept: Vec<&[u8]> = Packed::new(b).filter(|m| keep(m)).collect();
+                let kept: Vec<&[u8]> = Entries::new(b, read_bytes).filter(|m| keep(m)).collect();
                 if kept.len() < packed::count(b) {
                     let mut body = Vec::with_capacity(b.len());
                     for m in &kept {
@@ -234,7 +178,7 @@ impl SetValue {
     pub fn truncate(&mut self, n: usize) {
         match &mut self.0 {
             Repr::Small(b) => {
-                if let Some(r) = Packed::new(b).range_of(n) {
+                if let Some(r) = Entries::new(b, read_bytes).range_of(n) {
                     *b = block(n, &[&b[1..r.start]]);
                 }
             }

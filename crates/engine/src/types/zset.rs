@@ -14,7 +14,7 @@
 //! pointer-heavy skiplist. The member table is an `IndexMap`, giving positional access for random
 //! picks and scan cursors. A set that grows out of the packed form stays indexed.
 
-use super::packed::{self, block, put_bytes, put_varint, read_bytes, read_varint};
+use super::packed::{self, Entries, block, put_bytes, put_varint, read_bytes, read_varint};
 use crate::primitives::{Hasher, SmallBytes};
 use smallvec::SmallVec;
 use std::cmp::Ordering;
@@ -88,60 +88,20 @@ fn element(score: f64, member: &[u8]) -> SmallVec<[u8; 32]> {
     SmallVec::from_vec(v)
 }
 
-/// The elements of a packed block, in order, with the byte range of each.
-#[derive(Clone)]
-struct Packed<'a> {
-    buf: &'a [u8],
-    at: usize,
-    left: usize,
+/// A member and its score, as a packed block holds them (the score first).
+fn entry<'a>(b: &'a [u8], at: &mut usize) -> (&'a [u8], f64) {
+    let s = read_score(b, at);
+    (read_bytes(b, at), s)
 }
 
-impl<'a> Packed<'a> {
-    fn new(buf: &'a [u8]) -> Self {
-        Packed { buf, at: 1, left: packed::count(buf) }
-    }
-
-    fn next_ranged(&mut self) -> Option<(&'a [u8], f64, std::ops::Range<usize>)> {
-        if self.left == 0 {
-            return None;
-        }
-        self.left -= 1;
-        let start = self.at;
-        let s = read_score(self.buf, &mut self.at);
-        let m = read_bytes(self.buf, &mut self.at);
-        Some((m, s, start..self.at))
-    }
-
-    /// The position, score and byte range of `member`.
-    fn find(mut self, member: &[u8]) -> Option<(usize, f64, std::ops::Range<usize>)> {
-        let mut i = 0;
-        while let Some((m, s, r)) = self.next_ranged() {
-            if m == member {
-                return Some((i, s, r));
-            }
-            i += 1;
-        }
-        None
-    }
-}
-
-impl<'a> Iterator for Packed<'a> {
-    type Item = (&'a [u8], f64);
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.next_ranged().map(|(m, s, _)| (m, s))
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left, Some(self.left))
-    }
+/// The position, score and byte range of `member` in a packed block.
+fn find(b: &[u8], member: &[u8]) -> Option<(usize, f64, std::ops::Range<usize>)> {
+    Entries::new(b, entry).find_ranged(|&(m, _)| m == member).map(|(i, (_, s), r)| (i, s, r))
 }
 
 /// The element at byte offset `at` of a packed block.
 fn element_at(b: &[u8], at: u16) -> (&[u8], f64) {
-    let mut at = at as usize;
-    let s = read_score(b, &mut at);
-    (read_bytes(b, &mut at), s)
+    entry(b, &mut (at as usize))
 }
 
 /// The elements of ranks `start..end` of a sorted set, either way (see [`ZSet::range_iter`]).
@@ -269,7 +229,7 @@ impl ZSet {
     /// The score of `member`.
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         match &self.0 {
-            Repr::Small(b) => Packed::new(b).find(member).map(|(_, s, _)| s),
+            Repr::Small(b) => find(b, member).map(|(_, s, _)| s),
             Repr::Large(z) => z.score(member),
         }
     }
@@ -283,7 +243,7 @@ impl ZSet {
                 Ok(old) => return old,
                 Err(()) => {
                     let mut z = Big::default();
-                    for (m, s) in Packed::new(b) {
+                    for (m, s) in Entries::new(b, entry) {
                         z.insert(m, s);
                     }
                     self.0 = Repr::Large(Box::new(z));
@@ -298,7 +258,7 @@ impl ZSet {
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
         match &mut self.0 {
             Repr::Small(b) => {
-                let (_, s, r) = Packed::new(b).find(member)?;
+                let (_, s, r) = find(b, member)?;
                 *b = block(packed::count(b) - 1, &[&b[1..r.start], &b[r.end..]]);
                 Some(s)
             }
@@ -309,7 +269,7 @@ impl ZSet {
     /// 0-based rank of `member` in ascending order.
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
         match &self.0 {
-            Repr::Small(b) => Packed::new(b).find(member).map(|(i, _, _)| i),
+            Repr::Small(b) => find(b, member).map(|(i, _, _)| i),
             Repr::Large(z) => z.rank(member),
         }
     }
@@ -318,7 +278,7 @@ impl ZSet {
     /// (e.g. "score < min").
     pub fn count_before(&self, before: impl Fn(f64, &[u8]) -> bool) -> usize {
         match &self.0 {
-            Repr::Small(b) => Packed::new(b).take_while(|&(m, s)| before(s, m)).count(),
+            Repr::Small(b) => Entries::new(b, entry).take_while(|&(m, s)| before(s, m)).count(),
             Repr::Large(z) => z.count_before(before),
         }
     }
@@ -334,12 +294,11 @@ impl ZSet {
         match &self.0 {
             Repr::Small(b) => {
                 let end = end.min(packed::count(b));
-                let mut it = Packed::new(b);
-                let offsets: SmallVec<[u16; 16]> =
-                    std::iter::from_fn(|| it.next_ranged().map(|(_, _, r)| r.start as u16))
-                        .skip(start)
-                        .take(end.saturating_sub(start))
-                        .collect();
+                let mut it = Entries::new(b, entry);
+                let offsets: SmallVec<[u16; 16]> = std::iter::from_fn(|| it.next_ranged().map(|(_, r)| r.start as u16))
+                    .skip(start)
+                    .take(end.saturating_sub(start))
+                    .collect();
                 RangeIter(RangeRepr::Small(b, offsets.into_iter()))
             }
             Repr::Large(z) => RangeIter(RangeRepr::Large(z.range_iter(start, end))),
@@ -349,7 +308,7 @@ impl ZSet {
     /// Every element in ascending order.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], f64)> {
         let (small, large) = match &self.0 {
-            Repr::Small(b) => (Some(Packed::new(b)), None),
+            Repr::Small(b) => (Some(Entries::new(b, entry)), None),
             Repr::Large(z) => (None, Some(z.iter())),
         };
         small.into_iter().flatten().chain(large.into_iter().flatten())
@@ -360,7 +319,7 @@ impl ZSet {
     /// the keyspace tables; the packed form's positions are its ranks).
     pub fn by_index(&self, i: usize) -> Option<(&[u8], f64)> {
         match &self.0 {
-            Repr::Small(b) => Packed::new(b).nth(i),
+            Repr::Small(b) => Entries::new(b, entry).nth(i),
             Repr::Large(z) => z.by_index(i),
         }
     }
@@ -370,7 +329,7 @@ impl ZSet {
 /// result would not fit the packed form.
 fn small_insert(b: &mut Box<[u8]>, member: &[u8], score: f64) -> Result<Option<f64>, ()> {
     let n = packed::count(b);
-    let found = Packed::new(b).find(member);
+    let found = find(b, member);
     if let Some((_, old, _)) = found
         && old == score
     {
@@ -383,14 +342,9 @@ fn small_insert(b: &mut Box<[u8]>, member: &[u8], score: f64) -> Result<Option<f
         return Err(());
     }
     // Where the element goes: before the first element ordered after it (the old one skipped).
-    let mut at = b.len().max(1);
-    let mut it = Packed::new(b);
-    while let Some((m, s, r)) = it.next_ranged() {
-        if m != member && cmp_item((s, m), (score, member)) == Ordering::Greater {
-            at = r.start;
-            break;
-        }
-    }
+    let at = Entries::new(b, entry)
+        .find_ranged(|&(m, s)| m != member && cmp_item((s, m), (score, member)) == Ordering::Greater)
+        .map_or(b.len().max(1), |(_, _, r)| r.start);
     let previous = found.as_ref().map(|(_, s, _)| *s);
     let body: &[u8] = if b.is_empty() { &[] } else { &b[1..] };
     let at = at - 1;
