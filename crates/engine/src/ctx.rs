@@ -150,43 +150,19 @@ impl<'a, 'k> Ctx<'a, 'k> {
 
     /// The client's selected database.
     pub fn db(&mut self) -> crate::db::Db<'_, 'k> {
-        crate::db::Db::new(
-            self.locked,
-            self.client.db,
-            self.now,
-            self.srv.config.access(),
-            self.client.no_touch,
-            self.srv.table_eviction(),
-        )
-        .loading_if(self.client.loading)
+        self.db_at(self.client.db)
     }
 
     /// The command's database view and the generator its random choices come from (the client's
     /// seeded one in consensus mode, see `crate::random`), borrowed together.
     pub fn db_rng(&mut self) -> (crate::db::Db<'_, 'k>, crate::random::Source<'_>) {
-        let db = crate::db::Db::new(
-            self.locked,
-            self.client.db,
-            self.now,
-            self.srv.config.access(),
-            self.client.no_touch,
-            self.srv.table_eviction(),
-        )
-        .loading_if(self.client.loading);
+        let db = db_view(self.locked, self.srv, self.client, self.client.db, self.now);
         (db, crate::random::Source::of(self.client.random.as_mut()))
     }
 
     /// Another database (MOVE, COPY ... DB).
     pub fn db_at(&mut self, index: usize) -> crate::db::Db<'_, 'k> {
-        crate::db::Db::new(
-            self.locked,
-            index,
-            self.now,
-            self.srv.config.access(),
-            self.client.no_touch,
-            self.srv.table_eviction(),
-        )
-        .loading_if(self.client.loading)
+        db_view(self.locked, self.srv, self.client, index, self.now)
     }
     /// Argument `i`.
     pub fn arg(&self, i: usize) -> &'a [u8] {
@@ -212,6 +188,19 @@ impl<'a, 'k> Ctx<'a, 'k> {
     pub fn unix_ms(&self) -> i64 {
         self.now as i64 + self.srv.clock.wall_offset_ms()
     }
+}
+
+/// Database `index` as a command of `client` sees it at `now`; from the context's fields, so that
+/// others (the client's generator) can be borrowed beside it.
+fn db_view<'s, 'k>(
+    locked: &'s mut Locked<'k>,
+    srv: &'s Server,
+    client: &Client,
+    index: usize,
+    now: u64,
+) -> crate::db::Db<'s, 'k> {
+    crate::db::Db::new(locked, index, now, srv.config.access(), client.no_touch, srv.table_eviction())
+        .loading_if(client.loading)
 }
 
 #[cfg(test)]

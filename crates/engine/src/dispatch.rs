@@ -641,12 +641,7 @@ impl Server {
     /// with `-EXECABORT Transaction discarded because of: <error>`.
     fn reject_in_multi(&self, client: &mut Client, cmd: &Command, e: Frame) -> Frame {
         if cmd.name == "exec" && client.multi.active() {
-            client.multi.reset();
-            client.info.set_watch_state(None);
-            client.info.set_flag('x', false);
-            client.info.multi.store(-1, Ordering::Relaxed);
-            client.info.multi_mem.store(0, Ordering::Relaxed);
-            client.info.watched_mem.store(0, Ordering::Relaxed);
+            client.leave_multi();
             if let Frame::Error(m) = &e {
                 return Frame::error(format!(
                     "EXECABORT Transaction discarded because of: {}",
