@@ -66,17 +66,10 @@ if [ -z "${LATCH_BIN:-}" ]; then
 fi
 [ -x "$LATCH_BIN" ] || { echo "$NAME: $LATCH_BIN is not executable" >&2; exit 2; }
 
-# Only what we start and make: these PIDs, this directory.
+# Only what we start and make: the PIDs in PIDS, this directory (scripts/lib/servers.sh's cleanup).
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/lock-bench-etcd.XXXXXX") || exit 1
-PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=lib/servers.sh
+. "$ROOT/scripts/lib/servers.sh"
 
 # 12 ports nothing answers on: 3 Latch client + 3 raft, 3 etcd client + 3 etcd peer.
 free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }

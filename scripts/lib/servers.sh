@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# Sourced by scripts/pubsub-bench.sh and scripts/types-bench.sh: servers started side by side on
-# loopback, each in a directory of its own under $WORK, killed (only those) and $WORK removed at
+# Sourced by scripts/pubsub-bench.sh, scripts/types-bench.sh and scripts/lock-bench-etcd.sh:
+# servers started side by side on loopback, each in a directory of its own under $WORK, killed
+# (only those, and what the caller adds to PIDS) and $WORK removed at
 # exit. The caller sets NAME (for messages) and WORK (a directory it made) before sourcing.
 #
 # start TAG BINARY [args...]: on a spare port (one nothing answers on; picked again if the server
