@@ -63,7 +63,8 @@ pub struct Ctx<'a, 'k> {
     /// What the command propagates as instead of its arguments ([`Ctx::propagate_as`]).
     pub rewrite: Option<Vec<Vec<Bytes>>>,
     /// The keyspace events its change raises when its name does not tell ([`Ctx::event`]).
-    pub events: Vec<&'static str>,
+    /// Inline for the one or two a command names: XADD names one per call.
+    pub events: smallvec::SmallVec<[&'static str; 2]>,
 }
 
 impl<'a, 'k> Ctx<'a, 'k> {
@@ -76,7 +77,7 @@ impl<'a, 'k> Ctx<'a, 'k> {
         now: u64,
         cmd: &'static Command,
     ) -> Self {
-        Ctx { srv, client, locked, args, now, cmd, dirty: 0, rewrite: None, events: Vec::new() }
+        Ctx { srv, client, locked, args, now, cmd, dirty: 0, rewrite: None, events: smallvec::SmallVec::new() }
     }
 
     /// Reports `n` changes to the data (Redis's `server.dirty += n`: the count behind
@@ -96,6 +97,13 @@ impl<'a, 'k> Ctx<'a, 'k> {
         }
         let v = args.iter().map(|a| Bytes::copy_from_slice(a.as_ref())).collect();
         self.rewrite.get_or_insert_with(Vec::new).push(v);
+    }
+
+    /// [`Ctx::propagate_as`] for arguments already built as `Bytes`, taken without a copy.
+    pub fn propagate_owned(&mut self, args: Vec<Bytes>) {
+        if self.propagating() {
+            self.rewrite.get_or_insert_with(Vec::new).push(args);
+        }
     }
 
     /// Names a keyspace event (class `t`, streams) that the command's change raises, in order: the

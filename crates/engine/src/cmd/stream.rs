@@ -494,6 +494,9 @@ fn xadd(ctx: &mut Ctx<'_, '_>) -> Frame {
     let (limits, now) = (limits(ctx), now_ms(ctx).max(0) as u64);
     let args = ctx.args;
     let fields: Vec<&[u8]> = args[field_pos..].iter().map(|b| &b[..]).collect();
+    // What XADD propagates: its `*` and `ms-*` ID as the one it made, a `~` trim as the exact one
+    // it did (built only when something consumes the change stream).
+    let propagating = ctx.propagating();
     let s = if a.nomkstream {
         match write(ctx, key) {
             Ok(Some(s)) => s,
@@ -525,7 +528,7 @@ fn xadd(ctx: &mut Ctx<'_, '_>) -> Frame {
     let mut trimmed = false;
     if let Some(t) = a.trim {
         trimmed = s.trim(&t) > 0;
-        if t.approx {
+        if t.approx && propagating {
             let v = rewrite.get_or_insert_with(|| args.to_vec());
             v[a.trim_at - 1] = Bytes::from_static(b"=");
             v[a.trim_at] = trim_arg(s, t.to);
@@ -536,14 +539,15 @@ fn xadd(ctx: &mut Ctx<'_, '_>) -> Frame {
     if trimmed {
         ctx.event("xtrim");
     }
-    if !matches!(a.id, Some((_, true))) {
+    let text = id.text();
+    if propagating && !matches!(a.id, Some((_, true))) {
         let v = rewrite.get_or_insert_with(|| args.to_vec());
-        v[a.idpos] = id.text();
+        v[a.idpos] = text.clone();
     }
     if let Some(v) = rewrite {
-        ctx.propagate_as(&v);
+        ctx.propagate_owned(v);
     }
-    id_frame(id)
+    Frame::Bulk(text)
 }
 
 fn xtrim(ctx: &mut Ctx<'_, '_>) -> Frame {
