@@ -165,8 +165,18 @@ impl StateMachine {
         Ok(())
     }
 
-    /// The engine's data as snapshot bytes, now.
+    /// The engine's data as snapshot bytes, now (every shard held while the file is written).
+    #[cfg(test)]
     fn snapshot_bytes(&self) -> Vec<u8> {
+        let mut data = self.snapshot_head();
+        let rdb = self.srv.rdb_snapshot_locked(&mut self.srv.ks.lock_all());
+        data.extend_from_slice(&rdb);
+        data
+    }
+
+    /// What a snapshot holds before the RDB file: the tag, raft time, the last write and the
+    /// script cache.
+    fn snapshot_head(&self) -> Vec<u8> {
         let mut data = SNAP_TAG.to_vec();
         data.extend_from_slice(&self.clock.applied_ms().to_le_bytes());
         data.extend_from_slice(&self.last_write.to_le_bytes());
@@ -178,8 +188,6 @@ impl StateMachine {
             data.extend_from_slice(&(body.len() as u32).to_le_bytes());
             data.extend_from_slice(body);
         }
-        let rdb = self.srv.rdb_snapshot_locked(&mut self.srv.ks.lock_all());
-        data.extend_from_slice(&rdb);
         data
     }
 
@@ -299,12 +307,29 @@ fn snapshot_error(e: io::Error) -> StorageError {
 /// written to `dir` when built.
 pub struct Builder {
     meta: SnapshotMeta<NodeId, BasicNode>,
+    /// The head, and the RDB file too when it was written at once.
     data: Vec<u8>,
+    /// The RDB file still to write: the fork-less background snapshot of the instant the builder
+    /// was made (the shards are walked a chunk at a time while entries go on applying), with the
+    /// snapshot slot it holds.
+    background: Option<(engine::persistence::Snapshot, engine::persistence::ReplSnapshot, Arc<Server>)>,
     dir: PathBuf,
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for Builder {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
+        if let Some((snapshot, slot, srv)) = self.background.take() {
+            let mut data = std::mem::take(&mut self.data);
+            let written = tokio::task::spawn_blocking(move || {
+                let r = snapshot.write(&mut data, &srv.fence);
+                drop(slot);
+                r.map(|()| data)
+            })
+            .await
+            .map_err(io::Error::other)
+            .and_then(|r| r);
+            self.data = written.map_err(snapshot_error)?;
+        }
         write_snapshot_file(&self.dir, &self.meta, &self.data).map_err(snapshot_error)?;
         Ok(Snapshot { meta: self.meta.clone(), snapshot: Box::new(Cursor::new(self.data.clone())) })
     }
@@ -346,7 +371,19 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             None => format!("none-{}", self.built),
         };
         let meta = SnapshotMeta { last_log_id: last, last_membership: self.membership.clone(), snapshot_id };
-        Builder { meta, data: self.snapshot_bytes(), dir: self.dir.clone() }
+        // The background snapshot when the slot is free (a BGSAVE or an AOF rewrite may hold
+        // it); else the file now, with every shard held.
+        let mut data = self.snapshot_head();
+        let mut locked = self.srv.ks.lock_all();
+        let background = match self.srv.claim_snapshot(&mut locked) {
+            Some((snapshot, slot)) => Some((snapshot, slot, self.srv.clone())),
+            None => {
+                data.extend_from_slice(&self.srv.rdb_snapshot_locked(&mut locked));
+                None
+            }
+        };
+        drop(locked);
+        Builder { meta, data, background, dir: self.dir.clone() }
     }
 
     async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
@@ -484,14 +521,23 @@ mod tests {
         assert!(t1 < t2);
         assert_eq!(digest(&sa), digest(&sb));
 
-        // A snapshot of one node installed on a new node gives the same data and counter.
+        // A snapshot of one node installed on a new node gives the same data and counter. It is
+        // the instant the builder was made (a background snapshot): a write applied while it is
+        // built is not in it.
+        let before = digest(&sa);
         let mut builder = block_on(a.get_snapshot_builder());
+        assert!(sa.persistence.snapshot_busy(), "the builder holds the snapshot slot");
+        let later = block_on(a.apply(vec![entry(9, 1_001_250, "SET late 1")])).unwrap();
         let snap = block_on(builder.build_snapshot()).unwrap();
+        assert!(!sa.persistence.snapshot_busy(), "the slot is let go once built");
         let (mut c, sc, _dir_c) = machine("c", 7_000_000);
         block_on(c.install_snapshot(&snap.meta, snap.snapshot)).unwrap();
-        assert_eq!(digest(&sa), digest(&sc));
+        assert_eq!(digest(&sc), before);
         assert_eq!(block_on(c.applied_state()).unwrap().0, Some(log[7].log_id));
-        let next = vec![entry(9, 1_001_300, "LOCK n owner 5000")];
+        assert_eq!(later.len(), 1);
+        block_on(c.apply(vec![entry(9, 1_001_250, "SET late 1")])).unwrap();
+        assert_eq!(digest(&sa), digest(&sc));
+        let next = vec![entry(10, 1_001_300, "LOCK n owner 5000")];
         let ra = block_on(a.apply(next.clone())).unwrap();
         let rc = block_on(c.apply(next)).unwrap();
         assert_eq!(ra[0].0, rc[0].0);

@@ -80,6 +80,21 @@ impl Server {
             .with_key_delay(self.config.get_i64("rdb-key-save-delay"))
     }
 
+    /// Takes the one snapshot slot for a background snapshot of a consumer of its own (a
+    /// consensus node's log compaction) while the caller holds every shard: the snapshot of this
+    /// instant and the slot (let go when dropped), or None while another snapshot runs.
+    pub fn claim_snapshot(
+        &self,
+        locked: &mut crate::keyspace::Locked<'_>,
+    ) -> Option<(Snapshot, crate::persistence::ReplSnapshot)> {
+        if self.persistence.snapshot_busy() {
+            return None;
+        }
+        self.persistence.repl_snapshot.store(true, Ordering::SeqCst);
+        let slot = crate::persistence::ReplSnapshot(self.persistence.clone());
+        Some((self.begin_snapshot(locked, SnapshotKind::Rdb), slot))
+    }
+
     /// Loads an RDB file into this server's keyspace (which the caller emptied if it had to). On
     /// error nothing tells what was loaded before it: the caller stops (at startup the server exits,
     /// as Redis does).
