@@ -186,6 +186,9 @@ pub static PARAMS: &[Param] = &[
     P { name: "raft-id", alias: None, flags: IMM | HIDDEN, kind: Kind::Int(0, 1 << 40), default: "0", apply: None },
     P { name: "raft-port", alias: None, flags: IMM | HIDDEN, kind: Kind::Int(0, 65535), default: "0", apply: None },
     P { name: "raft-peers", alias: None, flags: IMM | HIDDEN, kind: Kind::Str(None), default: "", apply: None },
+    // A node that joins a running group (added by `CLUSTER MEET` on its leader) instead of
+    // initializing one with `raft-peers`.
+    P { name: "raft-join", alias: None, flags: IMM | HIDDEN, kind: Kind::Bool, default: "no", apply: None },
     // Entries between two snapshots of the state machine (after which older entries are purged).
     P {
         name: "raft-snapshot-every",

@@ -44,6 +44,8 @@ pub enum Rpc {
         /// Its bytes (see `machine`).
         data: Vec<u8>,
     },
+    /// Who is there: answered with the node's raft id (`CLUSTER MEET`, before adding a node).
+    Hello,
 }
 
 /// What a node answers.
@@ -57,6 +59,8 @@ pub enum RpcReply {
     Snapshot(SnapshotResponse<NodeId>),
     /// The receiving node's raft could not take it (shutting down).
     Failed(String),
+    /// To [`Rpc::Hello`]: the receiving node's raft id.
+    Hello(NodeId),
 }
 
 /// A frame's contents: who sends, the addresses it knows, the body.
@@ -150,9 +154,20 @@ async fn serve_conn(mut sock: TcpStream, raft: Raft, dir: Directory) -> io::Resu
                 let snapshot = Snapshot { meta, snapshot: Box::new(std::io::Cursor::new(data)) };
                 raft.install_full_snapshot(vote, snapshot).await.map(RpcReply::Snapshot).map_err(|e| e.to_string())
             }
+            Rpc::Hello => Ok(RpcReply::Hello(dir.id)),
         };
         let reply = reply.unwrap_or_else(RpcReply::Failed);
         write_frame(&mut sock, &dir.message(reply)).await?;
+    }
+}
+
+/// The raft id of the node whose raft port is `addr` (asked with [`Rpc::Hello`]).
+pub async fn ask_id(addr: &str, dir: &Directory) -> io::Result<NodeId> {
+    let mut peer = Peer { target: 0, addr: addr.to_string(), dir: dir.clone(), conn: None };
+    match peer.call(Rpc::Hello, Duration::from_secs(5)).await {
+        Ok(RpcReply::Hello(id)) => Ok(id),
+        Ok(_) => Err(io::Error::other(format!("{addr} answered another call"))),
+        Err(CallError::Unreachable(e) | CallError::Network(e)) => Err(e),
     }
 }
 
@@ -160,13 +175,19 @@ async fn serve_conn(mut sock: TcpStream, raft: Raft, dir: Directory) -> io::Resu
 pub struct Network {
     /// This node's directory.
     pub dir: Directory,
+    /// How this node reaches each member (its own `raft-peers`). The group's membership records
+    /// the addresses of the node that initialized it; a node's own list wins, so each node may
+    /// reach a peer by its own route (a proxy, another interface: the fault-injection tests put
+    /// a proxy on every link).
+    pub routes: BTreeMap<NodeId, String>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = Peer;
 
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> Peer {
-        Peer { target, addr: node.addr.clone(), dir: self.dir.clone(), conn: None }
+        let addr = self.routes.get(&target).unwrap_or(&node.addr).clone();
+        Peer { target, addr, dir: self.dir.clone(), conn: None }
     }
 }
 

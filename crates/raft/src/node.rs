@@ -45,6 +45,8 @@ pub enum Decision {
     Write,
     /// EXEC of a transaction: [`Consensus::exec`].
     Exec,
+    /// `CLUSTER MEET` or `CLUSTER FORGET` on the leader: [`Consensus::change_members`].
+    Members,
 }
 
 /// The raft time the current leader proposes with: the applied raft time when this node became
@@ -156,7 +158,7 @@ impl Consensus {
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| format!("cannot listen on the raft port {}: {e}", opts.port))?;
-        let (id, net) = (opts.id, Network { dir: dir.clone() });
+        let (id, net) = (opts.id, Network { dir: dir.clone(), routes: opts.peers.clone() });
         let raft = rt
             .spawn(async move { Raft::new(id, Arc::new(config), net, log, sm).await })
             .await
@@ -166,9 +168,10 @@ impl Consensus {
         let members: BTreeMap<NodeId, BasicNode> =
             opts.peers.iter().map(|(id, addr)| (*id, BasicNode { addr: addr.clone() })).collect();
         let r = raft.clone();
+        let join = opts.join;
         let initialized = rt
             .spawn(async move {
-                if r.is_initialized().await.unwrap_or(true) {
+                if join || r.is_initialized().await.unwrap_or(true) {
                     return Ok(false);
                 }
                 r.initialize(members).await.map(|()| true)
@@ -177,6 +180,7 @@ impl Consensus {
             .map_err(|e| e.to_string())?;
         match initialized {
             Ok(true) => tracing::info!("raft: new group initialized with {} members", opts.peers.len()),
+            Ok(false) if opts.join => tracing::info!("raft: waiting to be added to a group (raft-join)"),
             Ok(false) => tracing::info!("raft: continuing the group from {}", opts.dir.display()),
             // Another member's initialization reached this node first.
             Err(e) => tracing::info!("raft: not initializing: {e}"),
@@ -241,6 +245,15 @@ impl Consensus {
             Class::Local | Class::Exec => Decision::Local,
             Class::Info => Decision::Info,
             Class::Ok => Decision::Reply(Frame::ok()),
+            Class::Cluster if matches!(cmd.name, "cluster|meet" | "cluster|forget") => {
+                if self.srv.acl_check(client, cmd, args, engine::acl::Context::Toplevel).is_err() {
+                    return Decision::Local;
+                }
+                match self.leader() {
+                    Some(l) if l == self.opts.id => Decision::Members,
+                    other => Decision::Reply(self.redirect(0, other)),
+                }
+            }
             Class::Cluster => Decision::Reply(self.cluster(cmd.name, args)),
             Class::Unsupported => Decision::Reply(unsupported(cmd.name)),
             class @ (Class::Read | Class::Write) => {
@@ -536,6 +549,61 @@ impl Consensus {
         let membership = m.borrow().membership_config.clone();
         let book = self.book.lock();
         membership.nodes().map(|(id, n)| (*id, n.addr.clone(), book.get(id).cloned())).collect()
+    }
+
+    /// `CLUSTER MEET ip port [bus-port]` and `CLUSTER FORGET node-id` on the leader: membership
+    /// changes through openraft's joint consensus. MEET asks the node whose raft port is
+    /// `ip:bus-port` (Redis's default bus port: `port` + 10000) for its raft id, adds it as a
+    /// learner, waits until it caught up with the log, then makes it a voter. FORGET removes a
+    /// member (the leader too: it steps down once the change is committed). Both answer `+OK`
+    /// once the new membership is committed; adding a member again or forgetting a node that is
+    /// not one changes nothing.
+    pub async fn change_members(&self, args: &[Bytes]) -> Frame {
+        let text = |i: usize| String::from_utf8_lossy(&args[i]).into_owned();
+        let sub = text(1).to_ascii_lowercase();
+        let voters = || -> std::collections::BTreeSet<NodeId> {
+            self.raft.metrics().borrow().membership_config.membership().voter_ids().collect()
+        };
+        let failed = |e: &dyn std::fmt::Display| Frame::error(format!("ERR consensus: {e}"));
+        if sub == "forget" {
+            let Some(id) = NodeId::from_str_radix(&text(2), 16).ok().filter(|id| voters().contains(id)) else {
+                return Frame::error(format!("ERR Unknown node {}", text(2)));
+            };
+            let change = openraft::ChangeMembers::RemoveVoters([id].into());
+            return match self.raft.change_membership(change, false).await {
+                Ok(_) => {
+                    self.book.lock().remove(&id);
+                    Frame::ok()
+                }
+                Err(e) => failed(&e),
+            };
+        }
+        if args.len() > 5 {
+            return Frame::error("ERR syntax error");
+        }
+        let port = |i: usize| text(i).parse::<u16>().ok().filter(|p| *p != 0);
+        let (Some(port), bus) = (port(3), args.get(4).map(|_| port(4))) else {
+            return Frame::error(format!("ERR Invalid node address specified: {}:{}", text(2), text(3)));
+        };
+        let Some(bus) = bus.unwrap_or(port.checked_add(10000)) else {
+            return Frame::error(format!("ERR Invalid node address specified: {}:{}", text(2), text(3)));
+        };
+        let addr = format!("{}:{bus}", text(2));
+        let dir = crate::net::Directory { id: self.opts.id, book: self.book.clone() };
+        let id = match crate::net::ask_id(&addr, &dir).await {
+            Ok(id) => id,
+            Err(e) => return failed(&format!("no raft node answers at {addr}: {e}")),
+        };
+        if voters().contains(&id) {
+            return Frame::ok();
+        }
+        if let Err(e) = self.raft.add_learner(id, BasicNode { addr }, true).await {
+            return failed(&e);
+        }
+        match self.raft.change_membership(openraft::ChangeMembers::AddVoterIds([id].into()), false).await {
+            Ok(_) => Frame::ok(),
+            Err(e) => failed(&e),
+        }
     }
 
     /// A node's Redis Cluster id: 40 hex digits derived from its raft id.

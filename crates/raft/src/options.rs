@@ -17,6 +17,9 @@ pub struct Options {
     pub dir: std::path::PathBuf,
     /// Entries between two snapshots (`raft-snapshot-every`); older entries are then purged.
     pub snapshot_every: u64,
+    /// Joins a running group (`raft-join yes`): the node does not initialize a group of its own
+    /// and waits to be added (`CLUSTER MEET` sent to the group's leader).
+    pub join: bool,
 }
 
 impl Options {
@@ -40,7 +43,7 @@ impl Options {
             (p, Some(q)) if p as u16 == q => q,
             (p, _) => return Err(format!("raft-port {p} is not the port raft-peers gives node {id} ({own})")),
         };
-        Ok(Some(Options { id, port, peers, dir, snapshot_every: 10_000 }))
+        Ok(Some(Options { id, port, peers, dir, snapshot_every: 10_000, join: false }))
     }
 
     /// The host part of this node's own raft address: the host clients reach it on too.

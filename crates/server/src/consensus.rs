@@ -68,6 +68,7 @@ pub async fn run(node: &Arc<Consensus>, srv: &Server, client: &mut Client, args:
             let reply = node.exec(client).await;
             with_reply_mode(client, reply)
         }
+        Decision::Members => Some(node.change_members(args).await),
     }
 }
 

@@ -164,6 +164,7 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     };
     let raft_opts = raft_opts.map(|mut o| {
         o.snapshot_every = config.get_i64("raft-snapshot-every") as u64;
+        o.join = config.get("raft-join").as_deref() == Some("yes");
         consensus::expect();
         o
     });

@@ -6,203 +6,12 @@
 mod common;
 
 use bytes::BytesMut;
+use common::group::{DEADLINE, Group, call, info};
 use common::{TempDir, free_port};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// How long a group may take to elect a leader, fail over or catch up on this 2-core machine.
-const DEADLINE: Duration = Duration::from_secs(30);
-
-/// One node: its ports, its directory, its process while it runs.
-struct Node {
-    id: u64,
-    port: u16,
-    raft_port: u16,
-    dir: TempDir,
-    child: Option<Child>,
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-impl Node {
-    /// Starts (or restarts) the node with the group's `peers`, and waits for "Ready". Node 3 reads
-    /// its consensus options from a config file, the others from arguments: the same names work
-    /// both ways.
-    fn start(&mut self, peers: &str, extra: &[&str]) {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_latch-server"));
-        if self.id == 3 {
-            let conf = self.dir.0.join("latch.conf");
-            let text = format!("raft-id {}\nraft-port {}\nraft-peers {peers}\n", self.id, self.raft_port);
-            std::fs::write(&conf, text).expect("config file");
-            cmd.arg(conf);
-        } else {
-            cmd.args(["--raft-id", &self.id.to_string(), "--raft-port", &self.raft_port.to_string()]);
-            cmd.args(["--raft-peers", peers]);
-        }
-        let mut child = cmd
-            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string(), "--save", ""])
-            .args(["--dir", self.dir.path()])
-            .args(extra)
-            .current_dir(&self.dir.0)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn latch-server");
-        let out = child.stdout.take().expect("stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                let _ = tx.send(line);
-            }
-        });
-        let deadline = Instant::now() + DEADLINE;
-        let mut log = String::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(line) if line.contains("Ready to accept connections") => break,
-                Ok(line) => {
-                    log.push_str(&line);
-                    log.push('\n');
-                }
-                Err(_) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    panic!("node {} did not start; log:\n{log}", self.id);
-                }
-            }
-        }
-        // Keep draining the log so the server never blocks on a full pipe.
-        std::thread::spawn(move || while rx.recv().is_ok() {});
-        self.child = Some(child);
-    }
-
-    /// `kill -9` (SIGKILL) of the node's process, which this test started.
-    fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    fn running(&self) -> bool {
-        self.child.is_some()
-    }
-}
-
-/// A group of three nodes on free loopback ports, each with a directory of its own.
-struct Group {
-    nodes: Vec<Node>,
-    peers: String,
-    extra: Vec<&'static str>,
-}
-
-impl Group {
-    fn start(name: &str) -> Group {
-        Group::start_with(name, &[])
-    }
-
-    /// A group whose nodes get `extra` arguments.
-    fn start_with(name: &str, extra: &[&'static str]) -> Group {
-        let mut nodes: Vec<Node> = (1..=3)
-            .map(|id| Node {
-                id,
-                port: free_port(),
-                raft_port: free_port(),
-                dir: TempDir::new(&format!("consensus-{name}-{id}")),
-                child: None,
-            })
-            .collect();
-        let peers = nodes.iter().map(|n| format!("{}=127.0.0.1:{}", n.id, n.raft_port)).collect::<Vec<_>>().join(",");
-        for n in &mut nodes {
-            n.start(&peers, extra);
-        }
-        Group { nodes, peers, extra: extra.to_vec() }
-    }
-
-    fn node(&mut self, id: u64) -> &mut Node {
-        self.nodes.iter_mut().find(|n| n.id == id).expect("node")
-    }
-
-    /// Starts node `id` again, from its directory.
-    fn restart(&mut self, id: u64) {
-        let (peers, extra) = (self.peers.clone(), self.extra.clone());
-        self.node(id).start(&peers, &extra);
-    }
-
-    /// Waits until every running node names the same leader, which says it leads; returns it.
-    fn leader(&self) -> u64 {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            let views: Vec<(u64, Option<Info>)> =
-                self.nodes.iter().filter(|n| n.running()).map(|n| (n.id, info(n.port))).collect();
-            let leaders: Vec<Option<u64>> =
-                views.iter().map(|(_, i)| i.as_ref().and_then(|i| i.get("consensus_leader")?.parse().ok())).collect();
-            if let Some(Some(l)) = leaders.first()
-                && leaders.iter().all(|x| *x == Some(*l))
-                && views.iter().any(|(id, i)| {
-                    *id == *l && i.as_ref().and_then(|i| i.get("consensus_role")).map(String::as_str) == Some("leader")
-                })
-            {
-                return *l;
-            }
-            assert!(Instant::now() < deadline, "no agreed leader within {DEADLINE:?}: {views:?}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn port(&self, id: u64) -> u16 {
-        self.nodes.iter().find(|n| n.id == id).expect("node").port
-    }
-}
-
-type Info = std::collections::BTreeMap<String, String>;
-
-/// `INFO consensus` of the node on `port` as fields, or None if it does not answer.
-fn info(port: u16) -> Option<Info> {
-    let reply = call(port, &["INFO", "consensus"])?;
-    let text = reply.split_once("\r\n")?.1;
-    Some(
-        text.lines()
-            .filter_map(|l| l.split_once(':'))
-            .map(|(k, v)| (k.to_string(), v.trim_end().to_string()))
-            .collect(),
-    )
-}
-
-/// Sends one command to 127.0.0.1:`port` on a fresh connection and returns the reply's bytes as
-/// text, or None when the node cannot be reached.
-fn call(port: u16, args: &[&str]) -> Option<String> {
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(15))).ok()?;
-    let mut req = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        req.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-    }
-    s.write_all(&req).ok()?;
-    let mut buf = BytesMut::new();
-    loop {
-        let mut probe = buf.clone();
-        if let Ok(Some(_)) = resp::decode_reply(&mut probe) {
-            let used = buf.len() - probe.len();
-            return Some(String::from_utf8_lossy(&buf[..used]).into_owned());
-        }
-        let mut chunk = [0u8; 65536];
-        let n = s.read(&mut chunk).ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-}
 
 /// The owner-checked lock release: delete the key only if it still holds the caller's token.
 const RELEASE: &str = "if redis.call('get',KEYS[1]) == ARGV[1] then return redis.call('del',KEYS[1]) else return 0 end";
@@ -542,10 +351,8 @@ fn inconsistent_consensus_options_stop_the_server_and_replies_respect_client_rep
     }
 
     // A single-member group leads itself; CLIENT REPLY OFF silences replicated writes too.
-    let mut node = Node { id: 1, port: free_port(), raft_port: free_port(), dir, child: None };
-    let peers = format!("1=127.0.0.1:{}", node.raft_port);
-    node.start(&peers, &[]);
-    let g = Group { nodes: vec![node], peers, extra: Vec::new() };
+    drop(dir);
+    let g = Group::build("options-single", 1, &[], |_, _, port| port, |_| Vec::new());
     let port = g.port(g.leader());
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
@@ -862,4 +669,54 @@ fn scripts_transactions_and_spop_survive_kill_9_of_the_leader() {
     assert_eq!(c.cmd(&["INCR", "x"]), "+QUEUED\r\n");
     assert_eq!(c.cmd(&["SPOP", "s"]), "+QUEUED\r\n");
     assert!(c.cmd(&["EXEC"]).starts_with("*2\r\n:4\r\n$"));
+}
+
+#[test]
+fn members_join_through_cluster_meet_and_leave_through_cluster_forget() {
+    let mut g = Group::start("members");
+    let leader = g.leader();
+    let lport = g.port(leader);
+    assert_eq!(must(lport, &["SET", "before", "1"]), "+OK\r\n");
+
+    // Node 4 starts on its own, waiting to be added: it initializes no group.
+    let (port, raft_port) = (free_port(), free_port());
+    let mut n4 = common::group::Node {
+        id: 4,
+        port,
+        raft_port,
+        peers: format!("4=127.0.0.1:{raft_port}"),
+        env: Vec::new(),
+        dir: TempDir::new("consensus-members-4"),
+        child: None,
+    };
+    n4.start(&["--raft-join", "yes"]);
+    assert!(info(port).is_some_and(|i| i.get("consensus_role").map(String::as_str) != Some("leader")));
+    let meet = ["CLUSTER", "MEET", "127.0.0.1", &port.to_string(), &raft_port.to_string()];
+    // A follower sends the change to the leader; a node nobody listens for is refused.
+    let follower = g.nodes.iter().find(|n| n.id != leader).expect("follower").port;
+    assert_eq!(must(follower, &meet), format!("-MOVED 0 127.0.0.1:{lport}\r\n"));
+    let nobody = free_port().to_string();
+    assert!(
+        must(lport, &["CLUSTER", "MEET", "127.0.0.1", "1", &nobody])
+            .starts_with("-ERR consensus: no raft node answers")
+    );
+    assert_eq!(must(lport, &meet), "+OK\r\n");
+    assert_eq!(must(lport, &meet), "+OK\r\n", "meeting a member again changes nothing");
+    g.nodes.push(n4);
+    wait_keyspace(port, "db0:keys=1");
+    assert_eq!(must(lport, &["SET", "after", "2"]), "+OK\r\n");
+    wait_keyspace(port, "db0:keys=2");
+    assert!(must(lport, &["CLUSTER", "NODES"]).contains(&format!("{:040x} 127.0.0.1:{port}@{raft_port}", 4)));
+
+    // Four voters; forget one follower, then kill it and another: the leader and the one left
+    // are a majority of the three remaining voters, which they would not be of four.
+    let followers: Vec<u64> = g.nodes.iter().map(|n| n.id).filter(|id| *id != leader).collect();
+    let (gone, down) = (followers[0], followers[1]);
+    assert_eq!(must(lport, &["CLUSTER", "FORGET", &format!("{gone:040x}")]), "+OK\r\n");
+    assert!(must(lport, &["CLUSTER", "FORGET", &format!("{gone:040x}")]).starts_with("-ERR Unknown node"));
+    assert!(!must(lport, &["CLUSTER", "NODES"]).contains(&format!("{gone:040x}")));
+    g.node(gone).kill();
+    g.node(down).kill();
+    assert_eq!(must(lport, &["SET", "quorum", "3"]), "+OK\r\n");
+    assert!(must(lport, &["INFO", "consensus"]).contains("consensus_role:leader"));
 }

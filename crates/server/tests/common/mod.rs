@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod group;
+
 use bytes::BytesMut;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
