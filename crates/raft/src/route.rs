@@ -77,6 +77,14 @@ fn classify_with(table: &CommandTable, cmd: &Command, args: &[Bytes], queued: bo
     {
         return Class::Unsupported;
     }
+    // DEBUG DIGEST and DIGEST-VALUE read this node's own data, as they are: how the nodes of a
+    // group are compared (tests/faults.rs). Every other DEBUG subcommand is refused.
+    if name == "debug"
+        && !queued
+        && args.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"digest") || s.eq_ignore_ascii_case(b"digest-value"))
+    {
+        return Class::Local;
+    }
     if UNSUPPORTED.contains(&name) {
         return Class::Unsupported;
     }
@@ -211,6 +219,9 @@ mod tests {
         assert_eq!(class("fenced k 1 spop s"), Class::Write);
         assert_eq!(class("fenced k 1 eval x 0"), Class::Write);
         assert_eq!(class("fenced k 1 blpop s 0"), Class::Unsupported);
+        assert_eq!(class("debug digest"), Class::Local);
+        assert_eq!(class("debug digest-value k"), Class::Local);
+        assert_eq!(class("debug sleep 0"), Class::Unsupported);
         let queued = |line: &str| {
             let args: Vec<Bytes> = line.split(' ').map(|w| Bytes::copy_from_slice(w.as_bytes())).collect();
             classify_queued(srv.table, srv.table.resolve(&args).unwrap(), &args)

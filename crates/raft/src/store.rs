@@ -206,7 +206,24 @@ impl RaftLogReader<TypeConfig> for LogStore {
         &mut self,
         range: RB,
     ) -> Result<Vec<Entry>, StorageError> {
-        Ok(self.inner.lock().entries.range(range).map(|(_, e)| e.clone()).collect())
+        // openraft takes what comes back as the entries from the range's start on: a range that
+        // begins before the first entry kept (purged while a replication read was on its way)
+        // gets nothing rather than a tail, which would reach a follower as entries placed right
+        // after the previous one and leave a hole in its log.
+        let inner = self.inner.lock();
+        let start = match range.start_bound() {
+            std::ops::Bound::Included(s) => *s,
+            std::ops::Bound::Excluded(s) => s + 1,
+            std::ops::Bound::Unbounded => inner.entries.keys().next().copied().unwrap_or(0),
+        };
+        let out: Vec<Entry> = inner
+            .entries
+            .range(range)
+            .zip(start..)
+            .take_while(|((index, _), want)| *index == want)
+            .map(|((_, e), _)| e.clone())
+            .collect();
+        Ok(out)
     }
 }
 
@@ -257,6 +274,18 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     {
         let records: Vec<Record> = entries.into_iter().map(Record::Entry).collect();
         let mut inner = self.inner.lock();
+        // The log has no holes: an append continues the last entry (or the purged prefix).
+        if let Some(Record::Entry(first)) = records.first() {
+            let expected = inner.entries.keys().next_back().map(|i| i + 1).or(inner.purged.map(|p| p.index + 1));
+            if expected.is_some_and(|x| first.log_id.index > x) {
+                let e =
+                    io::Error::other(format!("append at {} leaves a hole after {:?}", first.log_id.index, expected));
+                tracing::error!("raft: {e}");
+                let failed = io::Error::new(e.kind(), e.to_string());
+                callback.log_io_completed(Err(e));
+                return Err(io_error(ErrorSubject::Logs, ErrorVerb::Write, failed));
+            }
+        }
         if let Err(e) = inner.write_unsynced(&records) {
             let failed = io::Error::new(e.kind(), e.to_string());
             callback.log_io_completed(Err(e));
@@ -306,6 +335,35 @@ mod tests {
         let d = std::env::temp_dir().join(format!("latch-raft-store-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         d
+    }
+
+    #[test]
+    fn a_read_starts_where_it_was_asked_or_returns_nothing() {
+        let dir = temp_dir("read-range");
+        {
+            let s = LogStore::open(&dir, Default::default()).unwrap();
+            let mut inner = s.inner.lock();
+            let mut recs: Vec<Record> = (1..=6).map(|i| Record::Entry(entry(1, i))).collect();
+            recs.push(Record::Purge(entry(1, 2).log_id));
+            inner.write(&recs).unwrap();
+        }
+        let mut s = LogStore::open(&dir, Default::default()).unwrap();
+        let read = |s: &mut LogStore, r: std::ops::Range<u64>| -> Vec<u64> {
+            tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap()
+                .block_on(s.try_get_log_entries(r))
+                .unwrap()
+                .iter()
+                .map(|e| e.log_id.index)
+                .collect()
+        };
+        assert_eq!(read(&mut s, 3..6), vec![3, 4, 5]);
+        assert_eq!(read(&mut s, 5..10), vec![5, 6]);
+        // Entries 1 and 2 are purged: not the tail from 3.
+        assert_eq!(read(&mut s, 1..6), Vec::<u64>::new());
+        drop(s);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //!   whose outcome is unknown (a reply lost in a fault), and no two acknowledgements carry the
 //!   same value;
 //! - after a fault is healed, a grant completes within two election timeouts plus the lock's TTL
-//!   (a holder cut off by the fault may have to be waited out).
+//!   (a holder cut off by the fault may have to be waited out);
+//! - at the end every node holds the counter the leader holds (`DEBUG DIGEST-VALUE`).
 //!
 //! `cargo test` runs the short form (3 nodes, about 25 s of faults, every kind at least once).
 //! `scripts/fault-test.sh` runs it for as long as asked with 3 and 5 nodes:
@@ -606,6 +607,23 @@ fn run(name: &str, nodes: u64, secs: u64, seed: u64) -> Report {
     };
     let h = std::mem::take(&mut *history.lock().unwrap());
     let (mut violations, max_resume) = check(&h, counter, &heals);
+    // Every node holds the same counter once it has caught up (its own data, not the leader's).
+    let digest = |port| call(port, &["DEBUG", "DIGEST-VALUE", "counter"]);
+    let want = digest(g.port(leader));
+    for n in &g.nodes {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let got = digest(n.port);
+            if got == want {
+                break;
+            }
+            if Instant::now() > deadline {
+                violations.push(format!("node {} holds another counter than the leader: {got:?}, {want:?}", n.id));
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
     if !violations.is_empty() {
         for line in &fault_log {
             println!("  fault: {line}");
