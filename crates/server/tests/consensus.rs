@@ -5,9 +5,8 @@
 
 mod common;
 
-use bytes::BytesMut;
 use common::group::{DEADLINE, Group, call, info};
-use common::{TempDir, free_port};
+use common::{Raw, TempDir, free_port};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
@@ -17,36 +16,19 @@ use std::time::{Duration, Instant};
 const RELEASE: &str = "if redis.call('get',KEYS[1]) == ARGV[1] then return redis.call('del',KEYS[1]) else return 0 end";
 
 /// A connection kept open across commands (MULTI ... EXEC, WATCH).
-struct Session {
-    s: TcpStream,
-    buf: BytesMut,
-}
+struct Session(Raw);
 
 impl Session {
     fn open(port: u16) -> Session {
-        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(15))).expect("timeout");
-        Session { s, buf: BytesMut::new() }
+        let r = Raw::connect(port);
+        r.s.set_read_timeout(Some(Duration::from_secs(15))).expect("timeout");
+        Session(r)
     }
 
     /// Sends one command and returns its reply's bytes as text.
     fn cmd(&mut self, args: &[&str]) -> String {
-        let mut req = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            req.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-        }
-        self.s.write_all(&req).expect("send");
-        loop {
-            let mut probe = self.buf.clone();
-            if let Ok(Some(_)) = resp::decode_reply(&mut probe) {
-                let used = self.buf.len() - probe.len();
-                return String::from_utf8_lossy(&self.buf.split_to(used)).into_owned();
-            }
-            let mut chunk = [0u8; 65536];
-            let n = self.s.read(&mut chunk).expect("reply");
-            assert!(n > 0, "connection closed after {args:?}");
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        self.0.cmd(&args)
     }
 }
 

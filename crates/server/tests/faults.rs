@@ -26,6 +26,7 @@ mod common;
 use bytes::BytesMut;
 use common::group::{DEADLINE, Group, call};
 use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
@@ -217,11 +218,7 @@ impl Client {
             }
         }
         let (s, buf) = self.conn.as_mut().expect("connected");
-        let mut req = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            req.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-        }
-        if s.write_all(&req).is_err() {
+        if s.write_all(&common::encode(args)).is_err() {
             self.next_node();
             return Outcome::Unknown;
         }
@@ -401,21 +398,6 @@ const FAULTS: [Fault; 9] = [
     Fault::ClockJump,
 ];
 
-/// The leader the running nodes agree on within `wait`, if any.
-fn leader_within(g: &Group, wait: Duration) -> Option<u64> {
-    let deadline = Instant::now() + wait;
-    loop {
-        if let Some(l) = g.agreed_leader() {
-            return Some(l);
-        }
-        if Instant::now() > deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Injects `fault` and heals it; returns when it was healed.
 /// `effects` gets, for each isolated leader, whether the rest elected another meanwhile.
 fn inject(
     fault: Fault,
@@ -427,7 +409,7 @@ fn inject(
     note: &mut String,
 ) -> Instant {
     let ids: Vec<u64> = g.nodes.iter().map(|n| n.id).collect();
-    let leader = leader_within(g, Duration::from_secs(5)).unwrap_or(ids[0]);
+    let leader = g.leader_within(Duration::from_secs(5)).unwrap_or(ids[0]);
     let follower = *ids.iter().filter(|i| **i != leader).nth(rng.random_range(0..ids.len() - 1)).expect("a follower");
     let hold = Duration::from_millis(rng.random_range(1500..4000));
     *note = format!("leader {leader} (port {}), follower {follower}", g.port(leader));
@@ -472,9 +454,7 @@ fn inject(
         }
         Fault::MajorityMinority => {
             let mut shuffled = ids.clone();
-            for i in (1..shuffled.len()).rev() {
-                shuffled.swap(i, rng.random_range(0..=i));
-            }
+            shuffled.shuffle(rng);
             let (minority, majority) = shuffled.split_at(ids.len() / 2);
             note.push_str(&format!(", cut {minority:?} from {majority:?}"));
             proxy.cut(minority, majority);
@@ -484,9 +464,7 @@ fn inject(
         Fault::Bridge => {
             // One node sees both halves; the halves do not see each other.
             let mut shuffled = ids.clone();
-            for i in (1..shuffled.len()).rev() {
-                shuffled.swap(i, rng.random_range(0..=i));
-            }
+            shuffled.shuffle(rng);
             let half = (ids.len() - 1) / 2;
             let (a, rest) = shuffled.split_at(half);
             let b = &rest[1..];

@@ -4,7 +4,7 @@
 
 use super::{TempDir, free_port};
 use bytes::BytesMut;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -171,12 +171,19 @@ impl Group {
 
     /// Waits until every running node names the same leader, which says it leads; returns it.
     pub fn leader(&self) -> u64 {
-        let deadline = Instant::now() + DEADLINE;
+        self.leader_within(DEADLINE).unwrap_or_else(|| panic!("no agreed leader within {DEADLINE:?}"))
+    }
+
+    /// [`Group::leader`], or None if the nodes agree on none within `wait`.
+    pub fn leader_within(&self, wait: Duration) -> Option<u64> {
+        let deadline = Instant::now() + wait;
         loop {
             if let Some(l) = self.agreed_leader() {
-                return l;
+                return Some(l);
             }
-            assert!(Instant::now() < deadline, "no agreed leader within {DEADLINE:?}");
+            if Instant::now() > deadline {
+                return None;
+            }
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -219,23 +226,7 @@ pub fn call(port: u16, args: &[&str]) -> Option<String> {
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(15))).ok()?;
-    let mut req = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        req.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-    }
-    s.write_all(&req).ok()?;
-    let mut buf = BytesMut::new();
-    loop {
-        let mut probe = buf.clone();
-        if let Ok(Some(_)) = resp::decode_reply(&mut probe) {
-            let used = buf.len() - probe.len();
-            return Some(String::from_utf8_lossy(&buf[..used]).into_owned());
-        }
-        let mut chunk = [0u8; 65536];
-        let n = s.read(&mut chunk).ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
+    s.write_all(&super::encode(args)).ok()?;
+    let reply = super::read_reply(&mut s, &mut BytesMut::new())?;
+    Some(String::from_utf8_lossy(&reply).into_owned())
 }

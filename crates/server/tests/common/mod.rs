@@ -148,6 +148,36 @@ impl Drop for Latch {
     }
 }
 
+/// `args` as one RESP command.
+pub fn encode<A: AsRef<[u8]>>(args: &[A]) -> Vec<u8> {
+    let mut b = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        let a = a.as_ref();
+        b.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        b.extend_from_slice(a);
+        b.extend_from_slice(b"\r\n");
+    }
+    b
+}
+
+/// Reads one complete reply from `s` (bytes read past it stay in `buf` for the next): its exact
+/// bytes, or None when the connection closes, fails or times out first.
+pub fn read_reply(s: &mut TcpStream, buf: &mut BytesMut) -> Option<Vec<u8>> {
+    loop {
+        let mut probe = buf.clone();
+        let before = probe.len();
+        if let Ok(Some(_)) = resp::decode_reply(&mut probe) {
+            let used = before - probe.len();
+            return Some(buf.split_to(used).to_vec());
+        }
+        let mut chunk = [0u8; 65536];
+        match s.read(&mut chunk) {
+            Ok(n) if n > 0 => buf.extend_from_slice(&chunk[..n]),
+            _ => return None,
+        }
+    }
+}
+
 /// A raw connection for byte-exact checks.
 pub struct Raw {
     /// The socket.
@@ -171,17 +201,9 @@ impl Raw {
 
     /// Reads one complete reply and returns its exact bytes.
     pub fn reply_bytes(&mut self) -> Vec<u8> {
-        loop {
-            let mut probe = self.buf.clone();
-            let before = probe.len();
-            if let Ok(Some(_)) = resp::decode_reply(&mut probe) {
-                let used = before - probe.len();
-                return self.buf.split_to(used).to_vec();
-            }
-            let mut chunk = [0u8; 65536];
-            let n = self.s.read(&mut chunk).expect("read");
-            assert!(n > 0, "connection closed; buffered: {:?}", String::from_utf8_lossy(&self.buf));
-            self.buf.extend_from_slice(&chunk[..n]);
+        match read_reply(&mut self.s, &mut self.buf) {
+            Some(reply) => reply,
+            None => panic!("connection closed or failed; buffered: {:?}", String::from_utf8_lossy(&self.buf)),
         }
     }
 
@@ -193,13 +215,7 @@ impl Raw {
 
     /// Sends `args` as one RESP command and returns the reply's exact bytes.
     pub fn cmd_bytes(&mut self, args: &[&[u8]]) -> Vec<u8> {
-        let mut b = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            b.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            b.extend_from_slice(a);
-            b.extend_from_slice(b"\r\n");
-        }
-        self.send(&b);
+        self.send(&encode(args));
         self.reply_bytes()
     }
 
