@@ -360,6 +360,55 @@ impl Server {
         self.mark_blocked(client, args);
     }
 
+    /// Queues a waiter that blocked before (a consensus node loading a snapshot puts back the lock
+    /// waiters the snapshot holds, in their order) without running its command: `args` is the
+    /// blocking command (`LOCK key owner ttl WAIT timeout`), `deadline` its deadline on the
+    /// server's clock; `locked` holds the key's shard. Counted in `blocked_clients` until
+    /// [`Server::forget_waiter`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn restore_waiter(
+        &self,
+        locked: &mut crate::keyspace::Locked<'_>,
+        info: Arc<crate::clients::ClientInfo>,
+        db: usize,
+        proto: resp::Protocol,
+        args: Vec<Bytes>,
+        deadline: Option<u64>,
+        wake: Arc<dyn Fn() + Send + Sync>,
+    ) -> Result<Arc<crate::ctx::Waiter>, Frame> {
+        let cmd = self.table.resolve(&args)?;
+        let key = args.get(1).cloned().ok_or_else(crate::error::syntax)?;
+        let req = crate::waiters::BlockRequest {
+            keys: vec![key.clone()],
+            deadline,
+            timeout_reply: Frame::Null,
+            serve_args: None,
+        };
+        let w = Arc::new(crate::waiters::Waiter::new(info, db, proto, cmd, args, req, wake));
+        locked.shard_for(&key).dbs[db].block(&key, w.clone());
+        self.blocked_clients.fetch_add(1, Ordering::Relaxed);
+        Ok(w)
+    }
+
+    /// Takes the waiter `client`'s last command queued, leaving the client itself unblocked:
+    /// whoever takes it answers for it (a consensus node's state machine, whose one apply client
+    /// queues waiters for the clients of the proposing node). It stays counted in
+    /// `blocked_clients` until [`Server::forget_waiter`].
+    pub fn hand_on_waiter(&self, client: &mut Client) -> Option<Arc<crate::ctx::Waiter>> {
+        let w = client.blocked.take()?;
+        client.info.set_blocked_on(None);
+        client.info.set_flag('b', false);
+        client.info.argv_mem.store(0, Ordering::Relaxed);
+        Some(w)
+    }
+
+    /// Stops counting a waiter queued by [`Server::restore_waiter`] or by a command of a client
+    /// that handed its waiter on (`blocked_clients`); the waiter itself leaves its queue once it no
+    /// longer waits.
+    pub fn forget_waiter(&self) {
+        self.blocked_clients.fetch_sub(1, Ordering::Relaxed);
+    }
+
     /// Shows `client` blocked in CLIENT LIST and INFO: the `b` flag, its command's arguments as
     /// `argv-mem` (Redis keeps them while the client waits), `blocked_clients`; also a client the
     /// connection keeps waiting on its own (SHUTDOWN's wait for replicas, Redis's `BLOCKED_SHUTDOWN`).

@@ -499,14 +499,24 @@ impl Table {
         if self.expiry_held(now) {
             return false;
         }
-        let Some(b) = self.blocked.as_deref() else { return false };
-        let due: Vec<Key> = b.keys().filter(|k| self.is_stale(k, now)).cloned().collect();
+        let due = self.blocked_due(now);
         for k in &due {
-            if let Some(idx) = self.map.get_index_of(k) {
-                self.reclaim(idx, k);
-            }
+            self.reclaim_key(k);
         }
         !due.is_empty()
+    }
+
+    /// The keys with blocked clients whose deadline passed at `now`, in no order.
+    pub fn blocked_due(&self, now: u64) -> Vec<Key> {
+        let Some(b) = self.blocked.as_deref() else { return Vec::new() };
+        b.keys().filter(|k| self.is_stale(k, now)).cloned().collect()
+    }
+
+    /// Removes `key` as expired (its blocked clients are then served), if it is there.
+    pub fn reclaim_key(&mut self, key: &[u8]) {
+        if let Some(idx) = self.map.get_index_of(key) {
+            self.reclaim(idx, key);
+        }
     }
 
     /// Deletes a key the server chose to evict (it propagates as `DEL`).

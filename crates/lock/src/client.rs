@@ -78,6 +78,10 @@ const GROUP_RETRY: Duration = Duration::from_secs(10);
 /// At most this many `MOVED` replies are followed for one request.
 const MAX_REDIRECTS: usize = 5;
 
+/// A `LOCK ... WAIT` to a consensus group is sent again at most this many times after its member
+/// was lost (each time to the next member, which redirects to the leader).
+const MAX_LOST_WAITS: u32 = 20;
+
 /// At most this many idle dedicated connections are kept for `LOCK ... WAIT`.
 const IDLE_WAIT_CONNS: usize = 8;
 
@@ -214,6 +218,9 @@ impl LockClient {
             *self.inner.client.lock().unwrap_or_else(|e| e.into_inner()) = next.clone();
         }
         *self.inner.conn.lock().await = None;
+        if let Ok(mut idle) = self.inner.waiters.lock() {
+            idle.clear();
+        }
     }
 
     /// A `MOVED <slot> <host:port>` reply (a Latch consensus group's follower naming its leader):
@@ -371,29 +378,57 @@ impl LockClient {
     /// attempt (`WAIT 0` would wait forever). If this future is dropped while waiting, its
     /// connection is closed, which takes the request out of the queue (a grant that raced with the
     /// drop stays until its TTL runs out).
+    ///
+    /// With a consensus group the queue is the group's (replicated, see docs/consensus.md): a
+    /// request that reaches a follower follows its `MOVED`, and one whose member is lost (a leader
+    /// killed) is sent again to the group with the time left, which takes the same place in the
+    /// queue again.
     pub async fn native_lock_wait(&self, key: &str, owner: &str, ttl: Duration, wait: Duration) -> Result<Option<u64>> {
-        let wait_ms = wait.as_millis().min(u64::MAX as u128) as u64;
-        if wait_ms == 0 {
+        if wait.as_millis() == 0 {
             return self.native_lock(key, owner, ttl).await;
         }
-        if !self.inner.group.is_empty() {
-            // A consensus group has no replicated waiter queue yet (it refuses `LOCK ... WAIT`):
-            // try again with backoff until `wait` is over.
-            let deadline = tokio::time::Instant::now() + wait;
-            let backoff = crate::backoff::Backoff::default();
-            let mut attempt = 0u32;
-            loop {
-                if let Some(token) = self.native_lock(key, owner, ttl).await? {
-                    return Ok(Some(token));
-                }
-                let now = tokio::time::Instant::now();
-                if now >= deadline {
-                    return Ok(None);
-                }
-                tokio::time::sleep(backoff.delay(attempt).min(deadline - now)).await;
-                attempt = attempt.saturating_add(1);
+        let deadline = tokio::time::Instant::now() + wait;
+        let (mut hops, mut lost) = (0, 0u32);
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.as_millis() == 0 {
+                // One last look without waiting: granted meanwhile, or not.
+                return self.native_lock(key, owner, ttl).await;
             }
+            let e = match self.wait_once(key, owner, ttl, left).await {
+                Err(Error::Redis(e)) if !self.inner.group.is_empty() => e,
+                Err(Error::Unresponsive) if !self.inner.group.is_empty() && lost < MAX_LOST_WAITS => {
+                    lost += 1;
+                    self.next_member().await;
+                    continue;
+                }
+                r => return r,
+            };
+            if let Some((addr, _)) = e.redirect_node()
+                && e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::Moved)
+                && hops < MAX_REDIRECTS * 4
+            {
+                hops += 1;
+                self.follow(addr).await?;
+                continue;
+            }
+            let member_lost = e.is_io_error()
+                || e.is_connection_dropped()
+                || e.is_connection_refusal()
+                || e.is_timeout()
+                || e.code() == Some("CLUSTERDOWN");
+            if member_lost && lost < MAX_LOST_WAITS {
+                lost += 1;
+                self.next_member().await;
+                continue;
+            }
+            return Err(Error::Redis(e));
         }
+    }
+
+    /// One `LOCK ... WAIT` request on a dedicated connection to the server in use.
+    async fn wait_once(&self, key: &str, owner: &str, ttl: Duration, wait: Duration) -> Result<Option<u64>> {
+        let wait_ms = wait.as_millis().clamp(1, u64::MAX as u128) as u64;
         let ms = ttl.as_millis().max(1) as u64;
         let mut c = self.wait_conn().await?;
         let mut cmd = redis::cmd("LOCK");

@@ -9,11 +9,13 @@
 //! - `net`: the framed TCP transport on the raft port.
 //! - `route`: which commands are proposed, read after a linearizable check, run locally or
 //!   refused; Redis Cluster key slots for `-MOVED`.
+//! - `waits`: lock waiters (`LOCK ... WAIT`) as replicated state, and the handle their clients
+//!   wait on.
 //! - `node`: the running node ([`Consensus`]) the connection layer talks to, `CLUSTER` and
 //!   `INFO consensus`.
 //!
 //! Every openraft type stays inside this crate: the server crate sees [`Consensus`],
-//! [`Decision`], [`Options`] and [`RaftClock`] only.
+//! [`Decision`], [`Options`], [`RaftClock`] and [`LockWait`] only.
 
 mod machine;
 mod net;
@@ -22,8 +24,10 @@ mod options;
 mod route;
 mod store;
 mod types;
+mod waits;
 
 pub use machine::RaftClock;
 pub use node::{CLUSTERDOWN, Consensus, Decision};
 pub use options::Options;
 pub use route::key_slot;
+pub use waits::LockWait;

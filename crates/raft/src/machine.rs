@@ -10,6 +10,7 @@
 
 use crate::store::write_file;
 use crate::types::{Entry, LogId, NodeId, Op, Reply, StorageError, TypeConfig, Work, io_error};
+use crate::waits::{LockWait, SavedWait, Waits, is_lock_wait};
 use bytes::Bytes;
 use engine::client::Client;
 use engine::clock::Clock;
@@ -68,8 +69,11 @@ impl Clock for RaftClock {
 
 /// A snapshot's bytes: this tag, the raft time at the snapshot, the index of the last entry that
 /// carried commands (u64s, little endian), the EVAL script cache (a u32 count, then each body as a
-/// u32 length and its bytes), the RDB file (which carries the function libraries).
-const SNAP_TAG: &[u8] = b"LATCHSNAP2";
+/// u32 length and its bytes), the lock waiters in their order (a u32 length, then postcard, see
+/// `waits`), the RDB file (which carries the function libraries).
+const SNAP_TAG: &[u8] = b"LATCHSNAP3";
+/// The second format: as the third without the lock waiters.
+const SNAP_TAG_V2: &[u8] = b"LATCHSNAP2";
 /// The first format: the tag, the raft time, the RDB file.
 const SNAP_TAG_V1: &[u8] = b"LATCHSNAP1";
 
@@ -79,6 +83,7 @@ struct SnapshotHead {
     time_ms: u64,
     last_write: u64,
     scripts: Vec<bytes::Bytes>,
+    waits: Vec<SavedWait>,
 }
 
 /// The seed of the `i`-th command of the entry at `index`: every node draws that command's random
@@ -108,6 +113,8 @@ pub struct StateMachine {
     dir: PathBuf,
     /// Snapshots built by this process (for unique snapshot ids).
     built: u64,
+    /// The lock waiters (shared with the node, whose clients wait on them).
+    waits: Arc<Waits>,
 }
 
 impl StateMachine {
@@ -126,12 +133,18 @@ impl StateMachine {
             membership: StoredMembership::default(),
             dir: dir.to_path_buf(),
             built: 0,
+            waits: Arc::default(),
         };
         if let Some((meta, data)) = read_snapshot_file(dir).map_err(|e| format!("reading the raft snapshot: {e}"))? {
             sm.load(&meta, &data)?;
             tracing::info!("raft: state machine loaded from the snapshot at {:?}", meta.last_log_id);
         }
         Ok(sm)
+    }
+
+    /// The lock waiters this state machine queues (the node's clients wait on them).
+    pub fn waits(&self) -> Arc<Waits> {
+        self.waits.clone()
     }
 
     /// Replaces the engine's data with a snapshot's.
@@ -154,6 +167,8 @@ impl StateMachine {
             // The file's counter is the group's: the load raises the counter to it.
             srv.fence.store(0, Ordering::SeqCst);
             srv.rdb_load_locked(&mut locked, rdb, false)?;
+            let info = self.client.lock().info.clone();
+            self.waits.load(srv, &mut locked, &info, head.waits)?;
         }
         srv.scripting.flush_scripts();
         for body in &head.scripts {
@@ -188,6 +203,9 @@ impl StateMachine {
             data.extend_from_slice(&(body.len() as u32).to_le_bytes());
             data.extend_from_slice(body);
         }
+        let waits = postcard::to_allocvec(&self.waits.saved()).expect("waiters serialize");
+        data.extend_from_slice(&(waits.len() as u32).to_le_bytes());
+        data.extend_from_slice(&waits);
         data
     }
 
@@ -195,7 +213,19 @@ impl StateMachine {
     fn run(&mut self, index: u64, time_ms: u64, op: Op) -> Reply {
         // Raft time only moves forward, whatever a leader's clock said.
         let now = self.clock.applied_ms().max(time_ms);
-        self.clock.set(now);
+        if self.waits.is_empty() {
+            self.clock.set(now);
+        } else {
+            // With lock waiters queued, the clock moves while every shard is held, and the waiters
+            // whose deadline passed leave before the locks that expired at this time are handed
+            // on: no other thread (a read's lazy expiry) sees this time before that is done.
+            let mut locked = self.srv.ks.lock_all();
+            self.clock.set(now);
+            self.waits.time_out(now);
+            self.srv.expire_for_waiters_in_order(&mut locked, now);
+            drop(locked);
+            self.waits.prune(&self.srv);
+        }
         let work: Vec<Work> = match op {
             Op::Tick => return Reply::default(),
             Op::Commands(cmds) => cmds.into_iter().map(Work::Command).collect(),
@@ -203,16 +233,25 @@ impl StateMachine {
         };
         let written_before = std::mem::replace(&mut self.last_write, index);
         let mut client = self.client.lock();
+        let mut waits = Vec::new();
         let replies = work
             .into_iter()
             .enumerate()
             .map(|(i, w)| {
                 client.random = Some(Seeded::new(command_seed(index, i)));
                 match w {
+                    Work::Command(c) if is_lock_wait(&c.args) => match self.lock_wait(&mut client, c) {
+                        Ok(reply) => reply,
+                        Err(wait) => {
+                            waits.push((i, wait));
+                            None
+                        }
+                    },
                     Work::Command(c) => {
                         set_client(&mut client, c.db, c.resp3);
                         self.srv.execute(&mut client, &c.args)
                     }
+                    Work::CancelWait(c) => Some(Frame::Integer(self.waits.cancel(c.db, &c.key, &c.owner) as i64)),
                     Work::Transaction(t) => {
                         // Earlier work of the same entry counts as a write after the check.
                         let written = if i == 0 { written_before } else { index };
@@ -231,7 +270,28 @@ impl StateMachine {
                 }
             })
             .collect();
-        Reply(replies)
+        Reply(replies, waits)
+    }
+
+    /// Runs a `LOCK ... WAIT`: the reply when it is granted (or refused) at once, else the wait
+    /// it queued. A waiter of the same owner already queued on the key is that wait: the request
+    /// is a retry (after a lost connection), and keeps its place.
+    fn lock_wait(&self, client: &mut Client, c: crate::types::Command) -> Result<Option<Frame>, Arc<LockWait>> {
+        if let Some(w) = self.waits.waiting(c.db, &c.args[1], &c.args[2]) {
+            return Err(w);
+        }
+        set_client(client, c.db, c.resp3);
+        let notify = Arc::new(tokio::sync::Notify::new());
+        let ring = notify.clone();
+        client.block_waker = Some(Arc::new(move || ring.notify_waiters()));
+        client.deny_blocking = false;
+        let reply = self.srv.execute(client, &c.args);
+        client.deny_blocking = true;
+        client.block_waker = None;
+        match self.srv.hand_on_waiter(client) {
+            None => Ok(reply),
+            Some(w) => Err(self.waits.add(c.db, c.resp3, c.args, w, notify)),
+        }
     }
 
     /// Whether a key of `keys` (database, key) is gone or past its TTL at raft time `now`: the
@@ -265,7 +325,10 @@ fn split_snapshot(data: &[u8]) -> Option<(SnapshotHead, &[u8])> {
     if let Some(rest) = data.strip_prefix(SNAP_TAG_V1) {
         return Some((SnapshotHead { time_ms: u64_at(rest)?, ..Default::default() }, &rest[8..]));
     }
-    let rest = data.strip_prefix(SNAP_TAG)?;
+    let (rest, with_waits) = match data.strip_prefix(SNAP_TAG) {
+        Some(rest) => (rest, true),
+        None => (data.strip_prefix(SNAP_TAG_V2)?, false),
+    };
     let (time_ms, last_write) = (u64_at(rest)?, u64_at(rest.get(8..)?)?);
     let n = u32_at(rest.get(16..)?)?;
     let mut at = 20;
@@ -275,7 +338,13 @@ fn split_snapshot(data: &[u8]) -> Option<(SnapshotHead, &[u8])> {
         scripts.push(bytes::Bytes::copy_from_slice(rest.get(at + 4..at + 4 + len)?));
         at += 4 + len;
     }
-    Some((SnapshotHead { time_ms, last_write, scripts }, &rest[at..]))
+    let mut waits = Vec::new();
+    if with_waits {
+        let len = u32_at(rest.get(at..)?)?;
+        waits = postcard::from_bytes(rest.get(at + 4..at + 4 + len)?).ok()?;
+        at += 4 + len;
+    }
+    Some((SnapshotHead { time_ms, last_write, scripts, waits }, &rest[at..]))
 }
 
 fn read_snapshot_file(dir: &Path) -> io::Result<Option<(Meta, Vec<u8>)>> {
@@ -349,6 +418,17 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     {
         let mut replies = Vec::new();
         for entry in entries {
+            // Entries apply one after the other, none skipped: a hole in the log (openraft checks
+            // only the first and the last index of what it reads for apply) would leave this
+            // node's data silently behind the others', and a leader answering from it would
+            // acknowledge writes the group loses. A node refusing to apply stops instead.
+            if let Some(prev) = self.last_applied
+                && entry.log_id.index != prev.index + 1
+            {
+                let e = io::Error::other(format!("apply of {} after {prev}: entries skipped", entry.log_id));
+                tracing::error!("raft: {e}");
+                return Err(io_error(ErrorSubject::Apply(entry.log_id), ErrorVerb::Write, e));
+            }
             self.last_applied = Some(entry.log_id);
             let reply = match entry.payload {
                 EntryPayload::Blank => Reply::default(),
@@ -548,6 +628,84 @@ mod tests {
         assert_eq!(restarted.last_applied, Some(log[7].log_id));
     }
 
+    /// `LOCK ... WAIT` queues in replicated state: every node grants the lock to its waiters in
+    /// the same order, at the same entry, with the same tokens (UNLOCK, expiry on raft time), drops
+    /// a waiter at its deadline before anything is handed on at that time, and a snapshot taken
+    /// with waiters queued carries them to a node that then goes on alike.
+    #[test]
+    fn lock_waiters_are_replicated_state() {
+        let log = vec![
+            entry(1, 1_000, "LOCK l a 1000"),
+            entry(2, 1_001, "LOCK l b 5000 WAIT 10000"),
+            entry(3, 1_002, "LOCK l c 5000 WAIT 100"),
+            entry(4, 1_003, "LOCK l d 5000 WAIT 0"),
+            // A retry of b's request takes b's place, not a new one.
+            entry(5, 1_004, "LOCK l b 5000 WAIT 10000"),
+            entry(6, 1_005, "LOCKINFO l"),
+            entry(7, 1_050, "UNLOCK l a"),
+            // c's deadline (1_102) passes before b's lock expires: c is dropped, never granted.
+            entry(8, 1_200, ""),
+            entry(9, 1_201, "LOCKINFO l"),
+            // b's TTL ends at 6_050: the tick at that time hands the lock to d.
+            entry(10, 6_050, ""),
+            entry(11, 6_051, "LOCKINFO l"),
+        ];
+        let run = |sm: &mut StateMachine, entries: &[Entry]| -> (Vec<Option<resp::Frame>>, Vec<Arc<LockWait>>) {
+            let replies = block_on(sm.apply(entries.to_vec())).unwrap();
+            let frames = replies.iter().map(|r| r.0.first().cloned().flatten()).collect();
+            let waits = replies.into_iter().flat_map(|r| r.1.into_iter().map(|(_, w)| w)).collect();
+            (frames, waits)
+        };
+        let (mut a, sa, _dir_a) = machine("waits-a", 0);
+        let (mut b, sb, _dir_b) = machine("waits-b", 9_000_000);
+        let (ra, wa) = run(&mut a, &log);
+        let (rb, _) = run(&mut b, &log);
+        assert_eq!(ra, rb);
+        assert_eq!(digest(&sa), digest(&sb));
+        let Some(resp::Frame::Integer(t1)) = ra[0] else { panic!("{ra:?}") };
+        assert_eq!(&ra[1..5], &[None, None, None, None], "queued, no reply yet");
+        let owners: Vec<&[u8]> = wa.iter().map(|w| &w.owner[..]).collect();
+        assert_eq!(owners, vec![&b"b"[..], b"c", b"d", b"b"]);
+        assert!(Arc::ptr_eq(&wa[0], &wa[3]), "the retry waits on the first request's place");
+        let info = |f: &Option<resp::Frame>| format!("{f:?}");
+        assert!(info(&ra[5]).contains("Integer(3)"), "three waiters: {}", info(&ra[5]));
+        let Some(resp::Frame::Integer(t2)) = wa[0].outcome() else { panic!("b not granted: {:?}", wa[0].outcome()) };
+        assert_eq!(wa[1].outcome(), Some(resp::Frame::Null), "c timed out");
+        let Some(resp::Frame::Integer(t3)) = wa[2].outcome() else { panic!("d not granted: {:?}", wa[2].outcome()) };
+        assert!(t1 < t2 && t2 < t3, "{t1} {t2} {t3}");
+        assert!(info(&ra[10]).contains("\"d\""), "{}", info(&ra[10]));
+
+        // A snapshot with b, c and d queued, installed on a new node: it goes on as the others.
+        let (mut c, sc, _dir_c) = machine("waits-c", 0);
+        let (mut d, _sd, _dir_d) = machine("waits-d", 0);
+        let _ = run(&mut c, &log[..5]);
+        let mut builder = block_on(c.get_snapshot_builder());
+        let snap = block_on(builder.build_snapshot()).unwrap();
+        block_on(d.install_snapshot(&snap.meta, snap.snapshot)).unwrap();
+        assert_eq!(d.waits.len(), 3);
+        let (rc, _) = run(&mut c, &log[5..]);
+        let (rd, _) = run(&mut d, &log[5..]);
+        assert_eq!(rc, rd);
+        assert_eq!(rc, ra[5..].to_vec());
+        assert_eq!(digest(&sc), digest(&sa));
+        assert_eq!(d.waits.len(), 0);
+    }
+
+    /// An entry that does not follow the last applied one (a hole in the log) is refused, and
+    /// nothing of it or after it is applied: the node stops rather than diverge.
+    #[test]
+    fn entries_after_a_hole_are_refused() {
+        let (mut a, sa, _dir) = machine("hole", 0);
+        block_on(a.apply(vec![entry(1, 1_000, "INCR c"), entry(2, 1_001, "INCR c")])).unwrap();
+        let before = digest(&sa);
+        let r = block_on(a.apply(vec![entry(4, 1_003, "INCR c"), entry(5, 1_004, "INCR c")]));
+        assert!(r.is_err(), "applied across a hole");
+        assert_eq!(digest(&sa), before);
+        assert_eq!(a.last_applied.map(|l| l.index), Some(2));
+        // The entry that follows is applied.
+        assert_eq!(apply_all(&mut a, vec![entry(3, 1_002, "INCR c")]), vec![Some(resp::Frame::Integer(3))]);
+    }
+
     /// SPOP, random picks inside scripts and Lua's math.random come out alike on every node,
     /// including one that loaded the set from a snapshot (an intset's members come back sorted
     /// there, in the order they were added on the others).
@@ -639,7 +797,10 @@ mod tests {
         v1.extend_from_slice(&head.time_ms.to_le_bytes());
         v1.extend_from_slice(&rdb);
         let (mut d, sd, _dir_d) = machine("scripts-d", 0);
-        d.load(&snap.meta, &v1).unwrap();
+        // What `a` holds now: entries up to 4 applied.
+        let mut meta = snap.meta.clone();
+        meta.last_log_id = Some(log[1].log_id);
+        d.load(&meta, &v1).unwrap();
         assert_eq!(apply_all(&mut d, vec![entry(5, 1_004, "GET k")]), vec![Some(resp::Frame::bulk("11"))]);
         assert!(sd.scripting.scripts.lock().is_empty());
     }

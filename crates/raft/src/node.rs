@@ -7,7 +7,8 @@ use crate::net::{AddressBook, Directory, Network};
 use crate::options::Options;
 use crate::route::{self, Class};
 use crate::store::LogStore;
-use crate::types::{Command, NodeId, Op, Raft, Request, Transaction, WatchGuard, Work};
+use crate::types::{CancelWait, Command, NodeId, Op, Raft, Request, Transaction, WatchGuard, Work};
+use crate::waits::{LockWait, Waits};
 use bytes::Bytes;
 use engine::client::Client;
 use engine::keyspace::{WatchState, WatchedKey};
@@ -67,8 +68,11 @@ struct Queued {
     work: Work,
     slot: u16,
     watch: Option<PendingWatch>,
-    tx: tokio::sync::oneshot::Sender<Frame>,
+    tx: tokio::sync::oneshot::Sender<Answer>,
 }
+
+/// What a proposer hands back: the apply's reply, or the wait a `LOCK ... WAIT` queued.
+type Answer = Result<Frame, Arc<LockWait>>;
 
 /// A transaction's WATCH as the leader's engine keeps it: the state every applied change to a
 /// watched key marks dirty, and the registrations (held until the check, which keeps them live).
@@ -100,6 +104,8 @@ pub struct Consensus {
     /// Writes waiting for the next entry, and whether a proposer is at work (see
     /// [`Consensus::write`]).
     queue: Mutex<(Vec<Queued>, bool)>,
+    /// The lock waiters the state machine queues.
+    waits: Arc<Waits>,
     /// The runtime openraft, the transport and the ticker run on (off the client runtime, so an
     /// fsync or a long apply delays neither clients nor heartbeats).
     rt: Option<tokio::runtime::Runtime>,
@@ -136,6 +142,7 @@ impl Consensus {
         let committed = Arc::new(AtomicU64::new(0));
         let log = LogStore::open(&opts.dir, committed.clone()).map_err(|e| format!("cannot open the raft log: {e}"))?;
         let sm = StateMachine::open(srv.clone(), clock.clone(), &opts.dir)?;
+        let waits = sm.waits();
         let book: AddressBook = Arc::new(Mutex::new(BTreeMap::from([(opts.id, client_addr)])));
         let dir = Directory { id: opts.id, book: book.clone() };
         let config = openraft::Config {
@@ -194,6 +201,7 @@ impl Consensus {
             committed,
             lead: Mutex::new(None),
             queue: Mutex::new((Vec::new(), false)),
+            waits,
             rt: None,
         });
         rt.spawn(ticker(Arc::downgrade(&node)));
@@ -356,7 +364,8 @@ impl Consensus {
         }
         let t =
             Transaction { db: client.db as u32, resp3: client.proto == resp::Protocol::Resp3, commands, watch: None };
-        Some(self.submit(Work::Transaction(t), slot, watch).await)
+        // A transaction's commands never wait.
+        Some(self.submit(Work::Transaction(t), slot, watch).await.unwrap_or(Frame::Null))
     }
 
     /// The raft time a proposal made now carries. The leader's time base is taken the first time
@@ -397,23 +406,24 @@ impl Consensus {
     }
 
     /// Proposes `args` (a write of a client with database `db` selected, speaking `proto`) and
-    /// returns the reply the leader's apply produced, once the group committed and applied it.
+    /// returns the reply the leader's apply produced, once the group committed and applied it; for
+    /// a `LOCK ... WAIT` that queued, Err is the wait (see [`LockWait`]).
     ///
     /// Writes are batched: one proposal is in flight at a time, and the writes that arrive
     /// meanwhile go together in the next entry (at most [`MAX_BATCH`]), so concurrent clients
     /// share one log append, one fsync and one round trip to the followers.
-    pub async fn write(self: &Arc<Self>, db: usize, proto: resp::Protocol, args: &[Bytes]) -> Frame {
+    pub async fn write(self: &Arc<Self>, db: usize, proto: resp::Protocol, args: &[Bytes]) -> Answer {
         let slot = self.srv.table.resolve(args).map_or(0, |c| route::first_key_slot(c, args));
         let args = match with_script_body(&self.srv, args) {
             Ok(args) => args,
-            Err(reply) => return reply,
+            Err(reply) => return Ok(reply),
         };
         let cmd = Command { db: db as u32, resp3: proto == resp::Protocol::Resp3, args };
         self.submit(Work::Command(cmd), slot, None).await
     }
 
     /// Queues `work` for the next entry and waits for its reply (see [`Consensus::write`]).
-    async fn submit(self: &Arc<Self>, work: Work, slot: u16, watch: Option<PendingWatch>) -> Frame {
+    async fn submit(self: &Arc<Self>, work: Work, slot: u16, watch: Option<PendingWatch>) -> Answer {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let start = {
             let mut q = self.queue.lock();
@@ -424,7 +434,21 @@ impl Consensus {
             // The proposer outlives this client (it may disconnect meanwhile).
             tokio::spawn(self.clone().propose());
         }
-        rx.await.unwrap_or_else(|_| Frame::error(CLUSTERDOWN))
+        rx.await.unwrap_or_else(|_| Ok(Frame::error(CLUSTERDOWN)))
+    }
+
+    /// Takes `wait` out of the lock's queue, if this node leads and it still waits there (its
+    /// client went away). Elsewhere nothing is done: the wait ends at its deadline, or with a
+    /// grant that its TTL ends.
+    pub fn cancel_wait(self: &Arc<Self>, wait: &LockWait) {
+        if self.leader() != Some(self.opts.id) || wait.outcome().is_some() {
+            return;
+        }
+        let work = Work::CancelWait(CancelWait { db: wait.db, key: wait.key.clone(), owner: wait.owner.clone() });
+        let node = self.clone();
+        tokio::spawn(async move {
+            let _ = node.submit(work, 0, None).await;
+        });
     }
 
     /// Proposes what is queued, one entry at a time, until nothing is.
@@ -450,14 +474,14 @@ impl Consensus {
                         }
                     }
                     Err(reply) => {
-                        let _ = batch.remove(0).tx.send(reply);
+                        let _ = batch.remove(0).tx.send(Ok(reply));
                         if batch.is_empty() {
                             continue;
                         }
                     }
                 }
             }
-            let (work, waiting): (Vec<Work>, Vec<(u16, tokio::sync::oneshot::Sender<Frame>)>) =
+            let (work, waiting): (Vec<Work>, Vec<(u16, tokio::sync::oneshot::Sender<Answer>)>) =
                 batch.into_iter().map(|q| (q.work, (q.slot, q.tx))).unzip();
             // Entries of plain commands keep the first format (`Op::Commands`).
             let op = if work.iter().all(|w| matches!(w, Work::Command(_))) {
@@ -470,27 +494,34 @@ impl Consensus {
             let req = Request { time_ms: self.proposal_time(), op };
             match tokio::time::timeout(CLIENT_TIMEOUT, self.raft.client_write(req)).await {
                 Ok(Ok(r)) => {
-                    let mut replies = r.data.0.into_iter();
-                    for (_, tx) in waiting {
-                        let _ = tx.send(replies.next().flatten().unwrap_or(Frame::Null));
+                    let crate::types::Reply(replies, waits) = r.data;
+                    let mut waits = waits.into_iter().peekable();
+                    for (i, ((_, tx), reply)) in
+                        waiting.into_iter().zip(replies.into_iter().chain(std::iter::repeat(None))).enumerate()
+                    {
+                        let answer = match waits.next_if(|(at, _)| *at == i) {
+                            Some((_, wait)) => Err(wait),
+                            None => Ok(reply.unwrap_or(Frame::Null)),
+                        };
+                        let _ = tx.send(answer);
                     }
                 }
                 Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => {
                     for (slot, tx) in waiting {
-                        let _ = tx.send(self.failed(slot, Some(f.leader_id), &"not the leader"));
+                        let _ = tx.send(Ok(self.failed(slot, Some(f.leader_id), &"not the leader")));
                     }
                 }
                 Ok(Err(e)) => {
                     for (slot, tx) in waiting {
-                        let _ = tx.send(self.failed(slot, None, &e));
+                        let _ = tx.send(Ok(self.failed(slot, None, &e)));
                     }
                 }
                 Err(_) => {
                     for (_, tx) in waiting {
-                        let _ = tx.send(Frame::error(format!(
+                        let _ = tx.send(Ok(Frame::error(format!(
                             "ERR consensus: the write was not committed within {} ms; it may still be applied",
                             CLIENT_TIMEOUT.as_millis()
-                        )));
+                        ))));
                     }
                 }
             }
@@ -772,6 +803,7 @@ impl Consensus {
         s.push_str(&format!("consensus_snapshot_index:{}\r\n", opt(snapshot)));
         s.push_str(&format!("consensus_purged_index:{}\r\n", opt(purged)));
         s.push_str(&format!("consensus_raft_time_ms:{}\r\n", self.clock.applied_ms()));
+        s.push_str(&format!("consensus_lock_waiters:{}\r\n", self.waits.len()));
         let matches = self.match_indexes();
         for (i, (id, raft_addr, addr)) in self.members().iter().enumerate() {
             s.push_str(&format!(
@@ -871,7 +903,7 @@ fn with_script_body(srv: &Server, args: &[Bytes]) -> Result<Vec<Bytes>, Frame> {
 /// The refusal of a command consensus mode does not run.
 fn unsupported(name: &str) -> Frame {
     let what = match name {
-        "lock" => "LOCK with WAIT".to_string(),
+        "fenced" => "FENCED of a blocking command".to_string(),
         "xread" | "xreadgroup" => format!("{} with BLOCK", name.to_uppercase()),
         name => name.replace('|', " ").to_uppercase(),
     };

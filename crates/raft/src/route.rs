@@ -69,11 +69,13 @@ pub fn classify_queued(table: &CommandTable, cmd: &Command, args: &[Bytes]) -> C
 
 fn classify_with(table: &CommandTable, cmd: &Command, args: &[Bytes], queued: bool) -> Class {
     let name = cmd.name;
-    // FENCED runs the command it wraps in the same entry: what is refused alone is refused inside.
+    // FENCED runs the command it wraps in the same entry: what is refused alone is refused inside,
+    // and so is a LOCK ... WAIT (a wait is a client's, not a command's inside another).
     if name == "fenced"
         && let Some(inner_args) = args.get(3..).filter(|a| !a.is_empty())
         && let Ok(inner) = table.resolve(inner_args)
-        && classify_with(table, inner, inner_args, queued) == Class::Unsupported
+        && (classify_with(table, inner, inner_args, queued) == Class::Unsupported
+            || crate::waits::is_lock_wait(inner_args))
     {
         return Class::Unsupported;
     }
@@ -114,9 +116,10 @@ fn classify_with(table: &CommandTable, cmd: &Command, args: &[Bytes], queued: bo
         return Class::Info;
     }
     if cmd.flags.has(Flags::BLOCKING) && !queued {
-        // LOCK without WAIT and XREAD/XREADGROUP without BLOCK never block.
+        // LOCK without WAIT and XREAD/XREADGROUP without BLOCK never block; LOCK ... WAIT queues
+        // in the replicated waiter queue (see `waits`).
         let blocks = match name {
-            "lock" => args.len() > 4,
+            "lock" => false,
             "xread" | "xreadgroup" => args.iter().any(|a| a.eq_ignore_ascii_case(b"block")),
             _ => true,
         };
@@ -188,7 +191,8 @@ mod tests {
         };
         assert_eq!(class("set k v"), Class::Write);
         assert_eq!(class("lock k o 1000"), Class::Write);
-        assert_eq!(class("lock k o 1000 wait 10"), Class::Unsupported);
+        assert_eq!(class("lock k o 1000 wait 10"), Class::Write);
+        assert_eq!(class("fenced f 1 lock k o 1000 wait 10"), Class::Unsupported);
         assert_eq!(class("get k"), Class::Read);
         assert_eq!(class("lockinfo k"), Class::Read);
         assert_eq!(class("ping"), Class::Local);

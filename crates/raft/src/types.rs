@@ -62,6 +62,19 @@ pub enum Work {
     Command(Command),
     /// A MULTI ... EXEC transaction.
     Transaction(Transaction),
+    /// A lock waiter whose client went away leaves the queue (if still in it).
+    CancelWait(CancelWait),
+}
+
+/// Which waiter [`Work::CancelWait`] removes: `owner`'s on `key` in database `db`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CancelWait {
+    /// The database.
+    pub db: u32,
+    /// The lock's key.
+    pub key: Bytes,
+    /// The waiting owner.
+    pub owner: Bytes,
 }
 
 /// A client's transaction, queued on the node it is connected to and proposed at EXEC: every node
@@ -96,8 +109,11 @@ pub struct WatchGuard {
 /// for ticks, membership and blank entries). Replies are handed from the state machine to the
 /// `client_write` caller on the same node and never cross the network, so they serialize as
 /// nothing and deserialize as an empty `Reply` (openraft's `serde` feature asks for the traits).
+///
+/// The second part names the commands that queued as lock waiters (`LOCK ... WAIT`), by their
+/// place in the first, with the handle their proposer waits on (see `waits`).
 #[derive(Clone, Debug, Default)]
-pub struct Reply(pub Vec<Option<Frame>>);
+pub struct Reply(pub Vec<Option<Frame>>, pub Vec<(usize, std::sync::Arc<crate::waits::LockWait>)>);
 
 impl Serialize for Reply {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

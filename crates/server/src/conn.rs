@@ -229,7 +229,28 @@ where
             self.execute_debugged(args).await?
         } else if let Some(node) = crate::consensus::node() {
             match node {
-                Ok(node) => crate::consensus::run(node, &self.srv, &mut self.client, args).await,
+                Ok(node) => match crate::consensus::run(node, &self.srv, &mut self.client, args).await {
+                    crate::consensus::Ran::Reply(reply) => reply,
+                    crate::consensus::Ran::Waits(wait) => {
+                        if self.flush().await.is_err() {
+                            node.cancel_wait(&wait);
+                            return Err(Close);
+                        }
+                        let outcome = crate::consensus::wait_lock(
+                            node,
+                            &self.srv,
+                            &wait,
+                            &mut self.rd,
+                            &mut self.rbuf,
+                            READ_CHUNK,
+                            &self.kill,
+                            &self.client.info.killed,
+                        )
+                        .await;
+                        let Some(reply) = outcome else { return Err(Close) };
+                        crate::consensus::with_reply_mode(&mut self.client, Some(reply))
+                    }
+                },
                 Err(loading) => Some(loading),
             }
         } else {

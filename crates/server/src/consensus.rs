@@ -1,13 +1,16 @@
 //! Consensus mode in the connection layer (docs/consensus.md): when the node is a member of a
 //! Raft group, every command goes through [`run`] instead of straight to the engine.
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use engine::client::{Client, ReplyMode};
 use engine::server::Server;
-use raft::{Consensus, Decision};
+use raft::{Consensus, Decision, LockWait};
 use resp::Frame;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::sync::Notify;
 
 /// The node's consensus handle, set once at startup when `raft-id` is given. A process is one
 /// node of at most one group, and every connection task reads it, so it lives beside the
@@ -37,10 +40,18 @@ pub fn node() -> Option<Result<&'static Arc<Consensus>, Frame>> {
     Some(NODE.get().ok_or_else(|| Frame::error("LOADING Redis is loading the dataset in memory")))
 }
 
+/// What [`run`] did with a command.
+pub enum Ran {
+    /// The reply (None: none is sent, as for the engine's `execute`).
+    Reply(Option<Frame>),
+    /// A `LOCK ... WAIT` queued: the connection waits for its outcome ([`LockWait::outcome`]).
+    Waits(Arc<LockWait>),
+}
+
 /// Runs `args` for `client` in consensus mode: locally, after a linearizable check on the
 /// leader, through the log, or answered with a redirection or a refusal.
-pub async fn run(node: &Arc<Consensus>, srv: &Server, client: &mut Client, args: &[Bytes]) -> Option<Frame> {
-    match node.decide(client, args) {
+pub async fn run(node: &Arc<Consensus>, srv: &Server, client: &mut Client, args: &[Bytes]) -> Ran {
+    let reply = match node.decide(client, args) {
         Decision::Local => srv.execute(client, args),
         Decision::Info => {
             let mut reply = srv.execute(client, args);
@@ -61,20 +72,88 @@ pub async fn run(node: &Arc<Consensus>, srv: &Server, client: &mut Client, args:
         },
         Decision::Write => {
             let (db, proto) = (client.db, client.proto);
-            let reply = node.write(db, proto, args).await;
-            with_reply_mode(client, Some(reply))
+            match node.write(db, proto, args).await {
+                Ok(reply) => with_reply_mode(client, Some(reply)),
+                Err(wait) => return Ran::Waits(wait),
+            }
         }
         Decision::Exec => {
             let reply = node.exec(client).await;
             with_reply_mode(client, reply)
         }
         Decision::Members => Some(node.change_members(args).await),
+    };
+    Ran::Reply(reply)
+}
+
+/// How long raft time may stand still under a queued `LOCK ... WAIT` with a timeout before its
+/// client is told the group is down (its deadline is on raft time, which only a working group
+/// moves).
+const WAIT_STALL: Duration = Duration::from_secs(10);
+
+/// Waits for the outcome of a queued `LOCK ... WAIT` (the grant's token, or nil at its deadline),
+/// as this node applies it. Bytes the client sends meanwhile are buffered (`rbuf`), which is how a
+/// disconnect is noticed: the wait then leaves the queue ([`Consensus::cancel_wait`]) and None is
+/// returned, as when the client is killed. A wait with a timeout whose raft time stands still for
+/// [`WAIT_STALL`] is answered `CLUSTERDOWN`; the wait stays queued, so a retry with the same owner
+/// takes its place again.
+#[allow(clippy::too_many_arguments)]
+pub async fn wait_lock<R: AsyncRead + Unpin>(
+    node: &Arc<Consensus>,
+    srv: &Server,
+    wait: &LockWait,
+    rd: &mut R,
+    rbuf: &mut BytesMut,
+    read_chunk: usize,
+    kill: &Notify,
+    killed: &AtomicBool,
+) -> Option<Frame> {
+    let mut moved = (srv.clock.now_ms(), Instant::now());
+    loop {
+        let changed = wait.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        if let Some(f) = wait.outcome() {
+            return Some(f);
+        }
+        let now = srv.clock.now_ms();
+        if now != moved.0 {
+            moved = (now, Instant::now());
+        } else if wait.deadline_ms().is_some() && moved.1.elapsed() >= WAIT_STALL {
+            return Some(Frame::error(format!(
+                "{} (the lock wait's outcome is unknown; it stays queued)",
+                raft::CLUSTERDOWN
+            )));
+        }
+        rbuf.reserve(read_chunk);
+        tokio::select! {
+            _ = &mut changed => {}
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            _ = kill.notified() => if killed.load(Ordering::Relaxed) {
+                node.cancel_wait(wait);
+                return None;
+            },
+            r = rd.read_buf(rbuf) => match r {
+                Ok(0) | Err(_) => {
+                    node.cancel_wait(wait);
+                    return None;
+                }
+                Ok(n) => {
+                    srv.stats.add_net_input(n as u64);
+                    let limit = srv.config.client_query_buffer_limit.load(Ordering::Relaxed).max(0) as usize;
+                    if rbuf.len() > limit {
+                        node.cancel_wait(wait);
+                        return None;
+                    }
+                }
+            },
+        }
     }
 }
 
 /// CLIENT REPLY OFF / SKIP hold for replicated writes too (the engine's `execute` applies them to
 /// the commands it runs for this client).
-fn with_reply_mode(client: &mut Client, reply: Option<Frame>) -> Option<Frame> {
+pub fn with_reply_mode(client: &mut Client, reply: Option<Frame>) -> Option<Frame> {
     match client.reply_mode {
         ReplyMode::Off => None,
         ReplyMode::SkipThis => {

@@ -70,8 +70,8 @@ fn a_group_elects_a_leader_and_followers_send_clients_to_it() {
     assert_eq!(must(lport, &["SCRIPT", "KILL"]), "-ERR SCRIPT KILL is not supported in consensus mode\r\n");
     assert_eq!(must(lport, &["BLPOP", "q", "0"]), "-ERR BLPOP is not supported in consensus mode\r\n");
     assert_eq!(
-        must(lport, &["LOCK", "l", "me", "1000", "WAIT", "10"]),
-        "-ERR LOCK with WAIT is not supported in consensus mode\r\n"
+        must(lport, &["FENCED", "f", "1", "LOCK", "l", "me", "1000", "WAIT", "10"]),
+        "-ERR FENCED of a blocking command is not supported in consensus mode\r\n"
     );
 
     // One shard owning every slot, the leader its master, on every node.
@@ -137,6 +137,82 @@ fn a_lock_and_its_fencing_tokens_survive_kill_9_of_the_leader() {
     // The survivors agree on the lock's holder.
     let info = must(nport, &["LOCKINFO", "a"]);
     assert!(info.contains(&before[0].to_string()), "{info}");
+}
+
+/// A request sent now whose reply is read later (a `LOCK ... WAIT` that queues).
+fn send(port: u16, args: &[&str]) -> Session {
+    let mut s = Session::open(port);
+    s.0.s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    s.0.send(&common::encode(args));
+    s
+}
+
+/// Polls `LOCKINFO key` on `port` until it shows `waiters` waiters.
+fn wait_waiters(port: u16, key: &str, waiters: i64) -> String {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let r = must(port, &["LOCKINFO", key]);
+        if r.contains(&format!("waiters\r\n:{waiters}\r\n")) {
+            return r;
+        }
+        assert!(Instant::now() < deadline, "LOCKINFO {key} never showed {waiters} waiters: {r:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn lock_waiters_are_granted_in_order_and_keep_their_places_through_a_failover() {
+    let mut g = Group::start("waiters");
+    let old = g.leader();
+    let oport = g.port(old);
+    let t1 = int(&must(oport, &["LOCK", "l", "a", "10000"]));
+    let mut b = send(oport, &["LOCK", "l", "b", "10000", "WAIT", "20000"]);
+    wait_waiters(oport, "l", 1);
+    let _c = send(oport, &["LOCK", "l", "c", "10000", "WAIT", "0"]);
+    wait_waiters(oport, "l", 2);
+    // The release grants the first waiter in the same entry: b, with a later token.
+    assert_eq!(must(oport, &["UNLOCK", "l", "a"]), ":1\r\n");
+    let t2 = int(&String::from_utf8(b.0.reply_bytes()).unwrap());
+    assert!(t2 > t1, "{t2} after {t1}");
+    let _d = send(oport, &["LOCK", "l", "d", "10000", "WAIT", "0"]);
+    wait_waiters(oport, "l", 2);
+    assert!(wait_waiters(oport, "l", 2).contains("$1\r\nb\r\n"));
+    // Every node holds the queue (INFO's count is the node's own).
+    for n in &g.nodes {
+        let deadline = Instant::now() + DEADLINE;
+        while info(n.port).and_then(|i| i.get("consensus_lock_waiters").cloned()).as_deref() != Some("2") {
+            assert!(Instant::now() < deadline, "node {} does not hold the two waiters", n.id);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    // The leader dies with c's and d's connections. They ask again on the new leader, d first:
+    // each takes its old place, so c is granted before d.
+    g.node(old).kill();
+    let new = g.leader();
+    let nport = g.port(new);
+    let mut d = send(nport, &["LOCK", "l", "d", "10000", "WAIT", "30000"]);
+    let mut c = send(nport, &["LOCK", "l", "c", "10000", "WAIT", "30000"]);
+    std::thread::sleep(Duration::from_millis(200));
+    wait_waiters(nport, "l", 2);
+    assert_eq!(must(nport, &["UNLOCK", "l", "b"]), ":1\r\n");
+    let t3 = int(&String::from_utf8(c.0.reply_bytes()).unwrap());
+    assert!(t3 > t2, "{t3} after {t2}");
+    assert!(must(nport, &["LOCKINFO", "l"]).contains("$1\r\nc\r\n"));
+    assert_eq!(must(nport, &["UNLOCK", "l", "c"]), ":1\r\n");
+    let t4 = int(&String::from_utf8(d.0.reply_bytes()).unwrap());
+    assert!(t4 > t3, "{t4} after {t3}");
+
+    // A waiter whose deadline passes gets nil and is never granted; one whose client goes away
+    // leaves the queue.
+    let mut e = send(nport, &["LOCK", "l", "e", "10000", "WAIT", "300"]);
+    assert_eq!(String::from_utf8(e.0.reply_bytes()).unwrap(), "$-1\r\n");
+    let f = send(nport, &["LOCK", "l", "f", "10000", "WAIT", "0"]);
+    wait_waiters(nport, "l", 1);
+    drop(f);
+    wait_waiters(nport, "l", 0);
+    assert_eq!(must(nport, &["UNLOCK", "l", "d"]), ":1\r\n");
+    assert_eq!(must(nport, &["EXISTS", "l"]), ":0\r\n");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Fault injection against a consensus group, in the manner of Jepsen (docs/consensus.md, "Fault
 //! injection"). Real `latch-server` nodes on 127.0.0.1 reach each other only through a proxy on
-//! every directed link, which this test cuts and heals. Clients take a lock (`LOCK`), increment a
+//! every directed link, which this test cuts and heals. Clients take a lock (`LOCK`, half of them
+//! waiting in the group's replicated queue with `LOCK ... WAIT`), increment a
 //! counter through `FENCED` with the grant's token, and release (`UNLOCK`), while a nemesis kills
 //! nodes with SIGKILL, pauses them with SIGSTOP past the lock's TTL, partitions the group (a node
 //! isolated, the leader isolated, a minority from a majority, a bridge) and jumps nodes' wall
@@ -19,7 +20,10 @@
 //!
 //! `cargo test` runs the short form (3 nodes, about 25 s of faults, every kind at least once).
 //! `scripts/fault-test.sh` runs it for as long as asked with 3 and 5 nodes:
-//! `LATCH_FAULT_SECS` (seconds of faults), `LATCH_FAULT_NODES` (3 or 5), `LATCH_FAULT_SEED`.
+//! `LATCH_FAULT_SECS` (seconds of faults), `LATCH_FAULT_NODES` (3 or 5), `LATCH_FAULT_SEED`,
+//! `LATCH_FAULT_SNAPSHOT_EVERY` (the nodes' `raft-snapshot-every`, 300 by default: a snapshot and
+//! a purge of the log every few seconds, so that compaction races replication, restarts and
+//! snapshot installs under every fault).
 
 mod common;
 
@@ -43,6 +47,8 @@ const ELECTION_MS: u64 = 1200;
 const REPLY_TIMEOUT: Duration = Duration::from_secs(3);
 /// Increments per grant.
 const WRITES_PER_GRANT: usize = 3;
+/// How long a waiting client's `LOCK ... WAIT` waits (under [`REPLY_TIMEOUT`]).
+const WAIT_MS: &str = "1500";
 const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
 
 // ---------------------------------------------------------------------------------------------
@@ -296,9 +302,14 @@ fn client_loop(id: usize, ports: Vec<u16>, stop: Arc<AtomicBool>, history: Arc<M
         // its token (LOCK by the holder is re-entrant).
         let mut token = None;
         let mut ops = 0;
+        // Odd clients wait in the group's replicated queue (a retry takes its place again); even
+        // ones try and back off.
+        let wait = id % 2 == 1;
+        let lock: &[&str] =
+            if wait { &["LOCK", "lk", &owner, &ttl, "WAIT", WAIT_MS] } else { &["LOCK", "lk", &owner, &ttl] };
         while token.is_none() && !stop.load(Ordering::Relaxed) {
             ops += 1;
-            match c.send(&["LOCK", "lk", &owner, &ttl]) {
+            match c.send(lock) {
                 Outcome::Reply(resp::Frame::Integer(t)) => token = Some(t),
                 Outcome::Reply(resp::Frame::Error(e)) => {
                     if !c.follow(&String::from_utf8_lossy(&e)) {
@@ -501,10 +512,12 @@ struct Report {
     fenced_off: u64,
     counter: i64,
     max_resume: Duration,
+    /// The leader's last snapshot index at the end (how much compaction the run saw).
+    snapshot_index: String,
     violations: Vec<String>,
 }
 
-fn run(name: &str, nodes: u64, secs: u64, seed: u64) -> Report {
+fn run(name: &str, nodes: u64, secs: u64, seed: u64, snapshot_every: u64) -> Report {
     let proxy = std::cell::RefCell::new(Proxy::new());
     let faketime = std::path::Path::new(LIBFAKETIME).exists();
     let clock_dir = common::TempDir::new(&format!("faults-{name}-clocks"));
@@ -521,7 +534,10 @@ fn run(name: &str, nodes: u64, secs: u64, seed: u64) -> Report {
             ("FAKETIME_DONT_FAKE_MONOTONIC".to_string(), "1".to_string()),
         ]
     };
-    let mut g = Group::build(name, nodes, &[], |from, to, port| proxy.borrow_mut().add(from, to, port), env);
+    // `Group` keeps its extra arguments as `&'static str`: one small leak per run.
+    let every: &'static str = Box::leak(snapshot_every.to_string().into_boxed_str());
+    let extra = ["--raft-snapshot-every", every];
+    let mut g = Group::build(name, nodes, &extra, |from, to, port| proxy.borrow_mut().add(from, to, port), env);
     let proxy = proxy.into_inner();
     let clocks: Vec<(u64, std::path::PathBuf)> =
         if faketime { (1..=nodes).map(|id| (id, clock_file(id))).collect() } else { Vec::new() };
@@ -612,9 +628,13 @@ fn run(name: &str, nodes: u64, secs: u64, seed: u64) -> Report {
             violations.push(format!("isolated leader {i}: the others elected no leader (is the proxy on the path?)"));
         }
     }
+    let snapshot_index = common::group::info(g.port(leader))
+        .and_then(|i| i.get("consensus_snapshot_index").cloned())
+        .unwrap_or_default();
     Report {
         nodes,
         secs: elapsed,
+        snapshot_index,
         faults,
         ops: h.ops,
         grants: h.grants.len(),
@@ -709,7 +729,7 @@ fn check(h: &History, counter: i64, heals: &[Instant]) -> (Vec<String>, Duration
 fn print(r: &Report) {
     let faults: Vec<String> = r.faults.iter().map(|(f, n)| format!("{f:?}={n}")).collect();
     println!(
-        "faults: nodes={} secs={} ops={} grants={} increments_acked={} increments_unknown={} fenced_off={} counter={} max_resume_ms={} faults=[{}] violations={}",
+        "faults: nodes={} secs={} ops={} grants={} increments_acked={} increments_unknown={} fenced_off={} counter={} max_resume_ms={} snapshot_index={} faults=[{}] violations={}",
         r.nodes,
         r.secs,
         r.ops,
@@ -719,6 +739,7 @@ fn print(r: &Report) {
         r.fenced_off,
         r.counter,
         r.max_resume.as_millis(),
+        r.snapshot_index,
         faults.join(" "),
         r.violations.len()
     );
@@ -732,7 +753,7 @@ fn locks_and_fenced_counters_survive_kills_pauses_partitions_and_clock_jumps() {
     let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
     let (secs, nodes, seed) = (env("LATCH_FAULT_SECS", 25), env("LATCH_FAULT_NODES", 3), env("LATCH_FAULT_SEED", 1));
     assert!(nodes == 3 || nodes == 5, "LATCH_FAULT_NODES is 3 or 5");
-    let r = run("run", nodes, secs, seed);
+    let r = run("run", nodes, secs, seed, env("LATCH_FAULT_SNAPSHOT_EVERY", 300));
     print(&r);
     assert!(r.violations.is_empty(), "{} violations", r.violations.len());
     // The run did something under every fault.

@@ -454,6 +454,29 @@ impl Server {
         }
     }
 
+    /// [`Server::expire_for_waiters`] for a consensus node's state machine, which runs it at each
+    /// entry's raft time with every shard held (`locked`): the expired keys with blocked clients
+    /// are removed in (database, key) order, so that every node hands them on, and draws their
+    /// grants' tokens, in the same order whatever shard a key hashes to.
+    pub fn expire_for_waiters_in_order(&self, locked: &mut crate::keyspace::Locked<'_>, now: u64) {
+        let mut due: Vec<(usize, crate::value::Key)> = Vec::new();
+        for s in locked.shards_mut() {
+            for (db, t) in s.dbs.iter().enumerate() {
+                if t.blocked_len() > 0 {
+                    due.extend(t.blocked_due(now).into_iter().map(|k| (db, k)));
+                }
+            }
+        }
+        if due.is_empty() {
+            return;
+        }
+        due.sort_unstable_by(|a, b| (a.0, &a.1[..]).cmp(&(b.0, &b.1[..])));
+        for (db, k) in &due {
+            locked.shard_for(k).dbs[*db].reclaim_key(k);
+        }
+        self.serve_ready(locked, now);
+    }
+
     /// Next fencing token: strictly increasing for the life of the process, and, because it never
     /// falls behind the Unix time in microseconds, higher than any token an earlier run of the
     /// server handed out as long as that run granted fewer than a million locks per second on
