@@ -11,6 +11,8 @@
 # Systems (client: scripts/lib/lockbench.py, one asyncio loop in one Python process for all
 # clients of a run, the same code for both servers):
 #   latch-lock   LOCK key owner TTL_MS  +  UNLOCK key owner
+#   latch-wait   LOCK key owner TTL_MS WAIT ms  +  UNLOCK key owner (the lock call waits in the
+#                group's replicated FIFO queue while the lock is held)
 #   latch-setnx  SET key token NX PX TTL_MS  +  EVALSHA <if get == token then del> 1 key token
 #                (a build whose consensus mode does not replicate scripts reports it as skipped)
 #   latch-delifeq  SET key token NX PX TTL_MS  +  DELIFEQ key token (the same, without Lua)
@@ -22,9 +24,10 @@
 #                lock call waits in etcd's queue while the lock is held)
 # Workloads:
 #   distinct:1   1 client                    distinct:50   50 clients, each on its own key
-#   contend:50   50 clients on one key; cycles/s = successful handoffs/s. Latch's consensus mode
-#                refuses LOCK ... WAIT, and etcd-txn has no wait either: a refused acquire sleeps
-#                uniform(0, 2*RETRY_MS) ms and tries again. etcd-lock blocks in etcd instead.
+#   contend:50   50 clients on one key; cycles/s = successful handoffs/s. latch-lock, latch-setnx,
+#                latch-delifeq and etcd-txn do not wait: a refused acquire sleeps
+#                uniform(0, 2*RETRY_MS) ms and tries again. latch-wait and etcd-lock block in the
+#                server's queue instead.
 #                The latency of a contended cycle runs from the first attempt to the release.
 #
 # Environment (all optional):
@@ -34,7 +37,7 @@
 #   DURATION=10     seconds per run (1..120)          MAX=200000  cycles per run at most
 #   ROUNDS=2        interleaved rounds (1..10)        TTL_MS=10000  Latch lock TTL
 #   RETRY_MS=5      mean sleep after a refused acquire (contend workload)
-#   SYSTEMS="latch-lock latch-setnx latch-delifeq etcd-txn etcd-lock"
+#   SYSTEMS="latch-lock latch-wait latch-setnx latch-delifeq etcd-txn etcd-lock"
 #   WORKLOADS="distinct:1 distinct:50 contend:50"
 #   RAW=FILE        keep the per-run JSON lines (default: only printed)
 set -u
@@ -46,7 +49,7 @@ usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' 
 
 DURATION=${DURATION:-10}; MAX=${MAX:-200000}; ROUNDS=${ROUNDS:-2}; TTL_MS=${TTL_MS:-10000}
 RETRY_MS=${RETRY_MS:-5}; ETCD=${ETCD:-etcd}; RAW=${RAW:-}
-SYSTEMS=${SYSTEMS:-latch-lock latch-setnx latch-delifeq etcd-txn etcd-lock}
+SYSTEMS=${SYSTEMS:-latch-lock latch-wait latch-setnx latch-delifeq etcd-txn etcd-lock}
 WORKLOADS=${WORKLOADS:-distinct:1 distinct:50 contend:50}
 case $DURATION in ''|*[!0-9]*) usage ;; esac
 case $ROUNDS in ''|*[!0-9]*) usage ;; esac

@@ -11,6 +11,7 @@ a RESP client for Latch, a minimal keep-alive HTTP/1.1 client for etcd's v3 JSON
 
 SYSTEM (the lock cycle: acquire, then release at once):
   latch-lock   LOCK key owner ttl-ms (fencing token) ; UNLOCK key owner (1)
+  latch-wait   LOCK key owner ttl-ms WAIT ms (waits in the group's replicated FIFO queue) ; UNLOCK
   latch-setnx  SET key token NX PX ttl-ms (OK) ; EVALSHA <compare-and-delete> 1 key token (1)
   latch-delifeq  SET key token NX PX ttl-ms (OK) ; DELIFEQ key token (1)
   etcd-txn     txn [create_revision(key) == 0] put key token lease=L ; txn [value(key) == token]
@@ -19,7 +20,7 @@ SYSTEM (the lock cycle: acquire, then release at once):
 WORKLOAD:
   distinct:N   N clients, each on a key of its own
   contend:N    N clients on one key; a refused acquire sleeps uniform(0, 2*RETRY_MS) and retries
-               (etcd-lock instead waits in etcd's queue: its lock call blocks)
+               (etcd-lock and latch-wait instead wait in the server's queue: their lock call blocks)
 Every loop is bounded by the run's deadline (--duration), by --max cycles in total and by
 --max-attempts acquire attempts in total; a watchdog closes the connections GRACE s after the
 deadline (a request still pending then ends the client), and the whole run is cut off
@@ -198,6 +199,13 @@ class LatchLock:
             raise ReplyError("UNLOCK did not release")
 
 
+class LatchWait(LatchLock):
+    async def acquire(self, key, n):
+        # Blocks in the group's queue until granted; nil only if the wait (longer than any run)
+        # ran out.
+        return isinstance(await self.c.cmd("LOCK", key, self.owner, self.ttl, "WAIT", 600000), int)
+
+
 class LatchSetnx:
     def __init__(self, addr, cid, ttl):
         host, port = addr.rsplit(":", 1)
@@ -282,7 +290,7 @@ class EtcdLock:
         await self.c.post("/v3/lock/unlock", {"key": self.held})
 
 
-SYSTEMS = {"latch-lock": LatchLock, "latch-setnx": LatchSetnx, "latch-delifeq": LatchDelifeq, "etcd-txn": EtcdTxn, "etcd-lock": EtcdLock}
+SYSTEMS = {"latch-lock": LatchLock, "latch-wait": LatchWait, "latch-setnx": LatchSetnx, "latch-delifeq": LatchDelifeq, "etcd-txn": EtcdTxn, "etcd-lock": EtcdLock}
 
 
 # ---------------------------------------------------------------- a run
@@ -432,15 +440,16 @@ def report(path):
             print(f"note: {r['system']} {r['workload']} ({r['label']}): {r['clusterdown']} -CLUSTERDOWN "
                   "replies (a leader election during the run), each retried after 50 ms")
     print()
-    print("ratios Latch / etcd (cycles/s; p50 latency etcd / Latch, >1 = Latch faster):")
+    print("ratios Latch / etcd (cycles/s; p50 and p99 latency etcd / Latch, >1 = Latch faster):")
     for w in dict.fromkeys(k[0] for k in order):
-        for l in ("latch-lock", "latch-setnx", "latch-delifeq"):
+        for l in ("latch-lock", "latch-wait", "latch-setnx", "latch-delifeq"):
             for e in ("etcd-txn", "etcd-lock"):
                 if (w, l) in med and (w, e) in med and med[(w, e)]["cycles_per_s"]:
                     a, b = med[(w, l)], med[(w, e)]
                     lat = f"{b['p50_ms'] / a['p50_ms']:.2f}x" if a["p50_ms"] else "-"
+                    tail = f"{b['p99_ms'] / a['p99_ms']:.2f}x" if a["p99_ms"] else "-"
                     print(f"  {w:<13} {l:<12} / {e:<9} {a['cycles_per_s'] / b['cycles_per_s']:6.2f}x"
-                          f"   p50 {lat}")
+                          f"   p50 {lat}   p99 {tail}")
 
 
 def main():

@@ -206,35 +206,38 @@ enum CallError {
 }
 
 impl Peer {
+    /// One call: the request, then its reply. The connection is taken out of `self` for the
+    /// exchange and put back only after a whole one, so a call that is dropped half-way (openraft
+    /// wraps its calls in timeouts of its own) closes the connection with it. Kept, the next call
+    /// would read the dropped call's reply as its own: an append's `Success` carries no log id,
+    /// so a leader would count entries as stored on a follower that never got them, commit them
+    /// without a majority and acknowledge writes a later leader does not have.
     async fn call(&mut self, rpc: Rpc, ttl: Duration) -> Result<RpcReply, CallError> {
         let timed_out = || io::Error::new(io::ErrorKind::TimedOut, "raft call timed out");
-        if self.conn.is_none() {
-            let sock = tokio::time::timeout(ttl, TcpStream::connect(&self.addr))
-                .await
-                .map_err(|_| CallError::Unreachable(timed_out()))?
-                .map_err(CallError::Unreachable)?;
-            let _ = sock.set_nodelay(true);
-            self.conn = Some(sock);
-        }
+        let mut sock = match self.conn.take() {
+            Some(sock) => sock,
+            None => {
+                let sock = tokio::time::timeout(ttl, TcpStream::connect(&self.addr))
+                    .await
+                    .map_err(|_| CallError::Unreachable(timed_out()))?
+                    .map_err(CallError::Unreachable)?;
+                let _ = sock.set_nodelay(true);
+                sock
+            }
+        };
         let msg = self.dir.message(rpc);
-        let sock = self.conn.as_mut().expect("connected above");
         let exchange = async {
-            write_frame(sock, &msg).await?;
-            read_frame::<Message<RpcReply>>(sock).await
+            write_frame(&mut sock, &msg).await?;
+            read_frame::<Message<RpcReply>>(&mut sock).await
         };
         match tokio::time::timeout(ttl, exchange).await {
             Ok(Ok(reply)) => {
+                self.conn = Some(sock);
                 self.dir.learn(reply.book);
                 Ok(reply.body)
             }
-            Ok(Err(e)) => {
-                self.conn = None;
-                Err(CallError::Network(e))
-            }
-            Err(_) => {
-                self.conn = None;
-                Err(CallError::Network(timed_out()))
-            }
+            Ok(Err(e)) => Err(CallError::Network(e)),
+            Err(_) => Err(CallError::Network(timed_out())),
         }
     }
 
@@ -300,5 +303,62 @@ impl RaftNetwork<TypeConfig> for Peer {
                 Err(e) => Err(to_streaming(e)),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call dropped after its request went out (as openraft's own timeout drops one) must not
+    /// leave its reply to be read by the next call on the connection.
+    #[test]
+    fn a_dropped_call_s_reply_is_never_read_by_the_next_call() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap().to_string();
+            // A peer that answers each call with 100 x the connection's number + the call's
+            // number on it, the very first one late.
+            tokio::spawn(async move {
+                let mut conns = 0;
+                loop {
+                    let Ok((mut sock, _)) = listener.accept().await else { return };
+                    conns += 1;
+                    let conn = conns;
+                    tokio::spawn(async move {
+                        let dir = Directory { id: 9, book: Arc::default() };
+                        let mut n = 0;
+                        while let Ok(_msg) = read_frame::<Message<Rpc>>(&mut sock).await {
+                            n += 1;
+                            if conn == 1 && n == 1 {
+                                tokio::time::sleep(Duration::from_millis(300)).await;
+                            }
+                            let reply = RpcReply::Hello(conn * 100 + n);
+                            if write_frame(&mut sock, &dir.message(reply)).await.is_err() {
+                                return;
+                            }
+                        }
+                    });
+                }
+            });
+            let dir = Directory { id: 1, book: Arc::default() };
+            let mut peer = Peer { target: 9, addr, dir, conn: None };
+            // Dropped by an outer timeout while its reply is on its way.
+            let dropped =
+                tokio::time::timeout(Duration::from_millis(100), peer.call(Rpc::Hello, Duration::from_secs(5)));
+            assert!(dropped.await.is_err());
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            // The next call gets its own reply (the first on a second connection), not the
+            // dropped call's (101).
+            match peer.call(Rpc::Hello, Duration::from_secs(5)).await {
+                Ok(RpcReply::Hello(n)) => assert_eq!(n, 201, "read another call's reply"),
+                _ => panic!("no reply"),
+            }
+            match peer.call(Rpc::Hello, Duration::from_secs(5)).await {
+                Ok(RpcReply::Hello(n)) => assert_eq!(n, 202),
+                _ => panic!("no reply"),
+            }
+        });
     }
 }
