@@ -85,6 +85,10 @@ pub struct Client {
     pub block_waker: Option<Arc<dyn Fn() + Send + Sync>>,
     /// Blocking commands answer at once as if timed out (inside EXEC and scripts, as in Redis).
     pub deny_blocking: bool,
+    /// `READONLY` was sent (Redis Cluster's CLIENT_READONLY): a consensus node that does not
+    /// lead serves this client's reads from its own data, possibly stale, instead of `-MOVED`.
+    /// `READWRITE` and `RESET` clear it.
+    pub readonly: bool,
     /// Running inside a script (Redis's `CLIENT_SCRIPT`): SORT orders unsorted set output.
     pub in_script: bool,
     /// Running EXEC's queued commands (Redis keeps `CLIENT_MULTI` then): ACL log context `multi`.
@@ -172,6 +176,7 @@ impl Client {
             blocked: None,
             block_waker: None,
             deny_blocking: true,
+            readonly: false,
             in_script: false,
             in_exec: false,
             oom: false,

@@ -48,6 +48,8 @@ pub enum Decision {
     Exec,
     /// `CLUSTER MEET` or `CLUSTER FORGET` on the leader: [`Consensus::change_members`].
     Members,
+    /// `READONLY` (true) or `READWRITE` (false): set the client's flag, answer `+OK`.
+    ReadOnly(bool),
 }
 
 /// The raft time the current leader proposes with: the applied raft time when this node became
@@ -252,7 +254,11 @@ impl Consensus {
         match class {
             Class::Local | Class::Exec => Decision::Local,
             Class::Info => Decision::Info,
-            Class::Ok => Decision::Reply(Frame::ok()),
+            Class::Ok => match cmd.name {
+                "readonly" => Decision::ReadOnly(true),
+                "readwrite" => Decision::ReadOnly(false),
+                _ => Decision::Reply(Frame::ok()),
+            },
             Class::Cluster if matches!(cmd.name, "cluster|meet" | "cluster|forget") => {
                 if self.srv.acl_check(client, cmd, args, engine::acl::Context::Toplevel).is_err() {
                     return Decision::Local;
@@ -278,6 +284,9 @@ impl Consensus {
                         }
                     }
                     _ if route::FOLLOWERS_RUN_LOCALLY.contains(&cmd.name) => Decision::Local,
+                    // After READONLY a node that does not lead serves reads from its own data, as a
+                    // Redis Cluster replica does: possibly stale, never a write.
+                    _ if class == Class::Read && client.readonly && !matches!(cmd.name, "watch") => Decision::Local,
                     other => Decision::Reply(self.redirect(route::first_key_slot(cmd, args), other)),
                 }
             }

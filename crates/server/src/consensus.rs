@@ -82,6 +82,10 @@ pub async fn run(node: &Arc<Consensus>, srv: &Server, client: &mut Client, args:
             with_reply_mode(client, reply)
         }
         Decision::Members => Some(node.change_members(args).await),
+        Decision::ReadOnly(on) => {
+            client.readonly = on;
+            Some(Frame::ok())
+        }
     };
     Ran::Reply(reply)
 }

@@ -65,6 +65,17 @@ fn a_group_elects_a_leader_and_followers_send_clients_to_it() {
         assert!(Instant::now() < deadline, "the follower never applied the writes");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // After READONLY a follower serves reads from its own data (Redis Cluster's replica reads);
+    // writes still go to the leader; READWRITE and RESET end it.
+    let mut r = Session::open(follower.port);
+    assert_eq!(r.cmd(&["READONLY"]), "+OK\r\n");
+    assert_eq!(r.cmd(&["GET", "foo"]), "$3\r\nbar\r\n");
+    assert_eq!(r.cmd(&["INCR", "counter"]), format!("-MOVED {} 127.0.0.1:{lport}\r\n", raft::key_slot(b"counter")));
+    assert_eq!(r.cmd(&["READWRITE"]), "+OK\r\n");
+    assert_eq!(r.cmd(&["GET", "foo"]), format!("-MOVED 12182 127.0.0.1:{lport}\r\n"));
+    assert_eq!(r.cmd(&["READONLY"]), "+OK\r\n");
+    assert_eq!(r.cmd(&["RESET"]), "+RESET\r\n");
+    assert_eq!(r.cmd(&["GET", "foo"]), format!("-MOVED 12182 127.0.0.1:{lport}\r\n"));
 
     // What consensus mode cannot run yet is refused, not run locally.
     assert_eq!(must(lport, &["SCRIPT", "KILL"]), "-ERR SCRIPT KILL is not supported in consensus mode\r\n");

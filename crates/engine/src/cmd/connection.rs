@@ -228,6 +228,8 @@ fn reset(ctx: &mut Ctx<'_, '_>) -> Frame {
     // clearClientConnectionState leaves CLIENT_NO_EVICT).
     ctx.client.no_touch = false;
     ctx.client.info.set_flag('T', false);
+    // READONLY goes, as Redis's clearClientConnectionState clears CLIENT_READONLY.
+    ctx.client.readonly = false;
     Frame::simple("RESET")
 }
 
