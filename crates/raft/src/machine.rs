@@ -115,6 +115,8 @@ pub struct StateMachine {
     built: u64,
     /// The lock waiters (shared with the node, whose clients wait on them).
     waits: Arc<Waits>,
+    /// The snapshot file's writer (shared with the builders).
+    file: SnapshotFile,
 }
 
 impl StateMachine {
@@ -134,9 +136,11 @@ impl StateMachine {
             dir: dir.to_path_buf(),
             built: 0,
             waits: Arc::default(),
+            file: SnapshotFile::default(),
         };
         if let Some((meta, data)) = read_snapshot_file(dir).map_err(|e| format!("reading the raft snapshot: {e}"))? {
             sm.load(&meta, &data)?;
+            *sm.file.0.lock() = meta.last_log_id;
             tracing::info!("raft: state machine loaded from the snapshot at {:?}", meta.last_log_id);
         }
         Ok(sm)
@@ -359,6 +363,26 @@ fn read_snapshot_file(dir: &Path) -> io::Result<Option<(Meta, Vec<u8>)>> {
     Ok(Some((meta, data[4 + len..].to_vec())))
 }
 
+/// The newest snapshot written to `dir/raft-snapshot` by this process. A snapshot is built on a
+/// task of its own while the state machine may install a newer one from the leader: the file is
+/// written under this lock and only by a snapshot newer than the one it holds, so a slow build
+/// never puts an older snapshot over a newer one (whose log prefix is already purged).
+#[derive(Clone, Default)]
+struct SnapshotFile(Arc<Mutex<Option<LogId>>>);
+
+impl SnapshotFile {
+    /// Writes the snapshot unless the file holds a newer one; true if written.
+    fn write(&self, dir: &Path, meta: &Meta, data: &[u8]) -> io::Result<bool> {
+        let mut newest = self.0.lock();
+        if newest.is_some() && *newest >= meta.last_log_id {
+            return Ok(false);
+        }
+        write_snapshot_file(dir, meta, data)?;
+        *newest = meta.last_log_id;
+        Ok(true)
+    }
+}
+
 fn write_snapshot_file(dir: &Path, meta: &SnapshotMeta<NodeId, BasicNode>, data: &[u8]) -> io::Result<()> {
     let m = postcard::to_allocvec(meta).map_err(io::Error::other)?;
     let mut out = Vec::with_capacity(4 + m.len() + data.len());
@@ -383,6 +407,7 @@ pub struct Builder {
     /// snapshot slot it holds.
     background: Option<(engine::persistence::Snapshot, engine::persistence::ReplSnapshot, Arc<Server>)>,
     dir: PathBuf,
+    file: SnapshotFile,
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for Builder {
@@ -399,7 +424,9 @@ impl RaftSnapshotBuilder<TypeConfig> for Builder {
             .and_then(|r| r);
             self.data = written.map_err(snapshot_error)?;
         }
-        write_snapshot_file(&self.dir, &self.meta, &self.data).map_err(snapshot_error)?;
+        if !self.file.write(&self.dir, &self.meta, &self.data).map_err(snapshot_error)? {
+            tracing::info!("raft: a newer snapshot was installed while {} was built", self.meta.snapshot_id);
+        }
         Ok(Snapshot { meta: self.meta.clone(), snapshot: Box::new(Cursor::new(self.data.clone())) })
     }
 }
@@ -463,7 +490,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             }
         };
         drop(locked);
-        Builder { meta, data, background, dir: self.dir.clone() }
+        Builder { meta, data, background, dir: self.dir.clone(), file: self.file.clone() }
     }
 
     async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
@@ -479,7 +506,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         self.load(meta, &data).map_err(|e| {
             io_error(ErrorSubject::Snapshot(Some(meta.signature())), ErrorVerb::Write, io::Error::other(e))
         })?;
-        write_snapshot_file(&self.dir, meta, &data).map_err(snapshot_error)?;
+        self.file.write(&self.dir, meta, &data).map_err(snapshot_error)?;
         tracing::info!("raft: installed the snapshot at {:?}", meta.last_log_id);
         Ok(())
     }
@@ -689,6 +716,22 @@ mod tests {
         assert_eq!(rc, ra[5..].to_vec());
         assert_eq!(digest(&sc), digest(&sa));
         assert_eq!(d.waits.len(), 0);
+    }
+
+    /// A snapshot built slowly never replaces, in the file, a newer one installed meanwhile.
+    #[test]
+    fn a_slow_build_does_not_overwrite_a_newer_installed_snapshot() {
+        let log: Vec<Entry> = (1..=4).map(|i| entry(i, 1_000 + i, "INCR c")).collect();
+        let (mut a, _sa, _dir_a) = machine("file-a", 0);
+        let (mut b, _sb, _dir_b) = machine("file-b", 0);
+        block_on(a.apply(log[..2].to_vec())).unwrap();
+        block_on(b.apply(log.clone())).unwrap();
+        let mut slow = block_on(a.get_snapshot_builder());
+        let newer = block_on(block_on(b.get_snapshot_builder()).build_snapshot()).unwrap();
+        block_on(a.install_snapshot(&newer.meta, newer.snapshot)).unwrap();
+        block_on(slow.build_snapshot()).unwrap();
+        let current = block_on(a.get_current_snapshot()).unwrap().expect("a snapshot");
+        assert_eq!(current.meta.last_log_id, Some(log[3].log_id));
     }
 
     /// An entry that does not follow the last applied one (a hole in the log) is refused, and
