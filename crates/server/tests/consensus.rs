@@ -497,6 +497,20 @@ fn the_lock_crate_follows_the_leader_through_moved_and_a_failover() {
     // The first member is a follower: MOVED to the leader.
     let first = rt.block_on(client.native_lock("job", "me", ttl)).expect("LOCK").expect("granted");
     assert_eq!(rt.block_on(client.native_lock("job", "other", ttl)).expect("LOCK"), None);
+    // Waiting in the group's queue: another client's LOCK ... WAIT (its first member a follower,
+    // so the wait follows MOVED) is granted by the release, with a higher token.
+    let held = rt.block_on(client.native_lock("queue", "me", ttl)).expect("LOCK").expect("granted");
+    let owned: Vec<String> = urls.iter().map(|u| u.to_string()).collect();
+    let waiter = std::thread::spawn(move || {
+        let urls: Vec<&str> = owned.iter().map(String::as_str).collect();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let c = lock::LockClient::connect_group(&urls).expect("client");
+        rt.block_on(c.native_lock_wait("queue", "waiter", Duration::from_secs(60), Duration::from_secs(30)))
+    });
+    wait_waiters(g.port(leader), "queue", 1);
+    assert!(rt.block_on(client.native_unlock("queue", "me")).expect("UNLOCK"));
+    let granted = waiter.join().expect("waiter").expect("LOCK ... WAIT").expect("granted");
+    assert!(granted > held, "token {granted} after {held}");
     g.node(leader).kill();
     // The connection in use is gone; the others are tried until the new leader takes it.
     let second = rt.block_on(client.native_lock("job2", "me", ttl)).expect("LOCK after the failover").expect("granted");
