@@ -852,7 +852,8 @@ impl Consensus {
 }
 
 /// The leader's clock work, every [`TICK`]: notes when this node became leader (the base of its
-/// raft time), and while keys with a TTL exist (or no entry has set raft time yet) proposes a tick
+/// raft time), and while keys with a TTL or lock waiters exist (or no entry has set raft time
+/// yet) proposes a tick
 /// so that raft time, and with it expiry, follows the leader's clock without waiting for a write.
 async fn ticker(node: std::sync::Weak<Consensus>) {
     let mut interval = tokio::time::interval(TICK);
@@ -866,7 +867,11 @@ async fn ticker(node: std::sync::Weak<Consensus>) {
             continue;
         }
         let behind = time_ms.saturating_sub(node.clock.applied_ms());
-        if behind >= TICK.as_millis() as u64 && (node.clock.applied_ms() == 0 || has_volatile_keys(&node.srv)) {
+        // Lock waiters' deadlines are on raft time too (a waiter may outlive every TTL: one queued
+        // on a key that came to hold another type).
+        if behind >= TICK.as_millis() as u64
+            && (node.clock.applied_ms() == 0 || has_volatile_keys(&node.srv) || !node.waits.is_empty())
+        {
             let req = Request { time_ms, op: Op::Tick };
             let raft = node.raft.clone();
             drop(node);

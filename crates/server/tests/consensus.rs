@@ -224,6 +224,14 @@ fn lock_waiters_are_granted_in_order_and_keep_their_places_through_a_failover() 
     wait_waiters(nport, "l", 0);
     assert_eq!(must(nport, &["UNLOCK", "l", "d"]), ":1\r\n");
     assert_eq!(must(nport, &["EXISTS", "l"]), ":0\r\n");
+
+    // A waiter on a key that came to hold another type, with no TTL left anywhere, still ends at
+    // its deadline (raft time goes on for it).
+    assert!(int(&must(nport, &["LOCK", "m", "a", "10000"])) > 0);
+    let mut h = send(nport, &["LOCK", "m", "h", "10000", "WAIT", "500"]);
+    wait_waiters(nport, "m", 1);
+    assert_eq!(must(nport, &["SET", "m", "plain"]), "+OK\r\n");
+    assert_eq!(String::from_utf8(h.0.reply_bytes()).unwrap(), "$-1\r\n");
 }
 
 #[test]
