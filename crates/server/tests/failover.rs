@@ -18,7 +18,13 @@ struct Sentinel {
 
 impl Sentinel {
     /// Monitors the primary on `primary_port` as `mymaster`, quorum 1; None when redis-server is
-    /// not installed and the run said to go without it.
+    /// not installed and the run said to go without it. `down-after-milliseconds` is 2000, as in
+    /// Redis's own Sentinel tests: after a switch the sentinel sends its first PING to the new
+    /// primary one ping period (1000 ms) later, and counts the primary down once
+    /// `down-after-milliseconds` have passed since the switch without a reply (sentinel.c:
+    /// `sentinelResetMaster`, `sentinelSendPeriodicCommands`). At 1000 the two raced: a primary
+    /// promoted a second before was judged down before its first PONG came, the sentinel failed
+    /// over again, and the test's new replica was left chained under a replica.
     fn start(primary_port: u16) -> Option<Sentinel> {
         for attempt in 0..5 {
             let port = free_port();
@@ -26,7 +32,7 @@ impl Sentinel {
             let conf = std::path::Path::new(dir.path()).join("sentinel.conf");
             let text = format!(
                 "port {port}\nbind 127.0.0.1\ndir {}\nlogfile sentinel.log\nsentinel monitor mymaster 127.0.0.1 {primary_port} 1\n\
-                 sentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 2000\n",
+                 sentinel down-after-milliseconds mymaster 2000\nsentinel failover-timeout mymaster 2000\n",
                 dir.path()
             );
             std::fs::write(&conf, text).expect("sentinel.conf");
