@@ -232,22 +232,7 @@ where
                 Ok(node) => match crate::consensus::run(node, &self.srv, &mut self.client, args).await {
                     crate::consensus::Ran::Reply(reply) => reply,
                     crate::consensus::Ran::Waits(wait) => {
-                        if self.flush().await.is_err() {
-                            node.cancel_wait(&wait);
-                            return Err(Close);
-                        }
-                        let outcome = crate::consensus::wait_lock(
-                            node,
-                            &self.srv,
-                            &wait,
-                            &mut self.rd,
-                            &mut self.rbuf,
-                            READ_CHUNK,
-                            &self.kill,
-                            &self.client.info.killed,
-                        )
-                        .await;
-                        let Some(reply) = outcome else { return Err(Close) };
+                        let reply = self.wait_lock(node, &wait).await?;
                         crate::consensus::with_reply_mode(&mut self.client, Some(reply))
                     }
                 },
@@ -452,6 +437,38 @@ where
         };
         self.srv.wait_acks_end(&mut self.client);
         outcome
+    }
+
+    /// A `LOCK ... WAIT` that queued in consensus mode: waits until this node applied its outcome
+    /// ([`crate::consensus::lock_outcome`]), what the client sends meanwhile buffered. A client
+    /// that goes away, is killed or passes `client-query-buffer-limit` leaves the lock's queue
+    /// ([`raft::Consensus::cancel_wait`]).
+    async fn wait_lock(&mut self, node: &Arc<raft::Consensus>, wait: &raft::LockWait) -> Result<Frame, Close> {
+        if self.flush().await.is_err() {
+            node.cancel_wait(wait);
+            return Err(Close);
+        }
+        let mut seen = (self.srv.clock.now_ms(), std::time::Instant::now());
+        loop {
+            let changed = wait.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if let Some(reply) = crate::consensus::lock_outcome(&self.srv, wait, &mut seen) {
+                return Ok(reply);
+            }
+            // Rung by the apply that decides it; the poll notices raft time standing still.
+            let timer = async {
+                tokio::select! {
+                    _ = &mut changed => {}
+                    _ = tokio::time::sleep(std::time::Duration::from_millis(500)) => {}
+                }
+            };
+            let limit = self.srv.config.client_query_buffer_limit.load(Ordering::Relaxed).max(0) as usize;
+            if self.wait_step(timer).await.is_err() || self.rbuf.len() > limit {
+                node.cancel_wait(wait);
+                return Err(Close);
+            }
+        }
     }
 
     /// One wait of a client that waits without a key (WAIT, SHUTDOWN): until it is rung, `timer`

@@ -1,7 +1,7 @@
 //! Consensus mode in the connection layer (docs/consensus.md): when the node is a member of a
 //! Raft group, every command goes through [`run`] instead of straight to the engine.
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use engine::client::{Client, ReplyMode};
 use engine::server::Server;
 use raft::{Consensus, Decision, LockWait};
@@ -9,8 +9,6 @@ use resp::Frame;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::sync::Notify;
 
 /// The node's consensus handle, set once at startup when `raft-id` is given. A process is one
 /// node of at most one group, and every connection task reads it, so it lives beside the
@@ -95,64 +93,28 @@ pub async fn run(node: &Arc<Consensus>, srv: &Server, client: &mut Client, args:
 /// moves).
 const WAIT_STALL: Duration = Duration::from_secs(10);
 
-/// Waits for the outcome of a queued `LOCK ... WAIT` (the grant's token, or nil at its deadline),
-/// as this node applies it. Bytes the client sends meanwhile are buffered (`rbuf`), which is how a
-/// disconnect is noticed: the wait then leaves the queue ([`Consensus::cancel_wait`]) and None is
-/// returned, as when the client is killed. A wait with a timeout whose raft time stands still for
-/// [`WAIT_STALL`] is answered `CLUSTERDOWN`; the wait stays queued, so a retry with the same owner
-/// takes its place again.
-#[allow(clippy::too_many_arguments)]
-pub async fn wait_lock<R: AsyncRead + Unpin>(
-    node: &Arc<Consensus>,
-    srv: &Server,
-    wait: &LockWait,
-    rd: &mut R,
-    rbuf: &mut BytesMut,
-    read_chunk: usize,
-    kill: &Notify,
-    killed: &AtomicBool,
-) -> Option<Frame> {
-    let mut moved = (srv.clock.now_ms(), Instant::now());
-    loop {
-        let changed = wait.notified();
-        tokio::pin!(changed);
-        changed.as_mut().enable();
-        if let Some(f) = wait.outcome() {
-            return Some(f);
-        }
-        let now = srv.clock.now_ms();
-        if now != moved.0 {
-            moved = (now, Instant::now());
-        } else if wait.deadline_ms().is_some() && moved.1.elapsed() >= WAIT_STALL {
-            return Some(Frame::error(format!(
-                "{} (the lock wait's outcome is unknown; it stays queued)",
-                raft::CLUSTERDOWN
-            )));
-        }
-        rbuf.reserve(read_chunk);
-        tokio::select! {
-            _ = &mut changed => {}
-            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
-            _ = kill.notified() => if killed.load(Ordering::Relaxed) {
-                node.cancel_wait(wait);
-                return None;
-            },
-            r = rd.read_buf(rbuf) => match r {
-                Ok(0) | Err(_) => {
-                    node.cancel_wait(wait);
-                    return None;
-                }
-                Ok(n) => {
-                    srv.stats.add_net_input(n as u64);
-                    let limit = srv.config.client_query_buffer_limit.load(Ordering::Relaxed).max(0) as usize;
-                    if rbuf.len() > limit {
-                        node.cancel_wait(wait);
-                        return None;
-                    }
-                }
-            },
-        }
+/// Where raft time stood when a waiting connection last saw it move: (raft time, when seen).
+pub type RaftTimeSeen = (u64, Instant);
+
+/// The reply to a queued `LOCK ... WAIT` once there is one, as this node applied it: the grant's
+/// token, or nil at its deadline; or `CLUSTERDOWN` when the wait has a timeout and raft time
+/// (`seen`, updated here) stood still for [`WAIT_STALL`]: the wait stays queued, so a retry with
+/// the same owner takes its place again. None: keep waiting (the connection layer waits for
+/// [`LockWait::notified`], a poll period or the client, see `conn.rs`).
+pub fn lock_outcome(srv: &Server, wait: &LockWait, seen: &mut RaftTimeSeen) -> Option<Frame> {
+    if let Some(f) = wait.outcome() {
+        return Some(f);
     }
+    let now = srv.clock.now_ms();
+    if now != seen.0 {
+        *seen = (now, Instant::now());
+    } else if wait.deadline_ms().is_some() && seen.1.elapsed() >= WAIT_STALL {
+        return Some(Frame::error(format!(
+            "{} (the lock wait's outcome is unknown; it stays queued)",
+            raft::CLUSTERDOWN
+        )));
+    }
+    None
 }
 
 /// CLIENT REPLY OFF / SKIP hold for replicated writes too (the engine's `execute` applies them to
