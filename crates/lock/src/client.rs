@@ -82,6 +82,22 @@ const MAX_REDIRECTS: usize = 5;
 /// was lost (each time to the next member, which redirects to the leader).
 const MAX_LOST_WAITS: u32 = 20;
 
+/// The server a `-MOVED` reply names (a Latch consensus group's follower naming its leader).
+fn moved_to(e: &redis::RedisError) -> Option<&str> {
+    let (addr, _) = e.redirect_node()?;
+    (e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::Moved)).then_some(addr)
+}
+
+/// Whether `e` says the group member in use is gone or knows no leader (an election under way):
+/// a request to a group then goes to the next member.
+fn member_lost(e: &redis::RedisError) -> bool {
+    e.is_io_error()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+        || e.is_timeout()
+        || e.code() == Some("CLUSTERDOWN")
+}
+
 /// At most this many idle dedicated connections are kept for `LOCK ... WAIT`.
 const IDLE_WAIT_CONNS: usize = 8;
 
@@ -262,13 +278,7 @@ impl LockClient {
                 !self.inner.group.is_empty()
                     && started.elapsed() < GROUP_RETRY
                     && match e {
-                        Error::Redis(e) => {
-                            e.is_io_error()
-                                || e.is_connection_dropped()
-                                || e.is_connection_refusal()
-                                || e.is_timeout()
-                                || e.code() == Some("CLUSTERDOWN")
-                        }
+                        Error::Redis(e) => member_lost(e),
                         Error::Unresponsive => true,
                         _ => false,
                     }
@@ -285,8 +295,7 @@ impl LockClient {
                 match f(c).await {
                     Ok(v) => return Ok(v),
                     Err(e) => {
-                        if let Some((addr, _)) = e.redirect_node()
-                            && e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::Moved)
+                        if let Some(addr) = moved_to(&e)
                             && (hops < MAX_REDIRECTS || retry(&Error::Unresponsive))
                         {
                             hops += 1;
@@ -404,20 +413,14 @@ impl LockClient {
                 }
                 r => return r,
             };
-            if let Some((addr, _)) = e.redirect_node()
-                && e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::Moved)
+            if let Some(addr) = moved_to(&e)
                 && hops < MAX_REDIRECTS * 4
             {
                 hops += 1;
                 self.follow(addr).await?;
                 continue;
             }
-            let member_lost = e.is_io_error()
-                || e.is_connection_dropped()
-                || e.is_connection_refusal()
-                || e.is_timeout()
-                || e.code() == Some("CLUSTERDOWN");
-            if member_lost && lost < MAX_LOST_WAITS {
+            if member_lost(&e) && lost < MAX_LOST_WAITS {
                 lost += 1;
                 self.next_member().await;
                 continue;
