@@ -397,8 +397,7 @@ impl Server {
     pub fn hand_on_waiter(&self, client: &mut Client) -> Option<Arc<crate::ctx::Waiter>> {
         let w = client.blocked.take()?;
         client.info.set_blocked_on(None);
-        client.info.set_flag('b', false);
-        client.info.argv_mem.store(0, Ordering::Relaxed);
+        clear_blocked_marks(&client.info);
         Some(w)
     }
 
@@ -438,8 +437,7 @@ impl Server {
 
     /// Undoes [`Server::mark_blocked`].
     pub fn unmark_blocked(&self, client: &Client) {
-        client.info.set_flag('b', false);
-        client.info.argv_mem.store(0, Ordering::Relaxed);
+        clear_blocked_marks(&client.info);
         self.blocked_clients.fetch_sub(1, Ordering::Relaxed);
     }
 
@@ -812,6 +810,13 @@ fn redacted<'a>(cmd: &Command, args: &'a [Bytes]) -> std::borrow::Cow<'a, [Bytes
         v[i] = Bytes::from_static(b"(redacted)");
     }
     std::borrow::Cow::Owned(v)
+}
+
+/// What CLIENT LIST shows of a blocked client ([`Server::mark_blocked`]): the `b` flag and its
+/// command's arguments as `argv-mem`, cleared.
+fn clear_blocked_marks(info: &crate::clients::ClientInfo) {
+    info.set_flag('b', false);
+    info.argv_mem.store(0, Ordering::Relaxed);
 }
 
 #[cfg(test)]
