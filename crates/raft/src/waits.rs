@@ -56,6 +56,29 @@ impl std::fmt::Debug for LockWait {
 }
 
 impl LockWait {
+    /// The wait of `args` (`LOCK key owner ttl WAIT timeout`, checked by the caller) at place
+    /// `seq`, on the engine's `waiter`, whose wake callback rings `notify`.
+    fn new(
+        db: u32,
+        resp3: bool,
+        args: Vec<Bytes>,
+        seq: u64,
+        waiter: Arc<Waiter>,
+        notify: Arc<tokio::sync::Notify>,
+    ) -> Arc<LockWait> {
+        Arc::new(LockWait {
+            db,
+            key: args[1].clone(),
+            owner: args[2].clone(),
+            args,
+            resp3,
+            seq: AtomicU64::new(seq),
+            waiter: Mutex::new(waiter),
+            result: OnceLock::new(),
+            notify,
+        })
+    }
+
     /// The outcome once this node applied it: the grant's fencing token, or nil (the wait timed
     /// out or was cancelled). None while still queued.
     pub fn outcome(&self) -> Option<Frame> {
@@ -137,17 +160,7 @@ impl Waits {
     ) -> Arc<LockWait> {
         let mut inner = self.inner.lock();
         inner.next_seq += 1;
-        let w = Arc::new(LockWait {
-            db,
-            key: args[1].clone(),
-            owner: args[2].clone(),
-            args,
-            resp3,
-            seq: AtomicU64::new(inner.next_seq),
-            waiter: Mutex::new(waiter),
-            result: OnceLock::new(),
-            notify,
-        });
+        let w = LockWait::new(db, resp3, args, inner.next_seq, waiter, notify);
         // A finished wait of the same owner, not yet pruned, is replaced.
         inner.by_owner.insert((db, w.key.clone(), w.owner.clone()), w.clone());
         w
@@ -245,17 +258,7 @@ impl Waits {
                     w.seq.store(inner.next_seq, Ordering::Relaxed);
                     w
                 }
-                None => Arc::new(LockWait {
-                    db: s.db,
-                    key: s.args[1].clone(),
-                    owner: s.args[2].clone(),
-                    args: s.args,
-                    resp3: s.resp3,
-                    seq: AtomicU64::new(inner.next_seq),
-                    waiter: Mutex::new(engine_waiter),
-                    result: OnceLock::new(),
-                    notify,
-                }),
+                None => LockWait::new(s.db, s.resp3, s.args, inner.next_seq, engine_waiter, notify),
             };
             inner.by_owner.insert(id, w);
         }
