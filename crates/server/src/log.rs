@@ -49,7 +49,45 @@ fn redis_level(level: &Level) -> u8 {
 
 /// Sets the level from `loglevel` (whenever the configuration stores it).
 pub fn set_level(loglevel: &str) {
-    VERBOSITY.store(verbosity_of(loglevel), Ordering::Relaxed);
+    let v = verbosity_of(loglevel);
+    if VERBOSITY.swap(v, Ordering::Relaxed) != v {
+        // The filter's level hint changed: tracing caches it in every call site.
+        tracing::callsite::rebuild_interest_cache();
+    }
+}
+
+/// The filter of the log's one layer. It answers at every event, not once per call site (a plain
+/// `filter_fn`'s answer is cached, so a later CONFIG SET loglevel would not reach lines already
+/// seen once), and it tells tracing the most verbose level it can pass, so that the call sites
+/// and spans above it (openraft's `debug` and `trace` spans, on every request in consensus mode)
+/// are skipped at one comparison instead of being built and then refused.
+struct RedisFilter;
+
+impl<S> tracing_subscriber::layer::Filter<S> for RedisFilter {
+    fn enabled(&self, meta: &tracing::Metadata<'_>, _: &tracing_subscriber::layer::Context<'_, S>) -> bool {
+        // openraft (consensus mode) reports every vote and membership step at INFO: those lines
+        // are `verbose` here, and its warnings stay warnings.
+        let level = match redis_level(meta.level()) {
+            2 if meta.target().starts_with("openraft") => 1,
+            l => l,
+        };
+        level >= VERBOSITY.load(Ordering::Relaxed)
+    }
+
+    fn callsite_enabled(&self, _: &'static tracing::Metadata<'static>) -> tracing::subscriber::Interest {
+        tracing::subscriber::Interest::sometimes()
+    }
+
+    fn max_level_hint(&self) -> Option<tracing::level_filters::LevelFilter> {
+        use tracing::level_filters::LevelFilter;
+        Some(match VERBOSITY.load(Ordering::Relaxed) {
+            0 => LevelFilter::TRACE,
+            1 => LevelFilter::DEBUG,
+            2 => LevelFilter::INFO,
+            3 => LevelFilter::WARN,
+            _ => LevelFilter::OFF,
+        })
+    }
 }
 
 /// Starts logging to `logfile` (stdout when empty), at the level the configuration set. Fails as
@@ -65,19 +103,8 @@ pub fn init(logfile: &str) -> Result<(), String> {
             .map_err(|e| format!("Can't open the log file: {}", crate::net::strerror(&e)))?;
     }
     let _ = SINK.set(path);
-    // A dynamic filter: tracing asks it at every event. A plain `filter_fn` is asked once per
-    // call site and its answer cached, so a later CONFIG SET loglevel would not reach lines
-    // already seen once.
-    // openraft (consensus mode) reports every vote and membership step at INFO: those lines are
-    // `verbose` here, and its warnings stay warnings.
-    let filter = tracing_subscriber::filter::dynamic_filter_fn(|meta, _| {
-        let level = match redis_level(meta.level()) {
-            2 if meta.target().starts_with("openraft") => 1,
-            l => l,
-        };
-        level >= VERBOSITY.load(Ordering::Relaxed)
-    });
-    let layer = tracing_subscriber::fmt::layer().event_format(RedisFormat).with_writer(|| Sink).with_filter(filter);
+    let layer =
+        tracing_subscriber::fmt::layer().event_format(RedisFormat).with_writer(|| Sink).with_filter(RedisFilter);
     tracing_subscriber::registry().with(layer).init();
     Ok(())
 }
