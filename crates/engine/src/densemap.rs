@@ -1,5 +1,5 @@
 //! The keyspace's map: keys and their values in one dense array of slots, found through a compact
-//! hash index of 32-bit positions.
+//! hash index of 24-bit positions (32-bit ones past 2^24 keys).
 //!
 //! What a table needs from its map, and what this one gives:
 //! * **Positions.** Every slot has a position in `0..len`; removal is `swap_remove` (the last slot
@@ -7,9 +7,10 @@
 //!   walking positions from high to low visits every key that stays present (Redis's `SCAN`
 //!   guarantee), and a random position is a random key (`RANDOMKEY`, eviction samples).
 //! * **Small slots.** A slot is the key and the value, nothing else: no stored hash (a key's hash is
-//!   computed again when the index grows; keys are short). The index holds 4-byte positions in a
-//!   Swiss table (`hashbrown::HashTable<u32>`), 5 bytes per bucket with its control byte, where an
-//!   `IndexMap` spends 8 on the stored hash and 9 per bucket.
+//!   computed again when the index grows; keys are short). The index holds 3-byte positions in a
+//!   Swiss table (`hashbrown::HashTable<Narrow>`), 4 bytes per bucket with its control byte, where
+//!   an `IndexMap` spends 8 on the stored hash and 9 per bucket. A table that reaches 2^24 keys
+//!   (16.7 million in one database of one shard) rebuilds its index once with 4-byte positions.
 //! * **No big copies.** Slots live in chunks of [`CHUNK`] (the first one grows as a `Vec` does, up
 //!   to that size): a growing table allocates one chunk at a time instead of copying every slot into
 //!   an array twice as large, so memory follows the number of keys (at most one partly filled chunk
@@ -26,21 +27,84 @@ use std::hash::BuildHasher;
 pub const CHUNK: usize = 1024;
 const SHIFT: u32 = CHUNK.trailing_zeros();
 
-/// Bytes the index spends per bucket: the position and hashbrown's control byte.
-pub const INDEX_BUCKET_BYTES: usize = std::mem::size_of::<u32>() + 1;
+/// Bytes the index spends per bucket: the position and hashbrown's control byte (below 2^24 keys).
+pub const INDEX_BUCKET_BYTES: usize = std::mem::size_of::<Narrow>() + 1;
+
+/// Positions below this fit the narrow index.
+const NARROW_LIMIT: usize = 1 << 24;
+
+/// A position the index stores: 3 bytes (no alignment, so a bucket is 3 bytes) or 4.
+trait Pos: Copy {
+    fn new(pos: usize) -> Self;
+    fn get(self) -> usize;
+}
+
+/// A 24-bit position, little-endian.
+#[derive(Clone, Copy)]
+struct Narrow([u8; 3]);
+
+impl Pos for Narrow {
+    #[inline]
+    fn new(pos: usize) -> Self {
+        debug_assert!(pos < NARROW_LIMIT);
+        let b = (pos as u32).to_le_bytes();
+        Narrow([b[0], b[1], b[2]])
+    }
+    #[inline]
+    fn get(self) -> usize {
+        u32::from_le_bytes([self.0[0], self.0[1], self.0[2], 0]) as usize
+    }
+}
+
+impl Pos for u32 {
+    #[inline]
+    fn new(pos: usize) -> Self {
+        u32::try_from(pos).expect("a table holds fewer than 2^32 keys")
+    }
+    #[inline]
+    fn get(self) -> usize {
+        self as usize
+    }
+}
+
+/// The hash index: positions of slots, filed under their keys' hashes.
+#[derive(Clone)]
+enum Index {
+    Narrow(HashTable<Narrow>),
+    Wide(HashTable<u32>),
+}
+
+/// Runs `$body` with `$t` bound to the index's table, whichever width it has (the body is
+/// compiled once per width).
+macro_rules! with_index {
+    ($index:expr, $t:ident => $body:expr) => {
+        match $index {
+            Index::Narrow($t) => $body,
+            Index::Wide($t) => $body,
+        }
+    };
+}
 
 /// A map from keys to values with dense positions (see the module documentation).
 #[derive(Clone)]
 pub struct DenseMap<V> {
     chunks: Vec<Vec<(Str, V)>>,
     len: usize,
-    index: HashTable<u32>,
+    index: Index,
+    /// Positions from this one on need the wide index ([`NARROW_LIMIT`]; lower in tests).
+    narrow_limit: usize,
     hasher: Hasher,
 }
 
 impl<V> Default for DenseMap<V> {
     fn default() -> Self {
-        DenseMap { chunks: Vec::new(), len: 0, index: HashTable::new(), hasher: Hasher::default() }
+        DenseMap {
+            chunks: Vec::new(),
+            len: 0,
+            index: Index::Narrow(HashTable::new()),
+            narrow_limit: NARROW_LIMIT,
+            hasher: Hasher::default(),
+        }
     }
 }
 
@@ -64,12 +128,20 @@ impl<V> DenseMap<V> {
 
     /// How many keys the index holds before it grows.
     pub fn capacity(&self) -> usize {
-        self.index.capacity()
+        with_index!(&self.index, t => t.capacity())
+    }
+
+    /// Bytes the index spends per bucket, as wide as it is now.
+    pub fn index_bucket_bytes(&self) -> usize {
+        match self.index {
+            Index::Narrow(_) => INDEX_BUCKET_BYTES,
+            Index::Wide(_) => std::mem::size_of::<u32>() + 1,
+        }
     }
 
     /// True if the next new key makes the index grow (it reallocates, doubling).
     pub fn index_full(&self) -> bool {
-        self.index.len() == self.index.capacity()
+        with_index!(&self.index, t => t.len() == t.capacity())
     }
 
     /// Slots allocated and not in use (the tails of the last chunks).
@@ -99,12 +171,12 @@ impl<V> DenseMap<V> {
     #[inline]
     pub fn find_hashed(&self, hash: u64, key: &[u8]) -> Option<usize> {
         let chunks = &self.chunks;
-        self.index
+        with_index!(&self.index, t => t
             .find(hash, |&p| {
-                let (c, i) = at(p as usize);
+                let (c, i) = at(p.get());
                 chunks[c][i].0[..] == *key
             })
-            .map(|&p| p as usize)
+            .map(|&p| p.get()))
     }
 
     /// Position of `key`.
@@ -146,7 +218,9 @@ impl<V> DenseMap<V> {
     pub fn push_hashed(&mut self, hash: u64, key: Str, value: V) -> usize {
         debug_assert!(self.find_hashed(hash, &key).is_none(), "push_hashed of a present key");
         let pos = self.len;
-        let p32 = u32::try_from(pos).expect("a table holds fewer than 2^32 keys");
+        if pos == self.narrow_limit && matches!(self.index, Index::Narrow(_)) {
+            self.widen();
+        }
         let (c, _) = at(pos);
         if c == self.chunks.len() {
             // The first chunk grows as a Vec does (small tables stay small); later ones are
@@ -156,17 +230,37 @@ impl<V> DenseMap<V> {
         self.chunks[c].push((key, value));
         self.len += 1;
         let (chunks, hasher) = (&self.chunks, &self.hasher);
-        self.index.insert_unique(hash, p32, |&p| {
-            let (c, i) = at(p as usize);
-            hasher.hash_one(&chunks[c][i].0[..])
+        with_index!(&mut self.index, t => {
+            t.insert_unique(hash, Pos::new(pos), |&p| {
+                let (c, i) = at(p.get());
+                hasher.hash_one(&chunks[c][i].0[..])
+            });
         });
         pos
     }
 
+    /// Rebuilds the index with 4-byte positions (the table reached the narrow index's limit). Once
+    /// per table, as costly as one doubling of the index.
+    #[cold]
+    fn widen(&mut self) {
+        let mut wide = HashTable::with_capacity(self.len * 2);
+        let (chunks, hasher) = (&self.chunks, &self.hasher);
+        for pos in 0..self.len {
+            let (c, i) = at(pos);
+            wide.insert_unique(hasher.hash_one(&chunks[c][i].0[..]), pos as u32, |&p| {
+                let (c, i) = at(p as usize);
+                hasher.hash_one(&chunks[c][i].0[..])
+            });
+        }
+        self.index = Index::Wide(wide);
+    }
+
     /// Points the index entry for the slot at `from` (whose key hashes to `hash`) at `to`.
     fn repoint(&mut self, hash: u64, from: usize, to: usize) {
-        let slot = self.index.find_mut(hash, |&p| p as usize == from).expect("every slot is indexed");
-        *slot = to as u32;
+        with_index!(&mut self.index, t => {
+            let slot = t.find_mut(hash, |&p| p.get() == from).expect("every slot is indexed");
+            *slot = Pos::new(to);
+        });
     }
 
     /// Removes the slot at `pos`, moving the last slot into its place. None if `pos` is out of
@@ -176,10 +270,10 @@ impl<V> DenseMap<V> {
             return None;
         }
         let hash = self.hash(&self.slot(pos).0);
-        match self.index.find_entry(hash, |&p| p as usize == pos) {
+        with_index!(&mut self.index, t => match t.find_entry(hash, |&p| p.get() == pos) {
             Ok(e) => drop(e.remove()),
             Err(_) => unreachable!("every slot is indexed"),
-        }
+        });
         let last = self.len - 1;
         if pos != last {
             let last_hash = self.hash(&self.slot(last).0);
@@ -210,7 +304,7 @@ impl<V> DenseMap<V> {
     pub fn retain(&mut self, mut keep: impl FnMut(&Str, &mut V) -> bool) {
         let old = std::mem::take(&mut self.chunks);
         self.len = 0;
-        self.index.clear();
+        with_index!(&mut self.index, t => t.clear());
         for chunk in old {
             for (k, mut v) in chunk {
                 if keep(&k, &mut v) {
@@ -342,5 +436,43 @@ mod tests {
             insert(&mut m, &key(i), i);
         }
         assert!(m.free_slots() < 8);
+    }
+
+    /// A bucket of the narrow index is 3 bytes: the point of it.
+    #[test]
+    fn a_narrow_position_is_three_bytes_and_round_trips() {
+        assert_eq!(std::mem::size_of::<Narrow>(), 3);
+        assert_eq!(INDEX_BUCKET_BYTES, 4);
+        for pos in [0, 1, 255, 256, 65_535, 65_536, NARROW_LIMIT - 1] {
+            assert_eq!(Narrow::new(pos).get(), pos);
+        }
+    }
+
+    /// A table that reaches the narrow limit widens its index once and goes on: every key is
+    /// found, removals repoint moved slots in the wide index, and retain rebuilds it.
+    #[test]
+    fn the_index_widens_at_the_narrow_limit() {
+        let mut m = DenseMap { narrow_limit: 300, ..DenseMap::default() };
+        let mut model = HashMap::new();
+        for i in 0..299 {
+            insert(&mut m, &key(i), i);
+            model.insert(key(i), i);
+        }
+        assert!(matches!(m.index, Index::Narrow(_)));
+        for i in 299..2 * CHUNK {
+            insert(&mut m, &key(i), i);
+            model.insert(key(i), i);
+        }
+        assert!(matches!(m.index, Index::Wide(_)));
+        assert_eq!(m.index_bucket_bytes(), 5);
+        check(&m, &model);
+        for pick in [0, 500, 299, usize::MAX] {
+            let (k, v) = m.swap_remove_index(pick.min(m.len() - 1)).unwrap();
+            assert_eq!(model.remove(&k[..]), Some(v));
+        }
+        check(&m, &model);
+        m.retain(|_, v| *v % 2 == 0);
+        model.retain(|_, v| *v % 2 == 0);
+        check(&m, &model);
     }
 }

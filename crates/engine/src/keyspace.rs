@@ -953,7 +953,7 @@ impl Table {
         if self.map.index_full() {
             // Buckets are a power of two above capacity * 8 / 7.
             let buckets = (self.map.capacity().max(3) * 8 / 7 + 1).next_power_of_two();
-            bytes += 2 * buckets * crate::densemap::INDEX_BUCKET_BYTES;
+            bytes += 2 * buckets * self.map.index_bucket_bytes();
         }
         if self.map.free_slots() == 0 {
             bytes += self.map.len().clamp(4, crate::densemap::CHUNK) * slot;
@@ -964,8 +964,7 @@ impl Table {
     /// Bytes of free slots: allocated, reused by the next keys added without allocating.
     pub fn slack_bytes(&self) -> usize {
         let slot = std::mem::size_of::<Key>() + std::mem::size_of::<Entry>();
-        self.map.free_slots() * slot
-            + (self.map.capacity() - self.map.len()) * crate::densemap::INDEX_BUCKET_BYTES * 8 / 7
+        self.map.free_slots() * slot + (self.map.capacity() - self.map.len()) * self.map.index_bucket_bytes() * 8 / 7
     }
 
     /// Calls `f` on up to `n` keys drawn at random (with replacement) for eviction: any key, or with
