@@ -85,7 +85,8 @@ pub struct Table {
     /// pass is missed). `None` between passes.
     sweep: Option<usize>,
     /// No key of the table has a deadline before this (a lower bound: lowered as deadlines are
-    /// set, raised to `pass_min` when a sweep completes).
+    /// set, raised to `pass_min` when a sweep completes). Lookups rely on it too: no key is
+    /// expired while `now` has not passed it.
     next_at: u64,
     /// The earliest deadline the running pass saw, and of those set since it started.
     pass_min: u64,
@@ -255,10 +256,13 @@ impl Table {
         self.expired(&self.map[idx], now)
     }
 
-    /// True when `e` (an entry of this table) has a deadline before `now`.
+    /// True when `e` (an entry of this table) has a deadline before `now`. A key without TTL
+    /// answers from its entry's bits; one with a TTL reads its deadline only once the table's
+    /// earliest deadline (`next_at`, a lower bound) has come, so lookups of keys whose TTL is
+    /// far off touch nothing but the table.
     #[inline]
     fn expired(&self, e: &Entry, now: u64) -> bool {
-        e.vpos().is_some_and(|v| self.deadlines[v] < now)
+        e.vpos().is_some_and(|v| now > self.next_at && self.deadlines[v] < now)
     }
 
     /// Lists the key at `idx` (which has no deadline yet) among the keys with a TTL, with `at`.
@@ -1502,6 +1506,8 @@ mod tests {
             let e = &t.map[idx as usize];
             assert_eq!(e.vpos(), Some(v));
             assert!(t.deadlines[v] != 0);
+            // The bound the sweep and lookups trust.
+            assert!(t.deadlines[v] >= t.next_at, "deadline {} under the bound {}", t.deadlines[v], t.next_at);
         }
     }
 
@@ -1614,6 +1620,27 @@ mod tests {
         assert_eq!((t.deadline_of(b"k"), t.volatile_len(), t.deadlines.len()), (None, 0, 0));
         assert!(!t.expiry_due(u64::MAX));
         assert!(!t.set_expire(b"absent", 10));
+        check_volatile(&t);
+    }
+
+    /// Lookups skip reading deadlines while the table's earliest one has not come; a deadline
+    /// set or lowered after a sweep raised that bound is still seen.
+    #[test]
+    fn lookups_trust_the_bound_only_while_it_holds() {
+        let mut t = Table::default();
+        t.insert(b"a", e(b"1"), 1000);
+        t.insert(b"b", e(b"2"), 2000);
+        assert_eq!(t.active_expire(10, 10), 0);
+        assert_eq!(t.next_at, 1000, "a full pass raises the bound to the earliest deadline");
+        assert!(t.lookup(b"a", 1000).is_some());
+        t.set_expire(b"b", 500);
+        t.insert(b"c", e(b"3"), 300);
+        assert_eq!(t.next_at, 300);
+        assert!(t.lookup(b"c", 301).is_none(), "a new key's deadline");
+        assert!(t.lookup(b"b", 501).is_none(), "a lowered deadline");
+        assert!(t.lookup(b"a", 501).is_some());
+        assert!(t.is_stale(b"a", 1001));
+        assert_eq!(t.expired, 2);
         check_volatile(&t);
     }
 
