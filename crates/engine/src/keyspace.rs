@@ -453,13 +453,17 @@ impl Table {
             Some(idx) => {
                 self.before_change(idx);
                 // The new entry takes the old one's place in the TTL list, then the deadline follows.
-                match self.map[idx].vpos() {
+                let slot = &mut self.map[idx];
+                let place = slot.vpos();
+                match place {
                     Some(v) => entry.set_vpos(v),
                     None => entry.clear_vpos(),
                 }
-                let mut old = std::mem::replace(&mut self.map[idx], entry);
+                let mut old = std::mem::replace(slot, entry);
                 old.clear_vpos();
-                self.set_deadline(idx, at);
+                if place.is_some() || at != 0 {
+                    self.set_deadline(idx, at);
+                }
                 Some(old)
             }
             None => {
