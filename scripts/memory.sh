@@ -7,6 +7,8 @@
 #                                          # hash: fields field0..4 with 10-byte values
 #   SETTLE=15 scripts/memory.sh  # seconds to wait after loading before reading RSS (default 1); jemalloc
 #                                # (both servers) returns freed pages to the OS over ~10 s
+#   LATCH_BIN=/path/to/latch-server scripts/memory.sh  # a prebuilt binary (another build to compare),
+#                                                      # instead of building this tree's
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-1000000}
@@ -16,9 +18,12 @@ SETTLE=${SETTLE:-1}
 LATCH_PORT=${LATCH_PORT:-7103}
 REDIS_PORT=${REDIS_PORT:-7104}
 command -v redis-server >/dev/null || { echo "redis-server not installed" >&2; exit 2; }
-cargo build --release --bin latch-server >&2
-target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-"$target/release/latch-server" --port "$LATCH_PORT" --bind 127.0.0.1 --save '' --loglevel warning &
+if [ -z "${LATCH_BIN:-}" ]; then
+  cargo build --release --bin latch-server >&2
+  target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+  LATCH_BIN="$target/release/latch-server"
+fi
+"$LATCH_BIN" --port "$LATCH_PORT" --bind 127.0.0.1 --save '' --loglevel warning &
 LPID=$!
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --loglevel warning &
 RPID=$!

@@ -92,15 +92,41 @@ impl<'l, 'k> Db<'l, 'k> {
         }
     }
 
+    /// [`Db::read`] with the key's TTL deadline (monotonic ms), in one lookup.
+    pub fn read_with_deadline(&mut self, key: &[u8]) -> Option<(&Entry, Option<u64>)> {
+        let (now, i, no_touch, access) = (self.now, self.index, self.no_touch, self.access);
+        let expire_now = self.expire_now;
+        let crate::keyspace::Shard { dbs, hits, misses, .. } = self.locked.shard_for(key);
+        match dbs[i].lookup_read_with_deadline(key, expire_now) {
+            Some((e, at)) => {
+                *hits += 1;
+                if !no_touch {
+                    access.touch(e, now);
+                }
+                Some((&*e, at))
+            }
+            None => {
+                *misses += 1;
+                None
+            }
+        }
+    }
+
     /// Looks a key up for reading without refreshing its access time (Redis's `LOOKUP_NOTOUCH`):
-    /// counts a keyspace hit or miss. Used by EXISTS, TYPE, TTL, OBJECT.
+    /// counts a keyspace hit or miss. Used by EXISTS, TYPE, OBJECT.
     pub fn read_notouch(&mut self, key: &[u8]) -> Option<&Entry> {
+        self.read_notouch_with_deadline(key).map(|(e, _)| e)
+    }
+
+    /// [`Db::read_notouch`] with the key's TTL deadline (monotonic ms), in one lookup: TTL, PTTL,
+    /// EXPIRETIME.
+    pub fn read_notouch_with_deadline(&mut self, key: &[u8]) -> Option<(&Entry, Option<u64>)> {
         let (now, i) = (self.expire_now, self.index);
         let crate::keyspace::Shard { dbs, hits, misses, .. } = self.locked.shard_for(key);
-        match dbs[i].lookup_read(key, now) {
-            Some(e) => {
+        match dbs[i].lookup_read_with_deadline(key, now) {
+            Some((e, at)) => {
                 *hits += 1;
-                Some(e)
+                Some((&*e, at))
             }
             None => {
                 *misses += 1;
@@ -115,6 +141,15 @@ impl<'l, 'k> Db<'l, 'k> {
         let e = self.table(key).lookup_for_write(key, expire_now)?;
         access.touch(e, now);
         Some(e)
+    }
+
+    /// [`Db::write`] with the key's TTL deadline (monotonic ms), in one lookup (EXPIRE's
+    /// conditions).
+    pub fn write_with_deadline(&mut self, key: &[u8]) -> Option<(&mut Entry, Option<u64>)> {
+        let (now, access, expire_now) = (self.now, self.access, self.expire_now);
+        let (e, at) = self.table(key).lookup_for_write_with_deadline(key, expire_now)?;
+        access.touch(e, now);
+        Some((e, at))
     }
 
     /// [`Db::write`] for the rest of the view's borrow: the entry outlives the view (a handler
@@ -170,11 +205,12 @@ impl<'l, 'k> Db<'l, 'k> {
         let t = self.table_for_insert(key);
         let mut e = Entry::new(value);
         e.set_atime((now / 1000) as u32);
+        let mut at = 0;
         if (keep_ttl || access != crate::types::Access::Lru)
-            && let Some(old) = t.lookup(key, expire_now)
+            && let Some((old, old_at)) = t.lookup_with_deadline(key, expire_now)
         {
             if keep_ttl {
-                e.expire_at = old.expire_at;
+                at = old_at.unwrap_or(0);
             }
             // Under LFU an overwritten key keeps its (touched) counter, as Redis's dbSetValue.
             if access != crate::types::Access::Lru {
@@ -182,28 +218,33 @@ impl<'l, 'k> Db<'l, 'k> {
                 e.set_lfu(old.lfu());
             }
         }
-        t.insert(key, e);
+        t.insert(key, e, at);
     }
 
     /// Stores `value` with a deadline (monotonic ms; 0 = none).
     pub fn set_with_expire(&mut self, key: &[u8], value: Value, expire_at: u64) {
         let mut e = Entry::new(value);
-        e.expire_at = expire_at;
         e.set_atime((self.now / 1000) as u32);
-        self.table_for_insert(key).insert(key, e);
+        self.table_for_insert(key).insert(key, e, expire_at);
     }
 
-    /// Stores a whole entry (RENAME, MOVE, COPY keep TTL and metadata).
-    pub fn insert_entry(&mut self, key: &[u8], entry: Entry) {
-        self.table_for_insert(key).insert(key, entry);
+    /// Stores a whole entry with the deadline `at` (monotonic ms; 0 = none): RENAME and MOVE keep
+    /// TTL and metadata (the pair [`Db::remove_with_deadline`] hands back), RESTORE sets them.
+    pub fn insert_entry(&mut self, key: &[u8], entry: Entry, at: u64) {
+        self.table_for_insert(key).insert(key, entry, at);
     }
 
     /// Deletes a key; returns the removed entry if it was live.
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
+        self.remove_with_deadline(key).map(|(e, _)| e)
+    }
+
+    /// [`Db::remove`] that also hands back the key's deadline (0: none).
+    pub fn remove_with_deadline(&mut self, key: &[u8]) -> Option<(Entry, u64)> {
         let now = self.expire_now;
         let t = self.table(key);
         t.lookup(key, now)?;
-        t.remove(key)
+        t.remove_with_deadline(key)
     }
 
     /// Sets the deadline of a live key; false if absent.

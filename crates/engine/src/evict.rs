@@ -135,7 +135,8 @@ pub fn time_limit_us(tenacity: i64) -> u64 {
 }
 
 /// The score of a key for `policy` (higher is evicted first), or None if it may not be evicted.
-fn score(policy: Policy, e: &Entry, now_ms: u64, lfu_decay: u32, locks_too: bool) -> Option<u64> {
+/// `at`: the key's deadline.
+fn score(policy: Policy, e: &Entry, at: Option<u64>, now_ms: u64, lfu_decay: u32, locks_too: bool) -> Option<u64> {
     if !locks_too && matches!(e.value, Value::Lock(_)) {
         return None;
     }
@@ -143,7 +144,7 @@ fn score(policy: Policy, e: &Entry, now_ms: u64, lfu_decay: u32, locks_too: bool
     Some(match policy {
         Policy::VolatileLru | Policy::AllkeysLru => u64::from(e.idle_s(now_s)) * 1000,
         Policy::VolatileLfu | Policy::AllkeysLfu => 255 - u64::from(crate::types::lfu_decayed(e, now_s, lfu_decay)),
-        Policy::VolatileTtl => u64::MAX - e.expire_at,
+        Policy::VolatileTtl => u64::MAX - at.unwrap_or(0),
         Policy::VolatileRandom | Policy::AllkeysRandom | Policy::NoEviction => 0,
     })
 }
@@ -213,9 +214,9 @@ impl<'a> TableEviction<'a> {
         // The policy's best `n` among a sample of `t` (never `key` itself).
         let pick = |t: &Table, n: usize| -> Vec<Key> {
             let mut got: Vec<(u64, Key)> = Vec::new();
-            let mut consider = |k: &Key, e: &Entry| {
+            let mut consider = |k: &Key, e: &Entry, at: Option<u64>| {
                 if &k[..] != key
-                    && let Some(s) = score(self.policy, e, now_ms, decay, locks_too)
+                    && let Some(s) = score(self.policy, e, at, now_ms, decay, locks_too)
                     && !got.iter().any(|(_, g)| g == k)
                 {
                     got.push((s, k.clone()));
@@ -351,7 +352,7 @@ impl Scope<'_> {
         let mut locked = self.ks.lock_keys([key]);
         let t = &mut locked.shard_for(key).dbs[db];
         let e = t.peek(key)?;
-        if policy.volatile_only() && e.expire_at().is_none() {
+        if policy.volatile_only() && !e.has_ttl() {
             return None;
         }
         if matches!(e.value, Value::Lock(_)) && !self.config.evict_native_locks.load(Ordering::Relaxed) {
@@ -386,8 +387,8 @@ impl Scope<'_> {
             let mut locked = self.ks.lock_shards(vec![i]);
             let shard = locked.shard(i);
             for (db, t) in shard.dbs.iter().enumerate() {
-                let mut add = |k: &Key, e: &Entry| {
-                    if let Some(score) = score(policy, e, now, decay, locks_too) {
+                let mut add = |k: &Key, e: &Entry, at: Option<u64>| {
+                    if let Some(score) = score(policy, e, at, now, decay, locks_too) {
                         pool_insert(pool, Candidate { score, db, key: k.clone() });
                         found = true;
                     }
@@ -403,7 +404,7 @@ impl Scope<'_> {
             let shard = self.ks.shard_of(&c.key);
             let mut locked = self.ks.lock_shards(vec![shard]);
             let t: &Table = &locked.shard(shard).dbs[c.db];
-            if t.peek(&c.key).is_some_and(|e| !policy.volatile_only() || e.expire_at().is_some()) {
+            if t.peek(&c.key).is_some_and(|e| !policy.volatile_only() || e.has_ttl()) {
                 return Some((c.db, c.key));
             }
         }
@@ -423,7 +424,7 @@ impl Scope<'_> {
                 let t = &locked.shard(i).dbs[db];
                 let mut pick = None;
                 // A few draws, in case some land on native locks.
-                t.sample(4, policy.volatile_only(), &mut |k, e| {
+                t.sample(4, policy.volatile_only(), &mut |k, e, _| {
                     if pick.is_none() && (locks_too || !matches!(e.value, Value::Lock(_))) {
                         pick = Some(k.clone());
                     }

@@ -14,10 +14,12 @@
 //!   visits every key that stays present for the whole iteration: Redis's `SCAN` guarantee, without
 //!   Redis's reverse-binary cursor.
 //! * Random access by position makes `RANDOMKEY` O(1).
-//! * Keys with a TTL are listed by position in a plain vector (4 bytes per key; each entry knows its
-//!   place in it), which the active expiry cycle sweeps, and eviction samples as Redis samples its
-//!   `expires` dict. The cycle only sweeps a table when its earliest deadline (a lower bound kept as
-//!   deadlines are set and refreshed by each full sweep) has passed.
+//! * Keys with a TTL are listed by position in a plain vector, their deadlines in a parallel one
+//!   (12 bytes per key with a TTL; each such entry knows its place in them, an entry without TTL
+//!   says so in the same bits, so its reads touch nothing else). The active expiry cycle sweeps
+//!   the list, and eviction samples it as Redis samples its `expires` dict. The cycle only sweeps
+//!   a table when its earliest deadline (a lower bound kept as deadlines are set and refreshed by
+//!   each full sweep) has passed.
 
 use crate::densemap::DenseMap;
 use crate::rdb::{self, RecordSpec, Writer};
@@ -62,7 +64,11 @@ pub trait Waiting: Send + Sync + 'static {
 pub struct TableData {
     map: DenseMap<Entry>,
     volatile: Vec<u32>,
+    deadlines: Vec<u64>,
 }
+
+// A table slot is a key and its entry: 56 bytes. A regression costs every key: fail the build.
+const _: () = assert!(std::mem::size_of::<(Key, Entry)>() == 56);
 
 /// One database inside one shard.
 #[derive(Default)]
@@ -71,12 +77,16 @@ pub struct Table {
     /// Positions of the keys with a TTL, in no order; each such entry knows its place here
     /// (`Entry::vpos`).
     volatile: Vec<u32>,
+    /// The deadlines (monotonic ms, never 0) of the keys listed in `volatile`, place for place:
+    /// a key's TTL lives here rather than in its entry, so keys without one do not pay for it.
+    deadlines: Vec<u64>,
     /// The active expiry's sweep over `volatile`, from the top down: places at and above it were
     /// visited in the running pass (entries only move down, so none present at the start of a
     /// pass is missed). `None` between passes.
     sweep: Option<usize>,
     /// No key of the table has a deadline before this (a lower bound: lowered as deadlines are
-    /// set, raised to `pass_min` when a sweep completes).
+    /// set, raised to `pass_min` when a sweep completes). Lookups rely on it too: no key is
+    /// expired while `now` has not passed it.
     next_at: u64,
     /// The earliest deadline the running pass saw, and of those set since it started.
     pass_min: u64,
@@ -135,15 +145,16 @@ struct TableSnapshot {
 }
 
 impl TableSnapshot {
-    /// Writes `e` (as it was at the snapshot's instant) unless this snapshot has it already;
-    /// `ahead`: ahead of the walk, because the entry is about to change or go.
+    /// Writes `e` with its deadline `at` (0: none; as they were at the snapshot's instant) unless
+    /// this snapshot has it already; `ahead`: ahead of the walk, because the entry is about to
+    /// change or go.
     #[inline]
-    fn cover(&mut self, epoch: u8, key: &[u8], e: &mut Entry, ahead: bool) {
+    fn cover(&mut self, epoch: u8, key: &[u8], e: &mut Entry, at: u64, ahead: bool) {
         if e.epoch() != epoch {
             e.set_epoch(epoch);
             if !self.discard {
                 let before = self.out.buf.len();
-                rdb::write_record(&self.spec, self.db, key, e, &mut self.out, &mut self.scratch);
+                rdb::write_record(&self.spec, self.db, key, e, at, &mut self.out, &mut self.scratch);
                 let p = &self.spec.progress;
                 p.keys_written.fetch_add(1, Ordering::Relaxed);
                 if ahead {
@@ -186,9 +197,10 @@ impl KeyEvent {
     }
 }
 
+/// The deadline of `e` (0: none), given its table's deadlines.
 #[inline]
-fn is_expired(e: &Entry, now: u64) -> bool {
-    e.expire_at != 0 && e.expire_at < now
+fn deadline_in(deadlines: &[u64], e: &Entry) -> u64 {
+    e.vpos().map_or(0, |v| deadlines[v])
 }
 
 impl Table {
@@ -217,24 +229,68 @@ impl Table {
         self.volatile.len()
     }
 
-    /// Lists the key at `idx` (which has just got a deadline) among the keys with a TTL.
-    fn volatile_add(&mut self, idx: usize) {
+    /// The TTL deadline (monotonic ms) of `e`, an entry of this table (as [`Table::lookup`],
+    /// [`Table::peek`], [`Table::iter`] and the others hand them out), if it has one. An entry
+    /// without TTL answers from its own bits.
+    #[inline]
+    pub fn deadline(&self, e: &Entry) -> Option<u64> {
+        e.vpos().map(|v| self.deadlines[v])
+    }
+
+    /// The TTL deadline of `key`, live or stale, if it is stored and has one.
+    pub fn deadline_of(&self, key: &[u8]) -> Option<u64> {
+        self.deadline(self.map.get(key)?)
+    }
+
+    /// The entry at `idx` and its deadline.
+    #[inline]
+    fn entry_and_deadline(&mut self, idx: usize) -> (&mut Entry, Option<u64>) {
+        let e = &mut self.map[idx];
+        let at = e.vpos().map(|v| self.deadlines[v]);
+        (e, at)
+    }
+
+    /// True when the entry at `idx` has a deadline before `now`.
+    #[inline]
+    fn expired_at(&self, idx: usize, now: u64) -> bool {
+        self.expired(&self.map[idx], now)
+    }
+
+    /// True when `e` (an entry of this table) has a deadline before `now`. A key without TTL
+    /// answers from its entry's bits; one with a TTL reads its deadline only once the table's
+    /// earliest deadline (`next_at`, a lower bound) has come, so lookups of keys whose TTL is
+    /// far off touch nothing but the table.
+    #[inline]
+    fn expired(&self, e: &Entry, now: u64) -> bool {
+        e.vpos().is_some_and(|v| now > self.next_at && self.deadlines[v] < now)
+    }
+
+    /// Lists the key at `idx` (which has no deadline yet) among the keys with a TTL, with `at`.
+    fn volatile_add(&mut self, idx: usize, at: u64) {
+        debug_assert!(at != 0 && !self.map[idx].has_ttl());
         let v = self.volatile.len();
         self.volatile.push(idx as u32);
-        let e = &mut self.map[idx];
-        e.set_vpos(v);
-        let at = e.expire_at;
+        self.deadlines.push(at);
+        self.map[idx].set_vpos(v);
         self.deadline_set(at);
     }
 
-    /// The deadline of the key at `idx` went from `old` to `at` (0: none); `vpos` was its place in
-    /// the TTL list if `old` was set. The list and the sweep's bounds follow.
-    fn deadline_changed(&mut self, idx: usize, old: u64, at: u64, vpos: usize) {
-        match (old != 0, at != 0) {
-            (true, true) if old != at => self.deadline_set(at),
-            (true, false) => self.volatile_remove(vpos),
-            (false, true) => self.volatile_add(idx),
-            _ => {}
+    /// Sets the deadline of the key at `idx` to `at` (0: none). The TTL list, the entry's place in
+    /// it and the sweep's bounds follow.
+    fn set_deadline(&mut self, idx: usize, at: u64) {
+        match (self.map[idx].vpos(), at) {
+            (None, 0) => {}
+            (None, at) => self.volatile_add(idx, at),
+            (Some(v), 0) => {
+                self.map[idx].clear_vpos();
+                self.volatile_remove(v);
+            }
+            (Some(v), at) => {
+                if self.deadlines[v] != at {
+                    self.deadlines[v] = at;
+                    self.deadline_set(at);
+                }
+            }
         }
     }
 
@@ -251,9 +307,11 @@ impl Table {
         self.pass_min = self.pass_min.min(at);
     }
 
-    /// Unlists the key at place `v` of the list of keys with a TTL; the last place moves into it.
+    /// Unlists place `v` of the list of keys with a TTL (its entry, if still in the table, was
+    /// told already); the last place moves into it.
     fn volatile_remove(&mut self, v: usize) {
         self.volatile.swap_remove(v);
+        self.deadlines.swap_remove(v);
         if let Some(&moved) = self.volatile.get(v) {
             self.map[moved as usize].set_vpos(v);
         }
@@ -261,27 +319,32 @@ impl Table {
             self.sweep = None;
             if self.volatile.capacity() > 64 {
                 self.volatile = Vec::new();
+                self.deadlines = Vec::new();
             }
         }
     }
 
-    /// Lists again every key with a TTL, after positions changed wholesale.
+    /// Lists again every key with a TTL, after positions changed wholesale (the entries' places
+    /// still point into the old list, which holds their deadlines).
     fn volatile_rebuild(&mut self) {
+        let old = std::mem::take(&mut self.deadlines);
         self.volatile.clear();
         self.restart_sweep();
         for idx in 0..self.map.len() {
             let e = &mut self.map[idx];
-            if e.expire_at != 0 {
+            if let Some(v) = e.vpos() {
                 e.set_vpos(self.volatile.len());
                 self.volatile.push(idx as u32);
+                self.deadlines.push(old[v]);
             }
         }
     }
 
     /// Position of a live key, reclaiming it first if its TTL passed.
+    #[inline]
     fn live_index(&mut self, key: &[u8], now: u64) -> Option<usize> {
         let idx = self.map.get_index_of(key)?;
-        if is_expired(&self.map[idx], now) {
+        if self.expired_at(idx, now) {
             if self.expiry_held(now) {
                 // Logically expired, kept until the pause ends.
                 return None;
@@ -294,7 +357,7 @@ impl Table {
 
     /// Deletes the expired key at `idx` (an expiry: counted, logged, WATCH and waiters told).
     fn reclaim(&mut self, idx: usize, key: &[u8]) {
-        let e = self.remove_index(idx);
+        let (e, _) = self.remove_index(idx);
         self.expired += 1;
         self.note_server_delete(key);
         self.log_key(key, KeyEvent::Expired { lock: matches!(e.value, crate::value::Value::Lock(_)) });
@@ -307,10 +370,7 @@ impl Table {
     /// there with a TTL (it may expire later).
     pub fn expire_own_key(&mut self, key: &[u8], now: u64) -> bool {
         let Some(idx) = self.map.get_index_of(key) else { return false };
-        let at = self.map[idx].expire_at;
-        if at == 0 {
-            return false;
-        }
+        let Some(at) = self.deadline(&self.map[idx]) else { return false };
         if at < now {
             self.reclaim(idx, key);
             return false;
@@ -324,25 +384,53 @@ impl Table {
         Some(&mut self.map[idx])
     }
 
+    /// [`Table::lookup`] with the key's deadline (one lookup).
+    pub fn lookup_with_deadline(&mut self, key: &[u8], now: u64) -> Option<(&mut Entry, Option<u64>)> {
+        let idx = self.live_index(key, now)?;
+        Some(self.entry_and_deadline(idx))
+    }
+
     /// [`Table::lookup`] for a read that counts as a keyspace hit or miss: a miss is logged
     /// (keyspace notifications' `keymiss`).
     pub fn lookup_read(&mut self, key: &[u8], now: u64) -> Option<&mut Entry> {
-        match self.live_index(key, now) {
-            Some(idx) => Some(&mut self.map[idx]),
-            None => {
-                self.log_key(key, KeyEvent::Missed);
-                None
-            }
+        let idx = self.read_index(key, now)?;
+        Some(&mut self.map[idx])
+    }
+
+    /// [`Table::lookup_read`] with the key's deadline (one lookup).
+    pub fn lookup_read_with_deadline(&mut self, key: &[u8], now: u64) -> Option<(&mut Entry, Option<u64>)> {
+        let idx = self.read_index(key, now)?;
+        Some(self.entry_and_deadline(idx))
+    }
+
+    #[inline]
+    fn read_index(&mut self, key: &[u8], now: u64) -> Option<usize> {
+        let idx = self.live_index(key, now);
+        if idx.is_none() {
+            self.log_key(key, KeyEvent::Missed);
         }
+        idx
     }
 
     /// Like [`Table::lookup`], for a caller about to modify the value in place: WATCH is told first.
     pub fn lookup_for_write(&mut self, key: &[u8], now: u64) -> Option<&mut Entry> {
+        let idx = self.write_index(key, now)?;
+        Some(&mut self.map[idx])
+    }
+
+    /// [`Table::lookup_for_write`] with the key's deadline (one lookup).
+    pub fn lookup_for_write_with_deadline(&mut self, key: &[u8], now: u64) -> Option<(&mut Entry, Option<u64>)> {
+        let idx = self.write_index(key, now)?;
+        Some(self.entry_and_deadline(idx))
+    }
+
+    #[inline]
+    fn write_index(&mut self, key: &[u8], now: u64) -> Option<usize> {
         let idx = self.live_index(key, now)?;
         self.before_change(idx);
         self.touch(key);
         self.signal_ready(key);
-        Some(&mut self.map[idx])
+        Some(idx)
     }
 
     /// Looks at a key without the expiry check (callers that already checked, or that report on stale keys).
@@ -352,30 +440,37 @@ impl Table {
 
     /// True if `key` exists and its TTL has passed (it is still stored).
     pub fn is_stale(&self, key: &[u8], now: u64) -> bool {
-        self.map.get(key).is_some_and(|e| is_expired(e, now))
+        self.map.get(key).is_some_and(|e| self.expired(e, now))
     }
 
-    /// Stores `entry` under `key`, replacing any previous entry (whose TTL goes with it).
-    pub fn insert(&mut self, key: &[u8], mut entry: Entry) -> Option<Entry> {
-        let at = entry.expire_at;
+    /// Stores `entry` under `key` with the deadline `at` (monotonic ms; 0: none), replacing any
+    /// previous entry and its TTL. Returns the previous entry (its deadline is gone).
+    pub fn insert(&mut self, key: &[u8], mut entry: Entry, at: u64) -> Option<Entry> {
         // New data: no running snapshot writes it.
         entry.set_epoch(self.epoch);
         let hash = self.map.hash(key);
         let old = match self.map.find_hashed(hash, key) {
             Some(idx) => {
                 self.before_change(idx);
-                let (old_at, vpos) = (self.map[idx].expire_at, self.map[idx].vpos());
-                if old_at != 0 {
-                    entry.set_vpos(vpos);
+                // The new entry takes the old one's place in the TTL list, then the deadline follows.
+                let slot = &mut self.map[idx];
+                let place = slot.vpos();
+                match place {
+                    Some(v) => entry.set_vpos(v),
+                    None => entry.clear_vpos(),
                 }
-                let old = std::mem::replace(&mut self.map[idx], entry);
-                self.deadline_changed(idx, old_at, at, vpos);
+                let mut old = std::mem::replace(slot, entry);
+                old.clear_vpos();
+                if place.is_some() || at != 0 {
+                    self.set_deadline(idx, at);
+                }
                 Some(old)
             }
             None => {
+                entry.clear_vpos();
                 let idx = self.map.push_hashed(hash, Key::from_slice(key), entry);
                 if at != 0 {
-                    self.volatile_add(idx);
+                    self.volatile_add(idx, at);
                 }
                 self.log_key(key, KeyEvent::New);
                 None
@@ -388,11 +483,17 @@ impl Table {
 
     /// Removes a key, live or stale.
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
+        self.remove_with_deadline(key).map(|(e, _)| e)
+    }
+
+    /// [`Table::remove`] that also hands back the key's deadline (0: none), for a caller that
+    /// stores the entry again (RENAME, MOVE: [`Table::insert`] takes the same pair).
+    pub fn remove_with_deadline(&mut self, key: &[u8]) -> Option<(Entry, u64)> {
         let idx = self.map.get_index_of(key)?;
-        let e = self.remove_index(idx);
+        let removed = self.remove_index(idx);
         self.touch(key);
         self.signal_ready(key);
-        Some(e)
+        Some(removed)
     }
 
     /// Removes `keys` (those present) in one pass that also rebuilds the hash index: slots that
@@ -401,12 +502,12 @@ impl Table {
     pub fn remove_many(&mut self, keys: &[Key]) -> usize {
         let doomed: std::collections::HashSet<&[u8], Hasher> = keys.iter().map(|k| &k[..]).collect();
         let mut gone: Vec<Key> = Vec::new();
-        let (epoch, mut snap) = (self.epoch, self.snap.as_deref_mut());
+        let (epoch, mut snap, deadlines) = (self.epoch, self.snap.as_deref_mut(), &self.deadlines);
         self.map.retain(|k, e| {
             let keep = !doomed.contains(&k[..]);
             if !keep {
                 if let Some(s) = snap.as_deref_mut() {
-                    s.cover(epoch, k, e, true);
+                    s.cover(epoch, k, e, deadline_in(deadlines, e), true);
                 }
                 gone.push(k.clone());
             }
@@ -420,30 +521,34 @@ impl Table {
         gone.len()
     }
 
-    fn remove_index(&mut self, idx: usize) -> Entry {
+    /// Removes the slot at `idx`; returns its entry (without a place in the TTL list) and its
+    /// deadline (0: none).
+    fn remove_index(&mut self, idx: usize) -> (Entry, u64) {
         self.before_change(idx);
-        let (_, e) = self.map.swap_remove_index(idx).expect("index from get_index_of");
+        let (_, mut e) = self.map.swap_remove_index(idx).expect("index from get_index_of");
         // The last slot moved into `idx`: its place in the TTL list follows.
-        if idx < self.map.len() {
-            let moved = &self.map[idx];
-            if moved.expire_at != 0 {
-                self.volatile[moved.vpos()] = idx as u32;
+        if idx < self.map.len()
+            && let Some(v) = self.map[idx].vpos()
+        {
+            self.volatile[v] = idx as u32;
+        }
+        let at = match e.vpos() {
+            Some(v) => {
+                let at = self.deadlines[v];
+                e.clear_vpos();
+                self.volatile_remove(v);
+                at
             }
-        }
-        if e.expire_at != 0 {
-            self.volatile_remove(e.vpos());
-        }
-        e
+            None => 0,
+        };
+        (e, at)
     }
 
     /// Sets (or with 0 clears) the TTL deadline of an existing key. Returns false if the key is absent.
     pub fn set_expire(&mut self, key: &[u8], at: u64) -> bool {
         let Some(idx) = self.map.get_index_of(key) else { return false };
         self.before_change(idx);
-        let e = &mut self.map[idx];
-        let old = std::mem::replace(&mut e.expire_at, at);
-        let vpos = e.vpos();
-        self.deadline_changed(idx, old, at, vpos);
+        self.set_deadline(idx, at);
         self.touch(key);
         true
     }
@@ -479,9 +584,9 @@ impl Table {
             let v = v - 1;
             self.sweep = Some(v);
             examined += 1;
-            let idx = self.volatile[v] as usize;
-            let at = self.map[idx].expire_at;
+            let at = self.deadlines[v];
             if at < now {
+                let idx = self.volatile[v] as usize;
                 // Removal moves the list's last place (visited) into `v`: nothing is skipped.
                 let key = self.map.get_index(idx).expect("listed position").0.clone();
                 self.reclaim(idx, &key);
@@ -535,7 +640,7 @@ impl Table {
     /// empties the keyspace). None (and `measure` not run) if `key` is not present.
     pub fn evict_measured<T>(&mut self, key: &[u8], measure: impl FnOnce() -> T) -> Option<T> {
         let idx = self.map.get_index_of(key)?;
-        drop(self.remove_index(idx));
+        drop(self.remove_index(idx).0);
         let measured = measure();
         // What `remove` does after the removal.
         self.touch(key);
@@ -610,6 +715,7 @@ impl Table {
         self.touch_all_before_replace(None, now);
         self.map = Default::default();
         self.volatile = Vec::new();
+        self.deadlines = Vec::new();
         self.restart_sweep();
         self.signal_all_blocked();
     }
@@ -620,7 +726,11 @@ impl Table {
     pub fn take_data(&mut self, now: u64) -> TableData {
         self.finish_snapshot();
         self.touch_all_before_replace(None, now);
-        let data = TableData { map: std::mem::take(&mut self.map), volatile: std::mem::take(&mut self.volatile) };
+        let data = TableData {
+            map: std::mem::take(&mut self.map),
+            volatile: std::mem::take(&mut self.volatile),
+            deadlines: std::mem::take(&mut self.deadlines),
+        };
         self.restart_sweep();
         self.signal_all_blocked();
         data
@@ -631,6 +741,7 @@ impl Table {
         self.clear(now);
         self.map = data.map;
         self.volatile = data.volatile;
+        self.deadlines = data.deadlines;
         self.restart_sweep();
         self.signal_all_blocked();
     }
@@ -654,6 +765,7 @@ impl Table {
         b.touch_all_before_replace(Some(a), now);
         std::mem::swap(&mut a.map, &mut b.map);
         std::mem::swap(&mut a.volatile, &mut b.volatile);
+        std::mem::swap(&mut a.deadlines, &mut b.deadlines);
         a.restart_sweep();
         b.restart_sweep();
         // Clients blocked on either side may be served now (Redis's "SWAPDB awakes blocked client";
@@ -668,7 +780,7 @@ impl Table {
     fn before_change(&mut self, idx: usize) {
         if let Some(s) = self.snap.as_deref_mut() {
             let (k, e) = self.map.get_index_mut(idx).expect("index of a present entry");
-            s.cover(self.epoch, k, e, true);
+            s.cover(self.epoch, k, e, deadline_in(&self.deadlines, e), true);
         }
     }
 
@@ -712,7 +824,7 @@ impl Table {
             s.cursor -= 1;
             visited += 1;
             let (k, e) = self.map.get_index_mut(s.cursor).expect("below the length");
-            s.cover(self.epoch, k, e, false);
+            s.cover(self.epoch, k, e, deadline_in(&self.deadlines, e), false);
         }
         visited
     }
@@ -917,7 +1029,7 @@ impl Table {
             pos -= 1;
             visited += 1;
             let (k, e) = self.map.get_index(pos).expect("pos < len");
-            if is_expired(e, now) {
+            if self.expired(e, now) {
                 if self.expiry_held(now) {
                     continue;
                 }
@@ -967,9 +1079,10 @@ impl Table {
         self.map.free_slots() * slot + (self.map.capacity() - self.map.len()) * self.map.index_bucket_bytes() * 8 / 7
     }
 
-    /// Calls `f` on up to `n` keys drawn at random (with replacement) for eviction: any key, or with
-    /// `volatile` only keys with a TTL (drawn from the list of them, as Redis draws from `expires`).
-    pub fn sample(&self, n: usize, volatile: bool, f: &mut dyn FnMut(&Key, &Entry)) {
+    /// Calls `f` on up to `n` keys drawn at random (with replacement) for eviction, with their
+    /// deadlines: any key, or with `volatile` only keys with a TTL (drawn from the list of them, as
+    /// Redis draws from `expires`).
+    pub fn sample(&self, n: usize, volatile: bool, f: &mut dyn FnMut(&Key, &Entry, Option<u64>)) {
         let len = if volatile { self.volatile.len() } else { self.map.len() };
         if len == 0 {
             return;
@@ -980,13 +1093,19 @@ impl Table {
                 idx = self.volatile[idx] as usize;
             }
             let (k, e) = self.map.get_index(idx).expect("index < len");
-            f(k, e);
+            f(k, e, self.deadline(e));
         }
     }
 
+    /// Bytes a key's TTL adds: its place in the list of keys with a TTL and its deadline.
+    pub const TTL_BYTES: usize = std::mem::size_of::<u32>() + std::mem::size_of::<u64>();
+
     /// Approximate bytes used by this table's structures (not counting values' heap).
     pub fn overhead_bytes(&self) -> usize {
-        self.map.len() * Self::SLOT_BYTES + self.slack_bytes() + self.volatile.capacity() * std::mem::size_of::<u32>()
+        self.map.len() * Self::SLOT_BYTES
+            + self.slack_bytes()
+            + self.volatile.capacity() * std::mem::size_of::<u32>()
+            + self.deadlines.capacity() * std::mem::size_of::<u64>()
     }
 }
 
@@ -1348,18 +1467,16 @@ mod tests {
     use super::*;
     use crate::value::Value;
 
-    fn e(v: &[u8], at: u64) -> Entry {
-        let mut e = Entry::new(Value::string(v));
-        e.expire_at = at;
-        e
+    fn e(v: &[u8]) -> Entry {
+        Entry::new(Value::string(v))
     }
 
     #[test]
     fn lazy_and_active_expiry() {
         let mut t = Table::default();
-        t.insert(b"a", e(b"1", 100));
-        t.insert(b"b", e(b"2", 200));
-        t.insert(b"c", e(b"3", 0));
+        t.insert(b"a", e(b"1"), 100);
+        t.insert(b"b", e(b"2"), 200);
+        t.insert(b"c", e(b"3"), 0);
         assert!(t.lookup(b"a", 100).is_some(), "alive at its deadline");
         assert!(t.lookup(b"a", 101).is_none());
         assert_eq!(t.len(), 2);
@@ -1372,8 +1489,8 @@ mod tests {
     #[test]
     fn ttl_index_follows_overwrites() {
         let mut t = Table::default();
-        t.insert(b"k", e(b"1", 100));
-        t.insert(b"k", e(b"2", 0));
+        t.insert(b"k", e(b"1"), 100);
+        t.insert(b"k", e(b"2"), 0);
         assert_eq!(t.volatile_len(), 0);
         t.set_expire(b"k", 50);
         t.set_expire(b"k", 60);
@@ -1385,45 +1502,86 @@ mod tests {
 
     /// Checks that the list of keys with a TTL and the entries' places in it agree.
     fn check_volatile(t: &Table) {
-        let with_ttl = t.map.iter().filter(|(_, e)| e.expire_at != 0).count();
+        let with_ttl = t.map.iter().filter(|(_, e)| e.has_ttl()).count();
         assert_eq!(t.volatile.len(), with_ttl);
+        assert_eq!(t.deadlines.len(), with_ttl);
         for (v, &idx) in t.volatile.iter().enumerate() {
             let e = &t.map[idx as usize];
-            assert!(e.expire_at != 0);
-            assert_eq!(e.vpos(), v);
+            assert_eq!(e.vpos(), Some(v));
+            assert!(t.deadlines[v] != 0);
+            // The bound the sweep and lookups trust.
+            assert!(t.deadlines[v] >= t.next_at, "deadline {} under the bound {}", t.deadlines[v], t.next_at);
         }
     }
 
-    /// The TTL list follows inserts, overwrites, TTL changes, removals (which move slots) and
-    /// batch removals; the sweep reclaims exactly the keys whose deadline passed, however it is
-    /// cut into steps, and only keys present at a pass's start are ever skipped until next pass.
+    /// Checks every key's value and deadline against `model` (key -> (value, deadline, 0: none)).
+    fn check_model(t: &Table, model: &HashMap<Vec<u8>, (i64, u64)>, step: u32) {
+        assert_eq!(t.len(), model.len(), "step {step}");
+        for (k, &(v, at)) in model {
+            let e = t.peek(k).unwrap_or_else(|| panic!("step {step}: {k:?} missing"));
+            assert!(matches!(e.value, Value::Int(x) if x == v), "step {step}: value of {k:?}");
+            assert_eq!(t.deadline(e), (at != 0).then_some(at), "step {step}: deadline of {k:?}");
+            assert_eq!(e.has_ttl(), at != 0, "step {step}");
+        }
+    }
+
+    /// The TTL list and its deadlines follow inserts, overwrites, TTL changes, removals (which
+    /// move slots and places), renames, batch removals and lazy expiry; the sweep reclaims exactly
+    /// the keys whose deadline passed, however it is cut into steps, and only keys present at a
+    /// pass's start are ever skipped until next pass. Every key keeps its own value and deadline.
     #[test]
     fn ttl_list_follows_every_change_and_the_sweep_misses_nothing() {
         use rand::{Rng, SeedableRng};
         let mut rng = rand::rngs::StdRng::seed_from_u64(11);
         let mut t = Table::default();
-        let mut model: HashMap<Vec<u8>, u64> = HashMap::new();
+        let mut model: HashMap<Vec<u8>, (i64, u64)> = HashMap::new();
         for step in 0..20_000u32 {
-            let k = format!("k{}", rng.random_range(0..600)).into_bytes();
+            let key = |rng: &mut rand::rngs::StdRng| format!("k{}", rng.random_range(0..600)).into_bytes();
+            let k = key(&mut rng);
             let at = if rng.random_bool(0.5) { 0 } else { rng.random_range(1..10_000u64) };
-            match rng.random_range(0..10) {
+            let v = i64::from(step);
+            match rng.random_range(0..12) {
                 0..=3 => {
-                    t.insert(&k, e(b"v", at));
-                    model.insert(k, at);
+                    t.insert(&k, Entry::new(Value::Int(v)), at);
+                    model.insert(k, (v, at));
                 }
                 4..=5 => {
                     if t.set_expire(&k, at) {
-                        model.insert(k, at);
+                        model.get_mut(&k).expect("in the model").1 = at;
                     }
                 }
                 6..=7 => {
-                    assert_eq!(t.remove(&k).is_some(), model.remove(&k).is_some());
+                    let removed = t.remove_with_deadline(&k).map(|(e, at)| (e.has_ttl(), at));
+                    let expected = model.remove(&k).map(|(_, at)| (false, at));
+                    assert_eq!(removed, expected, "step {step}");
                 }
                 8 if step % 50 == 0 => {
                     let batch: Vec<Key> = model.keys().take(20).map(|k| Key::from_slice(k)).collect();
                     assert_eq!(t.remove_many(&batch), batch.len());
                     for b in &batch {
                         model.remove(&b[..]);
+                    }
+                }
+                9 => {
+                    // RENAME: the entry and its deadline move; the destination's are replaced.
+                    let dst = key(&mut rng);
+                    if let Some((e, at)) = t.remove_with_deadline(&k) {
+                        t.insert(&dst, e, at);
+                        let moved = model.remove(&k).expect("in the model");
+                        model.insert(dst, moved);
+                    }
+                }
+                10 => {
+                    // A lazy lookup at a random time: an expired key goes, a live one reads its own.
+                    let now = rng.random_range(1..10_000u64);
+                    let found = t.lookup_with_deadline(&k, now).map(|(e, at)| (e.has_ttl(), at));
+                    match model.get(&k).copied() {
+                        Some((_, at)) if at != 0 && at < now => {
+                            assert_eq!(found, None, "step {step}");
+                            model.remove(&k);
+                        }
+                        Some((_, at)) => assert_eq!(found, Some((at != 0, (at != 0).then_some(at))), "step {step}"),
+                        None => assert_eq!(found, None, "step {step}"),
                     }
                 }
                 _ => {
@@ -1436,13 +1594,160 @@ mod tests {
                             break;
                         }
                     }
-                    model.retain(|_, at| *at == 0 || *at >= now);
-                    assert!(t.map.iter().all(|(_, e)| e.expire_at == 0 || e.expire_at >= now), "step {step}");
+                    model.retain(|_, (_, at)| *at == 0 || *at >= now);
+                    assert!(t.map.iter().all(|(_, e)| t.deadline(e).is_none_or(|at| at >= now)), "step {step}");
                 }
             }
             check_volatile(&t);
-            assert_eq!(t.len(), model.len(), "step {step}");
+            check_model(&t, &model, step);
         }
+    }
+
+    /// A key that gets a TTL and loses it: listed with its deadline, then unlisted, its entry
+    /// saying so; changing a deadline keeps the key's place.
+    #[test]
+    fn setting_and_removing_a_ttl() {
+        let mut t = Table::default();
+        t.insert(b"k", e(b"v"), 0);
+        assert_eq!((t.deadline_of(b"k"), t.volatile_len()), (None, 0));
+        assert!(!t.peek(b"k").unwrap().has_ttl());
+        assert!(t.set_expire(b"k", 500));
+        assert!(t.peek(b"k").unwrap().has_ttl());
+        assert_eq!((t.deadline_of(b"k"), t.volatile_len()), (Some(500), 1));
+        assert!(t.set_expire(b"k", 400));
+        assert_eq!((t.deadline_of(b"k"), t.volatile_len()), (Some(400), 1));
+        // A lowered deadline lowers the sweep's bound: the cycle has work after 400.
+        assert!(t.expiry_due(401));
+        assert!(t.set_expire(b"k", 0));
+        assert!(!t.peek(b"k").unwrap().has_ttl());
+        assert_eq!((t.deadline_of(b"k"), t.volatile_len(), t.deadlines.len()), (None, 0, 0));
+        assert!(!t.expiry_due(u64::MAX));
+        assert!(!t.set_expire(b"absent", 10));
+        check_volatile(&t);
+    }
+
+    /// Lookups skip reading deadlines while the table's earliest one has not come; a deadline
+    /// set or lowered after a sweep raised that bound is still seen.
+    #[test]
+    fn lookups_trust_the_bound_only_while_it_holds() {
+        let mut t = Table::default();
+        t.insert(b"a", e(b"1"), 1000);
+        t.insert(b"b", e(b"2"), 2000);
+        assert_eq!(t.active_expire(10, 10), 0);
+        assert_eq!(t.next_at, 1000, "a full pass raises the bound to the earliest deadline");
+        assert!(t.lookup(b"a", 1000).is_some());
+        t.set_expire(b"b", 500);
+        t.insert(b"c", e(b"3"), 300);
+        assert_eq!(t.next_at, 300);
+        assert!(t.lookup(b"c", 301).is_none(), "a new key's deadline");
+        assert!(t.lookup(b"b", 501).is_none(), "a lowered deadline");
+        assert!(t.lookup(b"a", 501).is_some());
+        assert!(t.is_stale(b"a", 1001));
+        assert_eq!(t.expired, 2);
+        check_volatile(&t);
+    }
+
+    /// Removing a key from the middle of the TTL list moves the last place into its hole: the
+    /// moved key keeps its own deadline, and a key whose slot moved keeps its place.
+    #[test]
+    fn removing_a_key_with_a_ttl_from_the_middle() {
+        let mut t = Table::default();
+        for (i, k) in [b"a", b"b", b"c", b"d"].iter().enumerate() {
+            t.insert(&k[..], e(b"v"), 100 * (i as u64 + 1));
+        }
+        t.insert(b"p", e(b"v"), 0);
+        // `b` is at place 1 of the list; `d` (place 3) moves there.
+        assert_eq!(t.peek(b"b").unwrap().vpos(), Some(1));
+        let (gone, at) = t.remove_with_deadline(b"b").unwrap();
+        assert_eq!((at, gone.has_ttl()), (200, false));
+        assert_eq!(t.peek(b"d").unwrap().vpos(), Some(1));
+        check_volatile(&t);
+        for (k, at) in [(&b"a"[..], 100), (b"c", 300), (b"d", 400)] {
+            assert_eq!(t.deadline_of(k), Some(at), "{k:?}");
+        }
+        // Slots are now a, p, c, d. Removing `a` (slot 0) moves the last slot (`d`, with a TTL)
+        // into slot 0: the list follows the slot. Then `c` is the last slot: nothing moves.
+        assert_eq!(t.remove(b"a").map(|e| e.has_ttl()), Some(false));
+        assert_eq!(t.remove(b"c").map(|e| e.has_ttl()), Some(false));
+        check_volatile(&t);
+        assert_eq!((t.deadline_of(b"d"), t.deadline_of(b"p"), t.volatile_len()), (Some(400), None, 1));
+        // The sweep still finds the survivor where the list says it is.
+        assert_eq!(t.active_expire(401, 10), 1);
+        assert_eq!((t.len(), t.volatile_len()), (1, 0));
+    }
+
+    /// An overwrite replaces the TTL with the new entry's: kept, changed, added or dropped.
+    #[test]
+    fn overwrites_set_the_new_deadline() {
+        let mut t = Table::default();
+        t.insert(b"x", e(b"1"), 100);
+        t.insert(b"y", e(b"2"), 200);
+        let old = t.insert(b"x", e(b"3"), 150).unwrap();
+        assert!(!old.has_ttl(), "a replaced entry leaves its place behind");
+        assert_eq!((t.deadline_of(b"x"), t.deadline_of(b"y")), (Some(150), Some(200)));
+        t.insert(b"x", e(b"4"), 0);
+        assert_eq!((t.deadline_of(b"x"), t.deadline_of(b"y"), t.volatile_len()), (None, Some(200), 1));
+        t.insert(b"x", e(b"5"), 50);
+        assert_eq!((t.deadline_of(b"x"), t.volatile_len()), (Some(50), 2));
+        // An entry carried over from elsewhere brings no stale place with it.
+        let (moved, _) = t.remove_with_deadline(b"y").unwrap();
+        t.insert(b"z", moved, 0);
+        assert_eq!((t.deadline_of(b"z"), t.volatile_len()), (None, 1));
+        check_volatile(&t);
+    }
+
+    /// RENAME's pair: the deadline leaves with the entry and comes back with it under the new
+    /// name, replacing what the destination had.
+    #[test]
+    fn rename_carries_the_deadline() {
+        let mut t = Table::default();
+        t.insert(b"src", e(b"1"), 700);
+        t.insert(b"dst", e(b"2"), 300);
+        t.insert(b"other", e(b"3"), 900);
+        let (entry, at) = t.remove_with_deadline(b"src").unwrap();
+        assert_eq!(at, 700);
+        t.insert(b"dst", entry, at);
+        assert_eq!(
+            (t.deadline_of(b"src"), t.deadline_of(b"dst"), t.deadline_of(b"other")),
+            (None, Some(700), Some(900))
+        );
+        assert_eq!(t.volatile_len(), 2);
+        check_volatile(&t);
+        // Expiry by the carried deadline, not the replaced one.
+        assert!(t.lookup(b"dst", 301).is_some());
+        assert!(t.lookup(b"dst", 701).is_none());
+        assert_eq!(t.expired, 1);
+    }
+
+    /// Batch removals, taking data out and SWAPDB move deadlines with their keys.
+    #[test]
+    fn wholesale_moves_keep_deadlines() {
+        let mut a = Table::default();
+        let mut b = Table::default();
+        for i in 0..50u64 {
+            a.insert(format!("a{i}").as_bytes(), e(b"v"), if i % 3 == 0 { 0 } else { 1000 + i });
+        }
+        b.insert(b"b", e(b"v"), 5);
+        let batch: Vec<Key> = (0..50).step_by(4).map(|i| Key::from_slice(format!("a{i}").as_bytes())).collect();
+        a.remove_many(&batch);
+        check_volatile(&a);
+        let expect = |t: &Table| {
+            for i in (0..50u64).filter(|i| i % 4 != 0) {
+                let want = if i % 3 == 0 { None } else { Some(1000 + i) };
+                assert_eq!(t.deadline_of(format!("a{i}").as_bytes()), want, "a{i}");
+            }
+        };
+        expect(&a);
+        Table::swap_data(&mut a, &mut b, 0);
+        check_volatile(&a);
+        check_volatile(&b);
+        expect(&b);
+        assert_eq!(a.deadline_of(b"b"), Some(5));
+        let data = b.take_data(0);
+        assert_eq!((b.len(), b.volatile_len()), (0, 0));
+        b.put_back(data, 0);
+        check_volatile(&b);
+        expect(&b);
     }
 
     /// A key SCAN finds expired goes as any expiry does: propagated as DEL (Redis's "SCAN:
@@ -1453,8 +1758,8 @@ mod tests {
         let mut t = Table::default();
         t.log_mask.store(u32::MAX, Ordering::Relaxed);
         t.log_server_deletes(true);
-        t.insert(b"a", e(b"1", 5));
-        t.insert(b"b", e(b"2", 0));
+        t.insert(b"a", e(b"1"), 5);
+        t.insert(b"b", e(b"2"), 0);
         t.take_log();
         let mut seen = Vec::new();
         assert_eq!(t.scan(None, 10, 10, &mut |k, _| seen.push(k.to_vec())), 0);
@@ -1469,7 +1774,7 @@ mod tests {
         let mut t = Table::default();
         t.log_mask.store(u32::MAX, Ordering::Relaxed);
         t.log_server_deletes(true);
-        t.insert(b"k", e(b"v", 0));
+        t.insert(b"k", e(b"v"), 0);
         t.take_log();
         assert_eq!(t.evict_measured(b"k", || 7), Some(7));
         assert!(t.is_empty());
@@ -1489,7 +1794,7 @@ mod tests {
         for round in 0..20 {
             let mut t = Table::default();
             for i in 0..500 {
-                t.insert(format!("k{i}").as_bytes(), e(b"v", 0));
+                t.insert(format!("k{i}").as_bytes(), e(b"v"), 0);
             }
             // keys 0..250 are stable, the rest churn
             let mut seen = std::collections::HashSet::new();
@@ -1502,7 +1807,7 @@ mod tests {
                 for _ in 0..3 {
                     let victim = rng.random_range(250..500);
                     t.remove(format!("k{victim}").as_bytes());
-                    t.insert(format!("k{next_new}").as_bytes(), e(b"v", 0));
+                    t.insert(format!("k{next_new}").as_bytes(), e(b"v"), 0);
                     next_new += 1;
                 }
                 if next == 0 {
@@ -1521,7 +1826,7 @@ mod tests {
         let ks = Keyspace::new(16, 8);
         let mut l = ks.lock_keys([&b"a"[..], b"b", b"a", b"zzz"]);
         let s = l.shard_for(b"zzz");
-        s.dbs[0].insert(b"zzz", e(b"1", 0));
+        s.dbs[0].insert(b"zzz", e(b"1"), 0);
         drop(l);
         let mut all = ks.lock_all();
         assert!(all.shard_for(b"zzz").dbs[0].peek(b"zzz").is_some());

@@ -248,8 +248,9 @@ pub fn write_locked(
     let mut buf = Vec::new();
     for db in 0..ndbs {
         for s in locked.shards_mut() {
-            for (k, e) in s.dbs[db].iter() {
-                rdb::write_record(spec, db, k, e, &mut rec, &mut scratch);
+            let t = &s.dbs[db];
+            for (k, e) in t.iter() {
+                rdb::write_record(spec, db, k, e, t.deadline(e).unwrap_or(0), &mut rec, &mut scratch);
                 if rec.buf.len() >= CHUNK_BYTES {
                     file.records(db, &rec.buf, &mut buf);
                     rec.buf.clear();

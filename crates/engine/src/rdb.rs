@@ -617,35 +617,44 @@ pub struct SnapshotProgress {
 }
 
 impl RecordSpec {
-    /// True when a key with this entry existed at the snapshot's instant (its TTL had not passed).
-    pub fn live(&self, e: &Entry) -> bool {
-        e.expire_at == 0 || e.expire_at >= self.now_ms
+    /// True when a key with the deadline `at` (0: none) existed at the snapshot's instant (its
+    /// TTL had not passed).
+    pub fn live(&self, at: u64) -> bool {
+        at == 0 || at >= self.now_ms
     }
 }
 
-/// Appends the record of one key of database `db` to `out`: `EXPIRETIME_MS`, the access field,
-/// then type, key and value; for a native lock (which has no RDB type) a `latch-lock` AUX field.
-/// `scratch` is reused between calls (the type byte precedes the key, so the value is encoded
-/// aside first).
-pub fn write_record(spec: &RecordSpec, db: usize, key: &[u8], e: &Entry, out: &mut Writer, scratch: &mut Writer) {
+/// Appends the record of one key of database `db`, with the deadline `at` (monotonic ms; 0: none),
+/// to `out`: `EXPIRETIME_MS`, the access field, then type, key and value; for a native lock (which
+/// has no RDB type) a `latch-lock` AUX field. `scratch` is reused between calls (the type byte
+/// precedes the key, so the value is encoded aside first).
+pub fn write_record(
+    spec: &RecordSpec,
+    db: usize,
+    key: &[u8],
+    e: &Entry,
+    at: u64,
+    out: &mut Writer,
+    scratch: &mut Writer,
+) {
     // An RDB file keeps keys whose TTL passed but that are still stored, as Redis's rdbSave does
     // (the loader drops them and counts them in `rdb_last_load_keys_expired`); a rewrite into
     // commands leaves them out, as Redis's AOF rewrite does.
     if spec.commands {
-        if !spec.live(e) {
+        if !spec.live(at) {
             return;
         }
-        write_commands(spec, key, e, &mut out.buf);
+        write_commands(spec, key, e, at, &mut out.buf);
         return;
     }
-    let deadline = e.expire_at as i64 + spec.wall_offset_ms;
+    let deadline = at as i64 + spec.wall_offset_ms;
     if let Value::Lock(l) = &e.value {
         out.buf.push(op::AUX);
         out.string(b"latch-lock");
-        out.string(&lock_field(db, key, l, if e.expire_at == 0 { 0 } else { deadline }));
+        out.string(&lock_field(db, key, l, if at == 0 { 0 } else { deadline }));
         return;
     }
-    if e.expire_at != 0 {
+    if at != 0 {
         out.buf.push(op::EXPIRETIME_MS);
         out.buf.extend_from_slice(&deadline.to_le_bytes());
     }
@@ -673,11 +682,11 @@ pub fn write_record(spec: &RecordSpec, db: usize, key: &[u8], e: &Entry, out: &m
 const ITEMS_PER_CMD: usize = 64;
 
 /// A key as the commands that rebuild it, as Redis's AOF rewrite writes them: SET, RPUSH, SADD,
-/// ZADD, HMSET of up to 64 items each, then PEXPIREAT; a lock as a `#latch:` annotation
-/// (LOCKRESTORE, and PERSIST for a lock without TTL).
-fn write_commands(spec: &RecordSpec, key: &[u8], e: &Entry, out: &mut Vec<u8>) {
+/// ZADD, HMSET of up to 64 items each, then PEXPIREAT (`at`: the deadline, 0: none); a lock as a
+/// `#latch:` annotation (LOCKRESTORE, and PERSIST for a lock without TTL).
+fn write_commands(spec: &RecordSpec, key: &[u8], e: &Entry, at: u64, out: &mut Vec<u8>) {
     use crate::changes::encode_command;
-    let deadline = (e.expire_at as i64 + spec.wall_offset_ms).to_string();
+    let deadline = (at as i64 + spec.wall_offset_ms).to_string();
     let batches = |out: &mut Vec<u8>, cmd: &[u8], items: &mut dyn Iterator<Item = Vec<SmallBytes>>| {
         let mut args: Vec<SmallBytes> = Vec::new();
         let mut n = 0;
@@ -700,12 +709,12 @@ fn write_commands(spec: &RecordSpec, key: &[u8], e: &Entry, out: &mut Vec<u8>) {
         Value::Damaged(_) => return,
         Value::Lock(l) => {
             let mut cmds = Vec::new();
-            let at = if e.expire_at == 0 { (i64::MAX / 2).to_string() } else { deadline.clone() };
+            let until = if at == 0 { (i64::MAX / 2).to_string() } else { deadline.clone() };
             encode_command(
                 &mut cmds,
-                &[&b"LOCKRESTORE"[..], key, &l.owner, at.as_bytes(), l.token.to_string().as_bytes()],
+                &[&b"LOCKRESTORE"[..], key, &l.owner, until.as_bytes(), l.token.to_string().as_bytes()],
             );
-            if e.expire_at == 0 {
+            if at == 0 {
                 encode_command(&mut cmds, &[&b"PERSIST"[..], key]);
             }
             crate::changes::encode_annotation(out, &cmds);
@@ -729,7 +738,7 @@ fn write_commands(spec: &RecordSpec, key: &[u8], e: &Entry, out: &mut Vec<u8>) {
             encode_command(out, &[&b"SET"[..], key, &bytes]);
         }
     }
-    if e.expire_at != 0 {
+    if at != 0 {
         encode_command(out, &[&b"PEXPIREAT"[..], key, deadline.as_bytes()]);
     }
 }

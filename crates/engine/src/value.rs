@@ -1,10 +1,12 @@
 //! Values stored in the keyspace.
 //!
 //! Memory matters: a key is a [`Key`] (a [`Str`]: bytes inline up to 22, on the heap beyond), and an [`Entry`]
-//! is 40 bytes: the [`Value`] (24), the TTL deadline (8), the access clock and LFU counter packed in
-//! 4 (as Redis's `lru` field), and the table's bookkeeping in 4 (the key's place in its table's list
-//! of keys with a TTL, the `raw` flag, the snapshot epoch). Integers and strings of up to 22 bytes live inline
-//! in the value (a [`Str`]); aggregates are boxed so the common string case stays small.
+//! is 32 bytes: the [`Value`] (24), the access clock and LFU counter packed in 4 (as Redis's `lru`
+//! field), and the table's bookkeeping in 4 (the key's place in its table's list of keys with a TTL,
+//! or none, the `raw` flag, the snapshot epoch). A TTL deadline is not in the entry: the table keeps
+//! it beside the key's place in that list (`keyspace::Table::deadline`), so keys without a TTL do
+//! not pay for it. Integers and strings of up to 22 bytes live inline in the value (a [`Str`]);
+//! aggregates are boxed so the common string case stays small.
 
 use std::collections::VecDeque;
 
@@ -265,18 +267,18 @@ pub fn canonical_i64(b: &[u8]) -> Option<i64> {
 pub struct Entry {
     /// The value.
     pub value: Value,
-    /// Deadline in monotonic milliseconds; 0 means no TTL. Only the table changes it, because the
-    /// expiry index must follow.
-    pub(crate) expire_at: u64,
     /// The access clock, packed as Redis packs its `lru` field: the last access in seconds on the
     /// monotonic clock mod 2^24 (Redis's 24-bit LRU clock: `OBJECT IDLETIME` wraps after 194 days,
     /// as Redis's does) in the low 24 bits, the LFU counter (`OBJECT FREQ`) in the high 8.
     meta: u32,
     /// The table's bookkeeping, packed: the position of the key in its table's list of keys with
-    /// a TTL (low 30 bits; meaningful only while `expire_at` is set), whether the string was
-    /// edited in place (bit 30), and the snapshot epoch (bit 31).
+    /// a TTL, where the table keeps its deadline (low 30 bits; all of them set: no TTL), whether
+    /// the string was edited in place (bit 30), and the snapshot epoch (bit 31).
     bits: u32,
 }
+
+// A regression in the layout costs every key 8 bytes: fail the build, not a benchmark.
+const _: () = assert!(std::mem::size_of::<Entry>() == 32);
 
 /// Initial LFU counter of a new key (Redis's LFU_INIT_VAL).
 pub const LFU_INIT_VAL: u8 = 5;
@@ -284,13 +286,15 @@ pub const LFU_INIT_VAL: u8 = 5;
 /// The access clock's range: seconds mod 2^24.
 pub const ATIME_MASK: u32 = (1 << 24) - 1;
 const VPOS_MASK: u32 = (1 << 30) - 1;
+/// The place field of an entry without TTL.
+const NO_TTL: u32 = VPOS_MASK;
 const RAW_BIT: u32 = 1 << 30;
 const EPOCH_BIT: u32 = 1 << 31;
 
 impl Entry {
     /// A fresh entry without TTL.
     pub fn new(value: Value) -> Entry {
-        Entry { value, expire_at: 0, meta: u32::from(LFU_INIT_VAL) << 24, bits: 0 }
+        Entry { value, meta: u32::from(LFU_INIT_VAL) << 24, bits: NO_TTL }
     }
 
     /// Last access, in seconds on the monotonic clock mod 2^24.
@@ -340,16 +344,29 @@ impl Entry {
         debug_assert!(epoch < 2);
         self.bits = (self.bits & !EPOCH_BIT) | (u32::from(epoch) << 31);
     }
-    /// The key's position in its table's list of keys with a TTL.
+    /// True when the key has a TTL (its table keeps the deadline). One bit test on the entry: a
+    /// key without TTL costs no other memory access.
     #[inline]
-    pub(crate) fn vpos(&self) -> usize {
-        (self.bits & VPOS_MASK) as usize
+    pub fn has_ttl(&self) -> bool {
+        self.bits & VPOS_MASK != NO_TTL
     }
+    /// The key's position in its table's list of keys with a TTL, if it has one.
+    #[inline]
+    pub(crate) fn vpos(&self) -> Option<usize> {
+        let v = self.bits & VPOS_MASK;
+        (v != NO_TTL).then_some(v as usize)
+    }
+    /// Records the key's position in its table's list of keys with a TTL.
     #[inline]
     pub(crate) fn set_vpos(&mut self, pos: usize) {
         let pos =
-            u32::try_from(pos).ok().filter(|p| *p <= VPOS_MASK).expect("fewer than 2^30 keys with a TTL per table");
+            u32::try_from(pos).ok().filter(|p| *p < NO_TTL).expect("fewer than 2^30 - 1 keys with a TTL per table");
         self.bits = (self.bits & !VPOS_MASK) | pos;
+    }
+    /// Marks the key as having no TTL (it left its table's list, or the entry left its table).
+    #[inline]
+    pub(crate) fn clear_vpos(&mut self) {
+        self.bits |= NO_TTL;
     }
     /// The string's bytes, to edit in place (Redis's `dbUnshareStringValue`): from now on the
     /// value is a `raw` string. None when the value is not a string.
@@ -374,11 +391,6 @@ impl Entry {
             _ => self.value.encoding_under(limits),
         }
     }
-
-    /// The TTL deadline (monotonic ms), if any.
-    pub fn expire_at(&self) -> Option<u64> {
-        (self.expire_at != 0).then_some(self.expire_at)
-    }
 }
 
 #[cfg(test)]
@@ -392,7 +404,35 @@ mod tests {
         println!("size_of::<Value>() = {value}, size_of::<Entry>() = {entry}");
         assert_eq!(std::mem::size_of::<Str>(), 24);
         assert_eq!(value, 24);
-        assert_eq!(entry, 40);
+        assert_eq!(entry, 32);
+    }
+
+    /// The place field shares its word with the `raw` flag and the epoch bit: setting or
+    /// clearing one leaves the others as they were.
+    #[test]
+    fn ttl_place_raw_and_epoch_are_independent() {
+        let mut e = Entry::new(Value::string(b"abc"));
+        assert!(!e.has_ttl());
+        assert_eq!(e.vpos(), None);
+        e.mark_raw();
+        e.set_epoch(1);
+        e.set_vpos(0);
+        assert!(e.has_ttl());
+        assert_eq!((e.vpos(), e.raw(), e.epoch()), (Some(0), true, 1));
+        e.set_vpos(NO_TTL as usize - 1);
+        assert_eq!(e.vpos(), Some(NO_TTL as usize - 1));
+        e.clear_vpos();
+        assert!(!e.has_ttl());
+        assert_eq!((e.vpos(), e.raw(), e.epoch()), (None, true, 1));
+        e.set_epoch(0);
+        e.set_vpos(7);
+        assert_eq!((e.vpos(), e.raw(), e.epoch()), (Some(7), true, 0));
+    }
+
+    #[test]
+    #[should_panic(expected = "keys with a TTL per table")]
+    fn the_no_ttl_mark_is_not_a_place() {
+        Entry::new(Value::Int(1)).set_vpos(NO_TTL as usize);
     }
 
     /// `n` bytes counting up from 0 (wrapping).

@@ -496,7 +496,7 @@ fn mix_object(digest: &mut [u8; 20], e: &Entry) {
             }
         }
     }
-    if e.expire_at().is_some() {
+    if e.has_ttl() {
         xor_digest(digest, b"!!expire!!");
     }
 }

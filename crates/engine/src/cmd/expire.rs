@@ -88,10 +88,10 @@ fn expire_generic(ctx: &mut Ctx<'_, '_>, relative: bool, seconds: bool) -> Frame
     let key = ctx.arg(1);
     let loading = ctx.client.loading;
     let mut db = ctx.db();
-    let Some(e) = db.write(key) else {
+    let Some((_, at)) = db.write_with_deadline(key) else {
         return Frame::Integer(0);
     };
-    let current = e.expire_at().map(|d| i64::try_from(d).unwrap_or(i64::MAX));
+    let current = at.map(|d| i64::try_from(d).unwrap_or(i64::MAX));
     let refused = (cond.nx && current.is_some())
         || (cond.xx && current.is_none())
         // No TTL counts as infinite: GT never beats it, LT always does.
@@ -138,7 +138,7 @@ fn ttl_generic(ctx: &mut Ctx<'_, '_>, ms: bool, absolute: bool) -> Frame {
     let key = ctx.arg(1);
     let now = ctx.now as i64;
     let off = ctx.srv.clock.wall_offset_ms();
-    let Some(at) = ctx.db().read_notouch(key).map(|e| e.expire_at()) else {
+    let Some(at) = ctx.db().read_notouch_with_deadline(key).map(|(_, at)| at) else {
         return Frame::Integer(-2);
     };
     let Some(d) = at else {
@@ -169,7 +169,7 @@ fn persist(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(1);
     let mut db = ctx.db();
     match db.write(key) {
-        Some(e) if e.expire_at().is_some() => {
+        Some(e) if e.has_ttl() => {
             db.set_expire(key, 0);
             ctx.changed(1);
             Frame::Integer(1)
@@ -413,7 +413,7 @@ mod tests {
         {
             let mut l = ts.srv.ks.lock_all();
             let v = crate::value::Value::List(Box::new([crate::value::SmallBytes::from_slice(b"a")].into()));
-            l.shard_for(b"l").dbs[0].insert(b"l", crate::value::Entry::new(v));
+            l.shard_for(b"l").dbs[0].insert(b"l", crate::value::Entry::new(v), 0);
         }
         ts.transcript(
             r#"

@@ -313,11 +313,11 @@ fn rename_generic(ctx: &mut Ctx<'_, '_>, nx: bool) -> Frame {
     if nx && db.exists(dst) {
         return Frame::Integer(0);
     }
-    let Some(e) = db.remove(src) else {
+    let Some((e, at)) = db.remove_with_deadline(src) else {
         return error::no_such_key();
     };
     // The entry keeps its TTL; whatever `dst` held (and its TTL) is replaced.
-    db.insert_entry(dst, e);
+    db.insert_entry(dst, e, at);
     ctx.changed(1);
     if nx { Frame::Integer(1) } else { Frame::ok() }
 }
@@ -354,7 +354,8 @@ fn copy(ctx: &mut Ctx<'_, '_>) -> Frame {
     if target == cur && src == dst {
         return error::same_object();
     }
-    let Some((value, expire_at)) = ctx.db().read(src).map(|e| (e.value.clone(), e.expire_at)) else {
+    let Some((value, expire_at)) = ctx.db().read_with_deadline(src).map(|(e, at)| (e.value.clone(), at.unwrap_or(0)))
+    else {
         return Frame::Integer(0);
     };
     let mut tdb = ctx.db_at(target);
@@ -379,10 +380,10 @@ fn move_cmd(ctx: &mut Ctx<'_, '_>) -> Frame {
     if !ctx.db().exists(key) || ctx.db_at(target).exists(key) {
         return Frame::Integer(0);
     }
-    let Some(e) = ctx.db().remove(key) else {
+    let Some((e, at)) = ctx.db().remove_with_deadline(key) else {
         return Frame::Integer(0);
     };
-    ctx.db_at(target).insert_entry(key, e);
+    ctx.db_at(target).insert_entry(key, e, at);
     ctx.changed(1);
     Frame::Integer(1)
 }
@@ -603,9 +604,7 @@ fn restore(ctx: &mut Ctx<'_, '_>) -> Frame {
         return Frame::ok();
     }
     let mut e = crate::value::Entry::new(value);
-    if unix != 0 {
-        e.expire_at = unix.saturating_sub(ctx.srv.clock.wall_offset_ms()).max(1) as u64;
-    }
+    let at = if unix != 0 { unix.saturating_sub(ctx.srv.clock.wall_offset_ms()).max(1) as u64 } else { 0 };
     let now_s = (ctx.now / 1000) as u32;
     e.set_atime(now_s);
     if lfu_policy(ctx) {
@@ -615,7 +614,7 @@ fn restore(ctx: &mut Ctx<'_, '_>) -> Frame {
     } else if let Some(i) = idle {
         e.set_atime(now_s.wrapping_sub(i.min(i64::from(u32::MAX)) as u32));
     }
-    ctx.db().insert_entry(key, e);
+    ctx.db().insert_entry(key, e, at);
     ctx.changed(1);
     // A relative TTL replays as the same absolute one.
     if unix != 0 && !absttl && ctx.propagating() {
@@ -790,7 +789,7 @@ mod tests {
     /// Stores a value directly (the aggregate families are written elsewhere).
     fn put(ts: &TestServer, db: usize, key: &str, v: Value) {
         let mut l = ts.srv.ks.lock_all();
-        l.shard_for(key.as_bytes()).dbs[db].insert(key.as_bytes(), Entry::new(v));
+        l.shard_for(key.as_bytes()).dbs[db].insert(key.as_bytes(), Entry::new(v), 0);
     }
     /// Reads a stored value directly.
     fn get(ts: &TestServer, db: usize, key: &str) -> Option<Value> {

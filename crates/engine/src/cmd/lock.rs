@@ -283,10 +283,10 @@ fn lockinfo(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(1);
     let now = ctx.now;
     let db = ctx.client.db;
-    let (owner, token, ttl) = match ctx.db().read(key) {
+    let (owner, token, ttl) = match ctx.db().read_with_deadline(key) {
         None => return Frame::Null,
-        Some(e) => match &e.value {
-            Value::Lock(l) => (l.owner.clone(), l.token, e.expire_at().map_or(-1, |d| d.saturating_sub(now) as i64)),
+        Some((e, at)) => match &e.value {
+            Value::Lock(l) => (l.owner.clone(), l.token, at.map_or(-1, |d| d.saturating_sub(now) as i64)),
             _ => return error::wrong_type(),
         },
     };

@@ -87,14 +87,14 @@ fn help(ctx: &mut Ctx<'_, '_>) -> Frame {
 
 /// Bytes of one key's table slot: the key, the entry and the index bucket (as `Table` lays them out).
 const SLOT_BYTES: usize = crate::keyspace::Table::SLOT_BYTES;
-/// Bytes a TTL adds: the key's place in its table's list of keys with a TTL.
-const EXPIRY_BYTES: usize = std::mem::size_of::<u32>();
+/// Bytes a TTL adds: the key's place in its table's list of keys with a TTL, and its deadline.
+const EXPIRY_BYTES: usize = crate::keyspace::Table::TTL_BYTES;
 
 /// Estimated bytes used by a key and its value.
 pub fn key_usage(key: &[u8], e: &Entry) -> usize {
     // A key is a `Str`: inline up to `Str::INLINE` bytes, else one exact block.
     let key_heap = if key.len() > crate::value::Str::INLINE { key.len() } else { 0 };
-    let ttl = if e.expire_at().is_some() { EXPIRY_BYTES } else { 0 };
+    let ttl = if e.has_ttl() { EXPIRY_BYTES } else { 0 };
     SLOT_BYTES + key_heap + ttl + e.value.heap_size()
 }
 

@@ -272,11 +272,11 @@ fn migrate(ctx: &mut Ctx<'_, '_>) -> Frame {
     let mut items = Vec::new();
     let mut db = ctx.db();
     for key in req.keys {
-        let Some(e) = db.read(key) else { continue };
+        let Some((e, deadline)) = db.read_with_deadline(key) else { continue };
         let Some(payload) = crate::rdb::dump(&e.value, &limits, compress) else {
             return Frame::error("ERR MIGRATE of a native lock is not supported: RDB has no lock type");
         };
-        items.push(Item { key: key.clone(), deadline: e.expire_at(), payload });
+        items.push(Item { key: key.clone(), deadline, payload });
     }
     if items.is_empty() {
         // Not an error: the keys often just expired.

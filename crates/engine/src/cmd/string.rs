@@ -375,7 +375,7 @@ fn getex(ctx: &mut Ctx<'_, '_>) -> Frame {
     match o.expire {
         Expire::Persist => {
             let mut db = ctx.db();
-            if db.peek(key).is_some_and(|e| e.expire_at().is_some()) {
+            if db.peek(key).is_some_and(|e| e.has_ttl()) {
                 db.set_expire(key, 0);
                 ctx.changed(1);
                 ctx.propagate_as(&[&b"PERSIST"[..], key]);

@@ -323,9 +323,8 @@ impl Server {
                         // Deadline 0: a lock without TTL (PERSIST made it so).
                         let mono = (at != 0).then(|| at.saturating_sub(offset).max(1));
                         if mono.is_none_or(|m| m >= now as i64) {
-                            let mut e = Entry::new(Value::Lock(Box::new(lock)));
-                            e.expire_at = mono.unwrap_or(0) as u64;
-                            locked.shard_for(&key).dbs[ldb].insert(&key, e);
+                            let e = Entry::new(Value::Lock(Box::new(lock)));
+                            locked.shard_for(&key).dbs[ldb].insert(&key, e, mono.unwrap_or(0) as u64);
                             loaded.locks += 1;
                         }
                     }
@@ -417,7 +416,6 @@ impl Server {
                     return Ok(false);
                 }
                 let mut e = Entry::new(value);
-                e.expire_at = mono.map_or(0, |m| m as u64);
                 let now_s = (now / 1000) as u32;
                 e.set_atime(now_s);
                 if let Some(f) = f {
@@ -430,7 +428,7 @@ impl Server {
                 if !opts.merge && t.lookup(&key, now).is_some() {
                     return Err(format!("Duplicate key '{}' in RDB file", String::from_utf8_lossy(&key)));
                 }
-                t.insert(&key, e);
+                t.insert(&key, e, mono.map_or(0, |m| m as u64));
                 loaded.keys += 1;
                 if st.delay > 0 {
                     std::thread::sleep(std::time::Duration::from_micros(st.delay as u64));

@@ -166,7 +166,7 @@ impl Server {
     ) {
         for i in cmd.keys.positions(args) {
             let k = &args[i];
-            if locked.shard_for(k).dbs[client.db].peek(k).is_some_and(|e| e.expire_at != 0) {
+            if locked.shard_for(k).dbs[client.db].peek(k).is_some_and(|e| e.has_ttl()) {
                 self.upstream.remember_own_expire(client.db, k.clone());
             }
         }

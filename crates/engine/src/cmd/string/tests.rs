@@ -7,13 +7,13 @@ use crate::value::{Entry, Value};
 /// Stores an empty list under `key` in db 0, bypassing the list commands.
 pub(crate) fn put_list(ts: &TestServer, key: &str) {
     let mut l = ts.srv.ks.lock_all();
-    l.shard_for(key.as_bytes()).dbs[0].insert(key.as_bytes(), Entry::new(Value::List(Default::default())));
+    l.shard_for(key.as_bytes()).dbs[0].insert(key.as_bytes(), Entry::new(Value::List(Default::default())), 0);
 }
 
 /// The TTL deadline of `key` in db 0 (monotonic ms), None when absent or persistent.
 pub(crate) fn deadline(ts: &TestServer, key: &str) -> Option<u64> {
     let mut l = ts.srv.ks.lock_all();
-    l.shard_for(key.as_bytes()).dbs[0].peek(key.as_bytes()).and_then(|e| e.expire_at())
+    l.shard_for(key.as_bytes()).dbs[0].deadline_of(key.as_bytes())
 }
 
 /// True if `key` is stored in db 0 (even if stale).
