@@ -3,6 +3,7 @@
 # side, and prints RSS growth per key for both and their ratio.
 #   scripts/memory.sh            # N=1000000 strings: key:%012d with 16-byte values
 #   N=200000 TTL=60000 scripts/memory.sh
+#   PREFIX=counter: scripts/memory.sh     # string keys PREFIX%012d (default key:)
 #   TYPE=hash N=200000 scripts/memory.sh   # also: set (5 strings), intset (5 integers), zset (5 members)
 #                                          # hash: fields field0..4 with 10-byte values
 #   SETTLE=15 scripts/memory.sh  # seconds to wait after loading before reading RSS (default 1); jemalloc
@@ -14,6 +15,7 @@ cd "$(dirname "$0")/.."
 N=${N:-1000000}
 TTL=${TTL:-}
 TYPE=${TYPE:-string}
+PREFIX=${PREFIX:-key:}
 SETTLE=${SETTLE:-1}
 LATCH_PORT=${LATCH_PORT:-7103}
 REDIS_PORT=${REDIS_PORT:-7104}
@@ -33,9 +35,9 @@ for p in "$LATCH_PORT" "$REDIS_PORT"; do
 done
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 payload=$(mktemp)
-python3 - "$N" "$TTL" "$TYPE" >"$payload" <<'PY'
+python3 - "$N" "$TTL" "$TYPE" "$PREFIX" >"$payload" <<'PY'
 import sys
-n = int(sys.argv[1]); ttl = sys.argv[2]; kind = sys.argv[3]
+n = int(sys.argv[1]); ttl = sys.argv[2]; kind = sys.argv[3]; prefix = sys.argv[4].encode()
 out = sys.stdout
 def cmd(parts):
     out.buffer.write(b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in parts))
@@ -52,7 +54,7 @@ if kind != "string":
         cmd(aggregates[kind](i))
     sys.exit(0)
 for i in range(n):
-    k = b"key:%012d" % i
+    k = prefix + b"%012d" % i
     v = b"v%015d" % i
     if ttl:
         t = ttl.encode()

@@ -29,9 +29,9 @@ pub struct Db<'l, 'k> {
 /// Makes room in a full table before a new key is added to it, under `maxmemory` with an evicting
 /// policy (the runtime's eviction, `crate::evict`, implements it).
 pub trait MakeRoom {
-    /// Before `key` is added to `t` at `now_ms`: evicts from `t` if its growth would take used
-    /// memory over the limit.
-    fn make_room(&self, t: &mut Table, key: &[u8], now_ms: u64);
+    /// Before `key` is stored in `t` (`with_ttl`: with a deadline) at `now_ms`: evicts from `t`
+    /// if its growth would take used memory over the limit.
+    fn make_room(&self, t: &mut Table, key: &[u8], with_ttl: bool, now_ms: u64);
 }
 
 impl<'l, 'k> Db<'l, 'k> {
@@ -55,13 +55,13 @@ impl<'l, 'k> Db<'l, 'k> {
         self
     }
 
-    /// The table for a key about to be stored: room made first if it is new to a full table (see
-    /// [`MakeRoom`]).
-    fn table_for_insert(&mut self, key: &[u8]) -> &mut Table {
+    /// The table for a key about to be stored (`with_ttl`: with a deadline): room made first if
+    /// storing it grows a full table (see [`MakeRoom`]).
+    fn table_for_insert(&mut self, key: &[u8], with_ttl: bool) -> &mut Table {
         let (now, evict) = (self.now, self.evict);
         let t = self.table(key);
         if let Some(e) = evict {
-            e.make_room(t, key, now);
+            e.make_room(t, key, with_ttl, now);
         }
         t
     }
@@ -202,7 +202,8 @@ impl<'l, 'k> Db<'l, 'k> {
     /// Stores `value` under `key`. With `keep_ttl` an existing TTL survives, otherwise it is cleared.
     pub fn set(&mut self, key: &[u8], value: Value, keep_ttl: bool) {
         let (now, access, expire_now) = (self.now, self.access, self.expire_now);
-        let t = self.table_for_insert(key);
+        // A kept TTL is an existing key's, whose place in the list is there already.
+        let t = self.table_for_insert(key, false);
         let mut e = Entry::new(value);
         e.set_atime((now / 1000) as u32);
         let mut at = 0;
@@ -225,13 +226,13 @@ impl<'l, 'k> Db<'l, 'k> {
     pub fn set_with_expire(&mut self, key: &[u8], value: Value, expire_at: u64) {
         let mut e = Entry::new(value);
         e.set_atime((self.now / 1000) as u32);
-        self.table_for_insert(key).insert(key, e, expire_at);
+        self.table_for_insert(key, expire_at != 0).insert(key, e, expire_at);
     }
 
     /// Stores a whole entry with the deadline `at` (monotonic ms; 0 = none): RENAME and MOVE keep
     /// TTL and metadata (the pair [`Db::remove_with_deadline`] hands back), RESTORE sets them.
     pub fn insert_entry(&mut self, key: &[u8], entry: Entry, at: u64) {
-        self.table_for_insert(key).insert(key, entry, at);
+        self.table_for_insert(key, at != 0).insert(key, entry, at);
     }
 
     /// Deletes a key; returns the removed entry if it was live.

@@ -199,13 +199,14 @@ impl<'a> TableEviction<'a> {
         })
     }
 
-    /// Before `key` is added to `t` at `now_ms`: if the table would grow and its growth would take
-    /// used memory over `maxmemory`, evicts the policy's pick among a sample of `t`'s keys instead.
-    /// Nothing when the table has room, the growth fits, or nothing in `t` may be evicted.
-    pub fn make_room(&self, t: &mut Table, key: &[u8], now_ms: u64) {
+    /// Before `key` is stored in `t` (`with_ttl`: with a deadline) at `now_ms`: if the table would
+    /// grow and its growth would take used memory over `maxmemory`, evicts the policy's pick among
+    /// a sample of `t`'s keys instead. Nothing when the table has room, the growth fits, or
+    /// nothing in `t` may be evicted.
+    pub fn make_room(&self, t: &mut Table, key: &[u8], with_ttl: bool, now_ms: u64) {
         let config = self.config;
         let used = config.host().used_memory().saturating_sub(self.not_counted);
-        if !t.would_grow(key) || used + t.growth_bytes() as u64 <= self.max {
+        if !t.would_grow(key, with_ttl) || used + t.growth_bytes(with_ttl) as u64 <= self.max {
             return;
         }
         let samples = config.get_i64("maxmemory-samples").clamp(1, 64) as usize;
@@ -229,7 +230,7 @@ impl<'a> TableEviction<'a> {
         let Some(victim) = pick(t, 1).pop() else { return };
         drop(t.evict(&victim));
         self.evictor.evicted_keys.fetch_add(1, Ordering::Relaxed);
-        if !t.would_grow(key) {
+        if !t.would_grow(key, with_ttl) {
             return;
         }
         // The deleted key's index slot stayed marked deleted (hashbrown's tombstone), so the table

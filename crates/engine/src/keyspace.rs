@@ -1051,17 +1051,40 @@ impl Table {
     pub const SLOT_BYTES: usize =
         std::mem::size_of::<Key>() + std::mem::size_of::<Entry>() + crate::densemap::INDEX_BUCKET_BYTES;
 
-    /// True if adding `key` would make the table allocate (it is new, and its index is full or its
-    /// last chunk of slots is).
-    pub fn would_grow(&self, key: &[u8]) -> bool {
-        (self.map.index_full() || self.map.free_slots() == 0) && !self.map.contains_key(key)
+    /// True if storing `key` (`with_ttl`: with a deadline) would make the table allocate: it is
+    /// new, and its index is full or its last chunk of slots is; or it gets its first deadline
+    /// and the list of keys with a TTL is full.
+    pub fn would_grow(&self, key: &[u8], with_ttl: bool) -> bool {
+        let slots_full = self.map.index_full() || self.map.free_slots() == 0;
+        let list_full = with_ttl && self.ttl_list_full();
+        if !slots_full && !list_full {
+            return false;
+        }
+        match self.map.get(key) {
+            None => true,
+            Some(e) => list_full && !e.has_ttl(),
+        }
     }
 
-    /// Bytes the table's next allocation takes: a new index (twice the buckets, the old one freed
-    /// after the move) when the index is full, and a chunk of slots when the last one is.
-    pub fn growth_bytes(&self) -> usize {
+    /// True when the next key given a TTL makes the list of them (positions or deadlines)
+    /// reallocate.
+    fn ttl_list_full(&self) -> bool {
+        self.volatile.len() == self.volatile.capacity() || self.deadlines.len() == self.deadlines.capacity()
+    }
+
+    /// Bytes the table's next allocation takes, for a key stored `with_ttl` or not (see
+    /// [`Table::would_grow`]): a new index (twice the buckets, the old one freed after the move)
+    /// when the index is full, a chunk of slots when the last one is, and the growth of the list
+    /// of keys with a TTL when it is full and the key gets a deadline.
+    pub fn growth_bytes(&self, with_ttl: bool) -> usize {
         let slot = std::mem::size_of::<Key>() + std::mem::size_of::<Entry>();
         let mut bytes = 0;
+        if with_ttl {
+            // A full vector doubles (to 4 places at first); the old block is freed.
+            let more = |len: usize, cap: usize| if len == cap { cap.max(4) } else { 0 };
+            bytes += more(self.volatile.len(), self.volatile.capacity()) * std::mem::size_of::<u32>()
+                + more(self.deadlines.len(), self.deadlines.capacity()) * std::mem::size_of::<u64>();
+        }
         if self.map.index_full() {
             // Buckets are a power of two above capacity * 8 / 7.
             let buckets = (self.map.capacity().max(3) * 8 / 7 + 1).next_power_of_two();
@@ -1645,6 +1668,29 @@ mod tests {
         assert!(t.is_stale(b"a", 1001));
         assert_eq!(t.expired, 2);
         check_volatile(&t);
+    }
+
+    /// Eviction's view of growth: a key given a TTL grows a full list of them (12 bytes a place
+    /// when it doubles), a key without one does not, nor does one that has a place already.
+    #[test]
+    fn a_full_ttl_list_is_growth_for_a_key_with_a_deadline() {
+        let mut t = Table::default();
+        // 4 keys with a TTL fill the list's first allocation; their slots leave room.
+        for i in 0..4u64 {
+            t.insert(format!("v{i}").as_bytes(), e(b"v"), 100 + i);
+        }
+        t.insert(b"plain", e(b"v"), 0);
+        assert_eq!((t.volatile.capacity(), t.deadlines.capacity()), (4, 4));
+        assert!(t.map.free_slots() > 0 && !t.map.index_full());
+        assert!(t.would_grow(b"new", true));
+        assert!(!t.would_grow(b"new", false));
+        assert!(t.would_grow(b"plain", true), "an existing key's first deadline");
+        assert!(!t.would_grow(b"v0", true), "a key that has a place already");
+        assert_eq!(t.growth_bytes(true) - t.growth_bytes(false), 4 * (4 + 8));
+        t.insert(b"new", e(b"v"), 200);
+        assert_eq!((t.volatile.capacity(), t.deadlines.capacity()), (8, 8));
+        assert!(!t.would_grow(b"new2", true));
+        assert_eq!(t.growth_bytes(true), t.growth_bytes(false));
     }
 
     /// Removing a key from the middle of the TTL list moves the last place into its hole: the

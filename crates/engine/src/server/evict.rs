@@ -21,9 +21,9 @@ impl Hooks for Server {
 }
 
 impl crate::db::MakeRoom for Server {
-    fn make_room(&self, t: &mut Table, key: &[u8], now_ms: u64) {
+    fn make_room(&self, t: &mut Table, key: &[u8], with_ttl: bool, now_ms: u64) {
         if let Some(e) = self.table_evictor() {
-            e.make_room(t, key, now_ms);
+            e.make_room(t, key, with_ttl, now_ms);
         }
     }
 }
