@@ -96,11 +96,11 @@ impl LogStore {
     }
 }
 
-/// The last commit index this node learned, in `raft-commit`: `[crc32c u32][len u8][postcard
-/// LogId]`, zero-padded to [`CommitFile::SIZE`] bytes, always written whole at offset 0, so the
-/// file never changes size after its first write and a write is one `pwrite` with no metadata to
-/// journal. The checksum covers the length and the id: a record torn by a crash reads as no index
-/// (openraft then learns it from the leader), never as a wrong one.
+/// The last commit index this node learned, in `raft-commit`: one frame of the log's form
+/// ([`frame`]: `[len][crc32c][postcard LogId]`), zero-padded to [`CommitFile::SIZE`] bytes, always
+/// written whole at offset 0, so the file never changes size after its first write and a write is
+/// one `pwrite` with no metadata to journal. A record torn by a crash fails its length or checksum
+/// and reads as no index (openraft then learns it from the leader), never as a wrong one.
 struct CommitFile {
     path: PathBuf,
     file: File,
@@ -127,35 +127,22 @@ impl CommitFile {
         Ok(this)
     }
 
-    fn encode(id: &LogId) -> io::Result<[u8; Self::SIZE]> {
-        let mut rec = [0u8; Self::SIZE];
-        let body = postcard::to_slice(id, &mut rec[5..]).map_err(io::Error::other)?;
-        let len = body.len();
-        rec[4] = len as u8;
-        let crc = CRC.checksum(&rec[4..5 + len]);
-        rec[..4].copy_from_slice(&crc.to_le_bytes());
-        Ok(rec)
-    }
-
-    fn decode(data: &[u8]) -> Option<LogId> {
-        let len = usize::from(*data.get(4)?);
-        let framed = data.get(4..5 + len)?;
-        let crc = u32::from_le_bytes(data[..4].try_into().ok()?);
-        if CRC.checksum(framed) != crc {
-            return None;
-        }
-        postcard::from_bytes(&framed[1..]).ok()
-    }
-
     fn write(&mut self, id: &LogId) -> io::Result<()> {
         use std::os::unix::fs::FileExt;
-        self.file.write_all_at(&Self::encode(id)?, 0)
+        let mut rec = Vec::with_capacity(Self::SIZE);
+        frame(id, &mut rec)?;
+        // The largest log id (three u64 varints) frames in 38 bytes.
+        if rec.len() > Self::SIZE {
+            return Err(io::Error::other(format!("a commit record of {} bytes", rec.len())));
+        }
+        rec.resize(Self::SIZE, 0);
+        self.file.write_all_at(&rec, 0)
     }
 
     /// The index last written; None when there is none or the record is torn.
     fn read(&self) -> io::Result<Option<LogId>> {
         let data = std::fs::read(&self.path)?;
-        let id = Self::decode(&data);
+        let id = unframe(&data).and_then(|body| postcard::from_bytes(body).ok());
         if id.is_none() && data.iter().any(|&b| b != 0) {
             tracing::warn!("raft: {} holds no whole record; the commit index is learned again", self.path.display());
         }
@@ -177,30 +164,34 @@ fn flusher(inner: &Mutex<Inner>, pending: &std::sync::mpsc::Receiver<LogFlushed<
     }
 }
 
-/// Decodes the records of a log file; returns them and the length of the good prefix.
-fn decode_records(data: &[u8]) -> (Vec<Record>, usize) {
-    let mut out = Vec::new();
-    let mut at = 0;
-    while data.len() - at >= 8 {
-        let len = u32::from_le_bytes(data[at..at + 4].try_into().expect("4 bytes")) as usize;
-        let crc = u32::from_le_bytes(data[at + 4..at + 8].try_into().expect("4 bytes"));
-        let Some(body) = data.get(at + 8..at + 8 + len) else { break };
-        if CRC.checksum(body) != crc {
-            break;
-        }
-        let Ok(r) = postcard::from_bytes::<Record>(body) else { break };
-        out.push(r);
-        at += 8 + len;
-    }
-    (out, at)
-}
-
-fn encode_record(r: &Record, out: &mut Vec<u8>) -> io::Result<()> {
-    let body = postcard::to_allocvec(r).map_err(io::Error::other)?;
+/// Appends `value` as a frame, `[len u32][crc32c u32][postcard]`: the form of every record of
+/// the log and of the commit index.
+fn frame<T: Serialize>(value: &T, out: &mut Vec<u8>) -> io::Result<()> {
+    let body = postcard::to_allocvec(value).map_err(io::Error::other)?;
     out.extend_from_slice(&(body.len() as u32).to_le_bytes());
     out.extend_from_slice(&CRC.checksum(&body).to_le_bytes());
     out.extend_from_slice(&body);
     Ok(())
+}
+
+/// The body of the frame at the start of `data`, if it is whole and its checksum holds.
+fn unframe(data: &[u8]) -> Option<&[u8]> {
+    let len = u32::from_le_bytes(data.get(..4)?.try_into().ok()?) as usize;
+    let crc = u32::from_le_bytes(data.get(4..8)?.try_into().ok()?);
+    let body = data.get(8..8usize.checked_add(len)?)?;
+    (CRC.checksum(body) == crc).then_some(body)
+}
+
+/// Decodes the records of a log file; returns them and the length of the good prefix.
+fn decode_records(data: &[u8]) -> (Vec<Record>, usize) {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(body) = unframe(&data[at..]) {
+        let Ok(r) = postcard::from_bytes::<Record>(body) else { break };
+        out.push(r);
+        at += 8 + body.len();
+    }
+    (out, at)
 }
 
 fn apply_record(entries: &mut BTreeMap<u64, Entry>, purged: &mut Option<LogId>, r: Record) {
@@ -248,7 +239,7 @@ impl Inner {
     fn write_unsynced(&mut self, records: &[Record]) -> io::Result<()> {
         let mut buf = Vec::new();
         for r in records {
-            encode_record(r, &mut buf)?;
+            frame(r, &mut buf)?;
         }
         (&*self.file).write_all(&buf)
     }
@@ -263,10 +254,10 @@ impl Inner {
     fn rewrite(&mut self) -> io::Result<()> {
         let mut buf = Vec::new();
         if let Some(p) = self.purged {
-            encode_record(&Record::Purge(p), &mut buf)?;
+            frame(&Record::Purge(p), &mut buf)?;
         }
         for e in self.entries.values() {
-            encode_record(&Record::Entry(e.clone()), &mut buf)?;
+            frame(&Record::Entry(e.clone()), &mut buf)?;
         }
         let path = self.dir.join("raft-log");
         write_file(&path, &buf, true)?;
@@ -495,7 +486,10 @@ mod tests {
         }
         let path = dir.join("raft-commit");
         let good = std::fs::read(&path).unwrap();
-        for at in 0..8 {
+        // Any byte of the frame: the length, the checksum, the id.
+        let framed = 8 + good[0] as usize;
+        assert!(framed > 8 && good[framed..].iter().all(|&b| b == 0));
+        for at in 0..framed {
             let mut torn = good.clone();
             torn[at] ^= 0x40;
             std::fs::write(&path, &torn).unwrap();
