@@ -197,10 +197,11 @@ impl KeyEvent {
     }
 }
 
-/// The deadline of `e` (0: none), given its table's deadlines.
+/// The deadline of `e`, if it has one, given its table's deadlines (for callers that hold the
+/// table's map borrowed: [`Table::deadline`] otherwise).
 #[inline]
-fn deadline_in(deadlines: &[u64], e: &Entry) -> u64 {
-    e.vpos().map_or(0, |v| deadlines[v])
+fn deadline_in(deadlines: &[u64], e: &Entry) -> Option<u64> {
+    e.vpos().map(|v| deadlines[v])
 }
 
 impl Table {
@@ -234,7 +235,7 @@ impl Table {
     /// without TTL answers from its own bits.
     #[inline]
     pub fn deadline(&self, e: &Entry) -> Option<u64> {
-        e.vpos().map(|v| self.deadlines[v])
+        deadline_in(&self.deadlines, e)
     }
 
     /// The TTL deadline of `key`, live or stale, if it is stored and has one.
@@ -246,7 +247,7 @@ impl Table {
     #[inline]
     fn entry_and_deadline(&mut self, idx: usize) -> (&mut Entry, Option<u64>) {
         let e = &mut self.map[idx];
-        let at = e.vpos().map(|v| self.deadlines[v]);
+        let at = deadline_in(&self.deadlines, e);
         (e, at)
     }
 
@@ -507,7 +508,7 @@ impl Table {
             let keep = !doomed.contains(&k[..]);
             if !keep {
                 if let Some(s) = snap.as_deref_mut() {
-                    s.cover(epoch, k, e, deadline_in(deadlines, e), true);
+                    s.cover(epoch, k, e, deadline_in(deadlines, e).unwrap_or(0), true);
                 }
                 gone.push(k.clone());
             }
@@ -780,7 +781,7 @@ impl Table {
     fn before_change(&mut self, idx: usize) {
         if let Some(s) = self.snap.as_deref_mut() {
             let (k, e) = self.map.get_index_mut(idx).expect("index of a present entry");
-            s.cover(self.epoch, k, e, deadline_in(&self.deadlines, e), true);
+            s.cover(self.epoch, k, e, deadline_in(&self.deadlines, e).unwrap_or(0), true);
         }
     }
 
@@ -824,7 +825,7 @@ impl Table {
             s.cursor -= 1;
             visited += 1;
             let (k, e) = self.map.get_index_mut(s.cursor).expect("below the length");
-            s.cover(self.epoch, k, e, deadline_in(&self.deadlines, e), false);
+            s.cover(self.epoch, k, e, deadline_in(&self.deadlines, e).unwrap_or(0), false);
         }
         visited
     }
