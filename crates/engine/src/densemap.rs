@@ -113,6 +113,13 @@ fn at(pos: usize) -> (usize, usize) {
     (pos >> SHIFT, pos & (CHUNK - 1))
 }
 
+/// The hash of the key in the slot at `pos` (the index stores no hashes: it rehashes keys to grow).
+#[inline]
+fn slot_hash<V>(chunks: &[Vec<(Str, V)>], hasher: &Hasher, pos: usize) -> u64 {
+    let (c, i) = at(pos);
+    hasher.hash_one(&chunks[c][i].0[..])
+}
+
 impl<V> DenseMap<V> {
     /// Number of keys.
     #[inline]
@@ -231,10 +238,7 @@ impl<V> DenseMap<V> {
         self.len += 1;
         let (chunks, hasher) = (&self.chunks, &self.hasher);
         with_index!(&mut self.index, t => {
-            t.insert_unique(hash, Pos::new(pos), |&p| {
-                let (c, i) = at(p.get());
-                hasher.hash_one(&chunks[c][i].0[..])
-            });
+            t.insert_unique(hash, Pos::new(pos), |&p| slot_hash(chunks, hasher, p.get()));
         });
         pos
     }
@@ -246,11 +250,7 @@ impl<V> DenseMap<V> {
         let mut wide = HashTable::with_capacity(self.len * 2);
         let (chunks, hasher) = (&self.chunks, &self.hasher);
         for pos in 0..self.len {
-            let (c, i) = at(pos);
-            wide.insert_unique(hasher.hash_one(&chunks[c][i].0[..]), pos as u32, |&p| {
-                let (c, i) = at(p as usize);
-                hasher.hash_one(&chunks[c][i].0[..])
-            });
+            wide.insert_unique(slot_hash(chunks, hasher, pos), pos as u32, |&p| slot_hash(chunks, hasher, p as usize));
         }
         self.index = Index::Wide(wide);
     }
