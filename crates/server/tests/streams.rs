@@ -417,6 +417,54 @@ fn rdb_files_move_both_ways() {
 }
 
 /// Reads a reply that arrives within 5 s.
+/// `MEMORY USAGE` of a stream counts its value as Redis does (Redis's nodes, allocated as Redis
+/// allocates them, and its estimate for the radix trees and groups). The key's own part is each
+/// server's, so a stream's figure is compared less that of a one-entry stream under the same name
+/// in another database.
+#[test]
+fn memory_usage_matches_redis() {
+    let Some(redis) = RedisServer::start_or_skip("the stream MEMORY USAGE comparison") else { return };
+    let latch = Latch::start(&["--save", ""]);
+    let usages = |c: &mut Raw| -> Vec<i64> {
+        populate(c);
+        // Nodes that grow past the first allocation, and nodes under a byte limit below it.
+        for (limit, key, n) in [("0", "grown", 300u32), ("200", "small", 120)] {
+            c.cmd(&[b"CONFIG", b"SET", b"stream-node-max-bytes", limit.as_bytes()]);
+            for i in 1..=n {
+                let (id, v) = (format!("{i}-1"), "y".repeat((i * 7 % 300) as usize));
+                c.cmd(&[b"XADD", key.as_bytes(), id.as_bytes(), b"f", v.as_bytes()]);
+            }
+        }
+        c.cmd(&[b"CONFIG", b"SET", b"stream-node-max-bytes", b"4096"]);
+        c.cmd(&[b"XDEL", b"grown", b"7-1", b"8-1"]);
+        c.cmd(&[b"XTRIM", b"small", b"MAXLEN", b"100"]);
+        let payload = bulk(&c.cmd_bytes(&[b"DUMP", b"s"]));
+        c.cmd(&[b"RESTORE", b"restored", b"0", &payload]);
+        c.cmd(&[b"XADD", b"restored", b"9999-0", b"a", b"b"]);
+        let keys = ["s", "empty", "plain", "nocons", "grown", "small", "restored"];
+        let mut out = Vec::new();
+        for k in keys {
+            for samples in ["0", "5", "2"] {
+                let usage = |c: &mut Raw| {
+                    let r = c.cmd(&[b"MEMORY", b"USAGE", k.as_bytes(), b"SAMPLES", samples.as_bytes()]);
+                    r.trim().trim_start_matches(':').parse::<i64>().unwrap_or_else(|_| panic!("{k}: {r}"))
+                };
+                let value = usage(c);
+                c.cmd(&[b"SELECT", b"9"]);
+                c.cmd(&[b"XADD", k.as_bytes(), b"1-1", b"a", b"b"]);
+                let base = usage(c);
+                c.cmd(&[b"DEL", k.as_bytes()]);
+                c.cmd(&[b"SELECT", b"0"]);
+                out.push(value - base);
+            }
+        }
+        out
+    };
+    let (l, r) = (usages(&mut latch.raw()), usages(&mut redis.raw()));
+    assert_eq!(l, r, "each stream's MEMORY USAGE less a one-entry stream's: Latch, then Redis");
+    assert!(r.iter().any(|&d| d > 20_000), "the streams are not trivial: {r:?}");
+}
+
 fn blocked_reply(c: &mut Raw) -> String {
     c.s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
     String::from_utf8_lossy(&c.reply_bytes()).into_owned()

@@ -16,7 +16,7 @@ use crate::args::eq_ic;
 use crate::command::{Flags, Keys};
 use crate::ctx::{Command, Ctx};
 use crate::error;
-use crate::value::Entry;
+use crate::value::{Entry, Value};
 use bytes::Bytes;
 use resp::Frame;
 
@@ -90,21 +90,27 @@ const SLOT_BYTES: usize = crate::keyspace::Table::SLOT_BYTES;
 /// Bytes a TTL adds: the key's place in its table's list of keys with a TTL, and its deadline.
 const EXPIRY_BYTES: usize = crate::keyspace::Table::TTL_BYTES;
 
-/// Estimated bytes used by a key and its value.
-pub fn key_usage(key: &[u8], e: &Entry) -> usize {
+/// Estimated bytes used by a key and its value; a stream's nodes are sampled `samples` at a time
+/// (0: all), as Redis samples them.
+pub fn key_usage(key: &[u8], e: &Entry, samples: usize) -> usize {
     // A key is a `Str`: inline up to `Str::INLINE` bytes, else one exact block.
     let key_heap = if key.len() > crate::value::Str::INLINE { key.len() } else { 0 };
     let ttl = if e.has_ttl() { EXPIRY_BYTES } else { 0 };
-    SLOT_BYTES + key_heap + ttl + e.value.heap_size()
+    let value = match &e.value {
+        Value::Stream(s) => s.redis_usage(samples),
+        v => v.heap_size(),
+    };
+    SLOT_BYTES + key_heap + ttl + value
 }
 
 fn usage(ctx: &mut Ctx<'_, '_>) -> Frame {
     let mut j = 3;
+    let mut samples = 5;
     while j < ctx.argc() {
         if eq_ic(ctx.arg(j), "samples") && j + 1 < ctx.argc() {
             match ctx.int_arg(j + 1) {
                 Ok(n) if n < 0 => return error::syntax(),
-                Ok(_) => {}
+                Ok(n) => samples = n as usize,
                 Err(e) => return e,
             }
             j += 2;
@@ -114,7 +120,7 @@ fn usage(ctx: &mut Ctx<'_, '_>) -> Frame {
     }
     let key = ctx.arg(2);
     match ctx.db().peek(key) {
-        Some(e) => Frame::Integer(key_usage(key, e) as i64),
+        Some(e) => Frame::Integer(key_usage(key, e, samples) as i64),
         None => Frame::Null,
     }
 }

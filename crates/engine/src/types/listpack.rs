@@ -50,13 +50,43 @@ impl Ele<'_> {
     }
 }
 
-/// An empty listpack.
-pub fn new() -> Vec<u8> {
-    let mut lp = Vec::with_capacity(HEADER + 1);
+/// An empty listpack in an allocation of `capacity` bytes (`lpNew`: at least the empty form's 7).
+pub fn new(capacity: usize) -> Vec<u8> {
+    let mut lp = Vec::with_capacity(alloc_class(capacity.max(HEADER + 1)));
     lp.extend_from_slice(&((HEADER + 1) as u32).to_le_bytes());
     lp.extend_from_slice(&0u16.to_le_bytes());
     lp.push(EOF);
     lp
+}
+
+/// The bytes jemalloc hands out for a request of `n` (its size classes on x86-64 and aarch64: 8,
+/// then steps of 16 up to 128, then four classes per doubling), which is what listpack.c reads as
+/// a listpack's room (`lp_malloc_size`) and what Redis's `MEMORY USAGE` counts for one.
+pub fn alloc_class(n: usize) -> usize {
+    if n <= 8 {
+        return 8;
+    }
+    if n <= 128 {
+        return n.next_multiple_of(16);
+    }
+    // Four classes between 2^k and 2^(k+1): steps of 2^(k-2).
+    let k = usize::BITS - 1 - (n - 1).leading_zeros();
+    n.next_multiple_of(1 << (k - 2))
+}
+
+/// Makes room in `lp` for `new_len` bytes as listpack.c does (`lpInsert`): its allocation grows
+/// to the size class of the new length only when the room (the `Vec`'s capacity, kept at a class
+/// size) is exceeded.
+fn grow_to(lp: &mut Vec<u8>, new_len: usize) {
+    if new_len > lp.capacity() {
+        lp.reserve_exact(alloc_class(new_len) - lp.len());
+    }
+}
+
+/// Gives back the room past the size class of `lp`'s length (`lpShrinkToFit`, and `lpInsert` when
+/// a listpack got shorter).
+pub fn shrink_to_fit(lp: &mut Vec<u8>) {
+    lp.shrink_to(alloc_class(lp.len()));
 }
 
 /// An element's back-length (`lpEncodeBacklen`): `size` in 1 to 5 bytes, 7 bits each; every byte
@@ -75,6 +105,41 @@ pub fn backlen(size: u64) -> ([u8; 5], usize) {
         *slot = if i == 0 { group } else { group | 128 };
     }
     (b, n)
+}
+
+/// Bytes of integer `v`'s encoding with its back-length (what [`encode_int`] appends).
+fn int_size(v: i64) -> usize {
+    1 + match v {
+        0..=127 => 1,
+        -4096..=4095 => 2,
+        -32_768..=32_767 => 3,
+        -8_388_608..=8_388_607 => 4,
+        -2_147_483_648..=2_147_483_647 => 5,
+        _ => 9,
+    }
+}
+
+/// An element as [`encode`] chooses to store it.
+fn classify(s: &[u8]) -> Ele<'_> {
+    match s.len() <= 20 {
+        true => crate::args::parse_i64_strict(s).map_or(Ele::Str(s), Ele::Int),
+        false => Ele::Str(s),
+    }
+}
+
+/// Bytes of an element's encoding with its back-length.
+fn ele_size(e: Ele<'_>) -> usize {
+    match e {
+        Ele::Int(v) => int_size(v),
+        Ele::Str(s) => {
+            let h = match s.len() {
+                0..64 => 1,
+                64..4096 => 2,
+                _ => 5,
+            };
+            h + s.len() + backlen((h + s.len()) as u64).1
+        }
+    }
 }
 
 /// Appends the encoding of integer `v` in its smallest width, with its back-length.
@@ -105,11 +170,14 @@ pub fn encode_int(out: &mut Vec<u8>, v: i64) {
 /// Appends the encoding of `s` as Redis's `lpAppend` chooses it: a canonical integer of at most 20
 /// characters as an integer, anything else as a string.
 pub fn encode(out: &mut Vec<u8>, s: &[u8]) {
-    if s.len() <= 20
-        && let Some(v) = crate::args::parse_i64_strict(s)
-    {
-        return encode_int(out, v);
-    }
+    encode_ele(out, classify(s))
+}
+
+fn encode_ele(out: &mut Vec<u8>, e: Ele<'_>) {
+    let s = match e {
+        Ele::Int(v) => return encode_int(out, v),
+        Ele::Str(s) => s,
+    };
     let start = out.len();
     let n = s.len();
     if n < 64 {
@@ -140,8 +208,10 @@ fn add_count(lp: &mut [u8], by: u16) {
 
 /// Appends the string `s` (see [`encode`]).
 pub fn append(lp: &mut Vec<u8>, s: &[u8]) {
+    let e = classify(s);
+    grow_to(lp, lp.len() + ele_size(e));
     lp.pop();
-    encode(lp, s);
+    encode_ele(lp, e);
     lp.push(EOF);
     add_count(lp, 1);
     set_total(lp);
@@ -149,6 +219,7 @@ pub fn append(lp: &mut Vec<u8>, s: &[u8]) {
 
 /// Appends the integer `v`.
 pub fn append_int(lp: &mut Vec<u8>, v: i64) {
+    grow_to(lp, lp.len() + int_size(v));
     lp.pop();
     encode_int(lp, v);
     lp.push(EOF);
@@ -294,8 +365,14 @@ pub fn replace_int(lp: &mut Vec<u8>, p: usize, v: i64) -> isize {
     let old = full_size(lp, p);
     let mut enc = Vec::with_capacity(11);
     encode_int(&mut enc, v);
+    let new_len = lp.len() + enc.len() - old;
     let diff = enc.len() as isize - old as isize;
+    grow_to(lp, new_len);
     lp.splice(p..p + old, enc);
+    if diff < 0 {
+        // A listpack that got shorter is reallocated to its new length.
+        shrink_to_fit(lp);
+    }
     set_total(lp);
     diff
 }
@@ -381,7 +458,7 @@ mod tests {
 
     #[test]
     fn append_walk_and_replace() {
-        let mut lp = new();
+        let mut lp = new(0);
         let items: Vec<Vec<u8>> = vec![
             b"0".to_vec(),
             b"127".to_vec(),
@@ -433,5 +510,47 @@ mod tests {
         let _ = offsets(&bad);
         bad.truncate(bad.len() - 2);
         assert!(offsets(&bad).is_none());
+    }
+
+    #[test]
+    fn allocation_classes_are_jemallocs() {
+        let classes: Vec<usize> = [0, 1, 8, 9, 16, 17, 100, 128, 129, 160, 161, 256, 257, 4096, 4097, 5121, 20000]
+            .iter()
+            .map(|&n| alloc_class(n))
+            .collect();
+        assert_eq!(classes, [8, 8, 8, 16, 16, 32, 112, 128, 160, 160, 192, 256, 320, 4096, 5120, 6144, 20480]);
+    }
+
+    #[test]
+    fn the_room_grows_and_shrinks_as_listpack_c_makes_it() {
+        let mut lp = new(100);
+        assert_eq!(lp.capacity(), 112);
+        // Every element's size is known before it is written: the room grows only when exceeded,
+        // and then to the class of the new length.
+        let mut grew = 0;
+        for i in 0..40 {
+            let room = lp.capacity();
+            if i % 3 == 0 {
+                append_int(&mut lp, i64::from(i) * 1_000_003);
+            } else {
+                append(&mut lp, &vec![b'z'; i as usize]);
+            }
+            let want = if lp.len() <= room { room } else { alloc_class(lp.len()) };
+            assert_eq!(lp.capacity(), want, "after element {i}, {} bytes", lp.len());
+            grew += usize::from(want != room);
+        }
+        assert!(grew > 3, "{grew}");
+        // A narrower integer shortens it and gives the room back down to its new length's class.
+        let p = first(&lp).expect("elements");
+        assert_eq!(replace_int(&mut lp, p, 1), 0);
+        let p = next(&lp, p).expect("a second element");
+        // The third element is the string "zz": an integer is shorter.
+        let third = next(&lp, p).expect("a third element");
+        let d = replace_int(&mut lp, third, 7);
+        assert!(d < 0, "{d}");
+        assert_eq!(lp.capacity(), alloc_class(lp.len()));
+        shrink_to_fit(&mut lp);
+        assert_eq!(lp.capacity(), alloc_class(lp.len()));
+        assert!(offsets(&lp).is_some());
     }
 }

@@ -22,6 +22,9 @@ pub const FLAG_DELETED: i64 = 1;
 pub const FLAG_SAMEFIELDS: i64 = 2;
 /// The largest listpack Redis lets a node grow to.
 const MAX_NODE_BYTES: usize = 1 << 30;
+/// The room a new node is allocated with (`STREAM_LISTPACK_MAX_PRE_ALLOCATE`), or
+/// `stream-node-max-bytes` if smaller.
+const PREALLOC: usize = 4096;
 /// `SCG_INVALID_ENTRIES_READ`.
 pub const INVALID_ENTRIES_READ: i64 = -1;
 
@@ -484,6 +487,38 @@ impl Stream {
         self.node_bytes() + self.nodes.0.capacity() * std::mem::size_of::<(StreamId, Vec<u8>)>() + groups
     }
 
+    /// What Redis's `MEMORY USAGE` counts for a stream value (`objectComputeSize`): the object and
+    /// stream headers, the radix tree's estimate, the nodes' allocations (the first `samples`
+    /// averaged over all but the last, which counts as it is; 0: all), and per group its header,
+    /// PEL tree and NACKs and per consumer its header, name and PEL tree. The nodes are Redis's
+    /// listpacks, in allocations that grow and shrink as Redis's do, so for the same entries added
+    /// the same way this is Redis's figure; the radix tree is Redis's fixed estimate per node, which
+    /// Latch's node index (one `(StreamId, Vec)` per node) stays under.
+    pub fn redis_usage(&self, samples: usize) -> usize {
+        // sizeof(robj) + sizeof(stream), sizeof(streamCG), sizeof(streamNACK), sizeof(streamConsumer).
+        const HEADERS: usize = 16 + 80;
+        const GROUP: usize = 40;
+        const NACK: usize = 24;
+        const CONSUMER: usize = 24;
+        let n = self.nodes.len();
+        let mut size = HEADERS + radix_usage(n, self.radix_nodes());
+        let samples = if samples == 0 { n } else { samples.min(n) };
+        let sampled: usize = self.nodes.iter().take(samples).map(|(_, lp)| lp::alloc_class(lp.capacity())).sum();
+        size += match self.nodes.0.back() {
+            Some((_, last)) if n > samples => sampled / samples * (n - 1) + lp::alloc_class(last.capacity()),
+            _ => sampled,
+        };
+        for g in self.groups.values() {
+            let pel = radix_node_count(g.pel.keys().map(|id| id.to_be()));
+            size += GROUP + radix_usage(g.pel.len(), pel) + NACK * g.pel.len();
+            for (name, c) in &g.consumers {
+                let pel = radix_node_count(c.pel.iter().map(|id| id.to_be()));
+                size += CONSUMER + name.len() + radix_usage(c.pel.len(), pel);
+            }
+        }
+        size
+    }
+
     /// Number of nodes Redis's radix tree would have for these node keys (`rax->numnodes`): the
     /// root, every key, every branching point and each branch's first node.
     pub fn radix_nodes(&self) -> usize {
@@ -616,14 +651,20 @@ impl Stream {
                 full = n >= limits.max_entries;
             }
             if full {
-                node.shrink_to_fit();
+                lp::shrink_to_fit(node);
                 tail = None;
             }
         }
         let mut flags = 0;
         let (master, node) = match tail {
             None => {
-                let mut node = lp::new();
+                // Room for a node's worth of entries from the start, as Redis allocates it, so
+                // appends do not reallocate; given back when the node is full.
+                let prealloc = match limits.max_bytes {
+                    1..PREALLOC => limits.max_bytes,
+                    _ => PREALLOC,
+                };
+                let mut node = lp::new(prealloc);
                 lp::append_int(&mut node, 1);
                 lp::append_int(&mut node, 0);
                 lp::append_int(&mut node, numfields as i64);
@@ -956,31 +997,43 @@ pub fn validate_node(b: &[u8]) -> bool {
     check().is_some() && lp::first(b).is_some()
 }
 
-/// Nodes of Redis's radix tree holding these keys (all of the same length, none a prefix of
-/// another), as `rax` compresses it: the root, each key, each branching point, and the first node
-/// below each branch.
+/// Nodes of Redis's radix tree holding these keys, given in order (all of the same length, none
+/// a prefix of another), as `rax` compresses it: the root, each key, each branching point, and
+/// the first node below each branch. One pass per key byte over the keys' common prefixes.
 pub fn radix_node_count(keys: impl Iterator<Item = [u8; 16]>) -> usize {
     let keys: Vec<[u8; 16]> = keys.collect();
-    let mut nodes: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
-    nodes.insert(Vec::new());
-    for k in &keys {
-        nodes.insert(k.to_vec());
+    if keys.is_empty() {
+        return 1;
     }
-    // Branching points are the common prefixes of neighbours; each child of one starts a node.
-    let mut branches: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
-    for w in keys.windows(2) {
-        let l = w[0].iter().zip(w[1].iter()).take_while(|(a, b)| a == b).count();
-        branches.insert(w[0][..l].to_vec());
-    }
-    for k in &keys {
-        for b in &branches {
-            if b.len() < 16 && k.starts_with(b) {
-                nodes.insert(k[..b.len() + 1].to_vec());
+    // common[i]: the bytes key i shares with key i-1.
+    let common: Vec<usize> = std::iter::once(0)
+        .chain(keys.windows(2).map(|w| w[0].iter().zip(&w[1]).take_while(|(a, b)| a == b).count()))
+        .collect();
+    // A run at depth d (keys sharing their first d bytes) is one position of the trie; it is a
+    // node if it is the root or a key, if it branches, or if the run above it branches.
+    let mut nodes = 0;
+    let mut above_branches = vec![false; keys.len()];
+    let mut branches = vec![false; keys.len()];
+    for d in 0..=16 {
+        let mut start = 0;
+        while start < keys.len() {
+            let end = (start + 1..keys.len()).find(|&j| common[j] < d).unwrap_or(keys.len());
+            let children = 1 + (start + 1..end).filter(|&j| common[j] == d).count();
+            if d == 0 || d == 16 || children > 1 || above_branches[start] {
+                nodes += 1;
             }
+            branches[start..end].fill(children > 1);
+            start = end;
         }
+        std::mem::swap(&mut above_branches, &mut branches);
     }
-    nodes.extend(branches);
-    nodes.len()
+    nodes
+}
+
+/// Redis's estimate of a radix tree's memory (`streamRadixTreeMemoryUsage`): 16 bytes per key, and
+/// per node its 4-byte header and a fixed 30 words for the children, the data pointer and the rest.
+fn radix_usage(keys: usize, nodes: usize) -> usize {
+    keys * 16 + nodes * (4 + 8 * 30)
 }
 
 #[cfg(test)]
@@ -1091,5 +1144,71 @@ mod tests {
         let k = |ms: u64, seq: u64| StreamId::new(ms, seq).to_be();
         assert_eq!(radix_node_count([k(1, 0)].into_iter()), 2);
         assert_eq!(radix_node_count([k(1, 0), k(1, 1)].into_iter()), 4);
+        // Against the definition, position by position, on key sets with shared and branching
+        // prefixes at every depth.
+        fn by_definition(keys: &[[u8; 16]]) -> usize {
+            use std::collections::HashSet;
+            let mut nodes: HashSet<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
+            nodes.insert(Vec::new());
+            let branches: HashSet<Vec<u8>> = keys
+                .windows(2)
+                .map(|w| w[0][..w[0].iter().zip(&w[1]).take_while(|(a, b)| a == b).count()].to_vec())
+                .collect();
+            for k in keys {
+                for b in &branches {
+                    if k.starts_with(b) {
+                        nodes.insert(k[..b.len() + 1].to_vec());
+                    }
+                }
+            }
+            nodes.extend(branches);
+            nodes.len()
+        }
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        for round in 0..200 {
+            let mut keys = std::collections::BTreeSet::new();
+            for _ in 0..(round % 40 + 1) {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                // Few distinct values per part, so prefixes are shared and branch at many depths.
+                keys.insert(k((rng % 5) << (rng % 48), (rng >> 8) % 7 * (1 << ((rng >> 16) % 60))));
+            }
+            let keys: Vec<[u8; 16]> = keys.into_iter().collect();
+            assert_eq!(radix_node_count(keys.iter().copied()), by_definition(&keys), "{keys:?}");
+        }
+    }
+
+    #[test]
+    fn nodes_are_allocated_as_redis_allocates_them() {
+        let mut s = Stream::new();
+        let limits = NodeLimits { max_bytes: 4096, max_entries: 3 };
+        for i in 1..=7u64 {
+            s.append(&[b"f", b"v"], NewId::Exact(StreamId::new(i, 0)), 0, limits).unwrap();
+        }
+        // Full nodes were given back down to their length's class; the open one keeps its room.
+        let caps: Vec<(usize, usize)> = s.nodes().map(|(_, n)| (n.len(), n.capacity())).collect();
+        assert_eq!(caps.len(), 3);
+        for &(len, cap) in &caps[..2] {
+            assert_eq!(cap, lp::alloc_class(len));
+        }
+        assert_eq!(caps[2].1, 4096);
+        // Under a byte limit below 4096, that limit is the first room.
+        let mut s = Stream::new();
+        s.append(&[b"f", b"v"], NewId::Exact(StreamId::new(1, 0)), 0, NodeLimits { max_bytes: 200, max_entries: 0 })
+            .unwrap();
+        assert_eq!(s.nodes().next().unwrap().1.capacity(), 224);
+        // MEMORY USAGE: headers, one key and two radix nodes, the node's room; then the sample
+        // average stands for all but the last node.
+        assert_eq!(s.redis_usage(5), 96 + 16 + 2 * 244 + 224);
+        let mut s = Stream::new();
+        for i in 1..=301u64 {
+            s.append(&[b"f", b"v"], NewId::Exact(StreamId::new(i, 0)), 0, NodeLimits::default()).unwrap();
+        }
+        let rooms: Vec<usize> = s.nodes().map(|(_, n)| lp::alloc_class(n.capacity())).collect();
+        assert_eq!(rooms.len(), 4);
+        let tree = 96 + radix_usage(4, s.radix_nodes());
+        assert_eq!(s.redis_usage(0), tree + rooms.iter().sum::<usize>());
+        assert_eq!(s.redis_usage(2), tree + (rooms[0] + rooms[1]) / 2 * 3 + rooms[3]);
     }
 }
