@@ -7,7 +7,7 @@
 # per request shows.
 #
 # usage: scripts/cpu-compare.sh A_PORT A_PID B_PORT B_PID
-#   e.g. scripts/cpu-compare.sh 7101 "$(pgrep -f 'port 7101')" 7102 "$(pgrep -f 'port 7102')"
+#   e.g. scripts/cpu-compare.sh 7101 "$(pgrep -f ':7101')" 7102 "$(pgrep -f ':7102')"
 # The servers listen on 127.0.0.1.
 #
 # Workloads (issue 30's set by default):

@@ -62,10 +62,11 @@ fi
 tmp=$(mktemp -d)
 mkdir "$tmp/data"
 cleanup() {
-  # Only the server this script started: its pid file names it and its command line names our dir.
+  # Only the server this script started: its pid file (in our dir) names it and it runs our binary
+  # (its command line is its title by then, as redis-server's is).
   if [ -s "$tmp/server.pid" ]; then
     pid=$(cat "$tmp/server.pid")
-    if tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF -- "$tmp/data"; then
+    if [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$(readlink -f "$LATCH")" ]; then
       kill -9 "$pid" 2>/dev/null || true
     fi
   fi

@@ -151,28 +151,47 @@ fn valid_aof_dirname(v: &str) -> Result<(), &'static str> {
         Ok(())
     }
 }
-/// Redis's `validateProcTitleTemplate`: known `{variables}` only, balanced braces, non-empty result.
-fn valid_proc_title(v: &str) -> Result<(), &'static str> {
-    const ERR: &str = "template format is invalid or contains unknown variables";
-    const VARS: &[&str] = &["title", "listen-addr", "server-mode", "port", "tls-port", "unixsocket", "config-file"];
-    let mut rest = v;
-    let mut literal = false;
-    let mut any_var = false;
-    while let Some(open) = rest.find(['{', '}']) {
-        if rest.as_bytes()[open] == b'}' {
-            return Err(ERR);
-        }
-        literal |= !rest[..open].trim().is_empty();
+/// Redis's `sdstemplate` as `expandProcTitleTemplate` uses it: `{name}` is replaced by `var(name)`,
+/// `{{` is a literal `{` (a `}` alone is literal too); None for an unknown variable (`var` answers
+/// None) or a brace left open. The result is trimmed of spaces.
+pub fn expand_proc_title(template: &str, var: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
         let after = &rest[open + 1..];
-        let close = after.find('}').ok_or(ERR)?;
-        if !VARS.contains(&&after[..close]) {
-            return Err(ERR);
+        if let Some(quoted) = after.strip_prefix('{') {
+            out.push('{');
+            rest = quoted;
+            continue;
         }
-        any_var |= &after[..close] != "title";
+        if after.is_empty() {
+            return None;
+        }
+        let close = after.find('}')?;
+        out.push_str(&var(&after[..close])?);
         rest = &after[close + 1..];
     }
-    literal |= !rest.trim().is_empty();
-    if literal || any_var { Ok(()) } else { Err(ERR) }
+    out.push_str(rest);
+    Some(out.trim_matches(' ').to_string())
+}
+
+/// Redis's `validateProcTitleTemplate`: the template expands (known variables only, no brace left
+/// open) to something with an empty title. The other variables are given the values a server
+/// without a Unix socket has, so `{unixsocket}` alone is refused.
+fn valid_proc_title(v: &str) -> Result<(), &'static str> {
+    const ERR: &str = "template format is invalid or contains unknown variables";
+    let var = |name: &str| match name {
+        "title" | "server-mode" | "unixsocket" => Some(String::new()),
+        "listen-addr" => Some("*:6379".to_string()),
+        "port" | "tls-port" => Some("0".to_string()),
+        "config-file" => Some("-".to_string()),
+        _ => None,
+    };
+    match expand_proc_title(v, &var) {
+        Some(title) if !title.is_empty() => Ok(()),
+        _ => Err(ERR),
+    }
 }
 
 /// Every parameter Latch knows, in Redis's table order.
@@ -380,7 +399,8 @@ pub static PARAMS: &[Param] = &[
         flags: 0,
         kind: Kind::Str(Some(valid_proc_title)),
         default: "{title} {listen-addr} {server-mode}",
-        apply: None,
+        // Applied at once, whatever `set-proc-title` says (Redis's `applyProcTitleTemplate`).
+        apply: Some(|c, v| c.host.set_proc_title(&|argv0, file| c.proc_title(v, argv0, file))),
     },
     P { name: "bind-source-addr", alias: None, flags: 0, kind: Kind::Str(None), default: "", apply: None },
     P { name: "logfile", alias: None, flags: IMM, kind: Kind::Str(None), default: "", apply: None },
@@ -1685,6 +1705,32 @@ impl Config {
         self.host.clone()
     }
 
+    /// `template` (`proc-title-template`'s form) expanded for this configuration, the process's
+    /// `argv0` and its config file (`-` for none): Redis's `redisProcTitleGetVariable`.
+    pub fn proc_title(&self, template: &str, argv0: &str, config_file: &str) -> Option<String> {
+        let (port, tls_port) = (self.get_i64("port"), self.get_i64("tls-port"));
+        let unixsocket = self.get("unixsocket").unwrap_or_default();
+        let var = |name: &str| {
+            Some(match name {
+                "title" => argv0.to_string(),
+                "listen-addr" if port != 0 || tls_port != 0 => {
+                    let bind = self.get("bind").unwrap_or_default();
+                    let first = bind.split_whitespace().next().unwrap_or("*").to_string();
+                    format!("{first}:{}", if port != 0 { port } else { tls_port })
+                }
+                "listen-addr" => format!("unixsocket:{unixsocket}"),
+                "server-mode" if self.get("cluster-enabled").as_deref() == Some("yes") => "[cluster]".to_string(),
+                "server-mode" => String::new(),
+                "config-file" => config_file.to_string(),
+                "port" => port.to_string(),
+                "tls-port" => tls_port.to_string(),
+                "unixsocket" => unixsocket.clone(),
+                _ => return None,
+            })
+        };
+        expand_proc_title(template, &var)
+    }
+
     /// The operating-system services behind this configuration.
     pub fn host(&self) -> &dyn crate::host::Host {
         &*self.host
@@ -2247,5 +2293,37 @@ mod tests {
             new,
             "# comment\nmaxmemory 100\nloadmodule x.so\nhz 10\n# Generated by CONFIG REWRITE\nsave 10 1\nsave 20 2\n"
         );
+    }
+
+    #[test]
+    fn proc_title_templates_expand_as_sdstemplate_does() {
+        let var = |name: &str| match name {
+            "title" => Some("bin".to_string()),
+            "port" => Some("6379".to_string()),
+            "server-mode" => Some(String::new()),
+            _ => None,
+        };
+        let e = |t: &str| expand_proc_title(t, &var);
+        assert_eq!(e("{title} {port} {server-mode}").as_deref(), Some("bin 6379"));
+        assert_eq!(e("  {{x} a}b {title}  ").as_deref(), Some("{x} a}b bin"));
+        assert_eq!(e("{title}{port}").as_deref(), Some("bin6379"));
+        assert_eq!(e("{nope}"), None);
+        assert_eq!(e("{port"), None);
+        assert_eq!(e("x {"), None);
+        assert!(valid_proc_title("{title} {listen-addr} {server-mode}").is_ok());
+        assert!(valid_proc_title("}").is_ok());
+        assert!(valid_proc_title("{{").is_ok());
+        for bad in ["{title}", "{server-mode} {title}", "{unixsocket}", "  ", "{invalid-var}"] {
+            assert!(valid_proc_title(bad).is_err(), "{bad}");
+        }
+        let c = Config::default();
+        c.set("port", "7000", true).unwrap();
+        c.set("bind", "127.0.0.2 ::1", true).unwrap();
+        let title = |t: &str| c.proc_title(t, "srv", "/etc/latch.conf");
+        assert_eq!(title("{title} {listen-addr} {server-mode}").as_deref(), Some("srv 127.0.0.2:7000"));
+        assert_eq!(title("{config-file} {tls-port} [{unixsocket}]").as_deref(), Some("/etc/latch.conf 0 []"));
+        c.set("port", "0", true).unwrap();
+        c.set("unixsocket", "/tmp/s", true).unwrap();
+        assert_eq!(title("{listen-addr}").as_deref(), Some("unixsocket:/tmp/s"));
     }
 }

@@ -109,6 +109,12 @@ pub trait Host: Send + Sync + 'static {
         let _ = value;
         Err("oom_score_adj is not supported here".into())
     }
+    /// Sets the process title (what `ps` and `/proc/PID/cmdline` show) to `title(argv0, config
+    /// file)`, the file `-` when there is none; a host without one, or before the server has
+    /// started, ignores it.
+    fn set_proc_title(&self, title: &dyn Fn(&str, &str) -> Option<String>) {
+        let _ = title;
+    }
     /// `loglevel` took a new value (at startup or by CONFIG SET): the log follows it.
     fn set_log_level(&self, loglevel: &str) {
         let _ = loglevel;

@@ -13,6 +13,7 @@ mod log;
 mod net;
 mod os_host;
 mod process;
+mod proctitle;
 mod tls;
 mod upstream;
 mod watchdog;
@@ -36,6 +37,8 @@ use tokio::sync::Notify;
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() {
+    // First, while this is the only thread: the process title takes over the environment's memory.
+    proctitle::init();
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("-v" | "--version") => {
@@ -242,6 +245,12 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     // (once the data is loaded) "Ready to accept connections".
     let pidfile = process::PidFile::create(&srv.config);
     process::announce(&srv.config, if port != 0 { port } else { tls_port });
+    // Redis sets its title once its listeners are up; `proc-title-template` applies from then on.
+    proctitle::arm(srv.config_file.lock().as_deref());
+    if srv.config.get("set-proc-title").as_deref() == Some("yes") {
+        let template = srv.config.get("proc-title-template").unwrap_or_default();
+        srv.config.host().set_proc_title(&|argv0, file| srv.config.proc_title(&template, argv0, file));
+    }
     tracing::warn!("Server initialized");
     srv.memory_startup.store(alloc::used(), std::sync::atomic::Ordering::Relaxed);
     let aof = aof::Aof::new(srv.clone());

@@ -26,6 +26,10 @@ impl Host for OsHost {
         crate::alloc::used()
     }
 
+    fn set_proc_title(&self, title: &dyn Fn(&str, &str) -> Option<String>) {
+        crate::proctitle::set(title)
+    }
+
     fn open_files_for(&self, maxclients: u64) -> Result<u64, String> {
         crate::net::adjust_open_files_limit(maxclients)
     }

@@ -282,3 +282,53 @@ fn the_watchdog_logs_a_stall_longer_than_its_period() {
     assert_eq!(on.matches("--- WATCHDOG TIMER EXPIRED ---").count(), 1, "{on}");
     assert!(on.contains("The cron has not run for"), "{on}");
 }
+
+/// The process title as `/proc/PID/cmdline` shows it, up to its first NUL (Redis's test reads the
+/// file and splits it on spaces).
+fn title(pid: u32) -> String {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    String::from_utf8_lossy(raw.split(|&b| b == 0).next().unwrap_or_default()).into_owned()
+}
+
+#[test]
+fn the_process_title_follows_proc_title_template() {
+    let dir = TempDir::new("proctitle");
+    let (conf, sock) = (dir.path("latch.conf"), dir.path("latch.sock"));
+    std::fs::write(&conf, format!("unixsocket {sock}\nsave \"\"\n")).unwrap();
+    let l = Latch::start(&[&conf]);
+    let (pid, port) = (l.pid(), l.port);
+    // Redis's default template, "{title} {listen-addr} {server-mode}", replaces the arguments.
+    assert_eq!(title(pid), format!("{BIN} 127.0.0.1:{port}"));
+    let mut r = l.raw();
+    let template = "TEST {title} {listen-addr} {port} {tls-port} {unixsocket} {config-file}";
+    assert_eq!(r.cmd(&[b"CONFIG", b"SET", b"proc-title-template", template.as_bytes()]), "+OK\r\n");
+    let conf_abs = std::fs::canonicalize(&conf).unwrap();
+    let want = format!("TEST {BIN} 127.0.0.1:{port} {port} 0 {sock} {}", conf_abs.display());
+    assert_eq!(title(pid), want);
+    // That title is longer than the arguments were: it runs on into what was the environment.
+    let port_s = port.to_string();
+    let args_len: usize =
+        [BIN, conf.as_str(), "--bind", "127.0.0.1", "--port", &port_s].iter().map(|a| a.len() + 1).sum();
+    assert!(want.len() > args_len, "{} <= {args_len}", want.len());
+    // Shorter than them; "{{" is a literal brace and "}" alone is literal.
+    assert_eq!(r.cmd(&[b"CONFIG", b"SET", b"proc-title-template", b"{{x} {port}"]), "+OK\r\n");
+    assert_eq!(title(pid), format!("{{x}} {port}"));
+    assert_eq!(r.cmd(&[b"CONFIG", b"GET", b"proc-title-template"]).lines().nth(4), Some("{{x} {port}"));
+    for bad in ["{invalid-var}", "{title}", "{port", "x {"] {
+        let reply = r.cmd(&[b"CONFIG", b"SET", b"proc-title-template", bad.as_bytes()]);
+        assert!(reply.contains("template format is invalid or contains unknown variables"), "{bad}: {reply}");
+    }
+    assert_eq!(title(pid), format!("{{x}} {port}"));
+    // The server still reads its environment after giving its memory to the title.
+    assert_eq!(r.cmd(&[b"PING"]), "+PONG\r\n");
+
+    // set-proc-title no: the arguments stay, until the template is set.
+    let l = Latch::start(&["--set-proc-title", "no"]);
+    let args = std::fs::read(format!("/proc/{}/cmdline", l.pid())).unwrap();
+    let args: Vec<&[u8]> = args.split(|&b| b == 0).collect();
+    assert_eq!(args[0], BIN.as_bytes());
+    assert!(args.contains(&&b"--set-proc-title"[..]), "{args:?}");
+    let mut r = l.raw();
+    assert_eq!(r.cmd(&[b"CONFIG", b"SET", b"proc-title-template", b"{title} {port}"]), "+OK\r\n");
+    assert_eq!(title(l.pid()), format!("{BIN} {}", l.port));
+}
