@@ -10,7 +10,7 @@
 
 use crate::store::write_file;
 use crate::types::{Entry, LogId, NodeId, Op, Reply, StorageError, TypeConfig, Work, io_error};
-use crate::waits::{LockWait, SavedWait, Waits, is_lock_wait};
+use crate::waits::{LockWait, SavedWait, SavedWaitV3, Waits, is_lock_wait};
 use bytes::Bytes;
 use engine::client::Client;
 use engine::clock::Clock;
@@ -70,8 +70,11 @@ impl Clock for RaftClock {
 /// A snapshot's bytes: this tag, the raft time at the snapshot, the index of the last entry that
 /// carried commands (u64s, little endian), the EVAL script cache (a u32 count, then each body as a
 /// u32 length and its bytes), the lock waiters in their order (a u32 length, then postcard, see
-/// `waits`), the RDB file (which carries the function libraries).
-const SNAP_TAG: &[u8] = b"LATCHSNAP3";
+/// `waits`, each with the number of times its owner asked), the RDB file (which carries the
+/// function libraries).
+const SNAP_TAG: &[u8] = b"LATCHSNAP4";
+/// The third format: as the fourth with no count of asks per waiter.
+const SNAP_TAG_V3: &[u8] = b"LATCHSNAP3";
 /// The second format: as the third without the lock waiters.
 const SNAP_TAG_V2: &[u8] = b"LATCHSNAP2";
 /// The first format: the tag, the raft time, the RDB file.
@@ -255,7 +258,10 @@ impl StateMachine {
                         set_client(&mut client, c.db, c.resp3);
                         self.srv.execute(&mut client, &c.args)
                     }
-                    Work::CancelWait(c) => Some(Frame::Integer(self.waits.cancel(c.db, &c.key, &c.owner) as i64)),
+                    Work::CancelWait(c) => Some(Frame::Integer(self.waits.cancel(c.db, &c.key, &c.owner, None) as i64)),
+                    Work::LeaveQueue(c) => {
+                        Some(Frame::Integer(self.waits.cancel(c.db, &c.key, &c.owner, Some(c.ask)) as i64))
+                    }
                     Work::Transaction(t) => {
                         // Earlier work of the same entry counts as a write after the check.
                         let written = if i == 0 { written_before } else { index };
@@ -281,7 +287,7 @@ impl StateMachine {
     /// it queued. A waiter of the same owner already queued on the key is that wait: the request
     /// is a retry (after a lost connection), and keeps its place.
     fn lock_wait(&self, client: &mut Client, c: crate::types::Command) -> Result<Option<Frame>, Arc<LockWait>> {
-        if let Some(w) = self.waits.waiting(c.db, &c.args[1], &c.args[2]) {
+        if let Some(w) = self.waits.ask_again(c.db, &c.args[1], &c.args[2]) {
             return Err(w);
         }
         set_client(client, c.db, c.resp3);
@@ -329,9 +335,11 @@ fn split_snapshot(data: &[u8]) -> Option<(SnapshotHead, &[u8])> {
     if let Some(rest) = data.strip_prefix(SNAP_TAG_V1) {
         return Some((SnapshotHead { time_ms: u64_at(rest)?, ..Default::default() }, &rest[8..]));
     }
-    let (rest, with_waits) = match data.strip_prefix(SNAP_TAG) {
-        Some(rest) => (rest, true),
-        None => (data.strip_prefix(SNAP_TAG_V2)?, false),
+    // Which form the waiters are in: 4 with their asks, 3 without, 2 none.
+    let (rest, waits_form) = match (data.strip_prefix(SNAP_TAG), data.strip_prefix(SNAP_TAG_V3)) {
+        (Some(rest), _) => (rest, 4),
+        (None, Some(rest)) => (rest, 3),
+        (None, None) => (data.strip_prefix(SNAP_TAG_V2)?, 2),
     };
     let (time_ms, last_write) = (u64_at(rest)?, u64_at(rest.get(8..)?)?);
     let n = u32_at(rest.get(16..)?)?;
@@ -343,9 +351,13 @@ fn split_snapshot(data: &[u8]) -> Option<(SnapshotHead, &[u8])> {
         at += 4 + len;
     }
     let mut waits = Vec::new();
-    if with_waits {
+    if waits_form > 2 {
         let len = u32_at(rest.get(at..)?)?;
-        waits = postcard::from_bytes(rest.get(at + 4..at + 4 + len)?).ok()?;
+        let bytes = rest.get(at + 4..at + 4 + len)?;
+        waits = match waits_form {
+            4 => postcard::from_bytes(bytes).ok()?,
+            _ => postcard::from_bytes::<Vec<SavedWaitV3>>(bytes).ok()?.into_iter().map(SavedWait::from).collect(),
+        };
         at += 4 + len;
     }
     Some((SnapshotHead { time_ms, last_write, scripts, waits }, &rest[at..]))
@@ -691,9 +703,10 @@ mod tests {
         assert_eq!(digest(&sa), digest(&sb));
         let Some(resp::Frame::Integer(t1)) = ra[0] else { panic!("{ra:?}") };
         assert_eq!(&ra[1..5], &[None, None, None, None], "queued, no reply yet");
-        let owners: Vec<&[u8]> = wa.iter().map(|w| &w.owner[..]).collect();
+        let owners: Vec<&[u8]> = wa.iter().map(|w| &w.id().2[..]).collect();
         assert_eq!(owners, vec![&b"b"[..], b"c", b"d", b"b"]);
-        assert!(Arc::ptr_eq(&wa[0], &wa[3]), "the retry waits on the first request's place");
+        assert!(wa[0].same_place(&wa[3]), "the retry waits on the first request's place");
+        assert_eq!((wa[0].ask(), wa[3].ask()), (1, 2), "the retry is the second ask");
         let info = |f: &Option<resp::Frame>| format!("{f:?}");
         assert!(info(&ra[5]).contains("Integer(3)"), "three waiters: {}", info(&ra[5]));
         let Some(resp::Frame::Integer(t2)) = wa[0].outcome() else { panic!("b not granted: {:?}", wa[0].outcome()) };
@@ -716,6 +729,84 @@ mod tests {
         assert_eq!(rc, ra[5..].to_vec());
         assert_eq!(digest(&sc), digest(&sa));
         assert_eq!(d.waits.len(), 0);
+    }
+
+    /// A waiter's connection that went away takes the wait out of the queue only if its owner
+    /// did not ask for the place again since (its retry, on another connection, still waits); the
+    /// count of asks travels in snapshots, so a node that installed one decides alike.
+    #[test]
+    fn a_leave_takes_the_place_only_for_the_last_ask() {
+        let leave = |index: u64, time_ms: u64, ask: u64| Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
+            payload: EntryPayload::Normal(Request {
+                time_ms,
+                op: Op::Batch(vec![Work::LeaveQueue(crate::types::LeaveQueue {
+                    db: 0,
+                    key: Bytes::from_static(b"l"),
+                    owner: Bytes::from_static(b"b"),
+                    ask,
+                })]),
+            }),
+        };
+        let first = vec![
+            entry(1, 1_000, "LOCK l a 1000"),
+            entry(2, 1_001, "LOCK l b 5000 WAIT 0"),
+            entry(3, 1_002, "LOCK l b 5000 WAIT 0"),
+            // The first connection went away after the retry: b keeps its place.
+            leave(4, 1_003, 1),
+        ];
+        let then = vec![
+            entry(5, 1_004, "LOCKINFO l"),
+            // The retry's connection went away too: b leaves, and the release grants no one.
+            leave(6, 1_005, 2),
+            entry(7, 1_006, "UNLOCK l a"),
+            entry(8, 1_007, "EXISTS l"),
+        ];
+        let (mut a, sa, _dir_a) = machine("leave-a", 0);
+        let replies = block_on(a.apply(first.clone())).unwrap();
+        let waits: Vec<Arc<LockWait>> = replies.into_iter().flat_map(|r| r.1.into_iter().map(|(_, w)| w)).collect();
+        assert_eq!(waits.iter().map(|w| w.ask()).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(a.waits.len(), 1, "the leave of the first ask changed nothing");
+        // A node that installs a snapshot taken here decides the second leave alike.
+        let snap = block_on(block_on(a.get_snapshot_builder()).build_snapshot()).unwrap();
+        let (mut b, sb, _dir_b) = machine("leave-b", 0);
+        block_on(b.install_snapshot(&snap.meta, snap.snapshot)).unwrap();
+        let ra = apply_all(&mut a, then.clone());
+        let rb = apply_all(&mut b, then);
+        assert_eq!(ra, rb);
+        let info = format!("{:?}", ra[0]);
+        assert!(info.contains("\"waiters\""), "{info}");
+        assert_eq!(ra[1], Some(resp::Frame::Integer(1)), "the last ask's leave takes the place");
+        assert_eq!(ra[3], Some(resp::Frame::Integer(0)), "no one was granted the lock");
+        assert_eq!(waits[1].outcome(), Some(resp::Frame::Null));
+        assert_eq!((a.waits.len(), b.waits.len()), (0, 0));
+        assert_eq!(digest(&sa), digest(&sb));
+    }
+
+    /// A snapshot of the third format (no count of asks) still loads, each waiter at one ask.
+    #[test]
+    fn a_third_format_snapshot_loads_its_waiters() {
+        let (mut a, _sa, _dir_a) = machine("v3-a", 0);
+        apply_all(&mut a, vec![entry(1, 1_000, "LOCK l a 1000"), entry(2, 1_001, "LOCK l b 5000 WAIT 0")]);
+        let v4 = a.snapshot_head();
+        let (head, rest) = split_snapshot(&v4).unwrap();
+        assert!(rest.is_empty());
+        assert_eq!(head.waits.len(), 1);
+        let v3_waits: Vec<SavedWaitV3> = postcard::from_bytes(
+            &postcard::to_allocvec(&head.waits.iter().map(SavedWaitV3::of).collect::<Vec<_>>()).unwrap(),
+        )
+        .unwrap();
+        let mut v3 = SNAP_TAG_V3.to_vec();
+        v3.extend_from_slice(&head.time_ms.to_le_bytes());
+        v3.extend_from_slice(&head.last_write.to_le_bytes());
+        v3.extend_from_slice(&0u32.to_le_bytes());
+        let w = postcard::to_allocvec(&v3_waits).unwrap();
+        v3.extend_from_slice(&(w.len() as u32).to_le_bytes());
+        v3.extend_from_slice(&w);
+        v3.extend_from_slice(b"RDB");
+        let (old, rdb) = split_snapshot(&v3).unwrap();
+        assert_eq!(rdb, b"RDB");
+        assert_eq!(old.waits, head.waits, "one ask each, as the fourth format has it here");
     }
 
     /// A snapshot built slowly never replaces, in the file, a newer one installed meanwhile.

@@ -46,6 +46,9 @@ pub enum Rpc {
     },
     /// Who is there: answered with the node's raft id (`CLUSTER MEET`, before adding a node).
     Hello,
+    /// A lock waiter's connection went away on a node that does not lead: the leader proposes
+    /// the wait's leave (see `waits`).
+    LeaveQueue(crate::types::LeaveQueue),
 }
 
 /// What a node answers.
@@ -61,6 +64,8 @@ pub enum RpcReply {
     Failed(String),
     /// To [`Rpc::Hello`]: the receiving node's raft id.
     Hello(NodeId),
+    /// To [`Rpc::LeaveQueue`]: handed to the node (which proposes it if it leads).
+    Taken,
 }
 
 /// A frame's contents: who sends, the addresses it knows, the body.
@@ -120,8 +125,12 @@ impl Directory {
     }
 }
 
-/// Serves the raft port: each connection's calls are handed to `raft` in order.
-pub async fn serve(listener: TcpListener, raft: Raft, dir: Directory) {
+/// Where a node hands the [`Rpc::LeaveQueue`] calls it receives.
+pub type Leaves = tokio::sync::mpsc::UnboundedSender<crate::types::LeaveQueue>;
+
+/// Serves the raft port: each connection's calls are handed to `raft` in order, forwarded leaves
+/// to `leaves`.
+pub async fn serve(listener: TcpListener, raft: Raft, dir: Directory, leaves: Leaves) {
     loop {
         let (sock, peer) = match listener.accept().await {
             Ok(x) => x,
@@ -132,9 +141,9 @@ pub async fn serve(listener: TcpListener, raft: Raft, dir: Directory) {
             }
         };
         let _ = sock.set_nodelay(true);
-        let (raft, dir) = (raft.clone(), dir.clone());
+        let (raft, dir, leaves) = (raft.clone(), dir.clone(), leaves.clone());
         tokio::spawn(async move {
-            if let Err(e) = serve_conn(sock, raft, dir).await
+            if let Err(e) = serve_conn(sock, raft, dir, leaves).await
                 && e.kind() != io::ErrorKind::UnexpectedEof
             {
                 tracing::debug!("raft: connection from {peer} ended: {e}");
@@ -143,7 +152,7 @@ pub async fn serve(listener: TcpListener, raft: Raft, dir: Directory) {
     }
 }
 
-async fn serve_conn(mut sock: TcpStream, raft: Raft, dir: Directory) -> io::Result<()> {
+async fn serve_conn(mut sock: TcpStream, raft: Raft, dir: Directory, leaves: Leaves) -> io::Result<()> {
     loop {
         let msg: Message<Rpc> = read_frame(&mut sock).await?;
         dir.learn(msg.book);
@@ -155,6 +164,10 @@ async fn serve_conn(mut sock: TcpStream, raft: Raft, dir: Directory) -> io::Resu
                 raft.install_full_snapshot(vote, snapshot).await.map(RpcReply::Snapshot).map_err(|e| e.to_string())
             }
             Rpc::Hello => Ok(RpcReply::Hello(dir.id)),
+            Rpc::LeaveQueue(leave) => {
+                let _ = leaves.send(leave);
+                Ok(RpcReply::Taken)
+            }
         };
         let reply = reply.unwrap_or_else(RpcReply::Failed);
         write_frame(&mut sock, &dir.message(reply)).await?;
@@ -166,6 +179,16 @@ pub async fn ask_id(addr: &str, dir: &Directory) -> io::Result<NodeId> {
     let mut peer = Peer { target: 0, addr: addr.to_string(), dir: dir.clone(), conn: None };
     match peer.call(Rpc::Hello, Duration::from_secs(5)).await {
         Ok(RpcReply::Hello(id)) => Ok(id),
+        Ok(_) => Err(io::Error::other(format!("{addr} answered another call"))),
+        Err(CallError::Unreachable(e) | CallError::Network(e)) => Err(e),
+    }
+}
+
+/// Hands a lock waiter's leave to the node whose raft port is `addr` (the leader).
+pub async fn forward_leave(addr: &str, dir: &Directory, leave: crate::types::LeaveQueue) -> io::Result<()> {
+    let mut peer = Peer { target: 0, addr: addr.to_string(), dir: dir.clone(), conn: None };
+    match peer.call(Rpc::LeaveQueue(leave), Duration::from_secs(2)).await {
+        Ok(RpcReply::Taken) => Ok(()),
         Ok(_) => Err(io::Error::other(format!("{addr} answered another call"))),
         Err(CallError::Unreachable(e) | CallError::Network(e)) => Err(e),
     }

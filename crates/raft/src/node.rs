@@ -7,7 +7,7 @@ use crate::net::{AddressBook, Directory, Network};
 use crate::options::Options;
 use crate::route::{self, Class};
 use crate::store::LogStore;
-use crate::types::{CancelWait, Command, NodeId, Op, Raft, Request, Transaction, WatchGuard, Work};
+use crate::types::{Command, LeaveQueue, NodeId, Op, Raft, Request, Transaction, WatchGuard, Work};
 use crate::waits::{LockWait, Waits};
 use bytes::Bytes;
 use engine::client::Client;
@@ -173,7 +173,8 @@ impl Consensus {
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| format!("cannot start raft: {e}"))?;
-        rt.spawn(crate::net::serve(listener, raft.clone(), dir));
+        let (leaves, mut forwarded) = tokio::sync::mpsc::unbounded_channel();
+        rt.spawn(crate::net::serve(listener, raft.clone(), dir, leaves));
         let members: BTreeMap<NodeId, BasicNode> =
             opts.peers.iter().map(|(id, addr)| (*id, BasicNode { addr: addr.clone() })).collect();
         let r = raft.clone();
@@ -207,6 +208,13 @@ impl Consensus {
             rt: None,
         });
         rt.spawn(ticker(Arc::downgrade(&node)));
+        let weak = Arc::downgrade(&node);
+        rt.spawn(async move {
+            while let Some(leave) = forwarded.recv().await {
+                let Some(node) = weak.upgrade() else { break };
+                node.leave_queue(leave);
+            }
+        });
         // The runtime lives as long as the node.
         let rt = guard.0.take().expect("still set");
         let mut node = node;
@@ -446,17 +454,45 @@ impl Consensus {
         rx.await.unwrap_or_else(|_| Ok(Frame::error(CLUSTERDOWN)))
     }
 
-    /// Takes `wait` out of the lock's queue, if this node leads and it still waits there (its
-    /// client went away). Elsewhere nothing is done: the wait ends at its deadline, or with a
-    /// grant that its TTL ends.
+    /// Takes `wait` out of the lock's queue (its client went away), if it still waits there and
+    /// its owner has not asked for the place again since: through the log, proposed here if this
+    /// node leads, else by the leader this node knows, which it is forwarded to. If that fails
+    /// (no leader, or it changes meanwhile), the wait ends at its deadline, or with a grant that
+    /// its TTL ends.
     pub fn cancel_wait(self: &Arc<Self>, wait: &LockWait) {
-        if self.leader() != Some(self.opts.id) || wait.outcome().is_some() {
+        if wait.outcome().is_some() {
             return;
         }
-        let work = Work::CancelWait(CancelWait { db: wait.db, key: wait.key.clone(), owner: wait.owner.clone() });
+        let (db, key, owner) = wait.id();
+        let leave = LeaveQueue { db, key: key.clone(), owner: owner.clone(), ask: wait.ask() };
+        match self.leader() {
+            Some(id) if id == self.opts.id => self.leave_queue(leave),
+            Some(id) => {
+                // This node's own route to the leader, else the address the membership records.
+                let route = self.opts.peers.get(&id).cloned();
+                let Some(addr) = route.or_else(|| self.members().into_iter().find(|m| m.0 == id).map(|m| m.1)) else {
+                    return;
+                };
+                let dir = crate::net::Directory { id: self.opts.id, book: self.book.clone() };
+                tokio::spawn(async move {
+                    if let Err(e) = crate::net::forward_leave(&addr, &dir, leave).await {
+                        tracing::debug!("raft: a lock waiter's leave was not forwarded to {addr}: {e}");
+                    }
+                });
+            }
+            None => {}
+        }
+    }
+
+    /// Proposes `leave` if this node leads (a leave forwarded to a node that no longer leads is
+    /// dropped: see [`Consensus::cancel_wait`]).
+    fn leave_queue(self: &Arc<Self>, leave: LeaveQueue) {
+        if self.leader() != Some(self.opts.id) {
+            return;
+        }
         let node = self.clone();
         tokio::spawn(async move {
-            let _ = node.submit(work, 0, None).await;
+            let _ = node.submit(Work::LeaveQueue(leave), 0, None).await;
         });
     }
 

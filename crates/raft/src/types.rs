@@ -62,8 +62,25 @@ pub enum Work {
     Command(Command),
     /// A MULTI ... EXEC transaction.
     Transaction(Transaction),
-    /// A lock waiter whose client went away leaves the queue (if still in it).
+    /// A lock waiter whose client went away leaves the queue (if still in it). Proposed by
+    /// earlier versions; [`Work::LeaveQueue`] now.
     CancelWait(CancelWait),
+    /// A lock waiter's connection went away: its wait leaves the queue, if still in it and if its
+    /// owner did not ask for the place again since.
+    LeaveQueue(LeaveQueue),
+}
+
+/// Which ask of which waiter [`Work::LeaveQueue`] takes out of the queue.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LeaveQueue {
+    /// The database.
+    pub db: u32,
+    /// The lock's key.
+    pub key: Bytes,
+    /// The waiting owner.
+    pub owner: Bytes,
+    /// The ask the connection made (1 for the first request, then one more per retry).
+    pub ask: u64,
 }
 
 /// Which waiter [`Work::CancelWait`] removes: `owner`'s on `key` in database `db`.

@@ -15,6 +15,12 @@
 //! what the new leader commits, so its waiting clients are answered there. A client that asks
 //! again with the same owner while its earlier request still waits (after a lost connection, on
 //! another node) takes the same place in the queue rather than a new one.
+//!
+//! A connection that goes away takes its wait out of the queue through the log (`LeaveQueue`),
+//! proposed by the leader, or forwarded to the leader by a node that no longer leads. Each ask
+//! of a place is numbered in log order; a leave names the ask its connection made and takes
+//! effect only if no later ask came, so a connection lost after its client asked again elsewhere
+//! does not take the client's place away.
 
 use bytes::Bytes;
 use engine::ctx::Waiter;
@@ -32,16 +38,19 @@ pub fn is_lock_wait(args: &[Bytes]) -> bool {
     args.len() == 6 && args[0].eq_ignore_ascii_case(b"lock") && args[4].eq_ignore_ascii_case(b"wait")
 }
 
-/// A queued `LOCK ... WAIT`, as the waiting connection and the state machine share it.
-pub struct LockWait {
-    pub(crate) db: u32,
-    pub(crate) key: Bytes,
-    pub(crate) owner: Bytes,
+/// A place in a lock's queue, as the state machine keeps it.
+struct Place {
+    db: u32,
+    key: Bytes,
+    owner: Bytes,
     /// The LOCK command as proposed.
     args: Vec<Bytes>,
     resp3: bool,
     /// Its place among all waiters (log order; snapshots keep it).
     seq: AtomicU64,
+    /// How many times the owner asked for it (the first request and its retries; replicated,
+    /// snapshots keep it).
+    asks: AtomicU64,
     /// The engine's waiter (replaced when a snapshot is loaded and the wait is in it).
     waiter: Mutex<Arc<Waiter>>,
     /// The outcome once taken from the engine's waiter.
@@ -49,41 +58,74 @@ pub struct LockWait {
     notify: Arc<tokio::sync::Notify>,
 }
 
-impl std::fmt::Debug for LockWait {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LockWait").field("db", &self.db).field("key", &self.key).field("owner", &self.owner).finish()
-    }
-}
-
-impl LockWait {
-    /// The wait of `args` (`LOCK key owner ttl WAIT timeout`, checked by the caller) at place
-    /// `seq`, on the engine's `waiter`, whose wake callback rings `notify`.
+impl Place {
+    /// The place of `args` (`LOCK key owner ttl WAIT timeout`, checked by the caller) at `seq`,
+    /// asked for `asks` times, on the engine's `waiter`, whose wake callback rings `notify`.
     fn new(
         db: u32,
         resp3: bool,
         args: Vec<Bytes>,
         seq: u64,
+        asks: u64,
         waiter: Arc<Waiter>,
         notify: Arc<tokio::sync::Notify>,
-    ) -> Arc<LockWait> {
-        Arc::new(LockWait {
+    ) -> Arc<Place> {
+        Arc::new(Place {
             db,
             key: args[1].clone(),
             owner: args[2].clone(),
             args,
             resp3,
             seq: AtomicU64::new(seq),
+            asks: AtomicU64::new(asks),
             waiter: Mutex::new(waiter),
             result: OnceLock::new(),
             notify,
         })
     }
 
+    fn is_waiting(&self) -> bool {
+        self.result.get().is_none() && self.waiter.lock().is_waiting()
+    }
+}
+
+/// A queued `LOCK ... WAIT` as one waiting connection holds it: its place in the queue, and
+/// which ask of that place the connection made.
+pub struct LockWait {
+    place: Arc<Place>,
+    ask: u64,
+}
+
+impl std::fmt::Debug for LockWait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let p = &self.place;
+        f.debug_struct("LockWait").field("db", &p.db).field("key", &p.key).field("owner", &p.owner).finish()
+    }
+}
+
+impl LockWait {
+    /// The database, key and owner of the wait.
+    pub(crate) fn id(&self) -> (u32, &Bytes, &Bytes) {
+        (self.place.db, &self.place.key, &self.place.owner)
+    }
+
+    /// Which ask of its place this connection made (1 for the first request).
+    pub(crate) fn ask(&self) -> u64 {
+        self.ask
+    }
+
+    /// True if `other` waits on the same place.
+    #[cfg(test)]
+    pub(crate) fn same_place(&self, other: &LockWait) -> bool {
+        Arc::ptr_eq(&self.place, &other.place)
+    }
+
     /// The outcome once this node applied it: the grant's fencing token, or nil (the wait timed
     /// out or was cancelled). None while still queued.
     pub fn outcome(&self) -> Option<Frame> {
-        let w = self.waiter.lock();
-        if let Some(f) = self.result.get() {
+        let p = &self.place;
+        let w = p.waiter.lock();
+        if let Some(f) = p.result.get() {
             return Some(f.clone());
         }
         let f = match w.take() {
@@ -91,22 +133,18 @@ impl LockWait {
             WaitState::Done | WaitState::Retry => Frame::Null,
             WaitState::Waiting | WaitState::Claimed => return None,
         };
-        Some(self.result.get_or_init(|| f).clone())
+        Some(p.result.get_or_init(|| f).clone())
     }
 
     /// The wait's deadline on raft time (None: no timeout).
     pub fn deadline_ms(&self) -> Option<u64> {
-        self.waiter.lock().deadline
+        self.place.waiter.lock().deadline
     }
 
     /// Resolves when the outcome may have changed. Enable it before reading [`LockWait::outcome`]
     /// (tokio's `Notified::enable`), or a change between the two is missed.
     pub fn notified(&self) -> tokio::sync::futures::Notified<'_> {
-        self.notify.notified()
-    }
-
-    fn is_waiting(&self) -> bool {
-        self.result.get().is_none() && self.waiter.lock().is_waiting()
+        self.place.notify.notified()
     }
 }
 
@@ -117,6 +155,32 @@ pub(crate) struct SavedWait {
     resp3: bool,
     deadline: Option<u64>,
     args: Vec<Bytes>,
+    /// How many times the owner asked for the place.
+    asks: u64,
+}
+
+/// A waiter as a snapshot of the third format (`LATCHSNAP3`) carries it: no count of asks.
+#[derive(Serialize, Deserialize, Debug, PartialEq, Eq)]
+pub(crate) struct SavedWaitV3 {
+    db: u32,
+    resp3: bool,
+    deadline: Option<u64>,
+    args: Vec<Bytes>,
+}
+
+#[cfg(test)]
+impl SavedWaitV3 {
+    /// `w` in the third format (for tests of loading it).
+    pub(crate) fn of(w: &SavedWait) -> SavedWaitV3 {
+        SavedWaitV3 { db: w.db, resp3: w.resp3, deadline: w.deadline, args: w.args.clone() }
+    }
+}
+
+impl From<SavedWaitV3> for SavedWait {
+    /// Every node loading the same snapshot counts one ask.
+    fn from(w: SavedWaitV3) -> SavedWait {
+        SavedWait { db: w.db, resp3: w.resp3, deadline: w.deadline, args: w.args, asks: 1 }
+    }
 }
 
 /// The node's queued lock waiters, by (database, key, owner).
@@ -127,7 +191,7 @@ pub struct Waits {
 
 #[derive(Default)]
 struct Inner {
-    by_owner: HashMap<(u32, Bytes, Bytes), Arc<LockWait>>,
+    by_owner: HashMap<(u32, Bytes, Bytes), Arc<Place>>,
     next_seq: u64,
 }
 
@@ -142,10 +206,18 @@ impl Waits {
         self.inner.lock().by_owner.values().filter(|w| w.is_waiting()).count()
     }
 
-    /// `owner`'s wait on `key` while it is still queued.
-    pub(crate) fn waiting(&self, db: u32, key: &Bytes, owner: &Bytes) -> Option<Arc<LockWait>> {
+    fn waiting(&self, db: u32, key: &Bytes, owner: &Bytes) -> Option<Arc<Place>> {
         let k = (db, key.clone(), owner.clone());
         self.inner.lock().by_owner.get(&k).filter(|w| w.is_waiting()).cloned()
+    }
+
+    /// `owner` asks again for its place on `key` while it is still queued (a retry, after a lost
+    /// connection, on this node or another): the place, as this ask holds it. None if it has no
+    /// place there.
+    pub(crate) fn ask_again(&self, db: u32, key: &Bytes, owner: &Bytes) -> Option<Arc<LockWait>> {
+        let place = self.waiting(db, key, owner)?;
+        let ask = place.asks.fetch_add(1, Ordering::Relaxed) + 1;
+        Some(Arc::new(LockWait { place, ask }))
     }
 
     /// Records the engine waiter a LOCK ... WAIT (`args`, run for a client of database `db`)
@@ -160,10 +232,10 @@ impl Waits {
     ) -> Arc<LockWait> {
         let mut inner = self.inner.lock();
         inner.next_seq += 1;
-        let w = LockWait::new(db, resp3, args, inner.next_seq, waiter, notify);
+        let place = Place::new(db, resp3, args, inner.next_seq, 1, waiter, notify);
         // A finished wait of the same owner, not yet pruned, is replaced.
-        inner.by_owner.insert((db, w.key.clone(), w.owner.clone()), w.clone());
-        w
+        inner.by_owner.insert((db, place.key.clone(), place.owner.clone()), place.clone());
+        Arc::new(LockWait { place, ask: 1 })
     }
 
     /// Drops the waiters whose deadline is at or before raft time `now` (they answer nil), before
@@ -177,9 +249,13 @@ impl Waits {
         }
     }
 
-    /// Cancels `owner`'s wait on `key` if it is still queued (its client went away); true if it was.
-    pub(crate) fn cancel(&self, db: u32, key: &Bytes, owner: &Bytes) -> bool {
+    /// Cancels `owner`'s wait on `key` if it is still queued (its client went away) and, with
+    /// `ask`, only if that was the last ask of the place; true if it was cancelled.
+    pub(crate) fn cancel(&self, db: u32, key: &Bytes, owner: &Bytes, ask: Option<u64>) -> bool {
         let Some(w) = self.waiting(db, key, owner) else { return false };
+        if ask.is_some_and(|a| a != w.asks.load(Ordering::Relaxed)) {
+            return false;
+        }
         let cancelled = w.waiter.lock().cancel();
         if cancelled {
             w.notify.notify_waiters();
@@ -202,11 +278,17 @@ impl Waits {
     /// The queued waiters in their order, as a snapshot keeps them.
     pub(crate) fn saved(&self) -> Vec<SavedWait> {
         let inner = self.inner.lock();
-        let mut queued: Vec<&Arc<LockWait>> = inner.by_owner.values().filter(|w| w.is_waiting()).collect();
+        let mut queued: Vec<&Arc<Place>> = inner.by_owner.values().filter(|w| w.is_waiting()).collect();
         queued.sort_by_key(|w| w.seq.load(Ordering::Relaxed));
         queued
             .into_iter()
-            .map(|w| SavedWait { db: w.db, resp3: w.resp3, deadline: w.deadline_ms(), args: w.args.clone() })
+            .map(|w| SavedWait {
+                db: w.db,
+                resp3: w.resp3,
+                deadline: w.waiter.lock().deadline,
+                args: w.args.clone(),
+                asks: w.asks.load(Ordering::Relaxed),
+            })
             .collect()
     }
 
@@ -256,9 +338,10 @@ impl Waits {
                     *current = engine_waiter;
                     drop(current);
                     w.seq.store(inner.next_seq, Ordering::Relaxed);
+                    w.asks.store(s.asks, Ordering::Relaxed);
                     w
                 }
-                None => LockWait::new(s.db, s.resp3, s.args, inner.next_seq, engine_waiter, notify),
+                None => Place::new(s.db, s.resp3, s.args, inner.next_seq, s.asks, engine_waiter, notify),
             };
             inner.by_owner.insert(id, w);
         }

@@ -532,6 +532,45 @@ fn the_lock_crate_follows_the_leader_through_moved_and_a_failover() {
 /// leader resumes, the first holder's writes, fenced with its old token, pass nowhere: not through
 /// the resumed old leader (it cannot commit any more), not through the new one (the token is
 /// stale). The data is the second holder's.
+/// A waiter whose connection ends on a node that no longer leads leaves the queue: that node
+/// forwards the leave to the leader. Without it the waiter (WAIT 0) would be granted the lock at
+/// the release and hold it for its whole TTL, ahead of the waiter queued after it.
+#[test]
+fn a_waiter_lost_on_a_former_leader_leaves_the_queue() {
+    let mut g = Group::start("leave");
+    let old = g.leader();
+    let oport = g.port(old);
+    assert!(int(&must(oport, &["LOCK", "l", "a", "60000"])) > 0);
+    let lost = send(oport, &["LOCK", "l", "lost", "60000", "WAIT", "0"]);
+    wait_waiters(oport, "l", 1);
+    // The leader is paused until another node leads, then resumes as a follower, the waiting
+    // connection still open on it.
+    g.node(old).signal("STOP");
+    let others: Vec<u16> = g.nodes.iter().filter(|n| n.id != old).map(|n| n.port).collect();
+    let deadline = Instant::now() + DEADLINE;
+    let nport = loop {
+        let role = |p: u16| info(p).and_then(|i| i.get("consensus_role").cloned());
+        if let Some(p) = others.iter().copied().find(|&p| role(p).as_deref() == Some("leader")) {
+            break p;
+        }
+        assert!(Instant::now() < deadline, "no new leader while node {old} is paused");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    g.node(old).signal("CONT");
+    let deadline = Instant::now() + DEADLINE;
+    while info(oport).and_then(|i| i.get("consensus_role").cloned()).as_deref() != Some("follower") {
+        assert!(Instant::now() < deadline, "node {old} did not become a follower");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut next = send(nport, &["LOCK", "l", "next", "60000", "WAIT", "30000"]);
+    wait_waiters(nport, "l", 2);
+    drop(lost);
+    wait_waiters(nport, "l", 1);
+    assert_eq!(must(nport, &["UNLOCK", "l", "a"]), ":1\r\n");
+    assert!(int(&String::from_utf8(next.0.reply_bytes()).unwrap()) > 0, "the waiter after the lost one is granted");
+    assert!(must(nport, &["LOCKINFO", "l"]).contains("$4\r\nnext\r\n"));
+}
+
 #[test]
 fn a_paused_leader_s_lock_holder_is_fenced_off_after_its_lease() {
     let mut g = Group::start("pause");
