@@ -23,8 +23,16 @@ use crate::primitives::{Hasher, Str};
 use hashbrown::HashTable;
 use std::hash::BuildHasher;
 
-/// Slots per chunk (a power of two).
-pub const CHUNK: usize = 1024;
+/// Slots per chunk (a power of two). A table's chunk (256 slots of 56 bytes: 14,336 bytes) is
+/// jemalloc's largest small size class, served from slabs (two chunks in 7 pages, no waste). One
+/// byte more and it is a large allocation, which jemalloc places at a random cache-line offset in
+/// an extent one page longer (`cache_oblivious`): both partial pages are touched, so 1024-slot
+/// chunks (56 KiB) cost 60 KiB resident, 4 bytes per key.
+pub const CHUNK: usize = 256;
+
+/// The largest size jemalloc serves from slabs with 4 KiB pages (its largest small size class):
+/// a table's chunk stays within it (asserted where the table's slot size is known).
+pub const SMALL_CLASS_MAX: usize = 14 * 1024;
 const SHIFT: u32 = CHUNK.trailing_zeros();
 
 /// Bytes the index spends per bucket: the position and hashbrown's control byte (below 2^24 keys).
@@ -427,6 +435,19 @@ mod tests {
         check(&m, &model);
         let order: Vec<usize> = m.iter().map(|(_, v)| *v).collect();
         assert!(order.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    /// Chunks hold exactly CHUNK slots: the first grows to it and stops, later ones are
+    /// allocated at that size, so a chunk of table slots is the size class it was sized for.
+    #[test]
+    fn chunks_are_exactly_chunk_slots() {
+        let mut m = DenseMap::default();
+        for i in 0..2 * CHUNK + 1 {
+            insert(&mut m, &key(i), i);
+        }
+        let caps: Vec<usize> = m.chunks.iter().map(Vec::capacity).collect();
+        assert_eq!(caps, [CHUNK, CHUNK, CHUNK]);
+        assert_eq!(m.free_slots(), CHUNK - 1);
     }
 
     #[test]

@@ -69,6 +69,9 @@ pub struct TableData {
 
 // A table slot is a key and its entry: 56 bytes. A regression costs every key: fail the build.
 const _: () = assert!(std::mem::size_of::<(Key, Entry)>() == 56);
+// A chunk of slots stays in jemalloc's small classes: a large allocation is placed one page
+// longer (`densemap::CHUNK`), 4 bytes a key at 56-byte slots.
+const _: () = assert!(crate::densemap::CHUNK * std::mem::size_of::<(Key, Entry)>() <= crate::densemap::SMALL_CLASS_MAX);
 
 /// One database inside one shard.
 #[derive(Default)]
