@@ -532,6 +532,23 @@ mod tests {
         }
     }
 
+    /// With the real limit: the 65,537th key moves the index to 3-byte positions, every key stays
+    /// found.
+    #[test]
+    fn the_short_index_widens_at_two_to_the_sixteen() {
+        let mut m = DenseMap::default();
+        for i in 0..SHORT_LIMIT {
+            insert(&mut m, &key(i), i);
+        }
+        assert_eq!(m.index_bucket_bytes(), 3);
+        assert!(m.index_widens());
+        insert(&mut m, &key(SHORT_LIMIT), SHORT_LIMIT);
+        assert_eq!(m.index_bucket_bytes(), 4);
+        for i in (0..=SHORT_LIMIT).step_by(97).chain([SHORT_LIMIT - 1, SHORT_LIMIT]) {
+            assert_eq!(m.get(&key(i)), Some(&i));
+        }
+    }
+
     /// A table that reaches each width's limit rebuilds its index once, wider, with the same
     /// buckets, and goes on: every key is found, removals repoint moved slots, and retain
     /// rebuilds it. The eviction's forecast (`index_growth_bytes`) sees each rebuild coming.
