@@ -1,5 +1,5 @@
 //! The keyspace's map: keys and their values in one dense array of slots, found through a compact
-//! hash index of 24-bit positions (32-bit ones past 2^24 keys).
+//! hash index of 16-bit positions (24-bit ones past 2^16 keys, 32-bit ones past 2^24).
 //!
 //! What a table needs from its map, and what this one gives:
 //! * **Positions.** Every slot has a position in `0..len`; removal is `swap_remove` (the last slot
@@ -7,10 +7,12 @@
 //!   walking positions from high to low visits every key that stays present (Redis's `SCAN`
 //!   guarantee), and a random position is a random key (`RANDOMKEY`, eviction samples).
 //! * **Small slots.** A slot is the key and the value, nothing else: no stored hash (a key's hash is
-//!   computed again when the index grows; keys are short). The index holds 3-byte positions in a
-//!   Swiss table (`hashbrown::HashTable<Narrow>`), 4 bytes per bucket with its control byte, where
-//!   an `IndexMap` spends 8 on the stored hash and 9 per bucket. A table that reaches 2^24 keys
-//!   (16.7 million in one database of one shard) rebuilds its index once with 4-byte positions.
+//!   computed again when the index grows; keys are short). The index holds the narrowest positions
+//!   that reach every slot in a Swiss table (`hashbrown::HashTable<u16>`): 3 bytes per bucket with
+//!   its control byte, where an `IndexMap` spends 8 on the stored hash and 9 per bucket. A table
+//!   that reaches 2^16 keys (2 million keys over 32 shards) rebuilds its index once with 3-byte
+//!   positions, 4 bytes a bucket; one that reaches 2^24 (16.7 million in one database of one
+//!   shard), once more with 4-byte positions. Each rebuild keeps the bucket count.
 //! * **No big copies.** Slots live in chunks of [`CHUNK`] (the first one grows as a `Vec` does, up
 //!   to that size): a growing table allocates one chunk at a time instead of copying every slot into
 //!   an array twice as large, so memory follows the number of keys (at most one partly filled chunk
@@ -23,20 +25,43 @@ use crate::primitives::{Hasher, Str};
 use hashbrown::HashTable;
 use std::hash::BuildHasher;
 
-/// Slots per chunk (a power of two).
-pub const CHUNK: usize = 1024;
+/// Slots per chunk (a power of two). A table's chunk (256 slots of 56 bytes: 14,336 bytes) is
+/// jemalloc's largest small size class, served from slabs (two chunks in 7 pages, no waste). One
+/// byte more and it is a large allocation, which jemalloc places at a random cache-line offset in
+/// an extent one page longer (`cache_oblivious`): both partial pages are touched, so 1024-slot
+/// chunks (56 KiB) cost 60 KiB resident, 4 bytes per key.
+pub const CHUNK: usize = 256;
+
+/// The largest size jemalloc serves from slabs with 4 KiB pages (its largest small size class):
+/// a table's chunk stays within it (asserted where the table's slot size is known).
+pub const SMALL_CLASS_MAX: usize = 14 * 1024;
 const SHIFT: u32 = CHUNK.trailing_zeros();
 
-/// Bytes the index spends per bucket: the position and hashbrown's control byte (below 2^24 keys).
-pub const INDEX_BUCKET_BYTES: usize = std::mem::size_of::<Narrow>() + 1;
+/// Bytes the index spends per bucket: the position and hashbrown's control byte (below 2^16 keys).
+pub const INDEX_BUCKET_BYTES: usize = std::mem::size_of::<u16>() + 1;
+
+/// Positions below this fit the short index.
+const SHORT_LIMIT: usize = 1 << 16;
 
 /// Positions below this fit the narrow index.
 const NARROW_LIMIT: usize = 1 << 24;
 
-/// A position the index stores: 3 bytes (no alignment, so a bucket is 3 bytes) or 4.
+/// A position the index stores: 2 bytes, 3 (no alignment, so a bucket is 3 bytes) or 4.
 trait Pos: Copy {
     fn new(pos: usize) -> Self;
     fn get(self) -> usize;
+}
+
+impl Pos for u16 {
+    #[inline]
+    fn new(pos: usize) -> Self {
+        debug_assert!(pos < SHORT_LIMIT);
+        pos as u16
+    }
+    #[inline]
+    fn get(self) -> usize {
+        self as usize
+    }
 }
 
 /// A 24-bit position, little-endian.
@@ -70,6 +95,7 @@ impl Pos for u32 {
 /// The hash index: positions of slots, filed under their keys' hashes.
 #[derive(Clone)]
 enum Index {
+    Short(HashTable<u16>),
     Narrow(HashTable<Narrow>),
     Wide(HashTable<u32>),
 }
@@ -79,6 +105,7 @@ enum Index {
 macro_rules! with_index {
     ($index:expr, $t:ident => $body:expr) => {
         match $index {
+            Index::Short($t) => $body,
             Index::Narrow($t) => $body,
             Index::Wide($t) => $body,
         }
@@ -91,6 +118,8 @@ pub struct DenseMap<V> {
     chunks: Vec<Vec<(Str, V)>>,
     len: usize,
     index: Index,
+    /// Positions from this one on need the narrow index ([`SHORT_LIMIT`]; lower in tests).
+    short_limit: usize,
     /// Positions from this one on need the wide index ([`NARROW_LIMIT`]; lower in tests).
     narrow_limit: usize,
     hasher: Hasher,
@@ -101,7 +130,8 @@ impl<V> Default for DenseMap<V> {
         DenseMap {
             chunks: Vec::new(),
             len: 0,
-            index: Index::Narrow(HashTable::new()),
+            index: Index::Short(HashTable::new()),
+            short_limit: SHORT_LIMIT,
             narrow_limit: NARROW_LIMIT,
             hasher: Hasher::default(),
         }
@@ -141,7 +171,8 @@ impl<V> DenseMap<V> {
     /// Bytes the index spends per bucket, as wide as it is now.
     pub fn index_bucket_bytes(&self) -> usize {
         match self.index {
-            Index::Narrow(_) => INDEX_BUCKET_BYTES,
+            Index::Short(_) => INDEX_BUCKET_BYTES,
+            Index::Narrow(_) => std::mem::size_of::<Narrow>() + 1,
             Index::Wide(_) => std::mem::size_of::<u32>() + 1,
         }
     }
@@ -149,6 +180,33 @@ impl<V> DenseMap<V> {
     /// True if the next new key makes the index grow (it reallocates, doubling).
     pub fn index_full(&self) -> bool {
         with_index!(&self.index, t => t.len() == t.capacity())
+    }
+
+    /// True if the next new key's position needs wider positions than the index holds (it is
+    /// rebuilt, keeping its buckets).
+    pub fn index_widens(&self) -> bool {
+        match self.index {
+            Index::Short(_) => self.len == self.short_limit,
+            Index::Narrow(_) => self.len == self.narrow_limit,
+            Index::Wide(_) => false,
+        }
+    }
+
+    /// Bytes the index allocates for the next new key: 0, or its new buckets (twice as many when
+    /// it is full, wider ones when it widens; the old ones are freed after the move).
+    pub fn index_growth_bytes(&self) -> usize {
+        let (full, widens) = (self.index_full(), self.index_widens());
+        if !full && !widens {
+            return 0;
+        }
+        // Buckets are a power of two above capacity * 8 / 7.
+        let buckets = (self.capacity().max(3) * 8 / 7 + 1).next_power_of_two();
+        let bucket_bytes = match (&self.index, widens) {
+            (Index::Short(_), true) => std::mem::size_of::<Narrow>() + 1,
+            (Index::Narrow(_), true) => std::mem::size_of::<u32>() + 1,
+            _ => self.index_bucket_bytes(),
+        };
+        (if full { 2 * buckets } else { buckets }) * bucket_bytes
     }
 
     /// Slots allocated and not in use (the tails of the last chunks).
@@ -225,7 +283,7 @@ impl<V> DenseMap<V> {
     pub fn push_hashed(&mut self, hash: u64, key: Str, value: V) -> usize {
         debug_assert!(self.find_hashed(hash, &key).is_none(), "push_hashed of a present key");
         let pos = self.len;
-        if pos == self.narrow_limit && matches!(self.index, Index::Narrow(_)) {
+        if self.index_widens() {
             self.widen();
         }
         let (c, _) = at(pos);
@@ -243,16 +301,26 @@ impl<V> DenseMap<V> {
         pos
     }
 
-    /// Rebuilds the index with 4-byte positions (the table reached the narrow index's limit). Once
-    /// per table, as costly as one doubling of the index.
+    /// Rebuilds the index with the next wider positions (the table reached its index's limit),
+    /// keeping its buckets. Once per width and table, as costly as one doubling of the index.
     #[cold]
     fn widen(&mut self) {
-        let mut wide = HashTable::with_capacity(self.len * 2);
+        let cap = self.capacity().max(self.len + 1);
+        self.index = match self.index {
+            Index::Short(_) => Index::Narrow(self.rebuilt(cap)),
+            Index::Narrow(_) => Index::Wide(self.rebuilt(cap)),
+            Index::Wide(_) => unreachable!("the wide index reaches every position"),
+        };
+    }
+
+    /// An index of every slot with positions of type `P`, for `cap` keys.
+    fn rebuilt<P: Pos>(&self, cap: usize) -> HashTable<P> {
+        let mut t = HashTable::with_capacity(cap);
         let (chunks, hasher) = (&self.chunks, &self.hasher);
         for pos in 0..self.len {
-            wide.insert_unique(slot_hash(chunks, hasher, pos), pos as u32, |&p| slot_hash(chunks, hasher, p as usize));
+            t.insert_unique(slot_hash(chunks, hasher, pos), P::new(pos), |&p| slot_hash(chunks, hasher, p.get()));
         }
-        self.index = Index::Wide(wide);
+        t
     }
 
     /// Points the index entry for the slot at `from` (whose key hashes to `hash`) at `to`.
@@ -429,6 +497,19 @@ mod tests {
         assert!(order.windows(2).all(|w| w[0] < w[1]));
     }
 
+    /// Chunks hold exactly CHUNK slots: the first grows to it and stops, later ones are
+    /// allocated at that size, so a chunk of table slots is the size class it was sized for.
+    #[test]
+    fn chunks_are_exactly_chunk_slots() {
+        let mut m = DenseMap::default();
+        for i in 0..2 * CHUNK + 1 {
+            insert(&mut m, &key(i), i);
+        }
+        let caps: Vec<usize> = m.chunks.iter().map(Vec::capacity).collect();
+        assert_eq!(caps, [CHUNK, CHUNK, CHUNK]);
+        assert_eq!(m.free_slots(), CHUNK - 1);
+    }
+
     #[test]
     fn a_small_map_allocates_little() {
         let mut m = DenseMap::default();
@@ -438,35 +519,68 @@ mod tests {
         assert!(m.free_slots() < 8);
     }
 
-    /// A bucket of the narrow index is 3 bytes: the point of it.
+    /// A bucket of the short index is 3 bytes, of the narrow one 4: the point of them.
     #[test]
-    fn a_narrow_position_is_three_bytes_and_round_trips() {
-        assert_eq!(std::mem::size_of::<Narrow>(), 3);
-        assert_eq!(INDEX_BUCKET_BYTES, 4);
+    fn positions_are_two_or_three_bytes_and_round_trip() {
+        assert_eq!((std::mem::size_of::<u16>(), std::mem::size_of::<Narrow>()), (2, 3));
+        assert_eq!(INDEX_BUCKET_BYTES, 3);
+        for pos in [0, 1, 255, 256, SHORT_LIMIT - 1] {
+            assert_eq!(<u16 as Pos>::new(pos).get(), pos);
+        }
         for pos in [0, 1, 255, 256, 65_535, 65_536, NARROW_LIMIT - 1] {
             assert_eq!(Narrow::new(pos).get(), pos);
         }
     }
 
-    /// A table that reaches the narrow limit widens its index once and goes on: every key is
-    /// found, removals repoint moved slots in the wide index, and retain rebuilds it.
+    /// With the real limit: the 65,537th key moves the index to 3-byte positions, every key stays
+    /// found.
     #[test]
-    fn the_index_widens_at_the_narrow_limit() {
-        let mut m = DenseMap { narrow_limit: 300, ..DenseMap::default() };
+    fn the_short_index_widens_at_two_to_the_sixteen() {
+        let mut m = DenseMap::default();
+        for i in 0..SHORT_LIMIT {
+            insert(&mut m, &key(i), i);
+        }
+        assert_eq!(m.index_bucket_bytes(), 3);
+        assert!(m.index_widens());
+        insert(&mut m, &key(SHORT_LIMIT), SHORT_LIMIT);
+        assert_eq!(m.index_bucket_bytes(), 4);
+        for i in (0..=SHORT_LIMIT).step_by(97).chain([SHORT_LIMIT - 1, SHORT_LIMIT]) {
+            assert_eq!(m.get(&key(i)), Some(&i));
+        }
+    }
+
+    /// A table that reaches each width's limit rebuilds its index once, wider, with the same
+    /// buckets, and goes on: every key is found, removals repoint moved slots, and retain
+    /// rebuilds it. The eviction's forecast (`index_growth_bytes`) sees each rebuild coming.
+    #[test]
+    fn the_index_widens_at_each_limit() {
+        let mut m = DenseMap { short_limit: 100, narrow_limit: 300, ..DenseMap::default() };
         let mut model = HashMap::new();
-        for i in 0..299 {
-            insert(&mut m, &key(i), i);
+        let width = |m: &DenseMap<usize>| m.index_bucket_bytes();
+        for i in 0..2 * CHUNK + 100 {
+            if i == 100 || i == 300 {
+                let (before, cap) = (width(&m), m.capacity());
+                assert!(m.index_widens() && !m.index_full(), "at {i}");
+                assert_eq!(m.index_growth_bytes(), (cap * 8 / 7 + 1).next_power_of_two() * (before + 1), "at {i}");
+                insert(&mut m, &key(i), i);
+                assert_eq!((width(&m), m.capacity()), (before + 1, cap), "at {i}");
+            } else {
+                assert!(!m.index_widens());
+                assert_eq!(m.index_growth_bytes() > 0, m.index_full(), "at {i}");
+                insert(&mut m, &key(i), i);
+            }
             model.insert(key(i), i);
+            let expect = if i < 100 {
+                3
+            } else if i < 300 {
+                4
+            } else {
+                5
+            };
+            assert_eq!(width(&m), expect, "at {i}");
         }
-        assert!(matches!(m.index, Index::Narrow(_)));
-        for i in 299..2 * CHUNK {
-            insert(&mut m, &key(i), i);
-            model.insert(key(i), i);
-        }
-        assert!(matches!(m.index, Index::Wide(_)));
-        assert_eq!(m.index_bucket_bytes(), 5);
         check(&m, &model);
-        for pick in [0, 500, 299, usize::MAX] {
+        for pick in [0, 500, 299, 99, usize::MAX] {
             let (k, v) = m.swap_remove_index(pick.min(m.len() - 1)).unwrap();
             assert_eq!(model.remove(&k[..]), Some(v));
         }
@@ -474,5 +588,6 @@ mod tests {
         m.retain(|_, v| *v % 2 == 0);
         model.retain(|_, v| *v % 2 == 0);
         check(&m, &model);
+        assert_eq!(width(&m), 5, "an index does not narrow again");
     }
 }

@@ -69,6 +69,9 @@ pub struct TableData {
 
 // A table slot is a key and its entry: 56 bytes. A regression costs every key: fail the build.
 const _: () = assert!(std::mem::size_of::<(Key, Entry)>() == 56);
+// A chunk of slots stays in jemalloc's small classes: a large allocation is placed one page
+// longer (`densemap::CHUNK`), 4 bytes a key at 56-byte slots.
+const _: () = assert!(crate::densemap::CHUNK * std::mem::size_of::<(Key, Entry)>() <= crate::densemap::SMALL_CLASS_MAX);
 
 /// One database inside one shard.
 #[derive(Default)]
@@ -1053,10 +1056,10 @@ impl Table {
         std::mem::size_of::<Key>() + std::mem::size_of::<Entry>() + crate::densemap::INDEX_BUCKET_BYTES;
 
     /// True if storing `key` (`with_ttl`: with a deadline) would make the table allocate: it is
-    /// new, and its index is full or its last chunk of slots is; or it gets its first deadline
-    /// and the list of keys with a TTL is full.
+    /// new, and its index is full (or about to widen) or its last chunk of slots is; or it gets
+    /// its first deadline and the list of keys with a TTL is full.
     pub fn would_grow(&self, key: &[u8], with_ttl: bool) -> bool {
-        let slots_full = self.map.index_full() || self.map.free_slots() == 0;
+        let slots_full = self.map.index_growth_bytes() > 0 || self.map.free_slots() == 0;
         let list_full = with_ttl && self.ttl_list_full();
         if !slots_full && !list_full {
             return false;
@@ -1075,7 +1078,7 @@ impl Table {
 
     /// Bytes the table's next allocation takes, for a key stored `with_ttl` or not (see
     /// [`Table::would_grow`]): a new index (twice the buckets, the old one freed after the move)
-    /// when the index is full, a chunk of slots when the last one is, and the growth of the list
+    /// when the index is full, or wider positions when the key's needs them, a chunk of slots when the last one is, and the growth of the list
     /// of keys with a TTL when it is full and the key gets a deadline.
     pub fn growth_bytes(&self, with_ttl: bool) -> usize {
         let slot = std::mem::size_of::<Key>() + std::mem::size_of::<Entry>();
@@ -1086,11 +1089,7 @@ impl Table {
             bytes += more(self.volatile.len(), self.volatile.capacity()) * std::mem::size_of::<u32>()
                 + more(self.deadlines.len(), self.deadlines.capacity()) * std::mem::size_of::<u64>();
         }
-        if self.map.index_full() {
-            // Buckets are a power of two above capacity * 8 / 7.
-            let buckets = (self.map.capacity().max(3) * 8 / 7 + 1).next_power_of_two();
-            bytes += 2 * buckets * self.map.index_bucket_bytes();
-        }
+        bytes += self.map.index_growth_bytes();
         if self.map.free_slots() == 0 {
             bytes += self.map.len().clamp(4, crate::densemap::CHUNK) * slot;
         }
