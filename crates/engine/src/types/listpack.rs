@@ -107,64 +107,75 @@ pub fn backlen(size: u64) -> ([u8; 5], usize) {
     (b, n)
 }
 
-/// Bytes of integer `v`'s encoding with its back-length (what [`encode_int`] appends).
-fn int_size(v: i64) -> usize {
-    1 + match v {
-        0..=127 => 1,
-        -4096..=4095 => 2,
-        -32_768..=32_767 => 3,
-        -8_388_608..=8_388_607 => 4,
-        -2_147_483_648..=2_147_483_647 => 5,
-        _ => 9,
-    }
+/// Integer `v`'s encoding in its smallest width, without its back-length: the bytes and how
+/// many of them are used.
+fn int_encoding(v: i64) -> ([u8; 9], usize) {
+    let mut b = [0u8; 9];
+    let n = if (0..=127).contains(&v) {
+        b[0] = v as u8;
+        1
+    } else if (-4096..=4095).contains(&v) {
+        let u = (v as u16) & 0x1FFF;
+        b[..2].copy_from_slice(&[0xC0 | (u >> 8) as u8, u as u8]);
+        2
+    } else if let Ok(x) = i16::try_from(v) {
+        b[0] = 0xF1;
+        b[1..3].copy_from_slice(&x.to_le_bytes());
+        3
+    } else if (-8_388_608..=8_388_607).contains(&v) {
+        b[0] = 0xF2;
+        b[1..4].copy_from_slice(&(v as i32).to_le_bytes()[..3]);
+        4
+    } else if let Ok(x) = i32::try_from(v) {
+        b[0] = 0xF3;
+        b[1..5].copy_from_slice(&x.to_le_bytes());
+        5
+    } else {
+        b[0] = 0xF4;
+        b[1..9].copy_from_slice(&v.to_le_bytes());
+        9
+    };
+    (b, n)
+}
+
+/// The encoding byte(s) of a string of `n` bytes (a 6, 12 or 32-bit length), and how many.
+fn str_header(n: usize) -> ([u8; 5], usize) {
+    let mut b = [0u8; 5];
+    let used = if n < 64 {
+        b[0] = 0x80 | n as u8;
+        1
+    } else if n < 4096 {
+        b[..2].copy_from_slice(&[0xE0 | (n >> 8) as u8, n as u8]);
+        2
+    } else {
+        b[0] = 0xF0;
+        b[1..5].copy_from_slice(&(n as u32).to_le_bytes());
+        5
+    };
+    (b, used)
 }
 
 /// An element as [`encode`] chooses to store it.
 fn classify(s: &[u8]) -> Ele<'_> {
-    match s.len() <= 20 {
-        true => crate::args::parse_i64_strict(s).map_or(Ele::Str(s), Ele::Int),
-        false => Ele::Str(s),
-    }
+    let int = if s.len() <= 20 { crate::args::parse_i64_strict(s) } else { None };
+    int.map_or(Ele::Str(s), Ele::Int)
 }
 
 /// Bytes of an element's encoding with its back-length.
 fn ele_size(e: Ele<'_>) -> usize {
-    match e {
-        Ele::Int(v) => int_size(v),
-        Ele::Str(s) => {
-            let h = match s.len() {
-                0..64 => 1,
-                64..4096 => 2,
-                _ => 5,
-            };
-            h + s.len() + backlen((h + s.len()) as u64).1
-        }
-    }
+    let size = match e {
+        Ele::Int(v) => int_encoding(v).1,
+        Ele::Str(s) => str_header(s.len()).1 + s.len(),
+    };
+    size + backlen(size as u64).1
 }
 
 /// Appends the encoding of integer `v` in its smallest width, with its back-length.
 pub fn encode_int(out: &mut Vec<u8>, v: i64) {
-    let start = out.len();
-    if (0..=127).contains(&v) {
-        out.push(v as u8);
-    } else if (-4096..=4095).contains(&v) {
-        let u = (v as u16) & 0x1FFF;
-        out.extend_from_slice(&[0xC0 | (u >> 8) as u8, u as u8]);
-    } else if let Ok(x) = i16::try_from(v) {
-        out.push(0xF1);
-        out.extend_from_slice(&x.to_le_bytes());
-    } else if (-8_388_608..=8_388_607).contains(&v) {
-        out.push(0xF2);
-        out.extend_from_slice(&(v as i32).to_le_bytes()[..3]);
-    } else if let Ok(x) = i32::try_from(v) {
-        out.push(0xF3);
-        out.extend_from_slice(&x.to_le_bytes());
-    } else {
-        out.push(0xF4);
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    let (b, n) = backlen((out.len() - start) as u64);
+    let (b, n) = int_encoding(v);
     out.extend_from_slice(&b[..n]);
+    let (b, m) = backlen(n as u64);
+    out.extend_from_slice(&b[..m]);
 }
 
 /// Appends the encoding of `s` as Redis's `lpAppend` chooses it: a canonical integer of at most 20
@@ -178,18 +189,10 @@ fn encode_ele(out: &mut Vec<u8>, e: Ele<'_>) {
         Ele::Int(v) => return encode_int(out, v),
         Ele::Str(s) => s,
     };
-    let start = out.len();
-    let n = s.len();
-    if n < 64 {
-        out.push(0x80 | n as u8);
-    } else if n < 4096 {
-        out.extend_from_slice(&[0xE0 | (n >> 8) as u8, n as u8]);
-    } else {
-        out.push(0xF0);
-        out.extend_from_slice(&(n as u32).to_le_bytes());
-    }
+    let (h, used) = str_header(s.len());
+    out.extend_from_slice(&h[..used]);
     out.extend_from_slice(s);
-    let (b, n) = backlen((out.len() - start) as u64);
+    let (b, n) = backlen((used + s.len()) as u64);
     out.extend_from_slice(&b[..n]);
 }
 
@@ -219,7 +222,7 @@ pub fn append(lp: &mut Vec<u8>, s: &[u8]) {
 
 /// Appends the integer `v`.
 pub fn append_int(lp: &mut Vec<u8>, v: i64) {
-    grow_to(lp, lp.len() + int_size(v));
+    grow_to(lp, lp.len() + ele_size(Ele::Int(v)));
     lp.pop();
     encode_int(lp, v);
     lp.push(EOF);
