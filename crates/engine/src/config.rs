@@ -400,7 +400,7 @@ pub static PARAMS: &[Param] = &[
         kind: Kind::Str(Some(valid_proc_title)),
         default: "{title} {listen-addr} {server-mode}",
         // Applied at once, whatever `set-proc-title` says (Redis's `applyProcTitleTemplate`).
-        apply: Some(|c, v| c.host.set_proc_title(&|argv0, file| c.proc_title(v, argv0, file))),
+        apply: Some(|c, v| c.set_proc_title(v)),
     },
     P { name: "bind-source-addr", alias: None, flags: 0, kind: Kind::Str(None), default: "", apply: None },
     P { name: "logfile", alias: None, flags: IMM, kind: Kind::Str(None), default: "", apply: None },
@@ -1729,6 +1729,11 @@ impl Config {
             })
         };
         expand_proc_title(template, &var)
+    }
+
+    /// Sets the process title from `template` (`proc-title-template`'s form) through the host.
+    pub fn set_proc_title(&self, template: &str) {
+        self.host.set_proc_title(&|argv0, file| self.proc_title(template, argv0, file));
     }
 
     /// The operating-system services behind this configuration.

@@ -248,8 +248,7 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     // Redis sets its title once its listeners are up; `proc-title-template` applies from then on.
     proctitle::arm(srv.config_file.lock().as_deref());
     if srv.config.get("set-proc-title").as_deref() == Some("yes") {
-        let template = srv.config.get("proc-title-template").unwrap_or_default();
-        srv.config.host().set_proc_title(&|argv0, file| srv.config.proc_title(&template, argv0, file));
+        srv.config.set_proc_title(&srv.config.get("proc-title-template").unwrap_or_default());
     }
     tracing::warn!("Server initialized");
     srv.memory_startup.store(alloc::used(), std::sync::atomic::Ordering::Relaxed);
