@@ -103,9 +103,13 @@ pub fn key_usage(key: &[u8], e: &Entry, samples: usize) -> usize {
     SLOT_BYTES + key_heap + ttl + value
 }
 
+/// How many of a value's parts `MEMORY USAGE` samples without `SAMPLES` (Redis's
+/// `OBJ_COMPUTE_SIZE_DEF_SAMPLES`).
+const DEFAULT_SAMPLES: usize = 5;
+
 fn usage(ctx: &mut Ctx<'_, '_>) -> Frame {
     let mut j = 3;
-    let mut samples = 5;
+    let mut samples = DEFAULT_SAMPLES;
     while j < ctx.argc() {
         if eq_ic(ctx.arg(j), "samples") && j + 1 < ctx.argc() {
             match ctx.int_arg(j + 1) {
