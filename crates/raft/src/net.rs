@@ -176,22 +176,25 @@ async fn serve_conn(mut sock: TcpStream, raft: Raft, dir: Directory, leaves: Lea
 
 /// The raft id of the node whose raft port is `addr` (asked with [`Rpc::Hello`]).
 pub async fn ask_id(addr: &str, dir: &Directory) -> io::Result<NodeId> {
-    let mut peer = Peer { target: 0, addr: addr.to_string(), dir: dir.clone(), conn: None };
-    match peer.call(Rpc::Hello, Duration::from_secs(5)).await {
-        Ok(RpcReply::Hello(id)) => Ok(id),
-        Ok(_) => Err(io::Error::other(format!("{addr} answered another call"))),
-        Err(CallError::Unreachable(e) | CallError::Network(e)) => Err(e),
+    match call_once(addr, dir, Rpc::Hello, Duration::from_secs(5)).await? {
+        RpcReply::Hello(id) => Ok(id),
+        _ => Err(io::Error::other(format!("{addr} answered another call"))),
     }
 }
 
 /// Hands a lock waiter's leave to the node whose raft port is `addr` (the leader).
 pub async fn forward_leave(addr: &str, dir: &Directory, leave: crate::types::LeaveQueue) -> io::Result<()> {
-    let mut peer = Peer { target: 0, addr: addr.to_string(), dir: dir.clone(), conn: None };
-    match peer.call(Rpc::LeaveQueue(leave), Duration::from_secs(2)).await {
-        Ok(RpcReply::Taken) => Ok(()),
-        Ok(_) => Err(io::Error::other(format!("{addr} answered another call"))),
-        Err(CallError::Unreachable(e) | CallError::Network(e)) => Err(e),
+    match call_once(addr, dir, Rpc::LeaveQueue(leave), Duration::from_secs(2)).await? {
+        RpcReply::Taken => Ok(()),
+        _ => Err(io::Error::other(format!("{addr} answered another call"))),
     }
+}
+
+/// One call to the node whose raft port is `addr`, on a connection of its own (outside openraft's
+/// replication, which keeps a [`Peer`] per member).
+async fn call_once(addr: &str, dir: &Directory, rpc: Rpc, timeout: Duration) -> io::Result<RpcReply> {
+    let mut peer = Peer { target: 0, addr: addr.to_string(), dir: dir.clone(), conn: None };
+    peer.call(rpc, timeout).await.map_err(|(CallError::Unreachable(e) | CallError::Network(e))| e)
 }
 
 /// Makes a [`Peer`] for each node openraft replicates to.

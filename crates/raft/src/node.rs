@@ -228,6 +228,11 @@ impl Consensus {
         Ok(node)
     }
 
+    /// This node's id and the group's client addresses, as its raft-port calls carry them.
+    fn directory(&self) -> Directory {
+        Directory { id: self.opts.id, book: self.book.clone() }
+    }
+
     /// This node's id.
     pub fn id(&self) -> NodeId {
         self.opts.id
@@ -473,7 +478,7 @@ impl Consensus {
                 let Some(addr) = route.or_else(|| self.members().into_iter().find(|m| m.0 == id).map(|m| m.1)) else {
                     return;
                 };
-                let dir = crate::net::Directory { id: self.opts.id, book: self.book.clone() };
+                let dir = self.directory();
                 tokio::spawn(async move {
                     if let Err(e) = crate::net::forward_leave(&addr, &dir, leave).await {
                         tracing::debug!("raft: a lock waiter's leave was not forwarded to {addr}: {e}");
@@ -665,7 +670,7 @@ impl Consensus {
             return Frame::error(format!("ERR Invalid node address specified: {}:{}", text(2), text(3)));
         };
         let addr = format!("{}:{bus}", text(2));
-        let dir = crate::net::Directory { id: self.opts.id, book: self.book.clone() };
+        let dir = self.directory();
         let id = match crate::net::ask_id(&addr, &dir).await {
             Ok(id) => id,
             Err(e) => return failed(&format!("no raft node answers at {addr}: {e}")),
