@@ -134,6 +134,8 @@ pub struct RequestDecoder {
     bulk_len: Option<usize>,
     /// Arguments of the current multibulk request decoded so far.
     args: Vec<Bytes>,
+    /// A vector a finished request gave back ([`RequestDecoder::recycle`]), for the next one.
+    spare: Vec<Bytes>,
     /// Number of leading bytes of the buffer already searched for the line
     /// terminator without finding it, so repeated calls with a growing,
     /// unterminated line stay linear.
@@ -217,6 +219,16 @@ impl RequestDecoder {
     /// `argv_len_sum` while a multibulk request arrives): what a client holds besides its buffer.
     pub fn pending_args_bytes(&self) -> usize {
         self.args.iter().map(Bytes::len).sum()
+    }
+
+    /// Takes back the vector of a request that has run, emptied, to hold the next request's
+    /// arguments (a request then costs no allocation for its vector). One of over 1024 slots
+    /// (a request that long) is dropped, as preallocation never asks for more.
+    pub fn recycle(&mut self, mut args: Vec<Bytes>) {
+        if args.capacity() <= 1024 {
+            args.clear();
+            self.spare = args;
+        }
     }
 
     /// True when a request has been partially decoded (used for query-buffer accounting).
@@ -304,7 +316,8 @@ impl RequestDecoder {
             self.multibulk_remaining = usize::try_from(count).unwrap_or(usize::MAX);
             self.bulk_len = None;
             // Like Redis, don't trust the count for preallocation.
-            self.args = Vec::with_capacity(self.multibulk_remaining.min(1024));
+            self.args = std::mem::take(&mut self.spare);
+            self.args.reserve(self.multibulk_remaining.min(1024));
         }
         Ok(true)
     }
