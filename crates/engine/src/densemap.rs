@@ -123,6 +123,41 @@ pub struct DenseMap<V> {
     /// Positions from this one on need the wide index ([`NARROW_LIMIT`]; lower in tests).
     narrow_limit: usize,
     hasher: Hasher,
+    /// Where the index's control bytes begin, for prefetching (see [`CtrlAddr`]).
+    ctrl: CtrlAddr,
+}
+
+/// The address of the index's control bytes (hashbrown's `data_end`: buckets lie below it, bucket
+/// `i` at `ctrl - (i + 1) * size`, control byte `i` at `ctrl + i`), learned from the bucket each
+/// insertion fills; 0 before the first. hashbrown has no API for it, and only prefetches use it:
+/// an address that is stale (a clone's, whose copy starts at 0) or wrong (another hashbrown
+/// layout; `the_index_address_follows_hashbrowns_layout` checks this one) costs a useless
+/// prefetch, never a wrong answer, as nothing reads through it.
+#[derive(Default)]
+struct CtrlAddr(usize);
+
+impl Clone for CtrlAddr {
+    fn clone(&self) -> Self {
+        CtrlAddr(0)
+    }
+}
+
+/// Asks the CPU to start loading the cache line holding `addr`. A hint only: nothing is read
+/// through the address, and any address is allowed.
+#[inline(always)]
+#[allow(unsafe_code)]
+fn prefetch(addr: usize) {
+    // SAFETY: `_mm_prefetch` is unsafe only as a `#[target_feature(enable = "sse")]` function, and
+    // SSE is part of x86_64's baseline, so the instruction exists. PREFETCHT0 moves data between
+    // memory and cache only: it writes nothing, its result is invisible to the program, and it
+    // never faults, whatever the address (Intel SDM vol. 2B, PREFETCHh), so no address can make
+    // it misbehave.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(addr as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = addr;
 }
 
 impl<V> Default for DenseMap<V> {
@@ -134,6 +169,7 @@ impl<V> Default for DenseMap<V> {
             short_limit: SHORT_LIMIT,
             narrow_limit: NARROW_LIMIT,
             hasher: Hasher::default(),
+            ctrl: CtrlAddr::default(),
         }
     }
 }
@@ -141,6 +177,18 @@ impl<V> Default for DenseMap<V> {
 #[inline]
 fn at(pos: usize) -> (usize, usize) {
     (pos >> SHIFT, pos & (CHUNK - 1))
+}
+
+/// The address of the control bytes of the index holding `bucket` at `index` (see [`CtrlAddr`]).
+#[inline]
+fn ctrl_of<P>(bucket: &P, index: usize) -> usize {
+    bucket as *const P as usize + (index + 1) * std::mem::size_of::<P>()
+}
+
+/// The size of a bucket of `t`.
+#[inline]
+fn bucket_size<P>(_: &HashTable<P>) -> usize {
+    std::mem::size_of::<P>()
 }
 
 /// The hash of the key in the slot at `pos` (the index stores no hashes: it rehashes keys to grow).
@@ -295,10 +343,41 @@ impl<V> DenseMap<V> {
         self.chunks[c].push((key, value));
         self.len += 1;
         let (chunks, hasher) = (&self.chunks, &self.hasher);
-        with_index!(&mut self.index, t => {
-            t.insert_unique(hash, Pos::new(pos), |&p| slot_hash(chunks, hasher, p.get()));
+        self.ctrl.0 = with_index!(&mut self.index, t => {
+            let e = t.insert_unique(hash, Pos::new(pos), |&p| slot_hash(chunks, hasher, p.get()));
+            ctrl_of(e.get(), e.bucket_index())
         });
         pos
+    }
+
+    /// Starts loading the index's lines that a lookup of `hash` reads first: the control group
+    /// and the buckets where its probe starts. The first step of a batch's prefetch; a lookup
+    /// right after it would wait for the same loads.
+    #[inline]
+    pub fn prefetch_index(&self, hash: u64) {
+        if self.ctrl.0 == 0 || self.len == 0 {
+            return;
+        }
+        let (mask, size) = with_index!(&self.index, t => (t.num_buckets() - 1, bucket_size(t)));
+        let start = hash as usize & mask;
+        prefetch(self.ctrl.0 + start);
+        prefetch(self.ctrl.0.wrapping_sub((start + 1) * size));
+    }
+
+    /// Starts loading the slots that a lookup of `hash` will compare its key with (the positions
+    /// whose control byte matches). Reads the index, so it should come a while after
+    /// [`DenseMap::prefetch_index`] of the same hash.
+    #[inline]
+    pub fn prefetch_slots(&self, hash: u64) {
+        let chunks = &self.chunks;
+        with_index!(&self.index, t => for p in t.iter_hash(hash) {
+            let (c, i) = at(p.get());
+            if let Some(slot) = chunks.get(c).and_then(|chunk| chunk.get(i)) {
+                let addr = slot as *const (Str, V) as usize;
+                prefetch(addr);
+                prefetch(addr + std::mem::size_of::<(Str, V)>() - 1);
+            }
+        });
     }
 
     /// Rebuilds the index with the next wider positions (the table reached its index's limit),
@@ -517,6 +596,45 @@ mod tests {
             insert(&mut m, &key(i), i);
         }
         assert!(m.free_slots() < 8);
+    }
+
+    /// The prefetch's address of the control bytes is where hashbrown keeps them: every full
+    /// bucket lies at `ctrl - (i + 1) * size`, for each width, through growth, widening, removal
+    /// and retain. With another layout this fails (and the prefetches would only be wasted).
+    #[test]
+    fn the_index_address_follows_hashbrowns_layout() {
+        fn check<P: Pos>(t: &HashTable<P>, ctrl: usize) -> usize {
+            let size = std::mem::size_of::<P>();
+            let mut n = 0;
+            for i in t.iter_buckets() {
+                let b = t.get_bucket(i).expect("iter_buckets yields full buckets");
+                assert_eq!(b as *const P as usize, ctrl - (i + 1) * size, "bucket {i}");
+                n += 1;
+            }
+            n
+        }
+        let mut m = DenseMap { short_limit: 100, narrow_limit: 300, ..DenseMap::default() };
+        assert_eq!(m.ctrl.0, 0);
+        for i in 0..1000 {
+            insert(&mut m, &key(i), i);
+            if i % 37 == 0 || i == 99 || i == 100 || i == 299 || i == 300 {
+                let n = with_index!(&m.index, t => check(t, m.ctrl.0));
+                assert_eq!(n, m.len());
+            }
+        }
+        for i in (0..1000).step_by(3) {
+            m.swap_remove_index(m.get_index_of(&key(i)).unwrap());
+        }
+        m.retain(|_, v| *v % 2 == 0);
+        insert(&mut m, &key(5000), 5000);
+        assert_eq!(with_index!(&m.index, t => check(t, m.ctrl.0)), m.len());
+        assert_eq!(m.clone().ctrl.0, 0, "a clone learns its own address");
+        // The prefetches take any hash, present or not.
+        for h in [0, 1, u64::MAX, m.hash(&key(2))] {
+            m.prefetch_index(h);
+            m.prefetch_slots(h);
+        }
+        DenseMap::<usize>::default().prefetch_index(7);
     }
 
     /// A bucket of the short index is 3 bytes, of the narrow one 4: the point of them.

@@ -3,8 +3,9 @@
 //! blocked on keys it changed. [`Server::execute`] is the engine's single entry point.
 
 use crate::client::{Client, ReplyMode};
-use crate::command::Flags;
+use crate::command::{Flags, Keys};
 use crate::ctx::{Command, Ctx};
+use crate::keyspace::PREFETCH_BATCH;
 use crate::server::{Server, SlowEntry};
 use bytes::Bytes;
 use resp::Frame;
@@ -37,6 +38,47 @@ impl Server {
                 None
             }
         }
+    }
+
+    /// Starts loading what the next requests of `client` will read, from the requests waiting in
+    /// its buffer as `resp::peek` sees them: each one's first key (commands whose key spec starts
+    /// at a fixed position), in the client's database ([`crate::keyspace::Keyspace::prefetch`]). Returns how many
+    /// requests it looked at (at most [`PREFETCH_BATCH`]); one request alone is not worth it and
+    /// is left alone. Changes nothing.
+    pub fn prefetch<'b>(&self, client: &Client, requests: impl Iterator<Item = resp::Peeked<'b>>) -> usize {
+        let mut peeked: [Option<resp::Peeked<'b>>; PREFETCH_BATCH] = [None; PREFETCH_BATCH];
+        let mut seen = 0;
+        for (slot, r) in peeked.iter_mut().zip(requests) {
+            *slot = Some(r);
+            seen += 1;
+        }
+        if seen < 2 {
+            return seen;
+        }
+        let mut keys: [&[u8]; PREFETCH_BATCH] = [&[]; PREFETCH_BATCH];
+        let mut n = 0;
+        // A pipeline mostly repeats one command: look a name up once while it repeats.
+        let mut last: Option<(&[u8], Option<&Command>)> = None;
+        for r in peeked.iter().flatten() {
+            let Some(name) = r.arg(0) else { continue };
+            let cmd = match last {
+                Some((n, cmd)) if n == name => cmd,
+                _ => self.table.get(name),
+            };
+            last = Some((name, cmd));
+            let Some(cmd) = cmd else { continue };
+            if let Keys::Range { first, .. } = cmd.keys
+                && first > 0
+                && let Some(key) = r.arg(first as usize)
+            {
+                keys[n] = key;
+                n += 1;
+            }
+        }
+        if n > 1 {
+            self.ks.prefetch(client.db, &keys[..n]);
+        }
+        seen
     }
 
     fn execute_inner(&self, client: &mut Client, args: &[Bytes]) -> Option<Frame> {
@@ -846,5 +888,70 @@ mod redaction_tests {
         assert!(!log.contains("secretpw") && !log.contains("someone"), "{log}");
         assert!(log.contains("(redacted)"), "{log}");
         assert!(log.contains("\"maxmemory-samples\"") && log.contains("\"5\""), "other values stay: {log}");
+    }
+}
+
+#[cfg(test)]
+mod prefetch_tests {
+    use crate::keyspace::PREFETCH_BATCH;
+    use crate::testkit::TestServer;
+
+    fn request(args: &[&str]) -> Vec<u8> {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            out.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+        }
+        out
+    }
+
+    fn stat(c: &mut crate::testkit::TestClient, name: &str) -> String {
+        let info = c.run("INFO stats");
+        let at = info.find(&format!("{name}:")).unwrap_or_else(|| panic!("{name} in {info}"));
+        // `run` shows the bulk reply escaped: its lines end in a literal `\r\n`.
+        info[at..].split("\\r\\n").next().unwrap().to_string()
+    }
+
+    /// Prefetching reads nothing a client can see: no hit or miss counted, no access time
+    /// touched, nothing expired, nothing changed; it reports how many waiting requests it looked
+    /// at, a batch at most, and leaves one request alone.
+    #[test]
+    fn prefetch_looks_at_a_batch_and_changes_nothing() {
+        let config = crate::config::Config::new();
+        config.set("enable-debug-command", "yes", true).expect("valid");
+        let ts = TestServer::with_config(config);
+        let mut c = ts.client();
+        for i in 0..100 {
+            c.run(&format!("SET key:{i} v{i}"));
+        }
+        c.run("SET gone x PX 5");
+        ts.clock.advance_ms(10_000);
+        let stats = |c: &mut crate::testkit::TestClient| {
+            ["keyspace_hits", "keyspace_misses", "expired_keys"].map(|s| stat(c, s)).join(" ")
+        };
+        let idle = c.run("OBJECT IDLETIME key:3");
+        let before = (stats(&mut c), c.run("DEBUG DIGEST"));
+
+        let mut buf = Vec::new();
+        for i in 0..40 {
+            buf.extend(request(&["GET", &format!("key:{i}")]));
+            buf.extend(request(&["set", &format!("key:{}", 100 + i), "v"]));
+        }
+        buf.extend(request(&["GET", "gone"]));
+        assert_eq!(ts.srv.prefetch(&c.client, resp::peek(&buf)), PREFETCH_BATCH);
+        assert_eq!(ts.srv.prefetch(&c.client, resp::peek(&request(&["GET", "key:3"]))), 1);
+        assert_eq!(ts.srv.prefetch(&c.client, resp::peek(b"")), 0);
+        assert_eq!(ts.srv.prefetch(&c.client, resp::peek(&request(&["GET", "gone"]).repeat(3))), 3);
+
+        let after = (stats(&mut c), c.run("DEBUG DIGEST"));
+        assert_eq!(before, after);
+        assert!(
+            before.0.starts_with("keyspace_hits:1 keyspace_misses:0 ") && before.0.ends_with("expired_keys:0"),
+            "{}",
+            before.0
+        );
+        assert_eq!(c.run("OBJECT IDLETIME key:3"), idle);
+        assert_eq!(idle, ":10");
+        assert_eq!(c.run("EXISTS key:100"), ":0");
+        assert_eq!(c.run("PTTL gone"), ":-2");
     }
 }

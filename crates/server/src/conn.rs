@@ -198,7 +198,14 @@ where
     /// Decodes and executes every complete request in the query buffer. A protocol error is
     /// answered, then closes the connection.
     async fn run_buffered(&mut self) -> Step {
+        // Requests left of those the last prefetch looked at: when none, the next ones waiting
+        // whole in the buffer have their keys' memory loaded ahead (`Server::prefetch`).
+        let mut ahead = 0usize;
         loop {
+            if ahead == 0 && !self.dec.in_progress() {
+                ahead = self.srv.prefetch(&self.client, resp::peek(&self.rbuf));
+            }
+            ahead = ahead.saturating_sub(1);
             let limits = Limits {
                 proto_max_bulk_len: self.srv.config.proto_max_bulk_len.load(Ordering::Relaxed),
                 auth_required: !self.client.authenticated,
@@ -206,6 +213,7 @@ where
             match self.dec.decode(&mut self.rbuf, &limits) {
                 Ok(Some(args)) => {
                     self.run_request(&args).await?;
+                    self.dec.recycle(args);
                     // SYNC / PSYNC: the connection is a replica's from here on.
                     if self.client.sync.is_some() {
                         return Ok(());
