@@ -12,6 +12,9 @@
 #
 # Workloads (issue 30's set by default):
 #   SET GET INCR MSET LPUSH LPOP   redis-benchmark's own tests (-t name)
+#   GET_HIT                        GET of present keys (the round first writes them with SET
+#                                  -r R, not counted; redis-benchmark's GET alone reads keys that
+#                                  the FLUSHALL before each run removed)
 #   SETNX                          SETNX key:__rand_int__ v
 #   SET_NX_PX                      SET lock:__rand_int__ tok NX PX 30000 (lock acquire)
 #   EVALSHA_RELEASE                EVALSHA of the compare-and-delete release script on held locks
@@ -43,6 +46,7 @@ bench() { # port args...
 workload_args() { # workload port -> redis-benchmark arguments on stdout (one per line)
     case $1 in
         SET | GET | INCR | MSET | LPUSH | LPOP) printf '%s\n' -t "${1,,}" ;;
+        GET_HIT) printf '%s\n' -t get ;;
         SETNX) printf '%s\n' setnx 'key:__rand_int__' v ;;
         SET_NX_PX) printf '%s\n' set 'lock:__rand_int__' tok NX PX 30000 ;;
         EVALSHA_RELEASE)
@@ -61,6 +65,7 @@ run() { # workload port pid -> ticks spent by pid while the workload ran
     timeout 10 redis-cli -h 127.0.0.1 -p "$port" FLUSHALL >/dev/null
     mapfile -t args < <(workload_args "$w" "$port")
     if [ "$w" = EVALSHA_RELEASE ]; then bench "$port" set 'lock:__rand_int__' tok NX PX 30000; fi
+    if [ "$w" = GET_HIT ]; then bench "$port" -t set; fi
     if [ "$w" = HGET_OBJ ]; then bench "$port" hset 'obj:__rand_int__' name alice age 42 city paris; fi
     before=$(ticks "$pid")
     bench "$port" "${args[@]}"
