@@ -194,12 +194,19 @@ const VERIFIED_SLOTS: usize = 4096;
 /// hash of the command's kind and its body, sha (lowercased) or function name.
 fn script_id(name: &[u8], what: &[u8]) -> Option<u64> {
     let kind = name.strip_suffix(b"_ro").unwrap_or(name);
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
-    match kind {
-        b"eval" | b"fcall" => h.update(what),
-        b"evalsha" => h.update(&what.to_ascii_lowercase()),
+    // The name first: every command with an argument passes here on its way to its locks, and a
+    // hasher's state is hundreds of bytes to set up.
+    let lower;
+    let what = match kind {
+        b"eval" | b"fcall" => what,
+        b"evalsha" => {
+            lower = what.to_ascii_lowercase();
+            &lower[..]
+        }
         _ => return None,
-    }
+    };
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(what);
     h.update(kind);
     Some(h.digest())
 }
