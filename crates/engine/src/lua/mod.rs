@@ -190,23 +190,40 @@ impl SlowWatch {
 /// Slots of `Scripting::verified`.
 const VERIFIED_SLOTS: usize = 4096;
 
-/// Identifies the script an EVAL/EVALSHA/FCALL (or an `_RO` form, `name` in lowercase) runs: a
-/// hash of the command's kind and its body, sha (lowercased) or function name.
+/// Identifies the script an EVAL/EVALSHA/FCALL (or an `_RO` form; `name` in any case) runs: a
+/// hash of its body, sha (lowercased) or function name, then the command's kind. Every command with
+/// an argument asks on its way to its locks, so other names are turned away first, and a short
+/// body is hashed in one call from the stack (no allocation, no streaming state: the same hash).
 fn script_id(name: &[u8], what: &[u8]) -> Option<u64> {
-    let kind = name.strip_suffix(b"_ro").unwrap_or(name);
-    // The name first: every command with an argument passes here on its way to its locks, and a
-    // hasher's state is hundreds of bytes to set up.
-    let lower;
-    let what = match kind {
-        b"eval" | b"fcall" => what,
-        b"evalsha" => {
-            lower = what.to_ascii_lowercase();
-            &lower[..]
-        }
-        _ => return None,
+    let is = |a: &[u8]| name.eq_ignore_ascii_case(a);
+    let kind: &[u8] = if is(b"eval") || is(b"eval_ro") {
+        b"eval"
+    } else if is(b"evalsha") || is(b"evalsha_ro") {
+        b"evalsha"
+    } else if is(b"fcall") || is(b"fcall_ro") {
+        b"fcall"
+    } else {
+        return None;
     };
+    let lower = kind == b"evalsha";
+    let mut buf = [0u8; 96];
+    if let Some(body) = buf.get_mut(..what.len()) {
+        body.copy_from_slice(what);
+        if lower {
+            body.make_ascii_lowercase();
+        }
+        let n = what.len() + kind.len();
+        if let Some(tail) = buf.get_mut(what.len()..n) {
+            tail.copy_from_slice(kind);
+            return Some(xxhash_rust::xxh3::xxh3_64(&buf[..n]));
+        }
+    }
     let mut h = xxhash_rust::xxh3::Xxh3::new();
-    h.update(what);
+    if lower {
+        h.update(&what.to_ascii_lowercase());
+    } else {
+        h.update(what);
+    }
     h.update(kind);
     Some(h.digest())
 }
@@ -960,7 +977,7 @@ impl Scripting {
     /// Records that the script `command` runs went through touching declared keys only.
     fn verify(&self, command: &[Bytes]) {
         let (Some(name), Some(what)) = (command.first(), command.get(1)) else { return };
-        if let Some(id) = script_id(&name.to_ascii_lowercase(), what) {
+        if let Some(id) = script_id(name, what) {
             self.verified[id as usize % VERIFIED_SLOTS].store(id, Ordering::Relaxed);
         }
     }
@@ -1024,7 +1041,7 @@ impl Scripting {
     /// Records that the script `command` runs touched a key it did not declare.
     fn escalate(&self, command: &[Bytes]) {
         let (Some(name), Some(what)) = (command.first(), command.get(1)) else { return };
-        if let Some(id) = script_id(&name.to_ascii_lowercase(), what)
+        if let Some(id) = script_id(name, what)
             && !self.escalated.read().contains(&id)
             && self.escalated.write().insert(id)
         {
@@ -1688,5 +1705,37 @@ mod pool_tests {
         assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 0);
         assert_eq!(c.run("EVAL \"local n = 0 for i = 1, 200000 do n = n + 1 end return n\" 0"), ":200000");
         assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 1);
+    }
+}
+
+#[cfg(test)]
+mod script_id_tests {
+    use super::script_id;
+    use xxhash_rust::xxh3::xxh3_64;
+
+    /// A script's id is the hash of its body (a sha lowercased) then its kind, whatever the
+    /// command's case or `_RO` form, and whichever way the body is hashed (short ones from the
+    /// stack, long ones streamed); other commands have none.
+    #[test]
+    fn a_script_has_one_id_whatever_the_spelling() {
+        let sha = b"B70C2384248F88E6B75B9F89241A180F856AD852";
+        let lower = sha.to_ascii_lowercase();
+        let want = xxh3_64(&[&lower[..], b"evalsha"].concat());
+        for name in [&b"evalsha"[..], b"EVALSHA", b"EvalSha_RO", b"evalsha_ro"] {
+            assert_eq!(script_id(name, sha), Some(want));
+            assert_eq!(script_id(name, &lower), Some(want));
+        }
+        for len in [0, 1, 88, 89, 90, 96, 97, 500] {
+            let body = vec![b'X'; len];
+            assert_eq!(script_id(b"EVAL_ro", &body), Some(xxh3_64(&[&body[..], b"eval"].concat())), "{len}");
+            let sha = vec![b'A'; len];
+            let want = xxh3_64(&[&sha.to_ascii_lowercase()[..], b"evalsha"].concat());
+            assert_eq!(script_id(b"evalsha", &sha), Some(want), "{len}");
+        }
+        assert_eq!(script_id(b"fcall", b"f"), Some(xxh3_64(b"ffcall")));
+        assert_ne!(script_id(b"eval", b"x"), script_id(b"fcall", b"x"));
+        for other in [&b"get"[..], b"evalsha2", b"eva", b"script"] {
+            assert_eq!(script_id(other, sha), None);
+        }
     }
 }
