@@ -38,12 +38,34 @@ pub struct Effect {
     pub db: usize,
     /// The command and its arguments.
     pub args: Vec<Bytes>,
+    /// Where it goes: [`Effect::AOF`], [`Effect::REPLICAS`] or both ([`Effect::ALL`]). Only a
+    /// script's `redis.set_repl` narrows it (Redis's `PROPAGATE_AOF`/`PROPAGATE_REPL`); the unit
+    /// is wrapped in `MULTI`/`EXEC` by its whole count all the same, as Redis's
+    /// `propagatePendingCommands` wraps it.
+    pub targets: u8,
 }
 
 impl Effect {
-    /// An effect from string-like arguments.
+    /// To the AOF (Redis's `PROPAGATE_AOF`, Lua's `redis.REPL_AOF`).
+    pub const AOF: u8 = 1;
+    /// To the replicas (`PROPAGATE_REPL`, `redis.REPL_REPLICA`).
+    pub const REPLICAS: u8 = 2;
+    /// Everywhere (`redis.REPL_ALL`).
+    pub const ALL: u8 = 3;
+
+    /// An effect from string-like arguments, for every target.
     pub fn new<A: AsRef<[u8]>>(db: usize, args: &[A]) -> Effect {
-        Effect { db, args: args.iter().map(|a| Bytes::copy_from_slice(a.as_ref())).collect() }
+        Effect::of(db, args.iter().map(|a| Bytes::copy_from_slice(a.as_ref())).collect())
+    }
+
+    /// An effect of `args`, for every target.
+    pub fn of(db: usize, args: Vec<Bytes>) -> Effect {
+        Effect { db, args, targets: Effect::ALL }
+    }
+
+    /// True if it goes to `target`.
+    pub fn goes_to(&self, target: u8) -> bool {
+        self.targets & target != 0
     }
 }
 
@@ -145,7 +167,7 @@ impl ChangeStream {
                 }
                 encode_command(&mut b.bytes, &[&b"MULTI"[..]]);
             }
-            for e in &effects {
+            for e in effects.iter().filter(|e| e.goes_to(Effect::AOF)) {
                 if b.db != Some(e.db) {
                     let n = e.db.to_string();
                     encode_command(&mut b.bytes, &[&b"SELECT"[..], n.as_bytes()]);
@@ -160,6 +182,13 @@ impl ChangeStream {
                 }
             }
             if wrap {
+                // EXEC takes the last effect's database, whether or not that one came here.
+                let last = effects[effects.len() - 1].db;
+                if b.db != Some(last) {
+                    let n = last.to_string();
+                    encode_command(&mut b.bytes, &[&b"SELECT"[..], n.as_bytes()]);
+                    b.db = Some(last);
+                }
                 encode_command(&mut b.bytes, &[&b"EXEC"[..]]);
             }
             let added = (b.bytes.len() - start) as u64;

@@ -101,6 +101,9 @@ pub struct Client {
     /// Effects of the top-level command now running, while the change stream records (see
     /// [`crate::changes`]).
     pub effects: Vec<crate::changes::Effect>,
+    /// Where the effects of its commands go ([`crate::changes::Effect::targets`]): everywhere,
+    /// but narrowed by a script's `redis.set_repl` for the commands it calls.
+    pub propagate_to: u8,
     /// Channels, patterns and shard channels this client is subscribed to (see [`crate::pubsub`]).
     pub subs: crate::pubsub::Subscriptions,
     /// A MONITOR client's line for its own command: written after that command's reply, where
@@ -182,6 +185,7 @@ impl Client {
             oom: false,
             info,
             effects: Vec::new(),
+            propagate_to: crate::changes::Effect::ALL,
             subs: Default::default(),
             monitor_echo: Default::default(),
             tracking: false,

@@ -359,7 +359,7 @@ impl Server {
         if self.changes.enabled() {
             // Commands run on this one's behalf (EXEC's, a script's) propagated what it did.
             let inner = client.effects.len() != mark;
-            let own = if inner { None } else { Some((db, args)) };
+            let own = if inner { None } else { Some((db, args, client.propagate_to)) };
             self.collect_effects(locked, &mut client.effects, dirty, rewrite, own);
         }
         let took = self.clock.ticks_us().saturating_sub(start_ticks);
@@ -541,7 +541,7 @@ impl Server {
     /// Turns what a handler (or a waiter's serve step) reported into effects, in order: the `DEL`s
     /// of keys the tables deleted on their own while it ran (BLMOVE's expired destination, a key a
     /// write found expired), then its own change when it made one or asked to be propagated, as
-    /// its rewrite or else `own`'s database and arguments. `own` is None when commands run on its
+    /// its rewrite or else `own`'s database and arguments, for `own`'s targets. `own` is None when commands run on its
     /// behalf (EXEC's, a script's) propagated already.
     fn collect_effects(
         &self,
@@ -549,13 +549,13 @@ impl Server {
         out: &mut Vec<crate::changes::Effect>,
         dirty: u64,
         rewrite: Option<Vec<Vec<Bytes>>>,
-        own: Option<(usize, &[Bytes])>,
+        own: Option<(usize, &[Bytes], u8)>,
     ) {
         self.drain_server_deletes(locked, out);
-        if let Some((db, args)) = own
+        if let Some((db, args, targets)) = own
             && (dirty > 0 || rewrite.is_some())
         {
-            propagate(out, db, args, rewrite);
+            propagate(out, db, args, rewrite, targets);
         }
     }
 
@@ -640,7 +640,13 @@ impl Server {
                             // serve step says what it did.
                             debug_assert!(dirty == 0 || rewrite.is_some(), "{} served without its effect", w.cmd.name);
                             let mut effects = Vec::new();
-                            self.collect_effects(ctx.locked, &mut effects, dirty, rewrite, Some((w.db, &[])));
+                            self.collect_effects(
+                                ctx.locked,
+                                &mut effects,
+                                dirty,
+                                rewrite,
+                                Some((w.db, &[], crate::changes::Effect::ALL)),
+                            );
                             self.publish_unit(now, effects);
                         }
                         outcome
@@ -800,11 +806,21 @@ impl Server {
 }
 
 /// Adds a command's effects to `effects`: the commands it asked to propagate as, or else its own
-/// arguments (see [`crate::changes`]).
-fn propagate(effects: &mut Vec<crate::changes::Effect>, db: usize, args: &[Bytes], rewrite: Option<Vec<Vec<Bytes>>>) {
+/// arguments (see [`crate::changes`]), for `targets` (none: nothing is added).
+fn propagate(
+    effects: &mut Vec<crate::changes::Effect>,
+    db: usize,
+    args: &[Bytes],
+    rewrite: Option<Vec<Vec<Bytes>>>,
+    targets: u8,
+) {
+    if targets == 0 {
+        return;
+    }
+    let effect = |args| crate::changes::Effect { db, args, targets };
     match rewrite {
-        Some(cmds) => effects.extend(cmds.into_iter().map(|args| crate::changes::Effect { db, args })),
-        None => effects.push(crate::changes::Effect { db, args: args.to_vec() }),
+        Some(cmds) => effects.extend(cmds.into_iter().map(effect)),
+        None => effects.push(effect(args.to_vec())),
     }
 }
 

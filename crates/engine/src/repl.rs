@@ -570,12 +570,12 @@ impl Replication {
     /// the replicas to wake. `hard_limit`: the replica class's output limit (0: none); replicas
     /// further behind are closed.
     pub fn feed_unit(&self, effects: &[Effect], hard_limit: u64) -> Vec<Arc<ClientInfo>> {
-        if effects.is_empty() || !self.active() {
+        let wrap = effects.len() > 1;
+        if !self.active() || !(wrap || effects.iter().any(|e| e.goes_to(Effect::REPLICAS))) {
             return Vec::new();
         }
         let mut out = Vec::new();
         let mut g = self.inner.lock();
-        let wrap = effects.len() > 1;
         if wrap {
             // MULTI takes the first effect's database, so its SELECT goes before it (Redis's
             // propagatePendingCommands).
@@ -586,7 +586,7 @@ impl Replication {
             encode_command(&mut out, &[&b"MULTI"[..]]);
         }
         let base = self.offset.load(Ordering::Relaxed) + 1;
-        for e in effects {
+        for e in effects.iter().filter(|e| e.goes_to(Effect::REPLICAS)) {
             if g.seldb != Some(e.db) {
                 encode_command(&mut out, &[&b"SELECT"[..], e.db.to_string().as_bytes()]);
                 g.seldb = Some(e.db);
@@ -598,6 +598,12 @@ impl Replication {
             }
         }
         if wrap {
+            // EXEC takes the last effect's database, whether or not that one came here.
+            let last = effects[effects.len() - 1].db;
+            if g.seldb != Some(last) {
+                encode_command(&mut out, &[&b"SELECT"[..], last.to_string().as_bytes()]);
+                g.seldb = Some(last);
+            }
             encode_command(&mut out, &[&b"EXEC"[..]]);
         }
         self.append(&mut g, &out, hard_limit)
@@ -1063,6 +1069,33 @@ mod tests {
                *2\r\n$4\r\nINCR\r\n$1\r\nb\r\n*1\r\n$4\r\nEXEC\r\n"[..]
         );
         assert!(r.read(r.offset() + 1, 10, true).unwrap().is_empty());
+    }
+
+    /// A script's `redis.set_repl` narrows effects: the replicas get theirs only, inside the
+    /// unit's MULTI/EXEC all the same (wrapped by the whole count, EXEC in the last effect's
+    /// database), as Redis's propagatePendingCommands writes it; a lone effect for the AOF alone
+    /// sends them nothing.
+    #[test]
+    fn the_stream_carries_only_what_goes_to_replicas() {
+        let r = Replication::new("a".repeat(40));
+        r.activate(|| "b".repeat(40));
+        let only = |targets, e: Effect| Effect { targets, ..e };
+        assert!(r.feed_unit(&[only(Effect::AOF, effect(0, &["SET", "c", "3"]))], 0).is_empty());
+        assert_eq!(r.offset(), 0, "nothing to send");
+        r.feed_unit(
+            &[
+                effect(0, &["SET", "a", "1"]),
+                only(Effect::AOF, effect(0, &["SET", "c", "3"])),
+                effect(0, &["SET", "d", "4"]),
+                only(Effect::AOF, effect(2, &["SET", "e", "5"])),
+            ],
+            0,
+        );
+        assert_eq!(
+            &r.read(1, 1 << 20, true).unwrap()[..],
+            &b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*1\r\n$5\r\nMULTI\r\n*3\r\n$3\r\nSET\r\n$1\r\na\r\n$1\r\n1\r\n\
+               *3\r\n$3\r\nSET\r\n$1\r\nd\r\n$1\r\n4\r\n*2\r\n$6\r\nSELECT\r\n$1\r\n2\r\n*1\r\n$4\r\nEXEC\r\n"[..]
+        );
     }
 
     #[test]

@@ -330,6 +330,44 @@ fn lock_grants_reach_latch_replicas_and_stock_replicas_get_no_op_of_their_length
     assert!(next > token, "{next} after {token}");
 }
 
+/// `redis.set_repl` decides where a script's writes go, as in Redis: REPL_NONE nowhere,
+/// REPL_AOF to the AOF only, REPL_ALL (the default) everywhere; the replica holds `a` and `d`, and
+/// the primary reloaded from its AOF `a`, `c` and `d` (Redis's "Test selective replication of
+/// certain Redis commands from Lua").
+#[test]
+fn set_repl_decides_where_a_scripts_writes_go() {
+    let dir = TempDir::new("set-repl");
+    let p = Latch::start(&[
+        "--enable-debug-command",
+        "yes",
+        "--repl-diskless-sync-delay",
+        "0",
+        "--appendonly",
+        "yes",
+        "--dir",
+        dir.path(),
+    ]);
+    let mut pc = p.raw();
+    let port = p.port.to_string();
+    let r = Latch::start(&["--replicaof", "127.0.0.1", &port]);
+    let mut rc = r.raw();
+    wait_for("the link", || info_field(&mut rc, "replication", "master_link_status").as_deref() == Some("up"));
+    let script = "redis.call('set','a','1'); redis.set_repl(redis.REPL_NONE); redis.call('set','b','2'); \
+                  redis.set_repl(redis.REPL_AOF); redis.call('set','c','3'); redis.set_repl(redis.REPL_ALL); \
+                  redis.call('set','d','4')";
+    pc.cmd(&[b"EVAL", script.as_bytes(), b"0"]);
+    let mget = |c: &mut Raw| c.cmd(&[b"MGET", b"a", b"b", b"c", b"d"]);
+    assert_eq!(int(&pc.cmd(&[b"WAIT", b"1", b"5000"])), 1);
+    assert_eq!(mget(&mut rc), "*4\r\n$1\r\n1\r\n$-1\r\n$-1\r\n$1\r\n4\r\n");
+    assert_eq!(mget(&mut pc), "*4\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n$1\r\n4\r\n");
+    assert_eq!(pc.cmd(&[b"DEBUG", b"LOADAOF"]), "+OK\r\n");
+    assert_eq!(mget(&mut pc), "*4\r\n$1\r\n1\r\n$-1\r\n$1\r\n3\r\n$1\r\n4\r\n");
+    // The next script starts at REPL_ALL again.
+    pc.cmd(&[b"EVAL", b"redis.call('set','e','5')", b"0"]);
+    assert_eq!(int(&pc.cmd(&[b"WAIT", b"1", b"5000"])), 1);
+    assert_eq!(rc.cmd(&[b"GET", b"e"]), "$1\r\n5\r\n");
+}
+
 #[test]
 fn a_restarted_replica_continues_from_the_offset_its_file_recorded() {
     let p = Latch::start(&["--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0"]);

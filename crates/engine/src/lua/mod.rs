@@ -74,6 +74,9 @@ pub struct RunState {
     pub restart: AtomicBool,
     /// RESP version of its redis.call replies (redis.setresp).
     pub resp: AtomicU8,
+    /// Where the effects of the commands it calls go from now on (`redis.set_repl`: a
+    /// [`crate::changes::Effect::targets`] value, `REPL_ALL` at the start).
+    pub repl: AtomicU8,
     /// Name and command of the running function (FUNCTION STATS).
     pub info: Mutex<(String, Vec<Bytes>)>,
     /// The network layer was told this run is long.
@@ -540,6 +543,7 @@ impl Vm {
                         "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
                     ));
                 }
+                r.repl.store(v as u8, Ordering::Relaxed);
                 Ok(())
             })?,
         )?;
@@ -1262,6 +1266,7 @@ impl Scripting {
         run.undeclared.store(false, Ordering::Relaxed);
         run.wrote.store(false, Ordering::Relaxed);
         run.resp.store(2, Ordering::Relaxed);
+        run.repl.store(crate::changes::Effect::ALL, Ordering::Relaxed);
         run.handed_off.store(false, Ordering::Relaxed);
         run.slow_logged.store(false, Ordering::Relaxed);
         run.threshold_ms.store(a.host.busy_reply_threshold(), Ordering::Relaxed);
@@ -1284,6 +1289,7 @@ impl Scripting {
             a.host.relock_all();
             run.wrote.store(false, Ordering::Relaxed);
             run.resp.store(2, Ordering::Relaxed);
+            run.repl.store(crate::changes::Effect::ALL, Ordering::Relaxed);
             reply = run_in_vm(self, &mut vm, run, func, name, eval, &mut a);
         }
         if debugged {

@@ -31,7 +31,7 @@ impl Server {
     /// the stream is elsewhere).
     pub fn feed_replicas_in(&self, db: usize, args: &[Bytes]) {
         if self.repl.active() && !self.upstream.is_replica() {
-            let e = crate::changes::Effect { db, args: args.to_vec() };
+            let e = crate::changes::Effect::of(db, args.to_vec());
             for r in self.repl.feed_unit(&[e], self.config.replica_obuf_limits().hard) {
                 r.wake();
             }

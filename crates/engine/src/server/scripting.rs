@@ -120,7 +120,9 @@ impl ScriptRun<'_, '_> {
         }
         let resp3 = s.run.resp.load(Ordering::Relaxed) == 3;
         self.client.proto = if resp3 { Protocol::Resp3 } else { Protocol::Resp2 };
+        self.client.propagate_to = s.run.repl.load(Ordering::Relaxed);
         let mut reply = srv.call(self.client, self.locked, cmd, argv, self.now);
+        self.client.propagate_to = crate::changes::Effect::ALL;
         if self.client.random.is_some() {
             sort_for_script(cmd.name, &mut reply);
         }
