@@ -278,6 +278,33 @@ fn turning_the_aof_on_after_an_offline_rewrite_starts_clean_files() {
     redis_check_aof(&dir);
 }
 
+/// `CONFIG SET appendonly yes` inside a transaction schedules the AOF's start (Redis's
+/// `aof_rewrite_scheduled`), which the cron runs even when the files an offline BGREWRITEAOF left
+/// are still open (it closes them only on its next pass: a start in between used to be lost).
+#[test]
+fn an_aof_start_scheduled_in_a_transaction_runs() {
+    let dir = TempDir::new("aof-multi-start");
+    let l = Latch::start(&["--dir", dir.path(), "--save", ""]);
+    let mut c = l.raw();
+    let info = |c: &mut Raw| c.cmd(&[b"INFO", b"persistence"]);
+    assert_eq!(c.cmd(&[b"BGREWRITEAOF"]), "+Background append only file rewriting started\r\n");
+    while !info(&mut c).contains("aof_rewrites:1") {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    c.cmd(&[b"MULTI"]);
+    c.cmd(&[b"SET", b"foo", b"bar"]);
+    c.cmd(&[b"CONFIG", b"SET", b"appendonly", b"yes"]);
+    assert_eq!(c.cmd(&[b"EXEC"]), "*2\r\n+OK\r\n+OK\r\n");
+    for _ in 0..250 {
+        let i = info(&mut c);
+        if i.contains("aof_enabled:1") && i.contains("aof_rewrites:2") && i.contains("aof_rewrite_in_progress:0") {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("the scheduled AOF start did not run: {}", info(&mut c));
+}
+
 /// Turning the AOF off stops a rewrite that runs (Redis kills its child), so the next
 /// BGREWRITEAOF is not refused as already in progress.
 #[test]

@@ -262,15 +262,30 @@ fn config_set(ctx: &mut Ctx<'_, '_>) -> Frame {
                     )
                 };
                 // Redis's startAppendOnly: the rewrite waits for another background operation,
-                // and for the end of a transaction.
+                // and for the end of a transaction (`aof_rewrite_scheduled`); the AOF writer's
+                // cron starts it (`aof_starting`: this rewrite turns the AOF on, even if files a
+                // BGREWRITEAOF left open are still there).
+                let schedule = || {
+                    p.aof_starting.store(true, Ordering::SeqCst);
+                    p.aof_rewrite_requested.store(true, Ordering::SeqCst);
+                };
                 if p.bgsave_in_progress.load(Ordering::SeqCst) || p.repl_snapshot.load(Ordering::SeqCst) {
                     log("but there is already another background operation");
+                    schedule();
                 } else if ctx.client.in_exec {
                     log("during a transaction");
+                    schedule();
                 } else {
                     p.aof_starting.store(true, Ordering::SeqCst);
                     p.aof_rewrite_in_progress.store(true, Ordering::SeqCst);
                 }
+            } else if was_on
+                && ctx.srv.config.get("appendonly").as_deref() == Some("no")
+                && !p.aof_rewrite_in_progress.load(Ordering::SeqCst)
+            {
+                // Redis's stopAppendOnly: a start still scheduled is forgotten.
+                p.aof_starting.store(false, Ordering::SeqCst);
+                p.aof_rewrite_requested.store(false, Ordering::SeqCst);
             }
             ctx.srv.sync_key_log();
             Frame::ok()
