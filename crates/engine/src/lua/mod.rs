@@ -410,6 +410,10 @@ struct Vm {
     ldb: ldb::Slot,
     /// The count hook's work: long runs handed off and logged, SCRIPT KILL, restarts.
     busy: Busy,
+    /// While FUNCTION LOAD runs a library's code: when it is cut short (monotonic ms; 0 none).
+    load_deadline: Arc<AtomicU64>,
+    /// The time FUNCTION LOAD's deadline is set on.
+    clock: Arc<dyn crate::clock::Clock>,
     /// The value an error raised from Rust carries to the scripts' error handler.
     raised: libs::Pending,
     /// The same state, for the per-run hot path ([`raw`]).
@@ -437,10 +441,13 @@ struct Vm {
 }
 
 /// What the count hook runs every [`BUSY_CHECK_EVERY`] instructions.
-type Busy = Arc<dyn Fn() -> mlua::Result<VmState> + Send + Sync>;
+type Busy = Arc<dyn Fn(&Lua) -> mlua::Result<VmState> + Send + Sync>;
 
 /// Instructions between two runs of the count hook.
 const BUSY_CHECK_EVERY: u32 = 100_000;
+
+/// How long FUNCTION LOAD lets a library's code run (Redis's `LOAD_TIMEOUT_MS`).
+const LOAD_TIMEOUT_MS: u64 = 500;
 
 /// Redis's `redisLrand48`, the generator behind `math.random` (its state is never reseeded between
 /// scripts in Redis 7.0). Each VM of the pool has its own state, so the sequence a client sees
@@ -715,7 +722,18 @@ impl Vm {
         raw.install_metatable_access(globals_ref.id(), lua.create_registry_value(sandbox)?.id());
         seal_functions_env.call::<()>(())?;
         let r = run.clone();
-        let busy: Busy = Arc::new(move || {
+        let load_deadline = Arc::new(AtomicU64::new(0));
+        let (deadline, clock, vm_clock) = (load_deadline.clone(), watch.clock.clone(), watch.clock.clone());
+        let load_raised = raised.clone();
+        let busy: Busy = Arc::new(move |lua| {
+            // FUNCTION LOAD's run of a library's code (Redis's luaEngineLoadHook).
+            let d = deadline.load(Ordering::Relaxed);
+            if d != 0 {
+                if clock.now_ms() >= d {
+                    return Err(raise_err(lua, &load_raised, "FUNCTION LOAD timeout"));
+                }
+                return Ok(VmState::Continue);
+            }
             if !r.handed_off.swap(true, Ordering::Relaxed) {
                 let f = r.long_op.lock().clone();
                 if let Some(f) = f {
@@ -732,10 +750,12 @@ impl Vm {
             Ok(VmState::Continue)
         });
         let b = busy.clone();
-        lua.set_global_hook(HookTriggers::new().every_nth_instruction(BUSY_CHECK_EVERY), move |_, _| b())?;
+        lua.set_global_hook(HookTriggers::new().every_nth_instruction(BUSY_CHECK_EVERY), move |lua, _| b(lua))?;
         Ok(Vm {
             ldb: ldb_slot,
             busy,
+            load_deadline,
+            clock: vm_clock,
             raised: raised.clone(),
             raw,
             host,
@@ -755,9 +775,10 @@ impl Vm {
     }
 }
 
+/// Redis 7.0 says "Library names" here too (its functionLibCreateFunction), and clients see that.
 fn check_function_name(name: &str) -> Result<(), String> {
     if name.is_empty() || !name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
-        return Err("Function names can only contain letters, numbers, or underscores(_) and must be at least one character long".into());
+        return Err("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long".into());
     }
     Ok(())
 }
@@ -1317,7 +1338,7 @@ impl Scripting {
             move |lua, d| {
                 let count = matches!(d.event(), mlua::debug::DebugEvent::Count);
                 if count {
-                    busy()?;
+                    busy(lua)?;
                 }
                 if !d.source().short_src.is_some_and(|s| s.contains("user_script")) {
                     return Ok(VmState::Continue);
@@ -1350,7 +1371,8 @@ impl Scripting {
             s.end();
         }
         let b = vm.busy.clone();
-        let _ = vm.lua.set_global_hook(HookTriggers::new().every_nth_instruction(BUSY_CHECK_EVERY), move |_, _| b());
+        let _ =
+            vm.lua.set_global_hook(HookTriggers::new().every_nth_instruction(BUSY_CHECK_EVERY), move |lua, _| b(lua));
     }
 }
 
@@ -1556,7 +1578,9 @@ impl Vm {
             .map_err(|e| format!("Error compiling function: {e}"))?;
         *self.loading.lock() = Some(Vec::new());
         let _ = self.set_load_mode.call::<()>(true);
+        self.load_deadline.store(self.clock.now_ms() + LOAD_TIMEOUT_MS, Ordering::Relaxed);
         let r: mlua::Result<(bool, Value)> = self.run_load.call((f,));
+        self.load_deadline.store(0, Ordering::Relaxed);
         let _ = self.set_load_mode.call::<()>(false);
         let list = self.loading.lock().take().unwrap_or_default();
         match r {
@@ -1672,6 +1696,38 @@ impl Scripting {
 #[cfg(test)]
 mod pool_tests {
     use crate::testkit::TestServer;
+
+    /// FUNCTION LOAD stops a library whose code runs past 500 ms (Redis's "LIBRARIES - load
+    /// timeout"), measured on the server's clock, and the VM serves the next load; a function
+    /// name Redis refuses gets Redis 7.0's text, which says "Library names".
+    #[test]
+    fn function_load_times_out_and_names_are_checked() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        let clock = ts.clock.clone();
+        let ticker = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            clock.advance_ms(499);
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            clock.advance_ms(1);
+        });
+        let started = std::time::Instant::now();
+        let r = c.run("FUNCTION LOAD \"#!lua name=lib\nlocal a = 1 while 1 do a = a + 1 end\"");
+        assert_eq!(r, "-ERR Error registering functions: ERR FUNCTION LOAD timeout");
+        assert!(started.elapsed() >= std::time::Duration::from_millis(100), "not before 500 ms of the clock");
+        ticker.join().unwrap();
+        let r = c.run("FUNCTION LOAD \"#!lua name=lib2\nredis.register_function('', function() return 1 end)\"");
+        assert_eq!(
+            r,
+            "-ERR Error registering functions: ERR Library names can only contain letters, numbers, or \
+             underscores(_) and must be at least one character long"
+        );
+        assert_eq!(
+            c.run("FUNCTION LOAD \"#!lua name=ok\nredis.register_function('f', function() return 1 end)\""),
+            "\"ok\""
+        );
+        assert_eq!(c.run("FCALL f 0"), ":1");
+    }
 
     #[test]
     fn a_busy_vm_does_not_block_other_scripts() {
