@@ -79,6 +79,44 @@ pub struct Unit {
     pub effects: Vec<Effect>,
 }
 
+/// True if a unit writes anything for `target`: an effect that goes there, or the `MULTI`/`EXEC`
+/// around several effects, which every target gets.
+pub fn unit_reaches(effects: &[Effect], target: u8) -> bool {
+    effects.len() > 1 || effects.iter().any(|e| e.goes_to(target))
+}
+
+/// Writes a unit for `target` as Redis's `propagatePendingCommands` frames it: several effects in
+/// `MULTI` (in the first effect's database) and `EXEC` (in the last one's), whichever of them go
+/// to `target`; each of those through `write`, after a `SELECT` when its database is not
+/// `seldb`, the one the output last selected.
+pub fn encode_unit(
+    out: &mut Vec<u8>,
+    seldb: &mut Option<usize>,
+    effects: &[Effect],
+    target: u8,
+    mut write: impl FnMut(&mut Vec<u8>, &Effect),
+) {
+    let mut select = |out: &mut Vec<u8>, db: usize| {
+        if *seldb != Some(db) {
+            encode_command(out, &[&b"SELECT"[..], db.to_string().as_bytes()]);
+            *seldb = Some(db);
+        }
+    };
+    let wrap = effects.len() > 1;
+    if wrap {
+        select(out, effects[0].db);
+        encode_command(out, &[&b"MULTI"[..]]);
+    }
+    for e in effects.iter().filter(|e| e.goes_to(target)) {
+        select(out, e.db);
+        write(out, e);
+    }
+    if wrap {
+        select(out, effects[effects.len() - 1].db);
+        encode_command(out, &[&b"EXEC"[..]]);
+    }
+}
+
 /// Where units go: the AOF (encoded as the commands Redis's AOF holds) and, for tests, a log of
 /// the units themselves.
 #[derive(Default)]
@@ -148,7 +186,7 @@ impl ChangeStream {
         if effects.is_empty() {
             return;
         }
-        if self.aof_on.load(Ordering::Relaxed) {
+        if self.aof_on.load(Ordering::Relaxed) && unit_reaches(&effects, Effect::AOF) {
             let mut b = self.aof.lock();
             let start = b.bytes.len();
             if let Some(ts) = ts
@@ -157,40 +195,16 @@ impl ChangeStream {
                 b.bytes.extend_from_slice(format!("#TS:{ts}\r\n").as_bytes());
                 b.last_ts = ts;
             }
-            let wrap = effects.len() > 1;
-            if wrap {
-                // MULTI takes the first effect's database: its SELECT goes first, as Redis writes it.
-                if b.db != Some(effects[0].db) {
-                    let n = effects[0].db.to_string();
-                    encode_command(&mut b.bytes, &[&b"SELECT"[..], n.as_bytes()]);
-                    b.db = Some(effects[0].db);
-                }
-                encode_command(&mut b.bytes, &[&b"MULTI"[..]]);
-            }
-            for e in effects.iter().filter(|e| e.goes_to(Effect::AOF)) {
-                if b.db != Some(e.db) {
-                    let n = e.db.to_string();
-                    encode_command(&mut b.bytes, &[&b"SELECT"[..], n.as_bytes()]);
-                    b.db = Some(e.db);
-                }
+            let b = &mut *b;
+            encode_unit(&mut b.bytes, &mut b.db, &effects, Effect::AOF, |out, e| {
                 if e.args.first().is_some_and(|a| a.eq_ignore_ascii_case(b"LOCKRESTORE")) {
                     let mut cmd = Vec::new();
                     encode_command(&mut cmd, &e.args);
-                    encode_annotation(&mut b.bytes, &cmd);
+                    encode_annotation(out, &cmd);
                 } else {
-                    encode_command(&mut b.bytes, &e.args);
+                    encode_command(out, &e.args);
                 }
-            }
-            if wrap {
-                // EXEC takes the last effect's database, whether or not that one came here.
-                let last = effects[effects.len() - 1].db;
-                if b.db != Some(last) {
-                    let n = last.to_string();
-                    encode_command(&mut b.bytes, &[&b"SELECT"[..], n.as_bytes()]);
-                    b.db = Some(last);
-                }
-                encode_command(&mut b.bytes, &[&b"EXEC"[..]]);
-            }
+            });
             let added = (b.bytes.len() - start) as u64;
             b.appended += added;
             self.appended.store(b.appended, Ordering::Release);
@@ -353,5 +367,32 @@ pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, args: &[A]) {
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(a);
         out.extend_from_slice(b"\r\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The AOF takes a unit's effects that go to it, framed by the whole unit (MULTI in the first
+    /// effect's database even when that effect goes to the replicas only); a unit with nothing
+    /// for it writes nothing, not even its `#TS:` annotation.
+    #[test]
+    fn the_aof_takes_only_what_goes_to_it() {
+        let c = ChangeStream::default();
+        c.set_aof(true);
+        let only = |targets, e: Effect| Effect { targets, ..e };
+        c.publish(0, Some(5), vec![only(Effect::REPLICAS, Effect::new(0, &["SET", "x", "1"]))]);
+        assert_eq!(c.take_aof(), (Vec::new(), 0));
+        c.publish(
+            0,
+            Some(6),
+            vec![only(Effect::REPLICAS, Effect::new(1, &["SET", "x", "1"])), Effect::new(0, &["SET", "y", "2"])],
+        );
+        let want = b"#TS:6\r\n*2\r\n$6\r\nSELECT\r\n$1\r\n1\r\n*1\r\n$5\r\nMULTI\r\n*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n\
+                     *3\r\n$3\r\nSET\r\n$1\r\ny\r\n$1\r\n2\r\n*1\r\n$4\r\nEXEC\r\n";
+        let (bytes, offset) = c.take_aof();
+        assert_eq!(String::from_utf8_lossy(&bytes), String::from_utf8_lossy(want));
+        assert_eq!(offset, want.len() as u64);
     }
 }

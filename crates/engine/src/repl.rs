@@ -19,7 +19,7 @@
 //! sends a replica its full sync and then [`Replication::read`]s the stream from its offset,
 //! woken through the replica's [`ClientInfo::wake`].
 
-use crate::changes::{Effect, encode_command};
+use crate::changes::{Effect, encode_command, encode_unit, unit_reaches};
 use crate::clients::ClientInfo;
 use crate::persistence::Snapshot;
 use bytes::Bytes;
@@ -570,42 +570,21 @@ impl Replication {
     /// the replicas to wake. `hard_limit`: the replica class's output limit (0: none); replicas
     /// further behind are closed.
     pub fn feed_unit(&self, effects: &[Effect], hard_limit: u64) -> Vec<Arc<ClientInfo>> {
-        let wrap = effects.len() > 1;
-        if !self.active() || !(wrap || effects.iter().any(|e| e.goes_to(Effect::REPLICAS))) {
+        if !self.active() || !unit_reaches(effects, Effect::REPLICAS) {
             return Vec::new();
         }
         let mut out = Vec::new();
         let mut g = self.inner.lock();
-        if wrap {
-            // MULTI takes the first effect's database, so its SELECT goes before it (Redis's
-            // propagatePendingCommands).
-            if g.seldb != Some(effects[0].db) {
-                encode_command(&mut out, &[&b"SELECT"[..], effects[0].db.to_string().as_bytes()]);
-                g.seldb = Some(effects[0].db);
-            }
-            encode_command(&mut out, &[&b"MULTI"[..]]);
-        }
         let base = self.offset.load(Ordering::Relaxed) + 1;
-        for e in effects.iter().filter(|e| e.goes_to(Effect::REPLICAS)) {
-            if g.seldb != Some(e.db) {
-                encode_command(&mut out, &[&b"SELECT"[..], e.db.to_string().as_bytes()]);
-                g.seldb = Some(e.db);
-            }
+        let inner = &mut *g;
+        let native = &mut inner.native;
+        encode_unit(&mut out, &mut inner.seldb, effects, Effect::REPLICAS, |out, e| {
             let start = out.len();
-            encode_command(&mut out, &e.args);
+            encode_command(out, &e.args);
             if is_native(&e.args[0]) {
-                g.native.push_back((base + start as u64, (out.len() - start) as u64));
+                native.push_back((base + start as u64, (out.len() - start) as u64));
             }
-        }
-        if wrap {
-            // EXEC takes the last effect's database, whether or not that one came here.
-            let last = effects[effects.len() - 1].db;
-            if g.seldb != Some(last) {
-                encode_command(&mut out, &[&b"SELECT"[..], last.to_string().as_bytes()]);
-                g.seldb = Some(last);
-            }
-            encode_command(&mut out, &[&b"EXEC"[..]]);
-        }
+        });
         self.append(&mut g, &out, hard_limit)
     }
 

@@ -403,12 +403,10 @@ impl Aof {
         let busy = self.rewriting.load(Ordering::SeqCst);
         // Turned on (CONFIG SET marked the rewrite in progress already, or a config file did not).
         // Files still open from a BGREWRITEAOF run while the AOF was off count as off: CONFIG SET
-        // marked a rewrite that no thread runs.
-        // A start scheduled by CONFIG SET (during a transaction or another background operation)
-        // runs its rewrite even while such files are open.
-        let marked = p.aof_rewrite_in_progress.load(Ordering::SeqCst);
-        let scheduled = p.aof_starting.load(Ordering::SeqCst) && !busy;
-        let starting = want && (!on || (marked && !busy) || scheduled);
+        // marked a rewrite that no thread runs, or scheduled the start (`aof_starting`, during a
+        // transaction or another background operation).
+        let marked = p.aof_rewrite_in_progress.load(Ordering::SeqCst) || p.aof_starting.load(Ordering::SeqCst);
+        let starting = want && (!on || (marked && !busy));
         // One snapshot runs at a time: a rewrite asked for during a BGSAVE waits for its end.
         if (starting || p.aof_rewrite_requested.load(Ordering::SeqCst))
             && !busy
