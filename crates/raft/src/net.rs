@@ -64,7 +64,8 @@ pub enum RpcReply {
     Failed(String),
     /// To [`Rpc::Hello`]: the receiving node's raft id.
     Hello(NodeId),
-    /// To [`Rpc::LeaveQueue`]: handed to the node (which proposes it if it leads).
+    /// To [`Rpc::LeaveQueue`]: the receiving node leads and committed the leave (a node that
+    /// does not lead, or could not commit it in time, answers [`RpcReply::Failed`]).
     Taken,
 }
 
@@ -125,8 +126,13 @@ impl Directory {
     }
 }
 
-/// Where a node hands the [`Rpc::LeaveQueue`] calls it receives.
-pub type Leaves = tokio::sync::mpsc::UnboundedSender<crate::types::LeaveQueue>;
+/// Where a node hands the [`Rpc::LeaveQueue`] calls it receives, each with where to say whether
+/// it committed the leave.
+pub type Leaves = tokio::sync::mpsc::UnboundedSender<(crate::types::LeaveQueue, tokio::sync::oneshot::Sender<bool>)>;
+
+/// How long the node serving an [`Rpc::LeaveQueue`] waits for the leave to commit before it
+/// answers that it did not (the caller tries again); [`forward_leave`] waits a little longer.
+const LEAVE_COMMIT: Duration = Duration::from_secs(5);
 
 /// Serves the raft port: each connection's calls are handed to `raft` in order, forwarded leaves
 /// to `leaves`.
@@ -165,8 +171,12 @@ async fn serve_conn(mut sock: TcpStream, raft: Raft, dir: Directory, leaves: Lea
             }
             Rpc::Hello => Ok(RpcReply::Hello(dir.id)),
             Rpc::LeaveQueue(leave) => {
-                let _ = leaves.send(leave);
-                Ok(RpcReply::Taken)
+                let (tx, committed) = tokio::sync::oneshot::channel();
+                let _ = leaves.send((leave, tx));
+                match tokio::time::timeout(LEAVE_COMMIT, committed).await {
+                    Ok(Ok(true)) => Ok(RpcReply::Taken),
+                    _ => Err("the leave was not committed here".to_string()),
+                }
             }
         };
         let reply = reply.unwrap_or_else(RpcReply::Failed);
@@ -182,10 +192,12 @@ pub async fn ask_id(addr: &str, dir: &Directory) -> io::Result<NodeId> {
     }
 }
 
-/// Hands a lock waiter's leave to the node whose raft port is `addr` (the leader).
+/// Hands a lock waiter's leave to the node whose raft port is `addr` (the leader); Ok once that
+/// node committed it.
 pub async fn forward_leave(addr: &str, dir: &Directory, leave: crate::types::LeaveQueue) -> io::Result<()> {
-    match call_once(addr, dir, Rpc::LeaveQueue(leave), Duration::from_secs(2)).await? {
+    match call_once(addr, dir, Rpc::LeaveQueue(leave), LEAVE_COMMIT + Duration::from_secs(1)).await? {
         RpcReply::Taken => Ok(()),
+        RpcReply::Failed(e) => Err(io::Error::other(format!("{addr}: {e}"))),
         _ => Err(io::Error::other(format!("{addr} answered another call"))),
     }
 }

@@ -25,6 +25,8 @@ use std::time::{Duration, Instant};
 /// How long a client waits for its write to commit (or its read to be confirmed) before it is
 /// told the group could not do it in time.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a lock waiter's leave is tried again until it commits ([`Consensus::cancel_wait`]).
+const LEAVE_RETRY_FOR: Duration = Duration::from_secs(300);
 /// How often the leader checks whether raft time should advance by itself (a tick entry).
 const TICK: Duration = Duration::from_millis(100);
 
@@ -223,9 +225,11 @@ impl Consensus {
         rt.spawn(ticker(Arc::downgrade(&node)));
         let weak = Arc::downgrade(&node);
         rt.spawn(async move {
-            while let Some(leave) = forwarded.recv().await {
+            while let Some((leave, committed)) = forwarded.recv().await {
                 let Some(node) = weak.upgrade() else { break };
-                node.leave_queue(leave);
+                tokio::spawn(async move {
+                    let _ = committed.send(node.propose_leave(leave).await);
+                });
             }
         });
         // The runtime lives as long as the node.
@@ -474,44 +478,73 @@ impl Consensus {
 
     /// Takes `wait` out of the lock's queue (its client went away), if it still waits there and
     /// its owner has not asked for the place again since: through the log, proposed here if this
-    /// node leads, else by the leader this node knows, which it is forwarded to. If that fails
-    /// (no leader, or it changes meanwhile), the wait ends at its deadline, or with a grant that
-    /// its TTL ends.
+    /// node leads, else by the leader this node knows, which it is forwarded to and which answers
+    /// once the leave committed. Until then the leave is tried again (no leader known, the leader
+    /// changed or could not commit it), every 50 ms at first, then every second, for up to
+    /// [`LEAVE_RETRY_FOR`], and no longer once this node applied the wait's outcome or a later ask.
+    /// A leave is idempotent (it names its ask), so trying it twice is harmless. A wait granted
+    /// before its leave commits holds the lock until its TTL runs out.
     pub fn cancel_wait(self: &Arc<Self>, wait: &LockWait) {
         if wait.outcome().is_some() {
             return;
         }
         let (db, key, owner) = wait.id();
         let leave = LeaveQueue { db, key: key.clone(), owner: owner.clone(), ask: wait.ask() };
+        let (wait, node) = (wait.handle(), Arc::downgrade(self));
+        tokio::spawn(async move {
+            let give_up = tokio::time::Instant::now() + LEAVE_RETRY_FOR;
+            let mut pause = Duration::from_millis(50);
+            loop {
+                let Some(n) = node.upgrade() else { return };
+                if !wait.still_asked() || n.leave(&leave).await {
+                    return;
+                }
+                drop(n);
+                if tokio::time::Instant::now() + pause > give_up {
+                    tracing::warn!(
+                        "raft: a lock waiter's leave ({:?} of {:?}) was not committed within {} s; it waits until its deadline",
+                        String::from_utf8_lossy(&leave.owner),
+                        String::from_utf8_lossy(&leave.key),
+                        LEAVE_RETRY_FOR.as_secs()
+                    );
+                    return;
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+        });
+    }
+
+    /// One try of `leave`: proposed here if this node leads, else forwarded to the leader it
+    /// knows. True once committed.
+    async fn leave(self: &Arc<Self>, leave: &LeaveQueue) -> bool {
         match self.leader() {
-            Some(id) if id == self.opts.id => self.leave_queue(leave),
+            Some(id) if id == self.opts.id => self.propose_leave(leave.clone()).await,
             Some(id) => {
                 // This node's own route to the leader, else the address the membership records.
                 let route = self.opts.peers.get(&id).cloned();
                 let Some(addr) = route.or_else(|| self.members().into_iter().find(|m| m.0 == id).map(|m| m.1)) else {
-                    return;
+                    return false;
                 };
-                let dir = self.directory();
-                tokio::spawn(async move {
-                    if let Err(e) = crate::net::forward_leave(&addr, &dir, leave).await {
-                        tracing::debug!("raft: a lock waiter's leave was not forwarded to {addr}: {e}");
+                match crate::net::forward_leave(&addr, &self.directory(), leave.clone()).await {
+                    Ok(()) => true,
+                    Err(e) => {
+                        tracing::debug!("raft: a lock waiter's leave was not taken by {addr}: {e}");
+                        false
                     }
-                });
+                }
             }
-            None => {}
+            None => false,
         }
     }
 
-    /// Proposes `leave` if this node leads (a leave forwarded to a node that no longer leads is
-    /// dropped: see [`Consensus::cancel_wait`]).
-    fn leave_queue(self: &Arc<Self>, leave: LeaveQueue) {
+    /// Proposes `leave` if this node leads; true once it committed (a leave forwarded to a node
+    /// that no longer leads is refused, and its sender tries again: see [`Consensus::cancel_wait`]).
+    async fn propose_leave(self: &Arc<Self>, leave: LeaveQueue) -> bool {
         if self.leader() != Some(self.opts.id) {
-            return;
+            return false;
         }
-        let node = self.clone();
-        tokio::spawn(async move {
-            let _ = node.submit(Work::LeaveQueue(leave), 0, None).await;
-        });
+        matches!(self.submit(Work::LeaveQueue(leave), 0, None).await, Ok(Frame::Integer(_)))
     }
 
     /// Proposes what is queued, one entry at a time, until nothing is.

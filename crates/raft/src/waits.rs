@@ -114,6 +114,17 @@ impl LockWait {
         self.ask
     }
 
+    /// True while this ask still holds the place as this node applied it: queued, and no later
+    /// ask of the same owner since (a leave would then change nothing).
+    pub(crate) fn still_asked(&self) -> bool {
+        self.place.is_waiting() && self.place.asks.load(Ordering::Relaxed) == self.ask
+    }
+
+    /// Another handle on the same ask of the same place.
+    pub(crate) fn handle(&self) -> LockWait {
+        LockWait { place: self.place.clone(), ask: self.ask }
+    }
+
     /// True if `other` waits on the same place.
     #[cfg(test)]
     pub(crate) fn same_place(&self, other: &LockWait) -> bool {

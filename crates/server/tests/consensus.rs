@@ -571,6 +571,58 @@ fn a_waiter_lost_on_a_former_leader_leaves_the_queue() {
     assert!(must(nport, &["LOCKINFO", "l"]).contains("$4\r\nnext\r\n"));
 }
 
+/// A waiter whose connection ends while the leader its node knows cannot take the leave (paused
+/// here) leaves the queue all the same: the node tries the leave again until a leader commits it,
+/// here the one the two others elect meanwhile. Before, the one forward was lost, and the waiter
+/// (WAIT 0) stayed queued for good.
+#[test]
+fn a_waiter_s_leave_is_tried_again_until_a_leader_commits_it() {
+    let mut g = Group::start("leave-again");
+    let first = g.leader();
+    let fport = g.port(first);
+    assert!(int(&must(fport, &["LOCK", "l", "a", "60000"])) > 0);
+    let lost = send(fport, &["LOCK", "l", "lost", "60000", "WAIT", "0"]);
+    wait_waiters(fport, "l", 1);
+    // The first leader is paused until another node leads, then resumes as a follower of it.
+    g.node(first).signal("STOP");
+    let leading = |ids: &[u64], g: &Group| {
+        ids.iter()
+            .copied()
+            .find(|&id| info(g.port(id)).and_then(|i| i.get("consensus_role").cloned()).as_deref() == Some("leader"))
+    };
+    let others: Vec<u64> = g.nodes.iter().map(|n| n.id).filter(|&id| id != first).collect();
+    let second = loop_until(|| leading(&others, &g));
+    g.node(first).signal("CONT");
+    loop_until(|| {
+        let i = info(fport)?;
+        (i.get("consensus_role").map(String::as_str) == Some("follower")
+            && i.get("consensus_leader") == Some(&second.to_string()))
+        .then_some(())
+    });
+    // The leader the first node knows is paused when the waiter's connection ends: the forward
+    // cannot commit there, and the first node and the third elect another leader.
+    g.node(second).signal("STOP");
+    drop(lost);
+    let third = others.iter().copied().find(|&id| id != second).expect("a third node");
+    let leader_port = g.port(loop_until(|| leading(&[first, third], &g)));
+    wait_waiters(leader_port, "l", 0);
+    g.node(second).signal("CONT");
+    assert_eq!(must(leader_port, &["UNLOCK", "l", "a"]), ":1\r\n");
+    assert!(!must(leader_port, &["LOCKINFO", "l"]).contains("lost"), "the lost waiter was granted the lock");
+}
+
+/// Polls `f` every 50 ms until it gives a value, for up to [`DEADLINE`].
+fn loop_until<T>(mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "not within {DEADLINE:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn a_paused_leader_s_lock_holder_is_fenced_off_after_its_lease() {
     let mut g = Group::start("pause");
