@@ -407,6 +407,77 @@ fn the_redis_crate_cluster_client_follows_the_leader_through_a_failover() {
     assert_ne!(g.leader(), old);
 }
 
+/// The crate's asynchronous cluster client needs no new connection after a leader is killed: it
+/// asks the nodes it knows for the topology again and sends on to the new leader. A lock loop
+/// (`SET NX PX`, an `INCR`, the owner-checked release) runs on one connection through the kill,
+/// the application only trying a failed cycle again; no acknowledged increment is lost.
+#[test]
+fn the_redis_crate_async_cluster_client_needs_no_new_connection_after_a_leader_kill() {
+    let mut g = Group::start("cluster-async");
+    let old = g.leader();
+    let urls: Vec<String> = g.nodes.iter().map(|n| format!("redis://127.0.0.1:{}/", n.port)).collect();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let client = redis::cluster::ClusterClientBuilder::new(urls)
+        .connection_timeout(Duration::from_secs(2))
+        .response_timeout(Duration::from_secs(5))
+        .retries(10)
+        .build()
+        .expect("cluster client");
+    let mut con = rt.block_on(client.get_async_connection()).expect("cluster connection");
+    let release = redis::Script::new(RELEASE);
+    let (mut acked, mut failed, mut killed_at) = (0i64, 0i64, None);
+    let deadline = Instant::now() + DEADLINE;
+    let mut n = 0;
+    while acked < 300 {
+        assert!(Instant::now() < deadline, "{acked} cycles within {DEADLINE:?}, {failed} failed");
+        if acked == 100 && killed_at.is_none() {
+            g.node(old).kill();
+            killed_at = Some(n);
+        }
+        n += 1;
+        match rt.block_on(lock_cycle(&mut con, &release, n)) {
+            Ok(Some(_)) => acked += 1,
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            // The application's own retry: the same connection, the next cycle.
+            Err(_) => {
+                failed += 1;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+    let counter: i64 = rt.block_on(redis::cmd("GET").arg("counter").query_async(&mut con)).expect("counter");
+    // An increment whose reply was lost in the kill may have applied (the client's own resend, or
+    // a failed cycle's): at most one per failed cycle.
+    assert!(
+        counter >= acked && counter <= acked + failed + 1,
+        "counter {counter}, {acked} acknowledged, {failed} failed"
+    );
+    assert!(killed_at.is_some());
+    assert_ne!(g.leader(), old);
+    eprintln!("async cluster client: {acked} cycles, {failed} failed cycles tried again, counter {counter}");
+}
+
+/// One cycle of a lock loop on a cluster connection: the value its increment was acknowledged
+/// with, None if another holds the lock, or the error that stopped it.
+async fn lock_cycle(
+    con: &mut redis::cluster_async::ClusterConnection,
+    release: &redis::Script,
+    n: u32,
+) -> redis::RedisResult<Option<i64>> {
+    let token = format!("tok-{n}");
+    let got: Option<String> =
+        redis::cmd("SET").arg("lk").arg(&token).arg("NX").arg("PX").arg(10_000).query_async(con).await?;
+    // A `SET` that the client sent again after a lost reply may find its own lock.
+    let mine = got.is_some()
+        || redis::cmd("GET").arg("lk").query_async::<Option<String>>(con).await?.as_deref() == Some(token.as_str());
+    if !mine {
+        return Ok(None);
+    }
+    let v: i64 = redis::cmd("INCR").arg("counter").query_async(con).await?;
+    let _: i64 = release.key("lk").arg(&token).invoke_async(con).await?;
+    Ok(Some(v))
+}
+
 #[test]
 fn inconsistent_consensus_options_stop_the_server_and_replies_respect_client_reply() {
     let dir = TempDir::new("consensus-options");
