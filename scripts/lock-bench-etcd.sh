@@ -8,8 +8,9 @@
 #
 # usage: scripts/lock-bench-etcd.sh
 #
-# Systems (client: scripts/lib/lockbench.py, one asyncio loop in one Python process for all
-# clients of a run, the same code for both servers):
+# Systems (client: crates/lockbench, one thread for all clients of a run, the same code for both
+# servers; CLIENT=python runs scripts/lib/lockbench.py instead, one asyncio loop, which takes about
+# three times the CPU and on 2 cores limited the rate it measured):
 #   latch-lock   LOCK key owner TTL_MS  +  UNLOCK key owner
 #   latch-wait   LOCK key owner TTL_MS WAIT ms  +  UNLOCK key owner (the lock call waits in the
 #                group's replicated FIFO queue while the lock is held)
@@ -33,6 +34,8 @@
 # Environment (all optional):
 #   LATCH_BIN       a prebuilt latch-server (default: cargo build --release --bin latch-server,
 #                   which honours CARGO_TARGET_DIR; e.g. CARGO_TARGET_DIR=/work/target-etcd)
+#   CLIENT=rust     the load generator: rust (crates/lockbench) or python (scripts/lib/lockbench.py)
+#   LOCKBENCH_BIN   a prebuilt lockbench (default: cargo build --release -p lockbench)
 #   ETCD=etcd       the etcd binary (Debian: apt-get install -y etcd-server etcd-client)
 #   DURATION=10     seconds per run (1..120)          MAX=200000  cycles per run at most
 #   ROUNDS=2        interleaved rounds (1..10)        TTL_MS=10000  Latch lock TTL
@@ -62,6 +65,18 @@ done
 command -v python3 >/dev/null || { echo "$NAME: needs python3" >&2; exit 2; }
 command -v "$ETCD" >/dev/null || { echo "$NAME: no $ETCD; apt-get install -y etcd-server etcd-client" >&2; exit 2; }
 PY="python3 $ROOT/scripts/lib/lockbench.py"
+CLIENT=${CLIENT:-rust}
+case $CLIENT in
+  python) RUN="$PY run" ;;
+  rust)
+    if [ -z "${LOCKBENCH_BIN:-}" ]; then
+      cargo build --release -p lockbench >&2 || exit 1
+      LOCKBENCH_BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/lockbench
+    fi
+    [ -x "$LOCKBENCH_BIN" ] || { echo "$NAME: $LOCKBENCH_BIN is not executable" >&2; exit 2; }
+    RUN="$LOCKBENCH_BIN run" ;;
+  *) echo "$NAME: CLIENT is rust or python" >&2; exit 2 ;;
+esac
 
 if [ -z "${LATCH_BIN:-}" ]; then
   cargo build --release --bin latch-server >&2 || exit 1
@@ -114,14 +129,14 @@ ELEAD=$(timeout 40 $PY etcd-leader "http://127.0.0.1:${EC[0]}" "http://127.0.0.1
   || fail "no etcd leader"
 echo "# $(date -u '+%F %T') $(nproc) cores; Latch $("$LATCH_BIN" --version 2>&1 | head -1)"
 echo "# $("$ETCD" --version | head -1); Latch leader 127.0.0.1:$LLEAD, etcd leader $ELEAD"
-echo "# DURATION=$DURATION s, MAX=$MAX, ROUNDS=$ROUNDS, TTL_MS=$TTL_MS, RETRY_MS=$RETRY_MS"
+echo "# DURATION=$DURATION s, MAX=$MAX, ROUNDS=$ROUNDS, TTL_MS=$TTL_MS, RETRY_MS=$RETRY_MS, CLIENT=$CLIENT"
 
 OUT=$WORK/runs.jsonl
 for r in $(seq "$ROUNDS"); do
   for w in $WORKLOADS; do
     for s in $SYSTEMS; do
       case $s in latch-*) addr=127.0.0.1:$LLEAD ;; etcd-*) addr=$ELEAD ;; *) fail "unknown system $s" ;; esac
-      line=$(timeout $((DURATION + 90)) $PY run "$s" "$addr" "$w" --duration "$DURATION" --max "$MAX" \
+      line=$(timeout $((DURATION + 90)) $RUN "$s" "$addr" "$w" --duration "$DURATION" --max "$MAX" \
                --ttl-ms "$TTL_MS" --retry-ms "$RETRY_MS" --label "round$r") || fail "run $s $w failed"
       echo "$line" | tee -a "$OUT"
     done
