@@ -100,13 +100,14 @@ done
 [ ${#P[@]} -eq 12 ] || { echo "$NAME: no 12 free ports found" >&2; exit 1; }
 LP=("${P[@]:0:3}"); RP=("${P[@]:3:3}"); EC=("${P[@]:6:3}"); EP=("${P[@]:9:3}")
 
+LPIDS=(); EPIDS=()
 PEERS="1=127.0.0.1:${RP[0]},2=127.0.0.1:${RP[1]},3=127.0.0.1:${RP[2]}"
 for i in 1 2 3; do
   d=$WORK/latch$i; mkdir -p "$d"
   (cd "$d" && exec "$LATCH_BIN" --bind 127.0.0.1 --port "${LP[i-1]}" --save '' --appendonly no \
      --loglevel warning --raft-id "$i" --raft-port "${RP[i-1]}" --raft-peers "$PEERS" --dir "$d" \
      >"$WORK/latch$i.log" 2>&1) &
-  PIDS+=($!)
+  PIDS+=($!); LPIDS+=($!)
 done
 CLUSTER="n1=http://127.0.0.1:${EP[0]},n2=http://127.0.0.1:${EP[1]},n3=http://127.0.0.1:${EP[2]}"
 for i in 1 2 3; do
@@ -116,7 +117,7 @@ for i in 1 2 3; do
     --listen-peer-urls "http://127.0.0.1:${EP[i-1]}" --initial-advertise-peer-urls "http://127.0.0.1:${EP[i-1]}" \
     --initial-cluster "$CLUSTER" --initial-cluster-state new --initial-cluster-token "lb-$$" \
     --logger zap --log-level warn >"$WORK/etcd$i.log" 2>&1 &
-  PIDS+=($!)
+  PIDS+=($!); EPIDS+=($!)
 done
 
 fail() {
@@ -131,13 +132,27 @@ echo "# $(date -u '+%F %T') $(nproc) cores; Latch $("$LATCH_BIN" --version 2>&1 
 echo "# $("$ETCD" --version | head -1); Latch leader 127.0.0.1:$LLEAD, etcd leader $ELEAD"
 echo "# DURATION=$DURATION s, MAX=$MAX, ROUNDS=$ROUNDS, TTL_MS=$TTL_MS, RETRY_MS=$RETRY_MS, CLIENT=$CLIENT"
 
+# CPU time (user + system, clock ticks of 1/100 s) of the given PIDs together.
+ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat"))); done; echo "$t"; }
 OUT=$WORK/runs.jsonl
 for r in $(seq "$ROUNDS"); do
   for w in $WORKLOADS; do
     for s in $SYSTEMS; do
-      case $s in latch-*) addr=127.0.0.1:$LLEAD ;; etcd-*) addr=$ELEAD ;; *) fail "unknown system $s" ;; esac
+      case $s in
+        latch-*) addr=127.0.0.1:$LLEAD; servers=("${LPIDS[@]}") ;;
+        etcd-*) addr=$ELEAD; servers=("${EPIDS[@]}") ;;
+        *) fail "unknown system $s" ;;
+      esac
+      t0=$(ticks "${servers[@]}")
       line=$(timeout $((DURATION + 90)) $RUN "$s" "$addr" "$w" --duration "$DURATION" --max "$MAX" \
                --ttl-ms "$TTL_MS" --retry-ms "$RETRY_MS" --label "round$r") || fail "run $s $w failed"
+      # The three servers' CPU over the run (setup and the grace period included), per cycle.
+      line=$(printf '%s' "$line" | python3 -c 'import json, sys
+r = json.loads(sys.stdin.read()); ticks = int(sys.argv[1])
+r["server_cpu_ms"] = ticks * 10
+if r.get("cycles"):
+    r["server_us_per_cycle"] = round(ticks * 10000 / r["cycles"], 1)
+print(json.dumps(r))' $(($(ticks "${servers[@]}") - t0)))
       echo "$line" | tee -a "$OUT"
     done
   done

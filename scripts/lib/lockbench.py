@@ -426,21 +426,22 @@ def report(path):
         by.setdefault(k, []).append(r)
     med = {}
     print(f"{'workload':<13} {'system':<12} {'runs':>4} {'cycles/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
-          f"{'client cpu%':>11}   (medians; all rates: cycles/s)")
+          f"{'client cpu%':>11} {'server us/cycle':>15}   (medians; all rates: cycles/s)")
     for k in order:
         rs = by[k]
-        m = {f: statistics.median([r[f] for r in rs if r[f] is not None] or [0])
-             for f in ("cycles_per_s", "p50_ms", "p99_ms", "client_cpu_pct")}
+        m = {f: statistics.median([r[f] for r in rs if r.get(f) is not None] or [0])
+             for f in ("cycles_per_s", "p50_ms", "p99_ms", "client_cpu_pct", "server_us_per_cycle")}
         med[k] = m
         each = " ".join(str(r["cycles_per_s"]) for r in rs)
         print(f"{k[0]:<13} {k[1]:<12} {len(rs):>4} {m['cycles_per_s']:>9.0f} {m['p50_ms']:>8.2f} "
-              f"{m['p99_ms']:>8.2f} {m['client_cpu_pct']:>11.0f}   [{each}]")
+              f"{m['p99_ms']:>8.2f} {m['client_cpu_pct']:>11.0f} {m['server_us_per_cycle']:>15.0f}   [{each}]")
     for r in rows:
         if r.get("clusterdown"):
             print(f"note: {r['system']} {r['workload']} ({r['label']}): {r['clusterdown']} -CLUSTERDOWN "
                   "replies (a leader election during the run), each retried after 50 ms")
     print()
-    print("ratios Latch / etcd (cycles/s; p50 and p99 latency etcd / Latch, >1 = Latch faster):")
+    print("ratios Latch / etcd (cycles/s; p50 and p99 latency etcd / Latch, and the three servers' CPU per\n"
+          "cycle etcd / Latch, >1 = Latch faster or cheaper):")
     for w in dict.fromkeys(k[0] for k in order):
         for l in ("latch-lock", "latch-wait", "latch-setnx", "latch-delifeq"):
             for e in ("etcd-txn", "etcd-lock"):
@@ -448,8 +449,10 @@ def report(path):
                     a, b = med[(w, l)], med[(w, e)]
                     lat = f"{b['p50_ms'] / a['p50_ms']:.2f}x" if a["p50_ms"] else "-"
                     tail = f"{b['p99_ms'] / a['p99_ms']:.2f}x" if a["p99_ms"] else "-"
+                    cpu = (f"{b['server_us_per_cycle'] / a['server_us_per_cycle']:.2f}x"
+                           if a["server_us_per_cycle"] else "-")
                     print(f"  {w:<13} {l:<12} / {e:<9} {a['cycles_per_s'] / b['cycles_per_s']:6.2f}x"
-                          f"   p50 {lat}   p99 {tail}")
+                          f"   p50 {lat}   p99 {tail}   cpu {cpu}")
 
 
 def main():
