@@ -826,7 +826,7 @@ fn propagate(
 
 /// `args` as SLOWLOG and MONITOR show them: passwords replaced by `(redacted)`, as Redis's
 /// `redactClientCommandArgument` does (AUTH's arguments, HELLO's and MIGRATE's AUTH/AUTH2 ones,
-/// the values of sensitive parameters in CONFIG SET).
+/// ACL SETUSER's user and rules, the values of sensitive parameters in CONFIG SET).
 fn redacted<'a>(cmd: &Command, args: &'a [Bytes]) -> std::borrow::Cow<'a, [Bytes]> {
     let eq = |i: usize, w: &str| args.get(i).is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()));
     let mut secret: Vec<usize> = Vec::new();
@@ -849,6 +849,9 @@ fn redacted<'a>(cmd: &Command, args: &'a [Bytes]) -> std::borrow::Cow<'a, [Bytes
                 }
             }
         }
+        // Every argument, the user name too, whether or not the rules are valid (Redis redacts
+        // them before it parses them).
+        "acl|setuser" => secret.extend(2..args.len()),
         "config|set" => {
             for i in (2..args.len()).step_by(2) {
                 let name = String::from_utf8_lossy(&args[i]);
@@ -897,6 +900,9 @@ mod redaction_tests {
             "CONFIG SET requirepass secretpw maxmemory-samples 5",
             "AUTH secretpw",
             "CONFIG SET requirepass \"\"",
+            "ACL SETUSER someone on >secretpw +get",
+            // Refused (a space in the name): redacted all the same.
+            "ACL SETUSER \"someone else\" >secretpw",
         ] {
             c.run(line);
         }
