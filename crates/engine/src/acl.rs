@@ -253,7 +253,6 @@ impl Meta {
             return pos.into_iter().map(|p| (p, if p == 1 { key_flags::ACCESS } else { key_flags::UPDATE })).collect();
         }
         let specs = &self.specs[usize::from(cmd.id)];
-        let found: Vec<Vec<usize>> = specs.iter().map(|s| s.positions(args)).collect();
         let fallback = specs
             .iter()
             .find(|s| {
@@ -263,19 +262,34 @@ impl Meta {
             })
             .map(|s| s.flags)
             .unwrap_or_else(|| specs.iter().fold(0, |a, s| a | s.flags));
-        pos.into_iter()
-            .filter_map(|p| {
+        self.specs_finding(cmd, args, pos)
+            .into_iter()
+            .filter_map(|(p, found)| {
                 let mut flags = None;
-                for (s, f) in specs.iter().zip(&found) {
-                    if f.contains(&p) {
-                        if s.flags & key_flags::NOT_KEY != 0 {
-                            return None;
-                        }
-                        flags = Some(flags.unwrap_or(0) | s.flags);
+                for i in found {
+                    let s = &specs[i];
+                    if s.flags & key_flags::NOT_KEY != 0 {
+                        return None;
                     }
+                    flags = Some(flags.unwrap_or(0) | s.flags);
                 }
                 Some((p, flags.unwrap_or(fallback)))
             })
+            .collect()
+    }
+
+    /// Each of the key positions `pos` of `args` with the indices of `cmd`'s key specs that find
+    /// it, in spec order (none: no complete spec finds it, as SORT's STORE key).
+    pub fn specs_finding<R: Runner>(
+        &self,
+        cmd: &Command<R>,
+        args: &[Bytes],
+        pos: Vec<usize>,
+    ) -> Vec<(usize, Vec<usize>)> {
+        let specs = self.specs.get(usize::from(cmd.id)).map_or(&[][..], Vec::as_slice);
+        let found: Vec<Vec<usize>> = specs.iter().map(|s| s.positions(args)).collect();
+        pos.into_iter()
+            .map(|p| (p, found.iter().enumerate().filter(|(_, f)| f.contains(&p)).map(|(i, _)| i).collect()))
             .collect()
     }
 }

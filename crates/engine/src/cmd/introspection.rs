@@ -527,17 +527,51 @@ fn command_getkeys(ctx: &mut Ctx<'_, '_>) -> Frame {
 }
 
 fn command_getkeysandflags(ctx: &mut Ctx<'_, '_>) -> Frame {
-    match getkeys_target(ctx) {
-        Ok((cmd, pos)) => {
-            let flags = key_flags(cmd);
-            Frame::Array(
-                pos.into_iter()
-                    .map(|p| Frame::Array(vec![Frame::Bulk(ctx.args[p + 2].clone()), status_set(&flags)]))
-                    .collect(),
-            )
-        }
-        Err(e) => e,
-    }
+    let (cmd, pos) = match getkeys_target(ctx) {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    let args = &ctx.args[2..];
+    let owned = |f: &[&str]| f.iter().map(|t| t.to_string()).collect::<Vec<_>>();
+    let specs = redis_meta(cmd.name).and_then(|m| match &m.info {
+        Frame::Array(f) => match f.get(8) {
+            Some(Frame::Set(specs) | Frame::Array(specs)) => Some(specs),
+            _ => None,
+        },
+        _ => None,
+    });
+    let meta = ctx.srv.acl.meta();
+    // The flags of SET, BITFIELD and SORT depend on their arguments: Redis asks their getkeys
+    // functions (setGetKeys, bitfieldGetKeys, sortGetKeys), as the ACL does.
+    let variable = match (cmd.name, meta.and_then(|m| m.uniform_flags_of(cmd, args))) {
+        ("set", Some(f)) if f & crate::acl::key_flags::ACCESS != 0 => Some(owned(&["RW", "access", "update"])),
+        ("set", Some(_)) => Some(owned(&["OW", "update"])),
+        ("bitfield", Some(f)) if f & crate::acl::key_flags::UPDATE == 0 => Some(owned(&["RO", "access"])),
+        ("bitfield", Some(_)) => Some(owned(&["RW", "access", "update"])),
+        _ => None,
+    };
+    let found = match meta {
+        Some(m) => m.specs_finding(cmd, args, pos),
+        None => pos.into_iter().map(|p| (p, Vec::new())).collect(),
+    };
+    let keys = found
+        .into_iter()
+        .map(|(p, specs_found)| {
+            let flags = if let Some(v) = &variable {
+                v.clone()
+            } else if cmd.name == "sort" {
+                owned(if p == 1 { &["RO", "access"] } else { &["OW", "update"] })
+            } else {
+                // The first spec that finds the key, as Redis's getKeysUsingKeySpecs reports it.
+                match (specs, specs_found.first()) {
+                    (Some(s), Some(&i)) if i < s.len() => texts(map_get(&s[i], "flags")),
+                    _ => key_flags(cmd),
+                }
+            };
+            Frame::Array(vec![Frame::Bulk(args[p].clone()), status_set(&flags)])
+        })
+        .collect();
+    Frame::Array(keys)
 }
 
 fn command_help(_: &mut Ctx<'_, '_>) -> Frame {
@@ -739,7 +773,19 @@ mod tests {
             > COMMAND GETKEYS set a b
             ["a"]
             > COMMAND GETKEYSANDFLAGS set a b
-            [["a", ~[+RW, +access, +update, +variable_flags]]]
+            [["a", ~[+OW, +update]]]
+            > COMMAND GETKEYSANDFLAGS set a b GET
+            [["a", ~[+RW, +access, +update]]]
+            > COMMAND GETKEYSANDFLAGS mset a 1 b 2
+            [["a", ~[+OW, +update]], ["b", ~[+OW, +update]]]
+            > COMMAND GETKEYSANDFLAGS lmove a b left right
+            [["a", ~[+RW, +access, +delete]], ["b", ~[+RW, +insert]]]
+            > COMMAND GETKEYSANDFLAGS sort a store b
+            [["a", ~[+RO, +access]], ["b", ~[+OW, +update]]]
+            > COMMAND GETKEYSANDFLAGS bitfield a get u8 0
+            [["a", ~[+RO, +access]]]
+            > COMMAND GETKEYSANDFLAGS bitfield a incrby u8 0 1
+            [["a", ~[+RW, +access, +update]]]
             > COMMAND GETKEYS config get x
             -ERR The command has no key arguments
             > COMMAND FOO
