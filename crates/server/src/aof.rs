@@ -401,6 +401,14 @@ impl Aof {
         let want = self.srv.config.get("appendonly").as_deref() == Some("yes");
         let on = self.files.lock().is_some();
         let busy = self.rewriting.load(Ordering::SeqCst);
+        // Turned off while a BGREWRITEAOF waits for this cron to start it: Redis forked that
+        // rewrite at once and its stopAppendOnly kills it (and forgets a scheduled one), so it is
+        // dropped here. Started now, it would find the AOF off and run as an AOF-off rewrite.
+        if !want && on && !busy && p.aof_rewrite_requested.swap(false, Ordering::SeqCst) {
+            p.aof_rewrite_in_progress.store(false, Ordering::SeqCst);
+            p.aof_starting.store(false, Ordering::SeqCst);
+            tracing::info!("Killing running AOF rewrite child: the rewrite had not started");
+        }
         // Turned on (CONFIG SET marked the rewrite in progress already, or a config file did not).
         // Files still open from a BGREWRITEAOF run while the AOF was off count as off: CONFIG SET
         // marked a rewrite that no thread runs, or scheduled the start (`aof_starting`, during a
