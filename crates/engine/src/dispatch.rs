@@ -614,6 +614,7 @@ impl Server {
                         continue;
                     };
                     let mut stand_in = Client::detached(w.info.clone(), w.db, w.proto);
+                    let started = self.clock.ticks_us();
                     let outcome = {
                         let mut ctx = Ctx::new(self, &mut stand_in, locked, &w.args, now, w.cmd);
                         let outcome = serve(&mut ctx, &key);
@@ -653,6 +654,12 @@ impl Server {
                     };
                     match outcome {
                         Serve::Reply(f) => {
+                            // Logged as it was sent (BLPOP, not the LPOP it did), after the
+                            // command that served it, as Redis's updateStatsOnUnblock logs it.
+                            let took = self.clock.ticks_us().saturating_sub(started);
+                            if self.is_slow(w.cmd, took) {
+                                self.slowlog_push(&stand_in, &redacted(w.cmd, &w.args), took);
+                            }
                             // Its own invalidations follow the reply (BLMOVE's destination).
                             let msgs = std::mem::take(&mut stand_in.after_reply);
                             w.finish(WaitState::Served(crate::tracking::followed_by(f, w.proto, &msgs)))
@@ -753,9 +760,10 @@ impl Server {
     }
 
     /// Slow log and MONITOR, stamped with the time the command finished (as Redis stamps both).
+    /// A command that blocks is logged when it is served, not now (Redis's call() leaves a
+    /// blocked client to updateStatsOnUnblock; one that times out is not logged).
     fn after_call(&self, client: &Client, cmd: &Command, args: &[Bytes], took: u64) {
-        let threshold = self.config.slowlog_log_slower_than.load(Ordering::Relaxed);
-        let slow = threshold >= 0 && took as i64 >= threshold && !cmd.flags.has(Flags::SKIP_SLOWLOG);
+        let slow = client.block.is_none() && self.is_slow(cmd, took);
         let monitored = self.has_monitors.load(Ordering::Relaxed)
             && !cmd.flags.has(Flags::SKIP_MONITOR)
             && !cmd.flags.has(Flags::ADMIN);
@@ -769,6 +777,12 @@ impl Server {
         if monitored {
             self.feed_monitors(client, args);
         }
+    }
+
+    /// True when `cmd`, having taken `took` microseconds, goes to the slow log.
+    fn is_slow(&self, cmd: &Command, took: u64) -> bool {
+        let threshold = self.config.slowlog_log_slower_than.load(Ordering::Relaxed);
+        threshold >= 0 && took as i64 >= threshold && !cmd.flags.has(Flags::SKIP_SLOWLOG)
     }
 
     fn slowlog_push(&self, client: &Client, args: &[Bytes], took: u64) {
@@ -910,6 +924,36 @@ mod redaction_tests {
         assert!(!log.contains("secretpw") && !log.contains("someone"), "{log}");
         assert!(log.contains("(redacted)"), "{log}");
         assert!(log.contains("\"maxmemory-samples\"") && log.contains("\"5\""), "other values stay: {log}");
+    }
+}
+
+#[cfg(test)]
+mod blocked_slowlog_tests {
+    use crate::testkit::TestServer;
+
+    /// A command that blocks goes to the slow log when it is served, as sent (BLPOP, not the LPOP
+    /// it did), after the command that served it (here a transaction that reset the log); one that
+    /// times out never does. Redis's unit/slowlog "Rewritten commands are logged as their original
+    /// command".
+    #[test]
+    fn a_blocked_command_is_logged_when_it_is_served() {
+        let ts = TestServer::new();
+        let (mut a, mut b) = (ts.client(), ts.client());
+        a.run("CONFIG SET slowlog-log-slower-than 0");
+        assert_eq!(b.run("BLPOP l 0"), "(no reply)");
+        a.run("MULTI");
+        a.run("LPUSH l foo");
+        a.run("SLOWLOG RESET");
+        a.run("EXEC");
+        assert!(b.blocked_reply().is_some());
+        let log = a.run("SLOWLOG GET 10");
+        let first = log.find("\"BLPOP\"").unwrap_or_else(|| panic!("the served BLPOP is logged: {log}"));
+        assert!(log[first..].contains("\"SLOWLOG\""), "BLPOP after SLOWLOG RESET: {log}");
+        assert!(log.contains("[\"BLPOP\", \"l\", \"0\"]") && !log.contains("[\"LPOP\""), "as sent: {log}");
+        a.run("SLOWLOG RESET");
+        assert_eq!(b.run("BLPOP none 1"), "(no reply)");
+        assert!(b.time_out().is_some());
+        assert!(!a.run("SLOWLOG GET 10").contains("BLPOP"), "a timed-out command is not logged");
     }
 }
 
