@@ -52,6 +52,9 @@ pub struct State {
     /// The AOF is being turned on: its first rewrite has not finished (Redis's
     /// `AOF_WAIT_REWRITE`; a shutdown cannot finish then without FORCE).
     pub aof_starting: AtomicBool,
+    /// `CONFIG SET appendonly no` turned the AOF off while its rewrite ran, since the AOF writer's
+    /// cron last looked: the cron stops that rewrite (Redis's stopAppendOnly kills its child).
+    pub aof_turned_off: AtomicBool,
     /// A replica's full sync is writing its snapshot (see [`ReplSnapshot`]).
     pub repl_snapshot: AtomicBool,
     /// Background snapshots begun since startup (INFO's `total_forks`: Latch's stand-in for a fork).

@@ -401,13 +401,14 @@ impl Aof {
         let want = self.srv.config.get("appendonly").as_deref() == Some("yes");
         let on = self.files.lock().is_some();
         let busy = self.rewriting.load(Ordering::SeqCst);
-        // Turned off while a BGREWRITEAOF waits for this cron to start it: Redis forked that
-        // rewrite at once and its stopAppendOnly kills it (and forgets a scheduled one), so it is
-        // dropped here. Started now, it would find the AOF off and run as an AOF-off rewrite.
-        if !want && on && !busy && p.aof_rewrite_requested.swap(false, Ordering::SeqCst) {
-            p.aof_rewrite_in_progress.store(false, Ordering::SeqCst);
-            p.aof_starting.store(false, Ordering::SeqCst);
-            tracing::info!("Killing running AOF rewrite child: the rewrite had not started");
+        // The rewrite that runs as `appendonly no` turns a running AOF off is stopped; one this
+        // pass starts below is not (a BGREWRITEAOF after the AOF went off).
+        if p.aof_turned_off.swap(false, Ordering::SeqCst)
+            && !want
+            && busy
+            && !self.cancel_rewrite.swap(true, Ordering::SeqCst)
+        {
+            tracing::info!("Killing running AOF rewrite child: the rewrite thread stops");
         }
         // Turned on (CONFIG SET marked the rewrite in progress already, or a config file did not).
         // Files still open from a BGREWRITEAOF run while the AOF was off count as off: CONFIG SET
@@ -426,18 +427,34 @@ impl Aof {
             }
             self.start_rewrite();
         }
-        if !want && on && busy && !self.cancel_rewrite.swap(true, Ordering::SeqCst) {
-            tracing::info!("Killing running AOF rewrite child: the rewrite thread stops");
+        // Again: a rewrite started just now owns the files (closing them under it would make it
+        // fail at its end, "the AOF changed while its base was written", and leave the old base).
+        let busy = self.rewriting.load(Ordering::SeqCst);
+        // `appendonly yes` then `no` before this cron started the first rewrite: nothing runs, so
+        // nothing is in progress (a BGREWRITEAOF waiting to start is `requested` as well).
+        if !want
+            && p.aof_rewrite_in_progress.load(Ordering::SeqCst)
+            && !p.aof_rewrite_requested.load(Ordering::SeqCst)
+            && !self.rewriting.load(Ordering::SeqCst)
+        {
+            p.aof_rewrite_in_progress.store(false, Ordering::SeqCst);
+            p.aof_starting.store(false, Ordering::SeqCst);
         }
         if !want && on && !busy {
-            self.write_pending(true, None);
-            self.srv.aof_stop();
-            *self.files.lock() = None;
+            self.close();
             return;
         }
         let everysec = self.srv.config.get("appendfsync").as_deref() == Some("everysec");
         let due = self.files.lock().as_ref().is_some_and(|f| f.last_sync.elapsed().as_millis() >= 1000);
         self.write_pending(everysec && due, None);
+    }
+
+    /// Writes what was encoded, stops the AOF's part of the change stream and closes the files
+    /// (the AOF is off).
+    fn close(&self) {
+        self.write_pending(true, None);
+        self.srv.aof_stop();
+        *self.files.lock() = None;
     }
 
     /// Writes what the engine encoded; with `sync`, fdatasyncs it. Returns the offset written. With
@@ -557,6 +574,13 @@ impl Aof {
                     tracing::info!("Background AOF rewrite finished successfully");
                 }
                 Err(e) => tracing::warn!("Background AOF rewrite failed: {e}"),
+            }
+            // A rewrite while the AOF is off (BGREWRITEAOF) leaves nothing open: what comes after
+            // it goes to no file, as with Redis. Left to the cron, the writes between the end and
+            // its next pass were added to the incr file (a FUNCTION FLUSH there undid the base's
+            // functions at the next load).
+            if me.srv.config.get("appendonly").as_deref() != Some("yes") {
+                me.close();
             }
             p.aof_starting.store(false, Ordering::SeqCst);
             p.aof_rewrite_in_progress.store(false, Ordering::SeqCst);

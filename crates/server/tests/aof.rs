@@ -320,6 +320,56 @@ fn turning_the_aof_off_drops_a_rewrite_not_started_yet() {
     aof_off_after_bgrewriteaof("aof-off-drops", Duration::ZERO);
 }
 
+/// `appendonly yes` then `no` at once (before the cron starts the first rewrite) leaves no rewrite
+/// in progress: BGREWRITEAOF is accepted and runs.
+#[test]
+fn the_aof_turned_on_and_off_at_once_leaves_no_rewrite_in_progress() {
+    let dir = TempDir::new("aof-on-off");
+    let l = Latch::start(&["--dir", dir.path(), "--save", ""]);
+    let mut c = l.raw();
+    for _ in 0..5 {
+        assert_eq!(c.cmd(&[b"CONFIG", b"SET", b"appendonly", b"yes"]), "+OK\r\n");
+        assert_eq!(c.cmd(&[b"CONFIG", b"SET", b"appendonly", b"no"]), "+OK\r\n");
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while c.cmd(&[b"INFO", b"persistence"]).contains("aof_rewrite_in_progress:1") {
+        assert!(std::time::Instant::now() < deadline, "a rewrite stays in progress");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(c.cmd(&[b"BGREWRITEAOF"]), "+Background append only file rewriting started\r\n");
+    while !c.cmd(&[b"INFO", b"persistence"]).contains("aof_rewrite_in_progress:0") {
+        assert!(std::time::Instant::now() < deadline, "the BGREWRITEAOF did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A BGREWRITEAOF while the AOF is off writes the dataset and then nothing more: a write right
+/// after it ends reaches no file (it used to go to the incr file until the cron's next pass, and
+/// a FUNCTION FLUSH there undid the base's functions at the next DEBUG LOADAOF: Redis's
+/// unit/aofrw "AOF rewrite functions").
+#[test]
+fn a_rewrite_while_the_aof_is_off_leaves_nothing_open() {
+    let dir = TempDir::new("aof-off-rewrite");
+    let l = Latch::start(&["--dir", dir.path(), "--save", ""]);
+    let mut c = l.raw();
+    c.cmd(&[b"SET", b"before", b"1"]);
+    assert_eq!(c.cmd(&[b"BGREWRITEAOF"]), "+Background append only file rewriting started\r\n");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while c.cmd(&[b"INFO", b"persistence"]).contains("aof_rewrite_in_progress:1") {
+        assert!(std::time::Instant::now() < deadline, "the BGREWRITEAOF did not end");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    c.cmd(&[b"SET", b"after", b"2"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let mut written = Vec::new();
+    for e in std::fs::read_dir(std::path::Path::new(dir.path()).join("appendonlydir")).expect("the AOF directory") {
+        written.extend(std::fs::read(e.expect("an entry").path()).expect("a file"));
+    }
+    let text = String::from_utf8_lossy(&written);
+    assert!(text.contains("before"), "the rewrite wrote the dataset: {text:?}");
+    assert!(!text.contains("after"), "a write after the rewrite reached a file: {text:?}");
+}
+
 fn aof_off_after_bgrewriteaof(name: &str, pause: Duration) {
     let dir = TempDir::new(name);
     let l = latch(&dir, "everysec", &[]);

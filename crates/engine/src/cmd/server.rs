@@ -279,13 +279,25 @@ fn config_set(ctx: &mut Ctx<'_, '_>) -> Frame {
                     p.aof_starting.store(true, Ordering::SeqCst);
                     p.aof_rewrite_in_progress.store(true, Ordering::SeqCst);
                 }
-            } else if was_on
-                && ctx.srv.config.get("appendonly").as_deref() == Some("no")
-                && !p.aof_rewrite_in_progress.load(Ordering::SeqCst)
-            {
-                // Redis's stopAppendOnly: a start still scheduled is forgotten.
-                p.aof_starting.store(false, Ordering::SeqCst);
-                p.aof_rewrite_requested.store(false, Ordering::SeqCst);
+            } else if was_on && ctx.srv.config.get("appendonly").as_deref() == Some("no") {
+                if !p.aof_rewrite_in_progress.load(Ordering::SeqCst) {
+                    // Redis's stopAppendOnly: a start still scheduled is forgotten.
+                    p.aof_starting.store(false, Ordering::SeqCst);
+                    p.aof_rewrite_requested.store(false, Ordering::SeqCst);
+                } else if p.aof_rewrite_requested.swap(false, Ordering::SeqCst) {
+                    // A BGREWRITEAOF the AOF writer's cron has not started yet: Redis forked it at
+                    // once, and stopAppendOnly kills it. Started later, it would run with the AOF
+                    // off.
+                    p.aof_rewrite_in_progress.store(false, Ordering::SeqCst);
+                    p.aof_starting.store(false, Ordering::SeqCst);
+                    ctx.srv.config.host().log(
+                        crate::host::LogLevel::Notice,
+                        "Killing running AOF rewrite child: the rewrite had not started",
+                    );
+                } else {
+                    // Started: the AOF writer's cron stops it.
+                    p.aof_turned_off.store(true, Ordering::SeqCst);
+                }
             }
             ctx.srv.sync_key_log();
             Frame::ok()
