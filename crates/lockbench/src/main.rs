@@ -23,7 +23,6 @@
 use std::cell::RefCell;
 use std::io;
 use std::net::SocketAddr;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -543,20 +542,21 @@ fn round(x: f64, places: i32) -> f64 {
     (x * m).round() / m
 }
 
-/// One client's cycles until the run's limits: its cycle latencies (seconds).
+/// One client's cycles until the run's limits. Each cycle's latency (seconds) goes into the run's
+/// `lat` as it completes, so a client cut off later by the watchdog keeps the cycles it counted.
 async fn cycles(
     c: &mut Client,
     key: String,
     a: &Args,
     state: &RefCell<State>,
+    lat: &RefCell<Vec<f64>>,
     rng: &RefCell<rand::rngs::StdRng>,
     deadline: Instant,
-) -> Result<Vec<f64>> {
+) -> Result<()> {
     let more = || {
         let s = state.borrow();
         Instant::now() < deadline && s.done < a.max && s.attempts < a.max_attempts
     };
-    let mut lat = Vec::new();
     let mut seq = 0; // this client's cycle number: part of its token
     while more() {
         seq += 1;
@@ -579,10 +579,10 @@ async fn cycles(
         let t1 = Instant::now();
         if t1 <= deadline {
             state.borrow_mut().done += 1;
-            lat.push((t1 - t0).as_secs_f64());
+            lat.borrow_mut().push((t1 - t0).as_secs_f64());
         }
     }
-    Ok(lat)
+    Ok(())
 }
 
 async fn run(a: Args) -> std::result::Result<Value, String> {
@@ -616,19 +616,17 @@ async fn run(a: Args) -> std::result::Result<Value, String> {
     let start = Instant::now();
     let deadline = start + a.duration;
     let cpu0 = cpu_seconds();
-    let all = Rc::new(RefCell::new(Vec::new()));
+    let lat = RefCell::new(Vec::new());
     let mut runs = Vec::new();
     for (i, c) in clients.iter_mut().enumerate() {
         let key = if a.contend { format!("{tag}/one") } else { format!("{tag}/c{i}") };
-        let (a, state, rng, all) = (&a, &state, &rng, all.clone());
+        let (a, state, lat, rng) = (&a, &state, &lat, &rng);
         runs.push(async move {
             // A request still pending GRACE after the deadline ends the client (e.g. a lock call
             // waiting in etcd's queue at the end); an error before then ends the run.
-            match tokio::time::timeout_at((deadline + GRACE).into(), cycles(c, key, a, state, rng, deadline)).await {
-                Ok(Ok(lat)) => {
-                    all.borrow_mut().extend(lat);
-                    Ok(())
-                }
+            match tokio::time::timeout_at((deadline + GRACE).into(), cycles(c, key, a, state, lat, rng, deadline)).await
+            {
+                Ok(Ok(())) => Ok(()),
                 Ok(Err(Error::Io(_))) if Instant::now() >= deadline + GRACE => Ok(()),
                 Ok(Err(e)) => Err(e.to_string()),
                 Err(_) => Ok(()),
@@ -644,7 +642,7 @@ async fn run(a: Args) -> std::result::Result<Value, String> {
     }
     let elapsed = start.elapsed().min(a.duration).as_secs_f64();
     let cpu = cpu_seconds() - cpu0;
-    let mut lat = std::mem::take(&mut *all.borrow_mut());
+    let mut lat = lat.into_inner();
     lat.sort_by(f64::total_cmp);
     let s = state.borrow();
     Ok(json!({
