@@ -17,8 +17,7 @@
 //! loopback addresses are accepted, and only loopback `MOVED` targets followed. Every loop is
 //! bounded by the run's deadline, `--max` cycles and `--max-attempts` acquires in total; a request
 //! still pending `GRACE` after the deadline ends its client, and the whole run is cut off
-//! `REQ_TIMEOUT` later. Unlike the Python, `latch-setnx` needs `SCRIPT LOAD` to work (builds whose
-//! consensus mode refused it are older than this tool).
+//! `REQ_TIMEOUT` later.
 
 use std::cell::RefCell;
 use std::io;
@@ -34,6 +33,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const RELEASE: &str = "if redis.call('get',KEYS[1]) == ARGV[1] then return redis.call('del',KEYS[1]) else return 0 end";
+/// SHA1 of `RELEASE` (`printf %s "$RELEASE" | sha1sum`): what `EVALSHA` names once `EVAL` has
+/// cached the script, on a build that refuses `SCRIPT LOAD`.
+const RELEASE_SHA: &str = "ae3671744a5dbb24ea37ef607b8b10ac7856d43e";
 /// Connecting, and setup requests.
 const REQ_TIMEOUT: Duration = Duration::from_secs(10);
 /// After the deadline, before pending requests are cut off.
@@ -316,12 +318,21 @@ impl Client {
     async fn setup(&mut self) -> Result<()> {
         match self {
             Client::Lock { c, .. } => c.connect().await,
-            Client::Setnx { c, sha, .. } => {
+            Client::Setnx { c, cid, sha, .. } => {
                 c.connect().await?;
                 if sha.is_some() {
-                    match c.cmd(&[b"SCRIPT", b"LOAD", RELEASE.as_bytes()]).await? {
-                        Frame::Bulk(b) => *sha = Some(String::from_utf8_lossy(&b).into_owned()),
-                        other => return Err(Error::Reply(format!("SCRIPT LOAD answered {other:?}"))),
+                    match c.cmd(&[b"SCRIPT", b"LOAD", RELEASE.as_bytes()]).await {
+                        Ok(Frame::Bulk(b)) => *sha = Some(String::from_utf8_lossy(&b).into_owned()),
+                        Ok(other) => return Err(Error::Reply(format!("SCRIPT LOAD answered {other:?}"))),
+                        Err(Error::Reply(_)) => {
+                            // A build whose consensus mode refuses SCRIPT LOAD: EVAL caches the
+                            // script as well (and fails here too if the build does not replicate
+                            // scripts at all, which the run reports as its error).
+                            let absent = format!("lb/absent/{cid}");
+                            c.cmd(&[b"EVAL", RELEASE.as_bytes(), b"1", absent.as_bytes(), b"x"]).await?;
+                            *sha = Some(RELEASE_SHA.to_string());
+                        }
+                        Err(e) => return Err(e),
                     }
                 }
                 Ok(())
@@ -596,20 +607,25 @@ async fn run(a: Args) -> std::result::Result<Value, String> {
     }
     .max(if a.system.starts_with("latch") { 1 } else { 60 });
     let mut clients: Vec<Client> = (0..a.clients).map(|i| Client::new(&a.system, a.addr, i, ttl)).collect();
-    let setup = async {
-        for c in clients.iter_mut() {
-            c.setup().await?;
+    // Every client connects and sets up at once, as the Python's gather does.
+    let setup = join_all(clients.iter_mut().map(Client::setup).collect());
+    let setup = tokio::time::timeout(Duration::from_secs(30), setup)
+        .await
+        .map_err(|_| "setup took longer than 30 s".to_string())?;
+    let (mut refused, mut failed) = (None, None);
+    for r in setup {
+        match r {
+            Err(Error::Reply(e)) => refused = refused.or(Some(e)),
+            Err(e) => failed = failed.or(Some(e)),
+            Ok(()) => {}
         }
-        Ok::<(), Error>(())
-    };
-    match tokio::time::timeout(Duration::from_secs(30), setup).await {
-        Err(_) => return Err("setup took longer than 30 s".into()),
-        Ok(Err(Error::Reply(e))) => {
-            // E.g. a build whose consensus mode does not replicate scripts.
-            return Ok(json!({"system": a.system, "workload": a.workload, "error": e, "label": a.label}));
-        }
-        Ok(Err(e)) => return Err(format!("setup: {e}")),
-        Ok(Ok(())) => {}
+    }
+    if let Some(e) = refused {
+        // E.g. a build whose consensus mode does not replicate scripts.
+        return Ok(json!({"system": a.system, "workload": a.workload, "error": e, "label": a.label}));
+    }
+    if let Some(e) = failed {
+        return Err(format!("setup: {e}"));
     }
     let state = RefCell::new(State::default());
     let rng = RefCell::new(rand::rngs::StdRng::seed_from_u64(1));
