@@ -97,6 +97,34 @@ fn moved_to(err: &str) -> Option<&str> {
     it.next()
 }
 
+/// What a Latch reply asks of the client.
+#[derive(Debug, PartialEq)]
+enum Answer {
+    /// The command's reply.
+    Reply(Frame),
+    /// `-MOVED`: send it again to this (loopback) address.
+    Moved(SocketAddr),
+    /// `-CLUSTERDOWN` or `-TRYAGAIN` (an election under way): send it again in 50 ms.
+    Down,
+    /// Any other error, or a redirect to an address that is not loopback.
+    Refused(String),
+}
+
+fn answer(reply: Frame) -> Answer {
+    let Frame::Error(e) = reply else { return Answer::Reply(reply) };
+    let e = String::from_utf8_lossy(&e).into_owned();
+    if let Some(to) = moved_to(&e) {
+        match loopback(to) {
+            Some(addr) => Answer::Moved(addr),
+            None => Answer::Refused(format!("refusing non-loopback redirect {e}")),
+        }
+    } else if e.starts_with("CLUSTERDOWN") || e.starts_with("TRYAGAIN") {
+        Answer::Down
+    } else {
+        Answer::Refused(e)
+    }
+}
+
 /// One connection to a Latch node, one request in flight.
 struct Resp {
     addr: SocketAddr,
@@ -144,20 +172,20 @@ impl Resp {
             self.wbuf.clear();
             resp::encode_request(args, &mut self.wbuf);
             self.sock.as_mut().ok_or_else(closed)?.write_all(&self.wbuf).await?;
-            let reply = self.read().await?;
-            let Frame::Error(e) = reply else { return Ok(reply) };
-            let e = String::from_utf8_lossy(&e).into_owned();
-            if let Some(to) = moved_to(&e) {
-                self.addr = loopback(to).ok_or_else(|| Error::Reply(format!("refusing non-loopback redirect {e}")))?;
-                self.connect().await?;
-                moved += 1;
-            } else if e.starts_with("CLUSTERDOWN") || e.starts_with("TRYAGAIN") {
-                self.downs += 1;
-                self.retried = true;
-                down += 1;
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            } else {
-                return Err(Error::Reply(e));
+            match answer(self.read().await?) {
+                Answer::Reply(reply) => return Ok(reply),
+                Answer::Moved(addr) => {
+                    self.addr = addr;
+                    self.connect().await?;
+                    moved += 1;
+                }
+                Answer::Down => {
+                    self.downs += 1;
+                    self.retried = true;
+                    down += 1;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Answer::Refused(e) => return Err(Error::Reply(e)),
             }
         }
         Err(Error::Reply(format!("too many redirects or no leader for 10 s: {}", String::from_utf8_lossy(args[0]))))
@@ -720,6 +748,31 @@ mod tests {
         assert_eq!(loopback("[::1]:7001"), Some("[::1]:7001".parse().unwrap()));
         assert_eq!(loopback("10.0.0.1:7001"), None, "only loopback is a target");
         assert_eq!(loopback("example.com:7001"), None);
+    }
+
+    #[test]
+    fn latch_replies_are_values_redirects_retries_or_errors() {
+        // Each reply as it comes off the socket, in two reads: the first one half a reply.
+        let read = |wire: &[u8]| {
+            let mut buf = BytesMut::from(&wire[..wire.len() / 2]);
+            assert_eq!(resp::decode_reply(&mut buf).unwrap(), None, "half a reply");
+            buf.extend_from_slice(&wire[wire.len() / 2..]);
+            let frame = resp::decode_reply(&mut buf).unwrap().expect("a whole reply");
+            assert!(buf.is_empty());
+            answer(frame)
+        };
+        assert_eq!(read(b":7\r\n"), Answer::Reply(Frame::Integer(7)));
+        assert_eq!(read(b"+OK\r\n"), Answer::Reply(Frame::Simple("OK".into())));
+        assert_eq!(read(b"$9\r\ntok-3-141\r\n"), Answer::Reply(Frame::Bulk("tok-3-141".into())));
+        assert_eq!(read(b"-MOVED 866 127.0.0.1:7001\r\n"), Answer::Moved("127.0.0.1:7001".parse().unwrap()));
+        assert_eq!(read(b"-MOVED 866 localhost:7002\r\n"), Answer::Moved("127.0.0.1:7002".parse().unwrap()));
+        assert_eq!(
+            read(b"-MOVED 866 10.1.2.3:7001\r\n"),
+            Answer::Refused("refusing non-loopback redirect MOVED 866 10.1.2.3:7001".into())
+        );
+        assert_eq!(read(b"-CLUSTERDOWN no leader\r\n"), Answer::Down);
+        assert_eq!(read(b"-TRYAGAIN election\r\n"), Answer::Down);
+        assert_eq!(read(b"-ERR unknown command\r\n"), Answer::Refused("ERR unknown command".into()));
     }
 
     #[test]
