@@ -624,7 +624,7 @@ async fn cycles(
     Ok(())
 }
 
-async fn run(a: Args) -> std::result::Result<Value, String> {
+async fn run(a: Args) -> std::result::Result<String, String> {
     let unix_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
     let tag = format!("lb/{}/{}/{unix_ms}", a.system, std::process::id());
     let ttl = if a.system.starts_with("latch") {
@@ -650,7 +650,12 @@ async fn run(a: Args) -> std::result::Result<Value, String> {
     }
     if let Some(e) = refused {
         // E.g. a build whose consensus mode does not replicate scripts.
-        return Ok(json!({"system": a.system, "workload": a.workload, "error": e, "label": a.label}));
+        return Ok(line(&[
+            ("system", json!(a.system)),
+            ("workload", json!(a.workload)),
+            ("error", json!(e)),
+            ("label", json!(a.label)),
+        ]));
     }
     if let Some(e) = failed {
         return Err(format!("setup: {e}"));
@@ -689,13 +694,35 @@ async fn run(a: Args) -> std::result::Result<Value, String> {
     let mut lat = lat.into_inner();
     lat.sort_by(f64::total_cmp);
     let s = state.borrow();
-    Ok(json!({
-        "system": a.system, "workload": a.workload, "cycles": s.done,
-        "seconds": round(elapsed, 3), "cycles_per_s": round(s.done as f64 / elapsed, 1),
-        "p50_ms": pct(&lat, 0.50), "p99_ms": pct(&lat, 0.99), "attempts": s.attempts,
-        "refused": s.refused, "clusterdown": clients.iter().map(Client::downs).sum::<u64>(),
-        "client_cpu_pct": round(100.0 * cpu / elapsed, 1), "label": a.label,
-    }))
+    Ok(line(&[
+        ("system", json!(a.system)),
+        ("workload", json!(a.workload)),
+        ("cycles", json!(s.done)),
+        ("seconds", json!(round(elapsed, 3))),
+        ("cycles_per_s", json!(round(s.done as f64 / elapsed, 1))),
+        ("p50_ms", pct(&lat, 0.50)),
+        ("p99_ms", pct(&lat, 0.99)),
+        ("attempts", json!(s.attempts)),
+        ("refused", json!(s.refused)),
+        ("clusterdown", json!(clients.iter().map(Client::downs).sum::<u64>())),
+        ("client_cpu_pct", json!(round(100.0 * cpu / elapsed, 1))),
+        ("label", json!(a.label)),
+    ]))
+}
+
+/// A JSON object with its fields in the given order, written as Python's `json.dumps` writes it
+/// (`", "` and `": "` between them), so the two clients' lines read alike. serde_json's own
+/// objects would sort the keys.
+fn line(fields: &[(&str, Value)]) -> String {
+    let mut out = String::from("{");
+    for (i, (k, v)) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(&format!("{}: {v}", Value::from(*k)));
+    }
+    out.push('}');
+    out
 }
 
 /// Polls every future to completion on this thread (each client one future; no task spawned,
@@ -773,6 +800,18 @@ mod tests {
         assert_eq!(read(b"-CLUSTERDOWN no leader\r\n"), Answer::Down);
         assert_eq!(read(b"-TRYAGAIN election\r\n"), Answer::Down);
         assert_eq!(read(b"-ERR unknown command\r\n"), Answer::Refused("ERR unknown command".into()));
+    }
+
+    #[test]
+    fn the_json_line_reads_like_pythons() {
+        let l = line(&[
+            ("system", json!("etcd-txn")),
+            ("cycles", json!(12)),
+            ("p50_ms", json!(0.5)),
+            ("p99_ms", Value::Null),
+        ]);
+        assert_eq!(l, r#"{"system": "etcd-txn", "cycles": 12, "p50_ms": 0.5, "p99_ms": null}"#);
+        assert_eq!(line(&[("seconds", json!(round(3.0004, 3)))]), r#"{"seconds": 3.0}"#);
     }
 
     #[test]
