@@ -4,7 +4,8 @@
 //!
 //! It does what `scripts/lib/lockbench.py run` does (that file's docstring is the specification:
 //! systems, workloads, retries, the JSON line it prints), in one thread: a tokio current-thread
-//! runtime drives every client of a run, as the Python drives them from one asyncio loop. The
+//! runtime drives every client of a run, a task and a connection each, as the Python drives them
+//! from one asyncio loop. The
 //! Python client took 55-60% of a core for 10,600 cycles/s of a 3-node Latch group on the 2-core
 //! machine the benchmark runs on, so there the client, not the servers, set the rate.
 //!
@@ -22,6 +23,7 @@
 use std::cell::RefCell;
 use std::io;
 use std::net::SocketAddr;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -634,20 +636,32 @@ async fn run(a: Args) -> std::result::Result<String, String> {
         (a.duration.as_secs_f64() * 3.0) as u64 + 30
     }
     .max(if a.system.starts_with("latch") { 1 } else { 60 });
-    let mut clients: Vec<Client> = (0..a.clients).map(|i| Client::new(&a.system, a.addr, i, ttl)).collect();
-    // Every client connects and sets up at once, as the Python's gather does.
-    let setup = join_all(clients.iter_mut().map(Client::setup).collect());
-    let setup = tokio::time::timeout(Duration::from_secs(30), setup)
+    // Every client connects and sets up at once, a task each, as the Python's gather does.
+    let setups: Vec<_> = (0..a.clients)
+        .map(|i| {
+            let mut c = Client::new(&a.system, a.addr, i, ttl);
+            tokio::task::spawn_local(async move {
+                let r = c.setup().await;
+                (c, r)
+            })
+        })
+        .collect();
+    let mut clients = Vec::with_capacity(a.clients);
+    let (mut refused, mut failed) = (None, None);
+    let setup = async {
+        for h in setups {
+            let (c, r) = h.await.expect("a setup task ran");
+            match r {
+                Err(Error::Reply(e)) => _ = refused.get_or_insert(e),
+                Err(e) => _ = failed.get_or_insert(e),
+                Ok(()) => {}
+            }
+            clients.push(c);
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), setup)
         .await
         .map_err(|_| "setup took longer than 30 s".to_string())?;
-    let (mut refused, mut failed) = (None, None);
-    for r in setup {
-        match r {
-            Err(Error::Reply(e)) => refused = refused.or(Some(e)),
-            Err(e) => failed = failed.or(Some(e)),
-            Ok(()) => {}
-        }
-    }
     if let Some(e) = refused {
         // E.g. a build whose consensus mode does not replicate scripts.
         return Ok(line(&[
@@ -660,38 +674,50 @@ async fn run(a: Args) -> std::result::Result<String, String> {
     if let Some(e) = failed {
         return Err(format!("setup: {e}"));
     }
-    let state = RefCell::new(State::default());
-    let rng = RefCell::new(rand::rngs::StdRng::seed_from_u64(1));
+    let a = Rc::new(a);
+    let state = Rc::new(RefCell::new(State::default()));
+    let rng = Rc::new(RefCell::new(rand::rngs::StdRng::seed_from_u64(1)));
+    let lat = Rc::new(RefCell::new(Vec::new()));
     let start = Instant::now();
     let deadline = start + a.duration;
     let cpu0 = cpu_seconds();
-    let lat = RefCell::new(Vec::new());
-    let mut runs = Vec::new();
-    for (i, c) in clients.iter_mut().enumerate() {
-        let key = if a.contend { format!("{tag}/one") } else { format!("{tag}/c{i}") };
-        let (a, state, lat, rng) = (&a, &state, &lat, &rng);
-        runs.push(async move {
-            // A request still pending GRACE after the deadline ends the client (e.g. a lock call
-            // waiting in etcd's queue at the end); an error before then ends the run.
-            match tokio::time::timeout_at((deadline + GRACE).into(), cycles(c, key, a, state, lat, rng, deadline)).await
-            {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err(Error::Io(_))) if Instant::now() >= deadline + GRACE => Ok(()),
-                Ok(Err(e)) => Err(e.to_string()),
-                Err(_) => Ok(()),
-            }
-        });
-    }
-    let whole = join_all(runs);
-    let results = tokio::time::timeout(a.duration + GRACE + REQ_TIMEOUT, whole)
+    // A task per client on this thread, as asyncio.gather makes one per coroutine: the runtime
+    // runs whichever is ready, in the order they became ready.
+    let runs: Vec<_> = clients
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut c)| {
+            let key = if a.contend { format!("{tag}/one") } else { format!("{tag}/c{i}") };
+            let (a, state, lat, rng) = (a.clone(), state.clone(), lat.clone(), rng.clone());
+            tokio::task::spawn_local(async move {
+                // A request still pending GRACE after the deadline ends the client (e.g. a lock
+                // call waiting in etcd's queue at the end); an error before then ends the run.
+                let run = cycles(&mut c, key, &a, &state, &lat, &rng, deadline);
+                let r = match tokio::time::timeout_at((deadline + GRACE).into(), run).await {
+                    Ok(Ok(())) => Ok(()),
+                    Ok(Err(Error::Io(_))) if Instant::now() >= deadline + GRACE => Ok(()),
+                    Ok(Err(e)) => Err(e.to_string()),
+                    Err(_) => Ok(()),
+                };
+                (c.downs(), r)
+            })
+        })
+        .collect();
+    let mut downs = 0;
+    let whole = async {
+        for h in runs {
+            let (d, r) = h.await.expect("a client task ran");
+            downs += d;
+            r?;
+        }
+        Ok::<(), String>(())
+    };
+    tokio::time::timeout(a.duration + GRACE + REQ_TIMEOUT, whole)
         .await
-        .map_err(|_| "the run did not end in time".to_string())?;
-    if let Some(e) = results.into_iter().find_map(|r| r.err()) {
-        return Err(e);
-    }
+        .map_err(|_| "the run did not end in time".to_string())??;
     let elapsed = start.elapsed().min(a.duration).as_secs_f64();
     let cpu = cpu_seconds() - cpu0;
-    let mut lat = lat.into_inner();
+    let mut lat = std::mem::take(&mut *lat.borrow_mut());
     lat.sort_by(f64::total_cmp);
     let s = state.borrow();
     Ok(line(&[
@@ -704,7 +730,7 @@ async fn run(a: Args) -> std::result::Result<String, String> {
         ("p99_ms", pct(&lat, 0.99)),
         ("attempts", json!(s.attempts)),
         ("refused", json!(s.refused)),
-        ("clusterdown", json!(clients.iter().map(Client::downs).sum::<u64>())),
+        ("clusterdown", json!(downs)),
         ("client_cpu_pct", json!(round(100.0 * cpu / elapsed, 1))),
         ("label", json!(a.label)),
     ]))
@@ -725,27 +751,6 @@ fn line(fields: &[(&str, Value)]) -> String {
     out
 }
 
-/// Polls every future to completion on this thread (each client one future; no task spawned,
-/// so nothing needs to be `Send`): their outputs in order.
-async fn join_all<F: std::future::Future>(futs: Vec<F>) -> Vec<F::Output> {
-    let mut futs: Vec<std::pin::Pin<Box<F>>> = futs.into_iter().map(Box::pin).collect();
-    let mut out: Vec<Option<F::Output>> = futs.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (f, o) in futs.iter_mut().zip(out.iter_mut()) {
-            if o.is_none() {
-                match f.as_mut().poll(cx) {
-                    std::task::Poll::Ready(v) => *o = Some(v),
-                    std::task::Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending { std::task::Poll::Pending } else { std::task::Poll::Ready(()) }
-    })
-    .await;
-    out.into_iter().map(|o| o.expect("every future finished")).collect()
-}
-
 fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let a = parse_args(&argv).unwrap_or_else(|e| {
@@ -753,7 +758,7 @@ fn main() {
         std::process::exit(2)
     });
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
-    match rt.block_on(run(a)) {
+    match tokio::task::LocalSet::new().block_on(&rt, run(a)) {
         Ok(line) => println!("{line}"),
         Err(e) => {
             eprintln!("lockbench: {e}");
