@@ -256,13 +256,20 @@ pub fn flag_names(c: &Command) -> Vec<&'static str> {
     v
 }
 
+/// The key specs of Redis's COMMAND INFO for `name` (None for commands Redis does not have).
+fn redis_key_specs(name: &str) -> Option<&'static [Frame]> {
+    match &redis_meta(name)?.info {
+        Frame::Array(f) => match f.get(8) {
+            Some(Frame::Set(specs) | Frame::Array(specs)) => Some(specs),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// Access flags of the command's key spec, as COMMAND prints them (`RO`, `access`...).
 fn key_flags(c: &Command) -> Vec<String> {
-    if let Some(m) = redis_meta(c.name)
-        && let Frame::Array(f) = &m.info
-        && let Some(Frame::Set(specs) | Frame::Array(specs)) = f.get(8)
-        && let Some(first) = specs.first()
-    {
+    if let Some(first) = redis_key_specs(c.name).and_then(|specs| specs.first()) {
         return texts(map_get(first, "flags"));
     }
     let raw: &[&str] = if c.flags.has(Flags::READONLY) {
@@ -533,13 +540,7 @@ fn command_getkeysandflags(ctx: &mut Ctx<'_, '_>) -> Frame {
     };
     let args = &ctx.args[2..];
     let owned = |f: &[&str]| f.iter().map(|t| t.to_string()).collect::<Vec<_>>();
-    let specs = redis_meta(cmd.name).and_then(|m| match &m.info {
-        Frame::Array(f) => match f.get(8) {
-            Some(Frame::Set(specs) | Frame::Array(specs)) => Some(specs),
-            _ => None,
-        },
-        _ => None,
-    });
+    let specs = redis_key_specs(cmd.name);
     let meta = ctx.srv.acl.meta();
     // The flags of SET, BITFIELD and SORT depend on their arguments: Redis asks their getkeys
     // functions (setGetKeys, bitfieldGetKeys, sortGetKeys), as the ACL does.
