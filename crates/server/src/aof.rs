@@ -431,11 +431,12 @@ impl Aof {
         // fail at its end, "the AOF changed while its base was written", and leave the old base).
         let busy = self.rewriting.load(Ordering::SeqCst);
         // `appendonly yes` then `no` before this cron started the first rewrite: nothing runs, so
-        // nothing is in progress (a BGREWRITEAOF waiting to start is `requested` as well).
+        // nothing is in progress (a BGREWRITEAOF waiting to start is `requested` as well). Only
+        // this cron starts rewrites, so `busy`, read after it may have started one, still holds.
         if !want
             && p.aof_rewrite_in_progress.load(Ordering::SeqCst)
             && !p.aof_rewrite_requested.load(Ordering::SeqCst)
-            && !self.rewriting.load(Ordering::SeqCst)
+            && !busy
         {
             p.aof_rewrite_in_progress.store(false, Ordering::SeqCst);
             p.aof_starting.store(false, Ordering::SeqCst);
