@@ -598,11 +598,6 @@ fn the_lock_crate_follows_the_leader_through_moved_and_a_failover() {
     assert_eq!(rt.block_on(client.native_lock("job", "other", ttl)).expect("LOCK"), None);
 }
 
-/// A leader paused (SIGSTOP) longer than a lock's lease: the others elect a leader, the lease runs
-/// out on raft time there and another client gets the lock with a higher token. When the old
-/// leader resumes, the first holder's writes, fenced with its old token, pass nowhere: not through
-/// the resumed old leader (it cannot commit any more), not through the new one (the token is
-/// stale). The data is the second holder's.
 /// A waiter whose connection ends on a node that no longer leads leaves the queue: that node
 /// forwards the leave to the leader. Without it the waiter (WAIT 0) would be granted the lock at
 /// the release and hold it for its whole TTL, ahead of the waiter queued after it.
@@ -617,22 +612,10 @@ fn a_waiter_lost_on_a_former_leader_leaves_the_queue() {
     // The leader is paused until another node leads, then resumes as a follower, the waiting
     // connection still open on it.
     g.node(old).signal("STOP");
-    let others: Vec<u16> = g.nodes.iter().filter(|n| n.id != old).map(|n| n.port).collect();
-    let deadline = Instant::now() + DEADLINE;
-    let nport = loop {
-        let role = |p: u16| info(p).and_then(|i| i.get("consensus_role").cloned());
-        if let Some(p) = others.iter().copied().find(|&p| role(p).as_deref() == Some("leader")) {
-            break p;
-        }
-        assert!(Instant::now() < deadline, "no new leader while node {old} is paused");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let others: Vec<u64> = g.nodes.iter().map(|n| n.id).filter(|&id| id != old).collect();
+    let nport = g.port(loop_until(&format!("new leader while node {old} is paused"), || leading(&g, &others)));
     g.node(old).signal("CONT");
-    let deadline = Instant::now() + DEADLINE;
-    while info(oport).and_then(|i| i.get("consensus_role").cloned()).as_deref() != Some("follower") {
-        assert!(Instant::now() < deadline, "node {old} did not become a follower");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    loop_until(&format!("follower role for node {old}"), || (role(oport).as_deref() == Some("follower")).then_some(()));
     let mut next = send(nport, &["LOCK", "l", "next", "60000", "WAIT", "30000"]);
     wait_waiters(nport, "l", 2);
     drop(lost);
@@ -656,15 +639,10 @@ fn a_waiter_s_leave_is_tried_again_until_a_leader_commits_it() {
     wait_waiters(fport, "l", 1);
     // The first leader is paused until another node leads, then resumes as a follower of it.
     g.node(first).signal("STOP");
-    let leading = |ids: &[u64], g: &Group| {
-        ids.iter()
-            .copied()
-            .find(|&id| info(g.port(id)).and_then(|i| i.get("consensus_role").cloned()).as_deref() == Some("leader"))
-    };
     let others: Vec<u64> = g.nodes.iter().map(|n| n.id).filter(|&id| id != first).collect();
-    let second = loop_until(|| leading(&others, &g));
+    let second = loop_until("new leader", || leading(&g, &others));
     g.node(first).signal("CONT");
-    loop_until(|| {
+    loop_until("first leader following the second", || {
         let i = info(fport)?;
         (i.get("consensus_role").map(String::as_str) == Some("follower")
             && i.get("consensus_leader") == Some(&second.to_string()))
@@ -675,25 +653,40 @@ fn a_waiter_s_leave_is_tried_again_until_a_leader_commits_it() {
     g.node(second).signal("STOP");
     drop(lost);
     let third = others.iter().copied().find(|&id| id != second).expect("a third node");
-    let leader_port = g.port(loop_until(|| leading(&[first, third], &g)));
+    let leader_port = g.port(loop_until("leader of the two running nodes", || leading(&g, &[first, third])));
     wait_waiters(leader_port, "l", 0);
     g.node(second).signal("CONT");
     assert_eq!(must(leader_port, &["UNLOCK", "l", "a"]), ":1\r\n");
     assert!(!must(leader_port, &["LOCKINFO", "l"]).contains("lost"), "the lost waiter was granted the lock");
 }
 
-/// Polls `f` every 50 ms until it gives a value, for up to [`DEADLINE`].
-fn loop_until<T>(mut f: impl FnMut() -> Option<T>) -> T {
+/// Polls `f` every 50 ms until it gives a value, for up to [`DEADLINE`] (then fails: "no {what}").
+fn loop_until<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + DEADLINE;
     loop {
         if let Some(v) = f() {
             return v;
         }
-        assert!(Instant::now() < deadline, "not within {DEADLINE:?}");
+        assert!(Instant::now() < deadline, "no {what} within {DEADLINE:?}");
         std::thread::sleep(Duration::from_millis(50));
     }
 }
 
+/// The node's `consensus_role` (None if it does not answer).
+fn role(port: u16) -> Option<String> {
+    info(port).and_then(|i| i.get("consensus_role").cloned())
+}
+
+/// The node of `ids` that says it leads, if one does.
+fn leading(g: &Group, ids: &[u64]) -> Option<u64> {
+    ids.iter().copied().find(|&id| role(g.port(id)).as_deref() == Some("leader"))
+}
+
+/// A leader paused (SIGSTOP) longer than a lock's lease: the others elect a leader, the lease runs
+/// out on raft time there and another client gets the lock with a higher token. When the old
+/// leader resumes, the first holder's writes, fenced with its old token, pass nowhere: not through
+/// the resumed old leader (it cannot commit any more), not through the new one (the token is
+/// stale). The data is the second holder's.
 #[test]
 fn a_paused_leader_s_lock_holder_is_fenced_off_after_its_lease() {
     let mut g = Group::start("pause");
@@ -708,19 +701,8 @@ fn a_paused_leader_s_lock_holder_is_fenced_off_after_its_lease() {
     };
     signal("-STOP");
     // A new leader among the two others.
-    let others: Vec<u16> = g.nodes.iter().filter(|n| n.id != old).map(|n| n.port).collect();
-    let deadline = Instant::now() + DEADLINE;
-    let nport = loop {
-        let leading = others
-            .iter()
-            .copied()
-            .find(|&p| info(p).and_then(|i| i.get("consensus_role").cloned()).as_deref() == Some("leader"));
-        if let Some(p) = leading {
-            break p;
-        }
-        assert!(Instant::now() < deadline, "no new leader while node {old} is paused");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let others: Vec<u64> = g.nodes.iter().map(|n| n.id).filter(|&id| id != old).collect();
+    let nport = g.port(loop_until(&format!("new leader while node {old} is paused"), || leading(&g, &others)));
     // B gets the lock once A's lease ran out (on raft time, which stood still while no leader).
     let deadline = Instant::now() + DEADLINE;
     let t2 = loop {
