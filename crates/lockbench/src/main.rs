@@ -5,8 +5,7 @@
 //! It does what `scripts/lib/lockbench.py run` does (that file's docstring is the specification:
 //! systems, workloads, retries, the JSON line it prints), in one thread: a tokio current-thread
 //! runtime drives every client of a run, a task and a connection each, as the Python drives them
-//! from one asyncio loop. The
-//! Python client took 55-60% of a core for 10,600 cycles/s of a 3-node Latch group on the 2-core
+//! from one asyncio loop. The Python client took 55-60% of a core for 10,600 cycles/s of a 3-node Latch group on the 2-core
 //! machine the benchmark runs on, so there the client, not the servers, set the rate.
 //!
 //! ```text
@@ -200,7 +199,7 @@ impl Resp {
 /// of `buf` it took. None while incomplete. Bodies are `Content-Length` or chunked.
 fn parse_http(buf: &[u8]) -> io::Result<Option<(u16, Vec<u8>, usize)>> {
     let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("bad HTTP response: {what}"));
-    let Some(head_end) = memchr_crlf2(buf) else { return Ok(None) };
+    let Some(head_end) = memchr::memmem::find(buf, b"\r\n\r\n") else { return Ok(None) };
     let head = std::str::from_utf8(&buf[..head_end]).map_err(|_| bad("header not UTF-8"))?;
     let mut lines = head.split("\r\n");
     let status =
@@ -222,7 +221,7 @@ fn parse_http(buf: &[u8]) -> io::Result<Option<(u16, Vec<u8>, usize)>> {
     }
     let mut body = Vec::new();
     loop {
-        let Some(eol) = buf[pos..].windows(2).position(|w| w == b"\r\n") else { return Ok(None) };
+        let Some(eol) = memchr::memmem::find(&buf[pos..], b"\r\n") else { return Ok(None) };
         let size = std::str::from_utf8(&buf[pos..pos + eol]).map_err(|_| bad("chunk size"))?;
         let size =
             usize::from_str_radix(size.split(';').next().unwrap_or("").trim(), 16).map_err(|_| bad("chunk size"))?;
@@ -237,10 +236,6 @@ fn parse_http(buf: &[u8]) -> io::Result<Option<(u16, Vec<u8>, usize)>> {
         body.extend_from_slice(&buf[pos..pos + size]);
         pos += size + 2;
     }
-}
-
-fn memchr_crlf2(buf: &[u8]) -> Option<usize> {
-    buf.windows(4).position(|w| w == b"\r\n\r\n")
 }
 
 /// A keep-alive HTTP/1.1 connection to an etcd member's v3 JSON gateway.
