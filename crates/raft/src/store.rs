@@ -57,7 +57,8 @@ struct Inner {
     file: Arc<File>,
     /// Where the records end: the next record is written here. Zeros follow, up to `allocated`.
     end: u64,
-    /// The file's length: allocated ahead of `end` (equal where `fallocate` is refused).
+    /// The file's length: allocated ahead of `end`; `u64::MAX` where the file system cannot
+    /// allocate ahead (the file then ends at `end`).
     allocated: u64,
     entries: BTreeMap<u64, Entry>,
     purged: Option<LogId>,
@@ -266,7 +267,11 @@ pub(crate) fn write_file(path: &Path, data: &[u8], durable: bool) -> io::Result<
 #[cfg(target_os = "linux")]
 fn preallocate(file: &File, at: u64, len: u64) -> io::Result<()> {
     let off = |n: u64| i64::try_from(n).map_err(io::Error::other);
-    nix::fcntl::fallocate(file, nix::fcntl::FallocateFlags::empty(), off(at)?, off(len)?).map_err(io::Error::from)
+    use nix::errno::Errno;
+    nix::fcntl::fallocate(file, nix::fcntl::FallocateFlags::empty(), off(at)?, off(len)?).map_err(|e| match e {
+        Errno::EOPNOTSUPP | Errno::ENOSYS => io::Error::new(io::ErrorKind::Unsupported, e),
+        e => io::Error::from(e),
+    })
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -288,13 +293,21 @@ impl Inner {
             let to = end.next_multiple_of(PREALLOCATE);
             match preallocate(&self.file, self.allocated, to - self.allocated) {
                 Ok(()) => self.allocated = to,
-                // Written at the end instead: the file grows with each append.
-                Err(e) => tracing::debug!("raft log: not allocated ahead: {e}"),
+                // Written at the end instead: the file grows with each append. A file system
+                // that cannot allocate ahead is not asked again until the next rewrite.
+                Err(e) => {
+                    tracing::debug!("raft log: not allocated ahead: {e}");
+                    if e.kind() == io::ErrorKind::Unsupported {
+                        self.allocated = u64::MAX;
+                    }
+                }
             }
         }
         self.file.write_all_at(&buf, self.end)?;
         self.end = end;
-        self.allocated = self.allocated.max(end);
+        if self.allocated != u64::MAX {
+            self.allocated = self.allocated.max(end);
+        }
         Ok(())
     }
 
@@ -537,7 +550,7 @@ mod tests {
         let len = std::fs::metadata(dir.join("raft-log")).unwrap().len();
         // Allocated ahead where the file system allows it (ext4, xfs, tmpfs), else exactly the records.
         assert!(len == PREALLOCATE || len == inner.end, "file length {len}, records end at {}", inner.end);
-        assert_eq!(inner.allocated, len);
+        assert!(inner.allocated == len || inner.allocated == u64::MAX, "allocated {}", inner.allocated);
         inner.write(&[Record::Entry(entry(1, 3))]).unwrap();
         if len == PREALLOCATE {
             assert_eq!(std::fs::metadata(dir.join("raft-log")).unwrap().len(), len, "an append inside the allocation");
