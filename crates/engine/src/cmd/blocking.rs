@@ -31,6 +31,7 @@ pub static COMMANDS: &[Command] = &[
         group: crate::command::Group::List,
         handler: blpop,
         serve: Some(serve_bpop),
+        ready: Some(list_ready),
         ..BASE
     },
     Command {
@@ -41,6 +42,7 @@ pub static COMMANDS: &[Command] = &[
         group: crate::command::Group::List,
         handler: brpop,
         serve: Some(serve_bpop),
+        ready: Some(list_ready),
         ..BASE
     },
     Command {
@@ -51,6 +53,7 @@ pub static COMMANDS: &[Command] = &[
         group: crate::command::Group::List,
         handler: blmove,
         serve: Some(serve_bmove),
+        ready: Some(list_ready),
         ..BASE
     },
     Command {
@@ -61,6 +64,7 @@ pub static COMMANDS: &[Command] = &[
         group: crate::command::Group::List,
         handler: brpoplpush,
         serve: Some(serve_bmove),
+        ready: Some(list_ready),
         ..BASE
     },
     Command {
@@ -71,6 +75,7 @@ pub static COMMANDS: &[Command] = &[
         group: crate::command::Group::List,
         handler: blmpop,
         serve: Some(serve_bmpop),
+        ready: Some(list_ready),
         ..BASE
     },
     Command {
@@ -81,6 +86,7 @@ pub static COMMANDS: &[Command] = &[
         group: crate::command::Group::SortedSet,
         handler: bzpopmin,
         serve: Some(serve_bzpop),
+        ready: Some(zset_ready),
         ..BASE
     },
     Command {
@@ -91,6 +97,7 @@ pub static COMMANDS: &[Command] = &[
         group: crate::command::Group::SortedSet,
         handler: bzpopmax,
         serve: Some(serve_bzpop),
+        ready: Some(zset_ready),
         ..BASE
     },
     Command {
@@ -101,6 +108,7 @@ pub static COMMANDS: &[Command] = &[
         group: crate::command::Group::SortedSet,
         handler: bzmpop,
         serve: Some(serve_bzmpop),
+        ready: Some(zset_ready),
         ..BASE
     },
 ];
@@ -115,6 +123,16 @@ fn block(ctx: &mut Ctx<'_, '_>, keys: Vec<Bytes>, deadline: Option<u64>, timeout
     ctx.client.block = Some(BlockRequest { keys, deadline, timeout_reply, serve_args: None });
     // Not sent: Server::execute replaces it with the waiter's eventual reply.
     Frame::Null
+}
+
+/// Whether `key` holds a list (never empty: an emptied list is deleted), which serves a blocked pop.
+fn list_ready(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> bool {
+    matches!(ctx.db().peek(key).map(|e| &e.value), Some(crate::value::Value::List(_)))
+}
+
+/// Whether `key` holds a sorted set (never empty), which serves a blocked pop.
+fn zset_ready(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> bool {
+    matches!(ctx.db().peek(key).map(|e| &e.value), Some(crate::value::Value::ZSet(_)))
 }
 
 // ---- lists ---------------------------------------------------------------------------------------
