@@ -9,7 +9,8 @@
 //! `apply`, tokens are the same on every node and keep increasing across leader changes.
 
 use crate::store::write_file;
-use crate::types::{Entry, LogId, NodeId, Op, Reply, StorageError, TypeConfig, Work, io_error};
+use crate::route;
+use crate::types::{BlockWait, Entry, LogId, NodeId, Op, Reply, StorageError, TypeConfig, Work, io_error};
 use crate::waits::{LockWait, SavedWait, SavedWaitV3, Waits, is_lock_wait};
 use bytes::Bytes;
 use engine::client::Client;
@@ -24,6 +25,7 @@ use std::io::{self, Cursor};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 /// The engine's clock in consensus mode: the raft time of the last applied entry (milliseconds on
 /// the group's timeline); durations for latency statistics still come from the node's own clock.
@@ -241,6 +243,7 @@ impl StateMachine {
         let written_before = std::mem::replace(&mut self.last_write, index);
         let mut client = self.client.lock();
         let mut waits = Vec::new();
+        let mut blocked = Vec::new();
         let replies = work
             .into_iter()
             .enumerate()
@@ -254,9 +257,33 @@ impl StateMachine {
                             None
                         }
                     },
+                    Work::Command(c) if self.srv.table.resolve(&c.args).is_ok_and(|cmd| route::blocks(cmd, &c.args)) => {
+                        // A blocking command that finds nothing hands its request back: the client
+                        // waits on the node it is connected to (see `Consensus::write`).
+                        set_client(&mut client, c.db, c.resp3);
+                        (client.deny_blocking, client.defer_blocking) = (false, true);
+                        let reply = self.srv.execute(&mut client, &c.args);
+                        (client.deny_blocking, client.defer_blocking) = (true, false);
+                        match client.block.take() {
+                            Some(request) => {
+                                let timeout = request.deadline.map(|d| Duration::from_millis(d.saturating_sub(now)));
+                                blocked.push((i, Some(BlockWait { request, timeout })));
+                                None
+                            }
+                            None => reply,
+                        }
+                    }
                     Work::Command(c) => {
                         set_client(&mut client, c.db, c.resp3);
                         self.srv.execute(&mut client, &c.args)
+                    }
+                    Work::Serve(w) => {
+                        set_client(&mut client, w.db, w.resp3);
+                        let reply = self.srv.serve_now(&mut client, &w.args, &w.keys);
+                        if reply.is_none() {
+                            blocked.push((i, None));
+                        }
+                        reply
                     }
                     Work::CancelWait(c) => Some(Frame::Integer(self.waits.cancel(c.db, &c.key, &c.owner, None) as i64)),
                     Work::LeaveQueue(c) => {
@@ -280,7 +307,7 @@ impl StateMachine {
                 }
             })
             .collect();
-        Reply(replies, waits)
+        Reply(replies, waits, blocked)
     }
 
     /// Runs a `LOCK ... WAIT`: the reply when it is granted (or refused) at once, else the wait

@@ -243,6 +243,10 @@ where
                         let reply = self.wait_lock(node, &wait).await?;
                         crate::consensus::with_reply_mode(&mut self.client, Some(reply))
                     }
+                    crate::consensus::Ran::Blocks(block) => {
+                        let reply = self.wait_ringing(node, block, args).await?;
+                        crate::consensus::with_reply_mode(&mut self.client, Some(reply))
+                    }
                 },
                 Err(loading) => Some(loading),
             }
@@ -479,6 +483,111 @@ where
         }
     }
 
+    /// A blocking command that found nothing in consensus mode (a pop, XREADGROUP ... BLOCK):
+    /// the client waits on this node as a ringing waiter (`Server::block_ringing`) until one of
+    /// its keys can serve it, then its serve step is proposed through the log
+    /// (`Consensus::serve`), again if what it found was taken first. It gets its timeout reply at
+    /// its timeout (measured on this node), what CLIENT UNBLOCK gives it, or `-MOVED` to the new
+    /// leader once this node no longer leads (as Redis Cluster redirects a blocked client whose
+    /// slot moved). What the client sends meanwhile is buffered. A serve step proposed before the
+    /// client went away still applies.
+    async fn wait_ringing(
+        &mut self,
+        node: &Arc<raft::Consensus>,
+        block: raft::BlockWait,
+        args: &[Bytes],
+    ) -> Result<Frame, Close> {
+        if block.timeout == Some(std::time::Duration::ZERO) {
+            return Ok(block.request.timeout_reply);
+        }
+        let end = block.timeout.map(|t| tokio::time::Instant::now() + t);
+        let (db, keys) = (self.client.db, block.request.keys.clone());
+        let w = match self.srv.block_ringing(&mut self.client, args, block.request) {
+            Ok(w) => w,
+            Err(e) => return Ok(e),
+        };
+        let outcome = self.ringing(node, &w, end, args).await;
+        // The queues drop it; a ring it took and did not use goes to the next waiter.
+        w.end();
+        self.srv.unblocked(&mut self.client);
+        self.srv.pass_on(db, &keys);
+        let reply = outcome?;
+        self.srv.count_blocked_reply(&w, &reply);
+        self.client.wait_durable = true;
+        Ok(reply)
+    }
+
+    /// The wait of [`Conn::wait_ringing`], until its reply (Err: the client is gone or killed).
+    async fn ringing(
+        &mut self,
+        node: &Arc<raft::Consensus>,
+        w: &Waiter,
+        end: Option<tokio::time::Instant>,
+        args: &[Bytes],
+    ) -> Result<Frame, Close> {
+        use engine::waiters::WaitState;
+        self.flush().await?;
+        let mut leadership = node.leadership();
+        let limit = self.srv.config.client_query_buffer_limit.load(Ordering::Relaxed).max(0) as usize;
+        loop {
+            if self.client.info.killed.load(Ordering::Relaxed) {
+                return Err(Close);
+            }
+            let timed_out = end.is_some_and(|t| t <= tokio::time::Instant::now());
+            match w.take() {
+                // CLIENT UNBLOCK.
+                WaitState::Served(f) => return Ok(f),
+                WaitState::Rung(_) if timed_out => return Ok(w.timeout_reply.clone()),
+                // One of its keys can serve it: the serve step through the log, again for the keys
+                // written meanwhile while it finds nothing.
+                WaitState::Rung(mut keys) => loop {
+                    match node.serve(w.db, w.proto, &w.args, keys).await {
+                        raft::Answer::Nothing(_) => match w.rest() {
+                            Some(more) => keys = more,
+                            None => break,
+                        },
+                        raft::Answer::Reply(f) => return Ok(f),
+                        raft::Answer::Queued(_) => return Ok(w.timeout_reply.clone()),
+                    }
+                },
+                WaitState::Done => return Ok(w.timeout_reply.clone()),
+                WaitState::Waiting | WaitState::Claimed | WaitState::Running(_) | WaitState::Retry => {}
+            }
+            if let Some(moved) = node.moved_away(args)
+                && w.cancel()
+            {
+                return Ok(moved);
+            }
+            let timer = async {
+                match end {
+                    Some(t) => tokio::time::sleep_until(t).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let led = async {
+                if leadership.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            };
+            self.rbuf.reserve(READ_CHUNK);
+            tokio::select! {
+                _ = self.unblock.notified() => {}
+                _ = timer => if w.cancel() { return Ok(w.timeout_reply.clone()) },
+                _ = led => {}
+                _ = self.kill.notified() => if self.client.info.killed.load(Ordering::Relaxed) { return Err(Close) },
+                r = self.rd.read_buf(&mut self.rbuf) => match r {
+                    Ok(0) | Err(_) => return Err(Close),
+                    Ok(n) => {
+                        self.srv.stats.add_net_input(n as u64);
+                        if self.rbuf.len() > limit {
+                            return Err(Close);
+                        }
+                    }
+                },
+            }
+        }
+    }
+
     /// One wait of a client that waits without a key (WAIT, SHUTDOWN): until it is rung, `timer`
     /// ends, or bytes arrive (buffered for after it). Err once the client is killed or gone.
     async fn wait_step(&mut self, timer: impl std::future::Future<Output = ()>) -> Step {
@@ -664,17 +773,22 @@ async fn wait_blocked<R: AsyncRead + Unpin>(
     killed: &std::sync::atomic::AtomicBool,
 ) -> Blocked {
     use engine::waiters::WaitState;
+    // The deadline is on the server's clock, which in consensus mode is raft time: it moves only
+    // with entries, so the time left is taken once and counted on this node.
+    let end = w.deadline.map(|d| {
+        tokio::time::Instant::now() + std::time::Duration::from_millis(d.saturating_sub(srv.clock.now_ms()))
+    });
     loop {
         match w.take() {
             WaitState::Served(f) => return Blocked::Reply(f),
             WaitState::Retry => return Blocked::Retry,
             WaitState::Done => return Blocked::Reply(w.timeout_reply.clone()),
-            WaitState::Waiting | WaitState::Claimed => {}
+            // Rung and running are a ringing waiter's (`Conn::wait_ringing`), never this one's.
+            WaitState::Waiting | WaitState::Claimed | WaitState::Rung(_) | WaitState::Running(_) => {}
         }
-        let left = w.deadline.map(|d| d.saturating_sub(srv.clock.now_ms()));
         let timer = async {
-            match left {
-                Some(ms) => tokio::time::sleep(std::time::Duration::from_millis(ms)).await,
+            match end {
+                Some(t) => tokio::time::sleep_until(t).await,
                 None => std::future::pending().await,
             }
         };
