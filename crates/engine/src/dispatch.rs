@@ -690,8 +690,7 @@ impl Server {
                     Some(n) => String::from_utf8_lossy(n).to_ascii_lowercase(),
                     None => String::new(),
                 };
-                let ran =
-                    crate::notify::Ran { name: &name, args: &effect, changed: true, named: &ctx.events };
+                let ran = crate::notify::Ran { name: &name, args: &effect, changed: true, named: &ctx.events };
                 // The stand-in has the served client's id.
                 self.raise_key_events(ctx.locked, Some(ran), db, crate::tracking::Cause::of(ctx.client));
             }
@@ -794,7 +793,8 @@ impl Server {
         let now = self.clock.now_ms();
         let mut reply = None;
         for key in keys {
-            if let Serve::Reply(f) = self.serve_one(&mut locked, &client.info, client.db, client.proto, cmd, args, key, now)
+            if let Serve::Reply(f) =
+                self.serve_one(&mut locked, &client.info, client.db, client.proto, cmd, args, key, now)
             {
                 reply = Some(f);
                 break;

@@ -28,7 +28,7 @@ mod waits;
 
 pub use machine::RaftClock;
 pub use node::{Answer, CLUSTERDOWN, Consensus, Decision};
-pub use types::BlockWait;
 pub use options::Options;
 pub use route::key_slot;
+pub use types::BlockWait;
 pub use waits::LockWait;

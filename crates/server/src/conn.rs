@@ -775,9 +775,9 @@ async fn wait_blocked<R: AsyncRead + Unpin>(
     use engine::waiters::WaitState;
     // The deadline is on the server's clock, which in consensus mode is raft time: it moves only
     // with entries, so the time left is taken once and counted on this node.
-    let end = w.deadline.map(|d| {
-        tokio::time::Instant::now() + std::time::Duration::from_millis(d.saturating_sub(srv.clock.now_ms()))
-    });
+    let end = w
+        .deadline
+        .map(|d| tokio::time::Instant::now() + std::time::Duration::from_millis(d.saturating_sub(srv.clock.now_ms())));
     loop {
         match w.take() {
             WaitState::Served(f) => return Blocked::Reply(f),

@@ -79,7 +79,10 @@ fn a_group_elects_a_leader_and_followers_send_clients_to_it() {
 
     // What consensus mode cannot run yet is refused, not run locally.
     assert_eq!(must(lport, &["SCRIPT", "KILL"]), "-ERR SCRIPT KILL is not supported in consensus mode\r\n");
-    assert_eq!(must(follower.port, &["BLPOP", "q", "0"]), format!("-MOVED {} 127.0.0.1:{lport}\r\n", raft::key_slot(b"q")));
+    assert_eq!(
+        must(follower.port, &["BLPOP", "q", "0"]),
+        format!("-MOVED {} 127.0.0.1:{lport}\r\n", raft::key_slot(b"q"))
+    );
     assert_eq!(
         must(lport, &["FENCED", "f", "1", "LOCK", "l", "me", "1000", "WAIT", "10"]),
         "-ERR FENCED of a blocking command is not supported in consensus mode\r\n"
@@ -1117,10 +1120,7 @@ fn stream_reads_block_on_the_leader() {
     wait_blocked(lport, 1);
     // An entry after `$` (1-1 when it blocked) serves it; 1-1 is not read again.
     assert!(must(lport, &["XADD", "s", "2-1", "f", "new"]).contains("2-1"));
-    assert_eq!(
-        answer(&mut r),
-        "*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n2-1\r\n*2\r\n$1\r\nf\r\n$3\r\nnew\r\n"
-    );
+    assert_eq!(answer(&mut r), "*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n2-1\r\n*2\r\n$1\r\nf\r\n$3\r\nnew\r\n");
     assert_eq!(must(lport, &["XREAD", "BLOCK", "100", "STREAMS", "s", "$"]), "*-1\r\n");
 
     assert_eq!(must(lport, &["XGROUP", "CREATE", "s", "g", "$"]), "+OK\r\n");
@@ -1130,16 +1130,10 @@ fn stream_reads_block_on_the_leader() {
     wait_blocked(lport, 2);
     assert!(must(lport, &["XADD", "s", "3-1", "f", "job"]).contains("3-1"));
     // The first consumer that blocked gets the entry; the second waits on.
-    assert_eq!(
-        answer(&mut c1),
-        "*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n3-1\r\n*2\r\n$1\r\nf\r\n$3\r\njob\r\n"
-    );
+    assert_eq!(answer(&mut c1), "*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n3-1\r\n*2\r\n$1\r\nf\r\n$3\r\njob\r\n");
     wait_blocked(lport, 1);
     assert!(must(lport, &["XADD", "s", "4-1", "f", "job2"]).contains("4-1"));
-    assert_eq!(
-        answer(&mut c2),
-        "*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n4-1\r\n*2\r\n$1\r\nf\r\n$4\r\njob2\r\n"
-    );
+    assert_eq!(answer(&mut c2), "*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n4-1\r\n*2\r\n$1\r\nf\r\n$4\r\njob2\r\n");
     // Every node holds the group's state: last delivered 4-1, two pending entries.
     wait_same_data(&g, lport);
     for n in &g.nodes {
