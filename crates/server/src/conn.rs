@@ -371,6 +371,12 @@ where
             self.srv.unblocked(&mut self.client);
             return Err(Close);
         }
+        // A reader blocked on a consensus node (XREAD ... BLOCK) is sent to the new leader once
+        // this node no longer leads, unless it asked for READONLY, as Redis Cluster does.
+        let redirect = match crate::consensus::node() {
+            Some(Ok(node)) if !self.client.readonly => Some(Redirect { node, args, leadership: node.leadership() }),
+            _ => None,
+        };
         let outcome = wait_blocked(
             &self.srv,
             w,
@@ -379,6 +385,7 @@ where
             &self.unblock,
             &self.kill,
             &self.client.info.killed,
+            redirect,
         )
         .await;
         self.srv.unblocked(&mut self.client);
@@ -761,8 +768,19 @@ enum Blocked {
     Gone,
 }
 
+/// A client blocked on a consensus node, answered `-MOVED` once the node no longer leads (see
+/// [`raft::Consensus::moved_away`]).
+struct Redirect<'a> {
+    node: &'a raft::Consensus,
+    /// The blocked command.
+    args: &'a [Bytes],
+    /// Changes when the node's leadership does.
+    leadership: tokio::sync::watch::Receiver<(bool, Option<u64>)>,
+}
+
 /// Waits for a blocked client's outcome. Bytes the client sends meanwhile are buffered (Redis does
 /// not run them until it is unblocked), which is also how a disconnect is noticed.
+#[allow(clippy::too_many_arguments)]
 async fn wait_blocked<R: AsyncRead + Unpin>(
     srv: &Server,
     w: &Waiter,
@@ -771,6 +789,7 @@ async fn wait_blocked<R: AsyncRead + Unpin>(
     unblock: &Notify,
     kill: &Notify,
     killed: &std::sync::atomic::AtomicBool,
+    mut redirect: Option<Redirect<'_>>,
 ) -> Blocked {
     use engine::waiters::WaitState;
     // The deadline is on the server's clock, which in consensus mode is raft time: it moves only
@@ -786,15 +805,31 @@ async fn wait_blocked<R: AsyncRead + Unpin>(
             // Rung and running are a ringing waiter's (`Conn::wait_ringing`), never this one's.
             WaitState::Waiting | WaitState::Claimed | WaitState::Rung(_) | WaitState::Running(_) => {}
         }
+        if let Some(r) = &redirect
+            && let Some(moved) = r.node.moved_away(r.args)
+            && w.cancel()
+        {
+            return Blocked::Reply(moved);
+        }
         let timer = async {
             match end {
                 Some(t) => tokio::time::sleep_until(t).await,
                 None => std::future::pending().await,
             }
         };
+        let led = async {
+            let changed = match redirect.as_mut() {
+                Some(r) => r.leadership.changed().await.is_ok(),
+                None => false,
+            };
+            if !changed {
+                std::future::pending::<()>().await;
+            }
+        };
         rbuf.reserve(READ_CHUNK);
         tokio::select! {
             _ = unblock.notified() => {}
+            _ = led => {}
             _ = timer => {
                 if w.cancel() {
                     return Blocked::Reply(w.timeout_reply.clone());

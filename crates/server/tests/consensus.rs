@@ -1155,7 +1155,8 @@ fn stream_reads_block_on_the_leader() {
 /// A client blocked on a leader that loses its leadership (paused past the election timeout,
 /// then resumed as a follower) is sent to the new leader with `-MOVED`, as Redis Cluster
 /// redirects a blocked client whose slot moved; nothing was popped for it, and it can block
-/// again there.
+/// again there. A stream reader is redirected alike, unless it sent READONLY: then it reads on
+/// the follower, served by what it applies.
 #[test]
 fn a_client_blocked_on_a_deposed_leader_is_sent_to_the_new_one() {
     let g = Group::start("bpop-moved");
@@ -1163,6 +1164,14 @@ fn a_client_blocked_on_a_deposed_leader_is_sent_to_the_new_one() {
     let oport = g.port(old);
     let mut b = send(oport, &["BLPOP", "q", "0"]);
     wait_blocked(oport, 1);
+    // Stream readers too; one that asked for READONLY stays, served by what the node applies.
+    assert!(must(oport, &["XADD", "s", "1-1", "f", "v"]).contains("1-1"));
+    let mut x = send(oport, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
+    wait_blocked(oport, 2);
+    let mut ro = Session::open(oport);
+    assert_eq!(ro.cmd(&["READONLY"]), "+OK\r\n");
+    ro.0.send(&common::encode(&["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]));
+    wait_blocked(oport, 3);
     g.nodes.iter().find(|n| n.id == old).expect("leader").signal("STOP");
     let others: Vec<u64> = g.nodes.iter().map(|n| n.id).filter(|&id| id != old).collect();
     let new = loop_until("a new leader", || leading(&g, &others));
@@ -1170,6 +1179,9 @@ fn a_client_blocked_on_a_deposed_leader_is_sent_to_the_new_one() {
     assert_eq!(int(&must(nport, &["RPUSH", "kept", "v"])), 1);
     g.nodes.iter().find(|n| n.id == old).expect("leader").signal("CONT");
     assert_eq!(answer(&mut b), format!("-MOVED {} 127.0.0.1:{nport}\r\n", raft::key_slot(b"q")));
+    assert_eq!(answer(&mut x), format!("-MOVED {} 127.0.0.1:{nport}\r\n", raft::key_slot(b"s")));
+    assert!(must(nport, &["XADD", "s", "2-1", "f", "w"]).contains("2-1"));
+    assert_eq!(answer(&mut ro), "*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n2-1\r\n*2\r\n$1\r\nf\r\n$1\r\nw\r\n");
     // Blocked again on the new leader (where the redirection sends it), it is served there.
     let mut b = send(nport, &["BLPOP", "q", "0"]);
     wait_blocked(nport, 1);
