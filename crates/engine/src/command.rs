@@ -270,7 +270,7 @@ pub struct Command<R: Runner> {
     /// client with the waiter's db and protocol, against the writer's locks.
     pub serve: Option<R::Serve>,
     /// For blocking commands: whether `key` holds what would serve a blocked client of this
-    /// command, without changing anything (a ringing waiter is rung only then, see
+    /// command, without changing any value (a ringing waiter is rung only then, see
     /// [`crate::waiters`]). Same arguments as [`Command::serve`]. None: whenever the key exists.
     pub ready: Option<R::Ready>,
     /// For commands that need the whole keyspace only with some arguments (SORT with BY/GET

@@ -125,14 +125,22 @@ fn block(ctx: &mut Ctx<'_, '_>, keys: Vec<Bytes>, deadline: Option<u64>, timeout
     Frame::Null
 }
 
+/// Whether `key` holds a live value that `is` accepts, looked at without a lookup's side effects
+/// (an expired key is not reclaimed, no statistics).
+fn holds(ctx: &mut Ctx<'_, '_>, key: &[u8], is: fn(&crate::value::Value) -> bool) -> bool {
+    let (db, now) = (ctx.client.db, ctx.now);
+    let t = &ctx.locked.shard_for(key).dbs[db];
+    t.peek(key).is_some_and(|e| is(&e.value)) && !t.is_stale(key, now)
+}
+
 /// Whether `key` holds a list (never empty: an emptied list is deleted), which serves a blocked pop.
 fn list_ready(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> bool {
-    matches!(ctx.db().peek(key).map(|e| &e.value), Some(crate::value::Value::List(_)))
+    holds(ctx, key, |v| matches!(v, crate::value::Value::List(_)))
 }
 
 /// Whether `key` holds a sorted set (never empty), which serves a blocked pop.
 fn zset_ready(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> bool {
-    matches!(ctx.db().peek(key).map(|e| &e.value), Some(crate::value::Value::ZSet(_)))
+    holds(ctx, key, |v| matches!(v, crate::value::Value::ZSet(_)))
 }
 
 // ---- lists ---------------------------------------------------------------------------------------
