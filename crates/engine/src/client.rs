@@ -85,6 +85,11 @@ pub struct Client {
     pub block_waker: Option<Arc<dyn Fn() + Send + Sync>>,
     /// Blocking commands answer at once as if timed out (inside EXEC and scripts, as in Redis).
     pub deny_blocking: bool,
+    /// A blocking command that finds nothing (and may block) queues no waiter: `execute` answers its
+    /// timeout reply and leaves its request in [`Client::block`] for the caller, who waits its own
+    /// way (a consensus node's apply client: the connection that proposed the command waits on
+    /// the node it is connected to, see [`crate::server::Server::block_ringing`]).
+    pub defer_blocking: bool,
     /// `READONLY` was sent (Redis Cluster's CLIENT_READONLY): a consensus node that does not
     /// lead serves this client's reads from its own data, possibly stale, instead of `-MOVED`.
     /// `READWRITE` and `RESET` clear it.
@@ -179,6 +184,7 @@ impl Client {
             blocked: None,
             block_waker: None,
             deny_blocking: true,
+            defer_blocking: false,
             readonly: false,
             in_script: false,
             in_exec: false,

@@ -149,6 +149,8 @@ pub trait Runner: 'static {
     type Handler: Copy + Send + Sync + 'static;
     /// See [`Command::serve`].
     type Serve: Copy + Send + Sync + 'static;
+    /// See [`Command::ready`].
+    type Ready: Copy + Send + Sync + 'static;
 }
 
 /// A command's group, as COMMAND DOCS names it (Redis's `commandGroupStr`), plus Latch's own
@@ -267,6 +269,10 @@ pub struct Command<R: Runner> {
     /// ready (see [`crate::waiters`]). Runs with the waiter's arguments in `ctx.args` and a stand-in
     /// client with the waiter's db and protocol, against the writer's locks.
     pub serve: Option<R::Serve>,
+    /// For blocking commands: whether `key` holds what would serve a blocked client of this
+    /// command, without changing any value (a ringing waiter is rung only then, see
+    /// [`crate::waiters`]). Same arguments as [`Command::serve`]. None: whenever the key exists.
+    pub ready: Option<R::Ready>,
     /// For commands that need the whole keyspace only with some arguments (SORT with BY/GET
     /// patterns): returns true when `args` (`args[0]` = name) needs every shard locked, like
     /// [`Flags::ALL_SHARDS`]. Whoever locks for a command asks [`Command::needs_all_shards`].

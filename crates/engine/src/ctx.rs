@@ -18,6 +18,7 @@ pub enum Engine {}
 impl Runner for Engine {
     type Handler = Handler;
     type Serve = ServeFn;
+    type Ready = ReadyFn;
 }
 
 /// A command handler: reads `ctx.args`, works on `ctx.db()`, returns the reply.
@@ -25,6 +26,9 @@ pub type Handler = fn(&mut Ctx<'_, '_>) -> Frame;
 
 /// See [`Command::serve`].
 pub type ServeFn = fn(&mut Ctx<'_, '_>, &[u8]) -> crate::waiters::Serve;
+
+/// See [`Command::ready`].
+pub type ReadyFn = fn(&mut Ctx<'_, '_>, &[u8]) -> bool;
 
 /// An entry of Latch's command table.
 pub type Command = crate::command::Command<Engine>;

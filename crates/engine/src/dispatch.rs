@@ -291,6 +291,13 @@ impl Server {
             }
         }
         if let Some(req) = client.block.take() {
+            if client.defer_blocking {
+                // The caller waits its own way: the request stays for it, the reply is the
+                // timeout's (see `Client::defer_blocking`).
+                let reply = req.timeout_reply.clone();
+                client.block = Some(req);
+                return Some(reply);
+            }
             self.block(client, &mut locked, cmd, args, req);
             return None;
         }
@@ -598,72 +605,38 @@ impl Server {
             now = now.max(self.clock.now_ms());
             work.sort_unstable_by_key(|(seq, _, _)| *seq);
             for (_, db, key) in work {
-                // Waiters passed over (`Serve::Pass`) stay in front of the ones still to try.
+                // Waiters passed over (`Serve::Pass`, ringing waiters) stay in front of the ones
+                // still to try.
                 let mut skip = 0;
+                // A ringing waiter of this key was rung (or told to try again).
+                let mut rang = false;
                 while let Some(w) = locked.shard_for(&key).dbs[db].nth_waiter(&key, skip) {
                     let Ok(w) = w.into_any().downcast::<crate::ctx::Waiter>() else {
                         unreachable!("tables queue only the runtime's waiters")
                     };
+                    if w.rings() {
+                        // Rung, not served (see crate::waiters): the first ringing waiter the key
+                        // can serve is rung, or told to try again while it runs; the ringing
+                        // waiters after it wait for its outcome. Waiters of other kinds behind
+                        // them are served as usual.
+                        if !rang {
+                            rang = self.try_ring(locked, &w, &key, now);
+                        }
+                        skip += 1;
+                        continue;
+                    }
                     if !w.claim() {
                         // Being served through another of its keys by another writer: keep order,
                         // stop here (that writer wakes it either way).
                         break;
                     }
-                    let Some(serve) = w.cmd.serve else {
+                    if w.cmd.serve.is_none() {
                         w.finish(WaitState::Retry);
                         continue;
-                    };
-                    let mut stand_in = Client::detached(w.info.clone(), w.db, w.proto);
-                    let started = self.clock.ticks_us();
-                    let outcome = {
-                        let mut ctx = Ctx::new(self, &mut stand_in, locked, &w.args, now, w.cmd);
-                        let outcome = serve(&mut ctx, &key);
-                        let (dirty, rewrite) = (ctx.dirty, ctx.rewrite.take());
-                        if dirty > 0 {
-                            self.stats.add_dirty(dirty);
-                        }
-                        if self.ks.key_log() != 0 {
-                            // Named after what the serve step did (LPOP, LMOVE, ZPOPMIN...), as
-                            // Redis names a served blocking pop's events.
-                            let effect = rewrite.as_ref().and_then(|r| r.first()).cloned().unwrap_or_default();
-                            let name = match effect.first() {
-                                _ if w.cmd.name == "lock" => "lock_served".to_string(),
-                                Some(n) => String::from_utf8_lossy(n).to_ascii_lowercase(),
-                                None => String::new(),
-                            };
-                            let ran =
-                                crate::notify::Ran { name: &name, args: &effect, changed: true, named: &ctx.events };
-                            // The stand-in has the served client's id.
-                            self.raise_key_events(ctx.locked, Some(ran), w.db, crate::tracking::Cause::of(ctx.client));
-                        }
-                        if self.changes.enabled() {
-                            // A served waiter's own arguments (BLPOP ...) are never its effect: its
-                            // serve step says what it did.
-                            debug_assert!(dirty == 0 || rewrite.is_some(), "{} served without its effect", w.cmd.name);
-                            let mut effects = Vec::new();
-                            self.collect_effects(
-                                ctx.locked,
-                                &mut effects,
-                                dirty,
-                                rewrite,
-                                Some((w.db, &[], crate::changes::Effect::ALL)),
-                            );
-                            self.publish_unit(now, effects);
-                        }
-                        outcome
-                    };
+                    }
+                    let outcome = self.serve_one(locked, &w.info, w.db, w.proto, w.cmd, &w.args, &key, now);
                     match outcome {
-                        Serve::Reply(f) => {
-                            // Logged as it was sent (BLPOP, not the LPOP it did), after the
-                            // command that served it, as Redis's updateStatsOnUnblock logs it.
-                            let took = self.clock.ticks_us().saturating_sub(started);
-                            if self.is_slow(w.cmd, took) {
-                                self.slowlog_push(&stand_in, &redacted(w.cmd, &w.args), took);
-                            }
-                            // Its own invalidations follow the reply (BLMOVE's destination).
-                            let msgs = std::mem::take(&mut stand_in.after_reply);
-                            w.finish(WaitState::Served(crate::tracking::followed_by(f, w.proto, &msgs)))
-                        }
+                        Serve::Reply(f) => w.finish(WaitState::Served(f)),
                         Serve::Retry => w.finish(WaitState::Retry),
                         Serve::Pass => {
                             w.finish(WaitState::Waiting);
@@ -677,6 +650,183 @@ impl Server {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// Runs `cmd`'s serve step with `args` for `key`, which just became ready, on behalf of the
+    /// blocked client `info` (database `db`, protocol `proto`), against `locked`: what a writer does
+    /// for a waiter, with the events, effects, statistics and slow log entry a command gets. A
+    /// reply comes with the invalidations the client's own change caused after it.
+    #[allow(clippy::too_many_arguments)]
+    fn serve_one(
+        &self,
+        locked: &mut crate::keyspace::Locked<'_>,
+        info: &Arc<crate::clients::ClientInfo>,
+        db: usize,
+        proto: resp::Protocol,
+        cmd: &'static Command,
+        args: &[Bytes],
+        key: &[u8],
+        now: u64,
+    ) -> crate::waiters::Serve {
+        use crate::waiters::Serve;
+        let Some(serve) = cmd.serve else { return Serve::Retry };
+        let mut stand_in = Client::detached(info.clone(), db, proto);
+        let started = self.clock.ticks_us();
+        let outcome = {
+            let mut ctx = Ctx::new(self, &mut stand_in, locked, args, now, cmd);
+            let outcome = serve(&mut ctx, key);
+            let (dirty, rewrite) = (ctx.dirty, ctx.rewrite.take());
+            if dirty > 0 {
+                self.stats.add_dirty(dirty);
+            }
+            if self.ks.key_log() != 0 {
+                // Named after what the serve step did (LPOP, LMOVE, ZPOPMIN...), as
+                // Redis names a served blocking pop's events.
+                let effect = rewrite.as_ref().and_then(|r| r.first()).cloned().unwrap_or_default();
+                let name = match effect.first() {
+                    _ if cmd.name == "lock" => "lock_served".to_string(),
+                    Some(n) => String::from_utf8_lossy(n).to_ascii_lowercase(),
+                    None => String::new(),
+                };
+                let ran = crate::notify::Ran { name: &name, args: &effect, changed: true, named: &ctx.events };
+                // The stand-in has the served client's id.
+                self.raise_key_events(ctx.locked, Some(ran), db, crate::tracking::Cause::of(ctx.client));
+            }
+            if self.changes.enabled() {
+                // A served waiter's own arguments (BLPOP ...) are never its effect: its
+                // serve step says what it did.
+                debug_assert!(dirty == 0 || rewrite.is_some(), "{} served without its effect", cmd.name);
+                let mut effects = Vec::new();
+                self.collect_effects(
+                    ctx.locked,
+                    &mut effects,
+                    dirty,
+                    rewrite,
+                    Some((db, &[], crate::changes::Effect::ALL)),
+                );
+                self.publish_unit(now, effects);
+            }
+            outcome
+        };
+        match outcome {
+            Serve::Reply(f) => {
+                // Logged as it was sent (BLPOP, not the LPOP it did), after the command that
+                // served it, as Redis's updateStatsOnUnblock logs it.
+                let took = self.clock.ticks_us().saturating_sub(started);
+                if self.is_slow(cmd, took) {
+                    self.slowlog_push(&stand_in, &redacted(cmd, args), took);
+                }
+                // Its own invalidations follow the reply (BLMOVE's destination).
+                let msgs = std::mem::take(&mut stand_in.after_reply);
+                Serve::Reply(crate::tracking::followed_by(f, proto, &msgs))
+            }
+            other => other,
+        }
+    }
+
+    /// Rings the ringing waiter `w` for `key` if the key can serve it now (its command's
+    /// [`Command::ready`], else the key's existence); true if it was rung or told to try again.
+    fn try_ring(&self, locked: &mut crate::keyspace::Locked<'_>, w: &crate::ctx::Waiter, key: &[u8], now: u64) -> bool {
+        let mut stand_in = Client::detached(w.info.clone(), w.db, w.proto);
+        let ready = {
+            let mut ctx = Ctx::new(self, &mut stand_in, locked, &w.args, now, w.cmd);
+            match w.cmd.ready {
+                Some(ready) => ready(&mut ctx, key),
+                None => ctx.db().exists(key),
+            }
+        };
+        ready && w.ring(key)
+    }
+
+    /// Queues `client` as a ringing waiter (see [`crate::waiters`]) for its blocking command `args`,
+    /// which found nothing to serve it and handed back its request `req` (see
+    /// [`Client::defer_blocking`]): its connection is woken when one of the keys can serve it, and
+    /// runs the serve step itself ([`Server::serve_now`], on every node of a consensus group). The
+    /// keys are looked at as it is queued, under their locks: one that can serve a ringing waiter
+    /// already (a write came between the command and now) rings the first such at once, this one
+    /// or one queued before it. Shown blocked (CLIENT LIST, INFO) until [`Server::unblocked`].
+    pub fn block_ringing(
+        &self,
+        client: &mut Client,
+        args: &[Bytes],
+        req: crate::waiters::BlockRequest,
+    ) -> Result<Arc<crate::ctx::Waiter>, Frame> {
+        let cmd = self.table.resolve(args)?;
+        let keys = req.keys.clone();
+        let wake = client.block_waker.clone().unwrap_or_else(|| Arc::new(|| {}));
+        let w = Arc::new(crate::waiters::Waiter::ringing(
+            client.info.clone(),
+            client.db,
+            client.proto,
+            cmd,
+            args.to_vec(),
+            req,
+            wake,
+        ));
+        let mut locked = self.ks.lock_keys(keys.iter().map(|k| &k[..]));
+        let now = self.clock.now_ms();
+        for k in &keys {
+            locked.shard_for(k).dbs[client.db].block(k, w.clone());
+        }
+        self.ring_first(&mut locked, client.db, &keys, now);
+        drop(locked);
+        client.info.set_blocked_on(Some(w.clone()));
+        client.blocked = Some(w.clone());
+        self.mark_blocked(client, args);
+        Ok(w)
+    }
+
+    /// Runs the serve step of the blocking command `args` (a ringing waiter's arguments, XREAD's
+    /// with its IDs resolved) for the first of `keys` that serves it, now, on behalf of `client`,
+    /// as the writer that made the key ready would have for a waiter (see [`Server::serve_one`]);
+    /// then serves the waiters its change made ready. None: none of the keys serves it (its waiter
+    /// waits on). The run of a ringing waiter, which a consensus node applies from its log.
+    pub fn serve_now(&self, client: &mut Client, args: &[Bytes], keys: &[Bytes]) -> Option<Frame> {
+        use crate::waiters::Serve;
+        let cmd = self.table.resolve(args).ok()?;
+        // The command's keys (BLMOVE's destination with its source) and the ones to serve from.
+        let pos = cmd.keys.positions(args);
+        let shards = pos.iter().map(|&i| &args[i][..]).chain(keys.iter().map(|k| &k[..]));
+        let mut locked = self.ks.lock_keys(shards);
+        let now = self.clock.now_ms();
+        let mut reply = None;
+        for key in keys {
+            if let Serve::Reply(f) =
+                self.serve_one(&mut locked, &client.info, client.db, client.proto, cmd, args, key, now)
+            {
+                reply = Some(f);
+                break;
+            }
+        }
+        self.serve_ready(&mut locked, now);
+        reply
+    }
+
+    /// Gives the ringing waiters queued on `keys` (database `db`) after one that leaves their
+    /// turn: each key that can serve one rings the first such (see [`crate::waiters`]). The
+    /// connection of a ringing waiter calls it when it is done with it, whatever the outcome: a
+    /// ring it took may have gone unused (it was served from another key, timed out, went away).
+    pub fn pass_on(&self, db: usize, keys: &[Bytes]) {
+        let mut locked = self.ks.lock_keys(keys.iter().map(|k| &k[..]));
+        let now = self.clock.now_ms();
+        self.ring_first(&mut locked, db, keys, now);
+    }
+
+    /// For each of `keys` (database `db`, locked): the first ringing waiter queued on it that the
+    /// key can serve is rung (or told to try again while it runs). Other waiters are left alone.
+    fn ring_first(&self, locked: &mut crate::keyspace::Locked<'_>, db: usize, keys: &[Bytes], now: u64) {
+        for key in keys {
+            let mut skip = 0;
+            while let Some(w) = locked.shard_for(key).dbs[db].nth_waiter(key, skip) {
+                let Ok(w) = w.into_any().downcast::<crate::ctx::Waiter>() else {
+                    unreachable!("tables queue only the runtime's waiters")
+                };
+                if w.rings() && self.try_ring(locked, &w, key, now) {
+                    break;
+                }
+                skip += 1;
             }
         }
     }

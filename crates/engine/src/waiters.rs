@@ -10,6 +10,14 @@
 //!
 //! A waiter leaves its queues lazily: once served, timed out, or disconnected, its state is no longer
 //! `Waiting` and queues skip and drop it when they next look.
+//!
+//! A *ringing* waiter ([`Waiter::ringing`]) is never served on the writer's thread: its command must
+//! run elsewhere (a consensus node proposes it through the group's log, so that every node pops
+//! the same element). A write that makes its key ready rings it instead: its connection is woken
+//! to run the command's serve step itself, and the waiter keeps its place in the queue meanwhile.
+//! Of the ringing waiters on a key, only the first that the key can serve is rung (or, while its
+//! connection is running, told to try again when that run finds nothing); the others wait for its
+//! outcome, which keeps them in the order they blocked.
 
 use crate::clients::ClientInfo;
 use crate::command::{Command, Runner};
@@ -58,6 +66,11 @@ pub enum WaitState {
     Retry,
     /// Gone: timed out, disconnected, or its result already taken.
     Done,
+    /// A ringing waiter was rung by these keys: its connection runs the serve step for them.
+    Rung(Vec<Bytes>),
+    /// A ringing waiter's connection is running the serve step; these keys were written meanwhile
+    /// and can serve it (tried again if the run finds nothing).
+    Running(Vec<Bytes>),
 }
 
 /// A blocked client, as the key queues see it.
@@ -76,6 +89,8 @@ pub struct Waiter<R: Runner> {
     pub deadline: Option<u64>,
     /// Reply on timeout.
     pub timeout_reply: Frame,
+    /// Rung instead of served (see the module's documentation).
+    rings: bool,
     state: Mutex<WaitState>,
     wake: Arc<dyn Fn() + Send + Sync>,
 }
@@ -99,14 +114,78 @@ impl<R: Runner> Waiter<R> {
             args: req.serve_args.unwrap_or(args),
             deadline: req.deadline,
             timeout_reply: req.timeout_reply,
+            rings: false,
             state: Mutex::new(WaitState::Waiting),
             wake,
         }
     }
 
-    /// True while queued (waiting, or being served by a writer right now).
+    /// A ringing waiter (see the module's documentation): a write that makes one of its keys ready
+    /// wakes its connection, which runs the serve step itself.
+    pub fn ringing(
+        info: Arc<ClientInfo>,
+        db: usize,
+        proto: Protocol,
+        cmd: &'static Command<R>,
+        args: Vec<Bytes>,
+        req: BlockRequest,
+        wake: Arc<dyn Fn() + Send + Sync>,
+    ) -> Waiter<R> {
+        Waiter { rings: true, ..Waiter::new(info, db, proto, cmd, args, req, wake) }
+    }
+
+    /// Whether this waiter is rung rather than served.
+    pub fn rings(&self) -> bool {
+        self.rings
+    }
+
+    /// True while queued (waiting, being served by a writer right now, or, for a ringing waiter,
+    /// rung or running its serve step).
     pub fn is_waiting(&self) -> bool {
-        matches!(*self.state.lock(), WaitState::Waiting | WaitState::Claimed)
+        matches!(
+            *self.state.lock(),
+            WaitState::Waiting | WaitState::Claimed | WaitState::Rung(_) | WaitState::Running(_)
+        )
+    }
+
+    /// `key`, which can serve this ringing waiter, was written: a waiting one is rung (its
+    /// connection woken), one rung or running already notes the key. False if it no longer waits.
+    pub fn ring(&self, key: &[u8]) -> bool {
+        let mut s = self.state.lock();
+        match &mut *s {
+            WaitState::Waiting => {
+                *s = WaitState::Rung(vec![Bytes::copy_from_slice(key)]);
+                drop(s);
+                (self.wake)();
+                true
+            }
+            WaitState::Rung(keys) | WaitState::Running(keys) => {
+                if !keys.iter().any(|k| &k[..] == key) {
+                    keys.push(Bytes::copy_from_slice(key));
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The serve step a ringing waiter's connection ran found nothing: the keys written meanwhile
+    /// to run it again for (it stays running), or None when there are none (it waits again).
+    pub fn rest(&self) -> Option<Vec<Bytes>> {
+        let mut s = self.state.lock();
+        match &mut *s {
+            WaitState::Running(keys) if !keys.is_empty() => Some(std::mem::take(keys)),
+            WaitState::Running(_) => {
+                *s = WaitState::Waiting;
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// The waiter's connection is done with it (served, timed out, gone): it leaves its queues.
+    pub fn end(&self) {
+        *self.state.lock() = WaitState::Done;
     }
 
     /// A writer takes the waiter to serve it; false if it is no longer waiting (timed out, gone,
@@ -140,13 +219,20 @@ impl<R: Runner> Waiter<R> {
     }
 
     /// Takes the outcome (the waiter's connection calls this when woken): Served or Retry once,
-    /// otherwise the current state (Waiting, Claimed or Done) without change.
+    /// Rung once (the waiter is then running: see [`Waiter::rest`]), otherwise the current state
+    /// (Waiting, Claimed, Running or Done) without change.
     pub fn take(&self) -> WaitState {
         let mut s = self.state.lock();
-        match &*s {
+        match &mut *s {
             WaitState::Served(_) | WaitState::Retry => std::mem::replace(&mut *s, WaitState::Done),
+            WaitState::Rung(keys) => {
+                let keys = std::mem::take(keys);
+                *s = WaitState::Running(Vec::new());
+                WaitState::Rung(keys)
+            }
             WaitState::Waiting => WaitState::Waiting,
             WaitState::Claimed => WaitState::Claimed,
+            WaitState::Running(_) => WaitState::Running(Vec::new()),
             WaitState::Done => WaitState::Done,
         }
     }

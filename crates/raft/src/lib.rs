@@ -15,7 +15,7 @@
 //!   `INFO consensus`.
 //!
 //! Every openraft type stays inside this crate: the server crate sees [`Consensus`],
-//! [`Decision`], [`Options`], [`RaftClock`] and [`LockWait`] only.
+//! [`Decision`], [`Answer`], [`BlockWait`], [`Options`], [`RaftClock`] and [`LockWait`] only.
 
 mod machine;
 mod net;
@@ -27,7 +27,8 @@ mod types;
 mod waits;
 
 pub use machine::RaftClock;
-pub use node::{CLUSTERDOWN, Consensus, Decision};
+pub use node::{Answer, CLUSTERDOWN, Consensus, Decision};
 pub use options::Options;
 pub use route::key_slot;
+pub use types::BlockWait;
 pub use waits::LockWait;

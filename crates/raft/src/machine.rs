@@ -8,8 +8,9 @@
 //! from that time) come out identical everywhere; and since the counter only moves inside
 //! `apply`, tokens are the same on every node and keep increasing across leader changes.
 
+use crate::route;
 use crate::store::write_file;
-use crate::types::{Entry, LogId, NodeId, Op, Reply, StorageError, TypeConfig, Work, io_error};
+use crate::types::{BlockWait, Entry, LogId, NodeId, Op, Reply, StorageError, TypeConfig, Work, io_error};
 use crate::waits::{LockWait, SavedWait, SavedWaitV3, Waits, is_lock_wait};
 use bytes::Bytes;
 use engine::client::Client;
@@ -24,6 +25,7 @@ use std::io::{self, Cursor};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 /// The engine's clock in consensus mode: the raft time of the last applied entry (milliseconds on
 /// the group's timeline); durations for latency statistics still come from the node's own clock.
@@ -241,6 +243,7 @@ impl StateMachine {
         let written_before = std::mem::replace(&mut self.last_write, index);
         let mut client = self.client.lock();
         let mut waits = Vec::new();
+        let mut blocked = Vec::new();
         let replies = work
             .into_iter()
             .enumerate()
@@ -254,9 +257,35 @@ impl StateMachine {
                             None
                         }
                     },
+                    Work::Command(c)
+                        if self.srv.table.resolve(&c.args).is_ok_and(|cmd| route::blocks(cmd, &c.args)) =>
+                    {
+                        // A blocking command that finds nothing hands its request back: the client
+                        // waits on the node it is connected to (see `Consensus::write`).
+                        set_client(&mut client, c.db, c.resp3);
+                        (client.deny_blocking, client.defer_blocking) = (false, true);
+                        let reply = self.srv.execute(&mut client, &c.args);
+                        (client.deny_blocking, client.defer_blocking) = (true, false);
+                        match client.block.take() {
+                            Some(request) => {
+                                let timeout = request.deadline.map(|d| Duration::from_millis(d.saturating_sub(now)));
+                                blocked.push((i, Some(BlockWait { request, timeout })));
+                                None
+                            }
+                            None => reply,
+                        }
+                    }
                     Work::Command(c) => {
                         set_client(&mut client, c.db, c.resp3);
                         self.srv.execute(&mut client, &c.args)
+                    }
+                    Work::Serve(w) => {
+                        set_client(&mut client, w.db, w.resp3);
+                        let reply = self.srv.serve_now(&mut client, &w.args, &w.keys);
+                        if reply.is_none() {
+                            blocked.push((i, None));
+                        }
+                        reply
                     }
                     Work::CancelWait(c) => Some(Frame::Integer(self.waits.cancel(c.db, &c.key, &c.owner, None) as i64)),
                     Work::LeaveQueue(c) => {
@@ -280,7 +309,7 @@ impl StateMachine {
                 }
             })
             .collect();
-        Reply(replies, waits)
+        Reply(replies, waits, blocked)
     }
 
     /// Runs a `LOCK ... WAIT`: the reply when it is granted (or refused) at once, else the wait
@@ -988,5 +1017,59 @@ mod tests {
         assert!(matches!(&ra[7], Some(F::Error(e)) if e.starts_with(b"EXECABORT")), "{:?}", ra[7]);
         assert_eq!(ra[8], Some(F::bulk("4")));
         assert_eq!(digest(&sa), digest(&sb));
+    }
+
+    /// A blocking command that finds nothing changes nothing on any node and hands back what its
+    /// client waits for (keys, timeout, timeout reply); the serve step proposed later pops the
+    /// same element on every node, and one that finds nothing says so.
+    #[test]
+    fn blocking_commands_hand_back_their_wait_and_serve_steps_apply_alike() {
+        let serve = |index: u64, time_ms: u64, args: &[&str], keys: &[&str]| Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
+            payload: EntryPayload::Normal(Request {
+                time_ms,
+                op: Op::Batch(vec![Work::Serve(crate::types::ServeWaiter {
+                    db: 0,
+                    resp3: false,
+                    args: args.iter().map(|w| Bytes::from(w.to_string())).collect(),
+                    keys: keys.iter().map(|w| Bytes::from(w.to_string())).collect(),
+                })]),
+            }),
+        };
+        let log = vec![
+            entry(1, 1_000, "BLPOP q other 1.5"),
+            entry(2, 1_001, "RPUSH q a b"),
+            serve(3, 1_002, &["BLPOP", "q", "other", "1.5"], &["q"]),
+            serve(4, 1_003, &["BLPOP", "q", "other", "1.5"], &["other"]),
+            entry(5, 1_004, "LRANGE q 0 -1"),
+            entry(6, 1_005, "XREADGROUP GROUP g c BLOCK 0 STREAMS s >"),
+            entry(7, 1_006, "BZPOPMIN z 0"),
+        ];
+        let (mut a, sa, _dir_a) = machine("block-a", 0);
+        let (mut b, sb, _dir_b) = machine("block-b", 5_000_000);
+        let ra = block_on(a.apply(log.clone())).unwrap();
+        let rb = block_on(b.apply(log)).unwrap();
+        for r in [&ra, &rb] {
+            // The blocking pop found nothing: no reply, what to wait for instead.
+            assert_eq!(r[0].0, vec![None]);
+            let Some(w) = &r[0].2[0].1 else { panic!("{:?}", r[0]) };
+            assert_eq!(w.request.keys, vec![Bytes::from("q"), Bytes::from("other")]);
+            assert_eq!(w.timeout, Some(Duration::from_millis(1500)));
+            assert_eq!(w.request.timeout_reply, Frame::NullArray);
+            // The serve step pops the first element; the one for a key still empty finds nothing.
+            assert_eq!(r[2].0, vec![Some(Frame::Array(vec![Frame::bulk("q"), Frame::bulk("a")]))]);
+            assert!(r[2].2.is_empty());
+            assert_eq!(r[3].0, vec![None]);
+            assert!(matches!(r[3].2[..], [(0, None)]));
+            assert_eq!(r[4].0, vec![Some(Frame::Encoded(Bytes::from_static(b"*1\r\n$1\r\nb\r\n")))]);
+            // XREADGROUP on a missing group answers at once; BZPOPMIN waits forever.
+            assert!(matches!(&r[5].0[0], Some(Frame::Error(e)) if e.starts_with(b"NOGROUP")));
+            assert!(r[5].2.is_empty());
+            assert!(matches!(&r[6].2[..], [(0, Some(w))] if w.timeout.is_none()));
+        }
+        assert_eq!(digest(&sa), digest(&sb));
+        // Nobody is left blocked on either node: the apply client never queues such a wait.
+        assert_eq!(sa.blocked_clients.load(Ordering::Relaxed), 0);
+        assert_eq!(sb.blocked_clients.load(Ordering::Relaxed), 0);
     }
 }

@@ -7,7 +7,9 @@ use crate::net::{AddressBook, Directory, Network};
 use crate::options::Options;
 use crate::route::{self, Class};
 use crate::store::LogStore;
-use crate::types::{Command, LeaveQueue, NodeId, Op, Raft, Request, Transaction, WatchGuard, Work};
+use crate::types::{
+    BlockWait, Command, LeaveQueue, NodeId, Op, Raft, Request, ServeWaiter, Transaction, WatchGuard, Work,
+};
 use crate::waits::{LockWait, Waits};
 use bytes::Bytes;
 use engine::client::Client;
@@ -75,8 +77,17 @@ struct Queued {
     tx: tokio::sync::oneshot::Sender<Answer>,
 }
 
-/// What a proposer hands back: the apply's reply, or the wait a `LOCK ... WAIT` queued.
-type Answer = Result<Frame, Arc<LockWait>>;
+/// What a proposal came to, as the leader applied it.
+#[derive(Debug)]
+pub enum Answer {
+    /// The apply's reply.
+    Reply(Frame),
+    /// A `LOCK ... WAIT` queued: its client waits for the outcome.
+    Queued(Arc<LockWait>),
+    /// A blocking command, or a blocked client's run ([`Consensus::serve`]), found nothing to serve
+    /// it: the client waits on this node (the command hands back what for).
+    Nothing(Option<BlockWait>),
+}
 
 /// A transaction's WATCH as the leader's engine keeps it: the state every applied change to a
 /// watched key marks dirty, and the registrations (held until the check, which keeps them live).
@@ -110,6 +121,9 @@ pub struct Consensus {
     queue: Mutex<(Vec<Queued>, bool)>,
     /// The lock waiters the state machine queues.
     waits: Arc<Waits>,
+    /// Whether this node leads, and the leader it knows, for blocked clients (see
+    /// [`Consensus::leadership`]); kept by a task that follows openraft's metrics.
+    leadership: Arc<tokio::sync::watch::Sender<(bool, Option<NodeId>)>>,
     /// The runtime openraft, the transport and the ticker run on (off the client runtime, so an
     /// fsync or a long apply delays neither clients nor heartbeats).
     rt: Option<tokio::runtime::Runtime>,
@@ -210,6 +224,8 @@ impl Consensus {
             // Another member's initialization reached this node first.
             Err(e) => tracing::info!("raft: not initializing: {e}"),
         }
+        let leadership = Arc::new(tokio::sync::watch::Sender::new((false, None)));
+        rt.spawn(follow_leadership(raft.metrics(), leadership.clone(), opts.id));
         let node = Arc::new(Consensus {
             raft,
             opts,
@@ -220,6 +236,7 @@ impl Consensus {
             lead: Mutex::new(None),
             queue: Mutex::new((Vec::new(), false)),
             waits,
+            leadership,
             rt: None,
         });
         rt.spawn(ticker(Arc::downgrade(&node)));
@@ -404,7 +421,10 @@ impl Consensus {
         let t =
             Transaction { db: client.db as u32, resp3: client.proto == resp::Protocol::Resp3, commands, watch: None };
         // A transaction's commands never wait.
-        Some(self.submit(Work::Transaction(t), slot, watch).await.unwrap_or(Frame::Null))
+        match self.submit(Work::Transaction(t), slot, watch).await {
+            Answer::Reply(reply) => Some(reply),
+            Answer::Queued(_) | Answer::Nothing(_) => Some(Frame::Null),
+        }
     }
 
     /// The raft time a proposal made now carries. The leader's time base is taken the first time
@@ -446,7 +466,11 @@ impl Consensus {
 
     /// Proposes `args` (a write of a client with database `db` selected, speaking `proto`) and
     /// returns the reply the leader's apply produced, once the group committed and applied it; for
-    /// a `LOCK ... WAIT` that queued, Err is the wait (see [`LockWait`]).
+    /// a `LOCK ... WAIT` that queued, the wait (see [`LockWait`]); for a blocking command that
+    /// found nothing (every node ran it as its non-blocking form, which changed nothing), what the
+    /// client waits for on this node: the connection queues it in the engine as a ringing waiter
+    /// (`Server::block_ringing`), and a write that makes one of its keys ready wakes it to propose
+    /// the serve step ([`Consensus::serve`]).
     ///
     /// Writes are batched: one proposal is in flight at a time, and the writes that arrive
     /// meanwhile go together in the next entry (at most [`MAX_BATCH`]), so concurrent clients
@@ -455,10 +479,39 @@ impl Consensus {
         let slot = self.srv.table.resolve(args).map_or(0, |c| route::first_key_slot(c, args));
         let args = match with_script_body(&self.srv, args) {
             Ok(args) => args,
-            Err(reply) => return Ok(reply),
+            Err(reply) => return Answer::Reply(reply),
         };
         let cmd = Command { db: db as u32, resp3: proto == resp::Protocol::Resp3, args };
         self.submit(Work::Command(cmd), slot, None).await
+    }
+
+    /// Proposes the serve step of a blocked client's command (`args`: its waiter's arguments) for
+    /// the first of `keys` that serves it, as a write that made a key ready serves a waiter in
+    /// Redis: every node runs it (see `Server::serve_now`). The reply, or [`Answer::Nothing`] when
+    /// none of the keys served it (another client took what was there first).
+    pub async fn serve(self: &Arc<Self>, db: usize, proto: resp::Protocol, args: &[Bytes], keys: Vec<Bytes>) -> Answer {
+        let slot = self.srv.table.resolve(args).map_or(0, |c| route::first_key_slot(c, args));
+        let work = ServeWaiter { db: db as u32, resp3: proto == resp::Protocol::Resp3, args: args.to_vec(), keys };
+        self.submit(Work::Serve(work), slot, None).await
+    }
+
+    /// Watches this node's part in the group for a blocked client: changes when this node starts
+    /// or stops leading, or learns of another leader (see [`Consensus::moved_away`]).
+    pub fn leadership(&self) -> tokio::sync::watch::Receiver<(bool, Option<NodeId>)> {
+        self.leadership.subscribe()
+    }
+
+    /// The `-MOVED` to the leader for a client blocked here on `args` once this node no longer
+    /// leads and knows who does (Redis Cluster redirects a blocked client so when its slot moves);
+    /// None while it leads, or while no leader is known (the client waits on).
+    pub fn moved_away(&self, args: &[Bytes]) -> Option<Frame> {
+        let leader = self.leader()?;
+        if leader == self.opts.id {
+            return None;
+        }
+        let slot = self.srv.table.resolve(args).map_or(0, |c| route::first_key_slot(c, args));
+        let addr = self.book.lock().get(&leader).cloned()?;
+        Some(Frame::error(format!("MOVED {slot} {addr}")))
     }
 
     /// Queues `work` for the next entry and waits for its reply (see [`Consensus::write`]).
@@ -473,7 +526,7 @@ impl Consensus {
             // The proposer outlives this client (it may disconnect meanwhile).
             tokio::spawn(self.clone().propose());
         }
-        rx.await.unwrap_or_else(|_| Ok(Frame::error(CLUSTERDOWN)))
+        rx.await.unwrap_or_else(|_| Answer::Reply(Frame::error(CLUSTERDOWN)))
     }
 
     /// Takes `wait` out of the lock's queue (its client went away), if it still waits there and
@@ -544,7 +597,7 @@ impl Consensus {
         if self.leader() != Some(self.opts.id) {
             return false;
         }
-        matches!(self.submit(Work::LeaveQueue(leave), 0, None).await, Ok(Frame::Integer(_)))
+        matches!(self.submit(Work::LeaveQueue(leave), 0, None).await, Answer::Reply(Frame::Integer(_)))
     }
 
     /// Proposes what is queued, one entry at a time, until nothing is.
@@ -570,7 +623,7 @@ impl Consensus {
                         }
                     }
                     Err(reply) => {
-                        let _ = batch.remove(0).tx.send(Ok(reply));
+                        let _ = batch.remove(0).tx.send(Answer::Reply(reply));
                         if batch.is_empty() {
                             continue;
                         }
@@ -590,31 +643,33 @@ impl Consensus {
             let req = Request { time_ms: self.proposal_time(), op };
             match tokio::time::timeout(CLIENT_TIMEOUT, self.raft.client_write(req)).await {
                 Ok(Ok(r)) => {
-                    let crate::types::Reply(replies, waits) = r.data;
+                    let crate::types::Reply(replies, waits, blocked) = r.data;
                     let mut waits = waits.into_iter().peekable();
+                    let mut blocked = blocked.into_iter().peekable();
                     for (i, ((_, tx), reply)) in
                         waiting.into_iter().zip(replies.into_iter().chain(std::iter::repeat(None))).enumerate()
                     {
-                        let answer = match waits.next_if(|(at, _)| *at == i) {
-                            Some((_, wait)) => Err(wait),
-                            None => Ok(reply.unwrap_or(Frame::Null)),
+                        let answer = match (waits.next_if(|(at, _)| *at == i), blocked.next_if(|(at, _)| *at == i)) {
+                            (Some((_, wait)), _) => Answer::Queued(wait),
+                            (None, Some((_, block))) => Answer::Nothing(block),
+                            (None, None) => Answer::Reply(reply.unwrap_or(Frame::Null)),
                         };
                         let _ = tx.send(answer);
                     }
                 }
                 Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => {
                     for (slot, tx) in waiting {
-                        let _ = tx.send(Ok(self.failed(slot, Some(f.leader_id), &"not the leader")));
+                        let _ = tx.send(Answer::Reply(self.failed(slot, Some(f.leader_id), &"not the leader")));
                     }
                 }
                 Ok(Err(e)) => {
                     for (slot, tx) in waiting {
-                        let _ = tx.send(Ok(self.failed(slot, None, &e)));
+                        let _ = tx.send(Answer::Reply(self.failed(slot, None, &e)));
                     }
                 }
                 Err(_) => {
                     for (_, tx) in waiting {
-                        let _ = tx.send(Ok(Frame::error(format!(
+                        let _ = tx.send(Answer::Reply(Frame::error(format!(
                             "ERR consensus: the write was not committed within {} ms; it may still be applied",
                             CLIENT_TIMEOUT.as_millis()
                         ))));
@@ -963,6 +1018,26 @@ async fn ticker(node: std::sync::Weak<Consensus>) {
             let raft = node.raft.clone();
             drop(node);
             let _ = tokio::time::timeout(CLIENT_TIMEOUT, raft.client_write(req)).await;
+        }
+    }
+}
+
+/// Keeps `to` at (this node leads, the leader it knows) as openraft's metrics change: blocked
+/// clients wait on it rather than on the metrics, which change with every entry.
+async fn follow_leadership(
+    mut metrics: tokio::sync::watch::Receiver<openraft::RaftMetrics<NodeId, BasicNode>>,
+    to: Arc<tokio::sync::watch::Sender<(bool, Option<NodeId>)>>,
+    id: NodeId,
+) {
+    loop {
+        let now = {
+            let m = metrics.borrow_and_update();
+            let leads = m.state == ServerState::Leader;
+            (leads, m.current_leader.filter(|&l| l != id || leads))
+        };
+        to.send_if_modified(|seen| std::mem::replace(seen, now) != now);
+        if metrics.changed().await.is_err() {
+            return;
         }
     }
 }

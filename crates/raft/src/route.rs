@@ -75,7 +75,8 @@ fn classify_with(table: &CommandTable, cmd: &Command, args: &[Bytes], queued: bo
         && let Some(inner_args) = args.get(3..).filter(|a| !a.is_empty())
         && let Ok(inner) = table.resolve(inner_args)
         && (classify_with(table, inner, inner_args, queued) == Class::Unsupported
-            || crate::waits::is_lock_wait(inner_args))
+            || crate::waits::is_lock_wait(inner_args)
+            || blocks(inner, inner_args))
     {
         return Class::Unsupported;
     }
@@ -115,18 +116,9 @@ fn classify_with(table: &CommandTable, cmd: &Command, args: &[Bytes], queued: bo
     if name == "info" {
         return Class::Info;
     }
-    if cmd.flags.has(Flags::BLOCKING) && !queued {
-        // LOCK without WAIT and XREAD/XREADGROUP without BLOCK never block; LOCK ... WAIT queues
-        // in the replicated waiter queue (see `waits`).
-        let blocks = match name {
-            "lock" => false,
-            "xread" | "xreadgroup" => args.iter().any(|a| a.eq_ignore_ascii_case(b"block")),
-            _ => true,
-        };
-        if blocks {
-            return Class::Unsupported;
-        }
-    }
+    // Blocking commands are reads and writes like the others: a pop or XREADGROUP that finds
+    // nothing waits on the leader and is proposed again when its key can serve it (see
+    // `Consensus::write`); XREAD ... BLOCK waits as a read on the leader, served by the applies.
     if cmd.flags.has(Flags::WRITE) {
         Class::Write
     } else if cmd.flags.has(Flags::READONLY) {
@@ -134,6 +126,17 @@ fn classify_with(table: &CommandTable, cmd: &Command, args: &[Bytes], queued: bo
     } else {
         Class::Local
     }
+}
+
+/// Whether `cmd` called with `args` may block: the blocking pops, XREAD and XREADGROUP with
+/// BLOCK. Not `LOCK ... WAIT`, which queues in the replicated waiter queue (see `waits`).
+pub fn blocks(cmd: &Command, args: &[Bytes]) -> bool {
+    cmd.flags.has(Flags::BLOCKING)
+        && match cmd.name {
+            "lock" => false,
+            "xread" | "xreadgroup" => args.iter().any(|a| a.eq_ignore_ascii_case(b"block")),
+            _ => true,
+        }
 }
 
 /// The slot of the command's first key (0 for a command without keys), for `-MOVED`.
@@ -212,7 +215,11 @@ mod tests {
         assert_eq!(class("function load x"), Class::Write);
         assert_eq!(class("function list"), Class::Local);
         assert_eq!(class("function kill"), Class::Unsupported);
-        assert_eq!(class("blpop k 0"), Class::Unsupported);
+        assert_eq!(class("blpop k 0"), Class::Write);
+        assert_eq!(class("bzpopmin k 0"), Class::Write);
+        assert_eq!(class("blmove a b left right 0"), Class::Write);
+        assert_eq!(class("xread block 0 streams s $"), Class::Read);
+        assert_eq!(class("xreadgroup group g c block 0 streams s >"), Class::Write);
         assert_eq!(class("spop k"), Class::Write);
         assert_eq!(class("srandmember k"), Class::Read);
         assert_eq!(class("cluster slots"), Class::Cluster);
@@ -223,9 +230,17 @@ mod tests {
         assert_eq!(class("fenced k 1 spop s"), Class::Write);
         assert_eq!(class("fenced k 1 eval x 0"), Class::Write);
         assert_eq!(class("fenced k 1 blpop s 0"), Class::Unsupported);
+        assert_eq!(class("fenced k 1 xreadgroup group g c block 0 streams s >"), Class::Unsupported);
+        assert_eq!(class("fenced k 1 xreadgroup group g c streams s >"), Class::Write);
         assert_eq!(class("debug digest"), Class::Local);
         assert_eq!(class("debug digest-value k"), Class::Local);
         assert_eq!(class("debug sleep 0"), Class::Unsupported);
+        let blocks = |line: &str| {
+            let args: Vec<Bytes> = line.split(' ').map(|w| Bytes::copy_from_slice(w.as_bytes())).collect();
+            blocks(srv.table.resolve(&args).unwrap(), &args)
+        };
+        assert!(blocks("blpop k 0") && blocks("bzmpop 0 1 k min") && blocks("xread block 0 streams s $"));
+        assert!(!blocks("lock k o 1000 wait 10") && !blocks("xread streams s 0") && !blocks("lpop k"));
         let queued = |line: &str| {
             let args: Vec<Bytes> = line.split(' ').map(|w| Bytes::copy_from_slice(w.as_bytes())).collect();
             classify_queued(srv.table, srv.table.resolve(&args).unwrap(), &args)

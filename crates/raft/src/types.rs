@@ -68,6 +68,23 @@ pub enum Work {
     /// A lock waiter's connection went away: its wait leaves the queue, if still in it and if its
     /// owner did not ask for the place again since.
     LeaveQueue(LeaveQueue),
+    /// A blocked client's key can serve it now (a blocking pop or XREADGROUP waiting on the
+    /// leader, see `engine::waiters`' ringing waiters): every node runs the command's serve step.
+    Serve(ServeWaiter),
+}
+
+/// What [`Work::Serve`] runs: the serve step of a blocked command for the first of `keys` that
+/// serves it, as the write that made the key ready would have served a waiter in Redis.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ServeWaiter {
+    /// The database the client had selected.
+    pub db: u32,
+    /// Whether the client speaks RESP3.
+    pub resp3: bool,
+    /// The blocked command's serve arguments (XREADGROUP's as its blocked form: `COUNT` given).
+    pub args: Vec<Bytes>,
+    /// The keys written since it blocked, in the order they rang.
+    pub keys: Vec<Bytes>,
 }
 
 /// Which ask of which waiter [`Work::LeaveQueue`] takes out of the queue.
@@ -128,9 +145,31 @@ pub struct WatchGuard {
 /// nothing and deserialize as an empty `Reply` (openraft's `serde` feature asks for the traits).
 ///
 /// The second part names the commands that queued as lock waiters (`LOCK ... WAIT`), by their
-/// place in the first, with the handle their proposer waits on (see `waits`).
-#[derive(Clone, Debug, Default)]
-pub struct Reply(pub Vec<Option<Frame>>, pub Vec<(usize, std::sync::Arc<crate::waits::LockWait>)>);
+/// place in the first, with the handle their proposer waits on (see `waits`). The third names the
+/// blocking commands and [`Work::Serve`] runs that found nothing to serve them: a blocking command
+/// hands back what its client waits for.
+#[derive(Debug, Default)]
+pub struct Reply(
+    pub Vec<Option<Frame>>,
+    pub Vec<(usize, std::sync::Arc<crate::waits::LockWait>)>,
+    pub Vec<(usize, Option<BlockWait>)>,
+);
+
+/// What a blocking command that found nothing (a pop, XREADGROUP ... BLOCK) leaves its client to
+/// wait for: the engine's request (its keys, timeout reply and serve arguments, see
+/// `engine::client::Client::defer_blocking`) and the timeout, as a duration (None: forever).
+pub struct BlockWait {
+    /// What the command asked to block on.
+    pub request: engine::waiters::BlockRequest,
+    /// How long it may wait (its deadline less the raft time it was applied at).
+    pub timeout: Option<std::time::Duration>,
+}
+
+impl std::fmt::Debug for BlockWait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockWait").field("keys", &self.request.keys).field("timeout", &self.timeout).finish()
+    }
+}
 
 impl Serialize for Reply {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

@@ -142,7 +142,8 @@ impl LockWait {
         let f = match w.take() {
             WaitState::Served(f) => f,
             WaitState::Done | WaitState::Retry => Frame::Null,
-            WaitState::Waiting | WaitState::Claimed => return None,
+            // Lock waiters are served, never rung.
+            WaitState::Waiting | WaitState::Claimed | WaitState::Rung(_) | WaitState::Running(_) => return None,
         };
         Some(p.result.get_or_init(|| f).clone())
     }

@@ -243,6 +243,10 @@ where
                         let reply = self.wait_lock(node, &wait).await?;
                         crate::consensus::with_reply_mode(&mut self.client, Some(reply))
                     }
+                    crate::consensus::Ran::Blocks(block) => {
+                        let reply = self.wait_ringing(node, block, args).await?;
+                        crate::consensus::with_reply_mode(&mut self.client, Some(reply))
+                    }
                 },
                 Err(loading) => Some(loading),
             }
@@ -367,6 +371,12 @@ where
             self.srv.unblocked(&mut self.client);
             return Err(Close);
         }
+        // A reader blocked on a consensus node (XREAD ... BLOCK) is sent to the new leader once
+        // this node no longer leads, unless it asked for READONLY, as Redis Cluster does.
+        let redirect = match crate::consensus::node() {
+            Some(Ok(node)) if !self.client.readonly => Some(Redirect { node, args, leadership: node.leadership() }),
+            _ => None,
+        };
         let outcome = wait_blocked(
             &self.srv,
             w,
@@ -375,6 +385,7 @@ where
             &self.unblock,
             &self.kill,
             &self.client.info.killed,
+            redirect,
         )
         .await;
         self.srv.unblocked(&mut self.client);
@@ -475,6 +486,111 @@ where
             if self.wait_step(timer).await.is_err() || self.rbuf.len() > limit {
                 node.cancel_wait(wait);
                 return Err(Close);
+            }
+        }
+    }
+
+    /// A blocking command that found nothing in consensus mode (a pop, XREADGROUP ... BLOCK):
+    /// the client waits on this node as a ringing waiter (`Server::block_ringing`) until one of
+    /// its keys can serve it, then its serve step is proposed through the log
+    /// (`Consensus::serve`), again if what it found was taken first. It gets its timeout reply at
+    /// its timeout (measured on this node), what CLIENT UNBLOCK gives it, or `-MOVED` to the new
+    /// leader once this node no longer leads (as Redis Cluster redirects a blocked client whose
+    /// slot moved). What the client sends meanwhile is buffered. A serve step proposed before the
+    /// client went away still applies.
+    async fn wait_ringing(
+        &mut self,
+        node: &Arc<raft::Consensus>,
+        block: raft::BlockWait,
+        args: &[Bytes],
+    ) -> Result<Frame, Close> {
+        if block.timeout == Some(std::time::Duration::ZERO) {
+            return Ok(block.request.timeout_reply);
+        }
+        let end = block.timeout.map(|t| tokio::time::Instant::now() + t);
+        let (db, keys) = (self.client.db, block.request.keys.clone());
+        let w = match self.srv.block_ringing(&mut self.client, args, block.request) {
+            Ok(w) => w,
+            Err(e) => return Ok(e),
+        };
+        let outcome = self.ringing(node, &w, end, args).await;
+        // The queues drop it; a ring it took and did not use goes to the next waiter.
+        w.end();
+        self.srv.unblocked(&mut self.client);
+        self.srv.pass_on(db, &keys);
+        let reply = outcome?;
+        self.srv.count_blocked_reply(&w, &reply);
+        self.client.wait_durable = true;
+        Ok(reply)
+    }
+
+    /// The wait of [`Conn::wait_ringing`], until its reply (Err: the client is gone or killed).
+    async fn ringing(
+        &mut self,
+        node: &Arc<raft::Consensus>,
+        w: &Waiter,
+        end: Option<tokio::time::Instant>,
+        args: &[Bytes],
+    ) -> Result<Frame, Close> {
+        use engine::waiters::WaitState;
+        self.flush().await?;
+        let mut leadership = node.leadership();
+        let limit = self.srv.config.client_query_buffer_limit.load(Ordering::Relaxed).max(0) as usize;
+        loop {
+            if self.client.info.killed.load(Ordering::Relaxed) {
+                return Err(Close);
+            }
+            let timed_out = end.is_some_and(|t| t <= tokio::time::Instant::now());
+            match w.take() {
+                // CLIENT UNBLOCK.
+                WaitState::Served(f) => return Ok(f),
+                WaitState::Rung(_) if timed_out => return Ok(w.timeout_reply.clone()),
+                // One of its keys can serve it: the serve step through the log, again for the keys
+                // written meanwhile while it finds nothing.
+                WaitState::Rung(mut keys) => loop {
+                    match node.serve(w.db, w.proto, &w.args, keys).await {
+                        raft::Answer::Nothing(_) => match w.rest() {
+                            Some(more) => keys = more,
+                            None => break,
+                        },
+                        raft::Answer::Reply(f) => return Ok(f),
+                        raft::Answer::Queued(_) => return Ok(w.timeout_reply.clone()),
+                    }
+                },
+                WaitState::Done => return Ok(w.timeout_reply.clone()),
+                WaitState::Waiting | WaitState::Claimed | WaitState::Running(_) | WaitState::Retry => {}
+            }
+            if let Some(moved) = node.moved_away(args)
+                && w.cancel()
+            {
+                return Ok(moved);
+            }
+            let timer = async {
+                match end {
+                    Some(t) => tokio::time::sleep_until(t).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let led = async {
+                if leadership.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            };
+            self.rbuf.reserve(READ_CHUNK);
+            tokio::select! {
+                _ = self.unblock.notified() => {}
+                _ = timer => if w.cancel() { return Ok(w.timeout_reply.clone()) },
+                _ = led => {}
+                _ = self.kill.notified() => if self.client.info.killed.load(Ordering::Relaxed) { return Err(Close) },
+                r = self.rd.read_buf(&mut self.rbuf) => match r {
+                    Ok(0) | Err(_) => return Err(Close),
+                    Ok(n) => {
+                        self.srv.stats.add_net_input(n as u64);
+                        if self.rbuf.len() > limit {
+                            return Err(Close);
+                        }
+                    }
+                },
             }
         }
     }
@@ -652,8 +768,19 @@ enum Blocked {
     Gone,
 }
 
+/// A client blocked on a consensus node, answered `-MOVED` once the node no longer leads (see
+/// [`raft::Consensus::moved_away`]).
+struct Redirect<'a> {
+    node: &'a raft::Consensus,
+    /// The blocked command.
+    args: &'a [Bytes],
+    /// Changes when the node's leadership does.
+    leadership: tokio::sync::watch::Receiver<(bool, Option<u64>)>,
+}
+
 /// Waits for a blocked client's outcome. Bytes the client sends meanwhile are buffered (Redis does
 /// not run them until it is unblocked), which is also how a disconnect is noticed.
+#[allow(clippy::too_many_arguments)]
 async fn wait_blocked<R: AsyncRead + Unpin>(
     srv: &Server,
     w: &Waiter,
@@ -662,25 +789,47 @@ async fn wait_blocked<R: AsyncRead + Unpin>(
     unblock: &Notify,
     kill: &Notify,
     killed: &std::sync::atomic::AtomicBool,
+    mut redirect: Option<Redirect<'_>>,
 ) -> Blocked {
     use engine::waiters::WaitState;
+    // The deadline is on the server's clock, which in consensus mode is raft time: it moves only
+    // with entries, so the time left is taken once and counted on this node.
+    let end = w
+        .deadline
+        .map(|d| tokio::time::Instant::now() + std::time::Duration::from_millis(d.saturating_sub(srv.clock.now_ms())));
     loop {
         match w.take() {
             WaitState::Served(f) => return Blocked::Reply(f),
             WaitState::Retry => return Blocked::Retry,
             WaitState::Done => return Blocked::Reply(w.timeout_reply.clone()),
-            WaitState::Waiting | WaitState::Claimed => {}
+            // Rung and running are a ringing waiter's (`Conn::wait_ringing`), never this one's.
+            WaitState::Waiting | WaitState::Claimed | WaitState::Rung(_) | WaitState::Running(_) => {}
         }
-        let left = w.deadline.map(|d| d.saturating_sub(srv.clock.now_ms()));
+        if let Some(r) = &redirect
+            && let Some(moved) = r.node.moved_away(r.args)
+            && w.cancel()
+        {
+            return Blocked::Reply(moved);
+        }
         let timer = async {
-            match left {
-                Some(ms) => tokio::time::sleep(std::time::Duration::from_millis(ms)).await,
+            match end {
+                Some(t) => tokio::time::sleep_until(t).await,
                 None => std::future::pending().await,
+            }
+        };
+        let led = async {
+            let changed = match redirect.as_mut() {
+                Some(r) => r.leadership.changed().await.is_ok(),
+                None => false,
+            };
+            if !changed {
+                std::future::pending::<()>().await;
             }
         };
         rbuf.reserve(READ_CHUNK);
         tokio::select! {
             _ = unblock.notified() => {}
+            _ = led => {}
             _ = timer => {
                 if w.cancel() {
                     return Blocked::Reply(w.timeout_reply.clone());

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use engine::client::{Client, ReplyMode};
 use engine::server::Server;
-use raft::{Consensus, Decision, LockWait};
+use raft::{Answer, BlockWait, Consensus, Decision, LockWait};
 use resp::Frame;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -44,6 +44,9 @@ pub enum Ran {
     Reply(Option<Frame>),
     /// A `LOCK ... WAIT` queued: the connection waits for its outcome ([`LockWait::outcome`]).
     Waits(Arc<LockWait>),
+    /// A blocking command found nothing: the connection waits on this node for one of its keys to
+    /// serve it, then proposes the serve step (`conn.rs`, `wait_ringing`).
+    Blocks(BlockWait),
 }
 
 /// Runs `args` for `client` in consensus mode: locally, after a linearizable check on the
@@ -71,8 +74,11 @@ pub async fn run(node: &Arc<Consensus>, srv: &Server, client: &mut Client, args:
         Decision::Write => {
             let (db, proto) = (client.db, client.proto);
             match node.write(db, proto, args).await {
-                Ok(reply) => with_reply_mode(client, Some(reply)),
-                Err(wait) => return Ran::Waits(wait),
+                Answer::Reply(reply) => with_reply_mode(client, Some(reply)),
+                Answer::Queued(wait) => return Ran::Waits(wait),
+                Answer::Nothing(Some(block)) => return Ran::Blocks(block),
+                // Only a blocked client's serve step finds nothing without saying what to wait for.
+                Answer::Nothing(None) => with_reply_mode(client, Some(Frame::Null)),
             }
         }
         Decision::Exec => {

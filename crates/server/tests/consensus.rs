@@ -79,7 +79,10 @@ fn a_group_elects_a_leader_and_followers_send_clients_to_it() {
 
     // What consensus mode cannot run yet is refused, not run locally.
     assert_eq!(must(lport, &["SCRIPT", "KILL"]), "-ERR SCRIPT KILL is not supported in consensus mode\r\n");
-    assert_eq!(must(lport, &["BLPOP", "q", "0"]), "-ERR BLPOP is not supported in consensus mode\r\n");
+    assert_eq!(
+        must(follower.port, &["BLPOP", "q", "0"]),
+        format!("-MOVED {} 127.0.0.1:{lport}\r\n", raft::key_slot(b"q"))
+    );
     assert_eq!(
         must(lport, &["FENCED", "f", "1", "LOCK", "l", "me", "1000", "WAIT", "10"]),
         "-ERR FENCED of a blocking command is not supported in consensus mode\r\n"
@@ -954,4 +957,235 @@ fn members_join_through_cluster_meet_and_leave_through_cluster_forget() {
     g.node(down).kill();
     assert_eq!(must(lport, &["SET", "quorum", "3"]), "+OK\r\n");
     assert!(must(lport, &["INFO", "consensus"]).contains("consensus_role:leader"));
+}
+
+/// `blocked_clients` of `INFO clients` on the node at `port`.
+fn blocked_clients(port: u16) -> i64 {
+    let i = must(port, &["INFO", "clients"]);
+    let line = i.lines().find_map(|l| l.strip_prefix("blocked_clients:")).unwrap_or_else(|| panic!("{i}"));
+    line.trim().parse().unwrap_or_else(|_| panic!("{i}"))
+}
+
+/// Waits until `n` clients are blocked on the node at `port`.
+fn wait_blocked(port: u16, n: i64) {
+    loop_until(&format!("{n} blocked clients on port {port}"), || (blocked_clients(port) == n).then_some(()));
+}
+
+/// The reply a request sent earlier with [`send`] got, as text.
+fn answer(s: &mut Session) -> String {
+    String::from_utf8(s.0.reply_bytes()).expect("utf-8")
+}
+
+/// Waits until every node of `g` holds the same data as the node at `port` (`DEBUG DIGEST`, which
+/// reads each node's own data).
+fn wait_same_data(g: &Group, port: u16) {
+    loop_until("the same data on every node", || {
+        let want = must(port, &["DEBUG", "DIGEST"]);
+        g.nodes.iter().all(|n| must(n.port, &["DEBUG", "DIGEST"]) == want).then_some(())
+    });
+}
+
+/// Blocking list and sorted-set pops in a group: a client blocked on the leader is served by a
+/// later push through the log (the element is gone on every node), gets Redis's nil at its
+/// timeout, can be unblocked by CLIENT UNBLOCK, and waiters on one key are served in the order
+/// they blocked. A follower sends a blocking pop to the leader.
+#[test]
+fn blocking_pops_wait_on_the_leader_and_are_served_through_the_log() {
+    let g = Group::start("bpop");
+    let leader = g.leader();
+    let lport = g.port(leader);
+    let follower = g.nodes.iter().find(|n| n.id != leader).expect("follower").port;
+    assert_eq!(must(follower, &["BLPOP", "q", "0"]), format!("-MOVED {} 127.0.0.1:{lport}\r\n", raft::key_slot(b"q")));
+    assert_eq!(
+        must(follower, &["BZPOPMIN", "z", "0"]),
+        format!("-MOVED {} 127.0.0.1:{lport}\r\n", raft::key_slot(b"z"))
+    );
+
+    // Something there: served at once, as LPOP would.
+    assert_eq!(int(&must(lport, &["RPUSH", "q", "a"])), 1);
+    assert_eq!(must(lport, &["BLPOP", "q", "0"]), "*2\r\n$1\r\nq\r\n$1\r\na\r\n");
+    // Nothing there: the client waits until another client's push, which it takes.
+    let mut b = send(lport, &["BLPOP", "q", "0"]);
+    wait_blocked(lport, 1);
+    assert_eq!(int(&must(lport, &["LPUSH", "q", "x"])), 1);
+    assert_eq!(answer(&mut b), "*2\r\n$1\r\nq\r\n$1\r\nx\r\n");
+    assert_eq!(blocked_clients(lport), 0);
+    // The pop went through the log: the list is gone on every node.
+    wait_same_data(&g, lport);
+    for n in &g.nodes {
+        let mut r = Session::open(n.port);
+        assert_eq!(r.cmd(&["READONLY"]), "+OK\r\n");
+        assert_eq!(r.cmd(&["EXISTS", "q"]), ":0\r\n", "node {}", n.id);
+    }
+
+    // The timeout answers Redis's nil (a null array for BLPOP in RESP2, a null for BLMOVE).
+    let started = Instant::now();
+    assert_eq!(must(lport, &["BLPOP", "q", "0.3"]), "*-1\r\n");
+    assert!(started.elapsed() >= Duration::from_millis(300), "{:?}", started.elapsed());
+    assert_eq!(must(lport, &["BLMOVE", "q", "d", "LEFT", "RIGHT", "0.1"]), "$-1\r\n");
+
+    // BLMOVE and BRPOPLPUSH move what a later push brings.
+    let mut m = send(lport, &["BLMOVE", "src", "dst", "LEFT", "RIGHT", "0"]);
+    wait_blocked(lport, 1);
+    assert_eq!(int(&must(lport, &["RPUSH", "src", "m1", "m2"])), 2);
+    assert_eq!(answer(&mut m), "$2\r\nm1\r\n");
+    let mut m = send(lport, &["BRPOPLPUSH", "src2", "dst", "0"]);
+    wait_blocked(lport, 1);
+    assert_eq!(int(&must(lport, &["RPUSH", "src2", "m3"])), 1);
+    assert_eq!(answer(&mut m), "$2\r\nm3\r\n");
+    // BRPOPLPUSH pushes on the left, BLMOVE ... RIGHT on the right.
+    assert_eq!(must(lport, &["LRANGE", "dst", "0", "-1"]), "*2\r\n$2\r\nm3\r\n$2\r\nm1\r\n");
+    assert_eq!(must(lport, &["LRANGE", "src", "0", "-1"]), "*1\r\n$2\r\nm2\r\n");
+
+    // Sorted sets: BZPOPMIN takes the lowest score; BZMPOP several.
+    let mut z = send(lport, &["BZPOPMIN", "z", "0"]);
+    wait_blocked(lport, 1);
+    assert_eq!(int(&must(lport, &["ZADD", "z", "2", "two", "1", "one"])), 2);
+    assert_eq!(answer(&mut z), "*3\r\n$1\r\nz\r\n$3\r\none\r\n$1\r\n1\r\n");
+    let mut z = send(lport, &["BZMPOP", "0", "1", "z2", "MAX", "COUNT", "5"]);
+    wait_blocked(lport, 1);
+    assert_eq!(int(&must(lport, &["ZADD", "z2", "1", "a", "3", "c"])), 2);
+    assert_eq!(answer(&mut z), "*2\r\n$2\r\nz2\r\n*2\r\n*2\r\n$1\r\nc\r\n$1\r\n3\r\n*2\r\n$1\r\na\r\n$1\r\n1\r\n");
+    // A push to a key of another type does not serve a sorted-set waiter: it waits on.
+    let mut z = send(lport, &["BZPOPMAX", "mixed", "0"]);
+    wait_blocked(lport, 1);
+    assert_eq!(int(&must(lport, &["RPUSH", "mixed", "l"])), 1);
+    assert_eq!(must(lport, &["DEL", "mixed"]), ":1\r\n");
+    assert_eq!(blocked_clients(lport), 1);
+    assert_eq!(int(&must(lport, &["ZADD", "mixed", "5", "m"])), 1);
+    assert_eq!(answer(&mut z), "*3\r\n$5\r\nmixed\r\n$1\r\nm\r\n$1\r\n5\r\n");
+
+    // Two waiters on one key are served in the order they blocked: one push of two elements
+    // gives the first waiter the first element.
+    let mut first = send(lport, &["BLPOP", "jobs", "0"]);
+    wait_blocked(lport, 1);
+    let mut second = send(lport, &["BLPOP", "other", "jobs", "0"]);
+    wait_blocked(lport, 2);
+    assert_eq!(int(&must(lport, &["RPUSH", "jobs", "j1", "j2"])), 2);
+    assert_eq!(answer(&mut first), "*2\r\n$4\r\njobs\r\n$2\r\nj1\r\n");
+    assert_eq!(answer(&mut second), "*2\r\n$4\r\njobs\r\n$2\r\nj2\r\n");
+    // One element for three waiters: the first gets it, the others wait on; the next push goes
+    // to the second.
+    let mut w: Vec<Session> = Vec::new();
+    for i in 0..3 {
+        w.push(send(lport, &["BRPOP", "jobs", "0"]));
+        wait_blocked(lport, i + 1);
+    }
+    assert_eq!(int(&must(lport, &["RPUSH", "jobs", "k1"])), 1);
+    assert_eq!(answer(&mut w[0]), "*2\r\n$4\r\njobs\r\n$2\r\nk1\r\n");
+    wait_blocked(lport, 2);
+    assert_eq!(int(&must(lport, &["RPUSH", "jobs", "k2"])), 1);
+    assert_eq!(answer(&mut w[1]), "*2\r\n$4\r\njobs\r\n$2\r\nk2\r\n");
+
+    // CLIENT UNBLOCK: TIMEOUT answers the timeout reply, ERROR Redis's UNBLOCKED error.
+    let id = |s: &mut Session| int(&s.cmd(&["CLIENT", "ID"]));
+    let mut u = Session::open(lport);
+    let uid = id(&mut u);
+    u.0.send(&common::encode(&["BLPOP", "none", "0"]));
+    wait_blocked(lport, 2);
+    assert_eq!(must(lport, &["CLIENT", "UNBLOCK", &uid.to_string(), "TIMEOUT"]), ":1\r\n");
+    assert_eq!(answer(&mut u), "*-1\r\n");
+    u.0.send(&common::encode(&["BLPOP", "none", "0"]));
+    wait_blocked(lport, 2);
+    assert_eq!(must(lport, &["CLIENT", "UNBLOCK", &uid.to_string(), "ERROR"]), ":1\r\n");
+    assert_eq!(answer(&mut u), "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n");
+    // The third waiter is still there, and a client that went away left the queue: the next
+    // element goes to the waiter behind it.
+    let mut behind = send(lport, &["BRPOP", "jobs", "0"]);
+    wait_blocked(lport, 2);
+    drop(w.remove(2));
+    wait_blocked(lport, 1);
+    assert_eq!(int(&must(lport, &["RPUSH", "jobs", "k3"])), 1);
+    assert_eq!(answer(&mut behind), "*2\r\n$4\r\njobs\r\n$2\r\nk3\r\n");
+
+    // Inside MULTI a blocking pop answers at once, as in Redis.
+    let mut t = Session::open(lport);
+    assert_eq!(t.cmd(&["MULTI"]), "+OK\r\n");
+    assert_eq!(t.cmd(&["BLPOP", "none", "0"]), "+QUEUED\r\n");
+    assert_eq!(t.cmd(&["EXEC"]), "*1\r\n*-1\r\n");
+    wait_same_data(&g, lport);
+}
+
+/// Streams in a group: XREAD BLOCK with `$` waits on the leader for entries added after it
+/// blocked (a read: nothing is proposed for it), XREADGROUP BLOCK with `>` is served through the
+/// log (the group's last delivered ID moves on every node), and a group reader whose stream is
+/// deleted gets Redis's error.
+#[test]
+fn stream_reads_block_on_the_leader() {
+    let g = Group::start("xread");
+    let leader = g.leader();
+    let lport = g.port(leader);
+    assert!(must(lport, &["XADD", "s", "1-1", "f", "old"]).contains("1-1"));
+    let mut r = send(lport, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
+    wait_blocked(lport, 1);
+    // An entry after `$` (1-1 when it blocked) serves it; 1-1 is not read again.
+    assert!(must(lport, &["XADD", "s", "2-1", "f", "new"]).contains("2-1"));
+    assert_eq!(answer(&mut r), "*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n2-1\r\n*2\r\n$1\r\nf\r\n$3\r\nnew\r\n");
+    assert_eq!(must(lport, &["XREAD", "BLOCK", "100", "STREAMS", "s", "$"]), "*-1\r\n");
+
+    assert_eq!(must(lport, &["XGROUP", "CREATE", "s", "g", "$"]), "+OK\r\n");
+    let mut c1 = send(lport, &["XREADGROUP", "GROUP", "g", "c1", "BLOCK", "0", "STREAMS", "s", ">"]);
+    wait_blocked(lport, 1);
+    let mut c2 = send(lport, &["XREADGROUP", "GROUP", "g", "c2", "BLOCK", "0", "STREAMS", "s", ">"]);
+    wait_blocked(lport, 2);
+    assert!(must(lport, &["XADD", "s", "3-1", "f", "job"]).contains("3-1"));
+    // The first consumer that blocked gets the entry; the second waits on.
+    assert_eq!(answer(&mut c1), "*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n3-1\r\n*2\r\n$1\r\nf\r\n$3\r\njob\r\n");
+    wait_blocked(lport, 1);
+    assert!(must(lport, &["XADD", "s", "4-1", "f", "job2"]).contains("4-1"));
+    assert_eq!(answer(&mut c2), "*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n4-1\r\n*2\r\n$1\r\nf\r\n$4\r\njob2\r\n");
+    // Every node holds the group's state: last delivered 4-1, two pending entries.
+    wait_same_data(&g, lport);
+    for n in &g.nodes {
+        let mut s = Session::open(n.port);
+        assert_eq!(s.cmd(&["READONLY"]), "+OK\r\n");
+        let pending = s.cmd(&["XPENDING", "s", "g"]);
+        assert!(pending.starts_with("*4\r\n:2\r\n$3\r\n3-1\r\n$3\r\n4-1\r\n"), "node {}: {pending:?}", n.id);
+    }
+    // The stream deleted under a blocked group reader: Redis 7.0's error.
+    let mut c3 = send(lport, &["XREADGROUP", "GROUP", "g", "c3", "BLOCK", "0", "STREAMS", "s", ">"]);
+    wait_blocked(lport, 1);
+    assert_eq!(must(lport, &["DEL", "s"]), ":1\r\n");
+    assert_eq!(answer(&mut c3), "-UNBLOCKED the stream key no longer exists\r\n");
+    // With a timeout: the null array.
+    assert_eq!(must(lport, &["XGROUP", "CREATE", "s2", "g", "$", "MKSTREAM"]), "+OK\r\n");
+    assert_eq!(must(lport, &["XREADGROUP", "GROUP", "g", "c", "BLOCK", "100", "STREAMS", "s2", ">"]), "*-1\r\n");
+}
+
+/// A client blocked on a leader that loses its leadership (paused past the election timeout,
+/// then resumed as a follower) is sent to the new leader with `-MOVED`, as Redis Cluster
+/// redirects a blocked client whose slot moved; nothing was popped for it, and it can block
+/// again there. A stream reader is redirected alike, unless it sent READONLY: then it reads on
+/// the follower, served by what it applies.
+#[test]
+fn a_client_blocked_on_a_deposed_leader_is_sent_to_the_new_one() {
+    let g = Group::start("bpop-moved");
+    let old = g.leader();
+    let oport = g.port(old);
+    let mut b = send(oport, &["BLPOP", "q", "0"]);
+    wait_blocked(oport, 1);
+    // Stream readers too; one that asked for READONLY stays, served by what the node applies.
+    assert!(must(oport, &["XADD", "s", "1-1", "f", "v"]).contains("1-1"));
+    let mut x = send(oport, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
+    wait_blocked(oport, 2);
+    let mut ro = Session::open(oport);
+    assert_eq!(ro.cmd(&["READONLY"]), "+OK\r\n");
+    ro.0.send(&common::encode(&["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]));
+    wait_blocked(oport, 3);
+    g.nodes.iter().find(|n| n.id == old).expect("leader").signal("STOP");
+    let others: Vec<u64> = g.nodes.iter().map(|n| n.id).filter(|&id| id != old).collect();
+    let new = loop_until("a new leader", || leading(&g, &others));
+    let nport = g.port(new);
+    assert_eq!(int(&must(nport, &["RPUSH", "kept", "v"])), 1);
+    g.nodes.iter().find(|n| n.id == old).expect("leader").signal("CONT");
+    assert_eq!(answer(&mut b), format!("-MOVED {} 127.0.0.1:{nport}\r\n", raft::key_slot(b"q")));
+    assert_eq!(answer(&mut x), format!("-MOVED {} 127.0.0.1:{nport}\r\n", raft::key_slot(b"s")));
+    assert!(must(nport, &["XADD", "s", "2-1", "f", "w"]).contains("2-1"));
+    assert_eq!(answer(&mut ro), "*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n2-1\r\n*2\r\n$1\r\nf\r\n$1\r\nw\r\n");
+    // Blocked again on the new leader (where the redirection sends it), it is served there.
+    let mut b = send(nport, &["BLPOP", "q", "0"]);
+    wait_blocked(nport, 1);
+    assert_eq!(int(&must(nport, &["RPUSH", "q", "x"])), 1);
+    assert_eq!(answer(&mut b), "*2\r\n$1\r\nq\r\n$1\r\nx\r\n");
+    wait_same_data(&g, nport);
 }

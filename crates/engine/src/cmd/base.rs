@@ -17,6 +17,7 @@ pub const BASE: Command = Command {
     handler: container_handler,
     subcommands: &[],
     serve: None,
+    ready: None,
     all_shards_if: None,
     id: Command::NO_ID,
 };

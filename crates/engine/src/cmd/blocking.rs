@@ -31,6 +31,7 @@ pub static COMMANDS: &[Command] = &[
         group: crate::command::Group::List,
         handler: blpop,
         serve: Some(serve_bpop),
+        ready: Some(list_ready),
         ..BASE
     },
     Command {
@@ -41,6 +42,7 @@ pub static COMMANDS: &[Command] = &[
         group: crate::command::Group::List,
         handler: brpop,
         serve: Some(serve_bpop),
+        ready: Some(list_ready),
         ..BASE
     },
     Command {
@@ -51,6 +53,7 @@ pub static COMMANDS: &[Command] = &[
         group: crate::command::Group::List,
         handler: blmove,
         serve: Some(serve_bmove),
+        ready: Some(list_ready),
         ..BASE
     },
     Command {
@@ -61,6 +64,7 @@ pub static COMMANDS: &[Command] = &[
         group: crate::command::Group::List,
         handler: brpoplpush,
         serve: Some(serve_bmove),
+        ready: Some(list_ready),
         ..BASE
     },
     Command {
@@ -71,6 +75,7 @@ pub static COMMANDS: &[Command] = &[
         group: crate::command::Group::List,
         handler: blmpop,
         serve: Some(serve_bmpop),
+        ready: Some(list_ready),
         ..BASE
     },
     Command {
@@ -81,6 +86,7 @@ pub static COMMANDS: &[Command] = &[
         group: crate::command::Group::SortedSet,
         handler: bzpopmin,
         serve: Some(serve_bzpop),
+        ready: Some(zset_ready),
         ..BASE
     },
     Command {
@@ -91,6 +97,7 @@ pub static COMMANDS: &[Command] = &[
         group: crate::command::Group::SortedSet,
         handler: bzpopmax,
         serve: Some(serve_bzpop),
+        ready: Some(zset_ready),
         ..BASE
     },
     Command {
@@ -101,6 +108,7 @@ pub static COMMANDS: &[Command] = &[
         group: crate::command::Group::SortedSet,
         handler: bzmpop,
         serve: Some(serve_bzmpop),
+        ready: Some(zset_ready),
         ..BASE
     },
 ];
@@ -115,6 +123,24 @@ fn block(ctx: &mut Ctx<'_, '_>, keys: Vec<Bytes>, deadline: Option<u64>, timeout
     ctx.client.block = Some(BlockRequest { keys, deadline, timeout_reply, serve_args: None });
     // Not sent: Server::execute replaces it with the waiter's eventual reply.
     Frame::Null
+}
+
+/// Whether `key` holds a live value that `is` accepts, looked at without a lookup's side effects
+/// (an expired key is not reclaimed, no statistics).
+fn holds(ctx: &mut Ctx<'_, '_>, key: &[u8], is: fn(&crate::value::Value) -> bool) -> bool {
+    let (db, now) = (ctx.client.db, ctx.now);
+    let t = &ctx.locked.shard_for(key).dbs[db];
+    t.peek(key).is_some_and(|e| is(&e.value)) && !t.is_stale(key, now)
+}
+
+/// Whether `key` holds a list (never empty: an emptied list is deleted), which serves a blocked pop.
+fn list_ready(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> bool {
+    holds(ctx, key, |v| matches!(v, crate::value::Value::List(_)))
+}
+
+/// Whether `key` holds a sorted set (never empty), which serves a blocked pop.
+fn zset_ready(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> bool {
+    holds(ctx, key, |v| matches!(v, crate::value::Value::ZSet(_)))
 }
 
 // ---- lists ---------------------------------------------------------------------------------------
@@ -388,5 +414,130 @@ mod order_tests {
         assert_eq!(w.run("EXEC"), "[:5, :5]");
         assert_eq!(a.blocked_reply().as_deref(), Some(r#"["blist", ["e"]]"#));
         assert_eq!(b.blocked_reply().as_deref(), Some(r#"["blist", ["a", "b", "c", "d"]]"#));
+    }
+}
+
+#[cfg(test)]
+mod ringing_tests {
+    use crate::ctx::Waiter;
+    use crate::testkit::{TestClient, TestServer, decoded, show};
+    use crate::waiters::WaitState;
+    use bytes::Bytes;
+    use std::sync::Arc;
+
+    /// Runs `line` for `c` with its blocking handed back, and queues what it asked to block on as
+    /// a ringing waiter (what a consensus node does for a client of its own).
+    fn block_ringing(ts: &TestServer, c: &mut TestClient, line: &str, timeout_reply: &str) -> Arc<Waiter> {
+        c.client.defer_blocking = true;
+        assert_eq!(c.run(line), timeout_reply);
+        c.client.defer_blocking = false;
+        let req = c.client.block.take().expect("it asked to block");
+        let args: Vec<Bytes> = resp::split_args(line.as_bytes()).expect("args").into_iter().map(Bytes::from).collect();
+        ts.srv.block_ringing(&mut c.client, &args, req).expect("queued")
+    }
+
+    /// The keys that rang `w` if it was rung (it is then running); None otherwise.
+    fn rung(w: &Waiter) -> Option<Vec<String>> {
+        match w.take() {
+            WaitState::Rung(keys) => Some(keys.iter().map(|k| String::from_utf8_lossy(k).into_owned()).collect()),
+            _ => None,
+        }
+    }
+
+    /// The run of a rung waiter: its serve step for `keys`, in [`show`] form.
+    fn run(ts: &TestServer, c: &mut TestClient, w: &Waiter, keys: &[&str]) -> Option<String> {
+        let keys: Vec<Bytes> = keys.iter().map(|k| Bytes::copy_from_slice(k.as_bytes())).collect();
+        ts.srv.serve_now(&mut c.client, &w.args, &keys).map(|f| show(&decoded(f)))
+    }
+
+    /// The waiter's connection is done with it.
+    fn leave(ts: &TestServer, c: &mut TestClient, w: &Waiter, keys: &[&str]) {
+        w.end();
+        ts.srv.unblocked(&mut c.client);
+        let keys: Vec<Bytes> = keys.iter().map(|k| Bytes::copy_from_slice(k.as_bytes())).collect();
+        ts.srv.pass_on(0, &keys);
+    }
+
+    #[test]
+    fn ringing_waiters_are_rung_in_order_and_serve_themselves() {
+        let ts = TestServer::new();
+        let (mut a, mut b, mut w) = (ts.client(), ts.client(), ts.client());
+        let wa = block_ringing(&ts, &mut a, "BLPOP jobs 0", "(nil-array)");
+        let wb = block_ringing(&ts, &mut b, "BRPOP other jobs 0", "(nil-array)");
+        assert_eq!(ts.srv.blocked_clients.load(std::sync::atomic::Ordering::Relaxed), 2);
+        // A push rings the first waiter only and serves nobody: the elements stay for its run.
+        assert_eq!(w.run("RPUSH jobs j1 j2"), ":2");
+        assert_eq!(w.run("LLEN jobs"), ":2");
+        assert_eq!(rung(&wa), Some(vec!["jobs".to_string()]));
+        assert_eq!(rung(&wb), None);
+        // Someone else takes everything first: the run finds nothing and the waiter waits again,
+        // in its place (a deletion rings nobody).
+        assert_eq!(w.run("DEL jobs"), ":1");
+        assert_eq!(run(&ts, &mut a, &wa, &["jobs"]), None);
+        assert_eq!(wa.rest(), None);
+        assert!(matches!(wa.take(), WaitState::Waiting));
+        assert_eq!(w.run("RPUSH jobs j3"), ":1");
+        assert_eq!(rung(&wa), Some(vec!["jobs".to_string()]));
+        assert_eq!(rung(&wb), None);
+        // A push while it runs tells it to try again (not the second waiter, which waits for its
+        // outcome); its run pops the first element.
+        assert_eq!(w.run("RPUSH jobs j4"), ":2");
+        assert_eq!(rung(&wb), None);
+        assert_eq!(run(&ts, &mut a, &wa, &["jobs"]).as_deref(), Some(r#"["jobs", "j3"]"#));
+        assert_eq!(rung(&wb), None);
+        // Served, it leaves: the next waiter gets its turn, and takes what is left.
+        leave(&ts, &mut a, &wa, &["jobs"]);
+        assert_eq!(rung(&wb), Some(vec!["jobs".to_string()]));
+        assert_eq!(run(&ts, &mut b, &wb, &["jobs"]).as_deref(), Some(r#"["jobs", "j4"]"#));
+        leave(&ts, &mut b, &wb, &["other", "jobs"]);
+        assert_eq!(w.run("EXISTS jobs"), ":0");
+        assert_eq!(ts.srv.blocked_clients.load(std::sync::atomic::Ordering::Relaxed), 0);
+
+        // A key of another type does not ring a sorted-set waiter; a sorted set does.
+        let wz = block_ringing(&ts, &mut a, "BZPOPMIN mixed 0", "(nil-array)");
+        assert_eq!(w.run("RPUSH mixed x"), ":1");
+        assert_eq!(rung(&wz), None);
+        assert_eq!(w.run("DEL mixed"), ":1");
+        assert_eq!(w.run("ZADD mixed 2 m"), ":1");
+        assert_eq!(rung(&wz), Some(vec!["mixed".to_string()]));
+        assert_eq!(run(&ts, &mut a, &wz, &["mixed"]).as_deref(), Some(r#"["mixed", "m", ,2]"#));
+        leave(&ts, &mut a, &wz, &["mixed"]);
+
+        // A key written between the command and the queueing rings the waiter as it is queued.
+        a.client.defer_blocking = true;
+        assert_eq!(a.run("BLMOVE src dst LEFT RIGHT 0"), "(nil)");
+        a.client.defer_blocking = false;
+        let req = a.client.block.take().expect("it asked to block");
+        assert_eq!(req.keys, vec![Bytes::from_static(b"src")], "BLMOVE blocks on its source only");
+        assert_eq!(w.run("RPUSH src s1"), ":1");
+        let args: Vec<Bytes> = ["BLMOVE", "src", "dst", "LEFT", "RIGHT", "0"].iter().map(|a| Bytes::from(*a)).collect();
+        let wm = ts.srv.block_ringing(&mut a.client, &args, req).expect("queued");
+        assert_eq!(rung(&wm), Some(vec!["src".to_string()]));
+        assert_eq!(run(&ts, &mut a, &wm, &["src"]).as_deref(), Some(r#""s1""#));
+        leave(&ts, &mut a, &wm, &["src"]);
+        assert_eq!(w.run("LRANGE dst 0 -1"), r#"["s1"]"#);
+    }
+
+    /// A ringing waiter does not stand in the way of the waiters served by the writer: an XREAD
+    /// reader queued behind a ringing XREADGROUP reader is served by the XADD that rings it.
+    #[test]
+    fn waiters_behind_a_ringing_one_are_served() {
+        let ts = TestServer::new();
+        let (mut a, mut b, mut w) = (ts.client(), ts.client(), ts.client());
+        assert_eq!(w.run("XGROUP CREATE s g $ MKSTREAM"), "+OK");
+        let wa = block_ringing(&ts, &mut a, "XREADGROUP GROUP g c BLOCK 0 STREAMS s >", "(nil-array)");
+        assert_eq!(b.run("XREAD BLOCK 0 STREAMS s $"), "(no reply)");
+        assert_eq!(w.run("XADD s 1-1 f v"), r#""1-1""#);
+        assert_eq!(b.blocked_reply().as_deref(), Some(r#"[["s", [["1-1", ["f", "v"]]]]]"#));
+        assert_eq!(rung(&wa), Some(vec!["s".to_string()]));
+        assert_eq!(run(&ts, &mut a, &wa, &["s"]).as_deref(), Some(r#"[["s", [["1-1", ["f", "v"]]]]]"#));
+        leave(&ts, &mut a, &wa, &["s"]);
+        // The group's last delivered ID moved: a group reader is not rung by what it read.
+        let wa = block_ringing(&ts, &mut a, "XREADGROUP GROUP g c BLOCK 0 STREAMS s >", "(nil-array)");
+        assert_eq!(rung(&wa), None);
+        // CLIENT UNBLOCK answers a waiting ringing waiter as any other.
+        assert_eq!(w.run(&format!("CLIENT UNBLOCK {} ERROR", a.client.id)), ":1");
+        assert!(matches!(wa.take(), WaitState::Served(f) if f.is_error()));
+        leave(&ts, &mut a, &wa, &["s"]);
     }
 }

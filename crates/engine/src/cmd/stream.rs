@@ -89,6 +89,7 @@ pub static COMMANDS: &[Command] = &[
         group: G::Stream,
         handler: xread,
         serve: Some(serve_xread),
+        ready: Some(xread_ready),
         ..BASE
     },
     Command {
@@ -99,6 +100,7 @@ pub static COMMANDS: &[Command] = &[
         group: G::Stream,
         handler: xread,
         serve: Some(serve_xread),
+        ready: Some(xread_ready),
         ..BASE
     },
     Command { name: "xgroup", arity: -2, flags: Flags(0), group: G::Stream, subcommands: XGROUP_SUBCOMMANDS, ..BASE },
@@ -1053,40 +1055,56 @@ fn xread(ctx: &mut Ctx<'_, '_>) -> Frame {
     Frame::Null
 }
 
+/// Where a blocked XREAD / XREADGROUP stands with `key`, changing nothing: its parsed arguments
+/// and the ID after which entries serve it (a group's last delivered ID for `>`), when there are
+/// such entries; else what its serve step answers (Pass, or an error for a group reader whose key
+/// or group is gone).
+fn xread_due(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Result<(ReadArgs, StreamId), Serve> {
+    let Ok(r) = parse_read(ctx) else { return Err(Serve::Pass) };
+    let args = ctx.args;
+    let Some(i) = args[r.keys_at..r.keys_at + r.n].iter().position(|k| &k[..] == key) else {
+        return Err(Serve::Pass);
+    };
+    let ida = &args[r.keys_at + r.n + i];
+    let s = match ctx.db().into_peek(key).map(|e| &e.value) {
+        Some(Value::Stream(s)) => s,
+        _ if r.group.is_some() => {
+            return Err(Serve::Reply(Frame::error("UNBLOCKED the stream key no longer exists")));
+        }
+        _ => return Err(Serve::Pass),
+    };
+    let gt = match &r.group {
+        Some((g, _)) => match s.groups.get(&g[..]) {
+            Some(g) => g.last_id,
+            None => {
+                return Err(Serve::Reply(Frame::error(
+                    "NOGROUP the consumer group this client was blocked on no longer exists",
+                )));
+            }
+        },
+        None => match StreamId::parse(ida, 0, true, false) {
+            Some((id, _)) => id,
+            None => return Err(Serve::Pass),
+        },
+    };
+    if s.last_id <= gt {
+        return Err(Serve::Pass);
+    }
+    Ok((r, gt))
+}
+
+/// Whether `key` would serve a blocked XREAD / XREADGROUP now (an answer, entries or an error).
+fn xread_ready(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> bool {
+    !matches!(xread_due(ctx, key), Err(Serve::Pass))
+}
+
 /// Serves a blocked XREAD / XREADGROUP from `key` (`serveClientsBlockedOnStreamKey`): entries after
 /// its ID (a group's last delivered ID for `>`). Readers of a key that is gone or no longer a
 /// stream keep waiting; group readers get an error, as they do when their group went.
 fn serve_xread(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Serve {
-    let Ok(r) = parse_read(ctx) else { return Serve::Pass };
-    let args = ctx.args;
-    let Some(i) = args[r.keys_at..r.keys_at + r.n].iter().position(|k| &k[..] == key) else { return Serve::Pass };
-    let ida = &args[r.keys_at + r.n + i];
-    let gt = {
-        let s = match ctx.db().into_peek(key).map(|e| &e.value) {
-            Some(Value::Stream(s)) => s,
-            _ if r.group.is_some() => {
-                return Serve::Reply(Frame::error("UNBLOCKED the stream key no longer exists"));
-            }
-            _ => return Serve::Pass,
-        };
-        let gt = match &r.group {
-            Some((g, _)) => match s.groups.get(&g[..]) {
-                Some(g) => g.last_id,
-                None => {
-                    return Serve::Reply(Frame::error(
-                        "NOGROUP the consumer group this client was blocked on no longer exists",
-                    ));
-                }
-            },
-            None => match StreamId::parse(ida, 0, true, false) {
-                Some((id, _)) => id,
-                None => return Serve::Pass,
-            },
-        };
-        if s.last_id <= gt {
-            return Serve::Pass;
-        }
-        gt
+    let (r, gt) = match xread_due(ctx, key) {
+        Ok(due) => due,
+        Err(answer) => return answer,
     };
     let count = r.count.max(0) as usize;
     let now = now_ms(ctx);
