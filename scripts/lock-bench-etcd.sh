@@ -150,7 +150,10 @@ for r in $(seq "$ROUNDS"); do
       line=$(printf '%s' "$line" | python3 -c 'import json, sys
 r = json.loads(sys.stdin.read()); ticks = int(sys.argv[1])
 r["server_cpu_ms"] = ticks * 10
-if r.get("cycles"):
+if ticks == 0 and r.get("cycles"):
+    # Seen a few times on a loaded machine (cause not found): not a figure to average.
+    r["server_cpu_note"] = "the servers read no CPU time over the run; not counted"
+elif r.get("cycles"):
     r["server_us_per_cycle"] = round(ticks * 10000 / r["cycles"], 1)
 print(json.dumps(r))' $(($(ticks "${servers[@]}") - t0)))
       echo "$line" | tee -a "$OUT"

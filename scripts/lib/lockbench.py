@@ -433,9 +433,12 @@ def report(path):
              for f in ("cycles_per_s", "p50_ms", "p99_ms", "client_cpu_pct", "server_us_per_cycle")}
         med[k] = m
         each = " ".join(str(r["cycles_per_s"]) for r in rs)
+        server = f"{m['server_us_per_cycle']:>15.0f}" if m["server_us_per_cycle"] else f"{'-':>15}"
         print(f"{k[0]:<13} {k[1]:<12} {len(rs):>4} {m['cycles_per_s']:>9.0f} {m['p50_ms']:>8.2f} "
-              f"{m['p99_ms']:>8.2f} {m['client_cpu_pct']:>11.0f} {m['server_us_per_cycle']:>15.0f}   [{each}]")
+              f"{m['p99_ms']:>8.2f} {m['client_cpu_pct']:>11.0f} {server}   [{each}]")
     for r in rows:
+        if r.get("server_cpu_note"):
+            print(f"note: {r['system']} {r['workload']} ({r['label']}): {r['server_cpu_note']}")
         if r.get("clusterdown"):
             print(f"note: {r['system']} {r['workload']} ({r['label']}): {r['clusterdown']} -CLUSTERDOWN "
                   "replies (a leader election during the run), each retried after 50 ms")
