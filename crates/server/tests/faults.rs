@@ -18,6 +18,14 @@
 //!   (a holder cut off by the fault may have to be waited out);
 //! - at the end every node holds the counter the leader holds (`DEBUG DIGEST-VALUE`).
 //!
+//! Beside them a queue runs through the same faults: a producer pushes numbered elements
+//! (`RPUSH`) and two consumers wait for them with `BLPOP` (a blocked client waits on the leader and
+//! is served through the log, docs/consensus.md, "Blocking commands"). Checked at the end, with the
+//! list's remaining elements: no element is delivered twice or both delivered and still queued,
+//! none comes from nowhere (every element delivered or left was pushed), and no acknowledged push
+//! is lost beyond the pops whose outcome is unknown (a pop applied whose reply a fault lost takes
+//! its element with it, as in Redis when a client dies after its pop).
+//!
 //! `cargo test` runs the short form (3 nodes, about 25 s of faults, every kind at least once).
 //! `scripts/fault-test.sh` runs it for as long as asked with 3 and 5 nodes:
 //! `LATCH_FAULT_SECS` (seconds of faults), `LATCH_FAULT_NODES` (3 or 5), `LATCH_FAULT_SEED`,
@@ -381,6 +389,112 @@ fn client_loop(id: usize, ports: Vec<u16>, stop: Arc<AtomicBool>, history: Arc<M
     }
 }
 
+/// The queue's history: what was pushed (acknowledged, or with an unknown outcome) and popped.
+#[derive(Default)]
+struct QueueHistory {
+    acked: Vec<u64>,
+    /// Pushes whose outcome is unknown (never sent again: each element is pushed at most once).
+    unknown_pushes: Vec<u64>,
+    delivered: Vec<u64>,
+    /// Pops whose outcome is unknown: each may have taken an element whose reply was lost.
+    unknown_pops: u64,
+    ops: u64,
+}
+
+/// The queue's producer until `stop`: `RPUSH q <n>` for n = 1, 2, ..., one every few ms. A push
+/// answered `-MOVED` (or never sent) is sent again; one whose outcome is unknown is not.
+fn producer_loop(ports: Vec<u16>, stop: Arc<AtomicBool>, q: Arc<Mutex<QueueHistory>>) {
+    let mut c = Client::new(ports, 0);
+    let mut n = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        n += 1;
+        let e = n.to_string();
+        loop {
+            q.lock().unwrap().ops += 1;
+            match c.send(&["RPUSH", "q", &e]) {
+                Outcome::Reply(resp::Frame::Integer(_)) => {
+                    q.lock().unwrap().acked.push(n);
+                    break;
+                }
+                Outcome::Reply(resp::Frame::Error(err)) => {
+                    let err = String::from_utf8_lossy(&err).into_owned();
+                    if c.follow(&err) || err.starts_with("CLUSTERDOWN unreachable") {
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(10));
+                        continue;
+                    }
+                    q.lock().unwrap().unknown_pushes.push(n);
+                    break;
+                }
+                Outcome::Reply(other) => panic!("RPUSH answered {other:?}"),
+                Outcome::Unknown => {
+                    q.lock().unwrap().unknown_pushes.push(n);
+                    break;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A consumer until `stop`: `BLPOP q 1`, following `-MOVED` (nothing was popped then).
+fn consumer_loop(id: usize, ports: Vec<u16>, stop: Arc<AtomicBool>, q: Arc<Mutex<QueueHistory>>) {
+    let mut c = Client::new(ports, id);
+    while !stop.load(Ordering::Relaxed) {
+        q.lock().unwrap().ops += 1;
+        match c.send(&["BLPOP", "q", "1"]) {
+            Outcome::Reply(resp::Frame::Array(a)) => {
+                let e = match a.get(1) {
+                    Some(resp::Frame::Bulk(b)) => String::from_utf8_lossy(b).parse::<u64>().ok(),
+                    _ => None,
+                };
+                let e = e.unwrap_or_else(|| panic!("BLPOP answered {a:?}"));
+                q.lock().unwrap().delivered.push(e);
+            }
+            // Timed out: nothing there.
+            Outcome::Reply(resp::Frame::NullArray | resp::Frame::Null) => {}
+            Outcome::Reply(resp::Frame::Error(err)) => {
+                let err = String::from_utf8_lossy(&err).into_owned();
+                if !c.follow(&err) && !err.starts_with("CLUSTERDOWN unreachable") {
+                    // No leader, not committed in time: the pop may still apply.
+                    q.lock().unwrap().unknown_pops += 1;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+            Outcome::Reply(other) => panic!("BLPOP answered {other:?}"),
+            Outcome::Unknown => q.lock().unwrap().unknown_pops += 1,
+        }
+    }
+}
+
+/// The queue's violations, given what is left in the list at the end, and how many acknowledged
+/// pushes were neither delivered nor left (taken by pops whose replies were lost).
+fn check_queue(q: &QueueHistory, remaining: &[u64]) -> (Vec<String>, usize) {
+    let mut violations = Vec::new();
+    let pushed: std::collections::HashSet<u64> = q.acked.iter().chain(&q.unknown_pushes).copied().collect();
+    let mut seen: HashMap<u64, &str> = HashMap::new();
+    for (e, where_) in q.delivered.iter().map(|e| (e, "delivered")).chain(remaining.iter().map(|e| (e, "left"))) {
+        if let Some(before) = seen.insert(*e, where_) {
+            violations.push(format!("element {e} {before} and {where_} again"));
+        }
+        if !pushed.contains(e) {
+            violations.push(format!("element {e} {where_} but never pushed"));
+        }
+    }
+    let lost: Vec<u64> = q.acked.iter().filter(|e| !seen.contains_key(e)).copied().collect();
+    if lost.len() as u64 > q.unknown_pops {
+        let first: Vec<u64> = lost.iter().take(10).copied().collect();
+        violations.push(format!(
+            "{} acknowledged pushes neither delivered nor left (first {first:?}), {} pops with an unknown outcome",
+            lost.len(),
+            q.unknown_pops
+        ));
+    }
+    (violations, lost.len())
+}
+
 // ---------------------------------------------------------------------------------------------
 // The nemesis.
 
@@ -514,6 +628,9 @@ struct Report {
     max_resume: Duration,
     /// The leader's last snapshot index at the end (how much compaction the run saw).
     snapshot_index: String,
+    /// The queue: pushes acknowledged, elements delivered, pops with an unknown outcome, elements
+    /// left at the end, acknowledged pushes lost with a pop's reply.
+    queue: (usize, usize, u64, usize, usize),
     violations: Vec<String>,
 }
 
@@ -552,6 +669,16 @@ fn run(name: &str, nodes: u64, secs: u64, seed: u64, snapshot_every: u64) -> Rep
             std::thread::spawn(move || client_loop(i, p, s, h, t0))
         })
         .collect();
+    let queue = Arc::new(Mutex::new(QueueHistory::default()));
+    let mut queue_threads = Vec::new();
+    {
+        let (p, s, q) = (ports.clone(), stop.clone(), queue.clone());
+        queue_threads.push(std::thread::spawn(move || producer_loop(p, s, q)));
+    }
+    for i in 0..2 {
+        let (p, s, q) = (ports.clone(), stop.clone(), queue.clone());
+        queue_threads.push(std::thread::spawn(move || consumer_loop(i + 1, p, s, q)));
+    }
 
     let mut rng = StdRng::seed_from_u64(seed);
     let mut faults = BTreeMap::new();
@@ -578,7 +705,7 @@ fn run(name: &str, nodes: u64, secs: u64, seed: u64, snapshot_every: u64) -> Rep
         std::thread::sleep(Duration::from_millis(2 * ELECTION_MS + TTL_MS + 1500));
     }
     stop.store(true, Ordering::Relaxed);
-    for c in clients {
+    for c in clients.into_iter().chain(queue_threads) {
         c.join().expect("client");
     }
     let elapsed = start.elapsed().as_secs();
@@ -601,6 +728,23 @@ fn run(name: &str, nodes: u64, secs: u64, seed: u64, snapshot_every: u64) -> Rep
     };
     let h = std::mem::take(&mut *history.lock().unwrap());
     let (mut violations, max_resume) = check(&h, counter, &heals);
+    // What is left in the queue, read from the leader.
+    let remaining: Vec<u64> = {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            match call(g.port(leader), &["LRANGE", "q", "0", "-1"]) {
+                Some(r) if r.starts_with('*') => {
+                    break r.lines().skip(1).filter(|l| !l.starts_with('$')).filter_map(|l| l.parse().ok()).collect();
+                }
+                r => assert!(Instant::now() < deadline, "no queue from the leader: {r:?}"),
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let q = std::mem::take(&mut *queue.lock().unwrap());
+    let (queue_violations, lost) = check_queue(&q, &remaining);
+    violations.extend(queue_violations);
+    let queue = (q.acked.len(), q.delivered.len(), q.unknown_pops, remaining.len(), lost);
     // Every node holds the same counter once it has caught up (its own data, not the leader's).
     let digest = |port| call(port, &["DEBUG", "DIGEST-VALUE", "counter"]);
     let want = digest(g.port(leader));
@@ -635,8 +779,9 @@ fn run(name: &str, nodes: u64, secs: u64, seed: u64, snapshot_every: u64) -> Rep
         nodes,
         secs: elapsed,
         snapshot_index,
+        queue,
         faults,
-        ops: h.ops,
+        ops: h.ops + q.ops,
         grants: h.grants.len(),
         acked: h.incrs.len(),
         unknown: h.unknown_incrs,
@@ -729,7 +874,7 @@ fn check(h: &History, counter: i64, heals: &[Instant]) -> (Vec<String>, Duration
 fn print(r: &Report) {
     let faults: Vec<String> = r.faults.iter().map(|(f, n)| format!("{f:?}={n}")).collect();
     println!(
-        "faults: nodes={} secs={} ops={} grants={} increments_acked={} increments_unknown={} fenced_off={} counter={} max_resume_ms={} snapshot_index={} faults=[{}] violations={}",
+        "faults: nodes={} secs={} ops={} grants={} increments_acked={} increments_unknown={} fenced_off={} counter={} max_resume_ms={} snapshot_index={} pushes_acked={} pops_delivered={} pops_unknown={} queue_left={} queue_lost={} faults=[{}] violations={}",
         r.nodes,
         r.secs,
         r.ops,
@@ -740,6 +885,11 @@ fn print(r: &Report) {
         r.counter,
         r.max_resume.as_millis(),
         r.snapshot_index,
+        r.queue.0,
+        r.queue.1,
+        r.queue.2,
+        r.queue.3,
+        r.queue.4,
         faults.join(" "),
         r.violations.len()
     );
@@ -758,6 +908,31 @@ fn locks_and_fenced_counters_survive_kills_pauses_partitions_and_clock_jumps() {
     assert!(r.violations.is_empty(), "{} violations", r.violations.len());
     // The run did something under every fault.
     assert!(r.grants > 10 && r.acked > 10, "too little work: {} grants, {} increments", r.grants, r.acked);
+    assert!(r.queue.1 > 10, "too little work: {} elements delivered", r.queue.1);
+}
+
+#[test]
+fn the_queue_checker_finds_each_kind_of_violation() {
+    let good = || QueueHistory {
+        acked: vec![1, 2, 3, 5],
+        unknown_pushes: vec![4],
+        delivered: vec![1, 2],
+        unknown_pops: 1,
+        ops: 9,
+    };
+    // 3 and 5 are left; 4 may or may not have been pushed.
+    assert_eq!(check_queue(&good(), &[3, 5]), (vec![], 0));
+    assert_eq!(check_queue(&good(), &[3, 4, 5]), (vec![], 0));
+    // One acknowledged push lost, within the pops with an unknown outcome; two are not.
+    assert_eq!(check_queue(&good(), &[5]), (vec![], 1));
+    assert!(check_queue(&good(), &[]).0.iter().any(|v| v.contains("2 acknowledged pushes neither delivered nor left")));
+    // An element delivered twice, or delivered and left.
+    let mut q = good();
+    q.delivered.push(1);
+    assert!(check_queue(&q, &[3, 5]).0.iter().any(|v| v.contains("element 1 delivered and delivered again")));
+    assert!(check_queue(&good(), &[2, 3, 5]).0.iter().any(|v| v.contains("element 2 delivered and left again")));
+    // An element from nowhere.
+    assert!(check_queue(&good(), &[3, 5, 9]).0.iter().any(|v| v.contains("element 9 left but never pushed")));
 }
 
 #[test]
