@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # fault-test.sh - the consensus mode's fault-injection run (crates/server/tests/faults.rs) for as
 # long as asked, on 3 and on 5 nodes: clients lock, increment a counter through FENCED and
-# release, and a producer and two consumers run a queue (RPUSH, BLPOP), while a nemesis kills (SIGKILL) and pauses (SIGSTOP past the lock's TTL) leaders and
-# followers, partitions the group through a proxy on every link between nodes (isolated leader,
-# isolated follower, majority/minority, bridge) and jumps the nodes' wall clocks (libfaketime:
-# apt-get install faketime). Everything listens on 127.0.0.1; the test kills only the nodes it
+# release, and a producer and two consumers run a queue (RPUSH, BLPOP), while a nemesis kills
+# (SIGKILL) and pauses (SIGSTOP past the lock's TTL) leaders and followers, partitions the group
+# through a proxy on every link between nodes (isolated leader, isolated follower,
+# majority/minority, bridge) and jumps the nodes' wall clocks (libfaketime: apt-get install
+# faketime). Everything listens on 127.0.0.1; the test kills only the nodes it
 # started. The history is checked after each run (see the test's header); each run prints a line
 #   faults: nodes=N secs=S ops=... grants=... increments_acked=... ... pushes_acked=... queue_lost=...
 #           faults=[...] violations=V
