@@ -32,7 +32,11 @@ for n in $NODES; do
   grep -E "^faults:|violation:" <<<"$out"
   if [ $rc -ne 0 ]; then
     status=1
-    grep -q "^faults:" <<<"$out" || tail -30 <<<"$out"
+    # The whole output (a node that did not start puts its log in the panic message).
+    log=$(mktemp /tmp/fault-test-$n-nodes.XXXXXX.log)
+    printf '%s\n' "$out" >"$log"
+    grep -q "^faults:" <<<"$out" || grep -m1 -A12 "panicked" <<<"$out"
+    echo "fault-test: the run's whole output is in $log"
   fi
 done
 exit $status
