@@ -15,14 +15,16 @@
 //! preallocates its WAL segments: an `fdatasync` after a write that grew the file took about 30%
 //! longer on this project's ext4 disk (docs/consensus.md, "The log allocated ahead"). The records
 //! end at the first zero length. Reading the file back replays the records into memory; whatever
-//! follows the last whole record (a record torn by a crash, or written but never fsync'd) is zeroed
-//! before the node writes again, so no stale record can reappear behind a new one. A purge
-//! rewrites the file with the entries that remain (log compaction after a snapshot). The vote is `raft-vote`, written
-//! to a temporary file, fsync'd and renamed over the old one. The commit index is `raft-commit`, one
-//! fixed-size checksummed record written over itself in place at every commit (no new file, no
-//! rename, no fsync: a commit costs one `pwrite`); a torn or lost record only means re-learning the
-//! index from the leader. (It was `raft-committed`, a new file renamed over the old one at every
-//! commit: ext4 flushes a file replaced by rename, so each commit waited for a disk write.)
+//! follows the last whole record (a record torn by a crash, or written but never fsync'd) is
+//! zeroed before the node writes again, so no stale record can reappear behind a new one. A purge
+//! rewrites the file with the entries that remain (log compaction after a snapshot).
+//!
+//! The vote is `raft-vote`, written to a temporary file, fsync'd and renamed over the old one. The
+//! commit index is `raft-commit`, one fixed-size checksummed record written over itself in place
+//! at every commit (no new file, no rename, no fsync: a commit costs one `pwrite`); a torn or lost
+//! record only means re-learning the index from the leader. (It was `raft-committed`, a new file
+//! renamed over the old one at every commit: ext4 flushes a file replaced by rename, so each
+//! commit waited for a disk write.)
 
 use crate::types::{Entry, LogId, NodeId, StorageError, TypeConfig, io_error};
 use openraft::storage::{LogFlushed, RaftLogStorage};
