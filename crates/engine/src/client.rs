@@ -143,6 +143,18 @@ impl Client {
 }
 
 impl Client {
+    /// A waiter for this client's blocking command `args` (`cmd`), which asked to block with `req`;
+    /// its wake-up is [`Client::block_waker`].
+    pub fn waiter(
+        &self,
+        cmd: &'static crate::ctx::Command,
+        args: &[bytes::Bytes],
+        req: crate::waiters::BlockRequest,
+    ) -> crate::ctx::Waiter {
+        let wake = self.block_waker.clone().unwrap_or_else(|| Arc::new(|| {}));
+        crate::waiters::Waiter::new(self.info.clone(), self.db, self.proto, cmd, args.to_vec(), req, wake)
+    }
+
     /// Leaves MULTI and unwatches everything (DISCARD, EXEC, RESET), keeping CLIENT LIST in step.
     pub fn leave_multi(&mut self) {
         use std::sync::atomic::Ordering;

@@ -391,17 +391,21 @@ impl Server {
         req: crate::waiters::BlockRequest,
     ) {
         let keys = req.keys.clone();
-        let wake = client.block_waker.clone().unwrap_or_else(|| Arc::new(|| {}));
-        let w = Arc::new(crate::waiters::Waiter::new(
-            client.info.clone(),
-            client.db,
-            client.proto,
-            cmd,
-            args.to_vec(),
-            req,
-            wake,
-        ));
-        for k in &keys {
+        let w = client.waiter(cmd, args, req);
+        self.enqueue(client, locked, args, &keys, Arc::new(w));
+    }
+
+    /// Queues `w`, `client`'s waiter for `args`, on each of `keys` (locked), and shows the client
+    /// blocked (CLIENT LIST, INFO, CLIENT UNBLOCK) until [`Server::unblocked`].
+    fn enqueue(
+        &self,
+        client: &mut Client,
+        locked: &mut crate::keyspace::Locked<'_>,
+        args: &[Bytes],
+        keys: &[Bytes],
+        w: Arc<crate::ctx::Waiter>,
+    ) {
+        for k in keys {
             locked.shard_for(k).dbs[client.db].block(k, w.clone());
         }
         client.info.set_blocked_on(Some(w.clone()));
@@ -755,26 +759,11 @@ impl Server {
     ) -> Result<Arc<crate::ctx::Waiter>, Frame> {
         let cmd = self.table.resolve(args)?;
         let keys = req.keys.clone();
-        let wake = client.block_waker.clone().unwrap_or_else(|| Arc::new(|| {}));
-        let w = Arc::new(crate::waiters::Waiter::ringing(
-            client.info.clone(),
-            client.db,
-            client.proto,
-            cmd,
-            args.to_vec(),
-            req,
-            wake,
-        ));
+        let w = Arc::new(client.waiter(cmd, args, req).ringing());
         let mut locked = self.ks.lock_keys(keys.iter().map(|k| &k[..]));
+        self.enqueue(client, &mut locked, args, &keys, w.clone());
         let now = self.clock.now_ms();
-        for k in &keys {
-            locked.shard_for(k).dbs[client.db].block(k, w.clone());
-        }
         self.ring_first(&mut locked, client.db, &keys, now);
-        drop(locked);
-        client.info.set_blocked_on(Some(w.clone()));
-        client.blocked = Some(w.clone());
-        self.mark_blocked(client, args);
         Ok(w)
     }
 

@@ -120,18 +120,10 @@ impl<R: Runner> Waiter<R> {
         }
     }
 
-    /// A ringing waiter (see the module's documentation): a write that makes one of its keys ready
-    /// wakes its connection, which runs the serve step itself.
-    pub fn ringing(
-        info: Arc<ClientInfo>,
-        db: usize,
-        proto: Protocol,
-        cmd: &'static Command<R>,
-        args: Vec<Bytes>,
-        req: BlockRequest,
-        wake: Arc<dyn Fn() + Send + Sync>,
-    ) -> Waiter<R> {
-        Waiter { rings: true, ..Waiter::new(info, db, proto, cmd, args, req, wake) }
+    /// This waiter as a ringing one (see the module's documentation): a write that makes one of its
+    /// keys ready wakes its connection, which runs the serve step itself.
+    pub fn ringing(self) -> Waiter<R> {
+        Waiter { rings: true, ..self }
     }
 
     /// Whether this waiter is rung rather than served.

@@ -5,7 +5,7 @@
 use super::Server;
 use crate::client::Client;
 use crate::command::Flags;
-use crate::ctx::{Command, Waiter};
+use crate::ctx::Command;
 use crate::pause::PauseKind;
 use crate::waiters::BlockRequest;
 use bytes::Bytes;
@@ -61,10 +61,9 @@ impl Server {
             client.id,
             |kind| self.pause_holds(kind, client, cmd, args),
             || {
-                let wake = client.block_waker.clone().unwrap_or_else(|| Arc::new(|| {}));
                 let req =
                     BlockRequest { keys: Vec::new(), deadline: None, timeout_reply: Frame::Null, serve_args: None };
-                Arc::new(Waiter::new(client.info.clone(), client.db, client.proto, cmd, args.to_vec(), req, wake))
+                Arc::new(client.waiter(cmd, args, req))
             },
         );
         let Some(w) = held else { return false };
