@@ -377,17 +377,7 @@ where
             Some(Ok(node)) if !self.client.readonly => Some(Redirect { node, args, leadership: node.leadership() }),
             _ => None,
         };
-        let outcome = wait_blocked(
-            &self.srv,
-            w,
-            &mut self.rd,
-            &mut self.rbuf,
-            &self.unblock,
-            &self.kill,
-            &self.client.info.killed,
-            redirect,
-        )
-        .await;
+        let outcome = self.wait_blocked(w, redirect).await;
         self.srv.unblocked(&mut self.client);
         match outcome {
             Blocked::Reply(f) => {
@@ -421,7 +411,7 @@ where
                 }
                 ShutdownPhase::Idle => break Ok(Some(Frame::error("ERR Errors trying to SHUTDOWN. Check logs."))),
             }
-            if let Err(c) = self.wait_step(tokio::time::sleep(std::time::Duration::from_millis(10))).await {
+            if let Err(c) = self.wait_step(tokio::time::sleep(std::time::Duration::from_millis(10)), None).await {
                 break Err(c);
             }
         };
@@ -450,7 +440,7 @@ where
                     None => std::future::pending().await,
                 }
             };
-            if let Err(c) = self.wait_step(timer).await {
+            if let Err(c) = self.wait_step(timer, None).await {
                 break Err(c);
             }
         };
@@ -482,8 +472,7 @@ where
                     _ = tokio::time::sleep(std::time::Duration::from_millis(500)) => {}
                 }
             };
-            let limit = self.srv.config.client_query_buffer_limit.load(Ordering::Relaxed).max(0) as usize;
-            if self.wait_step(timer).await.is_err() || self.rbuf.len() > limit {
+            if self.wait_step(timer, None).await.is_err() {
                 node.cancel_wait(wait);
                 return Err(Close);
             }
@@ -535,7 +524,6 @@ where
         use engine::waiters::WaitState;
         self.flush().await?;
         let mut leadership = node.leadership();
-        let limit = self.srv.config.client_query_buffer_limit.load(Ordering::Relaxed).max(0) as usize;
         loop {
             if self.client.info.killed.load(Ordering::Relaxed) {
                 return Err(Close);
@@ -565,50 +553,85 @@ where
             {
                 return Ok(moved);
             }
-            let timer = async {
-                match end {
-                    Some(t) => tokio::time::sleep_until(t).await,
-                    None => std::future::pending().await,
-                }
-            };
-            let led = async {
-                if leadership.changed().await.is_err() {
-                    std::future::pending::<()>().await;
-                }
-            };
-            self.rbuf.reserve(READ_CHUNK);
-            tokio::select! {
-                _ = self.unblock.notified() => {}
-                _ = timer => if w.cancel() { return Ok(w.timeout_reply.clone()) },
-                _ = led => {}
-                _ = self.kill.notified() => if self.client.info.killed.load(Ordering::Relaxed) { return Err(Close) },
-                r = self.rd.read_buf(&mut self.rbuf) => match r {
-                    Ok(0) | Err(_) => return Err(Close),
-                    Ok(n) => {
-                        self.srv.stats.add_net_input(n as u64);
-                        if self.rbuf.len() > limit {
-                            return Err(Close);
-                        }
-                    }
-                },
+            if let Woke::Timer = self.wait_step(until(end), Some(&mut leadership)).await?
+                && w.cancel()
+            {
+                return Ok(w.timeout_reply.clone());
             }
         }
     }
 
-    /// One wait of a client that waits without a key (WAIT, SHUTDOWN): until it is rung, `timer`
-    /// ends, or bytes arrive (buffered for after it). Err once the client is killed or gone.
-    async fn wait_step(&mut self, timer: impl std::future::Future<Output = ()>) -> Step {
+    /// One step of every wait a connection does (a blocked command, a ringing waiter, WAIT,
+    /// SHUTDOWN, a queued `LOCK ... WAIT`): until CLIENT UNBLOCK or a writer rings it, `timer` ends
+    /// (`Woke::Timer`), the node's leadership changes (when `leadership` is given), or bytes
+    /// arrive (buffered for after the wait, as Redis does not run them). Err once the client is
+    /// killed, goes away or passes `client-query-buffer-limit`; the caller then drops its wait.
+    async fn wait_step(
+        &mut self,
+        timer: impl std::future::Future<Output = ()>,
+        leadership: Option<&mut tokio::sync::watch::Receiver<(bool, Option<u64>)>>,
+    ) -> Result<Woke, Close> {
+        let led = async {
+            let changed = match leadership {
+                Some(l) => l.changed().await.is_ok(),
+                None => false,
+            };
+            if !changed {
+                std::future::pending::<()>().await;
+            }
+        };
         self.rbuf.reserve(READ_CHUNK);
         tokio::select! {
             _ = self.unblock.notified() => {}
-            _ = timer => {}
+            _ = led => {}
+            _ = timer => return Ok(Woke::Timer),
             _ = self.kill.notified() => if self.client.info.killed.load(Ordering::Relaxed) { return Err(Close) },
             r = self.rd.read_buf(&mut self.rbuf) => match r {
                 Ok(0) | Err(_) => return Err(Close),
-                Ok(n) => self.srv.stats.add_net_input(n as u64),
+                Ok(n) => {
+                    self.srv.stats.add_net_input(n as u64);
+                    let limit = self.srv.config.client_query_buffer_limit.load(Ordering::Relaxed).max(0) as usize;
+                    if self.rbuf.len() > limit {
+                        return Err(Close);
+                    }
+                }
             },
         }
-        Ok(())
+        Ok(Woke::Other)
+    }
+
+    /// Waits for a blocked client's outcome (see [`Conn::wait_step`] for what it does meanwhile).
+    async fn wait_blocked(&mut self, w: &Waiter, mut redirect: Option<Redirect<'_>>) -> Blocked {
+        use engine::waiters::WaitState;
+        // The deadline is on the server's clock, which in consensus mode is raft time: it moves only
+        // with entries, so the time left is taken once and counted on this node.
+        let end = w.deadline.map(|d| {
+            tokio::time::Instant::now() + std::time::Duration::from_millis(d.saturating_sub(self.srv.clock.now_ms()))
+        });
+        loop {
+            match w.take() {
+                WaitState::Served(f) => return Blocked::Reply(f),
+                WaitState::Retry => return Blocked::Retry,
+                WaitState::Done => return Blocked::Reply(w.timeout_reply.clone()),
+                // Rung and running are a ringing waiter's (`Conn::wait_ringing`), never this one's.
+                WaitState::Waiting | WaitState::Claimed | WaitState::Rung(_) | WaitState::Running(_) => {}
+            }
+            if let Some(r) = &redirect
+                && let Some(moved) = r.node.moved_away(r.args)
+                && w.cancel()
+            {
+                return Blocked::Reply(moved);
+            }
+            match self.wait_step(until(end), redirect.as_mut().map(|r| &mut r.leadership)).await {
+                Err(Close) => {
+                    w.cancel();
+                    return Blocked::Gone;
+                }
+                // Unless a writer is serving it right now: its outcome is coming.
+                Ok(Woke::Timer) if w.cancel() => return Blocked::Reply(w.timeout_reply.clone()),
+                Ok(_) => {}
+            }
+        }
     }
 
     /// A large reply built as its wire bytes (resp::BulkArray) goes out as it is, after what is
@@ -768,6 +791,22 @@ enum Blocked {
     Gone,
 }
 
+/// Sleeps until `end`, or forever without one.
+async fn until(end: Option<tokio::time::Instant>) {
+    match end {
+        Some(t) => tokio::time::sleep_until(t).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// What ended a [`Conn::wait_step`] that did not end the wait.
+enum Woke {
+    /// Its timer.
+    Timer,
+    /// Anything else: a ring, CLIENT UNBLOCK, a leadership change, bytes from the client.
+    Other,
+}
+
 /// A client blocked on a consensus node, answered `-MOVED` once the node no longer leads (see
 /// [`raft::Consensus::moved_away`]).
 struct Redirect<'a> {
@@ -776,80 +815,6 @@ struct Redirect<'a> {
     args: &'a [Bytes],
     /// Changes when the node's leadership does.
     leadership: tokio::sync::watch::Receiver<(bool, Option<u64>)>,
-}
-
-/// Waits for a blocked client's outcome. Bytes the client sends meanwhile are buffered (Redis does
-/// not run them until it is unblocked), which is also how a disconnect is noticed.
-#[allow(clippy::too_many_arguments)]
-async fn wait_blocked<R: AsyncRead + Unpin>(
-    srv: &Server,
-    w: &Waiter,
-    rd: &mut R,
-    rbuf: &mut BytesMut,
-    unblock: &Notify,
-    kill: &Notify,
-    killed: &std::sync::atomic::AtomicBool,
-    mut redirect: Option<Redirect<'_>>,
-) -> Blocked {
-    use engine::waiters::WaitState;
-    // The deadline is on the server's clock, which in consensus mode is raft time: it moves only
-    // with entries, so the time left is taken once and counted on this node.
-    let end = w
-        .deadline
-        .map(|d| tokio::time::Instant::now() + std::time::Duration::from_millis(d.saturating_sub(srv.clock.now_ms())));
-    loop {
-        match w.take() {
-            WaitState::Served(f) => return Blocked::Reply(f),
-            WaitState::Retry => return Blocked::Retry,
-            WaitState::Done => return Blocked::Reply(w.timeout_reply.clone()),
-            // Rung and running are a ringing waiter's (`Conn::wait_ringing`), never this one's.
-            WaitState::Waiting | WaitState::Claimed | WaitState::Rung(_) | WaitState::Running(_) => {}
-        }
-        if let Some(r) = &redirect
-            && let Some(moved) = r.node.moved_away(r.args)
-            && w.cancel()
-        {
-            return Blocked::Reply(moved);
-        }
-        let timer = async {
-            match end {
-                Some(t) => tokio::time::sleep_until(t).await,
-                None => std::future::pending().await,
-            }
-        };
-        let led = async {
-            let changed = match redirect.as_mut() {
-                Some(r) => r.leadership.changed().await.is_ok(),
-                None => false,
-            };
-            if !changed {
-                std::future::pending::<()>().await;
-            }
-        };
-        rbuf.reserve(READ_CHUNK);
-        tokio::select! {
-            _ = unblock.notified() => {}
-            _ = led => {}
-            _ = timer => {
-                if w.cancel() {
-                    return Blocked::Reply(w.timeout_reply.clone());
-                }
-                // A writer is serving it right now: its outcome is coming.
-            }
-            _ = kill.notified() => if killed.load(Ordering::Relaxed) { w.cancel(); return Blocked::Gone; },
-            r = rd.read_buf(rbuf) => match r {
-                Ok(0) | Err(_) => { w.cancel(); return Blocked::Gone; }
-                Ok(n) => {
-                    srv.stats.add_net_input(n as u64);
-                    let limit = srv.config.client_query_buffer_limit.load(Ordering::Relaxed).max(0) as usize;
-                    if rbuf.len() > limit {
-                        w.cancel();
-                        return Blocked::Gone;
-                    }
-                }
-            },
-        }
-    }
 }
 
 /// The client's side of a connection while its output is written: what it sends meanwhile is read
