@@ -230,6 +230,7 @@ impl Server {
             return Some(Frame::error("ERR Command not allowed inside a transaction"));
         }
         // CLIENT PAUSE: last of the checks, before MULTI queues the command (see crate::pause).
+        // The primary's stream is held by its link instead (`Server::pause_holds_primary`).
         if !client.from_primary && self.postpone_if_paused(client, cmd, args, now) {
             return None;
         }

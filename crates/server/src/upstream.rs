@@ -497,14 +497,24 @@ impl Link<'_> {
         let mut bad = false;
         // Where the next command starts in `raw`, and where Latch's own commands sit in it.
         let (mut start, mut native) = (0usize, Vec::new());
+        // A command CLIENT PAUSE holds back: applied once the pause ends, the stream read meanwhile.
+        let mut held: Option<Vec<Bytes>> = None;
         let end = loop {
             // Applies every complete command read so far.
             loop {
-                match dec.decode(&mut rbuf, &limits) {
+                let next = match held.take() {
+                    Some(args) => Ok(Some(args)),
+                    None => dec.decode(&mut rbuf, &limits),
+                };
+                match next {
                     Ok(Some(args)) => {
                         // REPLICAOF changed the primary meanwhile: nothing more of this one.
                         if !srv.upstream.current(self.generation) {
                             bad = true;
+                            break;
+                        }
+                        if srv.pause_holds_primary(&client, &args) {
+                            held = Some(args);
                             break;
                         }
                         if let Some(reply) = srv.execute(&mut client, &args) {
@@ -575,6 +585,8 @@ impl Link<'_> {
                     }
                 }
                 _ = killed.notified() => {}
+                // The pause's end is looked for as Redis's cron does.
+                _ = tokio::time::sleep(Duration::from_millis(10)), if held.is_some() => {}
                 _ = self.ring.notified() => {
                     if !srv.upstream.current(self.generation) {
                         break End::Replaced;

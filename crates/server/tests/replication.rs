@@ -726,3 +726,29 @@ fn a_bad_file_leaves_a_swapdb_replica_its_old_data() {
         rc.cmd(&[b"REPLICAOF", b"NO", b"ONE"]);
     }
 }
+
+/// CLIENT PAUSE WRITE on a replica holds back its primary's writes as Redis 7.0 does: the stream
+/// is read (`slave_read_repl_offset` reaches the primary's offset) but not applied
+/// (`slave_repl_offset` stands, the old value is read), until CLIENT UNPAUSE.
+#[test]
+fn a_paused_replica_reads_its_primarys_writes_and_applies_them_after_the_pause() {
+    let p = Latch::start(&["--repl-diskless-sync-delay", "0"]);
+    let mut pc = p.raw();
+    let port = p.port.to_string();
+    let r = Latch::start(&["--replicaof", "127.0.0.1", &port]);
+    let mut rc = r.raw();
+    wait_for("the link", || info_field(&mut rc, "replication", "master_link_status").as_deref() == Some("up"));
+    pc.cmd(&[b"SET", b"foo", b"bar"]);
+    let before = info_field(&mut pc, "replication", "master_repl_offset");
+    wait_for("the first write", || info_field(&mut rc, "replication", "slave_repl_offset") == before);
+    assert_eq!(rc.cmd(&[b"CLIENT", b"PAUSE", b"100000", b"WRITE"]), "+OK\r\n");
+    pc.cmd(&[b"SET", b"foo", b"baz"]);
+    let after = info_field(&mut pc, "replication", "master_repl_offset");
+    assert_ne!(after, before);
+    wait_for("the read", || info_field(&mut rc, "replication", "slave_read_repl_offset") == after);
+    assert_eq!(info_field(&mut rc, "replication", "slave_repl_offset"), before);
+    assert_eq!(rc.cmd(&[b"GET", b"foo"]), "$3\r\nbar\r\n");
+    assert_eq!(rc.cmd(&[b"CLIENT", b"UNPAUSE"]), "+OK\r\n");
+    wait_for("the write", || info_field(&mut rc, "replication", "slave_repl_offset") == after);
+    assert_eq!(rc.cmd(&[b"GET", b"foo"]), "$3\r\nbaz\r\n");
+}

@@ -46,6 +46,22 @@ impl Server {
         kind == PauseKind::All || client.multi.any_run(cmd, args, may_replicate)
     }
 
+    /// Whether a pause holds back the primary's next command on this replica. Redis 7.0 pauses
+    /// the master client like any other (only replicas' own connections are exempt): the
+    /// replica goes on reading the stream, so `slave_read_repl_offset` grows while
+    /// `slave_repl_offset` stands, and the link applies the command once the pause ends. One
+    /// load when no pause is in force.
+    pub fn pause_holds_primary(&self, client: &Client, args: &[Bytes]) -> bool {
+        if !self.pause_in_force() {
+            return false;
+        }
+        let Some(kind) = self.pause.paused(&self.ks, self.clock.now_ms()) else { return false };
+        match self.table.resolve(args) {
+            Ok(cmd) => self.pause_holds(kind, client, cmd, args),
+            Err(_) => false,
+        }
+    }
+
     /// Called by `execute` once a command passed every other check: if a pause holds it back, the
     /// client waits, blocked (true; the command runs again when the pause ends).
     pub(crate) fn postpone_if_paused(
