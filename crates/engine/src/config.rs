@@ -316,7 +316,14 @@ pub static PARAMS: &[Param] = &[
         default: "yes",
         apply: None,
     },
-    P { name: "crash-log-enabled", alias: None, flags: 0, kind: Kind::Bool, default: "yes", apply: None },
+    P {
+        name: "crash-log-enabled",
+        alias: None,
+        flags: 0,
+        kind: Kind::Bool,
+        default: "yes",
+        apply: Some(|c, v| c.crash_log_enabled.store(v == "yes", Relaxed)),
+    },
     P { name: "crash-memcheck-enabled", alias: None, flags: 0, kind: Kind::Bool, default: "yes", apply: None },
     P { name: "use-exit-on-panic", alias: None, flags: HIDDEN, kind: Kind::Bool, default: "no", apply: None },
     P { name: "disable-thp", alias: None, flags: IMM, kind: Kind::Bool, default: "yes", apply: None },
@@ -1082,6 +1089,8 @@ pub struct Config {
     pub maxmemory_clients: AtomicI64,
     /// Hot copy of `latency-tracking` (per-command latency histograms).
     pub latency_tracking: AtomicBool,
+    /// Hot copy of `crash-log-enabled`, read by the fatal-signal handler (which takes no lock).
+    pub crash_log_enabled: AtomicBool,
     /// Hot copy of `client-output-buffer-limit` for the normal and pubsub classes.
     pub obuf_limits: RwLock<[crate::config::ObufLimits; 3]>,
     /// Hot copy of `notify-keyspace-events` (the bits of [`keyspace_events_flags`]).
@@ -1477,6 +1486,7 @@ impl Config {
             evict_native_locks: AtomicBool::new(false),
             maxmemory_clients: AtomicI64::new(0),
             latency_tracking: AtomicBool::new(true),
+            crash_log_enabled: AtomicBool::new(true),
             obuf_limits: RwLock::default(),
             notify_keyspace_events: std::sync::atomic::AtomicU32::new(0),
             latency_monitor_threshold: AtomicI64::new(0),

@@ -123,6 +123,11 @@ pub trait Host: Send + Sync + 'static {
     fn log(&self, level: LogLevel, msg: &str) {
         let _ = (level, msg);
     }
+    /// DEBUG SEGFAULT: the process dies of SIGSEGV, through its crash report (Redis writes to a
+    /// read-only page). A host without signals aborts.
+    fn segfault(&self) {
+        std::process::abort()
+    }
     /// Writes text to the process's standard output as it is (DEBUG LISTPACK and QUICKLIST print
     /// there, as Redis's `printf`s do).
     fn print(&self, text: &str) {

@@ -118,6 +118,21 @@ pub fn raw(text: &str) {
     }
 }
 
+/// Writes a warning line (`#`) and then `raw` as it is, in one write, whatever the level but
+/// `nothing`: the crash report's way to the log (`crate::crash`), which takes no lock of the
+/// tracing subscriber's.
+pub fn warning_then_raw(line: &str, raw: &str) {
+    if VERBOSITY.load(Ordering::Relaxed) > 3 {
+        return;
+    }
+    let mut text = String::new();
+    if !line.is_empty() {
+        text = format!("{}:M {} # {line}\n", std::process::id(), timestamp(SystemTime::now()));
+    }
+    text.push_str(raw);
+    let _ = Sink.write_all(text.as_bytes());
+}
+
 /// One write per line: the file is opened in append mode for each event, as Redis reopens its log
 /// for each line (so a rotated log file is picked up without a signal).
 struct Sink;

@@ -9,6 +9,7 @@ mod aof;
 mod config_file;
 mod conn;
 mod consensus;
+mod crash;
 mod log;
 mod net;
 mod os_host;
@@ -333,6 +334,7 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     }
     tokio::spawn(waiter_timer(srv.clone()));
     watchdog::start(srv.clone());
+    crash::install(srv.clone());
     tokio::spawn(cron(srv.clone(), clock, aof.clone()));
     tracing::info!("Ready to accept connections tcp");
     if let Some(path) = &unixsocket {

@@ -98,3 +98,47 @@ fn client_kill_closes_idle_blocked_and_uploading_connections() {
     assert!(writer.join().unwrap(), "the uploading client was never disconnected");
     assert_eq!(admin.call(b"PING\r\n"), "+PONG\r\n");
 }
+
+/// What the server printed after startup, until its output closed.
+fn rest_of_log(l: &Latch) -> String {
+    let mut text = String::new();
+    while let Ok(line) = l.log.recv_timeout(Duration::from_secs(20)) {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    text
+}
+
+/// A fatal signal leaves Redis's crash report in the log (the signal, `------ STACK TRACE ------`
+/// and the stack that took it, here through DEBUG SEGFAULT's command), then the process dies of
+/// that signal; SIGABRT sent with `kill` names its sender. `crash-log-enabled no` leaves the
+/// report out.
+#[test]
+fn a_fatal_signal_writes_the_crash_report_and_the_process_dies_of_it() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut l = Latch::start(&["--enable-debug-command", "yes"]);
+    l.raw().send(&common::encode(&["DEBUG", "SEGFAULT"]));
+    let status = l.wait_exit(Duration::from_secs(30)).expect("the server died");
+    assert_eq!(status.signal(), Some(libc::SIGSEGV), "{status:?}");
+    let text = rest_of_log(&l);
+    assert!(text.contains("crashed by signal: 11"), "{text}");
+    let trace = text.split("------ STACK TRACE ------").nth(1).unwrap_or_else(|| panic!("no stack trace: {text}"));
+    assert!(trace.contains("engine::cmd::debug::debug"), "{trace}");
+    assert!(text.contains("=== LATCH BUG REPORT END"), "{text}");
+
+    let mut l = Latch::start(&[]);
+    let killed = Command::new("kill").args(["-ABRT", &l.pid().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let status = l.wait_exit(Duration::from_secs(30)).expect("the server died");
+    assert_eq!(status.signal(), Some(libc::SIGABRT), "{status:?}");
+    let text = rest_of_log(&l);
+    assert!(text.contains("crashed by signal: 6, si_code: 0"), "{text}");
+    assert!(text.contains("Killed by PID: ") && text.contains("------ STACK TRACE ------"), "{text}");
+
+    let mut l = Latch::start(&["--enable-debug-command", "yes", "--crash-log-enabled", "no"]);
+    l.raw().send(&common::encode(&["DEBUG", "SEGFAULT"]));
+    let status = l.wait_exit(Duration::from_secs(30)).expect("the server died");
+    assert_eq!(status.signal(), Some(libc::SIGSEGV), "{status:?}");
+    let text = rest_of_log(&l);
+    assert!(!text.contains("crashed by signal") && !text.contains("STACK TRACE"), "{text}");
+}

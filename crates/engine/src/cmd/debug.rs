@@ -79,6 +79,8 @@ const HELP: &[&str] = &[
     "    In case RESET is provided the peak reset time will be restored to the default value",
     "REPLYBUFFER RESIZING <0|1>",
     "    Enable or disable the reply buffer resize cron job",
+    "SEGFAULT",
+    "    Crash the server with sigsegv.",
     "SET-DISABLE-DENY-SCRIPTS <0|1>",
     "    Let scripts call commands flagged noscript (for testing).",
     "SET-ACTIVE-EXPIRE <0|1>",
@@ -105,6 +107,10 @@ fn debug(ctx: &mut Ctx<'_, '_>) -> Frame {
     let argc = ctx.argc();
     match (sub.as_slice(), argc) {
         (b"help", 2) => help_reply("DEBUG", HELP),
+        (b"segfault", _) => {
+            ctx.srv.config.host().segfault();
+            Frame::ok()
+        }
         (b"sleep", 3) => {
             // Redis: strtod without checks; garbage sleeps 0.
             let secs = atof(ctx.arg(2));
