@@ -170,8 +170,10 @@ impl Link<'_> {
 
     async fn run(&self) -> End {
         self.state(LinkState::Connecting);
-        let addr = (self.primary.host.as_str(), self.primary.port);
-        let Some(sock) = self.connect_step(TcpStream::connect(addr)).await else { return End::Retry };
+        let source = self.srv.config.get("bind-source-addr").unwrap_or_default();
+        let Some(sock) = self.connect_step(connect_from(&self.primary.host, self.primary.port, &source)).await else {
+            return End::Retry;
+        };
         let _ = sock.set_nodelay(true);
         let peer = sock.peer_addr().map(|a| a.to_string()).unwrap_or_default();
         let local = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
@@ -617,6 +619,31 @@ impl Link<'_> {
             );
         }
     }
+}
+
+/// Connects to `host`:`port`, from the address `source` when one is given (`bind-source-addr`,
+/// as Redis binds its replica link's socket before it connects), each of the host's addresses
+/// in turn.
+async fn connect_from(host: &str, port: u16, source: &str) -> std::io::Result<TcpStream> {
+    if source.is_empty() {
+        return TcpStream::connect((host, port)).await;
+    }
+    let from: std::net::IpAddr = source
+        .parse()
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("bad bind-source-addr {source}")))?;
+    let mut last = std::io::Error::new(std::io::ErrorKind::NotFound, format!("{host} has no address"));
+    for to in tokio::net::lookup_host((host, port)).await? {
+        let sock = if to.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+        if let Err(e) = sock.bind(std::net::SocketAddr::new(from, 0)) {
+            last = e;
+            continue;
+        }
+        match sock.connect(to).await {
+            Ok(s) => return Ok(s),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
 }
 
 /// Where the primary's file ends: after `$<len>` bytes, or at the mark `$EOF:<mark>` named.

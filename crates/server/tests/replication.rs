@@ -752,3 +752,19 @@ fn a_paused_replica_reads_its_primarys_writes_and_applies_them_after_the_pause()
     wait_for("the write", || info_field(&mut rc, "replication", "slave_repl_offset") == after);
     assert_eq!(rc.cmd(&[b"GET", b"foo"]), "$3\r\nbaz\r\n");
 }
+
+/// `bind-source-addr`: the replica's link leaves from that address, which the primary then
+/// lists for it (Redis's `CONFIG SET bind-source-addr` test; 127.0.0.2 is loopback too).
+#[test]
+fn the_replica_link_leaves_from_bind_source_addr() {
+    // Protected mode lets only 127.0.0.1 and ::1 in, as Redis's does (the test turns it off too).
+    let p = Latch::start(&["--repl-diskless-sync-delay", "0", "--protected-mode", "no"]);
+    let mut pc = p.raw();
+    let r = Latch::start(&[]);
+    let mut rc = r.raw();
+    assert_eq!(rc.cmd(&[b"CONFIG", b"SET", b"bind-source-addr", b"127.0.0.2"]), "+OK\r\n");
+    assert_eq!(rc.cmd(&[b"REPLICAOF", b"127.0.0.1", p.port.to_string().as_bytes()]), "+OK\r\n");
+    wait_for("the link", || info_field(&mut rc, "replication", "master_link_status").as_deref() == Some("up"));
+    let slave0 = info_field(&mut pc, "replication", "slave0").unwrap_or_default();
+    assert!(slave0.starts_with("ip=127.0.0.2,"), "{slave0}");
+}
