@@ -38,7 +38,8 @@ pub struct ClientInfo {
     pub qbuf: AtomicUsize,
     /// Query buffer allocation (length plus free room), kept by the connection layer.
     pub qbuf_cap: AtomicUsize,
-    /// Output buffer bytes pending, kept by the connection layer.
+    /// Output bytes the connection is writing and has not written yet, kept by the connection
+    /// layer (CLIENT LIST's `omem` is [`ClientInfo::output_pending`]).
     pub omem: AtomicUsize,
     /// Flag letters for CLIENT LIST (`N`, `M` for monitor, `x` in MULTI...), kept by the engine.
     pub flags: Mutex<String>,
@@ -117,12 +118,24 @@ pub enum Pushed {
     Overflow,
 }
 
+/// A Redis reply node: 16 KiB of room (`PROTO_REPLY_CHUNK_BYTES`) behind a 16-byte header, which
+/// jemalloc serves from its 20 KiB class; Redis counts each node's whole usable size.
+const REPLY_NODE: usize = 20 * 1024 - 16;
+
+/// Redis's `getClientOutputBufferMemoryUsage` (its `reply_bytes`, CLIENT LIST's `omem`, what the
+/// output limits are checked against) for `pending` bytes of output not yet written by a client
+/// whose static reply buffer is `rbs` bytes: what does not fit that buffer, in whole reply nodes.
+pub fn reply_bytes(pending: usize, rbs: usize) -> usize {
+    pending.saturating_sub(rbs).div_ceil(REPLY_NODE) * REPLY_NODE
+}
+
 impl Outbox {
     /// Queues `msg` unless the client's pending output (`unwritten`, what its connection has not
-    /// written yet beyond the static reply buffer, plus this queue) goes over `limits`.
-    pub fn push(&self, msg: bytes::Bytes, unwritten: usize, limits: ObufLimits, now_s: u64) -> Pushed {
+    /// written yet, plus this queue) goes over `limits`, counted as [`reply_bytes`] with a static
+    /// reply buffer of `rbs` bytes.
+    pub fn push(&self, msg: bytes::Bytes, unwritten: usize, rbs: usize, limits: ObufLimits, now_s: u64) -> Pushed {
         let mut q = self.queue.lock();
-        let used = (unwritten + q.bytes + msg.len()) as u64;
+        let used = reply_bytes(unwritten + q.bytes + msg.len(), rbs) as u64;
         let OutboxQueue { msgs, bytes, soft_since } = &mut *q;
         if limits.over(used, now_s, soft_since) {
             msgs.clear();
@@ -259,9 +272,18 @@ impl ClientInfo {
             self.rbs.load(Ordering::Relaxed),
             self.qbuf_cap.load(Ordering::Relaxed).max(self.qbuf.load(Ordering::Relaxed)),
             self.argv_mem.load(Ordering::Relaxed),
-            self.omem.load(Ordering::Relaxed),
+            self.output_pending(),
             self.multi_mem_total(),
         )
+    }
+
+    /// Output waiting for the client beyond the static reply buffer (Redis's
+    /// `getClientOutputBufferMemoryUsage`, CLIENT LIST's `omem`): what its connection has not
+    /// written yet, and the messages queued in its outbox, the same sum the output limits are
+    /// checked against ([`ClientInfo::deliver`]).
+    pub fn output_pending(&self) -> usize {
+        let queued = if self.outbox.pending() { self.outbox.bytes() } else { 0 };
+        reply_bytes(self.omem.load(Ordering::Relaxed) + queued, self.rbs.load(Ordering::Relaxed))
     }
 
     /// Redis's `clientsCronResizeOutputBuffer`, run by the cron: the reply buffer shrinks to its
@@ -332,12 +354,9 @@ impl ClientInfo {
         if self.killed.load(Ordering::Relaxed) {
             return false;
         }
-        let pubsub =
-            self.sub.load(Ordering::Relaxed) + self.psub.load(Ordering::Relaxed) + self.ssub.load(Ordering::Relaxed)
-                > 0;
-        let limits = if pubsub { l.pubsub } else { l.normal };
+        let limits = self.class_limits(l);
         let unwritten = self.omem.load(Ordering::Relaxed);
-        match self.outbox.push(msg, unwritten, limits, l.now_s) {
+        match self.outbox.push(msg, unwritten, self.rbs.load(Ordering::Relaxed), limits, l.now_s) {
             Pushed::Queued => false,
             Pushed::First => {
                 self.wake();
@@ -351,6 +370,34 @@ impl ClientInfo {
                 true
             }
         }
+    }
+}
+
+impl ClientInfo {
+    /// The limits of this client's class: pub/sub while it has subscriptions, else normal.
+    fn class_limits(&self, l: &DeliveryLimits) -> ObufLimits {
+        let pubsub =
+            self.sub.load(Ordering::Relaxed) + self.psub.load(Ordering::Relaxed) + self.ssub.load(Ordering::Relaxed)
+                > 0;
+        if pubsub { l.pubsub } else { l.normal }
+    }
+
+    /// The cron's look at this client's pending output (Redis's `clientsCron` calls
+    /// `closeClientOnOutputBufferLimitReached`): a soft limit reached for longer than its seconds
+    /// closes the client even when nothing more is sent to it. True when this closed it.
+    pub fn check_output_limits(&self, l: &DeliveryLimits) -> bool {
+        if self.killed.load(Ordering::Relaxed) {
+            return false;
+        }
+        let used = self.output_pending() as u64;
+        let over = {
+            let mut q = self.outbox.queue.lock();
+            self.class_limits(l).over(used, l.now_s, &mut q.soft_since)
+        };
+        if over {
+            self.kill();
+        }
+        over
     }
 }
 
@@ -542,6 +589,43 @@ mod tests {
         assert_eq!(r.evict_over(1000).len(), 1);
         assert!(a.killed.load(Ordering::Relaxed));
         assert_eq!(r.evicted_clients.load(Ordering::Relaxed), 2);
+    }
+
+    /// Output is counted as Redis counts its reply list: nothing within the static reply buffer,
+    /// then whole 20 KiB reply nodes.
+    #[test]
+    fn pending_output_counts_in_whole_reply_nodes_past_the_reply_buffer() {
+        assert_eq!(reply_bytes(16 * 1024, 16 * 1024), 0);
+        assert_eq!(reply_bytes(16 * 1024 + 1, 16 * 1024), REPLY_NODE);
+        // KEYS of 1,000 100-byte names (Redis's "Obuf limit, KEYS stopped mid-run"): over a
+        // 100,000-byte hard limit once it does not fit the static buffer.
+        assert!(reply_bytes(111_000, 16 * 1024) > 100_000);
+        assert_eq!(reply_bytes(111_000, 1024), 6 * REPLY_NODE);
+    }
+
+    /// The cron closes a client whose output stays over the soft limit for longer than its
+    /// seconds, with nothing more sent to it (Redis's clientsCron), and not before.
+    #[test]
+    fn the_cron_closes_a_client_over_its_soft_limit_once_its_time_passed() {
+        let r = ClientRegistry::default();
+        let c = r.register("a".into(), "".into(), 0);
+        c.rbs.store(1024, Ordering::Relaxed);
+        c.sub.store(1, Ordering::Relaxed);
+        let soft = ObufLimits { hard: 0, soft: 100_000, soft_secs: 3 };
+        let at = |now_s| DeliveryLimits { normal: ObufLimits::default(), pubsub: soft, now_s };
+        // Under the soft limit: nothing starts.
+        c.omem.store(50_000, Ordering::Relaxed);
+        assert!(!c.check_output_limits(&at(100)));
+        // Over it from second 100 on: closed only once more than 3 seconds passed.
+        c.omem.store(200_000, Ordering::Relaxed);
+        assert!(!c.check_output_limits(&at(100)));
+        assert!(!c.check_output_limits(&at(103)));
+        assert!(c.check_output_limits(&at(104)));
+        assert!(c.killed.load(Ordering::Relaxed));
+        // A client of the normal class (no subscriptions) is held to the normal limits (none).
+        let n = r.register("b".into(), "".into(), 0);
+        n.omem.store(200_000, Ordering::Relaxed);
+        assert!(!n.check_output_limits(&at(100)) && !n.check_output_limits(&at(200)));
     }
 
     /// Redis's clientsCronResizeOutputBuffer on a client's figures.

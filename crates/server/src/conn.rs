@@ -27,8 +27,8 @@ const READ_CHUNK: usize = 16 * 1024;
 const KEEP_BUF: usize = 64 * 1024;
 /// A query buffer over this size shrinks to its recent peak (Redis's `PROTO_RESIZE_THRESHOLD`).
 const RESIZE_THRESHOLD: usize = 32 * 1024;
-/// Redis's per-client static reply buffer (`PROTO_REPLY_CHUNK_BYTES`): only output beyond it counts
-/// against `client-output-buffer-limit` (and shows as `omem`).
+/// Pending replies past this many bytes are checked against `client-output-buffer-limit` (no
+/// output within Redis's largest static reply buffer, `PROTO_REPLY_CHUNK_BYTES`, can count).
 const REPLY_CHUNK: usize = 16 * 1024;
 /// Pending output that is written out before the next request runs (no hard limit configured).
 const FLUSH_AT: usize = 64 * 1024;
@@ -45,8 +45,8 @@ struct Obuf {
 impl Obuf {
     /// Whether `pending` bytes of output put the client over its limits (hard at once, soft when
     /// reached continuously for more than its seconds).
-    fn over(&mut self, srv: &Server, pending: usize) -> bool {
-        let used = pending.saturating_sub(REPLY_CHUNK) as u64;
+    fn over(&mut self, srv: &Server, info: &engine::clients::ClientInfo, pending: usize) -> bool {
+        let used = engine::clients::reply_bytes(pending, info.rbs.load(Ordering::Relaxed)) as u64;
         srv.config.normal_obuf_limits().over(used, srv.clock.now_ms() / 1000, &mut self.soft_since)
     }
 }
@@ -638,7 +638,7 @@ where
     /// buffered, rather than through a copy into `wbuf` (unless a hard limit holds replies back).
     async fn send_large(&mut self, big: &[u8]) -> Step {
         let pending = self.wbuf.len() + big.len();
-        if self.obuf.over(&self.srv, pending) {
+        if self.obuf.over(&self.srv, &self.client.info, pending) {
             return Err(self.over_output_limit(pending));
         }
         if self.srv.config.normal_obuf_limits().hard == 0 {
@@ -655,7 +655,7 @@ where
     /// writes out a large batch before more requests run.
     async fn check_output(&mut self) -> Step {
         if self.wbuf.len() > REPLY_CHUNK {
-            if self.obuf.over(&self.srv, self.wbuf.len()) {
+            if self.obuf.over(&self.srv, &self.client.info, self.wbuf.len()) {
                 return Err(self.over_output_limit(self.wbuf.len()));
             }
             if self.wbuf.len() >= FLUSH_AT && self.srv.config.normal_obuf_limits().hard == 0 {
@@ -670,7 +670,7 @@ where
         tracing::warn!(
             client = self.client.id,
             addr = %self.client.info.addr,
-            omem = pending - REPLY_CHUNK,
+            omem = engine::clients::reply_bytes(pending, self.client.info.rbs.load(Ordering::Relaxed)),
             "Client scheduled to be closed ASAP for overcoming of output buffer limits."
         );
         Close
@@ -861,8 +861,8 @@ impl<R: AsyncRead + Unpin> Input<'_, R> {
     }
 }
 
-/// Writes `out`; while the client is not reading, CLIENT LIST's `omem` shows what is still waiting
-/// beyond Redis's static reply buffer, and what the client sends is read into its query buffer
+/// Writes `out`; while the client is not reading, CLIENT LIST's `omem` counts what is still waiting
+/// (as Redis's reply nodes: [`engine::clients::reply_bytes`]), and what the client sends is read into its query buffer
 /// (`input`).
 /// A client killed meanwhile (CLIENT KILL, a MONITOR over its limit, shutdown) stops the write.
 async fn write_out<W: AsyncWrite + Unpin, R: AsyncRead + Unpin>(
@@ -876,7 +876,7 @@ async fn write_out<W: AsyncWrite + Unpin, R: AsyncRead + Unpin>(
     let mut r = Ok(());
     let mut off = 0;
     while off < out.len() {
-        info.omem.store((out.len() - off).saturating_sub(REPLY_CHUNK), Ordering::Relaxed);
+        info.omem.store(out.len() - off, Ordering::Relaxed);
         let wrote = tokio::select! {
             biased;
             w = wr.write(&out[off..]) => w,

@@ -250,7 +250,7 @@ pub(crate) fn client_line(out: &mut String, info: &ClientInfo, now: u64, me: Opt
     let flags = info.flags_shown();
     let age = now.saturating_sub(info.created_ms) / 1000;
     let idle = now.saturating_sub(info.last_active_ms.load(Ordering::Relaxed)) / 1000;
-    let omem = info.omem.load(Ordering::Relaxed);
+    let omem = info.output_pending();
     let Shown { db, resp, qbuf, argv_mem, rbs, rbp } = Shown::of(info, me);
     // The query buffer as the connection layer last saw it (its running command included).
     let qbuf_alloc = info.qbuf_cap.load(Ordering::Relaxed).max(qbuf);

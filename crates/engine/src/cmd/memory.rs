@@ -172,7 +172,7 @@ pub fn figures(srv: &crate::server::Server, shards: EachShard<'_>) -> Figures {
         .snapshot()
         .iter()
         .filter(|c| !c.has_flag('S'))
-        .map(|c| (c.qbuf_cap.load(Ordering::Relaxed) + c.omem.load(Ordering::Relaxed)) as u64)
+        .map(|c| (c.qbuf_cap.load(Ordering::Relaxed) + c.output_pending()) as u64)
         .sum();
     f.repl = srv.repl.memory();
     f.aof_buffer = srv.changes.aof_buffer_bytes();

@@ -265,8 +265,13 @@ impl Server {
         let timeout_ms = (self.config.timeout.load(Ordering::Relaxed).max(0) as u64).saturating_mul(1000);
         let peak_reset = self.debug.reply_buffer_peak_reset_ms.load(Ordering::Relaxed);
         let resizing = self.debug.reply_buffer_resizing.load(Ordering::Relaxed);
+        let limits = self.delivery_limits();
         for c in self.clients.snapshot() {
             c.resize_reply_buffer(now_ms, peak_reset, resizing);
+            if !c.has_flag('S') && c.check_output_limits(&limits) {
+                self.log_output_limit_close(&c);
+                continue;
+            }
             let idle = now_ms.saturating_sub(c.last_active_ms.load(Ordering::Relaxed));
             if timeout_ms > 0 && idle > timeout_ms && !c.has_flag('b') && !c.has_flag('O') {
                 c.kill();

@@ -15,7 +15,7 @@ impl Server {
     }
 
     /// The output limits and the second deliveries are checked at, read once for a fan-out.
-    fn delivery_limits(&self) -> DeliveryLimits {
+    pub(crate) fn delivery_limits(&self) -> DeliveryLimits {
         DeliveryLimits {
             normal: self.config.normal_obuf_limits(),
             pubsub: self.config.pubsub_obuf_limits(),
@@ -26,14 +26,19 @@ impl Server {
     /// [`Server::deliver`] with the limits already read.
     fn deliver_within(&self, to: &ClientInfo, msg: Bytes, limits: &DeliveryLimits) {
         if to.deliver(msg, limits) {
-            self.config.host().log(
-                crate::host::LogLevel::Warning,
-                &format!(
-                    "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
-                    to.id, to.addr
-                ),
-            );
+            self.log_output_limit_close(to);
         }
+    }
+
+    /// Logs that `to` is closed for its output limits (Redis's wording).
+    pub(crate) fn log_output_limit_close(&self, to: &ClientInfo) {
+        self.config.host().log(
+            crate::host::LogLevel::Warning,
+            &format!(
+                "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+                to.id, to.addr
+            ),
+        );
     }
 
     /// PUBLISH / SPUBLISH: delivers `message` to the subscribers of `channel` (and, for plain
