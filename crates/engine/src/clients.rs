@@ -177,14 +177,23 @@ impl Outbox {
 const CLIENT_BASE_MEM: usize = 790;
 
 /// A client's memory as CLIENT LIST's `tot-mem` adds it up (Redis's `getClientMemoryUsage`): its
-/// bookkeeping, reply buffer, query buffer, arguments, pending output and MULTI state.
-pub fn tot_mem(rbs: usize, qbuf_alloc: usize, argv_mem: usize, omem: usize, multi_mem: usize) -> usize {
+/// bookkeeping, reply buffer, query buffer, arguments, pending output, and its MULTI state and
+/// subscriptions (`state_mem`, [`ClientInfo::state_mem`]).
+pub fn tot_mem(rbs: usize, qbuf_alloc: usize, argv_mem: usize, omem: usize, state_mem: usize) -> usize {
     CLIENT_BASE_MEM
         .saturating_add(rbs)
         .saturating_add(qbuf_alloc)
         .saturating_add(argv_mem)
         .saturating_add(omem)
-        .saturating_add(multi_mem)
+        .saturating_add(state_mem)
+}
+
+/// What Redis counts per subscription in a client's memory: a pattern is a list node (24 bytes);
+/// a channel is a dict entry (24 bytes) plus its share of the dict's slots (8 bytes each, a power
+/// of two, at least 4).
+fn subscriptions_mem(patterns: usize, channels: usize, shard_channels: usize) -> usize {
+    let dict = |n: usize| if n == 0 { 0 } else { n * 24 + n.next_power_of_two().max(4) * 8 };
+    patterns * 24 + dict(channels) + dict(shard_channels)
 }
 
 /// Smallest reply buffer (Redis's `PROTO_REPLY_MIN_BYTES`).
@@ -273,8 +282,19 @@ impl ClientInfo {
             self.qbuf_cap.load(Ordering::Relaxed).max(self.qbuf.load(Ordering::Relaxed)),
             self.argv_mem.load(Ordering::Relaxed),
             self.output_pending(),
-            self.multi_mem_total(),
+            self.state_mem(),
         )
+    }
+
+    /// The memory of this client's MULTI queue and of its subscriptions (Redis counts the
+    /// per-client overhead of each channel and pattern: the names themselves are shared).
+    pub fn state_mem(&self) -> usize {
+        self.multi_mem_total()
+            + subscriptions_mem(
+                self.psub.load(Ordering::Relaxed),
+                self.sub.load(Ordering::Relaxed),
+                self.ssub.load(Ordering::Relaxed),
+            )
     }
 
     /// Output waiting for the client beyond the static reply buffer (Redis's
@@ -589,6 +609,21 @@ mod tests {
         assert_eq!(r.evict_over(1000).len(), 1);
         assert!(a.killed.load(Ordering::Relaxed));
         assert_eq!(r.evicted_clients.load(Ordering::Relaxed), 2);
+    }
+
+    /// Subscriptions count as Redis's `getClientMemoryUsage` counts them, so that a client
+    /// subscribing without end reaches `maxmemory-clients`.
+    #[test]
+    fn subscriptions_count_toward_a_client_s_memory() {
+        assert_eq!(subscriptions_mem(0, 0, 0), 0);
+        assert_eq!(subscriptions_mem(3, 0, 0), 72);
+        assert_eq!(subscriptions_mem(0, 1, 0), 24 + 4 * 8);
+        assert_eq!(subscriptions_mem(0, 5, 5), 2 * (5 * 24 + 8 * 8));
+        let r = ClientRegistry::default();
+        let c = r.register("a".into(), "".into(), 0);
+        let before = c.estimate_mem();
+        c.psub.store(1000, Ordering::Relaxed);
+        assert_eq!(c.estimate_mem(), before + 24_000);
     }
 
     /// Output is counted as Redis counts its reply list: nothing within the static reply buffer,

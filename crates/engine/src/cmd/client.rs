@@ -256,7 +256,7 @@ pub(crate) fn client_line(out: &mut String, info: &ClientInfo, now: u64, me: Opt
     let qbuf_alloc = info.qbuf_cap.load(Ordering::Relaxed).max(qbuf);
     let qbuf_free = qbuf_alloc - qbuf;
     let multi_mem = info.multi_mem_total();
-    let tot_mem = crate::clients::tot_mem(rbs, qbuf_alloc, argv_mem, omem, multi_mem);
+    let tot_mem = crate::clients::tot_mem(rbs, qbuf_alloc, argv_mem, omem, info.state_mem());
     let _ = write!(
         out,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} \
