@@ -9,20 +9,25 @@
 //!
 //! Like Redis's, the handler is not async-signal-safe (it formats, allocates, and symbolizes
 //! the stack): a crash inside the allocator can hang it instead of reporting. The signal is
-//! taken once (`SA_RESETHAND`): a second fault while reporting ends the process at once.
+//! taken once (`SA_RESETHAND`): a second fault while reporting ends the process at once. Like
+//! Redis's, it runs on the stack of the thread that took the signal, not on the small signal
+//! stack (unwinding needs more than that stack has: the capture overflowed it under Redis's
+//! suite), so a stack overflow ends the process without a report, as it does Redis.
 
 use engine::server::Server;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// The server whose `crash-log-enabled` the handler reads (an atomic: no lock in the handler).
 static SERVER: OnceLock<Arc<Server>> = OnceLock::new();
 
+/// Set once a report started.
+static REPORTING: AtomicBool = AtomicBool::new(false);
+
 const SIGNALS: [libc::c_int; 5] = [libc::SIGSEGV, libc::SIGBUS, libc::SIGFPE, libc::SIGILL, libc::SIGABRT];
 
 /// Installs the handler for the fatal signals. Replaces the Rust runtime's stack-overflow
-/// handler for SIGSEGV and SIGBUS: an overflow is reported like any other bad access (on the
-/// thread's alternate signal stack, which the runtime still sets up for every thread).
+/// handler for SIGSEGV and SIGBUS (see the module's note on overflows).
 pub fn install(srv: Arc<Server>) {
     let _ = SERVER.set(srv);
     for sig in SIGNALS {
@@ -33,7 +38,7 @@ pub fn install(srv: Arc<Server>) {
         unsafe {
             let mut act: libc::sigaction = std::mem::zeroed();
             act.sa_sigaction = handler as *const () as usize;
-            act.sa_flags = libc::SA_SIGINFO | libc::SA_NODEFER | libc::SA_RESETHAND | libc::SA_ONSTACK;
+            act.sa_flags = libc::SA_SIGINFO | libc::SA_NODEFER | libc::SA_RESETHAND;
             libc::sigemptyset(&mut act.sa_mask);
             if libc::sigaction(sig, &act, std::ptr::null_mut()) != 0 {
                 tracing::warn!("Could not install the crash report for signal {sig}");
@@ -44,7 +49,8 @@ pub fn install(srv: Arc<Server>) {
 
 extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, _context: *mut libc::c_void) {
     let enabled = SERVER.get().is_none_or(|s| s.config.crash_log_enabled.load(Ordering::Relaxed));
-    if enabled {
+    // One report: a fault while writing it (another signal) only ends the process.
+    if enabled && !REPORTING.swap(true, Ordering::SeqCst) {
         // SAFETY: the kernel passes a valid `siginfo_t` to an SA_SIGINFO handler; it is only
         // read, and only the fields its signal and code define (`si_addr` for a bad access,
         // `si_pid`/`si_uid` for a signal a process sent).
@@ -89,8 +95,8 @@ fn report(sig: libc::c_int, info: &Info) {
     if let Some((pid, uid)) = info.sender {
         crate::log::warning_then_raw(&format!("Killed by PID: {pid}, UID: {uid}"), "");
     }
-    // The frames are taken here; naming them (reading the binary's debug information) needs more
-    // stack than the signal stack has, so a thread of its own does it.
+    // The frames are taken here; naming them (reading the binary's debug information) takes a
+    // thread of its own, with a stack that a crash deep in this thread's cannot have used up.
     let trace = std::backtrace::Backtrace::force_capture();
     let named = std::thread::Builder::new()
         .name("crash-report".into())
