@@ -107,6 +107,16 @@ struct OutboxQueue {
     soft_since: Option<u64>,
 }
 
+impl OutboxQueue {
+    /// Whether `other` bytes of output (what the connection has not written yet, and a message
+    /// about to be queued) with this queue put the client over `limits`, counted as
+    /// [`reply_bytes`] past a static reply buffer of `rbs` bytes; the queue keeps when the soft
+    /// limit was first reached.
+    fn over(&mut self, other: usize, rbs: usize, limits: ObufLimits, now_s: u64) -> bool {
+        limits.over(reply_bytes(other + self.bytes, rbs) as u64, now_s, &mut self.soft_since)
+    }
+}
+
 /// How [`Outbox::push`] went.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Pushed {
@@ -135,17 +145,15 @@ impl Outbox {
     /// reply buffer of `rbs` bytes.
     pub fn push(&self, msg: bytes::Bytes, unwritten: usize, rbs: usize, limits: ObufLimits, now_s: u64) -> Pushed {
         let mut q = self.queue.lock();
-        let used = reply_bytes(unwritten + q.bytes + msg.len(), rbs) as u64;
-        let OutboxQueue { msgs, bytes, soft_since } = &mut *q;
-        if limits.over(used, now_s, soft_since) {
-            msgs.clear();
-            *bytes = 0;
+        if q.over(unwritten + msg.len(), rbs, limits, now_s) {
+            q.msgs.clear();
+            q.bytes = 0;
             self.pending.store(false, Ordering::Relaxed);
             return Pushed::Overflow;
         }
-        *bytes += msg.len();
-        msgs.push(msg);
-        if msgs.len() == 1 {
+        q.bytes += msg.len();
+        q.msgs.push(msg);
+        if q.msgs.len() == 1 {
             self.pending.store(true, Ordering::Release);
             Pushed::First
         } else {
@@ -409,11 +417,8 @@ impl ClientInfo {
         if self.killed.load(Ordering::Relaxed) {
             return false;
         }
-        let used = self.output_pending() as u64;
-        let over = {
-            let mut q = self.outbox.queue.lock();
-            self.class_limits(l).over(used, l.now_s, &mut q.soft_since)
-        };
+        let (unwritten, rbs) = (self.omem.load(Ordering::Relaxed), self.rbs.load(Ordering::Relaxed));
+        let over = self.outbox.queue.lock().over(unwritten, rbs, self.class_limits(l), l.now_s);
         if over {
             self.kill();
         }

@@ -27,8 +27,10 @@ const READ_CHUNK: usize = 16 * 1024;
 const KEEP_BUF: usize = 64 * 1024;
 /// A query buffer over this size shrinks to its recent peak (Redis's `PROTO_RESIZE_THRESHOLD`).
 const RESIZE_THRESHOLD: usize = 32 * 1024;
-/// Pending replies past this many bytes are checked against `client-output-buffer-limit` (no
-/// output within Redis's largest static reply buffer, `PROTO_REPLY_CHUNK_BYTES`, can count).
+/// Pending replies are checked against `client-output-buffer-limit` once past this many bytes
+/// (Redis's largest static reply buffer, `PROTO_REPLY_CHUNK_BYTES`), which keeps the check off the
+/// path of small replies; past it they count as Redis counts them, beyond the client's own reply
+/// buffer (`engine::clients::reply_bytes`).
 const REPLY_CHUNK: usize = 16 * 1024;
 /// Pending output that is written out before the next request runs (no hard limit configured).
 const FLUSH_AT: usize = 64 * 1024;
@@ -433,14 +435,10 @@ where
             if reached >= w.replicas || w.deadline.is_some_and(|d| now >= d) {
                 break Ok(Frame::Integer(reached as i64));
             }
-            let left = w.deadline.map(|d| d.saturating_sub(now));
-            let timer = async {
-                match left {
-                    Some(ms) => tokio::time::sleep(std::time::Duration::from_millis(ms)).await,
-                    None => std::future::pending().await,
-                }
-            };
-            if let Err(c) = self.wait_step(timer, None).await {
+            let end = w
+                .deadline
+                .map(|d| tokio::time::Instant::now() + std::time::Duration::from_millis(d.saturating_sub(now)));
+            if let Err(c) = self.wait_step(until(end), None).await {
                 break Err(c);
             }
         };
@@ -590,10 +588,7 @@ where
                 Ok(0) | Err(_) => return Err(Close),
                 Ok(n) => {
                     self.srv.stats.add_net_input(n as u64);
-                    let limit = self.srv.config.client_query_buffer_limit.load(Ordering::Relaxed).max(0) as usize;
-                    if self.rbuf.len() > limit {
-                        return Err(Close);
-                    }
+                    self.check_query_buffer_limit()?;
                 }
             },
         }
