@@ -1,9 +1,10 @@
-//! Latch's consensus mode: 3 or 5 `latch-server` nodes form one Raft group (openraft 0.9) and
+//! Latch's consensus mode: 3 or 5 `latch-server` nodes form one Raft group (openraft 0.10) and
 //! every write command goes through its log before it runs, on every node, in log order.
 //!
 //! - `types`: the openraft type configuration and the log's entries (client commands with the
 //!   leader's raft time).
-//! - `store`: the log and the vote in files under `dir`, fsync'd before an append is acknowledged.
+//! - `store`: the log and the vote in files under `dir`; an append is reported flushed (and a
+//!   follower acknowledges it) only after its fsync.
 //! - `machine`: the state machine, which runs committed commands on the node's `engine::Server`
 //!   with the engine clock following raft time; snapshots are the engine's RDB files.
 //! - `net`: the framed TCP transport on the raft port.

@@ -10,15 +10,17 @@
 
 use crate::route;
 use crate::store::write_file;
-use crate::types::{BlockWait, Entry, LogId, NodeId, Op, Reply, StorageError, TypeConfig, Work, io_error};
+use crate::types::{
+    BlockWait, Entry, LogId, Op, Reply, Snapshot, SnapshotData, SnapshotMeta, StoredMembership, TypeConfig, Work,
+};
 use crate::waits::{LockWait, SavedWait, SavedWaitV3, Waits, is_lock_wait};
 use bytes::Bytes;
 use engine::client::Client;
 use engine::clock::Clock;
 use engine::random::Seeded;
 use engine::server::Server;
-use openraft::storage::{RaftStateMachine, Snapshot};
-use openraft::{BasicNode, EntryPayload, ErrorSubject, ErrorVerb, RaftSnapshotBuilder, SnapshotMeta, StoredMembership};
+use openraft::storage::{EntryResponder, RaftStateMachine};
+use openraft::{EntryPayload, RaftSnapshotBuilder};
 use parking_lot::Mutex;
 use resp::Frame;
 use std::io::{self, Cursor};
@@ -103,7 +105,7 @@ fn snapshot_path(dir: &Path) -> PathBuf {
 }
 
 /// What a snapshot covers.
-type Meta = SnapshotMeta<NodeId, BasicNode>;
+type Meta = SnapshotMeta;
 
 /// The state machine handed to openraft.
 pub struct StateMachine {
@@ -114,10 +116,8 @@ pub struct StateMachine {
     last_applied: Option<LogId>,
     /// The index of the last applied entry that carried commands (0: none yet).
     last_write: u64,
-    membership: StoredMembership<NodeId, BasicNode>,
+    membership: StoredMembership,
     dir: PathBuf,
-    /// Snapshots built by this process (for unique snapshot ids).
-    built: u64,
     /// The lock waiters (shared with the node, whose clients wait on them).
     waits: Arc<Waits>,
     /// The snapshot file's writer (shared with the builders).
@@ -139,7 +139,6 @@ impl StateMachine {
             last_write: 0,
             membership: StoredMembership::default(),
             dir: dir.to_path_buf(),
-            built: 0,
             waits: Arc::default(),
             file: SnapshotFile::default(),
         };
@@ -157,7 +156,7 @@ impl StateMachine {
     }
 
     /// Replaces the engine's data with a snapshot's.
-    fn load(&mut self, meta: &SnapshotMeta<NodeId, BasicNode>, data: &[u8]) -> Result<(), String> {
+    fn load(&mut self, meta: &SnapshotMeta, data: &[u8]) -> Result<(), String> {
         let (head, rdb) = split_snapshot(data).ok_or("not a Latch raft snapshot")?;
         // A first-format snapshot does not say where the last write was: at the snapshot, at the
         // latest.
@@ -187,6 +186,30 @@ impl StateMachine {
         self.last_write = last_write;
         self.membership = meta.last_membership.clone();
         Ok(())
+    }
+
+    /// Runs one committed entry (the next after the last applied) and returns what it answered.
+    fn apply_one(&mut self, entry: Entry) -> Result<Reply, io::Error> {
+        // Entries apply one after the other, none skipped: a hole in the log (openraft checks
+        // only the first and the last index of what it reads for apply) would leave this
+        // node's data silently behind the others', and a leader answering from it would
+        // acknowledge writes the group loses. A node refusing to apply stops instead.
+        if let Some(prev) = self.last_applied
+            && entry.log_id.index != prev.index + 1
+        {
+            let e = io::Error::other(format!("apply of {} after {prev}: entries skipped", entry.log_id));
+            tracing::error!("raft: {e}");
+            return Err(e);
+        }
+        self.last_applied = Some(entry.log_id);
+        Ok(match entry.payload {
+            EntryPayload::Blank => Reply::default(),
+            EntryPayload::Normal(req) => self.run(entry.log_id.index, req.time_ms, req.op),
+            EntryPayload::Membership(m) => {
+                self.membership = StoredMembership::new(Some(entry.log_id), m);
+                Reply::default()
+            }
+        })
     }
 
     /// The engine's data as snapshot bytes, now (every shard held while the file is written).
@@ -424,7 +447,7 @@ impl SnapshotFile {
     }
 }
 
-fn write_snapshot_file(dir: &Path, meta: &SnapshotMeta<NodeId, BasicNode>, data: &[u8]) -> io::Result<()> {
+fn write_snapshot_file(dir: &Path, meta: &SnapshotMeta, data: &[u8]) -> io::Result<()> {
     let m = postcard::to_allocvec(meta).map_err(io::Error::other)?;
     let mut out = Vec::with_capacity(4 + m.len() + data.len());
     out.extend_from_slice(&(m.len() as u32).to_le_bytes());
@@ -433,14 +456,10 @@ fn write_snapshot_file(dir: &Path, meta: &SnapshotMeta<NodeId, BasicNode>, data:
     write_file(&snapshot_path(dir), &out, true)
 }
 
-fn snapshot_error(e: io::Error) -> StorageError {
-    io_error(ErrorSubject::Snapshot(None), ErrorVerb::Write, e)
-}
-
 /// A snapshot taken when openraft asked for a builder (the state machine is not applying then),
 /// written to `dir` when built.
 pub struct Builder {
-    meta: SnapshotMeta<NodeId, BasicNode>,
+    meta: SnapshotMeta,
     /// The head, and the RDB file too when it was written at once.
     data: Vec<u8>,
     /// The RDB file still to write: the fork-less background snapshot of the instant the builder
@@ -452,7 +471,9 @@ pub struct Builder {
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for Builder {
-    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
+    type SnapshotData = SnapshotData;
+
+    async fn build_snapshot(&mut self) -> Result<Snapshot, io::Error> {
         if let Some((snapshot, slot, srv)) = self.background.take() {
             let mut data = std::mem::take(&mut self.data);
             let written = tokio::task::spawn_blocking(move || {
@@ -463,62 +484,44 @@ impl RaftSnapshotBuilder<TypeConfig> for Builder {
             .await
             .map_err(io::Error::other)
             .and_then(|r| r);
-            self.data = written.map_err(snapshot_error)?;
+            self.data = written?;
         }
-        if !self.file.write(&self.dir, &self.meta, &self.data).map_err(snapshot_error)? {
-            tracing::info!("raft: a newer snapshot was installed while {} was built", self.meta.snapshot_id);
+        if !self.file.write(&self.dir, &self.meta, &self.data)? {
+            tracing::info!(
+                "raft: a newer snapshot was installed while the one at {:?} was built",
+                self.meta.last_log_id
+            );
         }
-        Ok(Snapshot { meta: self.meta.clone(), snapshot: Box::new(Cursor::new(self.data.clone())) })
+        Ok(Snapshot { meta: self.meta.clone(), snapshot: Cursor::new(self.data.clone()) })
     }
 }
 
 impl RaftStateMachine<TypeConfig> for StateMachine {
+    type SnapshotData = SnapshotData;
     type SnapshotBuilder = Builder;
 
-    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership<NodeId, BasicNode>), StorageError> {
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), io::Error> {
         Ok((self.last_applied, self.membership.clone()))
     }
 
-    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Reply>, StorageError>
+    async fn apply<Strm>(&mut self, mut entries: Strm) -> Result<(), io::Error>
     where
-        I: IntoIterator<Item = Entry> + Send,
-        I::IntoIter: Send,
+        Strm: futures_util::Stream<Item = Result<EntryResponder<TypeConfig>, io::Error>> + Unpin + Send,
     {
-        let mut replies = Vec::new();
-        for entry in entries {
-            // Entries apply one after the other, none skipped: a hole in the log (openraft checks
-            // only the first and the last index of what it reads for apply) would leave this
-            // node's data silently behind the others', and a leader answering from it would
-            // acknowledge writes the group loses. A node refusing to apply stops instead.
-            if let Some(prev) = self.last_applied
-                && entry.log_id.index != prev.index + 1
-            {
-                let e = io::Error::other(format!("apply of {} after {prev}: entries skipped", entry.log_id));
-                tracing::error!("raft: {e}");
-                return Err(io_error(ErrorSubject::Apply(entry.log_id), ErrorVerb::Write, e));
+        use futures_util::StreamExt;
+        while let Some(next) = entries.next().await {
+            let (entry, responder) = next?;
+            let reply = self.apply_one(entry)?;
+            if let Some(r) = responder {
+                r.send(reply);
             }
-            self.last_applied = Some(entry.log_id);
-            let reply = match entry.payload {
-                EntryPayload::Blank => Reply::default(),
-                EntryPayload::Normal(req) => self.run(entry.log_id.index, req.time_ms, req.op),
-                EntryPayload::Membership(m) => {
-                    self.membership = StoredMembership::new(Some(entry.log_id), m);
-                    Reply::default()
-                }
-            };
-            replies.push(reply);
         }
-        Ok(replies)
+        Ok(())
     }
 
     async fn get_snapshot_builder(&mut self) -> Builder {
-        self.built += 1;
         let last = self.last_applied;
-        let snapshot_id = match last {
-            Some(l) => format!("{}-{}-{}", l.leader_id, l.index, self.built),
-            None => format!("none-{}", self.built),
-        };
-        let meta = SnapshotMeta { last_log_id: last, last_membership: self.membership.clone(), snapshot_id };
+        let meta = SnapshotMeta { last_log_id: last, last_membership: self.membership.clone() };
         // The background snapshot when the slot is free (a BGSAVE or an AOF rewrite may hold
         // it); else the file now, with every shard held.
         let mut data = self.snapshot_head();
@@ -534,37 +537,27 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         Builder { meta, data, background, dir: self.dir.clone(), file: self.file.clone() }
     }
 
-    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
-        Ok(Box::new(Cursor::new(Vec::new())))
-    }
-
-    async fn install_snapshot(
-        &mut self,
-        meta: &SnapshotMeta<NodeId, BasicNode>,
-        snapshot: Box<Cursor<Vec<u8>>>,
-    ) -> Result<(), StorageError> {
+    async fn install_snapshot(&mut self, meta: &SnapshotMeta, snapshot: SnapshotData) -> Result<(), io::Error> {
         let data = snapshot.into_inner();
-        self.load(meta, &data).map_err(|e| {
-            io_error(ErrorSubject::Snapshot(Some(meta.signature())), ErrorVerb::Write, io::Error::other(e))
-        })?;
-        self.file.write(&self.dir, meta, &data).map_err(snapshot_error)?;
+        self.load(meta, &data).map_err(io::Error::other)?;
+        self.file.write(&self.dir, meta, &data)?;
         tracing::info!("raft: installed the snapshot at {:?}", meta.last_log_id);
         Ok(())
     }
 
-    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
-        let read =
-            read_snapshot_file(&self.dir).map_err(|e| io_error(ErrorSubject::Snapshot(None), ErrorVerb::Read, e))?;
-        Ok(read.map(|(meta, data)| Snapshot { meta, snapshot: Box::new(Cursor::new(data)) }))
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, io::Error> {
+        let read = read_snapshot_file(&self.dir)?;
+        Ok(read.map(|(meta, data)| Snapshot { meta, snapshot: Cursor::new(data) }))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::CommittedLeaderId;
     use crate::types::Request;
     use bytes::Bytes;
-    use openraft::CommittedLeaderId;
+    use openraft::vote::RaftLeaderId;
 
     /// A test's directory, removed when the test is done with it.
     struct TempDir(PathBuf);
@@ -591,6 +584,11 @@ mod tests {
         let srv = Arc::new(Server::new(engine::config::Config::default(), clock.clone()));
         let dir = TempDir::new(name);
         (StateMachine::open(srv.clone(), clock, &dir.0).unwrap(), srv, dir)
+    }
+
+    /// Applies `log` as openraft would, one entry after another; what each answered.
+    fn apply_entries(sm: &mut StateMachine, log: Vec<Entry>) -> Result<Vec<Reply>, io::Error> {
+        log.into_iter().map(|e| sm.apply_one(e)).collect()
     }
 
     fn entry(index: u64, time_ms: u64, line: &str) -> Entry {
@@ -620,7 +618,7 @@ mod tests {
 
     /// The first reply of each entry applied.
     fn apply_all(sm: &mut StateMachine, log: Vec<Entry>) -> Vec<Option<resp::Frame>> {
-        let replies = block_on(sm.apply(log)).unwrap();
+        let replies = apply_entries(sm, log).unwrap();
         let decoded = |f: resp::Frame| match f {
             resp::Frame::Encoded(b) => resp::decode_reply(&mut resp::BytesMut::from(&b[..])).unwrap().unwrap(),
             f => f,
@@ -654,8 +652,8 @@ mod tests {
         // Nodes started at different wall-clock times agree: only the entries' time counts.
         let (mut a, sa, _dir_a) = machine("a", 5_000_000);
         let (mut b, sb, _dir_b) = machine("b", 0);
-        let ra = block_on(a.apply(log.clone())).unwrap();
-        let rb = block_on(b.apply(log.clone())).unwrap();
+        let ra = apply_entries(&mut a, log.clone()).unwrap();
+        let rb = apply_entries(&mut b, log.clone()).unwrap();
         let ra: Vec<_> = ra.into_iter().map(|r| r.0.into_iter().next().flatten()).collect();
         let rb: Vec<_> = rb.into_iter().map(|r| r.0.into_iter().next().flatten()).collect();
         assert_eq!(ra, rb);
@@ -675,7 +673,7 @@ mod tests {
         let before = digest(&sa);
         let mut builder = block_on(a.get_snapshot_builder());
         assert!(sa.persistence.snapshot_busy(), "the builder holds the snapshot slot");
-        let later = block_on(a.apply(vec![entry(9, 1_001_250, "SET late 1")])).unwrap();
+        let later = apply_entries(&mut a, vec![entry(9, 1_001_250, "SET late 1")]).unwrap();
         let snap = block_on(builder.build_snapshot()).unwrap();
         assert!(!sa.persistence.snapshot_busy(), "the slot is let go once built");
         let (mut c, sc, _dir_c) = machine("c", 7_000_000);
@@ -683,11 +681,11 @@ mod tests {
         assert_eq!(digest(&sc), before);
         assert_eq!(block_on(c.applied_state()).unwrap().0, Some(log[7].log_id));
         assert_eq!(later.len(), 1);
-        block_on(c.apply(vec![entry(9, 1_001_250, "SET late 1")])).unwrap();
+        apply_entries(&mut c, vec![entry(9, 1_001_250, "SET late 1")]).unwrap();
         assert_eq!(digest(&sa), digest(&sc));
         let next = vec![entry(10, 1_001_300, "LOCK n owner 5000")];
-        let ra = block_on(a.apply(next.clone())).unwrap();
-        let rc = block_on(c.apply(next)).unwrap();
+        let ra = apply_entries(&mut a, next.clone()).unwrap();
+        let rc = apply_entries(&mut c, next).unwrap();
         assert_eq!(ra[0].0, rc[0].0);
         let Some(resp::Frame::Integer(t3)) = ra[0].0[0] else { panic!() };
         assert!(t3 > *t2);
@@ -719,7 +717,7 @@ mod tests {
             entry(11, 6_051, "LOCKINFO l"),
         ];
         let run = |sm: &mut StateMachine, entries: &[Entry]| -> (Vec<Option<resp::Frame>>, Vec<Arc<LockWait>>) {
-            let replies = block_on(sm.apply(entries.to_vec())).unwrap();
+            let replies = apply_entries(sm, entries.to_vec()).unwrap();
             let frames = replies.iter().map(|r| r.0.first().cloned().flatten()).collect();
             let waits = replies.into_iter().flat_map(|r| r.1.into_iter().map(|(_, w)| w)).collect();
             (frames, waits)
@@ -792,7 +790,7 @@ mod tests {
             entry(8, 1_007, "EXISTS l"),
         ];
         let (mut a, sa, _dir_a) = machine("leave-a", 0);
-        let replies = block_on(a.apply(first.clone())).unwrap();
+        let replies = apply_entries(&mut a, first.clone()).unwrap();
         let waits: Vec<Arc<LockWait>> = replies.into_iter().flat_map(|r| r.1.into_iter().map(|(_, w)| w)).collect();
         assert_eq!(waits.iter().map(|w| w.ask()).collect::<Vec<_>>(), vec![1, 2]);
         assert_eq!(a.waits.len(), 1, "the leave of the first ask changed nothing");
@@ -844,8 +842,8 @@ mod tests {
         let log: Vec<Entry> = (1..=4).map(|i| entry(i, 1_000 + i, "INCR c")).collect();
         let (mut a, _sa, _dir_a) = machine("file-a", 0);
         let (mut b, _sb, _dir_b) = machine("file-b", 0);
-        block_on(a.apply(log[..2].to_vec())).unwrap();
-        block_on(b.apply(log.clone())).unwrap();
+        apply_entries(&mut a, log[..2].to_vec()).unwrap();
+        apply_entries(&mut b, log.clone()).unwrap();
         let mut slow = block_on(a.get_snapshot_builder());
         let newer = block_on(block_on(b.get_snapshot_builder()).build_snapshot()).unwrap();
         block_on(a.install_snapshot(&newer.meta, newer.snapshot)).unwrap();
@@ -859,9 +857,9 @@ mod tests {
     #[test]
     fn entries_after_a_hole_are_refused() {
         let (mut a, sa, _dir) = machine("hole", 0);
-        block_on(a.apply(vec![entry(1, 1_000, "INCR c"), entry(2, 1_001, "INCR c")])).unwrap();
+        apply_entries(&mut a, vec![entry(1, 1_000, "INCR c"), entry(2, 1_001, "INCR c")]).unwrap();
         let before = digest(&sa);
-        let r = block_on(a.apply(vec![entry(4, 1_003, "INCR c"), entry(5, 1_004, "INCR c")]));
+        let r = apply_entries(&mut a, vec![entry(4, 1_003, "INCR c"), entry(5, 1_004, "INCR c")]);
         assert!(r.is_err(), "applied across a hole");
         assert_eq!(digest(&sa), before);
         assert_eq!(a.last_applied.map(|l| l.index), Some(2));
@@ -1047,8 +1045,8 @@ mod tests {
         ];
         let (mut a, sa, _dir_a) = machine("block-a", 0);
         let (mut b, sb, _dir_b) = machine("block-b", 5_000_000);
-        let ra = block_on(a.apply(log.clone())).unwrap();
-        let rb = block_on(b.apply(log)).unwrap();
+        let ra = apply_entries(&mut a, log.clone()).unwrap();
+        let rb = apply_entries(&mut b, log).unwrap();
         for r in [&ra, &rb] {
             // The blocking pop found nothing: no reply, what to wait for instead.
             assert_eq!(r[0].0, vec![None]);

@@ -2,16 +2,17 @@
 //!
 //! A frame is `[length u32 little endian][postcard body]`. A node opens one connection per peer
 //! it sends to and makes one call at a time on it: a [`Message`] carrying an [`Rpc`] (openraft's
-//! append-entries, vote, or a whole snapshot), answered by a [`Message`] carrying an [`RpcReply`].
+//! append-entries, vote, pre-vote, or a whole snapshot), answered by a [`Message`] carrying an
+//! [`RpcReply`].
 //! Every message also carries the sender's id and its address book (raft id to the `host:port`
 //! clients reach a node on), which is how a follower learns where to send clients (`-MOVED`) and
 //! every node can describe the group in `CLUSTER SLOTS`.
 
-use crate::types::{NodeId, Raft, TypeConfig};
-use openraft::error::{Fatal, NetworkError, RPCError, RaftError, ReplicationClosed, StreamingError, Unreachable};
-use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
+use crate::types::{NodeId, Raft, Snapshot, SnapshotData, SnapshotMeta, TypeConfig, Vote};
+use openraft::BasicNode;
+use openraft::error::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
+use openraft::network::{RPCOption, RaftNetworkFactory, RaftNetworkV2};
 use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse};
-use openraft::{BasicNode, Snapshot, SnapshotMeta, Vote};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -34,13 +35,17 @@ pub enum Rpc {
     /// openraft's AppendEntries (heartbeats included).
     Append(AppendEntriesRequest<TypeConfig>),
     /// openraft's RequestVote.
-    Vote(VoteRequest<NodeId>),
+    Vote(VoteRequest<TypeConfig>),
+    /// openraft's pre-vote: would the receiver vote for the sender, were it to campaign (asked
+    /// before a candidate raises its term, so a node cut off from the group does not depose a
+    /// leader when it comes back).
+    PreVote(VoteRequest<TypeConfig>),
     /// A whole snapshot, for a follower too far behind the log.
     Snapshot {
         /// The leader's vote.
-        vote: Vote<NodeId>,
+        vote: Vote,
         /// What the snapshot covers.
-        meta: SnapshotMeta<NodeId, BasicNode>,
+        meta: SnapshotMeta,
         /// Its bytes (see `machine`).
         data: Vec<u8>,
     },
@@ -55,11 +60,11 @@ pub enum Rpc {
 #[derive(Serialize, Deserialize)]
 pub enum RpcReply {
     /// To [`Rpc::Append`].
-    Append(AppendEntriesResponse<NodeId>),
-    /// To [`Rpc::Vote`].
-    Vote(VoteResponse<NodeId>),
+    Append(AppendEntriesResponse<TypeConfig>),
+    /// To [`Rpc::Vote`] and [`Rpc::PreVote`].
+    Vote(VoteResponse<TypeConfig>),
     /// To [`Rpc::Snapshot`].
-    Snapshot(SnapshotResponse<NodeId>),
+    Snapshot(SnapshotResponse<TypeConfig>),
     /// The receiving node's raft could not take it (shutting down).
     Failed(String),
     /// To [`Rpc::Hello`]: the receiving node's raft id.
@@ -165,8 +170,9 @@ async fn serve_conn(mut sock: TcpStream, raft: Raft, dir: Directory, leaves: Lea
         let reply = match msg.body {
             Rpc::Append(req) => raft.append_entries(req).await.map(RpcReply::Append).map_err(|e| e.to_string()),
             Rpc::Vote(req) => raft.vote(req).await.map(RpcReply::Vote).map_err(|e| e.to_string()),
+            Rpc::PreVote(req) => raft.pre_vote(req).await.map(RpcReply::Vote).map_err(|e| e.to_string()),
             Rpc::Snapshot { vote, meta, data } => {
-                let snapshot = Snapshot { meta, snapshot: Box::new(std::io::Cursor::new(data)) };
+                let snapshot = Snapshot { meta, snapshot: std::io::Cursor::new(data) };
                 raft.install_full_snapshot(vote, snapshot).await.map(RpcReply::Snapshot).map_err(|e| e.to_string())
             }
             Rpc::Hello => Ok(RpcReply::Hello(dir.id)),
@@ -279,7 +285,7 @@ impl Peer {
         }
     }
 
-    fn rpc_error<E: std::error::Error>(&self, e: CallError) -> RPCError<NodeId, BasicNode, E> {
+    fn rpc_error(&self, e: CallError) -> RPCError<TypeConfig> {
         match e {
             CallError::Unreachable(e) => RPCError::Unreachable(Unreachable::new(&e)),
             CallError::Network(e) => RPCError::Network(NetworkError::new(&e)),
@@ -296,12 +302,14 @@ fn mismatch(target: NodeId, reply: RpcReply) -> CallError {
     }
 }
 
-impl RaftNetwork<TypeConfig> for Peer {
+impl RaftNetworkV2<TypeConfig> for Peer {
+    type SnapshotData = SnapshotData;
+
     async fn append_entries(
         &mut self,
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
-    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+    ) -> Result<AppendEntriesResponse<TypeConfig>, RPCError<TypeConfig>> {
         match self.call(Rpc::Append(rpc), option.hard_ttl()).await {
             Ok(RpcReply::Append(r)) => Ok(r),
             Ok(other) => Err(self.rpc_error(mismatch(self.target, other))),
@@ -311,10 +319,22 @@ impl RaftNetwork<TypeConfig> for Peer {
 
     async fn vote(
         &mut self,
-        rpc: VoteRequest<NodeId>,
+        rpc: VoteRequest<TypeConfig>,
         option: RPCOption,
-    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+    ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
         match self.call(Rpc::Vote(rpc), option.hard_ttl()).await {
+            Ok(RpcReply::Vote(r)) => Ok(r),
+            Ok(other) => Err(self.rpc_error(mismatch(self.target, other))),
+            Err(e) => Err(self.rpc_error(e)),
+        }
+    }
+
+    async fn pre_vote(
+        &mut self,
+        rpc: VoteRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
+        match self.call(Rpc::PreVote(rpc), option.hard_ttl()).await {
             Ok(RpcReply::Vote(r)) => Ok(r),
             Ok(other) => Err(self.rpc_error(mismatch(self.target, other))),
             Err(e) => Err(self.rpc_error(e)),
@@ -323,11 +343,11 @@ impl RaftNetwork<TypeConfig> for Peer {
 
     async fn full_snapshot(
         &mut self,
-        vote: Vote<NodeId>,
-        snapshot: Snapshot<TypeConfig>,
+        vote: Vote,
+        snapshot: Snapshot,
         cancel: impl Future<Output = ReplicationClosed> + Send + 'static,
         option: RPCOption,
-    ) -> Result<SnapshotResponse<NodeId>, StreamingError<TypeConfig, Fatal<NodeId>>> {
+    ) -> Result<SnapshotResponse<TypeConfig>, StreamingError<TypeConfig>> {
         let rpc = Rpc::Snapshot { vote, meta: snapshot.meta, data: snapshot.snapshot.into_inner() };
         let to_streaming = |e: CallError| match e {
             CallError::Unreachable(e) => StreamingError::Unreachable(Unreachable::new(&e)),

@@ -2,13 +2,15 @@
 //!
 //! The log is one file, `raft-log`, of records `[len u32][crc32 u32][postcard]` written one after
 //! another: an entry, a truncation (entries from an index on are gone) or a purge (entries up to a
-//! log id are gone). An append is fsync'd before openraft is told it is flushed, so an entry a
-//! node acknowledged survives its crash. The fsync runs in `append` itself: openraft 0.9's core
-//! awaits each append's flush before it takes its next command (`append_to_log`), so a node
-//! never has two appends in flight and a separate flusher thread could batch nothing; it only
-//! added two thread hand-offs to every commit (docs/consensus.md, "The fsync in the append").
-//! Client writes are batched above the log instead: one entry carries every write that arrived
-//! while the previous one was in flight (`Consensus::write`).
+//! log id are gone). An append is written by `append` and fsync'd by the log's flusher thread,
+//! which reports it flushed to openraft only after the fsync, so an entry a node acknowledged
+//! survives its crash. openraft 0.10 goes on while an append is being flushed: the leader sends the
+//! entry to the followers during its own fsync, and counts its own copy toward a commit only once
+//! reported. Appends written while an fsync runs share the next one. (With openraft 0.9, whose core
+//! awaited each flush before its next command, the fsync ran in `append` itself: a thread would
+//! only have added hand-offs; docs/consensus.md, "The fsync in the append".) Client writes are also
+//! batched above the log: one entry carries every write that arrived while the proposals before it
+//! were in flight (`Consensus::write`).
 //!
 //! The file is allocated ahead of its records ([`PREALLOCATE`] bytes at a time, `fallocate`), so
 //! that an append writes inside the file and its fsync has no file size to journal, as etcd
@@ -26,9 +28,9 @@
 //! renamed over the old one at every commit: ext4 flushes a file replaced by rename, so each
 //! commit waited for a disk write.)
 
-use crate::types::{Entry, LogId, NodeId, StorageError, TypeConfig, io_error};
-use openraft::storage::{LogFlushed, RaftLogStorage};
-use openraft::{ErrorSubject, ErrorVerb, LogState, RaftLogReader, Vote};
+use crate::types::{Entry, LogId, TypeConfig, Vote};
+use openraft::storage::{IOFlushed, RaftLogStorage};
+use openraft::{LogState, RaftLogReader};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -69,6 +71,8 @@ struct Inner {
     purged: Option<LogId>,
     /// `raft-commit`, written in place (see [`CommitFile`]).
     commit: CommitFile,
+    /// The vote as last saved to `raft-vote` (replication reads it for every batch it sends).
+    vote: Option<Vote>,
 }
 
 /// The log store handed to openraft (and its readers: clones of it).
@@ -77,6 +81,45 @@ pub struct LogStore {
     inner: Arc<Mutex<Inner>>,
     /// The commit index openraft last reported (INFO's `consensus_commit_index`).
     committed: Arc<AtomicU64>,
+    /// The log's flusher thread: appends written and waiting for their fsync.
+    flusher: std::sync::mpsc::Sender<Flush>,
+}
+
+/// An append written to the log file and waiting for the flusher's fsync: the file it went to
+/// and openraft's callback, called once the fsync returned.
+struct Flush {
+    file: Arc<File>,
+    callback: IOFlushed<TypeConfig>,
+}
+
+/// The flusher: fsyncs the log for every append written since its last fsync (one `fdatasync`
+/// for all of them, so appends that come while one runs share the next), then reports each of
+/// them flushed, in the order they were written. openraft 0.10 goes on while an append is being
+/// flushed (the leader sends it to the followers meanwhile) and counts it toward a commit only
+/// once reported.
+fn flusher(rx: std::sync::mpsc::Receiver<Flush>) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        batch.extend(rx.try_iter());
+        let mut result: io::Result<()> = Ok(());
+        let mut synced: Vec<&Arc<File>> = Vec::new();
+        for f in &batch {
+            if result.is_ok() && !synced.iter().any(|s| Arc::ptr_eq(s, &f.file)) {
+                result = f.file.sync_data();
+                synced.push(&f.file);
+            }
+        }
+        if let Err(e) = &result {
+            tracing::error!("raft log: fsync failed: {e}");
+        }
+        for f in batch {
+            let r = match &result {
+                Ok(()) => Ok(()),
+                Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
+            };
+            f.callback.io_completed(r);
+        }
+    }
 }
 
 impl LogStore {
@@ -109,6 +152,9 @@ impl LogStore {
         if let Some(c) = commit.read()? {
             committed.store(c.index, Ordering::Relaxed);
         }
+        let vote = read_small(&dir.join("raft-vote"))?;
+        let (flusher_tx, flusher_rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new().name("raft-log-sync".into()).spawn(move || flusher(flusher_rx))?;
         let inner = Arc::new(Mutex::new(Inner {
             dir: dir.to_path_buf(),
             file: Arc::new(file),
@@ -117,8 +163,9 @@ impl LogStore {
             entries,
             purged,
             commit,
+            vote,
         }));
-        Ok(LogStore { inner, committed })
+        Ok(LogStore { inner, committed, flusher: flusher_tx })
     }
 }
 
@@ -325,7 +372,7 @@ impl RaftLogReader<TypeConfig> for LogStore {
     async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + Send>(
         &mut self,
         range: RB,
-    ) -> Result<Vec<Entry>, StorageError> {
+    ) -> Result<Vec<Entry>, io::Error> {
         // openraft takes what comes back as the entries from the range's start on: a range that
         // begins before the first entry kept (purged while a replication read was on its way)
         // gets nothing rather than a tail, which would reach a follower as entries placed right
@@ -345,12 +392,16 @@ impl RaftLogReader<TypeConfig> for LogStore {
             .collect();
         Ok(out)
     }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote>, io::Error> {
+        Ok(self.inner.lock().vote)
+    }
 }
 
 impl RaftLogStorage<TypeConfig> for LogStore {
     type LogReader = LogStore;
 
-    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError> {
+    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, io::Error> {
         let inner = self.inner.lock();
         let last = inner.entries.values().next_back().map(|e| e.log_id).or(inner.purged);
         Ok(LogState { last_purged_log_id: inner.purged, last_log_id: last })
@@ -360,29 +411,25 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         self.clone()
     }
 
-    async fn save_vote(&mut self, vote: &Vote<NodeId>) -> Result<(), StorageError> {
+    async fn save_vote(&mut self, vote: &Vote) -> Result<(), io::Error> {
         let dir = self.inner.lock().dir.clone();
-        let data = postcard::to_allocvec(vote)
-            .map_err(|e| io_error(ErrorSubject::Vote, ErrorVerb::Write, io::Error::other(e)))?;
-        write_file(&dir.join("raft-vote"), &data, true).map_err(|e| io_error(ErrorSubject::Vote, ErrorVerb::Write, e))
+        let data = postcard::to_allocvec(vote).map_err(io::Error::other)?;
+        write_file(&dir.join("raft-vote"), &data, true)?;
+        self.inner.lock().vote = Some(*vote);
+        Ok(())
     }
 
-    async fn read_vote(&mut self) -> Result<Option<Vote<NodeId>>, StorageError> {
-        let dir = self.inner.lock().dir.clone();
-        read_small(&dir.join("raft-vote")).map_err(|e| io_error(ErrorSubject::Vote, ErrorVerb::Read, e))
-    }
-
-    async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
+    async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), io::Error> {
         let Some(c) = committed else { return Ok(()) };
         self.committed.store(c.index, Ordering::Relaxed);
-        self.inner.lock().commit.write(&c).map_err(|e| io_error(ErrorSubject::Store, ErrorVerb::Write, e))
+        self.inner.lock().commit.write(&c)
     }
 
-    async fn read_committed(&mut self) -> Result<Option<LogId>, StorageError> {
-        self.inner.lock().commit.read().map_err(|e| io_error(ErrorSubject::Store, ErrorVerb::Read, e))
+    async fn read_committed(&mut self) -> Result<Option<LogId>, io::Error> {
+        self.inner.lock().commit.read()
     }
 
-    async fn append<I>(&mut self, entries: I, callback: LogFlushed<TypeConfig>) -> Result<(), StorageError>
+    async fn append<I>(&mut self, entries: I, callback: IOFlushed<TypeConfig>) -> Result<(), io::Error>
     where
         I: IntoIterator<Item = Entry> + Send,
         I::IntoIter: Send,
@@ -397,52 +444,57 @@ impl RaftLogStorage<TypeConfig> for LogStore {
                     io::Error::other(format!("append at {} leaves a hole after {:?}", first.log_id.index, expected));
                 tracing::error!("raft: {e}");
                 let failed = io::Error::new(e.kind(), e.to_string());
-                callback.log_io_completed(Err(e));
-                return Err(io_error(ErrorSubject::Logs, ErrorVerb::Write, failed));
+                callback.io_completed(Err(e));
+                return Err(failed);
             }
         }
         if let Err(e) = inner.write_unsynced(&records) {
             let failed = io::Error::new(e.kind(), e.to_string());
-            callback.log_io_completed(Err(e));
-            return Err(io_error(ErrorSubject::Logs, ErrorVerb::Write, failed));
+            callback.io_completed(Err(e));
+            return Err(failed);
         }
         for r in records {
             let Inner { entries, purged, .. } = &mut *inner;
             apply_record(entries, purged, r);
         }
-        // Synced without the lock: readers (replication) go on meanwhile.
+        // Written; the flusher fsyncs it and reports it flushed. Returning now lets openraft
+        // replicate the entries while they are being synced here.
         let file = inner.file.clone();
         drop(inner);
-        if let Err(e) = file.sync_data() {
-            let failed = io::Error::new(e.kind(), e.to_string());
-            callback.log_io_completed(Err(e));
-            return Err(io_error(ErrorSubject::Logs, ErrorVerb::Write, failed));
+        if let Err(std::sync::mpsc::SendError(f)) = self.flusher.send(Flush { file, callback }) {
+            // The flusher is gone (it never stops while a store exists): sync here.
+            let r = f.file.sync_data();
+            let failed = r.as_ref().err().map(|e| io::Error::new(e.kind(), e.to_string()));
+            f.callback.io_completed(r);
+            if let Some(e) = failed {
+                return Err(e);
+            }
         }
-        callback.log_io_completed(Ok(()));
         Ok(())
     }
 
-    async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
+    async fn truncate_after(&mut self, last: Option<LogId>) -> Result<(), io::Error> {
+        let from = last.map_or(0, |l| l.index + 1);
         let mut inner = self.inner.lock();
-        inner
-            .write(&[Record::Truncate(log_id.index)])
-            .map_err(|e| io_error(ErrorSubject::Logs, ErrorVerb::Write, e))?;
-        inner.entries.split_off(&log_id.index);
+        inner.write(&[Record::Truncate(from)])?;
+        inner.entries.split_off(&from);
         Ok(())
     }
 
-    async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
+    async fn purge(&mut self, log_id: LogId) -> Result<(), io::Error> {
         let mut inner = self.inner.lock();
         let Inner { entries, purged, .. } = &mut *inner;
         apply_record(entries, purged, Record::Purge(log_id));
-        inner.rewrite().map_err(|e| io_error(ErrorSubject::Logs, ErrorVerb::Write, e))
+        inner.rewrite()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use openraft::{CommittedLeaderId, EntryPayload};
+    use crate::types::CommittedLeaderId;
+    use openraft::EntryPayload;
+    use openraft::vote::RaftLeaderId;
 
     fn entry(term: u64, index: u64) -> Entry {
         Entry { log_id: LogId::new(CommittedLeaderId::new(term, 1), index), payload: EntryPayload::Blank }

@@ -7,17 +7,18 @@ use std::io::Cursor;
 
 openraft::declare_raft_types!(
     /// Latch's openraft configuration: entries carry [`Request`]s, the state machine answers
-    /// [`Reply`]s, nodes are numbered by `raft-id` and addressed by their raft port, snapshots are
-    /// RDB files in memory.
+    /// [`Reply`]s, nodes are numbered by `raft-id` and addressed by their raft port (snapshots are
+    /// RDB files in memory: [`SnapshotData`]).
     pub TypeConfig:
         D = Request,
         R = Reply,
         NodeId = u64,
         Node = openraft::BasicNode,
-        Entry = openraft::Entry<TypeConfig>,
-        SnapshotData = Cursor<Vec<u8>>,
         AsyncRuntime = openraft::TokioRuntime,
 );
+
+/// What a snapshot travels and installs as: the snapshot file's bytes.
+pub type SnapshotData = Cursor<Vec<u8>>;
 
 /// One entry of the log: the leader's raft time when it proposed it, and what to do.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -27,6 +28,17 @@ pub struct Request {
     pub time_ms: u64,
     /// The work.
     pub op: Op,
+}
+
+impl std::fmt::Display for Request {
+    /// A summary for openraft's logs: the raft time and what the entry holds, not its arguments.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.op {
+            Op::Commands(c) => write!(f, "t={} commands({})", self.time_ms, c.len()),
+            Op::Tick => write!(f, "t={} tick", self.time_ms),
+            Op::Batch(w) => write!(f, "t={} batch({})", self.time_ms, w.len()),
+        }
+    }
 }
 
 /// A client's write command.
@@ -187,19 +199,19 @@ impl<'de> Deserialize<'de> for Reply {
 /// A node id.
 pub type NodeId = u64;
 /// A log entry.
-pub type Entry = openraft::Entry<TypeConfig>;
+pub type Entry = openraft::alias::EntryOf<TypeConfig>;
 /// A log position.
-pub type LogId = openraft::LogId<NodeId>;
-/// A storage failure as openraft wants it.
-pub type StorageError = openraft::StorageError<NodeId>;
+pub type LogId = openraft::alias::LogIdOf<TypeConfig>;
+/// The vote a node keeps.
+pub type Vote = openraft::alias::VoteOf<TypeConfig>;
+/// The leader id a log position names (term and node).
+#[cfg(test)]
+pub type CommittedLeaderId = openraft::alias::CommittedLeaderIdOf<TypeConfig>;
+/// A snapshot's description.
+pub type SnapshotMeta = openraft::alias::SnapshotMetaOf<TypeConfig>;
+/// A snapshot with its data.
+pub type Snapshot = openraft::alias::SnapshotOf<TypeConfig, SnapshotData>;
+/// The membership a log or snapshot holds, with the log id that set it.
+pub type StoredMembership = openraft::alias::StoredMembershipOf<TypeConfig>;
 /// The raft handle.
-pub type Raft = openraft::Raft<TypeConfig>;
-
-/// A storage error from an IO error.
-pub(crate) fn io_error(
-    subject: openraft::ErrorSubject<NodeId>,
-    verb: openraft::ErrorVerb,
-    e: std::io::Error,
-) -> StorageError {
-    StorageError::from_io_error(subject, verb, e)
-}
+pub type Raft = openraft::Raft<TypeConfig, crate::machine::StateMachine>;
