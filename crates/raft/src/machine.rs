@@ -636,6 +636,52 @@ mod tests {
         tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
     }
 
+    /// What a 0.9 build of Latch (openraft 0.9.25) left in a node's `dir` loads on this build: a
+    /// 3-node group took 30 SETs, `LOCK mylock me 600000` and `INCR ctr`, snapshotted at index 39
+    /// and was stopped (`testdata/openraft-0.9`; the log file cut at its last record). The log,
+    /// the vote, the commit index, the snapshot with its membership, and the entries after it.
+    #[test]
+    fn a_nodes_files_from_the_openraft_0_9_build_load() {
+        use crate::store::LogStore;
+        use openraft::RaftLogReader;
+        use openraft::storage::RaftLogStorage;
+        let dir = TempDir::new("openraft-0.9");
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/openraft-0.9");
+        for f in ["raft-log", "raft-vote", "raft-commit", "raft-snapshot"] {
+            std::fs::copy(fixtures.join(f), dir.0.join(f)).unwrap();
+        }
+        let committed = Arc::new(AtomicU64::new(0));
+        let mut log = LogStore::open(&dir.0, committed.clone()).unwrap();
+        assert_eq!(committed.load(Ordering::Relaxed), 42, "the commit index");
+        let state = block_on(log.get_log_state()).unwrap();
+        assert_eq!(state.last_log_id.map(|l| l.index), Some(42));
+        let vote = block_on(log.read_vote()).unwrap().expect("a vote");
+        assert!(vote.committed);
+        assert_eq!(vote.leader_id.node_id, 2);
+        let first = state.last_purged_log_id.map_or(0, |l| l.index + 1);
+        assert!(first <= 40, "the entries after the snapshot are kept (the log starts at {first})");
+        let after: Vec<Entry> = block_on(log.try_get_log_entries(40..43)).unwrap();
+        assert_eq!(after.iter().map(|e| e.log_id.index).collect::<Vec<_>>(), vec![40, 41, 42]);
+        assert!(after.iter().all(|e| e.log_id.leader_id.node_id == 2));
+
+        let clock = Arc::new(RaftClock::new(0));
+        let srv = Arc::new(Server::new(engine::config::Config::default(), clock.clone()));
+        let mut sm = StateMachine::open(srv.clone(), clock, &dir.0).unwrap();
+        let (applied, membership) = block_on(sm.applied_state()).unwrap();
+        assert_eq!(applied.map(|l| l.index), Some(39));
+        let voters: Vec<u64> = membership.membership().voter_ids().collect();
+        assert_eq!(voters, vec![1, 2, 3]);
+        let mut c = srv.new_client("test".into(), String::new());
+        let mut run =
+            |args: &[&str]| srv.execute(&mut c, &args.iter().map(|a| Bytes::from(a.to_string())).collect::<Vec<_>>());
+        assert_eq!(run(&["GET", "k30"]), Some(Frame::Bulk(Bytes::from("v30"))));
+        for e in after {
+            sm.apply_one(e).unwrap();
+        }
+        assert_eq!(run(&["GET", "ctr"]), Some(Frame::Bulk(Bytes::from("1"))));
+        assert_eq!(run(&["DBSIZE"]), Some(Frame::Integer(32)));
+    }
+
     #[test]
     fn nodes_applying_one_log_agree_on_data_ttls_and_tokens_and_a_snapshot_carries_them() {
         let log = vec![
