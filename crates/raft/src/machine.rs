@@ -107,6 +107,9 @@ fn snapshot_path(dir: &Path) -> PathBuf {
 /// What a snapshot covers.
 type Meta = SnapshotMeta;
 
+/// The raft handle (openraft's, with this state machine).
+pub type Raft = openraft::Raft<TypeConfig, StateMachine>;
+
 /// The state machine handed to openraft.
 pub struct StateMachine {
     srv: Arc<Server>,

@@ -8,7 +8,8 @@
 //! clients reach a node on), which is how a follower learns where to send clients (`-MOVED`) and
 //! every node can describe the group in `CLUSTER SLOTS`.
 
-use crate::types::{NodeId, Raft, Snapshot, SnapshotData, SnapshotMeta, TypeConfig, Vote};
+use crate::machine::Raft;
+use crate::types::{NodeId, Snapshot, SnapshotData, SnapshotMeta, TypeConfig, Vote};
 use openraft::BasicNode;
 use openraft::error::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
 use openraft::network::{RPCOption, RaftNetworkFactory, RaftNetworkV2};

@@ -2,14 +2,12 @@
 //! raft time, and what the connection layer asks: where a command goes, proposing a write,
 //! checking a read, and the group as `CLUSTER` and `INFO` describe it.
 
-use crate::machine::{RaftClock, StateMachine};
+use crate::machine::{Raft, RaftClock, StateMachine};
 use crate::net::{AddressBook, Directory, Network};
 use crate::options::Options;
 use crate::route::{self, Class};
 use crate::store::LogStore;
-use crate::types::{
-    BlockWait, Command, LeaveQueue, NodeId, Op, Raft, Request, ServeWaiter, Transaction, WatchGuard, Work,
-};
+use crate::types::{BlockWait, Command, LeaveQueue, NodeId, Op, Request, ServeWaiter, Transaction, WatchGuard, Work};
 use crate::waits::{LockWait, Waits};
 use bytes::Bytes;
 use engine::client::Client;

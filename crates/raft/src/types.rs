@@ -213,5 +213,3 @@ pub type SnapshotMeta = openraft::alias::SnapshotMetaOf<TypeConfig>;
 pub type Snapshot = openraft::alias::SnapshotOf<TypeConfig, SnapshotData>;
 /// The membership a log or snapshot holds, with the log id that set it.
 pub type StoredMembership = openraft::alias::StoredMembershipOf<TypeConfig>;
-/// The raft handle.
-pub type Raft = openraft::Raft<TypeConfig, crate::machine::StateMachine>;
