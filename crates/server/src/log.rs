@@ -120,7 +120,7 @@ pub fn raw(text: &str) {
 
 /// Writes a warning line (`#`) and then `raw` as it is, in one write, whatever the level but
 /// `nothing`: the crash report's way to the log (`crate::crash`), which takes no lock of the
-/// tracing subscriber's.
+/// tracing subscriber's, nor std's lock of standard output (see [`write_stdout_unlocked`]).
 pub fn warning_then_raw(line: &str, raw: &str) {
     if VERBOSITY.load(Ordering::Relaxed) > 3 {
         return;
@@ -130,7 +130,34 @@ pub fn warning_then_raw(line: &str, raw: &str) {
         text = format!("{}:M {} # {line}\n", std::process::id(), timestamp(SystemTime::now()));
     }
     text.push_str(raw);
-    let _ = Sink.write_all(text.as_bytes());
+    match SINK.get() {
+        Some(Some(_)) => {
+            let _ = Sink.write_all(text.as_bytes());
+        }
+        _ => write_stdout_unlocked(text.as_bytes()),
+    }
+}
+
+/// Writes `buf` to standard output with write(2), not through std's `Stdout`: a signal handler
+/// runs on the thread the signal interrupted, and if that thread was writing a log line it holds
+/// `Stdout`'s reentrant lock with its buffer borrowed, so the handler's own write found the buffer
+/// borrowed and panicked, in a function that cannot unwind (a `kill -ABRT` in the middle of a log
+/// line aborted without a report).
+fn write_stdout_unlocked(mut buf: &[u8]) {
+    use std::os::fd::AsRawFd;
+    let fd = std::io::stdout().as_raw_fd();
+    while !buf.is_empty() {
+        // SAFETY: `buf` is a live slice, so its pointer is valid for reads of `buf.len()` bytes
+        // for the whole call, and write(2) only reads them; a closed or bad descriptor only
+        // makes the call fail.
+        let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+        match usize::try_from(n) {
+            Ok(0) => return,
+            Ok(n) => buf = &buf[n..],
+            Err(_) if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
 }
 
 /// One write per line: the file is opened in append mode for each event, as Redis reopens its log
