@@ -68,10 +68,12 @@ struct LeaderTime {
 const MAX_BATCH: usize = 512;
 
 /// How many entries the leader's proposer keeps proposed and not yet applied at a time. One
-/// was the most while openraft 0.9 made the leader sync an entry before it replicated it;
-/// openraft 0.10 replicates it meanwhile, and each follower's stream carries the next entry
-/// while it syncs one, so entries overlap: with 2 and 4 a contended lock changed hands 24% more
-/// often than with one (docs/consensus.md, "openraft 0.10").
+/// was the most that paid while openraft 0.9 made the leader sync an entry before it replicated
+/// it (a second one waited for that sync anyway); openraft 0.10 replicates an entry while the
+/// leader syncs it, so the next entry's append and sync overlap the previous one's round trip.
+/// With 2 and 4 a contended lock changed hands 17-20% more often than with one (2 rounds each,
+/// on a build with a pipelined append stream that was not kept: docs/consensus.md, "openraft
+/// 0.10").
 const PROPOSALS_IN_FLIGHT: usize = 4;
 
 /// A write waiting for its entry: the command or transaction, the slot its redirection names, the
