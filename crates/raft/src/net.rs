@@ -286,6 +286,19 @@ impl Peer {
         }
     }
 
+    /// One of openraft's calls: `rpc`, and the reply `expected` takes (any other fails it).
+    async fn unary<T>(
+        &mut self,
+        rpc: Rpc,
+        option: RPCOption,
+        expected: impl FnOnce(RpcReply) -> Result<T, RpcReply>,
+    ) -> Result<T, RPCError<TypeConfig>> {
+        match self.call(rpc, option.hard_ttl()).await {
+            Ok(reply) => expected(reply).map_err(|other| self.rpc_error(mismatch(self.target, other))),
+            Err(e) => Err(self.rpc_error(e)),
+        }
+    }
+
     fn rpc_error(&self, e: CallError) -> RPCError<TypeConfig> {
         match e {
             CallError::Unreachable(e) => RPCError::Unreachable(Unreachable::new(&e)),
@@ -303,6 +316,11 @@ fn mismatch(target: NodeId, reply: RpcReply) -> CallError {
     }
 }
 
+/// The reply a vote and a pre-vote take.
+fn vote_reply(reply: RpcReply) -> Result<VoteResponse<TypeConfig>, RpcReply> {
+    if let RpcReply::Vote(r) = reply { Ok(r) } else { Err(reply) }
+}
+
 impl RaftNetworkV2<TypeConfig> for Peer {
     type SnapshotData = SnapshotData;
 
@@ -311,11 +329,8 @@ impl RaftNetworkV2<TypeConfig> for Peer {
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<TypeConfig>, RPCError<TypeConfig>> {
-        match self.call(Rpc::Append(rpc), option.hard_ttl()).await {
-            Ok(RpcReply::Append(r)) => Ok(r),
-            Ok(other) => Err(self.rpc_error(mismatch(self.target, other))),
-            Err(e) => Err(self.rpc_error(e)),
-        }
+        let append = |reply| if let RpcReply::Append(r) = reply { Ok(r) } else { Err(reply) };
+        self.unary(Rpc::Append(rpc), option, append).await
     }
 
     async fn vote(
@@ -323,11 +338,7 @@ impl RaftNetworkV2<TypeConfig> for Peer {
         rpc: VoteRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
-        match self.call(Rpc::Vote(rpc), option.hard_ttl()).await {
-            Ok(RpcReply::Vote(r)) => Ok(r),
-            Ok(other) => Err(self.rpc_error(mismatch(self.target, other))),
-            Err(e) => Err(self.rpc_error(e)),
-        }
+        self.unary(Rpc::Vote(rpc), option, vote_reply).await
     }
 
     async fn pre_vote(
@@ -335,11 +346,7 @@ impl RaftNetworkV2<TypeConfig> for Peer {
         rpc: VoteRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
-        match self.call(Rpc::PreVote(rpc), option.hard_ttl()).await {
-            Ok(RpcReply::Vote(r)) => Ok(r),
-            Ok(other) => Err(self.rpc_error(mismatch(self.target, other))),
-            Err(e) => Err(self.rpc_error(e)),
-        }
+        self.unary(Rpc::PreVote(rpc), option, vote_reply).await
     }
 
     async fn full_snapshot(

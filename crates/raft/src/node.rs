@@ -613,8 +613,7 @@ impl Consensus {
 
     /// Proposes what is queued until nothing is: each entry carries what was queued when it
     /// was proposed, with at most [`PROPOSALS_IN_FLIGHT`] entries proposed and not yet applied
-    /// at a time (openraft replicates an entry while the leader syncs it, and the followers'
-    /// streams carry the next while they sync the one before).
+    /// at a time (openraft replicates an entry while the leader syncs it).
     async fn propose(self: Arc<Self>) {
         loop {
             let Ok(permit) = self.in_flight.clone().acquire_owned().await else { return };
@@ -659,9 +658,7 @@ impl Consensus {
             // Submitted here, in queue order; its outcome is awaited beside the next proposals.
             let (responder, done) = openraft::impls::ProgressResponder::complete_only();
             if let Err(fatal) = self.raft.client_write_ff(req, Some(responder)).await {
-                for (slot, tx) in waiting {
-                    let _ = tx.send(Answer::Reply(self.failed(slot, None, &fatal)));
-                }
+                answer_all(waiting, |slot| self.failed(slot, None, &fatal));
                 continue;
             }
             let node = self.clone();
@@ -671,12 +668,11 @@ impl Consensus {
                     // The responder went without an answer: the node is shutting down.
                     Ok(Err(_)) => None,
                     Err(_) => {
-                        for (_, tx) in waiting {
-                            let _ = tx.send(Answer::Reply(Frame::error(format!(
-                                "ERR consensus: the write was not committed within {} ms; it may still be applied",
-                                CLIENT_TIMEOUT.as_millis()
-                            ))));
-                        }
+                        let late = format!(
+                            "ERR consensus: the write was not committed within {} ms; it may still be applied",
+                            CLIENT_TIMEOUT.as_millis()
+                        );
+                        answer_all(waiting, |_| Frame::error(late.clone()));
                         return;
                     }
                 };
@@ -690,12 +686,7 @@ impl Consensus {
     fn answer(
         &self,
         waiting: Vec<(u16, tokio::sync::oneshot::Sender<Answer>)>,
-        outcome: Option<
-            Result<
-                openraft::raft::ClientWriteResponse<crate::types::TypeConfig>,
-                ClientWriteError<crate::types::TypeConfig>,
-            >,
-        >,
+        outcome: Option<openraft::raft::ClientWriteResult<crate::types::TypeConfig>>,
     ) {
         match outcome {
             Some(Ok(r)) => {
@@ -714,20 +705,10 @@ impl Consensus {
                 }
             }
             Some(Err(ClientWriteError::ForwardToLeader(f))) => {
-                for (slot, tx) in waiting {
-                    let _ = tx.send(Answer::Reply(self.failed(slot, Some(f.leader_id), &"not the leader")));
-                }
+                answer_all(waiting, |slot| self.failed(slot, Some(f.leader_id), &"not the leader"));
             }
-            Some(Err(e)) => {
-                for (slot, tx) in waiting {
-                    let _ = tx.send(Answer::Reply(self.failed(slot, None, &e)));
-                }
-            }
-            None => {
-                for (slot, tx) in waiting {
-                    let _ = tx.send(Answer::Reply(self.failed(slot, None, &"the node is shutting down")));
-                }
-            }
+            Some(Err(e)) => answer_all(waiting, |slot| self.failed(slot, None, &e)),
+            None => answer_all(waiting, |slot| self.failed(slot, None, &"the node is shutting down")),
         }
     }
 
@@ -1072,6 +1053,13 @@ async fn ticker(node: std::sync::Weak<Consensus>) {
             drop(node);
             let _ = tokio::time::timeout(CLIENT_TIMEOUT, raft.client_write(req)).await;
         }
+    }
+}
+
+/// Answers every client of an entry with the reply `reply` makes from its key slot.
+fn answer_all(waiting: Vec<(u16, tokio::sync::oneshot::Sender<Answer>)>, reply: impl Fn(u16) -> Frame) {
+    for (slot, tx) in waiting {
+        let _ = tx.send(Answer::Reply(reply(slot)));
     }
 }
 

@@ -101,25 +101,40 @@ fn flusher(rx: std::sync::mpsc::Receiver<Flush>) {
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         batch.extend(rx.try_iter());
-        let mut result: io::Result<()> = Ok(());
-        let mut synced: Vec<&Arc<File>> = Vec::new();
-        for f in &batch {
-            if result.is_ok() && !synced.iter().any(|s| Arc::ptr_eq(s, &f.file)) {
-                result = f.file.sync_data();
-                synced.push(&f.file);
-            }
-        }
-        if let Err(e) = &result {
-            tracing::error!("raft log: fsync failed: {e}");
-        }
-        for f in batch {
-            let r = match &result {
-                Ok(()) => Ok(()),
-                Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
-            };
-            f.callback.io_completed(r);
+        let _ = flush(batch);
+    }
+}
+
+/// Syncs each file the appends of `batch` went to (once), then reports every one of them
+/// flushed (or failed), in order; the sync's outcome.
+fn flush(batch: Vec<Flush>) -> io::Result<()> {
+    let mut result: io::Result<()> = Ok(());
+    let mut synced: Vec<&Arc<File>> = Vec::new();
+    for f in &batch {
+        if result.is_ok() && !synced.iter().any(|s| Arc::ptr_eq(s, &f.file)) {
+            result = f.file.sync_data();
+            synced.push(&f.file);
         }
     }
+    if let Err(e) = &result {
+        tracing::error!("raft log: fsync failed: {e}");
+    }
+    for f in batch {
+        f.callback.io_completed(result.as_ref().map_err(copy_error).copied());
+    }
+    result
+}
+
+/// Reports an append failed to openraft; the error, for `append` to return as well.
+fn fail(callback: IOFlushed<TypeConfig>, e: io::Error) -> io::Error {
+    let copy = copy_error(&e);
+    callback.io_completed(Err(e));
+    copy
+}
+
+/// The same error again (`io::Error` is not `Clone`): its kind and message.
+fn copy_error(e: &io::Error) -> io::Error {
+    io::Error::new(e.kind(), e.to_string())
 }
 
 impl LogStore {
@@ -443,15 +458,11 @@ impl RaftLogStorage<TypeConfig> for LogStore {
                 let e =
                     io::Error::other(format!("append at {} leaves a hole after {:?}", first.log_id.index, expected));
                 tracing::error!("raft: {e}");
-                let failed = io::Error::new(e.kind(), e.to_string());
-                callback.io_completed(Err(e));
-                return Err(failed);
+                return Err(fail(callback, e));
             }
         }
         if let Err(e) = inner.write_unsynced(&records) {
-            let failed = io::Error::new(e.kind(), e.to_string());
-            callback.io_completed(Err(e));
-            return Err(failed);
+            return Err(fail(callback, e));
         }
         for r in records {
             let Inner { entries, purged, .. } = &mut *inner;
@@ -461,16 +472,11 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         // replicate the entries while they are being synced here.
         let file = inner.file.clone();
         drop(inner);
-        if let Err(std::sync::mpsc::SendError(f)) = self.flusher.send(Flush { file, callback }) {
+        match self.flusher.send(Flush { file, callback }) {
+            Ok(()) => Ok(()),
             // The flusher is gone (it never stops while a store exists): sync here.
-            let r = f.file.sync_data();
-            let failed = r.as_ref().err().map(|e| io::Error::new(e.kind(), e.to_string()));
-            f.callback.io_completed(r);
-            if let Some(e) = failed {
-                return Err(e);
-            }
+            Err(std::sync::mpsc::SendError(f)) => flush(vec![f]),
         }
-        Ok(())
     }
 
     async fn truncate_after(&mut self, last: Option<LogId>) -> Result<(), io::Error> {
