@@ -26,8 +26,26 @@ pub struct Latch {
 
 /// A port that was free a moment ago on 127.0.0.1. Another process may take it before the server
 /// binds it: [`Latch::start_exact`] then tries another, as Redis's own test harness does.
+///
+/// Taken below Linux's ephemeral range (32768-60999), which the kernel draws outgoing connections'
+/// local ports from: a port picked from that range could go to a connection of another test's
+/// servers before the server here bound it ("Address already in use" for a consensus node that
+/// cannot simply try another port, its peers having been told it). Successive calls in one test
+/// process take successive ports from a start that differs between processes.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("free port").port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOW: u32 = 10_000;
+    const SPAN: u32 = 32_768 - LOW;
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    let seed = std::process::id().wrapping_mul(7919) % SPAN;
+    let _ = NEXT.compare_exchange(u32::MAX, seed, Ordering::SeqCst, Ordering::SeqCst);
+    for _ in 0..SPAN {
+        let port = (LOW + NEXT.fetch_add(1, Ordering::SeqCst) % SPAN) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port below 32768")
 }
 
 impl Latch {
