@@ -559,7 +559,7 @@ fn concurrent_writes_share_entries_and_each_gets_its_own_reply() {
     tokens.dedup();
     assert_eq!(tokens.len(), total as usize);
     // The entries carried more than one write each (fewer entries than writes).
-    let applied: u64 = info(port).and_then(|i| i.get("consensus_applied_index")?.parse().ok()).expect("applied index");
+    let applied = applied_index(port).expect("applied index");
     assert!(applied < total as u64, "{applied} entries for {} writes", 2 * total);
     for n in &g.nodes {
         wait_keyspace(n.port, &format!("keys={}", total + 1));
@@ -677,6 +677,11 @@ fn loop_until<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
         assert!(Instant::now() < deadline, "no {what} within {DEADLINE:?}");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// The node's `consensus_applied_index` (None if it does not answer).
+fn applied_index(port: u16) -> Option<u64> {
+    info(port).and_then(|i| i.get("consensus_applied_index")?.parse().ok())
 }
 
 /// The node's `consensus_role` (None if it does not answer).
@@ -829,9 +834,9 @@ fn scripts_transactions_and_spop_survive_kill_9_of_the_leader() {
             .unwrap_or_default()
     };
     let caught_up = || {
-        let target: i64 = info(oport).expect("info")["consensus_applied_index"].parse().unwrap();
+        let target = applied_index(oport).expect("applied index");
         let deadline = Instant::now() + DEADLINE;
-        while info(follower).expect("info")["consensus_applied_index"].parse::<i64>().unwrap() < target {
+        while applied_index(follower).expect("applied index") < target {
             assert!(Instant::now() < deadline, "the follower did not catch up");
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -987,13 +992,12 @@ fn answer(s: &mut Session) -> String {
 fn wait_same_data(g: &Group, port: u16) {
     // The digest alone cannot tell: a node two entries behind may hold what the node on `port`
     // holds again (a push and its pop), and the digest leaves consumer groups out, as Redis's does.
-    let applied = |port: u16| info(port).and_then(|i| i.get("consensus_applied_index")?.parse::<u64>().ok());
-    let target = applied(port).expect("applied index");
+    let target = applied_index(port).expect("applied index");
     loop_until("the same data on every node", || {
         let want = must(port, &["DEBUG", "DIGEST"]);
         g.nodes
             .iter()
-            .all(|n| applied(n.port).is_some_and(|a| a >= target) && must(n.port, &["DEBUG", "DIGEST"]) == want)
+            .all(|n| applied_index(n.port).is_some_and(|a| a >= target) && must(n.port, &["DEBUG", "DIGEST"]) == want)
             .then_some(())
     });
 }
