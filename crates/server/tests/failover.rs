@@ -129,15 +129,26 @@ fn waited_writes_and_fencing_survive_kill_9_and_sentinel_promotion() {
     wait_online(nodes[0].port, 2, String::new);
     let Some(sentinel) = Sentinel::start(nodes[0].port) else { return };
     // The sentinel learns the replicas from the primary's INFO: each round waits until it knows
-    // two healthy ones, so the next failover re-points every replica.
-    let healthy_replicas = || {
+    // every live replica of ours as a healthy one, so the next failover re-points each of them.
+    // Counting healthy entries is not enough: a killed primary stays listed as a replica with
+    // flags `slave` until `down-after-milliseconds` pass, and once it stood in for the new node
+    // the sentinel had not discovered yet, which then stayed behind the next killed primary.
+    let knows_replicas = |ports: &[u16]| {
         let reply = Raw::connect(sentinel.port).cmd(&[b"SENTINEL", b"REPLICAS", b"mymaster"]);
-        reply.matches("\r\nflags\r\n$5\r\nslave\r\n").count()
+        ports.iter().all(|port| {
+            let name = format!("127.0.0.1:{port}");
+            reply.split("\r\nname\r\n").any(|entry| {
+                entry.split("\r\n").nth(1) == Some(name.as_str()) && entry.contains("\r\nflags\r\n$5\r\nslave\r\n")
+            })
+        })
     };
     let (mut confirmed, mut max_token) = (Vec::new(), 0i64);
     for round in 0..2 {
         let deadline = Instant::now() + Duration::from_secs(60);
-        while healthy_replicas() < 2 {
+        let primary = sentinel.primary_port().expect("a primary");
+        let replicas: Vec<u16> = nodes.iter().map(|n| n.port).filter(|&p| p != primary).collect();
+        assert_eq!(replicas.len(), 2, "round {round}: two replicas of ours");
+        while !knows_replicas(&replicas) {
             let replicas = Raw::connect(sentinel.port).cmd(&[b"SENTINEL", b"REPLICAS", b"mymaster"]);
             assert!(
                 Instant::now() < deadline,
