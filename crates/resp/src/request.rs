@@ -258,22 +258,34 @@ impl RequestDecoder {
             return None;
         }
         let start = self.scanned.min(buf.len());
-        match memchr::memchr2(term, 0, &buf[start..]) {
-            Some(off) => {
-                let i = start + off;
-                if buf[i] == 0 {
-                    self.scan_hit_nul = true;
-                    self.scanned = buf.len();
-                    None
-                } else {
-                    self.scanned = i;
-                    Some(i)
-                }
+        // A header line's CR is a few bytes in ("$3\r"): a plain loop over the first bytes finds
+        // it before memchr's vector setup would have started.
+        let near = buf.len().min(start + 16);
+        for (i, &b) in buf[start..near].iter().enumerate() {
+            if b == term || b == 0 {
+                return self.found(buf, start + i);
             }
+        }
+        let start = near;
+        match memchr::memchr2(term, 0, &buf[start..]) {
+            Some(off) => self.found(buf, start + off),
             None => {
                 self.scanned = buf.len();
                 None
             }
+        }
+    }
+
+    /// [`RequestDecoder::find`]'s outcome for the first `term` or NUL, at `i`.
+    #[inline]
+    fn found(&mut self, buf: &[u8], i: usize) -> Option<usize> {
+        if buf[i] == 0 {
+            self.scan_hit_nul = true;
+            self.scanned = buf.len();
+            None
+        } else {
+            self.scanned = i;
+            Some(i)
         }
     }
 
@@ -704,6 +716,16 @@ mod tests {
         // Redis never finds the CR after a NUL, so the header never completes.
         assert_eq!(decode_all(b"*1\0\r\n$4\r\nPING\r\n", &l), (vec![], None));
         assert_eq!(decode_all(b"PING\0\n", &l), (vec![], None));
+        // The same beyond the first 16 bytes of a line (past the plain loop, where memchr looks),
+        // whole or a byte at a time.
+        for pad in [0, 10, 11, 12, 30, 100] {
+            let line = |end: &[u8]| [&b"ECHO abc"[..], &vec![b' '; pad], end].concat();
+            let ok = vec![vec![b"ECHO".to_vec(), b"abc".to_vec()]];
+            assert_eq!(decode_all(&line(b"\r\n"), &l), (ok.clone(), None), "pad {pad}");
+            assert_eq!(decode_bytewise(&line(b"\r\n"), &l), (ok, None), "pad {pad}");
+            assert_eq!(decode_all(&line(b"\0\r\n"), &l), (vec![], None), "pad {pad}");
+            assert_eq!(decode_bytewise(&line(b"\0\r\n"), &l), (vec![], None), "pad {pad}");
+        }
         // Desync regression test from the Redis suite: NUL then lots of data.
         for prefix in [&b"\x00"[..], b"*\x00", b"$\x00"] {
             let mut input = prefix.to_vec();
