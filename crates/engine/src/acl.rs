@@ -284,7 +284,7 @@ impl Meta {
         &self,
         cmd: &Command<R>,
         args: &[Bytes],
-        pos: Vec<usize>,
+        pos: impl IntoIterator<Item = usize>,
     ) -> Vec<(usize, Vec<usize>)> {
         let specs = self.specs.get(usize::from(cmd.id)).map_or(&[][..], Vec::as_slice);
         let found: Vec<Vec<usize>> = specs.iter().map(|s| s.positions(args)).collect();

@@ -132,6 +132,42 @@ pub struct Client {
     /// `math.random`...), set for a client whose commands must come out the same on every node that
     /// runs them (consensus mode's apply client); None: the thread's generator.
     pub random: Option<crate::random::Seeded>,
+    /// The last top-level command its requests named, as they spelled it (a pipeline mostly
+    /// repeats one): the next request spelling it the same skips the table's lookup.
+    pub recent: Option<RecentCommand>,
+    /// What `info.last_cmd` (CLIENT LIST's `cmd=`) holds, so that it is locked and written only
+    /// when it changes.
+    pub last_cmd_shown: &'static str,
+}
+
+/// A command name as a request spelled it and what it resolved to (see [`Client::recent`]).
+#[derive(Clone, Copy)]
+pub struct RecentCommand {
+    spelled: [u8; RecentCommand::MAX],
+    len: u8,
+    /// The command.
+    pub cmd: &'static crate::ctx::Command,
+}
+
+impl RecentCommand {
+    const MAX: usize = 16;
+
+    /// Remembers that `name` resolved to `cmd` without a subcommand (None: not worth keeping, or
+    /// `cmd` is a subcommand or a container, which depend on more than the name).
+    pub fn new(name: &[u8], cmd: &'static crate::ctx::Command) -> Option<RecentCommand> {
+        if name.len() > Self::MAX || !cmd.subcommands.is_empty() || cmd.name.contains('|') {
+            return None;
+        }
+        let mut spelled = [0u8; Self::MAX];
+        spelled[..name.len()].copy_from_slice(name);
+        Some(RecentCommand { spelled, len: name.len() as u8, cmd })
+    }
+
+    /// True when `name` is spelled exactly as the remembered one.
+    #[inline]
+    pub fn named(&self, name: &[u8]) -> bool {
+        name.len() == usize::from(self.len) && name == &self.spelled[..name.len()]
+    }
 }
 
 impl Client {
@@ -153,6 +189,14 @@ impl Client {
     ) -> crate::ctx::Waiter {
         let wake = self.block_waker.clone().unwrap_or_else(|| Arc::new(|| {}));
         crate::waiters::Waiter::new(self.info.clone(), self.db, self.proto, cmd, args.to_vec(), req, wake)
+    }
+
+    /// Sets CLIENT LIST's `cmd=` to `name` (locking it only when it changes).
+    pub fn show_last_cmd(&mut self, name: &'static str) {
+        if !std::ptr::eq(self.last_cmd_shown, name) {
+            *self.info.last_cmd.lock() = name;
+            self.last_cmd_shown = name;
+        }
     }
 
     /// Leaves MULTI and unwatches everything (DISCARD, EXEC, RESET), keeping CLIENT LIST in step.
@@ -212,6 +256,8 @@ impl Client {
             after_reply: Vec::new(),
             sync: None,
             random: None,
+            recent: None,
+            last_cmd_shown: "NULL",
         }
     }
 }

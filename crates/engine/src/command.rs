@@ -106,17 +106,33 @@ pub enum Keys {
     },
 }
 
+/// Key positions in a command's arguments (see [`Keys::positions`]).
+pub type Positions = smallvec::SmallVec<[usize; 4]>;
+
 impl Keys {
     /// Shorthand for one key at position 1.
     pub const ONE: Keys = Keys::Range { first: 1, last: 1, step: 1 };
     /// Shorthand for every argument from position 1 being a key.
     pub const ALL: Keys = Keys::Range { first: 1, last: -1, step: 1 };
 
-    /// Positions of the keys in `args` (`args[0]` is the command name).
-    pub fn positions(&self, args: &[Bytes]) -> Vec<usize> {
+    /// Positions of the keys in `args` (`args[0]` is the command name); up to four without
+    /// allocating (every command's way to its locks asks this).
+    pub fn positions(&self, args: &[Bytes]) -> Positions {
         match *self {
-            Keys::None => Vec::new(),
-            Keys::Range { .. } => self.range_positions(args.len()).collect(),
+            Keys::None => Positions::new(),
+            Keys::Range { first, last, step } if step > 0 => {
+                // `range_positions` as a plain loop: the iterator's collect cost more than the rest.
+                let argc = args.len() as i32;
+                let last = if last < 0 { argc + last } else { last }.min(argc - 1);
+                let mut out = Positions::new();
+                let mut i = first;
+                while i <= last {
+                    out.push(i as usize);
+                    i += step;
+                }
+                out
+            }
+            Keys::Range { .. } => Positions::new(),
             Keys::Custom { find, .. } => find(args).into_iter().filter(|&i| i < args.len()).collect(),
         }
     }

@@ -295,6 +295,10 @@ impl<V> DenseMap<V> {
     /// Position of `key`.
     #[inline]
     pub fn get_index_of(&self, key: &[u8]) -> Option<usize> {
+        // An empty map answers without hashing the key, as Redis's dictFind does.
+        if self.is_empty() {
+            return None;
+        }
         self.find_hashed(self.hash(key), key)
     }
 

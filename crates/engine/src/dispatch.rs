@@ -2,7 +2,7 @@
 //! handler, its statistics, the slow log, MONITOR and the change stream, and serving the clients
 //! blocked on keys it changed. [`Server::execute`] is the engine's single entry point.
 
-use crate::client::{Client, ReplyMode};
+use crate::client::{Client, RecentCommand, ReplyMode};
 use crate::command::{Flags, Keys};
 use crate::ctx::{Command, Ctx};
 use crate::keyspace::PREFETCH_BATCH;
@@ -88,9 +88,13 @@ impl Server {
         // CLIENT LIST's `cmd=` is the command as looked up, before any check (Redis's `lastcmd`):
         // rejected and queued commands show too, an unknown one (or subcommand) as NULL, a container
         // without its subcommand as itself.
-        let cmd = match self.table.resolve(args) {
+        let resolved = match client.recent {
+            Some(r) if r.named(&args[0]) => Ok(r.cmd),
+            _ => self.table.resolve(args).inspect(|&c| client.recent = RecentCommand::new(&args[0], c)),
+        };
+        let cmd = match resolved {
             Ok(c) => {
-                *client.info.last_cmd.lock() = c.name;
+                client.show_last_cmd(c.name);
                 c
             }
             Err(e) => {
@@ -98,7 +102,7 @@ impl Server {
                 if let Some(c) = known {
                     self.reject(c);
                 }
-                *client.info.last_cmd.lock() = known.filter(|_| args.len() == 1).map_or("NULL", |c| c.name);
+                client.show_last_cmd(known.filter(|_| args.len() == 1).map_or("NULL", |c| c.name));
                 client.multi.flag_error();
                 return Some(e);
             }
@@ -253,10 +257,10 @@ impl Server {
             self.ks.lock_all_until(&give_up)
         } else {
             let pos = cmd.keys.positions(args);
-            if pos.is_empty() {
-                Some(self.ks.lock_none())
-            } else {
-                self.ks.lock_shards_until(pos.iter().map(|&i| self.ks.shard_of(&args[i])).collect(), &give_up)
+            match pos[..] {
+                [] => Some(self.ks.lock_none()),
+                [i] => self.ks.lock_shard_until(self.ks.shard_of(&args[i]), &give_up),
+                _ => self.ks.lock_shards_until(pos.iter().map(|&i| self.ks.shard_of(&args[i])), &give_up),
             }
         };
         let Some(mut locked) = locked else {

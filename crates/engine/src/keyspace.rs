@@ -1318,6 +1318,9 @@ impl Keyspace {
             let s = self.shard_of(key);
             let Some(shard) = self.shards[s].try_lock() else { continue };
             let Some(t) = shard.dbs.get(db) else { return };
+            if t.map.is_empty() {
+                continue;
+            }
             let hash = t.map.hash(key);
             t.map.prefetch_index(hash);
             found[n] = (s, hash);
@@ -1331,9 +1334,8 @@ impl Keyspace {
     }
 
     /// Locks the given shards (any order, duplicates allowed) in ascending order.
-    pub fn lock_shards(&self, mut idx: Vec<usize>) -> Locked<'_> {
-        idx.sort_unstable();
-        idx.dedup();
+    pub fn lock_shards(&self, idx: impl IntoIterator<Item = usize>) -> Locked<'_> {
+        let idx = sorted_unique(idx);
         if idx.len() == self.shards.len() {
             return self.lock_all();
         }
@@ -1343,7 +1345,7 @@ impl Keyspace {
 
     /// Locks the shards owning `keys`.
     pub fn lock_keys<'k>(&self, keys: impl IntoIterator<Item = &'k [u8]>) -> Locked<'_> {
-        self.lock_shards(keys.into_iter().map(|k| self.shard_of(k)).collect())
+        self.lock_shards(keys.into_iter().map(|k| self.shard_of(k)))
     }
 
     /// Locks every shard.
@@ -1356,20 +1358,29 @@ impl Keyspace {
     /// timed waits and gives up (returning `None`, every lock released) as soon as `give_up` says so.
     /// The uncontended path is one `try_lock` per shard, as cheap as `lock`. Used while a script may
     /// hold every shard, so a waiting command can answer `-BUSY` instead of blocking its thread.
-    pub fn lock_shards_until(&self, mut idx: Vec<usize>, give_up: &dyn Fn() -> bool) -> Option<Locked<'_>> {
-        idx.sort_unstable();
-        idx.dedup();
+    pub fn lock_shards_until(
+        &self,
+        idx: impl IntoIterator<Item = usize>,
+        give_up: &dyn Fn() -> bool,
+    ) -> Option<Locked<'_>> {
+        let idx = sorted_unique(idx);
         let all = idx.len() == self.shards.len();
-        let mut guards = Vec::with_capacity(idx.len());
+        let mut guards = Guards::with_capacity(idx.len());
         for i in idx {
             guards.push((i, self.lock_one_until(i, give_up)?));
         }
         Some(Locked { ks: self, guards, all })
     }
 
+    /// [`Keyspace::lock_shards_until`] for one shard (a one-key command's way to its lock).
+    pub fn lock_shard_until(&self, i: usize, give_up: &dyn Fn() -> bool) -> Option<Locked<'_>> {
+        let g = self.lock_one_until(i, give_up)?;
+        Some(Locked { ks: self, guards: smallvec::smallvec![(i, g)], all: self.shards.len() == 1 })
+    }
+
     /// [`Keyspace::lock_all`] with the bounded waits of [`Keyspace::lock_shards_until`].
     pub fn lock_all_until(&self, give_up: &dyn Fn() -> bool) -> Option<Locked<'_>> {
-        let mut guards = Vec::with_capacity(self.shards.len());
+        let mut guards = Guards::with_capacity(self.shards.len());
         for i in 0..self.shards.len() {
             guards.push((i, self.lock_one_until(i, give_up)?));
         }
@@ -1393,12 +1404,12 @@ impl Keyspace {
     /// Locks shard `i` if nobody holds it.
     pub fn try_lock_shard(&self, i: usize) -> Option<Locked<'_>> {
         let g = self.shards.get(i)?.try_lock()?;
-        Some(Locked { ks: self, guards: vec![(i, g)], all: self.shards.len() == 1 })
+        Some(Locked { ks: self, guards: smallvec::smallvec![(i, g)], all: self.shards.len() == 1 })
     }
 
     /// Locks nothing (commands that touch no key).
     pub fn lock_none(&self) -> Locked<'_> {
-        Locked { ks: self, guards: Vec::new(), all: false }
+        Locked { ks: self, guards: Guards::new(), all: false }
     }
 
     /// Visits each shard in turn, locked, for statistics (INFO) without stopping the world.
@@ -1409,10 +1420,22 @@ impl Keyspace {
     }
 }
 
+/// Shard indices sorted and without duplicates; up to four inline.
+fn sorted_unique(idx: impl IntoIterator<Item = usize>) -> smallvec::SmallVec<[usize; 4]> {
+    let mut idx: smallvec::SmallVec<[usize; 4]> = idx.into_iter().collect();
+    idx.sort_unstable();
+    idx.dedup();
+    idx
+}
+
+/// The guards a [`Locked`] holds, by shard index; a command's few inline (no allocation per
+/// command), a whole-keyspace lock's on the heap.
+type Guards<'a> = smallvec::SmallVec<[(usize, MutexGuard<'a, Shard>); 4]>;
+
 /// A set of locked shards: the view of the keyspace a command (or a whole transaction) runs against.
 pub struct Locked<'a> {
     ks: &'a Keyspace,
-    guards: Vec<(usize, MutexGuard<'a, Shard>)>,
+    guards: Guards<'a>,
     all: bool,
 }
 

@@ -923,6 +923,34 @@ mod tests {
         assert_eq!(c.client.reply_mode, ReplyMode::On);
     }
 
+    /// A repeated command name skips the table's lookup (`Client::recent`): whatever the spelling,
+    /// subcommands still resolve by their second argument, and CLIENT LIST's `cmd=` follows each
+    /// command, rejected ones included.
+    #[test]
+    fn repeated_names_resolve_as_the_table_does() {
+        let ts = TestServer::new();
+        let mut a = ts.client();
+        let mut b = ts.client();
+        let cmd_of = |b: &mut TestClient, id: u64| {
+            let list = b.run("CLIENT LIST");
+            let line = list.lines().find(|l| l.contains(&format!("id={id} "))).expect("listed").to_string();
+            line.split(' ').find_map(|f| f.strip_prefix("cmd=")).expect("cmd=").to_string()
+        };
+        let id = a.client.id;
+        a.transcript("> SET k v\n+OK\n> set k w\n+OK\n> Set k x\n+OK\n> GET k\n\"x\"\n> gEt k\n\"x\"");
+        assert_eq!(cmd_of(&mut b, id), "get");
+        a.transcript("> GET\n-ERR wrong number of arguments for 'get' command");
+        assert_eq!(cmd_of(&mut b, id), "get");
+        a.transcript(&format!("> CLIENT ID\n:{id}\n> client id\n:{id}"));
+        assert_eq!(cmd_of(&mut b, id), "client|id");
+        assert!(a.run("CLIENT GETNAME").contains("nil"));
+        assert_eq!(cmd_of(&mut b, id), "client|getname");
+        a.transcript("> NOSUCH x\n-ERR unknown command 'NOSUCH', with args beginning with: 'x' ");
+        assert_eq!(cmd_of(&mut b, id), "NULL");
+        a.transcript("> GET k\n\"x\"\n> GETX k\n-ERR unknown command 'GETX', with args beginning with: 'k' ");
+        assert_eq!(cmd_of(&mut b, id), "NULL");
+    }
+
     #[test]
     fn client_id_name_setinfo() {
         let ts = TestServer::new();

@@ -523,7 +523,7 @@ fn getkeys_target(ctx: &Ctx<'_, '_>) -> Result<(&'static Command, Vec<usize>), F
     if pos.is_empty() && !cmd.flags.has(Flags::NO_MANDATORY_KEYS) {
         return Err(Frame::error("ERR Invalid arguments specified for command"));
     }
-    Ok((cmd, pos))
+    Ok((cmd, pos.into_vec()))
 }
 
 fn command_getkeys(ctx: &mut Ctx<'_, '_>) -> Frame {
