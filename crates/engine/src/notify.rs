@@ -344,6 +344,40 @@ mod tests {
         );
     }
 
+    /// A SET over an expired key reclaims it first, NX and XX or not: `expired`, then the SET's
+    /// own event when it writes (Redis's setGenericCommand looks the key up for writing first).
+    #[test]
+    fn a_set_over_an_expired_key_expires_it_first() {
+        for (set, want) in [
+            ("SET k w", &["set k", "expired k", "set k"][..]),
+            ("SET k w NX", &["set k", "expired k", "set k"]),
+            ("SET k w XX", &["set k", "expired k"]),
+            ("SET k w GET", &["set k", "expired k", "set k"]),
+        ] {
+            let ts = TestServer::new();
+            let mut c = ts.client();
+            c.run("CONFIG SET notify-keyspace-events Ex$");
+            let mut sub = ts.client();
+            sub.run("PSUBSCRIBE *");
+            c.run("SET k v PX 10");
+            ts.clock.advance_ms(20);
+            c.run(set);
+            let got: Vec<String> = sub
+                .pushes()
+                .iter()
+                .map(|m| {
+                    let parts: Vec<&str> = m.trim_matches(|c| c == '[' || c == ']').split(", ").collect();
+                    format!(
+                        "{} {}",
+                        parts[2].trim_matches('"').trim_start_matches("__keyevent@0__:"),
+                        parts[3].trim_matches('"')
+                    )
+                })
+                .collect();
+            assert_eq!(got, want, "{set}");
+        }
+    }
+
     #[test]
     fn expired_keys_and_locks() {
         let ts = TestServer::new();
