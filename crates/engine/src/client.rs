@@ -135,6 +135,9 @@ pub struct Client {
     /// The last top-level command its requests named, as they spelled it (a pipeline mostly
     /// repeats one): the next request spelling it the same skips the table's lookup.
     pub recent: Option<RecentCommand>,
+    /// The connection is a replica's (SYNC / PSYNC set CLIENT LIST's `S` flag): read here by
+    /// every command without locking the flags.
+    pub is_replica: bool,
     /// What `info.last_cmd` (CLIENT LIST's `cmd=`) holds, so that it is locked and written only
     /// when it changes.
     pub last_cmd_shown: &'static str,
@@ -257,6 +260,7 @@ impl Client {
             sync: None,
             random: None,
             recent: None,
+            is_replica: false,
             last_cmd_shown: "NULL",
         }
     }

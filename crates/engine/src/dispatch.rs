@@ -192,7 +192,7 @@ impl Server {
         }
         // A replica's connection does not touch the keyspace (Redis: a replica is exempt from
         // client pauses, which it must not use to get round them).
-        if client.info.has_flag('S')
+        if client.is_replica
             && (cmd.flags.has(Flags::READONLY) || cmd.flags.has(Flags::WRITE) || cmd.flags.has(Flags::MAY_REPLICATE))
         {
             self.reject(cmd);

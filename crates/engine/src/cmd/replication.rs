@@ -292,3 +292,24 @@ fn role(ctx: &mut Ctx<'_, '_>) -> Frame {
         .collect();
     Frame::Array(vec![bulk("master"), Frame::Integer(ctx.srv.repl.offset() as i64), Frame::Array(replicas)])
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::TestServer;
+
+    /// Once SYNC made a connection a replica's, it may not touch the keyspace (Redis's
+    /// "Replica can't interact with the keyspace"); commands that do not touch it still run.
+    #[test]
+    fn a_replica_connection_does_not_touch_the_keyspace() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.transcript("> SET k v\n+OK\n> GET k\n\"v\"");
+        c.run("SYNC");
+        assert!(c.client.is_replica);
+        assert!(c.client.info.has_flag('S'));
+        c.transcript(
+            "> GET k\n-ERR Replica can't interact with the keyspace\n> SET k w\n-ERR Replica can't interact with the keyspace\n> PING\n+PONG",
+        );
+        assert_eq!(ts.client().run("GET k"), "\"v\"");
+    }
+}
