@@ -120,10 +120,9 @@ impl Keys {
     pub fn positions(&self, args: &[Bytes]) -> Positions {
         match *self {
             Keys::None => Positions::new(),
-            Keys::Range { first, last, step } if step > 0 => {
-                // `range_positions` as a plain loop: the iterator's collect cost more than the rest.
-                let argc = args.len() as i32;
-                let last = if last < 0 { argc + last } else { last }.min(argc - 1);
+            Keys::Range { .. } => {
+                // A plain loop: collecting `range_positions` cost more than the rest of the lookup.
+                let (first, last, step) = self.range_bounds(args.len());
                 let mut out = Positions::new();
                 let mut i = first;
                 while i <= last {
@@ -132,7 +131,6 @@ impl Keys {
                 }
                 out
             }
-            Keys::Range { .. } => Positions::new(),
             Keys::Custom { find, .. } => find(args).into_iter().filter(|&i| i < args.len()).collect(),
         }
     }
@@ -140,13 +138,20 @@ impl Keys {
     /// The positions a `Range` finds among `argc` arguments, without allocating (none for the
     /// other kinds).
     pub fn range_positions(&self, argc: usize) -> impl Iterator<Item = usize> {
+        let (first, last, step) = self.range_bounds(argc);
+        (first..=last).step_by(step as usize).map(|i| i as usize)
+    }
+
+    /// A `Range`'s first and last position among `argc` arguments (a negative last counts from
+    /// the end) and its step; an empty range for the other kinds.
+    fn range_bounds(&self, argc: usize) -> (i32, i32, i32) {
         let (first, last, step) = match *self {
             Keys::Range { first, last, step } if step > 0 => (first, last, step),
             _ => (1, 0, 1),
         };
         let argc = argc as i32;
         let last = if last < 0 { argc + last } else { last };
-        (first..=last.min(argc - 1)).step_by(step as usize).map(|i| i as usize)
+        (first, last.min(argc - 1), step)
     }
 
     /// The (first, last, step) triple COMMAND reports.
