@@ -233,13 +233,7 @@ fn bulk(b: &[u8], out: &mut BytesMut) {
 fn line_sanitized(prefix: u8, s: &[u8], out: &mut BytesMut) {
     out.reserve(s.len() + 3);
     out.put_u8(prefix);
-    // Most lines are short ("OK", an error's message): a plain loop, before memchr's setup.
-    let clean = if s.len() <= 16 {
-        !s.iter().any(|&c| c == b'\r' || c == b'\n')
-    } else {
-        memchr::memchr2(b'\r', b'\n', s).is_none()
-    };
-    if clean {
+    if crate::find2(b'\r', b'\n', s).is_none() {
         out.extend_from_slice(s);
     } else {
         out.extend(s.iter().map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }));
@@ -268,9 +262,10 @@ mod tests {
         both(Frame::ok(), b"+OK\r\n", b"+OK\r\n");
         both(Frame::error("ERR bad\r\nthing\n"), b"-ERR bad  thing \r\n", b"-ERR bad  thing \r\n");
         both(Frame::simple("a\nb"), b"+a b\r\n", b"+a b\r\n");
-        // A line of 16 bytes is looked at by a plain loop, a longer one by memchr: both clean it.
+        // CR/LF within `find2`'s first 16 bytes and beyond them: both cleaned.
         both(Frame::simple("0123456789abcd\r\n"), b"+0123456789abcd  \r\n", b"+0123456789abcd  \r\n");
         both(Frame::simple("0123456789abcde\r\n"), b"+0123456789abcde  \r\n", b"+0123456789abcde  \r\n");
+        both(Frame::simple("0123456789abcdef\r\n"), b"+0123456789abcdef  \r\n", b"+0123456789abcdef  \r\n");
         both(Frame::Integer(-42), b":-42\r\n", b":-42\r\n");
         both(Frame::bulk("foo"), b"$3\r\nfoo\r\n", b"$3\r\nfoo\r\n");
         both(Frame::bulk(""), b"$0\r\n\r\n", b"$0\r\n\r\n");

@@ -29,6 +29,18 @@ pub use request::{
     Limits, PROTO_INLINE_MAX_SIZE, PROTO_MBULK_BIG_ARG, ProtocolError, RequestDecoder, atoi, split_args, string2ll,
 };
 
+/// The position of the first `a` or `b` in `s`. The protocol's lines are mostly short (a header's
+/// `$3\r`, a reply's `OK`): a plain loop looks at the first 16 bytes, where it finds them before
+/// memchr's vector setup would have started, and memchr takes the rest.
+#[inline]
+pub(crate) fn find2(a: u8, b: u8, s: &[u8]) -> Option<usize> {
+    let near = s.len().min(16);
+    if let Some(i) = s[..near].iter().position(|&c| c == a || c == b) {
+        return Some(i);
+    }
+    memchr::memchr2(a, b, &s[near..]).map(|off| near + off)
+}
+
 /// Protocol version negotiated by HELLO.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Protocol {
@@ -37,4 +49,22 @@ pub enum Protocol {
     Resp2,
     /// RESP3, selected with `HELLO 3`.
     Resp3,
+}
+
+#[cfg(test)]
+mod tests {
+    /// `find2` answers as memchr2 does, wherever the byte is: in its plain loop's 16 bytes, at
+    /// their edge, beyond them, or nowhere.
+    #[test]
+    fn find2_answers_as_memchr2() {
+        for len in 0..40 {
+            for at in 0..=len {
+                let mut s = vec![b'x'; len];
+                if at < len {
+                    s[at] = if at % 2 == 0 { b'\r' } else { 0 };
+                }
+                assert_eq!(super::find2(b'\r', 0, &s), memchr::memchr2(b'\r', 0, &s), "len {len} at {at}");
+            }
+        }
+    }
 }

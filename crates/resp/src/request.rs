@@ -258,34 +258,20 @@ impl RequestDecoder {
             return None;
         }
         let start = self.scanned.min(buf.len());
-        // A header line's CR is a few bytes in ("$3\r"): a plain loop over the first bytes finds
-        // it before memchr's vector setup would have started.
-        let near = buf.len().min(start + 16);
-        for (i, &b) in buf[start..near].iter().enumerate() {
-            if b == term || b == 0 {
-                return self.found(buf, start + i);
+        match crate::find2(term, 0, &buf[start..]) {
+            Some(off) if buf[start + off] == 0 => {
+                self.scan_hit_nul = true;
+                self.scanned = buf.len();
+                None
             }
-        }
-        let start = near;
-        match memchr::memchr2(term, 0, &buf[start..]) {
-            Some(off) => self.found(buf, start + off),
+            Some(off) => {
+                self.scanned = start + off;
+                Some(start + off)
+            }
             None => {
                 self.scanned = buf.len();
                 None
             }
-        }
-    }
-
-    /// [`RequestDecoder::find`]'s outcome for the first `term` or NUL, at `i`.
-    #[inline]
-    fn found(&mut self, buf: &[u8], i: usize) -> Option<usize> {
-        if buf[i] == 0 {
-            self.scan_hit_nul = true;
-            self.scanned = buf.len();
-            None
-        } else {
-            self.scanned = i;
-            Some(i)
         }
     }
 
@@ -716,7 +702,7 @@ mod tests {
         // Redis never finds the CR after a NUL, so the header never completes.
         assert_eq!(decode_all(b"*1\0\r\n$4\r\nPING\r\n", &l), (vec![], None));
         assert_eq!(decode_all(b"PING\0\n", &l), (vec![], None));
-        // The same beyond the first 16 bytes of a line (past the plain loop, where memchr looks),
+        // The same beyond the first 16 bytes of a line (past `find2`'s plain loop, where memchr looks),
         // whole or a byte at a time.
         for pad in [0, 10, 11, 12, 30, 100] {
             let line = |end: &[u8]| [&b"ECHO abc"[..], &vec![b' '; pad], end].concat();
