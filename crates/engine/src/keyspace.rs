@@ -1375,7 +1375,7 @@ impl Keyspace {
     /// [`Keyspace::lock_shards_until`] for one shard (a one-key command's way to its lock).
     pub fn lock_shard_until(&self, i: usize, give_up: &dyn Fn() -> bool) -> Option<Locked<'_>> {
         let g = self.lock_one_until(i, give_up)?;
-        Some(Locked { ks: self, guards: smallvec::smallvec![(i, g)], all: self.shards.len() == 1 })
+        Some(self.one_locked(i, g))
     }
 
     /// [`Keyspace::lock_all`] with the bounded waits of [`Keyspace::lock_shards_until`].
@@ -1404,7 +1404,12 @@ impl Keyspace {
     /// Locks shard `i` if nobody holds it.
     pub fn try_lock_shard(&self, i: usize) -> Option<Locked<'_>> {
         let g = self.shards.get(i)?.try_lock()?;
-        Some(Locked { ks: self, guards: smallvec::smallvec![(i, g)], all: self.shards.len() == 1 })
+        Some(self.one_locked(i, g))
+    }
+
+    /// The set holding shard `i` alone (the whole keyspace when it is the only shard).
+    fn one_locked<'a>(&'a self, i: usize, g: MutexGuard<'a, Shard>) -> Locked<'a> {
+        Locked { ks: self, guards: smallvec::smallvec![(i, g)], all: self.shards.len() == 1 }
     }
 
     /// Locks nothing (commands that touch no key).

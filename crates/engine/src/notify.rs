@@ -289,6 +289,11 @@ mod tests {
         for line in commands {
             c.run(line);
         }
+        event_lines(&mut sub)
+    }
+
+    /// The events a `PSUBSCRIBE *` client received, one per line (`<channel> <message>`).
+    fn event_lines(sub: &mut crate::testkit::TestClient) -> Vec<String> {
         sub.pushes()
             .into_iter()
             .map(|m| {
@@ -362,18 +367,8 @@ mod tests {
             c.run("SET k v PX 10");
             ts.clock.advance_ms(20);
             c.run(set);
-            let got: Vec<String> = sub
-                .pushes()
-                .iter()
-                .map(|m| {
-                    let parts: Vec<&str> = m.trim_matches(|c| c == '[' || c == ']').split(", ").collect();
-                    format!(
-                        "{} {}",
-                        parts[2].trim_matches('"').trim_start_matches("__keyevent@0__:"),
-                        parts[3].trim_matches('"')
-                    )
-                })
-                .collect();
+            let got: Vec<String> =
+                event_lines(&mut sub).iter().map(|e| e.trim_start_matches("__keyevent@0__:").to_string()).collect();
             assert_eq!(got, want, "{set}");
         }
     }
