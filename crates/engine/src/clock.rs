@@ -25,6 +25,11 @@ pub trait Clock: Send + Sync + 'static {
     fn ticks_us(&self) -> u64 {
         self.now_us()
     }
+    /// [`Clock::now_ms`] and [`Clock::ticks_us`] together, as a command starts: one reading of the
+    /// clock where the two calls would each make one.
+    fn stamp(&self) -> (u64, u64) {
+        (self.now_ms(), self.ticks_us())
+    }
     /// `unix_ms - monotonic_ms`: add it to a monotonic deadline to get Unix milliseconds.
     fn wall_offset_ms(&self) -> i64;
     /// Current Unix time in milliseconds, as seen through the offset.
@@ -33,17 +38,29 @@ pub trait Clock: Send + Sync + 'static {
     }
 }
 
-/// The real clock. The timeline advances with `std::time::Instant` (the OS monotonic clock, which NTP
+/// The real clock. The timeline follows `std::time::Instant` (the OS monotonic clock, which NTP
 /// keeps in step with the wall clock), so the wall offset stays put and `PXAT` then `PTTL` reads back
-/// exactly. Durations ([`Clock::ticks_us`], two reads per command and per command a script runs) go
-/// through `quanta`: the CPU's invariant TSC where there is one, about 15 ns a read here against 35 ns
-/// for `Instant`. The TSC's calibrated rate is off by a few parts per million, which is nothing for a
-/// latency but drifted the timeline 1.5 ms from the wall clock within minutes when the timeline used it.
+/// exactly. Reading `Instant` costs a call into the vDSO each time, and a command reads the time
+/// when it starts: so the clock reads the CPU's invariant TSC through `quanta` (one instruction)
+/// and adds the skew between the two, which it measures again from `Instant` once a millisecond of
+/// TSC time has passed since the last measure. The TSC's calibrated rate is off by a few parts per
+/// million: that is a few nanoseconds between two measures, where following the TSC alone
+/// drifted the timeline 1.5 ms from the wall clock within minutes. A measure can move the
+/// timeline back by that much (Redis's own clock, `gettimeofday`, goes back as far as the wall
+/// clock is stepped); a jump of the TSC (a VM resumed) is corrected at the next reading.
+/// Durations ([`Clock::ticks_us`]) are the TSC alone, about 15 ns a read here against 35 ns for
+/// `Instant`.
 pub struct SystemClock {
     ticks: quanta::Clock,
-    ticks_start: quanta::Instant,
+    /// The TSC reading the ticks count from.
+    raw_start: u64,
     start: std::time::Instant,
     start_unix_us: u64,
+    /// Timeline nanoseconds since `start` minus ticks nanoseconds since `raw_start`, as last
+    /// measured ([`SystemClock::measure`]).
+    skew_ns: AtomicI64,
+    /// The ticks (nanoseconds) from which the skew is measured again.
+    measure_at_ns: AtomicU64,
     /// Cached offset between wall and monotonic time. It only changes when the two drift apart by more
     /// than [`SystemClock::RESYNC_MS`], so converting `EXPIREAT t` and reading back `EXPIRETIME` round-trips
     /// exactly while the wall clock behaves.
@@ -53,6 +70,8 @@ pub struct SystemClock {
 impl SystemClock {
     /// Drift between wall and monotonic time tolerated before the offset is re-read.
     pub const RESYNC_MS: i64 = 1000;
+    /// TSC time between two measures of its skew against the monotonic clock.
+    const MEASURE_EVERY_NS: u64 = 1_000_000;
 
     /// Creates a clock whose monotonic timeline starts at the current Unix time.
     pub fn new() -> SystemClock {
@@ -61,7 +80,16 @@ impl SystemClock {
         let ticks = quanta::Clock::new();
         let start_unix_us = unix_now_us();
         let start = std::time::Instant::now();
-        SystemClock { ticks_start: ticks.now(), ticks, start, start_unix_us, offset_ms: AtomicI64::new(0) }
+        SystemClock {
+            raw_start: ticks.raw(),
+            ticks,
+            start,
+            start_unix_us,
+            skew_ns: AtomicI64::new(0),
+            // The first reading measures.
+            measure_at_ns: AtomicU64::new(0),
+            offset_ms: AtomicI64::new(0),
+        }
     }
 
     /// Re-reads the wall clock and adopts the new offset if it moved by more than `RESYNC_MS`
@@ -74,6 +102,36 @@ impl SystemClock {
         if (fresh - cur).abs() > Self::RESYNC_MS {
             self.offset_ms.store(fresh, Ordering::Relaxed);
         }
+    }
+
+    /// Nanoseconds of the TSC since `raw_start`.
+    #[inline]
+    fn ticks_ns(&self) -> u64 {
+        self.ticks.delta_as_nanos(self.raw_start, self.ticks.raw())
+    }
+
+    /// Timeline nanoseconds since `start` at the ticks reading `t` (just taken).
+    #[inline]
+    fn timeline_ns(&self, t: u64) -> u64 {
+        if t >= self.measure_at_ns.load(Ordering::Relaxed) {
+            return self.measure();
+        }
+        t.saturating_add_signed(self.skew_ns.load(Ordering::Relaxed))
+    }
+
+    /// Reads the monotonic clock, and the ticks beside it: the new skew. Two threads measuring at
+    /// once store skews a few nanoseconds apart; either is right.
+    #[cold]
+    fn measure(&self) -> u64 {
+        let mono = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let t = self.ticks_ns();
+        self.skew_ns.store(mono as i64 - t as i64, Ordering::Relaxed);
+        self.measure_at_ns.store(t.saturating_add(Self::MEASURE_EVERY_NS), Ordering::Relaxed);
+        mono
+    }
+
+    fn us_at(&self, t: u64) -> u64 {
+        self.start_unix_us + self.timeline_ns(t) / 1000
     }
 }
 
@@ -92,10 +150,14 @@ impl Clock for SystemClock {
         self.now_us() / 1000
     }
     fn now_us(&self) -> u64 {
-        self.start_unix_us + self.start.elapsed().as_micros() as u64
+        self.us_at(self.ticks_ns())
     }
     fn ticks_us(&self) -> u64 {
-        self.ticks.now().saturating_duration_since(self.ticks_start).as_micros() as u64
+        self.ticks_ns() / 1000
+    }
+    fn stamp(&self) -> (u64, u64) {
+        let t = self.ticks_ns();
+        (self.us_at(t) / 1000, t / 1000)
     }
     fn wall_offset_ms(&self) -> i64 {
         self.offset_ms.load(Ordering::Relaxed)
@@ -154,6 +216,30 @@ mod tests {
             .min()
             .unwrap();
         assert!(best < 200, "timeline is {best} us away from the wall clock");
+    }
+
+    /// The timeline read through the TSC stays on `Instant`'s: each reading lies between the
+    /// monotonic clock read just before and just after it (a few microseconds of slack for the
+    /// TSC's rate and the rounding), across many measures of the skew, and `stamp` reads the
+    /// same two clocks as `now_ms` and `ticks_us`.
+    #[test]
+    fn the_timeline_follows_the_monotonic_clock() {
+        let c = SystemClock::new();
+        let mono_us = |c: &SystemClock| c.start_unix_us + c.start.elapsed().as_micros() as u64;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(30);
+        let mut n = 0u64;
+        while std::time::Instant::now() < deadline {
+            let before = mono_us(&c);
+            let ours = c.now_us();
+            let after = mono_us(&c);
+            assert!(ours + 5 >= before && ours <= after + 5, "{ours} not within [{before}, {after}]");
+            n += 1;
+            if n.is_multiple_of(64) {
+                std::thread::sleep(std::time::Duration::from_micros(300));
+            }
+        }
+        let (ms, ticks) = c.stamp();
+        assert!(ms.abs_diff(c.now_ms()) <= 1 && ticks.abs_diff(c.ticks_us()) < 1000);
     }
 
     #[test]

@@ -82,8 +82,7 @@ impl Server {
     }
 
     fn execute_inner(&self, client: &mut Client, args: &[Bytes]) -> Option<Frame> {
-        let now = self.clock.now_ms();
-        let start = self.clock.ticks_us();
+        let (now, start) = self.clock.stamp();
         client.info.last_active_ms.store(now, Ordering::Relaxed);
         // CLIENT LIST's `cmd=` is the command as looked up, before any check (Redis's `lastcmd`):
         // rejected and queued commands show too, an unknown one (or subcommand) as NULL, a container
