@@ -1175,7 +1175,9 @@ impl Shard {
 
     /// Takes the keys whose blocked clients should be served, as (readiness order, db, key).
     pub fn take_ready(&mut self) -> Vec<(u64, usize, Key)> {
-        if !self.ready.swap(false, Ordering::Relaxed) {
+        // Every command asks, and mostly nothing is ready: a load, where the swap would write the
+        // flag's line each time (it is set under this shard's lock, which the caller holds).
+        if !self.ready.load(Ordering::Relaxed) || !self.ready.swap(false, Ordering::Relaxed) {
             return Vec::new();
         }
         let mut out = Vec::new();
