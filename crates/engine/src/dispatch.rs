@@ -43,9 +43,10 @@ impl Server {
     /// Starts loading what the next requests of `client` will read, from the requests waiting in
     /// its buffer as `resp::peek` sees them: each one's first key (commands whose key spec starts
     /// at a fixed position), in the client's database ([`crate::keyspace::Keyspace::prefetch`]). Returns how many
-    /// requests it looked at (at most [`PREFETCH_BATCH`]); one request alone is not worth it and
-    /// is left alone. Changes nothing.
-    pub fn prefetch<'b>(&self, client: &Client, requests: impl Iterator<Item = resp::Peeked<'b>>) -> usize {
+    /// requests it looked at (at most [`PREFETCH_BATCH`]; one request alone is not worth it and
+    /// is left alone), and whether loading ahead was worth it for any of their keys (their
+    /// database large enough, [`crate::keyspace::PREFETCH_MIN_KEYS`]). Changes nothing.
+    pub fn prefetch<'b>(&self, client: &Client, requests: impl Iterator<Item = resp::Peeked<'b>>) -> (usize, bool) {
         let mut peeked: [Option<resp::Peeked<'b>>; PREFETCH_BATCH] = [None; PREFETCH_BATCH];
         let mut seen = 0;
         for (slot, r) in peeked.iter_mut().zip(requests) {
@@ -53,7 +54,7 @@ impl Server {
             seen += 1;
         }
         if seen < 2 {
-            return seen;
+            return (seen, true);
         }
         let mut keys: [&[u8]; PREFETCH_BATCH] = [&[]; PREFETCH_BATCH];
         let mut n = 0;
@@ -75,10 +76,7 @@ impl Server {
                 n += 1;
             }
         }
-        if n > 1 {
-            self.ks.prefetch(client.db, &keys[..n]);
-        }
-        seen
+        (seen, n > 1 && self.ks.prefetch(client.db, &keys[..n]))
     }
 
     fn execute_inner(&self, client: &mut Client, args: &[Bytes]) -> Option<Frame> {
@@ -1102,7 +1100,7 @@ mod blocked_slowlog_tests {
 
 #[cfg(test)]
 mod prefetch_tests {
-    use crate::keyspace::PREFETCH_BATCH;
+    use crate::keyspace::{PREFETCH_BATCH, PREFETCH_MIN_KEYS};
     use crate::testkit::TestServer;
 
     fn request(args: &[&str]) -> Vec<u8> {
@@ -1132,6 +1130,10 @@ mod prefetch_tests {
         for i in 0..100 {
             c.run(&format!("SET key:{i} v{i}"));
         }
+        // Enough keys for loading ahead to be worth it.
+        for i in 0..PREFETCH_MIN_KEYS * 2 {
+            c.run(&format!("SET fill:{i} v"));
+        }
         c.run("SET gone x PX 5");
         ts.clock.advance_ms(10_000);
         let stats = |c: &mut crate::testkit::TestClient| {
@@ -1146,10 +1148,10 @@ mod prefetch_tests {
             buf.extend(request(&["set", &format!("key:{}", 100 + i), "v"]));
         }
         buf.extend(request(&["GET", "gone"]));
-        assert_eq!(ts.srv.prefetch(&c.client, resp::peek(&buf)), PREFETCH_BATCH);
-        assert_eq!(ts.srv.prefetch(&c.client, resp::peek(&request(&["GET", "key:3"]))), 1);
-        assert_eq!(ts.srv.prefetch(&c.client, resp::peek(b"")), 0);
-        assert_eq!(ts.srv.prefetch(&c.client, resp::peek(&request(&["GET", "gone"]).repeat(3))), 3);
+        assert_eq!(ts.srv.prefetch(&c.client, resp::peek(&buf)), (PREFETCH_BATCH, true));
+        assert_eq!(ts.srv.prefetch(&c.client, resp::peek(&request(&["GET", "key:3"]))), (1, true));
+        assert_eq!(ts.srv.prefetch(&c.client, resp::peek(b"")), (0, true));
+        assert_eq!(ts.srv.prefetch(&c.client, resp::peek(&request(&["GET", "gone"]).repeat(3))), (3, true));
 
         let after = (stats(&mut c), c.run("DEBUG DIGEST"));
         assert_eq!(before, after);
@@ -1162,5 +1164,25 @@ mod prefetch_tests {
         assert_eq!(idle, ":10");
         assert_eq!(c.run("EXISTS key:100"), ":0");
         assert_eq!(c.run("PTTL gone"), ":-2");
+    }
+
+    /// A small database is not loaded ahead, and the caller hears that it was not worth it.
+    #[test]
+    fn a_small_database_is_not_prefetched() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        let gets: Vec<u8> = (0..20).flat_map(|i| request(&["GET", &format!("key:{i}")])).collect();
+        assert_eq!(ts.srv.prefetch(&c.client, resp::peek(&gets)), (PREFETCH_BATCH, false));
+        for i in 0..PREFETCH_MIN_KEYS / 4 {
+            c.run(&format!("SET key:{i} v"));
+        }
+        assert_eq!(ts.srv.prefetch(&c.client, resp::peek(&gets)), (PREFETCH_BATCH, false));
+        for i in PREFETCH_MIN_KEYS / 4..PREFETCH_MIN_KEYS * 2 {
+            c.run(&format!("SET key:{i} v"));
+        }
+        assert_eq!(ts.srv.prefetch(&c.client, resp::peek(&gets)), (PREFETCH_BATCH, true));
+        // Requests without keys are not worth it either.
+        let pings: Vec<u8> = (0..4).flat_map(|_| request(&["PING"])).collect();
+        assert_eq!(ts.srv.prefetch(&c.client, resp::peek(&pings)), (4, false));
     }
 }

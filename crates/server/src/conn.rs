@@ -23,6 +23,9 @@ use tokio::sync::Notify;
 mod replica;
 
 const READ_CHUNK: usize = 16 * 1024;
+/// Requests run without a prefetch after one that found nothing worth loading ahead: a small
+/// database stays small for a while, and looking costs about as much as a GET of a small table.
+const PREFETCH_REST: u32 = 64;
 /// Write buffers larger than this are released once written.
 const KEEP_BUF: usize = 64 * 1024;
 /// A query buffer over this size shrinks to its recent peak (Redis's `PROTO_RESIZE_THRESHOLD`).
@@ -113,6 +116,8 @@ struct Conn<S> {
     peak: usize,
     /// Whether the query buffer was given back while idle (it is allocated again by the next read).
     idle_released: bool,
+    /// Requests still to run without a prefetch (see `run_buffered`).
+    prefetch_rest: u32,
     /// Run once the connection closed and the server forgot its client (a replica's connection
     /// drops the full sync handed to it and not taken).
     on_close: Vec<Box<dyn FnOnce() + Send>>,
@@ -159,6 +164,7 @@ where
             obuf: Obuf::default(),
             peak: 0,
             idle_released: false,
+            prefetch_rest: 0,
             on_close: Vec::new(),
         }
     }
@@ -202,10 +208,20 @@ where
     async fn run_buffered(&mut self) -> Step {
         // Requests left of those the last prefetch looked at: when none, the next ones waiting
         // whole in the buffer have their keys' memory loaded ahead (`Server::prefetch`).
+        // After a look that found nothing worth loading (a small database, commands without
+        // keys), the next `PREFETCH_REST` requests are run without one.
         let mut ahead = 0usize;
         loop {
             if ahead == 0 && !self.dec.in_progress() {
-                ahead = self.srv.prefetch(&self.client, resp::peek(&self.rbuf));
+                if self.prefetch_rest > 0 {
+                    self.prefetch_rest -= 1;
+                } else {
+                    let (seen, worth) = self.srv.prefetch(&self.client, resp::peek(&self.rbuf));
+                    ahead = seen;
+                    if !worth {
+                        self.prefetch_rest = PREFETCH_REST;
+                    }
+                }
             }
             ahead = ahead.saturating_sub(1);
             let limits = Limits {
