@@ -1,7 +1,7 @@
 //! Looking at the requests waiting in a buffer without decoding them: what a server needs to start
 //! loading the memory those requests will touch before it runs the first of them.
 
-use crate::request::PROTO_MBULK_BIG_ARG;
+use crate::request::{PROTO_MBULK_BIG_ARG, number_line};
 
 /// How many of a peeked request's arguments (the name first) are kept.
 pub const PEEKED_ARGS: usize = 4;
@@ -42,25 +42,27 @@ pub fn peek(buf: &[u8]) -> impl Iterator<Item = Peeked<'_>> {
     })
 }
 
-/// The request at the front of `buf` and its length in bytes.
+/// The request at the front of `buf` and its length in bytes. Header lines are read as the
+/// decoder's one-pass path reads them ([`crate::request::number_line`]), so a request peeked is
+/// one that path takes whole.
 fn peek_one(buf: &[u8]) -> Option<(Peeked<'_>, usize)> {
     if buf.first() != Some(&b'*') {
         return None;
     }
-    let (argc, mut at) = number(buf, 1)?;
+    let (argc, mut at) = number_line(buf, 0)?;
     if argc == 0 {
         return None;
     }
     let mut args: [&[u8]; PEEKED_ARGS] = [&[]; PEEKED_ARGS];
-    for i in 0..argc {
+    for i in 0..argc as usize {
         if buf.get(at) != Some(&b'$') {
             return None;
         }
-        let (len, start) = number(buf, at + 1)?;
-        if len >= PROTO_MBULK_BIG_ARG {
+        let (len, start) = number_line(buf, at)?;
+        if len as usize >= PROTO_MBULK_BIG_ARG {
             return None;
         }
-        let end = start + len;
+        let end = start + len as usize;
         if buf.len() < end + 2 {
             return None;
         }
@@ -69,22 +71,7 @@ fn peek_one(buf: &[u8]) -> Option<(Peeked<'_>, usize)> {
         }
         at = end + 2;
     }
-    Some((Peeked { argc, args }, at))
-}
-
-/// The decimal number starting at `buf[at]` and ending with `\r\n` (at most 9 digits), and the
-/// offset after the `\n`.
-fn number(buf: &[u8], at: usize) -> Option<(usize, usize)> {
-    let mut n = 0usize;
-    let mut i = at;
-    loop {
-        match *buf.get(i)? {
-            d @ b'0'..=b'9' if i - at < 9 => n = n * 10 + (d - b'0') as usize,
-            b'\r' if i > at => return (buf.get(i + 1) == Some(&b'\n')).then_some((n, i + 2)),
-            _ => return None,
-        }
-        i += 1;
-    }
+    Some((Peeked { argc: argc as usize, args }, at))
 }
 
 #[cfg(test)]

@@ -414,17 +414,19 @@ const WHOLE_MAX_ARGS: i64 = 1024;
 /// the next line begins; None for any other line, which the general path then reads (the same line
 /// there gives the same number: its CR is the first byte after the digits, and `string2ll` accepts
 /// such digits as they are).
-fn number_line(b: &[u8], at: usize) -> Option<(i64, usize)> {
-    let line = b.get(at + 1..)?;
+#[inline]
+pub(crate) fn number_line(b: &[u8], at: usize) -> Option<(i64, usize)> {
+    let first = at + 1;
+    let mut i = first;
     let mut v: i64 = 0;
-    for (i, &c) in line.iter().enumerate() {
-        match c {
-            b'0'..=b'9' if i < 10 && (i == 0 || v != 0) => v = v * 10 + i64::from(c - b'0'),
-            b'\r' if i > 0 && i + 2 <= line.len() => return Some((v, at + 1 + i + 2)),
+    loop {
+        match *b.get(i)? {
+            c @ b'0'..=b'9' if i - first < 10 && (i == first || v != 0) => v = v * 10 + i64::from(c - b'0'),
+            b'\r' if i > first && i + 2 <= b.len() => return Some((v, i + 2)),
             _ => return None,
         }
+        i += 1;
     }
-    None
 }
 
 /// C's `atoi`, as Redis uses it where it does not validate (DEBUG switches) and redis-cli for
