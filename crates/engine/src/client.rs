@@ -135,8 +135,8 @@ pub struct Client {
     /// The last top-level command its requests named, as they spelled it (a pipeline mostly
     /// repeats one): the next request spelling it the same skips the table's lookup.
     pub recent: Option<RecentCommand>,
-    /// The connection is a replica's (SYNC / PSYNC set CLIENT LIST's `S` flag): read here by
-    /// every command without locking the flags.
+    /// The connection is a replica's, as CLIENT LIST's `S` flag says ([`Client::become_replica`]
+    /// sets both): read here by every command without locking the flags.
     pub is_replica: bool,
     /// What `info.last_cmd` (CLIENT LIST's `cmd=`) holds, so that it is locked and written only
     /// when it changes.
@@ -200,6 +200,13 @@ impl Client {
             *self.info.last_cmd.lock() = name;
             self.last_cmd_shown = name;
         }
+    }
+
+    /// Makes the connection a replica's (SYNC, PSYNC): CLIENT LIST's `S` flag, and
+    /// [`Client::is_replica`], which every command reads without locking the flags.
+    pub fn become_replica(&mut self) {
+        self.info.set_flag('S', true);
+        self.is_replica = true;
     }
 
     /// Leaves MULTI and unwatches everything (DISCARD, EXEC, RESET), keeping CLIENT LIST in step.

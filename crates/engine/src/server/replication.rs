@@ -62,8 +62,7 @@ impl Server {
                 Psync::Continue { from, replid } => {
                     self.repl.sync_partial_ok.fetch_add(1, Ordering::Relaxed);
                     self.repl.attach(client.info.clone(), ReplicaState::Online, from - 1, false, now);
-                    client.info.set_flag('S', true);
-                    client.is_replica = true;
+                    client.become_replica();
                     client.sync = Some(SyncJob::Partial { from });
                     self.log_replica(&format!("Partial resynchronization request from {} accepted.", client.info.addr));
                     let line = if psync2 { format!("CONTINUE {replid}") } else { "CONTINUE".to_string() };
@@ -80,8 +79,7 @@ impl Server {
         let eof = psync.is_some() && eof_capa && diskless;
         let delay_ms = if eof { self.config.get_i64("repl-diskless-sync-delay").max(0) as u64 * 1000 } else { 0 };
         self.log_replica(&format!("Full resync requested by replica {}", client.info.addr));
-        client.info.set_flag('S', true);
-        client.is_replica = true;
+        client.become_replica();
         if delay_ms > 0 || self.persistence.snapshot_busy() {
             // Redis's WAIT_BGSAVE_START: the file starts once the delay is over and no other
             // snapshot runs; `+FULLRESYNC` is sent then.
