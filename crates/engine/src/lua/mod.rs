@@ -198,6 +198,11 @@ const VERIFIED_SLOTS: usize = 4096;
 /// an argument asks on its way to its locks, so other names are turned away first, and a short
 /// body is hashed in one call from the stack (no allocation, no streaming state: the same hash).
 fn script_id(name: &[u8], what: &[u8]) -> Option<u64> {
+    // Every script command's name begins with `e` or `f`: most others end here, before the six
+    // comparisons below.
+    if !matches!(name.first(), Some(b'e' | b'E' | b'f' | b'F')) {
+        return None;
+    }
     let is = |a: &[u8]| name.eq_ignore_ascii_case(a);
     let kind: &[u8] = if is(b"eval") || is(b"eval_ro") {
         b"eval"
@@ -991,10 +996,6 @@ impl Scripting {
     /// Whether this EVAL/EVALSHA/FCALL runs a script seen touching undeclared keys, so it must lock
     /// every shard (see `escalated`).
     pub fn needs_all_shards<R: Runner>(&self, cmd: &Command<R>, args: &[Bytes]) -> bool {
-        // Every command asks: the table's name answers most of them without reading the request.
-        if !(cmd.name.starts_with("eval") || cmd.name.starts_with("fcall")) {
-            return false;
-        }
         let Some(id) = args.get(1).and_then(|what| script_id(cmd.name.as_bytes(), what)) else { return false };
         !self.is_verified(id) || (self.any_escalated.load(Ordering::Relaxed) && self.escalated.read().contains(&id))
     }
