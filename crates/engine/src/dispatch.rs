@@ -43,9 +43,10 @@ impl Server {
     /// Starts loading what the next requests of `client` will read, from the requests waiting in
     /// its buffer as `resp::peek` sees them: each one's first key (commands whose key spec starts
     /// at a fixed position), in the client's database ([`crate::keyspace::Keyspace::prefetch`]). Returns how many
-    /// requests it looked at (at most [`PREFETCH_BATCH`]; one request alone is not worth it and
-    /// is left alone), and whether loading ahead was worth it for any of their keys (their
-    /// database large enough, [`crate::keyspace::PREFETCH_MIN_KEYS`]). Changes nothing.
+    /// requests it looked at (at most [`PREFETCH_BATCH`]), and whether loading ahead was worth it
+    /// for any of their keys (their database large enough, [`crate::keyspace::PREFETCH_MIN_KEYS`]).
+    /// One request alone is left alone and not judged (answered as worth it, so that the next
+    /// batch is looked at). Changes nothing.
     pub fn prefetch<'b>(&self, client: &Client, requests: impl Iterator<Item = resp::Peeked<'b>>) -> (usize, bool) {
         let mut peeked: [Option<resp::Peeked<'b>>; PREFETCH_BATCH] = [None; PREFETCH_BATCH];
         let mut seen = 0;

@@ -1326,12 +1326,12 @@ impl Keyspace {
     pub fn prefetch(&self, db: usize, keys: &[&[u8]]) -> bool {
         let mut found = [(0usize, 0u64); PREFETCH_BATCH];
         let mut n = 0;
-        let min_len = PREFETCH_MIN_KEYS / self.shards.len();
+        let min_len = (PREFETCH_MIN_KEYS / self.shards.len()).max(1);
         for key in keys.iter().take(PREFETCH_BATCH) {
             let s = self.shard_of(key);
             let Some(shard) = self.shards[s].try_lock() else { continue };
             let Some(t) = shard.dbs.get(db) else { return false };
-            if t.map.len() < min_len.max(1) {
+            if t.map.len() < min_len {
                 continue;
             }
             let hash = t.map.hash(key);

@@ -23,8 +23,9 @@ use tokio::sync::Notify;
 mod replica;
 
 const READ_CHUNK: usize = 16 * 1024;
-/// Requests run without a prefetch after one that found nothing worth loading ahead: a small
-/// database stays small for a while, and looking costs about as much as a GET of a small table.
+/// Turns of `run_buffered`'s loop (a request each, or the buffer's end) run without a prefetch after
+/// one that found nothing worth loading ahead: a small database stays small for a while, and
+/// looking costs about as much as a GET of a small table.
 const PREFETCH_REST: u32 = 64;
 /// Write buffers larger than this are released once written.
 const KEEP_BUF: usize = 64 * 1024;
@@ -116,7 +117,7 @@ struct Conn<S> {
     peak: usize,
     /// Whether the query buffer was given back while idle (it is allocated again by the next read).
     idle_released: bool,
-    /// Requests still to run without a prefetch (see `run_buffered`).
+    /// Turns of `run_buffered`'s loop still to run without a prefetch (`PREFETCH_REST`).
     prefetch_rest: u32,
     /// Run once the connection closed and the server forgot its client (a replica's connection
     /// drops the full sync handed to it and not taken).
@@ -209,7 +210,7 @@ where
         // Requests left of those the last prefetch looked at: when none, the next ones waiting
         // whole in the buffer have their keys' memory loaded ahead (`Server::prefetch`).
         // After a look that found nothing worth loading (a small database, commands without
-        // keys), the next `PREFETCH_REST` requests are run without one.
+        // keys), the next `PREFETCH_REST` turns go without one.
         let mut ahead = 0usize;
         loop {
             if ahead == 0 && !self.dec.in_progress() {
