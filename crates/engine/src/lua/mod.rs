@@ -197,6 +197,7 @@ const VERIFIED_SLOTS: usize = 4096;
 /// hash of its body, sha (lowercased) or function name, then the command's kind. Every command with
 /// an argument asks on its way to its locks, so other names are turned away first, and a short
 /// body is hashed in one call from the stack (no allocation, no streaming state: the same hash).
+#[inline]
 fn script_id(name: &[u8], what: &[u8]) -> Option<u64> {
     // Every script command's name begins with `e` or `f`: most others end here, before the six
     // comparisons below.
@@ -204,7 +205,7 @@ fn script_id(name: &[u8], what: &[u8]) -> Option<u64> {
         return None;
     }
     let is = |a: &[u8]| name.eq_ignore_ascii_case(a);
-    let kind: &[u8] = if is(b"eval") || is(b"eval_ro") {
+    let kind: &'static [u8] = if is(b"eval") || is(b"eval_ro") {
         b"eval"
     } else if is(b"evalsha") || is(b"evalsha_ro") {
         b"evalsha"
@@ -213,6 +214,13 @@ fn script_id(name: &[u8], what: &[u8]) -> Option<u64> {
     } else {
         return None;
     };
+    Some(script_hash(kind, what))
+}
+
+/// [`script_id`]'s hash of `what` (lowercased for `evalsha`) and `kind`. Kept out of line: the
+/// turn-away above is inlined into every command's way to its locks, this buffer is not.
+#[inline(never)]
+fn script_hash(kind: &'static [u8], what: &[u8]) -> u64 {
     let lower = kind == b"evalsha";
     let mut buf = [0u8; 96];
     if let Some(body) = buf.get_mut(..what.len()) {
@@ -223,7 +231,7 @@ fn script_id(name: &[u8], what: &[u8]) -> Option<u64> {
         let n = what.len() + kind.len();
         if let Some(tail) = buf.get_mut(what.len()..n) {
             tail.copy_from_slice(kind);
-            return Some(xxhash_rust::xxh3::xxh3_64(&buf[..n]));
+            return xxhash_rust::xxh3::xxh3_64(&buf[..n]);
         }
     }
     let mut h = xxhash_rust::xxh3::Xxh3::new();
@@ -233,7 +241,7 @@ fn script_id(name: &[u8], what: &[u8]) -> Option<u64> {
         h.update(what);
     }
     h.update(kind);
-    Some(h.digest())
+    h.digest()
 }
 
 impl Scripting {
