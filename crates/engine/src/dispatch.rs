@@ -587,7 +587,17 @@ impl Server {
     /// the writer still holds the locks (see [`crate::waiters`]).
     ///
     /// Whoever takes its own locks (EXEC, scripts) must call this before releasing them.
-    pub fn serve_ready(&self, locked: &mut crate::keyspace::Locked<'_>, mut now: u64) {
+    #[inline]
+    pub fn serve_ready(&self, locked: &mut crate::keyspace::Locked<'_>, now: u64) {
+        // After nearly every command there is nothing to do: three loads inline.
+        if self.ks.key_log() != 0 || self.changes.enabled() || locked.any_ready() {
+            self.serve_ready_keys(locked, now);
+        }
+    }
+
+    /// [`Server::serve_ready`] when there may be something to do.
+    #[inline(never)]
+    fn serve_ready_keys(&self, locked: &mut crate::keyspace::Locked<'_>, mut now: u64) {
         use crate::waiters::{Serve, WaitState};
         loop {
             // Keys the cron expired or eviction removed, and an expired lock's events before the
@@ -598,6 +608,10 @@ impl Server {
             // An expired lock's DEL goes before the grant to its next waiter.
             if self.changes.enabled() {
                 self.publish_server_deletes(locked, now);
+            }
+            // Mostly nothing is ready: a load per held shard, no list built.
+            if !locked.any_ready() {
+                return;
             }
             let mut work: Vec<(u64, usize, crate::value::Key)> = Vec::new();
             for s in locked.shards_mut() {

@@ -1173,6 +1173,11 @@ impl Shard {
         out
     }
 
+    /// True when keys of this shard have blocked clients to serve ([`Shard::take_ready`]): one load.
+    pub fn any_ready(&self) -> bool {
+        self.ready.load(Ordering::Relaxed)
+    }
+
     /// Takes the keys whose blocked clients should be served, as (readiness order, db, key).
     pub fn take_ready(&mut self) -> Vec<(u64, usize, Key)> {
         // Every command asks, and mostly nothing is ready: a load, where the swap would write the
@@ -1547,6 +1552,12 @@ impl<'a> Locked<'a> {
     /// Indices of the locked shards.
     pub fn shard_indices(&self) -> Vec<usize> {
         self.guards.iter().map(|(i, _)| *i).collect()
+    }
+
+    /// True when a held shard has keys whose blocked clients should be served
+    /// ([`Shard::any_ready`]).
+    pub fn any_ready(&self) -> bool {
+        self.guards.iter().any(|(_, g)| g.any_ready())
     }
 
     /// Iterates over the locked shards.

@@ -70,6 +70,13 @@ impl<R: Runner> Default for Pause<R> {
 }
 
 impl<R: Runner> Pause<R> {
+    /// True when a pause was declared, whether or not its deadline passed: one load, false for
+    /// nearly every command.
+    #[inline]
+    pub fn declared(&self) -> bool {
+        self.kind.load(Ordering::Relaxed) != 0
+    }
+
     /// The pause in force at `now`, if any, ignoring whether its deadline passed.
     fn kind(&self) -> Option<PauseKind> {
         match self.kind.load(Ordering::Relaxed) {

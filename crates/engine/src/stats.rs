@@ -249,16 +249,23 @@ impl Stats {
     }
 
     /// Counts `f` if it is an error reply (`total_error_replies`, `INFO errorstats`).
+    #[inline]
     pub fn count_error(&self, f: &Frame) {
         if let Frame::Error(msg) = f {
-            self.error_replies.fetch_add(1, Ordering::Relaxed);
-            let prefix = msg.split(|b| *b == b' ').next().unwrap_or(b"ERR");
-            let prefix = String::from_utf8_lossy(&prefix[..prefix.len().min(64)]).into_owned();
-            let mut errs = self.errors.lock();
-            // Redis caps the number of distinct error prefixes tracked at 128.
-            if errs.len() < 128 || errs.contains_key(&prefix) {
-                *errs.entry(prefix).or_insert(0) += 1;
-            }
+            self.count_error_text(msg);
+        }
+    }
+
+    /// [`Stats::count_error`] of an error reply, out of line: most replies are not errors.
+    #[inline(never)]
+    fn count_error_text(&self, msg: &[u8]) {
+        self.error_replies.fetch_add(1, Ordering::Relaxed);
+        let prefix = msg.split(|b| *b == b' ').next().unwrap_or(b"ERR");
+        let prefix = String::from_utf8_lossy(&prefix[..prefix.len().min(64)]).into_owned();
+        let mut errs = self.errors.lock();
+        // Redis caps the number of distinct error prefixes tracked at 128.
+        if errs.len() < 128 || errs.contains_key(&prefix) {
+            *errs.entry(prefix).or_insert(0) += 1;
         }
     }
 

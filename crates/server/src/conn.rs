@@ -308,8 +308,10 @@ where
             self.wbuf.extend_from_slice(&line);
         }
         // Invalidations its own command caused go after its reply.
-        for m in self.client.after_reply.drain(..) {
-            engine::message::put_message(&mut self.wbuf, self.client.proto, &m);
+        if !self.client.after_reply.is_empty() {
+            for m in self.client.after_reply.drain(..) {
+                engine::message::put_message(&mut self.wbuf, self.client.proto, &m);
+            }
         }
         if self.client.close_after_reply || self.client.info.killed.load(Ordering::Relaxed) {
             let _ = self.flush().await;

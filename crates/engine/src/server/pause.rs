@@ -63,7 +63,9 @@ impl Server {
     }
 
     /// Called by `execute` once a command passed every other check: if a pause holds it back, the
-    /// client waits, blocked (true; the command runs again when the pause ends).
+    /// client waits, blocked (true; the command runs again when the pause ends). Without a pause,
+    /// one load inline.
+    #[inline]
     pub(crate) fn postpone_if_paused(
         &self,
         client: &mut Client,
@@ -71,6 +73,12 @@ impl Server {
         args: &[Bytes],
         now: u64,
     ) -> bool {
+        self.pause.declared() && self.postpone_while_paused(client, cmd, args, now)
+    }
+
+    /// [`Server::postpone_if_paused`] once a pause was declared.
+    #[inline(never)]
+    fn postpone_while_paused(&self, client: &mut Client, cmd: &'static Command, args: &[Bytes], now: u64) -> bool {
         let held = self.pause.postpone(
             &self.ks,
             now,
