@@ -135,6 +135,19 @@ impl Keys {
         }
     }
 
+    /// The one position [`Keys::positions`] finds among `argc` arguments when the spec is a
+    /// `Range` of a single key that is there (GET's, SET's, INCR's ...), None otherwise: the
+    /// common case of the way to the locks, without building the positions.
+    #[inline]
+    pub fn single(&self, argc: usize) -> Option<usize> {
+        match *self {
+            Keys::Range { first, last, step } if first == last && first > 0 && step > 0 && (first as usize) < argc => {
+                Some(first as usize)
+            }
+            _ => None,
+        }
+    }
+
     /// The positions a `Range` finds among `argc` arguments, without allocating (none for the
     /// other kinds).
     pub fn range_positions(&self, argc: usize) -> impl Iterator<Item = usize> {
@@ -440,5 +453,50 @@ impl<R: Runner> CommandTable<R> {
     /// Every top-level command, sorted by name.
     pub fn all(&self) -> &[&'static Command<R>] {
         &self.all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_single_key_is_where_positions_finds_it_alone() {
+        fn find(args: &[Bytes]) -> Vec<usize> {
+            (1..args.len()).collect()
+        }
+        let specs = [
+            ("none", Keys::None),
+            ("one", Keys::ONE),
+            ("all", Keys::ALL),
+            ("second", Keys::Range { first: 2, last: 2, step: 1 }),
+            ("step 0", Keys::Range { first: 3, last: 3, step: 0 }),
+            ("two", Keys::Range { first: 1, last: 2, step: 1 }),
+            ("every other", Keys::Range { first: 1, last: -1, step: 2 }),
+            ("all but the last", Keys::Range { first: 1, last: -2, step: 1 }),
+            ("the name", Keys::Range { first: 0, last: 0, step: 1 }),
+            ("custom", Keys::Custom { first: 1, last: 1, step: 1, find }),
+        ];
+        let mut singles = 0;
+        for (name, spec) in specs {
+            for argc in 1..8 {
+                let args = vec![Bytes::from_static(b"x"); argc];
+                let pos = spec.positions(&args);
+                match spec.single(argc) {
+                    Some(i) => {
+                        singles += 1;
+                        assert_eq!(pos[..], [i], "{name}, {argc} arguments");
+                    }
+                    // Not a one-key range, or its key is not there: positions answers (one
+                    // position too, for Custom).
+                    None => assert!(
+                        !matches!(spec, Keys::Range { first, last, step } if first == last && first > 0 && step > 0)
+                            || pos.is_empty(),
+                        "{name}, {argc} arguments: {pos:?}"
+                    ),
+                }
+            }
+        }
+        assert_eq!(singles, 6 + 5, "one from 2 arguments, the second from 3");
     }
 }

@@ -253,6 +253,8 @@ impl Server {
         };
         let locked = if cmd.needs_all_shards(args) || self.scripting.needs_all_shards(cmd, args) {
             self.ks.lock_all_until(&give_up)
+        } else if let Some(i) = cmd.keys.single(args.len()) {
+            self.ks.lock_key_until(&args[i], &give_up)
         } else {
             let pos = cmd.keys.positions(args);
             match pos[..] {

@@ -1359,7 +1359,7 @@ impl Keyspace {
             return self.lock_all();
         }
         let guards = idx.into_iter().map(|i| (i, self.shards[i].lock())).collect();
-        Locked { ks: self, guards, all: false }
+        Locked { ks: self, guards, all: false, known: None }
     }
 
     /// Locks the shards owning `keys`.
@@ -1370,7 +1370,7 @@ impl Keyspace {
     /// Locks every shard.
     pub fn lock_all(&self) -> Locked<'_> {
         let guards = self.shards.iter().enumerate().map(|(i, m)| (i, m.lock())).collect();
-        Locked { ks: self, guards, all: true }
+        Locked { ks: self, guards, all: true, known: None }
     }
 
     /// Like [`Keyspace::lock_shards`], but never waits unboundedly: on contention it retries in short
@@ -1388,7 +1388,7 @@ impl Keyspace {
         for i in idx {
             guards.push((i, self.lock_one_until(i, give_up)?));
         }
-        Some(Locked { ks: self, guards, all })
+        Some(Locked { ks: self, guards, all, known: None })
     }
 
     /// [`Keyspace::lock_shards_until`] for one shard (a one-key command's way to its lock).
@@ -1397,13 +1397,23 @@ impl Keyspace {
         Some(self.one_locked(i, g))
     }
 
+    /// [`Keyspace::lock_shard_until`] for the shard of `key`, a one-key command's key, which the
+    /// set remembers: the command's own accesses to that key find their shard without hashing it
+    /// again ([`Locked::shard_for`]). `key` must outlive the set (a command's arguments do).
+    pub fn lock_key_until(&self, key: &[u8], give_up: &dyn Fn() -> bool) -> Option<Locked<'_>> {
+        let i = self.shard_of(key);
+        let mut locked = self.lock_shard_until(i, give_up)?;
+        locked.known = Some((key.as_ptr() as usize, key.len(), i));
+        Some(locked)
+    }
+
     /// [`Keyspace::lock_all`] with the bounded waits of [`Keyspace::lock_shards_until`].
     pub fn lock_all_until(&self, give_up: &dyn Fn() -> bool) -> Option<Locked<'_>> {
         let mut guards = Guards::with_capacity(self.shards.len());
         for i in 0..self.shards.len() {
             guards.push((i, self.lock_one_until(i, give_up)?));
         }
-        Some(Locked { ks: self, guards, all: true })
+        Some(Locked { ks: self, guards, all: true, known: None })
     }
 
     fn lock_one_until(&self, i: usize, give_up: &dyn Fn() -> bool) -> Option<MutexGuard<'_, Shard>> {
@@ -1428,12 +1438,12 @@ impl Keyspace {
 
     /// The set holding shard `i` alone (the whole keyspace when it is the only shard).
     fn one_locked<'a>(&'a self, i: usize, g: MutexGuard<'a, Shard>) -> Locked<'a> {
-        Locked { ks: self, guards: smallvec::smallvec![(i, g)], all: self.shards.len() == 1 }
+        Locked { ks: self, guards: smallvec::smallvec![(i, g)], all: self.shards.len() == 1, known: None }
     }
 
     /// Locks nothing (commands that touch no key).
     pub fn lock_none(&self) -> Locked<'_> {
-        Locked { ks: self, guards: Guards::new(), all: false }
+        Locked { ks: self, guards: Guards::new(), all: false, known: None }
     }
 
     /// Visits each shard in turn, locked, for statistics (INFO) without stopping the world.
@@ -1461,6 +1471,9 @@ pub struct Locked<'a> {
     ks: &'a Keyspace,
     guards: Guards<'a>,
     all: bool,
+    /// The key it was locked for ([`Keyspace::lock_key_until`]): its address, its length and its
+    /// shard. The key outlives the set, so no other key can be at that address meanwhile.
+    known: Option<(usize, usize, usize)>,
 }
 
 impl<'a> Locked<'a> {
@@ -1497,7 +1510,13 @@ impl<'a> Locked<'a> {
     /// key. That is a bug in the table (tests walk it); the panic unwinds only the client's task and
     /// releases every lock on the way.
     pub fn shard_for(&mut self, key: &[u8]) -> &mut Shard {
-        let i = self.ks.shard_of(key);
+        let i = match self.known {
+            Some((at, len, i)) if at == key.as_ptr() as usize && len == key.len() => {
+                debug_assert_eq!(i, self.ks.shard_of(key), "a remembered key moved");
+                i
+            }
+            _ => self.ks.shard_of(key),
+        };
         self.shard(i)
     }
 
