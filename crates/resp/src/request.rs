@@ -414,8 +414,22 @@ const WHOLE_MAX_ARGS: i64 = 1024;
 /// the next line begins; None for any other line, which the general path then reads (the same line
 /// there gives the same number: its CR is the first byte after the digits, and `string2ll` accepts
 /// such digits as they are).
-#[inline]
+#[inline(always)]
 pub(crate) fn number_line(b: &[u8], at: usize) -> Option<(i64, usize)> {
+    // One or two digits (argument counts, names, keys, small values) read without the loop.
+    match b.get(at + 1..at + 5) {
+        Some(&[d @ b'0'..=b'9', b'\r', _, _]) => return Some((i64::from(d - b'0'), at + 4)),
+        Some(&[d @ b'1'..=b'9', e @ b'0'..=b'9', b'\r', _]) => {
+            return Some((i64::from(d - b'0') * 10 + i64::from(e - b'0'), at + 5));
+        }
+        _ => {}
+    }
+    number_line_loop(b, at)
+}
+
+/// [`number_line`] digit by digit (out of line, so that the shortcut inlines where it is read).
+#[inline(never)]
+fn number_line_loop(b: &[u8], at: usize) -> Option<(i64, usize)> {
     let first = at + 1;
     let mut i = first;
     let mut v: i64 = 0;
@@ -595,6 +609,27 @@ mod tests {
     use super::*;
 
     type Cmd = Vec<Vec<u8>>;
+
+    #[test]
+    fn short_number_lines_read_as_the_loop_reads_them() {
+        // Every line of up to 6 bytes after the prefix from an alphabet of digits, CR, LF and
+        // others: the shortcut for one and two digits answers as the loop does.
+        let alphabet = b"0159\r\nx";
+        let mut taken = 0;
+        for len in 0..=6u32 {
+            for mut n in 0..alphabet.len().pow(len) {
+                let mut line = vec![b'$'];
+                for _ in 0..len {
+                    line.push(alphabet[n % alphabet.len()]);
+                    n /= alphabet.len();
+                }
+                let got = number_line(&line, 0);
+                assert_eq!(got, number_line_loop(&line, 0), "{:?}", String::from_utf8_lossy(&line));
+                taken += usize::from(got.is_some());
+            }
+        }
+        assert!(taken > 100, "the alphabet makes numbers: {taken}");
+    }
 
     fn cmd(args: &[&[u8]]) -> Cmd {
         args.iter().map(|a| a.to_vec()).collect()
