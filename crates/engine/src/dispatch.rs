@@ -48,34 +48,35 @@ impl Server {
     /// One request alone is left alone and not judged (answered as worth it, so that the next
     /// batch is looked at). Changes nothing.
     pub fn prefetch<'b>(&self, client: &Client, requests: impl Iterator<Item = resp::Peeked<'b>>) -> (usize, bool) {
-        let mut peeked: [Option<resp::Peeked<'b>>; PREFETCH_BATCH] = [None; PREFETCH_BATCH];
-        let mut seen = 0;
-        for (slot, r) in peeked.iter_mut().zip(requests) {
-            *slot = Some(r);
-            seen += 1;
-        }
-        if seen < 2 {
-            return (seen, true);
-        }
+        let mut requests = requests.take(PREFETCH_BATCH);
+        let Some(first) = requests.next() else { return (0, true) };
+        let Some(second) = requests.next() else { return (1, true) };
         let mut keys: [&[u8]; PREFETCH_BATCH] = [&[]; PREFETCH_BATCH];
         let mut n = 0;
         // A pipeline mostly repeats one command: look a name up once while it repeats.
         let mut last: Option<(&[u8], Option<&Command>)> = None;
-        for r in peeked.iter().flatten() {
-            let Some(name) = r.arg(0) else { continue };
+        let mut visit = |r: resp::Peeked<'b>| {
+            let Some(name) = r.arg(0) else { return };
             let cmd = match last {
                 Some((n, cmd)) if n == name => cmd,
                 _ => self.table.get(name),
             };
             last = Some((name, cmd));
-            let Some(cmd) = cmd else { continue };
-            if let Keys::Range { first, .. } = cmd.keys
+            if let Some(cmd) = cmd
+                && let Keys::Range { first, .. } = cmd.keys
                 && first > 0
                 && let Some(key) = r.arg(first as usize)
             {
                 keys[n] = key;
                 n += 1;
             }
+        };
+        visit(first);
+        visit(second);
+        let mut seen = 2;
+        for r in requests {
+            visit(r);
+            seen += 1;
         }
         (seen, n > 1 && self.ks.prefetch(client.db, &keys[..n]))
     }
