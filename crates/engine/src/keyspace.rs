@@ -782,6 +782,14 @@ impl Table {
     /// yet writes it now, as it was. One branch when no snapshot runs.
     #[inline]
     fn before_change(&mut self, idx: usize) {
+        if self.snap.is_some() {
+            self.cover_before_change(idx);
+        }
+    }
+
+    /// [`Table::before_change`] while a snapshot runs.
+    #[inline(never)]
+    fn cover_before_change(&mut self, idx: usize) {
         if let Some(s) = self.snap.as_deref_mut() {
             let (k, e) = self.map.get_index_mut(idx).expect("index of a present entry");
             s.cover(self.epoch, k, e, deadline_in(&self.deadlines, e).unwrap_or(0), true);
@@ -879,7 +887,17 @@ impl Table {
 
     /// Marks the watchers of `key` dirty after a modification (Redis's `touchWatchedKey`), and
     /// logs the change for keyspace notifications and client tracking.
+    #[inline]
     pub fn touch(&mut self, key: &[u8]) {
+        // Nearly always neither: two loads inline.
+        if self.log_mask.load(Ordering::Relaxed) & KeyEvent::Changed.bit() != 0 || self.watch.is_some() {
+            self.touch_logged_or_watched(key);
+        }
+    }
+
+    /// [`Table::touch`] when changes are logged or keys watched.
+    #[inline(never)]
+    fn touch_logged_or_watched(&mut self, key: &[u8]) {
         self.log_key(key, KeyEvent::Changed);
         let Some(watch) = self.watch.as_deref_mut() else { return };
         let Some(list) = watch.get_mut(key) else { return };
@@ -941,7 +959,16 @@ impl Table {
     }
 
     /// Notes that `key` changed (written, deleted, expired), if clients are blocked on it.
+    #[inline]
     pub fn signal_ready(&mut self, key: &[u8]) {
+        if self.blocked.is_some() {
+            self.signal_ready_blocked(key);
+        }
+    }
+
+    /// [`Table::signal_ready`] when clients are blocked on keys of this table.
+    #[inline(never)]
+    fn signal_ready_blocked(&mut self, key: &[u8]) {
         if let Some(b) = self.blocked.as_deref()
             && b.contains_key(key)
             && !self.ready.iter().any(|(_, k)| k[..] == *key)
