@@ -76,8 +76,13 @@ impl<'l, 'k> Db<'l, 'k> {
     pub fn read(&mut self, key: &[u8]) -> Option<&Entry> {
         let (now, i, no_touch, access) = (self.now, self.index, self.no_touch, self.access);
         let expire_now = self.expire_now;
+        let hash = self.locked.known_hash(key);
         let crate::keyspace::Shard { dbs, hits, misses, .. } = self.locked.shard_for(key);
-        match dbs[i].lookup_read(key, expire_now) {
+        let found = match hash {
+            Some(hash) => dbs[i].lookup_read_hashed(key, hash, expire_now),
+            None => dbs[i].lookup_read(key, expire_now),
+        };
+        match found {
             Some(e) => {
                 *hits += 1;
                 if !no_touch {
@@ -138,7 +143,10 @@ impl<'l, 'k> Db<'l, 'k> {
     /// Looks a key up for modification (no statistics).
     pub fn write(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let (now, access, expire_now) = (self.now, self.access, self.expire_now);
-        let e = self.table(key).lookup_for_write(key, expire_now)?;
+        let e = match self.locked.known_hash(key) {
+            Some(hash) => self.table(key).lookup_for_write_hashed(key, hash, expire_now)?,
+            None => self.table(key).lookup_for_write(key, expire_now)?,
+        };
         access.touch(e, now);
         Some(e)
     }
@@ -202,6 +210,7 @@ impl<'l, 'k> Db<'l, 'k> {
     /// Stores `value` under `key`. With `keep_ttl` an existing TTL survives, otherwise it is cleared.
     pub fn set(&mut self, key: &[u8], value: Value, keep_ttl: bool) {
         let (now, access, expire_now) = (self.now, self.access, self.expire_now);
+        let hash = self.locked.known_hash(key);
         // A kept TTL is an existing key's, whose place in the list is there already.
         let t = self.table_for_insert(key, false);
         let mut e = Entry::new(value);
@@ -219,7 +228,10 @@ impl<'l, 'k> Db<'l, 'k> {
                 e.set_lfu(old.lfu());
             }
         }
-        t.insert(key, e, at);
+        match hash {
+            Some(hash) => t.insert_hashed(key, hash, e, at),
+            None => t.insert(key, e, at),
+        };
     }
 
     /// Stores `value` with a deadline (monotonic ms; 0 = none).

@@ -160,6 +160,14 @@ fn prefetch(addr: usize) {
     let _ = addr;
 }
 
+/// The hasher of every keyspace map, and of the keyspace's choice of shard: one instance for the
+/// process, randomly seeded once (as Redis seeds its dict hash once), so that a key hashed to find
+/// its shard need not be hashed again to be found in the shard's table.
+pub fn keyspace_hasher() -> Hasher {
+    static SHARED: std::sync::OnceLock<Hasher> = std::sync::OnceLock::new();
+    SHARED.get_or_init(Hasher::default).clone()
+}
+
 impl<V> Default for DenseMap<V> {
     fn default() -> Self {
         DenseMap {
@@ -168,7 +176,7 @@ impl<V> Default for DenseMap<V> {
             index: Index::Short(HashTable::new()),
             short_limit: SHORT_LIMIT,
             narrow_limit: NARROW_LIMIT,
-            hasher: Hasher::default(),
+            hasher: keyspace_hasher(),
             ctrl: CtrlAddr::default(),
         }
     }

@@ -348,6 +348,24 @@ impl Table {
     #[inline]
     fn live_index(&mut self, key: &[u8], now: u64) -> Option<usize> {
         let idx = self.map.get_index_of(key)?;
+        self.live_at(idx, key, now)
+    }
+
+    /// [`Table::live_index`] of a key whose hash is known ([`Locked::known_hash`]).
+    #[inline]
+    fn live_index_hashed(&mut self, key: &[u8], hash: u64, now: u64) -> Option<usize> {
+        debug_assert_eq!(hash, self.map.hash(key), "the keyspace and its tables hash alike");
+        // An empty table answers without a probe, as `DenseMap::get_index_of` does.
+        if self.map.is_empty() {
+            return None;
+        }
+        let idx = self.map.find_hashed(hash, key)?;
+        self.live_at(idx, key, now)
+    }
+
+    /// `idx`, the position of `key`, if its TTL has not passed; else reclaims it first.
+    #[inline]
+    fn live_at(&mut self, idx: usize, key: &[u8], now: u64) -> Option<usize> {
         if self.expired_at(idx, now) {
             if self.expiry_held(now) {
                 // Logically expired, kept until the pause ends.
@@ -401,6 +419,15 @@ impl Table {
         Some(&mut self.map[idx])
     }
 
+    /// [`Table::lookup_read`] of a key whose hash is known ([`Locked::known_hash`]).
+    pub fn lookup_read_hashed(&mut self, key: &[u8], hash: u64, now: u64) -> Option<&mut Entry> {
+        let idx = self.live_index_hashed(key, hash, now);
+        if idx.is_none() {
+            self.log_key(key, KeyEvent::Missed);
+        }
+        Some(&mut self.map[idx?])
+    }
+
     /// [`Table::lookup_read`] with the key's deadline (one lookup).
     pub fn lookup_read_with_deadline(&mut self, key: &[u8], now: u64) -> Option<(&mut Entry, Option<u64>)> {
         let idx = self.read_index(key, now)?;
@@ -422,6 +449,13 @@ impl Table {
         Some(&mut self.map[idx])
     }
 
+    /// [`Table::lookup_for_write`] of a key whose hash is known ([`Locked::known_hash`]).
+    pub fn lookup_for_write_hashed(&mut self, key: &[u8], hash: u64, now: u64) -> Option<&mut Entry> {
+        let idx = self.live_index_hashed(key, hash, now)?;
+        self.written(idx, key);
+        Some(&mut self.map[idx])
+    }
+
     /// [`Table::lookup_for_write`] with the key's deadline (one lookup).
     pub fn lookup_for_write_with_deadline(&mut self, key: &[u8], now: u64) -> Option<(&mut Entry, Option<u64>)> {
         let idx = self.write_index(key, now)?;
@@ -431,10 +465,17 @@ impl Table {
     #[inline]
     fn write_index(&mut self, key: &[u8], now: u64) -> Option<usize> {
         let idx = self.live_index(key, now)?;
+        self.written(idx, key);
+        Some(idx)
+    }
+
+    /// What a write to the live entry of `key` at `idx` sets off before it changes: a running
+    /// snapshot takes it, WATCH and the waiters are told.
+    #[inline]
+    fn written(&mut self, idx: usize, key: &[u8]) {
         self.before_change(idx);
         self.touch(key);
         self.signal_ready(key);
-        Some(idx)
     }
 
     /// Looks at a key without the expiry check (callers that already checked, or that report on stale keys).
@@ -449,10 +490,16 @@ impl Table {
 
     /// Stores `entry` under `key` with the deadline `at` (monotonic ms; 0: none), replacing any
     /// previous entry and its TTL. Returns the previous entry (its deadline is gone).
-    pub fn insert(&mut self, key: &[u8], mut entry: Entry, at: u64) -> Option<Entry> {
+    pub fn insert(&mut self, key: &[u8], entry: Entry, at: u64) -> Option<Entry> {
+        let hash = self.map.hash(key);
+        self.insert_hashed(key, hash, entry, at)
+    }
+
+    /// [`Table::insert`] of a key whose hash is known ([`Locked::known_hash`]).
+    pub fn insert_hashed(&mut self, key: &[u8], hash: u64, mut entry: Entry, at: u64) -> Option<Entry> {
+        debug_assert_eq!(hash, self.map.hash(key), "the keyspace and its tables hash alike");
         // New data: no running snapshot writes it.
         entry.set_epoch(self.epoch);
-        let hash = self.map.hash(key);
         let old = match self.map.find_hashed(hash, key) {
             Some(idx) => {
                 self.before_change(idx);
@@ -1274,7 +1321,7 @@ impl Keyspace {
             .collect();
         Keyspace {
             shards,
-            hasher: Hasher::default(),
+            hasher: crate::densemap::keyspace_hasher(),
             mask: n - 1,
             bits: n.trailing_zeros(),
             ndbs,
@@ -1340,8 +1387,16 @@ impl Keyspace {
     /// The shard that owns `key`.
     #[inline]
     pub fn shard_of(&self, key: &[u8]) -> usize {
-        // High bits: the per-table hasher is seeded independently, so no correlation either way.
-        (self.hasher.hash_one(key) >> 40) as usize & self.mask
+        self.shard_of_hash(self.hasher.hash_one(key))
+    }
+
+    /// The shard of a key of hash `hash`, the hash its shard's table files it under too
+    /// ([`crate::densemap::keyspace_hasher`]). Bits 40 and up (at most 10 of them): a table
+    /// places a key by the low bits of its hash and tags it with the top 7, so the keys of one
+    /// shard are spread over their table as well as all keys are over the shards.
+    #[inline]
+    fn shard_of_hash(&self, hash: u64) -> usize {
+        (hash >> 40) as usize & self.mask
     }
 
     /// Starts loading the memory that lookups of `keys` in database `db` will read, for a batch of
@@ -1360,13 +1415,15 @@ impl Keyspace {
         let mut n = 0;
         let min_len = (PREFETCH_MIN_KEYS / self.shards.len()).max(1);
         for key in keys.iter().take(PREFETCH_BATCH) {
-            let s = self.shard_of(key);
+            // One hash for the shard and the table.
+            let hash = self.hasher.hash_one(key);
+            let s = self.shard_of_hash(hash);
             let Some(shard) = self.shards[s].try_lock() else { continue };
             let Some(t) = shard.dbs.get(db) else { return false };
             if t.map.len() < min_len {
                 continue;
             }
-            let hash = t.map.hash(key);
+            debug_assert_eq!(hash, t.map.hash(key), "the keyspace and its tables hash alike");
             t.map.prefetch_index(hash);
             found[n] = (s, hash);
             n += 1;
@@ -1428,9 +1485,10 @@ impl Keyspace {
     /// set remembers: the command's own accesses to that key find their shard without hashing it
     /// again ([`Locked::shard_for`]). `key` must outlive the set (a command's arguments do).
     pub fn lock_key_until(&self, key: &[u8], give_up: &dyn Fn() -> bool) -> Option<Locked<'_>> {
-        let i = self.shard_of(key);
+        let hash = self.hasher.hash_one(key);
+        let i = self.shard_of_hash(hash);
         let mut locked = self.lock_shard_until(i, give_up)?;
-        locked.known = Some((key.as_ptr() as usize, key.len(), i));
+        locked.known = Some(Known { at: key.as_ptr() as usize, len: key.len(), shard: i, hash });
         Some(locked)
     }
 
@@ -1498,9 +1556,25 @@ pub struct Locked<'a> {
     ks: &'a Keyspace,
     guards: Guards<'a>,
     all: bool,
-    /// The key it was locked for ([`Keyspace::lock_key_until`]): its address, its length and its
-    /// shard. The key outlives the set, so no other key can be at that address meanwhile.
-    known: Option<(usize, usize, usize)>,
+    /// The key it was locked for ([`Keyspace::lock_key_until`]).
+    known: Option<Known>,
+}
+
+/// A key a [`Locked`] set was taken for: where it is, its shard and its hash. The key outlives
+/// the set, so no other key can be at that address meanwhile.
+#[derive(Clone, Copy)]
+struct Known {
+    at: usize,
+    len: usize,
+    shard: usize,
+    hash: u64,
+}
+
+impl Known {
+    #[inline]
+    fn is(&self, key: &[u8]) -> bool {
+        self.at == key.as_ptr() as usize && self.len == key.len()
+    }
 }
 
 impl<'a> Locked<'a> {
@@ -1538,13 +1612,20 @@ impl<'a> Locked<'a> {
     /// releases every lock on the way.
     pub fn shard_for(&mut self, key: &[u8]) -> &mut Shard {
         let i = match self.known {
-            Some((at, len, i)) if at == key.as_ptr() as usize && len == key.len() => {
-                debug_assert_eq!(i, self.ks.shard_of(key), "a remembered key moved");
-                i
+            Some(k) if k.is(key) => {
+                debug_assert_eq!(k.shard, self.ks.shard_of(key), "a remembered key moved");
+                k.shard
             }
             _ => self.ks.shard_of(key),
         };
         self.shard(i)
+    }
+
+    /// The hash of `key` when it is the key the set was taken for ([`Keyspace::lock_key_until`]):
+    /// its table's lookups can use it rather than hash the key again (`Table::*_hashed`).
+    #[inline]
+    pub fn known_hash(&self, key: &[u8]) -> Option<u64> {
+        self.known.filter(|k| k.is(key)).map(|k| k.hash)
     }
 
     /// Shard `i`, which must be locked (see [`Locked::shard_for`]).
