@@ -78,11 +78,7 @@ impl<'l, 'k> Db<'l, 'k> {
         let expire_now = self.expire_now;
         let hash = self.locked.known_hash(key);
         let crate::keyspace::Shard { dbs, hits, misses, .. } = self.locked.shard_for(key);
-        let found = match hash {
-            Some(hash) => dbs[i].lookup_read_hashed(key, hash, expire_now),
-            None => dbs[i].lookup_read(key, expire_now),
-        };
-        match found {
+        match dbs[i].lookup_read_hashed(key, hash, expire_now) {
             Some(e) => {
                 *hits += 1;
                 if !no_touch {
@@ -143,10 +139,8 @@ impl<'l, 'k> Db<'l, 'k> {
     /// Looks a key up for modification (no statistics).
     pub fn write(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let (now, access, expire_now) = (self.now, self.access, self.expire_now);
-        let e = match self.locked.known_hash(key) {
-            Some(hash) => self.table(key).lookup_for_write_hashed(key, hash, expire_now)?,
-            None => self.table(key).lookup_for_write(key, expire_now)?,
-        };
+        let hash = self.locked.known_hash(key);
+        let e = self.table(key).lookup_for_write_hashed(key, hash, expire_now)?;
         access.touch(e, now);
         Some(e)
     }
@@ -228,10 +222,7 @@ impl<'l, 'k> Db<'l, 'k> {
                 e.set_lfu(old.lfu());
             }
         }
-        match hash {
-            Some(hash) => t.insert_hashed(key, hash, e, at),
-            None => t.insert(key, e, at),
-        };
+        t.insert_hashed(key, hash, e, at);
     }
 
     /// Stores `value` with a deadline (monotonic ms; 0 = none).

@@ -303,11 +303,18 @@ impl<V> DenseMap<V> {
     /// Position of `key`.
     #[inline]
     pub fn get_index_of(&self, key: &[u8]) -> Option<usize> {
-        // An empty map answers without hashing the key, as Redis's dictFind does.
+        self.get_index_of_hashed(key, None)
+    }
+
+    /// Position of `key`, whose hash the caller may know already ([`DenseMap::hash`]). An empty
+    /// map answers without hashing the key or probing, as Redis's dictFind does.
+    #[inline]
+    pub fn get_index_of_hashed(&self, key: &[u8], hash: Option<u64>) -> Option<usize> {
         if self.is_empty() {
             return None;
         }
-        self.find_hashed(self.hash(key), key)
+        debug_assert!(hash.is_none_or(|h| h == self.hash(key)), "a hash this map would not give");
+        self.find_hashed(hash.unwrap_or_else(|| self.hash(key)), key)
     }
 
     /// True if `key` is present.

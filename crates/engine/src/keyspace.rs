@@ -344,28 +344,11 @@ impl Table {
         }
     }
 
-    /// Position of a live key, reclaiming it first if its TTL passed.
+    /// Position of a live key, reclaiming it first if its TTL passed. `hash`: the key's hash when
+    /// the caller knows it ([`Locked::known_hash`]).
     #[inline]
-    fn live_index(&mut self, key: &[u8], now: u64) -> Option<usize> {
-        let idx = self.map.get_index_of(key)?;
-        self.live_at(idx, key, now)
-    }
-
-    /// [`Table::live_index`] of a key whose hash is known ([`Locked::known_hash`]).
-    #[inline]
-    fn live_index_hashed(&mut self, key: &[u8], hash: u64, now: u64) -> Option<usize> {
-        debug_assert_eq!(hash, self.map.hash(key), "the keyspace and its tables hash alike");
-        // An empty table answers without a probe, as `DenseMap::get_index_of` does.
-        if self.map.is_empty() {
-            return None;
-        }
-        let idx = self.map.find_hashed(hash, key)?;
-        self.live_at(idx, key, now)
-    }
-
-    /// `idx`, the position of `key`, if its TTL has not passed; else reclaims it first.
-    #[inline]
-    fn live_at(&mut self, idx: usize, key: &[u8], now: u64) -> Option<usize> {
+    fn live_index(&mut self, key: &[u8], hash: Option<u64>, now: u64) -> Option<usize> {
+        let idx = self.map.get_index_of_hashed(key, hash)?;
         if self.expired_at(idx, now) {
             if self.expiry_held(now) {
                 // Logically expired, kept until the pause ends.
@@ -402,41 +385,37 @@ impl Table {
 
     /// Finds a live key, reclaiming it first if its TTL passed.
     pub fn lookup(&mut self, key: &[u8], now: u64) -> Option<&mut Entry> {
-        let idx = self.live_index(key, now)?;
+        let idx = self.live_index(key, None, now)?;
         Some(&mut self.map[idx])
     }
 
     /// [`Table::lookup`] with the key's deadline (one lookup).
     pub fn lookup_with_deadline(&mut self, key: &[u8], now: u64) -> Option<(&mut Entry, Option<u64>)> {
-        let idx = self.live_index(key, now)?;
+        let idx = self.live_index(key, None, now)?;
         Some(self.entry_and_deadline(idx))
     }
 
     /// [`Table::lookup`] for a read that counts as a keyspace hit or miss: a miss is logged
     /// (keyspace notifications' `keymiss`).
     pub fn lookup_read(&mut self, key: &[u8], now: u64) -> Option<&mut Entry> {
-        let idx = self.read_index(key, now)?;
-        Some(&mut self.map[idx])
+        self.lookup_read_hashed(key, None, now)
     }
 
-    /// [`Table::lookup_read`] of a key whose hash is known ([`Locked::known_hash`]).
-    pub fn lookup_read_hashed(&mut self, key: &[u8], hash: u64, now: u64) -> Option<&mut Entry> {
-        let idx = self.live_index_hashed(key, hash, now);
-        if idx.is_none() {
-            self.log_key(key, KeyEvent::Missed);
-        }
-        Some(&mut self.map[idx?])
+    /// [`Table::lookup_read`] with the key's hash when the caller knows it ([`Locked::known_hash`]).
+    pub fn lookup_read_hashed(&mut self, key: &[u8], hash: Option<u64>, now: u64) -> Option<&mut Entry> {
+        let idx = self.read_index(key, hash, now)?;
+        Some(&mut self.map[idx])
     }
 
     /// [`Table::lookup_read`] with the key's deadline (one lookup).
     pub fn lookup_read_with_deadline(&mut self, key: &[u8], now: u64) -> Option<(&mut Entry, Option<u64>)> {
-        let idx = self.read_index(key, now)?;
+        let idx = self.read_index(key, None, now)?;
         Some(self.entry_and_deadline(idx))
     }
 
     #[inline]
-    fn read_index(&mut self, key: &[u8], now: u64) -> Option<usize> {
-        let idx = self.live_index(key, now);
+    fn read_index(&mut self, key: &[u8], hash: Option<u64>, now: u64) -> Option<usize> {
+        let idx = self.live_index(key, hash, now);
         if idx.is_none() {
             self.log_key(key, KeyEvent::Missed);
         }
@@ -445,37 +424,29 @@ impl Table {
 
     /// Like [`Table::lookup`], for a caller about to modify the value in place: WATCH is told first.
     pub fn lookup_for_write(&mut self, key: &[u8], now: u64) -> Option<&mut Entry> {
-        let idx = self.write_index(key, now)?;
-        Some(&mut self.map[idx])
+        self.lookup_for_write_hashed(key, None, now)
     }
 
-    /// [`Table::lookup_for_write`] of a key whose hash is known ([`Locked::known_hash`]).
-    pub fn lookup_for_write_hashed(&mut self, key: &[u8], hash: u64, now: u64) -> Option<&mut Entry> {
-        let idx = self.live_index_hashed(key, hash, now)?;
-        self.written(idx, key);
+    /// [`Table::lookup_for_write`] with the key's hash when the caller knows it
+    /// ([`Locked::known_hash`]).
+    pub fn lookup_for_write_hashed(&mut self, key: &[u8], hash: Option<u64>, now: u64) -> Option<&mut Entry> {
+        let idx = self.write_index(key, hash, now)?;
         Some(&mut self.map[idx])
     }
 
     /// [`Table::lookup_for_write`] with the key's deadline (one lookup).
     pub fn lookup_for_write_with_deadline(&mut self, key: &[u8], now: u64) -> Option<(&mut Entry, Option<u64>)> {
-        let idx = self.write_index(key, now)?;
+        let idx = self.write_index(key, None, now)?;
         Some(self.entry_and_deadline(idx))
     }
 
     #[inline]
-    fn write_index(&mut self, key: &[u8], now: u64) -> Option<usize> {
-        let idx = self.live_index(key, now)?;
-        self.written(idx, key);
-        Some(idx)
-    }
-
-    /// What a write to the live entry of `key` at `idx` sets off before it changes: a running
-    /// snapshot takes it, WATCH and the waiters are told.
-    #[inline]
-    fn written(&mut self, idx: usize, key: &[u8]) {
+    fn write_index(&mut self, key: &[u8], hash: Option<u64>, now: u64) -> Option<usize> {
+        let idx = self.live_index(key, hash, now)?;
         self.before_change(idx);
         self.touch(key);
         self.signal_ready(key);
+        Some(idx)
     }
 
     /// Looks at a key without the expiry check (callers that already checked, or that report on stale keys).
@@ -491,13 +462,13 @@ impl Table {
     /// Stores `entry` under `key` with the deadline `at` (monotonic ms; 0: none), replacing any
     /// previous entry and its TTL. Returns the previous entry (its deadline is gone).
     pub fn insert(&mut self, key: &[u8], entry: Entry, at: u64) -> Option<Entry> {
-        let hash = self.map.hash(key);
-        self.insert_hashed(key, hash, entry, at)
+        self.insert_hashed(key, None, entry, at)
     }
 
-    /// [`Table::insert`] of a key whose hash is known ([`Locked::known_hash`]).
-    pub fn insert_hashed(&mut self, key: &[u8], hash: u64, mut entry: Entry, at: u64) -> Option<Entry> {
-        debug_assert_eq!(hash, self.map.hash(key), "the keyspace and its tables hash alike");
+    /// [`Table::insert`] with the key's hash when the caller knows it ([`Locked::known_hash`]).
+    pub fn insert_hashed(&mut self, key: &[u8], hash: Option<u64>, mut entry: Entry, at: u64) -> Option<Entry> {
+        debug_assert!(hash.is_none_or(|h| h == self.map.hash(key)), "the keyspace and its tables hash alike");
+        let hash = hash.unwrap_or_else(|| self.map.hash(key));
         // New data: no running snapshot writes it.
         entry.set_epoch(self.epoch);
         let old = match self.map.find_hashed(hash, key) {
@@ -1332,11 +1303,12 @@ impl Keyspace {
         }
     }
 
-    /// An empty keyspace of the same shape that puts each key in the same shard as this one: a
-    /// file loads into it aside, and its tables' data moves over whole (a replica's diskless load
-    /// with `repl-diskless-load swapdb`, which serves the old dataset meanwhile).
+    /// An empty keyspace of the same shape that puts each key in the same shard as this one (every
+    /// keyspace hashes with the process's [`crate::densemap::keyspace_hasher`]): a file loads into
+    /// it aside, and its tables' data moves over whole (a replica's diskless load with
+    /// `repl-diskless-load swapdb`, which serves the old dataset meanwhile).
     pub fn sibling(&self) -> Keyspace {
-        Keyspace { hasher: self.hasher.clone(), ..Keyspace::new(self.ndbs, self.shards.len()) }
+        Keyspace::new(self.ndbs, self.shards.len())
     }
 
     /// Sets which [`KeyEvent`]s the tables log (bits of [`KeyEvent::bit`]; 0: none).
