@@ -217,6 +217,26 @@ pub static PARAMS: &[Param] = &[
         default: "10000",
         apply: None,
     },
+    // Heartbeats from a leader to its followers, and how long a follower goes without one before
+    // it stands for election (a random time between the timeout and twice it), in milliseconds:
+    // etcd's `--heartbeat-interval` and `--election-timeout`. A longer timeout rides out a loaded
+    // machine's stalls; a shorter one fails over faster.
+    P {
+        name: "raft-heartbeat-interval",
+        alias: None,
+        flags: IMM | HIDDEN,
+        kind: Kind::Int(1, 60_000),
+        default: "100",
+        apply: None,
+    },
+    P {
+        name: "raft-election-timeout",
+        alias: None,
+        flags: IMM | HIDDEN,
+        kind: Kind::Int(1, 300_000),
+        default: "600",
+        apply: None,
+    },
     // Latch's own: whether eviction may remove native locks (LOCK). No by default: a held lock that
     // disappears breaks mutual exclusion (docs/locks.md).
     P {

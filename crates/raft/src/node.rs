@@ -188,9 +188,9 @@ impl Consensus {
         let dir = Directory { id: opts.id, book: book.clone() };
         let config = openraft::Config {
             cluster_name: "latch".into(),
-            heartbeat_interval: 100,
-            election_timeout_min: 600,
-            election_timeout_max: 1200,
+            heartbeat_interval: opts.heartbeat_ms,
+            election_timeout_min: opts.election_ms,
+            election_timeout_max: opts.election_ms.saturating_mul(2),
             install_snapshot_timeout: 10_000,
             snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(opts.snapshot_every),
             // A follower this far behind gets the snapshot rather than the entries.

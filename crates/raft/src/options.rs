@@ -20,7 +20,16 @@ pub struct Options {
     /// Joins a running group (`raft-join yes`): the node does not initialize a group of its own
     /// and waits to be added (`CLUSTER MEET` sent to the group's leader).
     pub join: bool,
+    /// Milliseconds between a leader's heartbeats (`raft-heartbeat-interval`).
+    pub heartbeat_ms: u64,
+    /// Milliseconds a follower waits for a heartbeat before it stands for election
+    /// (`raft-election-timeout`): each wait is drawn between this and twice this.
+    pub election_ms: u64,
 }
+
+/// An election timeout shorter than this many heartbeats is refused: a heartbeat or two delayed
+/// would start an election (etcd's rule too).
+pub const MIN_HEARTBEATS_PER_ELECTION: u64 = 5;
 
 impl Options {
     /// Reads the options from the configuration's values; None when `raft-id` is 0 (consensus
@@ -43,7 +52,29 @@ impl Options {
             (p, Some(q)) if p as u16 == q => q,
             (p, _) => return Err(format!("raft-port {p} is not the port raft-peers gives node {id} ({own})")),
         };
-        Ok(Some(Options { id, port, peers, dir, snapshot_every: 10_000, join: false }))
+        Ok(Some(Options {
+            id,
+            port,
+            peers,
+            dir,
+            snapshot_every: 10_000,
+            join: false,
+            heartbeat_ms: 100,
+            election_ms: 600,
+        }))
+    }
+
+    /// Sets the heartbeat interval and the election timeout (milliseconds), refusing an election
+    /// timeout under [`MIN_HEARTBEATS_PER_ELECTION`] heartbeats.
+    pub fn with_timing(mut self, heartbeat_ms: u64, election_ms: u64) -> Result<Options, String> {
+        if election_ms < heartbeat_ms.saturating_mul(MIN_HEARTBEATS_PER_ELECTION) {
+            return Err(format!(
+                "raft-election-timeout {election_ms} should be at least {MIN_HEARTBEATS_PER_ELECTION} times raft-heartbeat-interval {heartbeat_ms}"
+            ));
+        }
+        self.heartbeat_ms = heartbeat_ms;
+        self.election_ms = election_ms;
+        Ok(self)
     }
 
     /// The host part of this node's own raft address: the host clients reach it on too.
@@ -93,5 +124,17 @@ mod tests {
         assert!(Options::from_values(4, 0, "1=127.0.0.1:7001", dir.clone()).is_err());
         assert_eq!(Options::from_values(0, 0, "", dir.clone()).unwrap(), None);
         assert!(Options::from_values(0, 0, "1=127.0.0.1:7001", dir).is_err());
+    }
+
+    #[test]
+    fn an_election_timeout_spans_at_least_five_heartbeats() {
+        let dir = std::path::PathBuf::from(".");
+        let o = Options::from_values(1, 0, "1=127.0.0.1:7001", dir).unwrap().unwrap();
+        assert_eq!((o.heartbeat_ms, o.election_ms), (100, 600), "the defaults");
+        let o = o.with_timing(200, 1000).unwrap();
+        assert_eq!((o.heartbeat_ms, o.election_ms), (200, 1000));
+        let e = o.clone().with_timing(200, 999).unwrap_err();
+        assert_eq!(e, "raft-election-timeout 999 should be at least 5 times raft-heartbeat-interval 200");
+        assert!(o.with_timing(u64::MAX, u64::MAX).is_ok(), "no overflow");
     }
 }

@@ -154,24 +154,33 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
     }
     let clock = Arc::new(SystemClock::new());
     // Consensus mode (`raft-id`): the engine's clock follows the group's raft time.
-    let raft_opts = match raft::Options::from_values(
+    let raft_opts = raft::Options::from_values(
         config.get_i64("raft-id"),
         config.get_i64("raft-port"),
         &config.get("raft-peers").unwrap_or_default(),
         std::path::PathBuf::from(config.get("dir").unwrap_or_else(|| ".".into())),
-    ) {
+    )
+    .and_then(|o| {
+        o.map(|mut o| {
+            o.snapshot_every = config.get_i64("raft-snapshot-every") as u64;
+            o.join = config.get("raft-join").as_deref() == Some("yes");
+            o.with_timing(
+                config.get_i64("raft-heartbeat-interval") as u64,
+                config.get_i64("raft-election-timeout") as u64,
+            )
+        })
+        .transpose()
+    });
+    let raft_opts = match raft_opts {
         Ok(o) => o,
         Err(e) => {
             tracing::error!("{e}");
             return 1;
         }
     };
-    let raft_opts = raft_opts.map(|mut o| {
-        o.snapshot_every = config.get_i64("raft-snapshot-every") as u64;
-        o.join = config.get("raft-join").as_deref() == Some("yes");
+    if raft_opts.is_some() {
         consensus::expect();
-        o
-    });
+    }
     let raft_clock = raft_opts.as_ref().map(|_| Arc::new(raft::RaftClock::new(clock.now_ms())));
     let engine_clock: Arc<dyn Clock> = match &raft_clock {
         Some(c) => c.clone(),

@@ -493,6 +493,10 @@ fn inconsistent_consensus_options_stop_the_server_and_replies_respect_client_rep
         (vec!["--raft-id", "1", "--raft-port", "9", "--raft-peers", "1=127.0.0.1:1"], "raft-port 9"),
         (vec!["--raft-id", "1", "--raft-peers", "1=127.0.0.1"], "invalid raft-peers entry"),
         (vec!["--raft-peers", "1=127.0.0.1:1"], "need raft-id"),
+        (
+            vec!["--raft-id", "1", "--raft-peers", "1=127.0.0.1:1", "--raft-election-timeout", "400"],
+            "raft-election-timeout 400 should be at least 5 times raft-heartbeat-interval 100",
+        ),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_latch-server"))
             .args(["--bind", "127.0.0.1", "--port", &free_port().to_string(), "--dir", dir.path()])
@@ -521,6 +525,28 @@ fn inconsistent_consensus_options_stop_the_server_and_replies_respect_client_rep
         got.extend_from_slice(&chunk[..n]);
     }
     assert_eq!(String::from_utf8_lossy(&got), "+OK\r\n$1\r\n2\r\n");
+}
+
+/// `raft-election-timeout` is the followers' wait for a heartbeat: with 4 s, the group elects no
+/// new leader within 3 s of the leader's `kill -9` (with the default 600 ms it has one in about
+/// one second), and then one, holding the data.
+#[test]
+fn followers_wait_their_election_timeout_before_electing_a_new_leader() {
+    let mut g =
+        Group::start_with("election-timeout", &["--raft-heartbeat-interval", "50", "--raft-election-timeout", "4000"]);
+    let old = g.leader();
+    let port = g.port(old);
+    assert_eq!(must(port, &["SET", "k", "v"]), "+OK\r\n");
+    let got = call(port, &["CONFIG", "GET", "raft-election-timeout"]).expect("reply");
+    assert!(got.ends_with("$4\r\n4000\r\n"), "{got:?}");
+    g.node(old).kill();
+    let killed = Instant::now();
+    assert_eq!(g.leader_within(Duration::from_secs(3)), None, "a leader within 3 s of the kill");
+    let new = g.leader();
+    // The last heartbeat came up to one interval before the kill.
+    assert!(killed.elapsed() >= Duration::from_millis(3950), "elected after {:?}", killed.elapsed());
+    assert_ne!(new, old);
+    assert_eq!(must(g.port(new), &["GET", "k"]), "$1\r\nv\r\n");
 }
 
 /// Concurrent writers share entries (one proposal in flight, the writes that came meanwhile in

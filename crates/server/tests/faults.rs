@@ -49,7 +49,7 @@ use std::time::{Duration, Instant};
 
 /// The lock's TTL, in ms.
 const TTL_MS: u64 = 1000;
-/// openraft's election timeout, the longest (crates/raft/src/node.rs).
+/// The longest election timeout: twice `raft-election-timeout`, left at its default (600 ms).
 const ELECTION_MS: u64 = 1200;
 /// How long a client waits for a reply before taking its outcome as unknown.
 const REPLY_TIMEOUT: Duration = Duration::from_secs(3);
