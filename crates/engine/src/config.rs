@@ -900,7 +900,7 @@ pub static PARAMS: &[Param] = &[
         flags: 0,
         kind: Kind::Int(0, I64MAX),
         default: "512",
-        apply: None,
+        apply: Some(|c, v| c.set_max_intset_entries.store(int(v), Relaxed)),
     },
     P {
         name: "zset-max-listpack-entries",
@@ -1067,6 +1067,9 @@ pub struct Config {
     pub stream_node_max_bytes: AtomicI64,
     /// Hot copy of `stream-node-max-entries`: the entries past which XADD starts a new node.
     pub stream_node_max_entries: AtomicI64,
+    /// Hot copy of `set-max-intset-entries`: the members past which SADD turns an intset into a
+    /// hash table (`OBJECT ENCODING`).
+    pub set_max_intset_entries: AtomicI64,
     /// Hot copy of `client-query-buffer-limit`.
     pub client_query_buffer_limit: AtomicI64,
     /// Hot copy of `slowlog-log-slower-than` (microseconds, -1 disables).
@@ -1487,6 +1490,7 @@ impl Config {
             hll_sparse_max_bytes: AtomicI64::new(0),
             stream_node_max_bytes: AtomicI64::new(0),
             stream_node_max_entries: AtomicI64::new(0),
+            set_max_intset_entries: AtomicI64::new(0),
             client_query_buffer_limit: AtomicI64::new(0),
             slowlog_log_slower_than: AtomicI64::new(0),
             slowlog_max_len: AtomicI64::new(0),

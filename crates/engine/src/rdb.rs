@@ -1128,6 +1128,7 @@ impl<'a> Reader<'a> {
                         return Err(DecodeError::Corrupt("Duplicate set members detected"));
                     }
                 }
+                s.settle(self.checks.limits.set_intset);
                 non_empty(Value::Set(s))?
             }
             ZSET | ZSET_2 => {
@@ -1171,6 +1172,7 @@ impl<'a> Reader<'a> {
                 for i in v {
                     s.insert(&int_bytes(i));
                 }
+                s.settle(self.checks.limits.set_intset);
                 if self.damage.is_some() { Value::Set(s) } else { non_empty(Value::Set(s))? }
             }
             LIST_ZIPLIST => {

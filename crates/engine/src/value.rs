@@ -210,7 +210,10 @@ impl Value {
     }
 
     /// Redis's `OBJECT ENCODING` name: the encoding Redis would use for this data under `limits`
-    /// (Latch stores every aggregate one way; the name is what clients and tests compare).
+    /// (Latch's layout is its own; the name is what clients and tests compare). A set that Redis
+    /// turned into a hash table stays one ([`SetValue::converted`]), as in Redis. Hashes and sorted
+    /// sets are named from what they hold now: where Redis keeps a `hashtable` or `skiplist` after
+    /// removals bring one back under the limits, Latch names `listpack` (not yet tracked).
     pub fn encoding_under(&self, limits: &EncodingLimits) -> &'static str {
         match self {
             Value::Int(_) => "int",
@@ -224,7 +227,11 @@ impl Value {
                 "listpack"
             }
             Value::Hash(_) => "hashtable",
-            Value::Set(s) if s.len() <= limits.set_intset && s.iter().all(|m| canonical_i64(m).is_some()) => "intset",
+            Value::Set(s)
+                if !s.converted() && s.len() <= limits.set_intset && s.iter().all(|m| canonical_i64(m).is_some()) =>
+            {
+                "intset"
+            }
             Value::Set(_) => "hashtable",
             Value::ZSet(z) if z.len() <= limits.zset_entries && z.iter().all(|(m, _)| m.len() <= limits.zset_value) => {
                 "listpack"

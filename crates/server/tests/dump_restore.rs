@@ -128,3 +128,67 @@ fn restore_options_and_errors_answer_as_redis() {
         }
     }
 }
+
+/// A set's encoding is history, as in Redis: once a member that is not an integer, or more members
+/// than `set-max-intset-entries`, made it a hash table, it stays one whatever is removed, and only
+/// a set rebuilt from its members (RESTORE, DEBUG RELOAD, a store command's result) starts afresh.
+/// Every step's `OBJECT ENCODING` of every key is compared with redis-server's.
+#[test]
+fn set_encodings_follow_redis_through_removals() {
+    let Some(redis) =
+        RedisServer::start_with_or_skip("the set encoding comparison", &["--enable-debug-command", "yes"])
+    else {
+        return;
+    };
+    let latch = Latch::start(&["--enable-debug-command", "yes"]);
+    let (mut l, mut r) = (latch.raw(), redis.raw());
+    let steps: &[&[&str]] = &[
+        &["SADD", "mixed", "1", "2", "3", "a"],
+        &["SREM", "mixed", "a"],
+        &["SADD", "ints", "1", "2", "3"],
+        &["SREM", "ints", "3"],
+        &["SADD", "word", "w"],
+        &["SADD", "word", "4", "5"],
+        &["SREM", "word", "w"],
+        &["CONFIG", "SET", "set-max-intset-entries", "4"],
+        &["SADD", "long", "1", "2", "3", "4", "5"],
+        &["SREM", "long", "5"],
+        &["SADD", "ints", "7", "8"],
+        &["SADD", "ints", "9"],
+        &["CONFIG", "SET", "set-max-intset-entries", "512"],
+        &["SADD", "pop", "1", "2", "3", "4", "5", "x"],
+        &["SREM", "pop", "x"],
+        &["SPOP", "pop", "2"],
+        &["SMOVE", "mixed", "moved", "1"],
+        &["SADD", "other", "1", "2", "b"],
+        &["SUNIONSTORE", "union", "mixed", "other"],
+        &["SREM", "union", "b"],
+        &["SINTERSTORE", "inter", "union", "other"],
+        &["SDIFFSTORE", "diff", "union", "moved"],
+        &["DUMP", "union"],
+        &["DEBUG", "RELOAD"],
+        &["SREM", "union", "2"],
+    ];
+    let keys = ["mixed", "ints", "word", "long", "pop", "moved", "other", "union", "inter", "diff", "restored"];
+    for step in steps {
+        let args: Vec<&[u8]> = step.iter().map(|a| a.as_bytes()).collect();
+        let (a, b) = (l.cmd_bytes(&args), r.cmd_bytes(&args));
+        if step[0] == "DUMP" {
+            // Redis's payload (a hash table's, in its order) restored on both servers.
+            let payload = bulk(&b);
+            for c in [&mut l, &mut r] {
+                assert_eq!(c.cmd(&[b"RESTORE", b"restored", b"0", &payload, b"REPLACE"]), "+OK\r\n");
+            }
+            // A set held as a hash table dumps as one (Redis's SET type, 2), not as an intset (11).
+            let types = [&mut l, &mut r].map(|c| bulk(&c.cmd_bytes(&[b"DUMP", b"pop"]))[0]);
+            assert_eq!(types, [2, 2]);
+        } else if step[0] != "SPOP" {
+            assert_eq!(String::from_utf8_lossy(&a), String::from_utf8_lossy(&b), "{step:?}");
+        }
+        for key in keys {
+            let k = key.as_bytes();
+            let (a, b) = (l.cmd(&[b"OBJECT", b"ENCODING", k]), r.cmd(&[b"OBJECT", b"ENCODING", k]));
+            assert_eq!(a, b, "OBJECT ENCODING {key} after {step:?}");
+        }
+    }
+}

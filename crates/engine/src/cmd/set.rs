@@ -299,15 +299,21 @@ fn set_reply(s: &SetValue, proto: resp::Protocol) -> Frame {
     out.finish()
 }
 
+/// `set-max-intset-entries`: the members past which Redis turns an intset into a hash table.
+fn intset_max(ctx: &Ctx<'_, '_>) -> usize {
+    ctx.srv.config.set_max_intset_entries.load(std::sync::atomic::Ordering::Relaxed).max(0) as usize
+}
+
 fn sadd(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(1);
     let args = ctx.args;
+    let max = intset_max(ctx);
     let mut db = ctx.db();
     let s = match create_set(&mut db, key) {
         Ok(s) => s,
         Err(e) => return e,
     };
-    let added = args[2..].iter().filter(|m| s.insert(m)).count();
+    let added = args[2..].iter().filter(|m| s.add(m, max)).count();
     ctx.changed(added as u64);
     Frame::Integer(added as i64)
 }
@@ -506,6 +512,7 @@ fn srandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
 
 fn smove(ctx: &mut Ctx<'_, '_>) -> Frame {
     let (src, dst, m) = (ctx.arg(1), ctx.arg(2), ctx.arg(3));
+    let max = intset_max(ctx);
     let mut db = ctx.db();
     // Type checks and membership through `peek`: a key is only signalled (WATCH) when it changes,
     // and the destination only when the member was actually added (Redis semantics).
@@ -531,7 +538,7 @@ fn smove(ctx: &mut Ctx<'_, '_>) -> Frame {
     if !in_dst {
         match create_set(&mut db, dst) {
             Ok(d) => {
-                d.insert(m);
+                d.add(m, max);
             }
             Err(e) => return e,
         }
@@ -615,10 +622,13 @@ fn set_op_reply(ctx: &mut Ctx<'_, '_>, op: SetOp) -> Frame {
 fn set_op_store(ctx: &mut Ctx<'_, '_>, op: SetOp) -> Frame {
     let dst = ctx.arg(1);
     let keys = &ctx.args[2..];
+    let max = intset_max(ctx);
     let mut db = ctx.db();
     let (reply, changed) = match set_op(&mut db, keys, op, 0) {
         Ok(s) if s.is_empty() => (Frame::Integer(0), db.remove(dst).is_some()),
-        Ok(s) => {
+        Ok(mut s) => {
+            // Redis builds the result as an intset and adds each member to it.
+            s.settle(max);
             let n = s.len() as i64;
             db.set(dst, Value::Set(s), false);
             (Frame::Integer(n), true)

@@ -53,19 +53,38 @@ pub fn read_bytes<'a>(buf: &'a [u8], at: &mut usize) -> &'a [u8] {
     b
 }
 
+/// The top bit of the count byte: a mark a type may keep on its block (a set's record that Redis
+/// would hold it as a hash table). Counts stay below it: the small forms hold at most 127
+/// elements.
+const MARK: u8 = 0x80;
+
 /// The element count of a block (0 for the empty block, which has no allocation).
 #[inline]
 pub fn count(buf: &[u8]) -> usize {
-    buf.first().map_or(0, |&n| n as usize)
+    buf.first().map_or(0, |&n| usize::from(n & !MARK))
+}
+
+/// True when the block carries the mark ([`set_mark`]); the empty block never does.
+#[inline]
+pub fn marked(buf: &[u8]) -> bool {
+    buf.first().is_some_and(|&n| n & MARK != 0)
+}
+
+/// Marks a non-empty block, or takes its mark away; the empty block, which has no byte to hold
+/// it, stays unmarked.
+pub fn set_mark(b: &mut [u8], on: bool) {
+    if let Some(n) = b.first_mut() {
+        *n = if on { *n | MARK } else { *n & !MARK };
+    }
 }
 
 /// A block of `count` elements: the count byte, then `parts` concatenated; no allocation when
-/// `count` is 0. `count` fits a byte (the small forms stay far below 256 elements).
+/// `count` is 0. `count` is below the mark bit (the small forms stay below 128 elements).
 pub fn block(count: usize, parts: &[&[u8]]) -> Box<[u8]> {
     if count == 0 {
         return Box::default();
     }
-    debug_assert!(count <= u8::MAX as usize);
+    debug_assert!(count < usize::from(MARK));
     let mut v = Vec::with_capacity(1 + parts.iter().map(|p| p.len()).sum::<usize>());
     v.push(count as u8);
     for p in parts {
@@ -74,13 +93,22 @@ pub fn block(count: usize, parts: &[&[u8]]) -> Box<[u8]> {
     v.into_boxed_slice()
 }
 
-/// Appends `element` (already encoded) to the block in `b`, growing it by exactly its size.
+/// [`block`], keeping the mark of `old`, the block it replaces.
+pub fn reblock(old: &[u8], count: usize, parts: &[&[u8]]) -> Box<[u8]> {
+    let mut b = block(count, parts);
+    set_mark(&mut b, marked(old));
+    b
+}
+
+/// Appends `element` (already encoded) to the block in `b`, growing it by exactly its size; the
+/// mark stays.
 pub fn append(b: &mut Box<[u8]>, element: &[u8]) {
     let mut v = std::mem::take(b).into_vec();
     if v.is_empty() {
         v.push(0);
     }
     v.reserve_exact(element.len());
+    debug_assert!(count(&v) + 1 < usize::from(MARK));
     v[0] += 1;
     v.extend_from_slice(element);
     *b = v.into_boxed_slice();
@@ -152,9 +180,9 @@ impl<'a, T, F: Fn(&'a [u8], &mut usize) -> T> Iterator for Entries<'a, F> {
 pub fn swap_out(b: &mut Box<[u8]>, r: std::ops::Range<usize>, last: usize) {
     let n = count(b);
     *b = if r.start == last {
-        block(n - 1, &[&b[1..r.start]])
+        reblock(b, n - 1, &[&b[1..r.start]])
     } else {
-        block(n - 1, &[&b[1..r.start], &b[last..], &b[r.end..last]])
+        reblock(b, n - 1, &[&b[1..r.start], &b[last..], &b[r.end..last]])
     };
 }
 

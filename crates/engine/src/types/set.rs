@@ -6,14 +6,17 @@
 //! and its bytes; a lookup reads it from the front. Past that it is an `IndexSet` and stays one.
 //! Both forms remove by moving the last member into the hole, so positions behave the same
 //! whichever form a set is in. What `OBJECT ENCODING` reports is decided by the configured limits
-//! and the members, not by the form (see `Value::encoding_under`).
+//! and the members, not by the form (see `Value::encoding_under`), and by one bit of history
+//! either form keeps: whether Redis would have turned the set into a hash table
+//! ([`SetValue::converted`]), which it never undoes, whatever is removed later.
 
-use super::packed::{self, Entries, block, bytes_size, put_bytes, read_bytes};
+use super::packed::{self, Entries, bytes_size, put_bytes, read_bytes, reblock};
+use crate::args::parse_i64_strict as canonical_i64;
 use crate::primitives::{Hasher, SmallBytes};
 use indexmap::IndexSet;
 
-/// Most members of the packed form.
-pub const SMALL_MAX: usize = 128;
+/// Most members of the packed form (its count byte keeps its top bit for the mark).
+pub const SMALL_MAX: usize = 127;
 
 /// Most bytes of the packed form: every change rewrites the block.
 pub const SMALL_BYTES: usize = 4096;
@@ -26,8 +29,29 @@ pub struct SetValue(Repr);
 #[derive(Clone, Debug)]
 enum Repr {
     /// The packed form: empty (no allocation) for an empty set, else `[count][len][member]...`.
+    /// The block's mark ([`packed::marked`]) is [`SetValue::converted`].
     Small(Box<[u8]>),
-    Large(Box<IndexSet<SmallBytes, Hasher>>),
+    Large(Box<Indexed>),
+}
+
+/// The indexed form and its [`SetValue::converted`] bit.
+#[derive(Clone, Debug, Default)]
+struct Indexed {
+    members: IndexSet<SmallBytes, Hasher>,
+    converted: bool,
+}
+
+impl std::ops::Deref for Indexed {
+    type Target = IndexSet<SmallBytes, Hasher>;
+    fn deref(&self) -> &Self::Target {
+        &self.members
+    }
+}
+
+impl std::ops::DerefMut for Indexed {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.members
+    }
 }
 
 impl Default for SetValue {
@@ -54,7 +78,10 @@ impl SetValue {
         if n <= SMALL_MAX {
             SetValue::new()
         } else {
-            SetValue(Repr::Large(Box::new(IndexSet::with_capacity_and_hasher(n, Hasher::default()))))
+            SetValue(Repr::Large(Box::new(Indexed {
+                members: IndexSet::with_capacity_and_hasher(n, Hasher::default()),
+                converted: false,
+            })))
         }
     }
 
@@ -84,6 +111,44 @@ impl SetValue {
         matches!(self.0, Repr::Large(_))
     }
 
+    /// True once Redis would hold the set as a hash table rather than an intset: a member that is
+    /// not an integer was added, or more members than `set-max-intset-entries` were there at once.
+    /// Redis never turns a hash table back, whatever is removed later, and neither does this bit
+    /// (a set read from an RDB file or a DUMP payload starts from its members: [`SetValue::settle`]).
+    pub fn converted(&self) -> bool {
+        match &self.0 {
+            Repr::Small(b) => packed::marked(b),
+            Repr::Large(s) => s.converted,
+        }
+    }
+
+    fn set_converted(&mut self, on: bool) {
+        match &mut self.0 {
+            Repr::Small(b) => packed::set_mark(b, on),
+            Repr::Large(s) => s.converted = on,
+        }
+    }
+
+    /// Adds `member` as Redis's `setTypeAdd` does under `set-max-intset-entries` = `intset_max`:
+    /// true if it is new, and the set is [`SetValue::converted`] from now on when the member is
+    /// not an integer or the set is past `intset_max` members.
+    pub fn add(&mut self, member: &[u8], intset_max: usize) -> bool {
+        let new = self.insert(member);
+        if new && !self.converted() && (self.len() > intset_max || canonical_i64(member).is_none()) {
+            self.set_converted(true);
+        }
+        new
+    }
+
+    /// For a set made whole (read from an RDB file or a DUMP payload, or the result a store
+    /// command writes, though it began as a copy of a converted set): [`SetValue::converted`]
+    /// exactly when its members are past what an intset holds, as Redis converts while it loads or
+    /// builds one from an empty intset.
+    pub fn settle(&mut self, intset_max: usize) {
+        let past = self.len() > intset_max || self.iter().any(|m| canonical_i64(m).is_none());
+        self.set_converted(past);
+    }
+
     /// True if `member` is in the set.
     pub fn contains(&self, member: &[u8]) -> bool {
         match &self.0 {
@@ -106,7 +171,7 @@ impl SetValue {
             }
             let mut s = IndexSet::with_capacity_and_hasher((packed::count(b) + 1) * 2, Hasher::default());
             s.extend(Entries::new(b, read_bytes).map(SmallBytes::from_slice));
-            self.0 = Repr::Large(Box::new(s));
+            self.0 = Repr::Large(Box::new(Indexed { members: s, converted: packed::marked(b) }));
         }
         let Repr::Large(s) = &mut self.0 else { unreachable!("a packed set was just indexed") };
         s.insert(SmallBytes::from_slice(member))
@@ -167,7 +232,7 @@ impl SetValue {
                     for m in &kept {
                         put_bytes(&mut body, m);
                     }
-                    *b = block(kept.len(), &[&body]);
+                    *b = reblock(b, kept.len(), &[&body]);
                 }
             }
             Repr::Large(s) => s.retain(|m| keep(m)),
@@ -179,7 +244,7 @@ impl SetValue {
         match &mut self.0 {
             Repr::Small(b) => {
                 if let Some(r) = Entries::new(b, read_bytes).range_of(n) {
-                    *b = block(n, &[&b[1..r.start]]);
+                    *b = reblock(b, n, &[&b[1..r.start]]);
                 }
             }
             Repr::Large(s) => s.truncate(n),
@@ -193,7 +258,7 @@ impl SetValue {
             Repr::Large(s) => {
                 let spilled = |m: &SmallBytes| if m.spilled() { m.capacity() } else { 0 };
                 // Entries (member and stored hash) and index (position and control byte).
-                std::mem::size_of::<IndexSet<SmallBytes, Hasher>>()
+                std::mem::size_of::<Indexed>()
                     + s.capacity() * (std::mem::size_of::<SmallBytes>() + 8 + 9)
                     + s.iter().map(spilled).sum::<usize>()
             }
@@ -291,6 +356,49 @@ mod tests {
             }
         }
         assert!(switched > 1000, "{switched}");
+    }
+
+    /// `add` converts as Redis's `setTypeAdd` does (a member that is not a canonical integer, or
+    /// one past the limit), every edit and both forms keep the bit, and `settle` recomputes it.
+    #[test]
+    fn a_conversion_is_kept_until_the_set_is_made_again() {
+        let mut s = SetValue::new();
+        assert!(s.add(b"1", 512) && !s.converted());
+        assert!(!s.add(b"1", 0) && !s.converted(), "a member already there changes nothing");
+        assert!(s.add(b"01", 512) && s.converted(), "01 is not an integer as Redis reads one");
+        assert!(s.swap_remove(b"01") && s.converted());
+        for i in 2..60 {
+            s.add(i.to_string().as_bytes(), 512);
+        }
+        s.swap_remove_index(3);
+        s.retain(|m| m != b"7");
+        s.truncate(40);
+        assert!(!s.is_indexed() && s.converted() && s.clone().converted());
+        for i in 100..300 {
+            s.add(i.to_string().as_bytes(), 512);
+        }
+        assert!(s.is_indexed() && s.converted(), "the indexed form takes the bit over");
+        s.settle(512);
+        assert!(!s.converted(), "ints within the limit: an intset again");
+        s.settle(100);
+        assert!(s.converted());
+        s.swap_remove(b"100");
+        s.truncate(10);
+        assert!(s.converted());
+
+        let mut t = SetValue::new();
+        for (i, converted) in [(1, false), (2, false), (3, false), (4, true), (5, true)] {
+            t.add(i.to_string().as_bytes(), 3);
+            assert_eq!(t.converted(), converted, "{i}");
+        }
+        t.swap_remove(b"5");
+        t.swap_remove(b"4");
+        assert!(t.converted(), "back within the limit, still converted");
+        t.settle(3);
+        assert!(!t.converted());
+        t.add(b"w", 512);
+        t.settle(512);
+        assert!(t.converted());
     }
 
     #[test]

@@ -23,7 +23,7 @@ use std::cmp::Ordering;
 const MAX_BLOCK: usize = 512;
 
 /// Most members of the packed form (Redis's default `zset-max-listpack-entries`).
-pub const SMALL_MAX: usize = 128;
+pub const SMALL_MAX: usize = 127;
 
 /// Most bytes of the packed form: every change rewrites the block.
 pub const SMALL_BYTES: usize = 4096;
