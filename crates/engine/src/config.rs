@@ -892,7 +892,7 @@ pub static PARAMS: &[Param] = &[
         flags: 0,
         kind: Kind::Int(0, I64MAX),
         default: "512",
-        apply: None,
+        apply: Some(|c, v| c.hash_max_listpack_entries.store(int(v), Relaxed)),
     },
     P {
         name: "set-max-intset-entries",
@@ -924,7 +924,7 @@ pub static PARAMS: &[Param] = &[
         flags: 0,
         kind: Kind::Memory(0, I64MAX),
         default: "64",
-        apply: None,
+        apply: Some(|c, v| c.hash_max_listpack_value.store(int(v), Relaxed)),
     },
     P {
         name: "stream-node-max-bytes",
@@ -1067,6 +1067,12 @@ pub struct Config {
     pub stream_node_max_bytes: AtomicI64,
     /// Hot copy of `stream-node-max-entries`: the entries past which XADD starts a new node.
     pub stream_node_max_entries: AtomicI64,
+    /// Hot copy of `hash-max-listpack-entries`: the fields past which HSET turns a listpack into a
+    /// hash table (`OBJECT ENCODING`).
+    pub hash_max_listpack_entries: AtomicI64,
+    /// Hot copy of `hash-max-listpack-value`: the length of a field or value past which HSET turns
+    /// a listpack into a hash table.
+    pub hash_max_listpack_value: AtomicI64,
     /// Hot copy of `set-max-intset-entries`: the members past which SADD turns an intset into a
     /// hash table (`OBJECT ENCODING`).
     pub set_max_intset_entries: AtomicI64,
@@ -1491,6 +1497,8 @@ impl Config {
             stream_node_max_bytes: AtomicI64::new(0),
             stream_node_max_entries: AtomicI64::new(0),
             set_max_intset_entries: AtomicI64::new(0),
+            hash_max_listpack_entries: AtomicI64::new(0),
+            hash_max_listpack_value: AtomicI64::new(0),
             client_query_buffer_limit: AtomicI64::new(0),
             slowlog_log_slower_than: AtomicI64::new(0),
             slowlog_max_len: AtomicI64::new(0),

@@ -1047,9 +1047,13 @@ impl<'a> Reader<'a> {
     pub fn value(&mut self, t: u8) -> R<Value> {
         let start = self.pos;
         self.damage = None;
-        let v = self.value_inner(t)?;
+        let mut v = self.value_inner(t)?;
         Ok(match self.damage.take() {
-            None => v,
+            None => {
+                // Redis converts while it loads: the encoding starts from what the value holds.
+                v.settle(&self.checks.limits);
+                v
+            }
             Some((what, panic)) => Value::Damaged(Box::new(Damaged {
                 rdb_type: t,
                 body: self.data[start..self.pos].to_vec(),
@@ -1128,7 +1132,6 @@ impl<'a> Reader<'a> {
                         return Err(DecodeError::Corrupt("Duplicate set members detected"));
                     }
                 }
-                s.settle(self.checks.limits.set_intset);
                 non_empty(Value::Set(s))?
             }
             ZSET | ZSET_2 => {
@@ -1172,7 +1175,6 @@ impl<'a> Reader<'a> {
                 for i in v {
                     s.insert(&int_bytes(i));
                 }
-                s.settle(self.checks.limits.set_intset);
                 if self.damage.is_some() { Value::Set(s) } else { non_empty(Value::Set(s))? }
             }
             LIST_ZIPLIST => {

@@ -209,11 +209,22 @@ impl Value {
         }
     }
 
+    /// For a value made whole (read from an RDB file or a DUMP payload): the encoding Redis would
+    /// give it loading it under `limits`, which later removals do not undo (sets and hashes).
+    pub fn settle(&mut self, limits: &EncodingLimits) {
+        match self {
+            Value::Set(s) => s.settle(limits.set_intset),
+            Value::Hash(h) => h.settle(limits.hash_entries, limits.hash_value),
+            _ => {}
+        }
+    }
+
     /// Redis's `OBJECT ENCODING` name: the encoding Redis would use for this data under `limits`
-    /// (Latch's layout is its own; the name is what clients and tests compare). A set that Redis
-    /// turned into a hash table stays one ([`SetValue::converted`]), as in Redis. Hashes and sorted
-    /// sets are named from what they hold now: where Redis keeps a `hashtable` or `skiplist` after
-    /// removals bring one back under the limits, Latch names `listpack` (not yet tracked).
+    /// (Latch's layout is its own; the name is what clients and tests compare). A set or a hash
+    /// that Redis turned into a hash table stays one ([`SetValue::converted`],
+    /// [`HashValue::converted`]), as in Redis. Sorted sets are named from what they hold now:
+    /// where Redis keeps a `skiplist` after removals bring one back under the limits, Latch names
+    /// `listpack` (not yet tracked).
     pub fn encoding_under(&self, limits: &EncodingLimits) -> &'static str {
         match self {
             Value::Int(_) => "int",
@@ -221,7 +232,8 @@ impl Value {
             Value::Str(_) => "raw",
             Value::List(_) => "quicklist",
             Value::Hash(h)
-                if h.len() <= limits.hash_entries
+                if !h.converted()
+                    && h.len() <= limits.hash_entries
                     && h.iter().all(|(f, v)| f.len() <= limits.hash_value && v.len() <= limits.hash_value) =>
             {
                 "listpack"

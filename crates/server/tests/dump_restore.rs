@@ -129,12 +129,14 @@ fn restore_options_and_errors_answer_as_redis() {
     }
 }
 
-/// A set's encoding is history, as in Redis: once a member that is not an integer, or more members
-/// than `set-max-intset-entries`, made it a hash table, it stays one whatever is removed, and only
-/// a set rebuilt from its members (RESTORE, DEBUG RELOAD, a store command's result) starts afresh.
-/// Every step's `OBJECT ENCODING` of every key is compared with redis-server's.
+/// A set's or a hash's encoding is history, as in Redis: once a member that is not an integer, or
+/// more members than `set-max-intset-entries`, made a set a hash table (a field or value longer than
+/// `hash-max-listpack-value`, or more fields than `hash-max-listpack-entries`, a hash), it stays one
+/// whatever is removed, and only a value rebuilt from what it holds (RESTORE, DEBUG RELOAD, a store
+/// command's result) starts afresh. Every step's `OBJECT ENCODING` of every key is compared with
+/// redis-server's.
 #[test]
-fn set_encodings_follow_redis_through_removals() {
+fn set_and_hash_encodings_follow_redis_through_removals() {
     let Some(redis) =
         RedisServer::start_with_or_skip("the set encoding comparison", &["--enable-debug-command", "yes"])
     else {
@@ -165,11 +167,32 @@ fn set_encodings_follow_redis_through_removals() {
         &["SREM", "union", "b"],
         &["SINTERSTORE", "inter", "union", "other"],
         &["SDIFFSTORE", "diff", "union", "moved"],
+        &["HSET", "h1", "f", "v", "big", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"],
+        &["HDEL", "h1", "big"],
+        &["HSET", "h2", "f", "v", "g", "w"],
+        &["HDEL", "h2", "g"],
+        &["CONFIG", "SET", "hash-max-listpack-entries", "2"],
+        &["HSET", "h3", "a", "1", "b", "2", "c", "3"],
+        &["HDEL", "h3", "c"],
+        &["CONFIG", "SET", "hash-max-listpack-entries", "512"],
+        &["HSET", "h4", "x", "1"],
+        &["HINCRBY", "h4", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "5"],
+        &["HDEL", "h4", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"],
+        &["HSETNX", "h5", "f", "v"],
+        &["HSETNX", "h5", "f", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"],
+        &["HSETNX", "h5", "g", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"],
+        &["HDEL", "h5", "g"],
+        &["HINCRBYFLOAT", "h6", "f", "1.5"],
+        &["HSET", "h6", "f", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"],
+        &["HSET", "h6", "f", "short"],
         &["DUMP", "union"],
         &["DEBUG", "RELOAD"],
         &["SREM", "union", "2"],
     ];
-    let keys = ["mixed", "ints", "word", "long", "pop", "moved", "other", "union", "inter", "diff", "restored"];
+    let keys = [
+        "mixed", "ints", "word", "long", "pop", "moved", "other", "union", "inter", "diff", "h1", "h2", "h3", "h4",
+        "h5", "h6", "restored",
+    ];
     for step in steps {
         let args: Vec<&[u8]> = step.iter().map(|a| a.as_bytes()).collect();
         let (a, b) = (l.cmd_bytes(&args), r.cmd_bytes(&args));
@@ -179,9 +202,12 @@ fn set_encodings_follow_redis_through_removals() {
             for c in [&mut l, &mut r] {
                 assert_eq!(c.cmd(&[b"RESTORE", b"restored", b"0", &payload, b"REPLACE"]), "+OK\r\n");
             }
-            // A set held as a hash table dumps as one (Redis's SET type, 2), not as an intset (11).
-            let types = [&mut l, &mut r].map(|c| bulk(&c.cmd_bytes(&[b"DUMP", b"pop"]))[0]);
-            assert_eq!(types, [2, 2]);
+            // A set held as a hash table dumps as one (Redis's SET type, 2), not as an intset (11);
+            // a hash as RDB_TYPE_HASH (4), not as a listpack (16).
+            for (key, t) in [("pop", 2), ("h1", 4)] {
+                let types = [&mut l, &mut r].map(|c| bulk(&c.cmd_bytes(&[b"DUMP", key.as_bytes()]))[0]);
+                assert_eq!(types, [t, t], "{key}");
+            }
         } else if step[0] != "SPOP" {
             assert_eq!(String::from_utf8_lossy(&a), String::from_utf8_lossy(&b), "{step:?}");
         }

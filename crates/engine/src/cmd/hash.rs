@@ -158,17 +158,26 @@ pub static COMMANDS: &[Command] = &[
     },
 ];
 
+/// `hash-max-listpack-entries` and `hash-max-listpack-value`: past them Redis turns a listpack
+/// into a hash table.
+fn listpack_limits(ctx: &Ctx<'_, '_>) -> (usize, usize) {
+    let c = &ctx.srv.config;
+    let get = |a: &std::sync::atomic::AtomicI64| a.load(std::sync::atomic::Ordering::Relaxed).max(0) as usize;
+    (get(&c.hash_max_listpack_entries), get(&c.hash_max_listpack_value))
+}
+
 fn hset_generic(ctx: &mut Ctx<'_, '_>) -> Result<i64, Frame> {
     if ctx.argc() % 2 == 1 {
         return Err(error::wrong_arity(ctx.cmd.name));
     }
     let key = ctx.arg(1);
     let args = ctx.args;
+    let (entries, value_max) = listpack_limits(ctx);
     let mut db = ctx.db();
     let h = create_hash(&mut db, key)?;
     let mut added = 0;
     for pair in args[2..].chunks_exact(2) {
-        if h.insert(&pair[0], &pair[1]) {
+        if h.set_under(&pair[0], &pair[1], entries, value_max) {
             added += 1;
         }
     }
@@ -186,6 +195,7 @@ fn hmset(ctx: &mut Ctx<'_, '_>) -> Frame {
 
 fn hsetnx(ctx: &mut Ctx<'_, '_>) -> Frame {
     let (key, field, val) = (ctx.arg(1), ctx.arg(2), ctx.arg(3));
+    let (entries, value_max) = listpack_limits(ctx);
     let mut db = ctx.db();
     let h = match create_hash(&mut db, key) {
         Ok(h) => h,
@@ -194,7 +204,7 @@ fn hsetnx(ctx: &mut Ctx<'_, '_>) -> Frame {
     if h.contains_key(field) {
         return Frame::Integer(0);
     }
-    h.insert(field, val);
+    h.set_under(field, val, entries, value_max);
     ctx.changed(1);
     Frame::Integer(1)
 }
@@ -323,6 +333,7 @@ fn hincrby(ctx: &mut Ctx<'_, '_>) -> Frame {
         Err(e) => return e,
     };
     let (key, field) = (ctx.arg(1), ctx.arg(2));
+    let (entries, value_max) = listpack_limits(ctx);
     let mut db = ctx.db();
     let h = match create_hash(&mut db, key) {
         Ok(h) => h,
@@ -339,7 +350,7 @@ fn hincrby(ctx: &mut Ctx<'_, '_>) -> Frame {
         return error::overflow();
     };
     let s = itoa::Buffer::new().format(new).as_bytes().to_vec();
-    h.insert(field, &s);
+    h.set_under(field, &s, entries, value_max);
     ctx.changed(1);
     Frame::Integer(new)
 }
@@ -352,6 +363,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_, '_>) -> Frame {
         return Frame::error("ERR value is NaN or Infinity");
     }
     let (key, field) = (ctx.arg(1), ctx.arg(2));
+    let (entries, value_max) = listpack_limits(ctx);
     let mut db = ctx.db();
     let h = match create_hash(&mut db, key) {
         Ok(h) => h,
@@ -370,7 +382,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_, '_>) -> Frame {
         return Frame::error("ERR increment would produce NaN or Infinity");
     }
     let s = new.to_human_string();
-    h.insert(field, s.as_bytes());
+    h.set_under(field, s.as_bytes(), entries, value_max);
     ctx.changed(1);
     // Replays as the value it produced (Redis's HSET rewrite): floating point need not agree.
     ctx.propagate_as(&[&b"HSET"[..], key, field, s.as_bytes()]);

@@ -8,9 +8,11 @@
 //! fields or [`SMALL_BYTES`] bytes becomes an `IndexMap` and stays one (Redis does not convert
 //! back either). Both forms remove by moving the last pair into the hole, so positions behave the
 //! same whichever form a hash is in. What `OBJECT ENCODING` reports is decided by the configured
-//! limits, not by the form (see `Value::encoding_under`).
+//! limits, not by the form (see `Value::encoding_under`), and by one bit of history either form
+//! keeps: whether Redis would have turned the hash into a hash table ([`HashValue::converted`]),
+//! which it never undoes, whatever is removed later.
 
-use super::packed::{self, Entries, block, bytes_size, put_bytes, read_bytes};
+use super::packed::{self, Entries, Indexed, bytes_size, put_bytes, read_bytes, reblock};
 use crate::primitives::{Hasher, SmallBytes};
 use indexmap::IndexMap;
 
@@ -30,8 +32,9 @@ pub struct HashValue(Repr);
 #[derive(Clone, Debug)]
 enum Repr {
     /// The packed form: empty (no allocation) for an empty hash, else `[count][len f][f][len v][v]...`.
+    /// The block's mark ([`packed::marked`]) is [`HashValue::converted`].
     Small(Box<[u8]>),
-    Large(Box<IndexMap<SmallBytes, SmallBytes, Hasher>>),
+    Large(Box<Indexed<IndexMap<SmallBytes, SmallBytes, Hasher>>>),
 }
 
 impl Default for HashValue {
@@ -66,7 +69,7 @@ fn small_set(b: &mut Box<[u8]>, field: &[u8], value: &[u8]) -> Option<bool> {
         let mut v = Vec::with_capacity(bytes_size(value));
         put_bytes(&mut v, value);
         let vlen_at = vstart - packed::varint_size(old_len as u64);
-        *b = block(n, &[&b[1..vlen_at], &v, &b[r.end..]]);
+        *b = reblock(b, n, &[&b[1..vlen_at], &v, &b[r.end..]]);
         return Some(false);
     }
     if n >= SMALL_MAX || b.len().max(1) + bytes_size(field) + bytes_size(value) > SMALL_BYTES {
@@ -91,7 +94,10 @@ impl HashValue {
         if n <= SMALL_MAX {
             HashValue::new()
         } else {
-            HashValue(Repr::Large(Box::new(IndexMap::with_capacity_and_hasher(n, Hasher::default()))))
+            HashValue(Repr::Large(Box::new(Indexed {
+                inner: IndexMap::with_capacity_and_hasher(n, Hasher::default()),
+                converted: false,
+            })))
         }
     }
 
@@ -134,15 +140,54 @@ impl HashValue {
         self.get(field).is_some()
     }
 
+    /// True once Redis would hold the hash as a hash table rather than a listpack: a field or a
+    /// value longer than `hash-max-listpack-value` was set, or more fields than
+    /// `hash-max-listpack-entries` were there at once. Redis never turns a hash table back,
+    /// whatever is removed later, and neither does this bit (a hash read from an RDB file or a
+    /// DUMP payload starts from what it holds: [`HashValue::settle`]).
+    pub fn converted(&self) -> bool {
+        match &self.0 {
+            Repr::Small(b) => packed::marked(b),
+            Repr::Large(m) => m.converted,
+        }
+    }
+
+    fn set_converted(&mut self, on: bool) {
+        match &mut self.0 {
+            Repr::Small(b) => packed::set_mark(b, on),
+            Repr::Large(m) => m.converted = on,
+        }
+    }
+
+    /// Sets `field` as Redis's `hashTypeSet` does under `hash-max-listpack-entries` = `entries`
+    /// and `hash-max-listpack-value` = `value_max`: true if the field is new, and the hash is
+    /// [`HashValue::converted`] from now on when the field or the value is longer than
+    /// `value_max` or the hash is past `entries` fields.
+    pub fn set_under(&mut self, field: &[u8], value: &[u8], entries: usize, value_max: usize) -> bool {
+        let new = self.insert(field, value);
+        if !self.converted() && (field.len() > value_max || value.len() > value_max || self.len() > entries) {
+            self.set_converted(true);
+        }
+        new
+    }
+
+    /// For a hash made whole (read from an RDB file or a DUMP payload): [`HashValue::converted`]
+    /// exactly when what it holds is past a listpack's limits, as Redis converts while it loads one.
+    pub fn settle(&mut self, entries: usize, value_max: usize) {
+        let past = self.len() > entries || self.iter().any(|(f, v)| f.len() > value_max || v.len() > value_max);
+        self.set_converted(past);
+    }
+
     /// Sets `field` (in place if present, else appended); true if the field is new.
     pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
         if let Repr::Small(b) = &mut self.0 {
             match small_set(b, field, value) {
                 Some(added) => return added,
                 None => {
+                    let converted = packed::marked(b);
                     let mut m = IndexMap::with_capacity_and_hasher((self.len() + 1) * 2, Hasher::default());
                     m.extend(self.iter().map(|(f, v)| (SmallBytes::from_slice(f), SmallBytes::from_slice(v))));
-                    self.0 = Repr::Large(Box::new(m));
+                    self.0 = Repr::Large(Box::new(Indexed { inner: m, converted }));
                 }
             }
         }
@@ -198,7 +243,7 @@ impl HashValue {
                 let pair = std::mem::size_of::<(SmallBytes, SmallBytes)>();
                 let spilled = |b: &SmallBytes| if b.spilled() { b.capacity() } else { 0 };
                 // Entries (pair and stored hash) and index (position and control byte).
-                std::mem::size_of::<IndexMap<SmallBytes, SmallBytes, Hasher>>()
+                std::mem::size_of::<Indexed<IndexMap<SmallBytes, SmallBytes, Hasher>>>()
                     + m.capacity() * (pair + 8 + 9)
                     + m.iter().map(|(f, v)| spilled(f) + spilled(v)).sum::<usize>()
             }
@@ -242,6 +287,43 @@ mod tests {
             assert_eq!(h.get(f), Some(&v[..]), "{at}");
         }
         assert_eq!(h.get_index(model.len()), None);
+    }
+
+    /// `set_under` converts as Redis's `hashTypeSet` does (a long field or value, new or replacing,
+    /// or a field past the limit), every edit and both forms keep the bit, `settle` recomputes it.
+    #[test]
+    fn a_conversion_is_kept_until_the_hash_is_made_again() {
+        let long = [b'x'; 65];
+        let mut h = HashValue::new();
+        assert!(h.set_under(b"f", b"v", 128, 64) && !h.converted());
+        assert!(!h.set_under(b"f", &long, 128, 64) && h.converted(), "a long value replacing a short one");
+        assert!(!h.set_under(b"f", b"v", 128, 64) && h.converted());
+        for i in 0..40 {
+            h.set_under(format!("f{i}").as_bytes(), b"v", 128, 64);
+            h.swap_remove(format!("f{}", i / 2).as_bytes());
+        }
+        assert!(h.converted());
+        for i in 0..100 {
+            h.set_under(format!("g{i}").as_bytes(), b"v", 128, 64);
+        }
+        assert!(h.is_indexed() && h.converted(), "the indexed form takes the bit over");
+        h.settle(128, 64);
+        assert!(!h.converted());
+        h.settle(10, 64);
+        assert!(h.converted());
+
+        let mut g = HashValue::new();
+        g.set_under(&long, b"1", 128, 64);
+        assert!(g.converted(), "a long field");
+        g.swap_remove(&long);
+        g.set_under(b"a", b"1", 2, 64);
+        g.set_under(b"b", b"1", 2, 64);
+        g.settle(2, 64);
+        assert!(!g.converted());
+        g.set_under(b"c", b"1", 2, 64);
+        assert!(g.converted(), "past the entries");
+        g.swap_remove(b"c");
+        assert!(g.converted());
     }
 
     /// Both forms keep insertion order, replace in place, and remove by moving the last pair

@@ -58,6 +58,29 @@ pub fn read_bytes<'a>(buf: &'a [u8], at: &mut usize) -> &'a [u8] {
 /// elements.
 const MARK: u8 = 0x80;
 
+/// A type's indexed form (the form past its packed one) with the bit its packed block keeps as
+/// the mark ([`marked`]), so the bit survives the switch between the forms.
+#[derive(Clone, Debug, Default)]
+pub struct Indexed<T> {
+    /// The indexed form itself.
+    pub inner: T,
+    /// The type's bit (for a set or a hash: Redis would hold it as a hash table).
+    pub converted: bool,
+}
+
+impl<T> std::ops::Deref for Indexed<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.inner
+    }
+}
+
+impl<T> std::ops::DerefMut for Indexed<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.inner
+    }
+}
+
 /// The element count of a block (0 for the empty block, which has no allocation).
 #[inline]
 pub fn count(buf: &[u8]) -> usize {

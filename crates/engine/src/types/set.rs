@@ -10,7 +10,7 @@
 //! either form keeps: whether Redis would have turned the set into a hash table
 //! ([`SetValue::converted`]), which it never undoes, whatever is removed later.
 
-use super::packed::{self, Entries, bytes_size, put_bytes, read_bytes, reblock};
+use super::packed::{self, Entries, Indexed, bytes_size, put_bytes, read_bytes, reblock};
 use crate::args::parse_i64_strict as canonical_i64;
 use crate::primitives::{Hasher, SmallBytes};
 use indexmap::IndexSet;
@@ -31,27 +31,7 @@ enum Repr {
     /// The packed form: empty (no allocation) for an empty set, else `[count][len][member]...`.
     /// The block's mark ([`packed::marked`]) is [`SetValue::converted`].
     Small(Box<[u8]>),
-    Large(Box<Indexed>),
-}
-
-/// The indexed form and its [`SetValue::converted`] bit.
-#[derive(Clone, Debug, Default)]
-struct Indexed {
-    members: IndexSet<SmallBytes, Hasher>,
-    converted: bool,
-}
-
-impl std::ops::Deref for Indexed {
-    type Target = IndexSet<SmallBytes, Hasher>;
-    fn deref(&self) -> &Self::Target {
-        &self.members
-    }
-}
-
-impl std::ops::DerefMut for Indexed {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.members
-    }
+    Large(Box<Indexed<IndexSet<SmallBytes, Hasher>>>),
 }
 
 impl Default for SetValue {
@@ -79,7 +59,7 @@ impl SetValue {
             SetValue::new()
         } else {
             SetValue(Repr::Large(Box::new(Indexed {
-                members: IndexSet::with_capacity_and_hasher(n, Hasher::default()),
+                inner: IndexSet::with_capacity_and_hasher(n, Hasher::default()),
                 converted: false,
             })))
         }
@@ -171,7 +151,7 @@ impl SetValue {
             }
             let mut s = IndexSet::with_capacity_and_hasher((packed::count(b) + 1) * 2, Hasher::default());
             s.extend(Entries::new(b, read_bytes).map(SmallBytes::from_slice));
-            self.0 = Repr::Large(Box::new(Indexed { members: s, converted: packed::marked(b) }));
+            self.0 = Repr::Large(Box::new(Indexed { inner: s, converted: packed::marked(b) }));
         }
         let Repr::Large(s) = &mut self.0 else { unreachable!("a packed set was just indexed") };
         s.insert(SmallBytes::from_slice(member))
@@ -258,7 +238,7 @@ impl SetValue {
             Repr::Large(s) => {
                 let spilled = |m: &SmallBytes| if m.spilled() { m.capacity() } else { 0 };
                 // Entries (member and stored hash) and index (position and control byte).
-                std::mem::size_of::<Indexed>()
+                std::mem::size_of::<Indexed<IndexSet<SmallBytes, Hasher>>>()
                     + s.capacity() * (std::mem::size_of::<SmallBytes>() + 8 + 9)
                     + s.iter().map(spilled).sum::<usize>()
             }
