@@ -908,7 +908,7 @@ pub static PARAMS: &[Param] = &[
         flags: 0,
         kind: Kind::Int(0, I64MAX),
         default: "128",
-        apply: None,
+        apply: Some(|c, v| c.zset_max_listpack_entries.store(int(v), Relaxed)),
     },
     P {
         name: "active-defrag-ignore-bytes",
@@ -940,7 +940,7 @@ pub static PARAMS: &[Param] = &[
         flags: 0,
         kind: Kind::Memory(0, I64MAX),
         default: "64",
-        apply: None,
+        apply: Some(|c, v| c.zset_max_listpack_value.store(int(v), Relaxed)),
     },
     P {
         name: "hll-sparse-max-bytes",
@@ -1073,6 +1073,12 @@ pub struct Config {
     /// Hot copy of `hash-max-listpack-value`: the length of a field or value past which HSET turns
     /// a listpack into a hash table.
     pub hash_max_listpack_value: AtomicI64,
+    /// Hot copy of `zset-max-listpack-entries`: the members past which ZADD turns a listpack into a
+    /// skiplist (`OBJECT ENCODING`).
+    pub zset_max_listpack_entries: AtomicI64,
+    /// Hot copy of `zset-max-listpack-value`: the length of a member past which ZADD turns a
+    /// listpack into a skiplist.
+    pub zset_max_listpack_value: AtomicI64,
     /// Hot copy of `set-max-intset-entries`: the members past which SADD turns an intset into a
     /// hash table (`OBJECT ENCODING`).
     pub set_max_intset_entries: AtomicI64,
@@ -1497,6 +1503,8 @@ impl Config {
             stream_node_max_bytes: AtomicI64::new(0),
             stream_node_max_entries: AtomicI64::new(0),
             set_max_intset_entries: AtomicI64::new(0),
+            zset_max_listpack_entries: AtomicI64::new(0),
+            zset_max_listpack_value: AtomicI64::new(0),
             hash_max_listpack_entries: AtomicI64::new(0),
             hash_max_listpack_value: AtomicI64::new(0),
             client_query_buffer_limit: AtomicI64::new(0),
@@ -1795,6 +1803,24 @@ impl Config {
             apply(self, &v);
         }
         self.values.write().insert(p.name, v);
+    }
+
+    /// `set-max-intset-entries`, from its hot copy: the members past which SADD makes an intset a
+    /// hash table.
+    pub fn intset_max(&self) -> usize {
+        self.set_max_intset_entries.load(Relaxed).max(0) as usize
+    }
+
+    /// `hash-max-listpack-entries` and `hash-max-listpack-value`, from their hot copies.
+    pub fn hash_listpack_limits(&self) -> (usize, usize) {
+        let get = |a: &AtomicI64| a.load(Relaxed).max(0) as usize;
+        (get(&self.hash_max_listpack_entries), get(&self.hash_max_listpack_value))
+    }
+
+    /// `zset-max-listpack-entries` and `zset-max-listpack-value`, from their hot copies.
+    pub fn zset_listpack_limits(&self) -> (usize, usize) {
+        let get = |a: &AtomicI64| a.load(Relaxed).max(0) as usize;
+        (get(&self.zset_max_listpack_entries), get(&self.zset_max_listpack_value))
     }
 
     /// The `*-max-*` limits that decide which encoding Redis would give a value (OBJECT ENCODING,

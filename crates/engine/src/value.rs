@@ -210,21 +210,20 @@ impl Value {
     }
 
     /// For a value made whole (read from an RDB file or a DUMP payload): the encoding Redis would
-    /// give it loading it under `limits`, which later removals do not undo (sets and hashes).
+    /// give it loading it under `limits`, which later removals do not undo.
     pub fn settle(&mut self, limits: &EncodingLimits) {
         match self {
             Value::Set(s) => s.settle(limits.set_intset),
             Value::Hash(h) => h.settle(limits.hash_entries, limits.hash_value),
+            Value::ZSet(z) => z.settle(limits.zset_entries, limits.zset_value),
             _ => {}
         }
     }
 
     /// Redis's `OBJECT ENCODING` name: the encoding Redis would use for this data under `limits`
-    /// (Latch's layout is its own; the name is what clients and tests compare). A set or a hash
-    /// that Redis turned into a hash table stays one ([`SetValue::converted`],
-    /// [`HashValue::converted`]), as in Redis. Sorted sets are named from what they hold now:
-    /// where Redis keeps a `skiplist` after removals bring one back under the limits, Latch names
-    /// `listpack` (not yet tracked).
+    /// (Latch's layout is its own; the name is what clients and tests compare). A set, hash or
+    /// sorted set that Redis converted to its large encoding stays in it ([`SetValue::converted`],
+    /// [`HashValue::converted`], [`ZSet::converted`]), as in Redis, whatever is removed later.
     pub fn encoding_under(&self, limits: &EncodingLimits) -> &'static str {
         match self {
             Value::Int(_) => "int",
@@ -245,7 +244,11 @@ impl Value {
                 "intset"
             }
             Value::Set(_) => "hashtable",
-            Value::ZSet(z) if z.len() <= limits.zset_entries && z.iter().all(|(m, _)| m.len() <= limits.zset_value) => {
+            Value::ZSet(z)
+                if !z.converted()
+                    && z.len() <= limits.zset_entries
+                    && z.iter().all(|(m, _)| m.len() <= limits.zset_value) =>
+            {
                 "listpack"
             }
             Value::ZSet(_) => "skiplist",

@@ -129,14 +129,15 @@ fn restore_options_and_errors_answer_as_redis() {
     }
 }
 
-/// A set's or a hash's encoding is history, as in Redis: once a member that is not an integer, or
-/// more members than `set-max-intset-entries`, made a set a hash table (a field or value longer than
-/// `hash-max-listpack-value`, or more fields than `hash-max-listpack-entries`, a hash), it stays one
-/// whatever is removed, and only a value rebuilt from what it holds (RESTORE, DEBUG RELOAD, a store
-/// command's result) starts afresh. Every step's `OBJECT ENCODING` of every key is compared with
-/// redis-server's.
+/// An aggregate's encoding is history, as in Redis: once a member that is not an integer, or more
+/// members than `set-max-intset-entries`, made a set a hash table (a field or value longer than
+/// `hash-max-listpack-value`, or more fields than `hash-max-listpack-entries`, a hash; a member
+/// longer than `zset-max-listpack-value`, or more members than `zset-max-listpack-entries`, a
+/// sorted set a skiplist), it stays one whatever is removed, and only a value rebuilt from what it
+/// holds (RESTORE, DEBUG RELOAD, a store command's result) starts afresh. Every step's
+/// `OBJECT ENCODING` of every key is compared with redis-server's.
 #[test]
-fn set_and_hash_encodings_follow_redis_through_removals() {
+fn aggregate_encodings_follow_redis_through_removals() {
     let Some(redis) =
         RedisServer::start_with_or_skip("the set encoding comparison", &["--enable-debug-command", "yes"])
     else {
@@ -185,13 +186,40 @@ fn set_and_hash_encodings_follow_redis_through_removals() {
         &["HINCRBYFLOAT", "h6", "f", "1.5"],
         &["HSET", "h6", "f", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"],
         &["HSET", "h6", "f", "short"],
+        &["ZADD", "z1", "1", "a", "2", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"],
+        &["ZREM", "z1", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"],
+        &["ZADD", "z2", "1", "a", "2", "b"],
+        &["ZREM", "z2", "b"],
+        &["ZADD", "z4", "1", "a"],
+        &["ZADD", "z4", "XX", "2", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"],
+        &["ZADD", "z4", "3", "a"],
+        &["ZINCRBY", "z4", "1", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"],
+        &["ZREM", "z4", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"],
+        &["CONFIG", "SET", "zset-max-listpack-entries", "2"],
+        &["ZADD", "z3", "1", "a", "2", "b", "3", "c"],
+        &["ZREM", "z3", "c"],
+        &["ZUNIONSTORE", "zu", "2", "z3", "z1"],
+        &["ZUNIONSTORE", "zu2", "2", "z3", "z4"],
+        &["ZREM", "zu2", "b"],
+        &["ZRANGESTORE", "zr", "z3", "0", "-1"],
+        &["CONFIG", "SET", "zset-max-listpack-entries", "128"],
+        &["GEOADD", "g", "13.361389", "38.115556", "palermo"],
+        &[
+            "GEOADD",
+            "g",
+            "15.087269",
+            "37.502669",
+            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        ],
+        &["ZREM", "g", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"],
+        &["GEOSEARCHSTORE", "gs", "g", "FROMLONLAT", "15", "37", "BYRADIUS", "200", "km"],
         &["DUMP", "union"],
         &["DEBUG", "RELOAD"],
         &["SREM", "union", "2"],
     ];
     let keys = [
         "mixed", "ints", "word", "long", "pop", "moved", "other", "union", "inter", "diff", "h1", "h2", "h3", "h4",
-        "h5", "h6", "restored",
+        "h5", "h6", "z1", "z2", "z3", "z4", "zu", "zu2", "zr", "g", "gs", "restored",
     ];
     for step in steps {
         let args: Vec<&[u8]> = step.iter().map(|a| a.as_bytes()).collect();
@@ -203,8 +231,9 @@ fn set_and_hash_encodings_follow_redis_through_removals() {
                 assert_eq!(c.cmd(&[b"RESTORE", b"restored", b"0", &payload, b"REPLACE"]), "+OK\r\n");
             }
             // A set held as a hash table dumps as one (Redis's SET type, 2), not as an intset (11);
-            // a hash as RDB_TYPE_HASH (4), not as a listpack (16).
-            for (key, t) in [("pop", 2), ("h1", 4)] {
+            // a hash as RDB_TYPE_HASH (4), not as a listpack (16); a sorted set as
+            // RDB_TYPE_ZSET_2 (5), not as a listpack (17).
+            for (key, t) in [("pop", 2), ("h1", 4), ("z1", 5)] {
                 let types = [&mut l, &mut r].map(|c| bulk(&c.cmd_bytes(&[b"DUMP", key.as_bytes()]))[0]);
                 assert_eq!(types, [t, t], "{key}");
             }

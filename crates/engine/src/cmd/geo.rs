@@ -259,6 +259,7 @@ fn geoadd(ctx: &mut Ctx<'_, '_>) -> Frame {
         items.push((score, &t[2][..]));
     }
     let key = ctx.arg(1);
+    let (entries, value_max) = ctx.srv.config.zset_listpack_limits();
     let mut db = ctx.db();
     let exists = match read_zset(&mut db, key) {
         Ok(z) => z.is_some(),
@@ -282,7 +283,7 @@ fn geoadd(ctx: &mut Ctx<'_, '_>) -> Frame {
                 }
                 None if xx => {}
                 None => {
-                    z.insert(m, score);
+                    z.add_under(m, score, entries, value_max);
                     added += 1;
                 }
             }
@@ -579,6 +580,8 @@ fn search_inner(ctx: &mut Ctx<'_, '_>, form: Form, may_store: bool) -> Result<Fr
         for f in &found {
             z.insert(&f.member, if store_dist { f.dist / to_meters } else { f.score });
         }
+        let (entries, value_max) = ctx.srv.config.zset_listpack_limits();
+        z.settle(entries, value_max);
         let mut db = ctx.db();
         if !z.is_empty() {
             db.set(dst, Value::ZSet(z), false);

@@ -158,21 +158,13 @@ pub static COMMANDS: &[Command] = &[
     },
 ];
 
-/// `hash-max-listpack-entries` and `hash-max-listpack-value`: past them Redis turns a listpack
-/// into a hash table.
-fn listpack_limits(ctx: &Ctx<'_, '_>) -> (usize, usize) {
-    let c = &ctx.srv.config;
-    let get = |a: &std::sync::atomic::AtomicI64| a.load(std::sync::atomic::Ordering::Relaxed).max(0) as usize;
-    (get(&c.hash_max_listpack_entries), get(&c.hash_max_listpack_value))
-}
-
 fn hset_generic(ctx: &mut Ctx<'_, '_>) -> Result<i64, Frame> {
     if ctx.argc() % 2 == 1 {
         return Err(error::wrong_arity(ctx.cmd.name));
     }
     let key = ctx.arg(1);
     let args = ctx.args;
-    let (entries, value_max) = listpack_limits(ctx);
+    let (entries, value_max) = ctx.srv.config.hash_listpack_limits();
     let mut db = ctx.db();
     let h = create_hash(&mut db, key)?;
     let mut added = 0;
@@ -195,7 +187,7 @@ fn hmset(ctx: &mut Ctx<'_, '_>) -> Frame {
 
 fn hsetnx(ctx: &mut Ctx<'_, '_>) -> Frame {
     let (key, field, val) = (ctx.arg(1), ctx.arg(2), ctx.arg(3));
-    let (entries, value_max) = listpack_limits(ctx);
+    let (entries, value_max) = ctx.srv.config.hash_listpack_limits();
     let mut db = ctx.db();
     let h = match create_hash(&mut db, key) {
         Ok(h) => h,
@@ -333,7 +325,7 @@ fn hincrby(ctx: &mut Ctx<'_, '_>) -> Frame {
         Err(e) => return e,
     };
     let (key, field) = (ctx.arg(1), ctx.arg(2));
-    let (entries, value_max) = listpack_limits(ctx);
+    let (entries, value_max) = ctx.srv.config.hash_listpack_limits();
     let mut db = ctx.db();
     let h = match create_hash(&mut db, key) {
         Ok(h) => h,
@@ -363,7 +355,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_, '_>) -> Frame {
         return Frame::error("ERR value is NaN or Infinity");
     }
     let (key, field) = (ctx.arg(1), ctx.arg(2));
-    let (entries, value_max) = listpack_limits(ctx);
+    let (entries, value_max) = ctx.srv.config.hash_listpack_limits();
     let mut db = ctx.db();
     let h = match create_hash(&mut db, key) {
         Ok(h) => h,

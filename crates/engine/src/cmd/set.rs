@@ -299,15 +299,10 @@ fn set_reply(s: &SetValue, proto: resp::Protocol) -> Frame {
     out.finish()
 }
 
-/// `set-max-intset-entries`: the members past which Redis turns an intset into a hash table.
-fn intset_max(ctx: &Ctx<'_, '_>) -> usize {
-    ctx.srv.config.set_max_intset_entries.load(std::sync::atomic::Ordering::Relaxed).max(0) as usize
-}
-
 fn sadd(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(1);
     let args = ctx.args;
-    let max = intset_max(ctx);
+    let max = ctx.srv.config.intset_max();
     let mut db = ctx.db();
     let s = match create_set(&mut db, key) {
         Ok(s) => s,
@@ -512,7 +507,7 @@ fn srandmember(ctx: &mut Ctx<'_, '_>) -> Frame {
 
 fn smove(ctx: &mut Ctx<'_, '_>) -> Frame {
     let (src, dst, m) = (ctx.arg(1), ctx.arg(2), ctx.arg(3));
-    let max = intset_max(ctx);
+    let max = ctx.srv.config.intset_max();
     let mut db = ctx.db();
     // Type checks and membership through `peek`: a key is only signalled (WATCH) when it changes,
     // and the destination only when the member was actually added (Redis semantics).
@@ -622,7 +617,7 @@ fn set_op_reply(ctx: &mut Ctx<'_, '_>, op: SetOp) -> Frame {
 fn set_op_store(ctx: &mut Ctx<'_, '_>, op: SetOp) -> Frame {
     let dst = ctx.arg(1);
     let keys = &ctx.args[2..];
-    let max = intset_max(ctx);
+    let max = ctx.srv.config.intset_max();
     let mut db = ctx.db();
     let (reply, changed) = match set_op(&mut db, keys, op, 0) {
         Ok(s) if s.is_empty() => (Frame::Integer(0), db.remove(dst).is_some()),

@@ -518,6 +518,7 @@ fn zadd_generic(ctx: &mut Ctx<'_, '_>, mut fl: AddFlags, mut idx: usize) -> Fram
         }
     }
     let key = ctx.arg(1);
+    let (entries, value_max) = ctx.srv.config.zset_listpack_limits();
     let mut db = ctx.db();
     let exists = match read_zset(&mut db, key) {
         Ok(z) => z.is_some(),
@@ -557,7 +558,7 @@ fn zadd_generic(ctx: &mut Ctx<'_, '_>, mut fl: AddFlags, mut idx: usize) -> Fram
                     if fl.xx {
                         continue;
                     }
-                    z.insert(m, score);
+                    z.add_under(m, score, entries, value_max);
                     added += 1;
                     processed += 1;
                     last = score + 0.0;
@@ -797,6 +798,7 @@ fn zrange_generic(
     };
     if let Some(d) = dst {
         let dkey = &ctx.args[d];
+        let (entries, value_max) = ctx.srv.config.zset_listpack_limits();
         let mut db = ctx.db();
         if items.is_empty() {
             if db.remove(dkey).is_some() {
@@ -808,6 +810,7 @@ fn zrange_generic(
         for (m, s) in &items {
             z.insert(m, *s);
         }
+        z.settle(entries, value_max);
         let n = z.len() as i64;
         db.set(dkey, Value::ZSet(z), false);
         ctx.changed(1);
@@ -1215,6 +1218,7 @@ fn zsetop_generic(ctx: &mut Ctx<'_, '_>, dst: bool, op: SetOp, card_only: bool) 
     if op != SetOp::Diff {
         order.sort_by_key(|&i| card[i]);
     }
+    let (entries, value_max) = ctx.srv.config.zset_listpack_limits();
     let mut db = ctx.db();
     let items: Vec<(SmallBytes, f64)> = match op {
         SetOp::Inter => {
@@ -1273,6 +1277,7 @@ fn zsetop_generic(ctx: &mut Ctx<'_, '_>, dst: bool, op: SetOp, card_only: bool) 
         z.insert(m, *s);
     }
     if dst {
+        z.settle(entries, value_max);
         let dkey = &args[1];
         let (reply, changed) = if z.is_empty() {
             (Frame::Integer(0), db.remove(dkey).is_some())

@@ -13,8 +13,11 @@
 //! most one block's elements, so every operation stays fast at millions of members without a
 //! pointer-heavy skiplist. The member table is an `IndexMap`, giving positional access for random
 //! picks and scan cursors. A set that grows out of the packed form stays indexed.
+//!
+//! Either form keeps one bit of history for `OBJECT ENCODING`: whether Redis would have turned the
+//! set into a skiplist ([`ZSet::converted`]), which it never undoes, whatever is removed later.
 
-use super::packed::{self, Entries, block, put_bytes, put_varint, read_bytes, read_varint};
+use super::packed::{self, Entries, Indexed, put_bytes, put_varint, read_bytes, read_varint, reblock};
 use crate::primitives::{Hasher, SmallBytes};
 use smallvec::SmallVec;
 use std::cmp::Ordering;
@@ -44,8 +47,9 @@ pub struct ZSet(Repr);
 #[derive(Clone, Debug)]
 enum Repr {
     /// The packed form: empty (no allocation) when the set is, else `[count][score][member]...`.
+    /// The block's mark ([`packed::marked`]) is [`ZSet::converted`].
     Small(Box<[u8]>),
-    Large(Box<Big>),
+    Large(Box<Indexed<Big>>),
 }
 
 impl Default for ZSet {
@@ -222,7 +226,7 @@ impl ZSet {
     pub fn heap_size(&self) -> usize {
         match &self.0 {
             Repr::Small(b) => b.len(),
-            Repr::Large(z) => std::mem::size_of::<Big>() + z.heap_size(),
+            Repr::Large(z) => std::mem::size_of::<Indexed<Big>>() + z.heap_size(),
         }
     }
 
@@ -234,6 +238,44 @@ impl ZSet {
         }
     }
 
+    /// True once Redis would hold the set as a skiplist rather than a listpack: a member longer
+    /// than `zset-max-listpack-value` was added, or more members than `zset-max-listpack-entries`
+    /// were there at once. Redis never turns a skiplist back, whatever is removed later, and
+    /// neither does this bit (a set read from an RDB file or a DUMP payload, or a store command's
+    /// result, starts from what it holds: [`ZSet::settle`]).
+    pub fn converted(&self) -> bool {
+        match &self.0 {
+            Repr::Small(b) => packed::marked(b),
+            Repr::Large(z) => z.converted,
+        }
+    }
+
+    fn set_converted(&mut self, on: bool) {
+        match &mut self.0 {
+            Repr::Small(b) => packed::set_mark(b, on),
+            Repr::Large(z) => z.converted = on,
+        }
+    }
+
+    /// Adds `member`, new to the set, as Redis's `zsetAdd` does under `zset-max-listpack-entries` =
+    /// `entries` and `zset-max-listpack-value` = `value_max`: the set is [`ZSet::converted`] from
+    /// now on when the member is longer than `value_max` or the set is past `entries` members. (A
+    /// new score for a member already there is [`ZSet::insert`]: it converts nothing.)
+    pub fn add_under(&mut self, member: &[u8], score: f64, entries: usize, value_max: usize) {
+        let old = self.insert(member, score);
+        if old.is_none() && !self.converted() && (self.len() > entries || member.len() > value_max) {
+            self.set_converted(true);
+        }
+    }
+
+    /// For a set made whole (read from an RDB file or a DUMP payload, or the result a store
+    /// command writes): [`ZSet::converted`] exactly when what it holds is past a listpack's
+    /// limits, as Redis's `zsetConvertToListpackIfNeeded` decides.
+    pub fn settle(&mut self, entries: usize, value_max: usize) {
+        let past = self.len() > entries || self.iter().any(|(m, _)| m.len() > value_max);
+        self.set_converted(past);
+    }
+
     /// Sets the score of `member`, adding it if needed. Returns the previous score.
     pub fn insert(&mut self, member: &[u8], score: f64) -> Option<f64> {
         // -0 is stored as 0, as Redis replies with "0".
@@ -242,11 +284,12 @@ impl ZSet {
             match small_insert(b, member, score) {
                 Ok(old) => return old,
                 Err(()) => {
+                    let converted = packed::marked(b);
                     let mut z = Big::default();
                     for (m, s) in Entries::new(b, entry) {
                         z.insert(m, s);
                     }
-                    self.0 = Repr::Large(Box::new(z));
+                    self.0 = Repr::Large(Box::new(Indexed { inner: z, converted }));
                 }
             }
         }
@@ -259,7 +302,7 @@ impl ZSet {
         match &mut self.0 {
             Repr::Small(b) => {
                 let (_, s, r) = find(b, member)?;
-                *b = block(packed::count(b) - 1, &[&b[1..r.start], &b[r.end..]]);
+                *b = reblock(b, packed::count(b) - 1, &[&b[1..r.start], &b[r.end..]]);
                 Some(s)
             }
             Repr::Large(z) => z.remove(member),
@@ -349,13 +392,13 @@ fn small_insert(b: &mut Box<[u8]>, member: &[u8], score: f64) -> Result<Option<f
     let body: &[u8] = if b.is_empty() { &[] } else { &b[1..] };
     let at = at - 1;
     *b = match found {
-        None => block(count, &[&body[..at], &e, &body[at..]]),
+        None => reblock(b, count, &[&body[..at], &e, &body[at..]]),
         Some((_, _, r)) => {
             let r = r.start - 1..r.end - 1;
             if at <= r.start {
-                block(count, &[&body[..at], &e, &body[at..r.start], &body[r.end..]])
+                reblock(b, count, &[&body[..at], &e, &body[at..r.start], &body[r.end..]])
             } else {
-                block(count, &[&body[..r.start], &body[r.end..at], &e, &body[at..]])
+                reblock(b, count, &[&body[..r.start], &body[r.end..at], &e, &body[at..]])
             }
         }
     };
@@ -510,6 +553,45 @@ impl Big {
 mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
+
+    /// `add_under` converts as Redis's `zsetAdd` does (a long new member, or one past the limit;
+    /// a new score converts nothing), every edit and both forms keep the bit, `settle` recomputes it.
+    #[test]
+    fn a_conversion_is_kept_until_the_set_is_made_again() {
+        let long = [b'x'; 65];
+        let mut z = ZSet::new();
+        z.add_under(b"a", 1.0, 128, 64);
+        assert!(!z.converted());
+        z.add_under(&long, 2.0, 128, 64);
+        assert!(z.converted(), "a long member");
+        z.remove(&long);
+        assert!(z.converted());
+        for i in 0..40 {
+            z.insert(format!("m{i}").as_bytes(), f64::from(i));
+            z.remove(format!("m{}", i / 2).as_bytes());
+        }
+        assert!(!z.is_indexed() && z.converted(), "edits of the packed form keep it");
+        for i in 0..200 {
+            z.insert(format!("n{i}").as_bytes(), f64::from(i) / 3.0);
+        }
+        assert!(z.is_indexed() && z.converted(), "the indexed form takes the bit over");
+        z.settle(1000, 64);
+        assert!(!z.converted());
+        z.settle(10, 64);
+        assert!(z.converted());
+
+        let mut y = ZSet::new();
+        for (i, converted) in [(1, false), (2, false), (3, true)] {
+            y.add_under(format!("m{i}").as_bytes(), 0.0, 2, 64);
+            assert_eq!(y.converted(), converted, "{i}");
+        }
+        y.remove(b"m3");
+        assert!(y.converted(), "back within the limit, still converted");
+        y.settle(2, 64);
+        assert!(!y.converted());
+        y.insert(&long, 5.0);
+        assert!(!y.converted(), "insert alone is a new score's path: it converts nothing");
+    }
 
     #[test]
     fn range_iter_is_range_borrowed_both_ways() {
