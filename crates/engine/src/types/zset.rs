@@ -25,7 +25,8 @@ use std::cmp::Ordering;
 /// Largest block; a block that grows past it is split in two.
 const MAX_BLOCK: usize = 512;
 
-/// Most members of the packed form (Redis's default `zset-max-listpack-entries`).
+/// Most members of the packed form: one below Redis's default `zset-max-listpack-entries` (128),
+/// as the count byte keeps its top bit for the mark.
 pub const SMALL_MAX: usize = 127;
 
 /// Most bytes of the packed form: every change rewrites the block.
