@@ -53,9 +53,9 @@ pub fn read_bytes<'a>(buf: &'a [u8], at: &mut usize) -> &'a [u8] {
     b
 }
 
-/// The top bit of the count byte: a mark a type may keep on its block (a set's record that Redis
-/// would hold it as a hash table). Counts stay below it: the small forms hold at most 127
-/// elements.
+/// The top bit of the count byte: a mark a type may keep on its block (sets, hashes and sorted
+/// sets: that Redis would hold the value in its large encoding). Counts stay below it: the small
+/// forms hold at most 127 elements.
 const MARK: u8 = 0x80;
 
 /// A type's indexed form (the form past its packed one) with the bit its packed block keeps as
@@ -64,7 +64,8 @@ const MARK: u8 = 0x80;
 pub struct Indexed<T> {
     /// The indexed form itself.
     pub inner: T,
-    /// The type's bit (for a set or a hash: Redis would hold it as a hash table).
+    /// The type's bit (sets, hashes and sorted sets: Redis would hold the value in its large
+    /// encoding).
     pub converted: bool,
 }
 
