@@ -118,6 +118,11 @@ fn int(v: &str) -> i64 {
     v.parse().unwrap_or(0)
 }
 
+/// A hot copy of a size limit (its row keeps it at 0 or more).
+fn size(a: &AtomicI64) -> usize {
+    a.load(Relaxed).max(0) as usize
+}
+
 fn valid_hostname(v: &str) -> Result<(), &'static str> {
     if v.len() >= 256 {
         return Err("Hostnames must be less than 256 characters");
@@ -1808,31 +1813,30 @@ impl Config {
     /// `set-max-intset-entries`, from its hot copy: the members past which SADD makes an intset a
     /// hash table.
     pub fn intset_max(&self) -> usize {
-        self.set_max_intset_entries.load(Relaxed).max(0) as usize
+        size(&self.set_max_intset_entries)
     }
 
     /// `hash-max-listpack-entries` and `hash-max-listpack-value`, from their hot copies.
     pub fn hash_listpack_limits(&self) -> (usize, usize) {
-        let get = |a: &AtomicI64| a.load(Relaxed).max(0) as usize;
-        (get(&self.hash_max_listpack_entries), get(&self.hash_max_listpack_value))
+        (size(&self.hash_max_listpack_entries), size(&self.hash_max_listpack_value))
     }
 
     /// `zset-max-listpack-entries` and `zset-max-listpack-value`, from their hot copies.
     pub fn zset_listpack_limits(&self) -> (usize, usize) {
-        let get = |a: &AtomicI64| a.load(Relaxed).max(0) as usize;
-        (get(&self.zset_max_listpack_entries), get(&self.zset_max_listpack_value))
+        (size(&self.zset_max_listpack_entries), size(&self.zset_max_listpack_value))
     }
 
     /// The `*-max-*` limits that decide which encoding Redis would give a value (OBJECT ENCODING,
     /// and the encodings RDB files and DUMP payloads are written in).
     pub fn encoding_limits(&self) -> crate::value::EncodingLimits {
-        let n = |name: &str| self.get_i64(name).max(0) as usize;
+        let (hash_entries, hash_value) = self.hash_listpack_limits();
+        let (zset_entries, zset_value) = self.zset_listpack_limits();
         crate::value::EncodingLimits {
-            hash_entries: n("hash-max-listpack-entries"),
-            hash_value: n("hash-max-listpack-value"),
-            set_intset: n("set-max-intset-entries"),
-            zset_entries: n("zset-max-listpack-entries"),
-            zset_value: n("zset-max-listpack-value"),
+            hash_entries,
+            hash_value,
+            set_intset: self.intset_max(),
+            zset_entries,
+            zset_value,
         }
     }
 

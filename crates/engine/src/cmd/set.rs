@@ -308,7 +308,7 @@ fn sadd(ctx: &mut Ctx<'_, '_>) -> Frame {
         Ok(s) => s,
         Err(e) => return e,
     };
-    let added = args[2..].iter().filter(|m| s.add(m, max)).count();
+    let added = args[2..].iter().filter(|m| s.add_under(m, max)).count();
     ctx.changed(added as u64);
     Frame::Integer(added as i64)
 }
@@ -533,7 +533,7 @@ fn smove(ctx: &mut Ctx<'_, '_>) -> Frame {
     if !in_dst {
         match create_set(&mut db, dst) {
             Ok(d) => {
-                d.add(m, max);
+                d.add_under(m, max);
             }
             Err(e) => return e,
         }

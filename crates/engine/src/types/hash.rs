@@ -29,13 +29,8 @@ pub const SMALL_BYTES: usize = 4096;
 #[derive(Clone, Debug)]
 pub struct HashValue(Repr);
 
-#[derive(Clone, Debug)]
-enum Repr {
-    /// The packed form: empty (no allocation) for an empty hash, else `[count][len f][f][len v][v]...`.
-    /// The block's mark ([`packed::marked`]) is [`HashValue::converted`].
-    Small(Box<[u8]>),
-    Large(Box<Indexed<IndexMap<SmallBytes, SmallBytes, Hasher>>>),
-}
+/// The packed form is `[count][len f][f][len v][v]...`; the forms' bit is [`HashValue::converted`].
+type Repr = packed::Forms<IndexMap<SmallBytes, SmallBytes, Hasher>>;
 
 impl Default for HashValue {
     fn default() -> Self {
@@ -146,17 +141,7 @@ impl HashValue {
     /// whatever is removed later, and neither does this bit (a hash read from an RDB file or a
     /// DUMP payload starts from what it holds: [`HashValue::settle`]).
     pub fn converted(&self) -> bool {
-        match &self.0 {
-            Repr::Small(b) => packed::marked(b),
-            Repr::Large(m) => m.converted,
-        }
-    }
-
-    fn set_converted(&mut self, on: bool) {
-        match &mut self.0 {
-            Repr::Small(b) => packed::set_mark(b, on),
-            Repr::Large(m) => m.converted = on,
-        }
+        self.0.converted()
     }
 
     /// Sets `field` as Redis's `hashTypeSet` does under `hash-max-listpack-entries` = `entries`
@@ -166,7 +151,7 @@ impl HashValue {
     pub fn set_under(&mut self, field: &[u8], value: &[u8], entries: usize, value_max: usize) -> bool {
         let new = self.insert(field, value);
         if !self.converted() && (field.len() > value_max || value.len() > value_max || self.len() > entries) {
-            self.set_converted(true);
+            self.0.set_converted(true);
         }
         new
     }
@@ -175,7 +160,7 @@ impl HashValue {
     /// exactly when what it holds is past a listpack's limits, as Redis converts while it loads one.
     pub fn settle(&mut self, entries: usize, value_max: usize) {
         let past = self.len() > entries || self.iter().any(|(f, v)| f.len() > value_max || v.len() > value_max);
-        self.set_converted(past);
+        self.0.set_converted(past);
     }
 
     /// Sets `field` (in place if present, else appended); true if the field is new.

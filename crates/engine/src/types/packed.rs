@@ -82,6 +82,35 @@ impl<T> std::ops::DerefMut for Indexed<T> {
     }
 }
 
+/// A value's two forms: its packed block, and past that its indexed form. The block's mark and the
+/// indexed form's `converted` are one bit (for sets, hashes and sorted sets: that Redis would hold
+/// the value in its large encoding), which the switch from one form to the other carries over.
+#[derive(Clone, Debug)]
+pub enum Forms<T> {
+    /// The packed form: empty (no allocation) for an empty value.
+    Small(Box<[u8]>),
+    /// The indexed form.
+    Large(Box<Indexed<T>>),
+}
+
+impl<T> Forms<T> {
+    /// The bit, from whichever form holds it.
+    pub fn converted(&self) -> bool {
+        match self {
+            Forms::Small(b) => marked(b),
+            Forms::Large(x) => x.converted,
+        }
+    }
+
+    /// Sets or clears the bit (an empty packed block cannot hold it: see [`set_mark`]).
+    pub fn set_converted(&mut self, on: bool) {
+        match self {
+            Forms::Small(b) => set_mark(b, on),
+            Forms::Large(x) => x.converted = on,
+        }
+    }
+}
+
 /// The element count of a block (0 for the empty block, which has no allocation).
 #[inline]
 pub fn count(buf: &[u8]) -> usize {

@@ -26,13 +26,8 @@ pub const SMALL_BYTES: usize = 4096;
 #[derive(Clone, Debug)]
 pub struct SetValue(Repr);
 
-#[derive(Clone, Debug)]
-enum Repr {
-    /// The packed form: empty (no allocation) for an empty set, else `[count][len][member]...`.
-    /// The block's mark ([`packed::marked`]) is [`SetValue::converted`].
-    Small(Box<[u8]>),
-    Large(Box<Indexed<IndexSet<SmallBytes, Hasher>>>),
-}
+/// The packed form is `[count][len][member]...`; the forms' bit is [`SetValue::converted`].
+type Repr = packed::Forms<IndexSet<SmallBytes, Hasher>>;
 
 impl Default for SetValue {
     fn default() -> Self {
@@ -96,26 +91,16 @@ impl SetValue {
     /// Redis never turns a hash table back, whatever is removed later, and neither does this bit
     /// (a set read from an RDB file or a DUMP payload starts from its members: [`SetValue::settle`]).
     pub fn converted(&self) -> bool {
-        match &self.0 {
-            Repr::Small(b) => packed::marked(b),
-            Repr::Large(s) => s.converted,
-        }
-    }
-
-    fn set_converted(&mut self, on: bool) {
-        match &mut self.0 {
-            Repr::Small(b) => packed::set_mark(b, on),
-            Repr::Large(s) => s.converted = on,
-        }
+        self.0.converted()
     }
 
     /// Adds `member` as Redis's `setTypeAdd` does under `set-max-intset-entries` = `intset_max`:
     /// true if it is new, and the set is [`SetValue::converted`] from now on when the member is
     /// not an integer or the set is past `intset_max` members.
-    pub fn add(&mut self, member: &[u8], intset_max: usize) -> bool {
+    pub fn add_under(&mut self, member: &[u8], intset_max: usize) -> bool {
         let new = self.insert(member);
         if new && !self.converted() && (self.len() > intset_max || canonical_i64(member).is_none()) {
-            self.set_converted(true);
+            self.0.set_converted(true);
         }
         new
     }
@@ -126,7 +111,7 @@ impl SetValue {
     /// builds one from an empty intset.
     pub fn settle(&mut self, intset_max: usize) {
         let past = self.len() > intset_max || self.iter().any(|m| canonical_i64(m).is_none());
-        self.set_converted(past);
+        self.0.set_converted(past);
     }
 
     /// True if `member` is in the set.
@@ -343,19 +328,19 @@ mod tests {
     #[test]
     fn a_conversion_is_kept_until_the_set_is_made_again() {
         let mut s = SetValue::new();
-        assert!(s.add(b"1", 512) && !s.converted());
-        assert!(!s.add(b"1", 0) && !s.converted(), "a member already there changes nothing");
-        assert!(s.add(b"01", 512) && s.converted(), "01 is not an integer as Redis reads one");
+        assert!(s.add_under(b"1", 512) && !s.converted());
+        assert!(!s.add_under(b"1", 0) && !s.converted(), "a member already there changes nothing");
+        assert!(s.add_under(b"01", 512) && s.converted(), "01 is not an integer as Redis reads one");
         assert!(s.swap_remove(b"01") && s.converted());
         for i in 2..60 {
-            s.add(i.to_string().as_bytes(), 512);
+            s.add_under(i.to_string().as_bytes(), 512);
         }
         s.swap_remove_index(3);
         s.retain(|m| m != b"7");
         s.truncate(40);
         assert!(!s.is_indexed() && s.converted() && s.clone().converted());
         for i in 100..300 {
-            s.add(i.to_string().as_bytes(), 512);
+            s.add_under(i.to_string().as_bytes(), 512);
         }
         assert!(s.is_indexed() && s.converted(), "the indexed form takes the bit over");
         s.settle(512);
@@ -368,7 +353,7 @@ mod tests {
 
         let mut t = SetValue::new();
         for (i, converted) in [(1, false), (2, false), (3, false), (4, true), (5, true)] {
-            t.add(i.to_string().as_bytes(), 3);
+            t.add_under(i.to_string().as_bytes(), 3);
             assert_eq!(t.converted(), converted, "{i}");
         }
         t.swap_remove(b"5");
@@ -376,7 +361,7 @@ mod tests {
         assert!(t.converted(), "back within the limit, still converted");
         t.settle(3);
         assert!(!t.converted());
-        t.add(b"w", 512);
+        t.add_under(b"w", 512);
         t.settle(512);
         assert!(t.converted());
     }

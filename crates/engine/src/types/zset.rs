@@ -45,13 +45,8 @@ fn cmp_item(a: (f64, &[u8]), b: (f64, &[u8])) -> Ordering {
 #[derive(Clone, Debug)]
 pub struct ZSet(Repr);
 
-#[derive(Clone, Debug)]
-enum Repr {
-    /// The packed form: empty (no allocation) when the set is, else `[count][score][member]...`.
-    /// The block's mark ([`packed::marked`]) is [`ZSet::converted`].
-    Small(Box<[u8]>),
-    Large(Box<Indexed<Big>>),
-}
+/// The packed form is `[count][score][member]...`; the forms' bit is [`ZSet::converted`].
+type Repr = packed::Forms<Big>;
 
 impl Default for ZSet {
     fn default() -> Self {
@@ -245,17 +240,7 @@ impl ZSet {
     /// neither does this bit (a set read from an RDB file or a DUMP payload, or a store command's
     /// result, starts from what it holds: [`ZSet::settle`]).
     pub fn converted(&self) -> bool {
-        match &self.0 {
-            Repr::Small(b) => packed::marked(b),
-            Repr::Large(z) => z.converted,
-        }
-    }
-
-    fn set_converted(&mut self, on: bool) {
-        match &mut self.0 {
-            Repr::Small(b) => packed::set_mark(b, on),
-            Repr::Large(z) => z.converted = on,
-        }
+        self.0.converted()
     }
 
     /// Adds `member`, new to the set, as Redis's `zsetAdd` does under `zset-max-listpack-entries` =
@@ -265,7 +250,7 @@ impl ZSet {
     pub fn add_under(&mut self, member: &[u8], score: f64, entries: usize, value_max: usize) {
         let old = self.insert(member, score);
         if old.is_none() && !self.converted() && (self.len() > entries || member.len() > value_max) {
-            self.set_converted(true);
+            self.0.set_converted(true);
         }
     }
 
@@ -274,7 +259,7 @@ impl ZSet {
     /// limits, as Redis's `zsetConvertToListpackIfNeeded` decides.
     pub fn settle(&mut self, entries: usize, value_max: usize) {
         let past = self.len() > entries || self.iter().any(|(m, _)| m.len() > value_max);
-        self.set_converted(past);
+        self.0.set_converted(past);
     }
 
     /// Sets the score of `member`, adding it if needed. Returns the previous score.
