@@ -2204,6 +2204,11 @@ mod tests {
     }
 
     #[test]
+    fn the_encoding_limits_default_to_the_rows_defaults() {
+        assert_eq!(Config::new().encoding_limits(), crate::value::EncodingLimits::default());
+    }
+
+    #[test]
     fn defaults_and_validation() {
         let c = Config::new();
         assert_eq!(c.get("port").as_deref(), Some("6379"));

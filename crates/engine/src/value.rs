@@ -113,9 +113,10 @@ pub struct EncodingLimits {
     pub zset_value: usize,
 }
 
+/// Redis 7.0's defaults (`config.c`), which the configuration's rows also start from.
 impl Default for EncodingLimits {
     fn default() -> Self {
-        EncodingLimits { hash_entries: 128, hash_value: 64, set_intset: 512, zset_entries: 128, zset_value: 64 }
+        EncodingLimits { hash_entries: 512, hash_value: 64, set_intset: 512, zset_entries: 128, zset_value: 64 }
     }
 }
 
