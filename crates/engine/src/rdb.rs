@@ -6,7 +6,8 @@
 //! bits, LZF-compressed above 20 bytes when that saves at least 4 (`rdbcompression`), raw otherwise;
 //! lists as quicklist 2 (listpack nodes of at most 8 KiB, Redis's `list-max-listpack-size -2`);
 //! sets as an intset or a plain set, hashes and sorted sets as a listpack or a plain map (binary
-//! double scores), by the `*-max-*` limits in effect ([`Value::encoding_under`]).
+//! double scores), by the encoding Redis holds each in ([`Value::encoding`]: the `*-max-*` limits
+//! in effect at the value's last write).
 //!
 //! Reading takes every encoding Redis 7.0 loads for these types, the older ones included (ziplist,
 //! zipmap-free quicklist 1, string-scored zsets), and never trusts a length: each is checked against
@@ -250,7 +251,7 @@ impl Writer {
 
     /// A value: its type byte, then its encoding (`rdbSaveObjectType` + `rdbSaveObject`). Locks have
     /// no RDB type: None, nothing written.
-    pub fn value(&mut self, v: &Value, limits: &EncodingLimits) -> Option<()> {
+    pub fn value(&mut self, v: &Value) -> Option<()> {
         match v {
             Value::Int(i) => {
                 self.buf.push(types::STRING);
@@ -264,7 +265,7 @@ impl Writer {
                 self.buf.push(types::LIST_QUICKLIST_2);
                 self.quicklist(l);
             }
-            Value::Set(s) => match v.encoding_under(limits) {
+            Value::Set(s) => match v.encoding() {
                 "intset" => {
                     self.buf.push(types::SET_INTSET);
                     self.string(&intset(s));
@@ -277,7 +278,7 @@ impl Writer {
                     }
                 }
             },
-            Value::Hash(h) => match value_listpack(v, limits) {
+            Value::Hash(h) => match value_listpack(v) {
                 Some(lp) => {
                     self.buf.push(types::HASH_LISTPACK);
                     self.string(&lp);
@@ -291,7 +292,7 @@ impl Writer {
                     }
                 }
             },
-            Value::ZSet(z) => match value_listpack(v, limits) {
+            Value::ZSet(z) => match value_listpack(v) {
                 Some(lp) => {
                     self.buf.push(types::ZSET_LISTPACK);
                     self.string(&lp);
@@ -388,8 +389,8 @@ pub fn quicklist_nodes(l: &ListValue) -> Vec<Vec<u8>> {
 
 /// The listpack a hash or sorted set of encoding "listpack" is saved as (field, value or member,
 /// score pairs); None for any other value or encoding.
-pub fn value_listpack(v: &Value, limits: &EncodingLimits) -> Option<Vec<u8>> {
-    if v.encoding_under(limits) != "listpack" {
+pub fn value_listpack(v: &Value) -> Option<Vec<u8>> {
+    if v.encoding() != "listpack" {
         return None;
     }
     let mut lp = Listpack::default();
@@ -499,9 +500,9 @@ impl Listpack {
 }
 
 /// A DUMP payload for `v`; None for a value RDB cannot hold (a native lock).
-pub fn dump(v: &Value, limits: &EncodingLimits, compress: bool) -> Option<Vec<u8>> {
+pub fn dump(v: &Value, compress: bool) -> Option<Vec<u8>> {
     let mut w = Writer::new(compress);
-    w.value(v, limits)?;
+    w.value(v)?;
     w.buf.extend_from_slice(&RDB_VERSION.to_le_bytes());
     let crc = crc64(&w.buf);
     w.buf.extend_from_slice(&crc.to_le_bytes());
@@ -586,8 +587,6 @@ pub enum AccessField {
 pub struct RecordSpec {
     /// `rdbcompression`.
     pub compress: bool,
-    /// The encoding limits in effect (they choose listpack or plain encodings).
-    pub limits: EncodingLimits,
     /// The eviction policy's access field.
     pub access: AccessField,
     /// The snapshot's instant on the monotonic clock (ms): keys whose deadline is before it are
@@ -672,7 +671,7 @@ pub fn write_record(
     scratch.buf.clear();
     scratch.compress = spec.compress;
     // Not a lock (handled above): every other value has an RDB type.
-    scratch.value(&e.value, &spec.limits);
+    scratch.value(&e.value);
     out.buf.push(scratch.buf[0]);
     out.string(key);
     out.buf.extend_from_slice(&scratch.buf[1..]);
@@ -1647,13 +1646,13 @@ mod tests {
         assert_eq!(backlen(16383), ([0, 0xFF, 0xFF, 0, 0], 3));
         let mut v = ListValue::new();
         v.push_back(SmallBytes::from_slice(&[b'a'; 200]));
-        let p = dump(&Value::List(Box::new(v)), &limits(), false).expect("dumpable");
+        let p = dump(&Value::List(Box::new(v)), false).expect("dumpable");
         let tail = &p[p.len() - 13..p.len() - 10];
         assert_eq!(tail, [0x01, 0xCA, 0xFF], "the element's back-length and the listpack's end");
     }
 
     fn roundtrip(v: &Value) -> Value {
-        let p = dump(v, &limits(), true).expect("dumpable");
+        let p = dump(v, true).expect("dumpable");
         restore(verify_dump(&p).expect("valid footer")).expect("readable")
     }
 
@@ -1671,10 +1670,10 @@ mod tests {
     fn redis_payloads_read_and_strings_write_the_same() {
         let hello = b"\x00\x05hello\n\x00cr\xdfve4 \n";
         assert_eq!(restore(verify_dump(hello).unwrap()).unwrap().as_bytes().as_deref(), Some(&b"hello"[..]));
-        assert_eq!(dump(&Value::string(b"hello"), &limits(), true).unwrap(), hello.to_vec());
+        assert_eq!(dump(&Value::string(b"hello"), true).unwrap(), hello.to_vec());
         let int = b"\x00\xc0{\n\x00H\xe2S\xe1\x00zg\xb9";
         assert_eq!(restore(verify_dump(int).unwrap()).unwrap().as_bytes().as_deref(), Some(&b"123"[..]));
-        assert_eq!(dump(&Value::Int(123), &limits(), true).unwrap(), int.to_vec());
+        assert_eq!(dump(&Value::Int(123), true).unwrap(), int.to_vec());
     }
 
     #[test]
@@ -1692,7 +1691,7 @@ mod tests {
         for i in 0..500 {
             big_z.insert(format!("m{i}").as_bytes(), f64::from(i) / 3.0);
         }
-        for v in [
+        for mut v in [
             Value::string(b"a string long enough to be compressed compressed compressed"),
             Value::Int(-9_223_372_036_854_775_808),
             Value::List(Box::new(list)),
@@ -1703,6 +1702,8 @@ mod tests {
             Value::ZSet(small_z),
             Value::ZSet(big_z),
         ] {
+            // Made whole, as a load makes a value: its encoding from what it holds.
+            v.settle(&limits());
             let back = roundtrip(&v);
             let digest = |v: &Value| crate::cmd::debug::value_digest(&crate::value::Entry::new(v.clone()));
             assert_eq!(digest(&back), digest(&v));
@@ -1711,7 +1712,7 @@ mod tests {
 
     #[test]
     fn bad_payloads_are_refused_not_trusted() {
-        let p = dump(&Value::string(b"hello"), &limits(), true).unwrap();
+        let p = dump(&Value::string(b"hello"), true).unwrap();
         let mut flipped = p.clone();
         flipped[3] ^= 1;
         assert!(verify_dump(&flipped).is_none());
@@ -1744,7 +1745,7 @@ mod tests {
         );
         st.groups.insert(SmallBytes::from_slice(b"grp"), g);
         let v = Value::Stream(Box::new(st.clone()));
-        let body = dump(&v, &limits(), false).unwrap();
+        let body = dump(&v, false).unwrap();
         let Value::Stream(back) = roundtrip(&v) else { panic!("not a stream") };
         assert_eq!(*back, st);
         let inner = &body[..body.len() - 10];
@@ -1784,7 +1785,7 @@ mod tests {
             (d.type_name(), d.what.as_str(), d.panic),
             ("stream", "Stream listpack integrity check failed.", false)
         );
-        let p = dump(&v, &limits(), true).unwrap();
+        let p = dump(&v, true).unwrap();
         assert_eq!(&p[..p.len() - 10], STREAM_BAD_LP_COUNT, "DUMP gives the bytes back");
         assert_eq!(
             restore(STREAM_BAD_LP_COUNT).err(),
@@ -1867,7 +1868,7 @@ mod tests {
             let shallow = Checks { deep: false, limits: EncodingLimits { hash_entries: 2, zset_entries: 2, ..EncodingLimits::default() } };
             match restore_checked(&bytes, shallow) {
                 Ok(v @ Value::Damaged(_)) => {
-                    let p = dump(&v, &EncodingLimits::default(), false).expect("dumpable");
+                    let p = dump(&v, false).expect("dumpable");
                     proptest::prop_assert_eq!(&p[..p.len() - 10], &bytes[..]);
                 }
                 Ok(Value::Stream(s)) => {

@@ -186,11 +186,6 @@ impl Value {
         }
     }
 
-    /// Redis's `OBJECT ENCODING` name under the default `*-max-*` limits.
-    pub fn encoding(&self) -> &'static str {
-        self.encoding_under(&EncodingLimits::default())
-    }
-
     /// The work freeing this value takes (Redis's `lazyfreeGetFreeEffort`): its elements, each an
     /// allocation of its own in Latch's aggregates; a stream's nodes and its groups' entries.
     pub fn free_effort(&self) -> usize {
@@ -221,37 +216,23 @@ impl Value {
         }
     }
 
-    /// Redis's `OBJECT ENCODING` name: the encoding Redis would use for this data under `limits`
-    /// (Latch's layout is its own; the name is what clients and tests compare). A set, hash or
-    /// sorted set that Redis converted to its large encoding stays in it ([`SetValue::converted`],
-    /// [`HashValue::converted`], [`ZSet::converted`]), as in Redis, whatever is removed later.
-    pub fn encoding_under(&self, limits: &EncodingLimits) -> &'static str {
+    /// Redis's `OBJECT ENCODING` name: the encoding Redis holds such a value in (Latch's layout is
+    /// its own; the name is what clients and tests compare). A set, hash or sorted set is in its
+    /// large encoding once a write converted it ([`SetValue::converted`], [`HashValue::converted`],
+    /// [`ZSet::converted`]): the writes decide it under the limits in effect then, as Redis's do,
+    /// so a limit lowered by CONFIG SET changes nothing until the next write, and nothing removed
+    /// later turns a value back.
+    pub fn encoding(&self) -> &'static str {
         match self {
             Value::Int(_) => "int",
             Value::Str(s) if s.len() <= 44 => "embstr",
             Value::Str(_) => "raw",
             Value::List(_) => "quicklist",
-            Value::Hash(h)
-                if !h.converted()
-                    && h.len() <= limits.hash_entries
-                    && h.iter().all(|(f, v)| f.len() <= limits.hash_value && v.len() <= limits.hash_value) =>
-            {
-                "listpack"
-            }
+            Value::Hash(h) if !h.converted() => "listpack",
             Value::Hash(_) => "hashtable",
-            Value::Set(s)
-                if !s.converted() && s.len() <= limits.set_intset && s.iter().all(|m| canonical_i64(m).is_some()) =>
-            {
-                "intset"
-            }
+            Value::Set(s) if !s.converted() => "intset",
             Value::Set(_) => "hashtable",
-            Value::ZSet(z)
-                if !z.converted()
-                    && z.len() <= limits.zset_entries
-                    && z.iter().all(|(m, _)| m.len() <= limits.zset_value) =>
-            {
-                "listpack"
-            }
+            Value::ZSet(z) if !z.converted() => "listpack",
             Value::ZSet(_) => "skiplist",
             Value::Lock(_) => "lock",
             Value::Stream(_) => "stream",
@@ -407,11 +388,11 @@ impl Entry {
         self.set_raw(self.value.is_string());
     }
 
-    /// `OBJECT ENCODING` for this entry under `limits`.
-    pub fn encoding_under(&self, limits: &EncodingLimits) -> &'static str {
+    /// `OBJECT ENCODING` for this entry.
+    pub fn encoding(&self) -> &'static str {
         match self.value {
             Value::Str(_) if self.raw() => "raw",
-            _ => self.value.encoding_under(limits),
+            _ => self.value.encoding(),
         }
     }
 }

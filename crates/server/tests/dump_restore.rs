@@ -153,7 +153,12 @@ fn aggregate_encodings_follow_redis_through_removals() {
         &["SADD", "word", "w"],
         &["SADD", "word", "4", "5"],
         &["SREM", "word", "w"],
+        // A limit lowered under a value converts it at its next write that converts, not at once.
+        &["SADD", "keep", "1", "2", "3", "4", "5", "6"],
         &["CONFIG", "SET", "set-max-intset-entries", "4"],
+        &["SADD", "keep", "6"],
+        &["SREM", "keep", "1"],
+        &["SADD", "keep", "7"],
         &["SADD", "long", "1", "2", "3", "4", "5"],
         &["SREM", "long", "5"],
         &["SADD", "ints", "7", "8"],
@@ -172,7 +177,10 @@ fn aggregate_encodings_follow_redis_through_removals() {
         &["HDEL", "h1", "big"],
         &["HSET", "h2", "f", "v", "g", "w"],
         &["HDEL", "h2", "g"],
+        &["HSET", "hkeep", "a", "1", "b", "2", "c", "3"],
         &["CONFIG", "SET", "hash-max-listpack-entries", "2"],
+        &["HDEL", "hkeep", "none"],
+        &["HSET", "hkeep", "a", "9"],
         &["HSET", "h3", "a", "1", "b", "2", "c", "3"],
         &["HDEL", "h3", "c"],
         &["CONFIG", "SET", "hash-max-listpack-entries", "512"],
@@ -195,7 +203,11 @@ fn aggregate_encodings_follow_redis_through_removals() {
         &["ZADD", "z4", "3", "a"],
         &["ZINCRBY", "z4", "1", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"],
         &["ZREM", "z4", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"],
+        &["ZADD", "zkeep", "1", "a", "2", "b", "3", "c"],
         &["CONFIG", "SET", "zset-max-listpack-entries", "2"],
+        &["ZADD", "zkeep", "5", "a"],
+        &["ZINCRBY", "zkeep", "1", "b"],
+        &["ZADD", "zkeep", "4", "d"],
         &["ZADD", "z3", "1", "a", "2", "b", "3", "c"],
         &["ZREM", "z3", "c"],
         &["ZUNIONSTORE", "zu", "2", "z3", "z1"],
@@ -219,7 +231,7 @@ fn aggregate_encodings_follow_redis_through_removals() {
     ];
     let keys = [
         "mixed", "ints", "word", "long", "pop", "moved", "other", "union", "inter", "diff", "h1", "h2", "h3", "h4",
-        "h5", "h6", "z1", "z2", "z3", "z4", "zu", "zu2", "zr", "g", "gs", "restored",
+        "h5", "h6", "z1", "z2", "z3", "z4", "zu", "zu2", "zr", "g", "gs", "restored", "keep", "hkeep", "zkeep",
     ];
     for step in steps {
         let args: Vec<&[u8]> = step.iter().map(|a| a.as_bytes()).collect();

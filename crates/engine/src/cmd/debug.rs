@@ -188,12 +188,11 @@ fn debug(ctx: &mut Ctx<'_, '_>) -> Frame {
         // printed as Redis's lpRepr and quicklistRepr print them.
         (b"listpack", 3) => {
             let key = ctx.arg(2);
-            let limits = ctx.srv.config.encoding_limits();
             let mut db = ctx.db();
             let Some(e) = db.table(key).peek(key) else {
                 return Frame::error("ERR no such key");
             };
-            let Some(lp) = crate::rdb::value_listpack(&e.value, &limits) else {
+            let Some(lp) = crate::rdb::value_listpack(&e.value) else {
                 return Frame::error("ERR Not a listpack encoded object.");
             };
             ctx.srv.config.host().print(&crate::types::listpack::repr(&lp));
@@ -298,12 +297,11 @@ fn debug(ctx: &mut Ctx<'_, '_>) -> Frame {
         }
         (b"htstats-key", 3) => {
             let key = ctx.arg(2);
-            let limits = ctx.srv.config.encoding_limits();
             let mut db = ctx.db();
             let Some(e) = db.table(key).peek(key) else {
                 return Frame::error("ERR no such key");
             };
-            let stats = match (&e.value, e.encoding_under(&limits)) {
+            let stats = match (&e.value, e.encoding()) {
                 (Value::Set(s), "hashtable") => table_stats(s.capacity(), s.len()),
                 (Value::Hash(h), "hashtable") => table_stats(h.capacity(), h.len()),
                 (Value::ZSet(z), "skiplist") => table_stats(z.capacity(), z.len()),
@@ -539,14 +537,13 @@ fn dataset_digest(ctx: &mut Ctx<'_, '_>) -> [u8; 20] {
 /// reports, and the length the value has in RDB's plain (uncompressed) encoding.
 fn object(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(2);
-    let limits = ctx.srv.config.encoding_limits();
     let now_s = (ctx.now / 1000) as u32;
     let lfu = ctx.srv.config.policy().is_lfu();
     let mut db = ctx.db();
     let Some(e) = db.table(key).peek(key) else {
         return Frame::error("ERR no such key");
     };
-    let enc = e.encoding_under(&limits);
+    let enc = e.encoding();
     let mut extra = String::new();
     if let Value::List(l) = &e.value {
         // One node holding every element: what Latch's list is.

@@ -489,11 +489,10 @@ fn lfu_policy(ctx: &Ctx<'_, '_>) -> bool {
 /// [`crate::rdb`]); nil for a missing key.
 fn dump(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(1);
-    let limits = ctx.srv.config.encoding_limits();
     let compress = ctx.srv.config.get("rdbcompression").as_deref() == Some("yes");
     match ctx.db().read(key) {
         None => Frame::Null,
-        Some(e) => match crate::rdb::dump(&e.value, &limits, compress) {
+        Some(e) => match crate::rdb::dump(&e.value, compress) {
             Some(p) => Frame::Bulk(Bytes::from(p)),
             None => Frame::error("ERR DUMP of a native lock is not supported: RDB has no lock type"),
         },
@@ -628,9 +627,8 @@ fn restore(ctx: &mut Ctx<'_, '_>) -> Frame {
 
 fn object_encoding(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(2);
-    let limits = ctx.srv.config.encoding_limits();
     match ctx.db().read_notouch(key) {
-        Some(e) => Frame::bulk(e.encoding_under(&limits)),
+        Some(e) => Frame::bulk(e.encoding()),
         None => Frame::Null,
     }
 }
@@ -787,7 +785,9 @@ mod tests {
         Value::Set(items.iter().map(|s| sb(s)).collect::<SetValue>())
     }
     /// Stores a value directly (the aggregate families are written elsewhere).
-    fn put(ts: &TestServer, db: usize, key: &str, v: Value) {
+    /// The value is made whole, as a load makes one: its encoding from what it holds.
+    fn put(ts: &TestServer, db: usize, key: &str, mut v: Value) {
+        v.settle(&crate::value::EncodingLimits::default());
         let mut l = ts.srv.ks.lock_all();
         l.shard_for(key.as_bytes()).dbs[db].insert(key.as_bytes(), Entry::new(v), 0);
     }

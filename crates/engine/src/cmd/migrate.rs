@@ -267,13 +267,12 @@ fn migrate(ctx: &mut Ctx<'_, '_>) -> Frame {
         Err(e) => return e,
     };
     // The keys that are here (looked up as reads: hits, misses, access times), with their payloads.
-    let limits = ctx.srv.config.encoding_limits();
     let compress = ctx.srv.config.get("rdbcompression").as_deref() == Some("yes");
     let mut items = Vec::new();
     let mut db = ctx.db();
     for key in req.keys {
         let Some((e, deadline)) = db.read_with_deadline(key) else { continue };
-        let Some(payload) = crate::rdb::dump(&e.value, &limits, compress) else {
+        let Some(payload) = crate::rdb::dump(&e.value, compress) else {
             return Frame::error("ERR MIGRATE of a native lock is not supported: RDB has no lock type");
         };
         items.push(Item { key: key.clone(), deadline, payload });

@@ -18,7 +18,6 @@ impl Server {
         let policy = self.config.policy();
         RecordSpec {
             compress: self.config.get("rdbcompression").as_deref() == Some("yes"),
-            limits: self.config.encoding_limits(),
             access: if policy.is_lfu() {
                 AccessField::Freq
             } else if policy.tracks_access() {

@@ -7,10 +7,10 @@
 //! allocation; a lookup reads the block from the front. A hash that grows past [`SMALL_MAX`]
 //! fields or [`SMALL_BYTES`] bytes becomes an `IndexMap` and stays one (Redis does not convert
 //! back either). Both forms remove by moving the last pair into the hole, so positions behave the
-//! same whichever form a hash is in. What `OBJECT ENCODING` reports is decided by the configured
-//! limits, not by the form (see `Value::encoding_under`), and by one bit of history either form
-//! keeps: whether Redis would have turned the hash into a hash table ([`HashValue::converted`]),
-//! which it never undoes, whatever is removed later.
+//! same whichever form a hash is in. What `OBJECT ENCODING` reports is not decided by the form but
+//! by one bit either form keeps (see `Value::encoding`): whether Redis would have turned the hash
+//! into a hash table ([`HashValue::converted`]), set by the writes that convert in Redis under the
+//! limits in effect then, and never undone, whatever is removed later.
 
 use super::packed::{self, Entries, Indexed, bytes_size, put_bytes, read_bytes, reblock};
 use crate::primitives::{Hasher, SmallBytes};

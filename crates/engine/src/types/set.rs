@@ -5,10 +5,10 @@
 //! Redis keeps a set of integers in an intset: a count byte, then each member as a LEB128 length
 //! and its bytes; a lookup reads it from the front. Past that it is an `IndexSet` and stays one.
 //! Both forms remove by moving the last member into the hole, so positions behave the same
-//! whichever form a set is in. What `OBJECT ENCODING` reports is decided by the configured limits
-//! and the members, not by the form (see `Value::encoding_under`), and by one bit of history
-//! either form keeps: whether Redis would have turned the set into a hash table
-//! ([`SetValue::converted`]), which it never undoes, whatever is removed later.
+//! whichever form a set is in. What `OBJECT ENCODING` reports is not decided by the form but by
+//! one bit either form keeps (see `Value::encoding`): whether Redis would have turned the set into
+//! a hash table ([`SetValue::converted`]), set by the writes that convert in Redis under the limits
+//! in effect then, and never undone, whatever is removed later.
 
 use super::packed::{self, Entries, Indexed, bytes_size, put_bytes, read_bytes, reblock};
 use crate::args::parse_i64_strict as canonical_i64;

@@ -29,10 +29,7 @@ fn now(ts: &TestServer) -> u64 {
 
 fn encoding(ts: &TestServer, key: &str) -> &'static str {
     let mut l = ts.srv.ks.lock_all();
-    l.shard_for(key.as_bytes()).dbs[0]
-        .peek(key.as_bytes())
-        .map(|e| e.encoding_under(&crate::value::EncodingLimits::default()))
-        .unwrap_or("none")
+    l.shard_for(key.as_bytes()).dbs[0].peek(key.as_bytes()).map(|e| e.encoding()).unwrap_or("none")
 }
 
 /// Strings edited in place are `raw` until they get a new value, as Redis's
