@@ -11,6 +11,19 @@ use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
+/// The allocator's own totals, in bytes, as Redis's `zmalloc_get_allocator_info` reads jemalloc's:
+/// what it handed out (`stats.allocated`), the pages those sit in (`stats.active`), and what it
+/// holds resident (`stats.resident`). Zero where an allocator does not tell.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AllocatorStats {
+    /// `stats.allocated`.
+    pub allocated: u64,
+    /// `stats.active`.
+    pub active: u64,
+    /// `stats.resident`.
+    pub resident: u64,
+}
+
 /// Operating-system services the engine needs.
 pub trait Host: Send + Sync + 'static {
     /// Resident set size of the process, in bytes (0 if unknown).
@@ -63,6 +76,10 @@ pub trait Host: Send + Sync + 'static {
     /// The memory allocator, as INFO's `mem_allocator` names it (Redis: `libc` or `jemalloc-<version>`).
     fn allocator(&self) -> &'static str {
         "libc"
+    }
+    /// The allocator's totals, freshly read (zeros when it has none, as Redis's libc build).
+    fn allocator_stats(&self) -> AllocatorStats {
+        AllocatorStats::default()
     }
     /// Bytes the process holds from its allocator: INFO's `used_memory`, what `maxmemory` limits
     /// (Redis's `zmalloc_used_memory`).

@@ -21,6 +21,21 @@ impl Host for OsHost {
         "jemalloc"
     }
 
+    /// jemalloc's totals after advancing its epoch (it caches them until then), as Redis's
+    /// `zmalloc_get_allocator_info` does.
+    fn allocator_stats(&self) -> engine::host::AllocatorStats {
+        use tikv_jemalloc_ctl::{epoch, stats};
+        if epoch::advance().is_err() {
+            return engine::host::AllocatorStats::default();
+        }
+        let read = |r: tikv_jemalloc_ctl::Result<usize>| r.map_or(0, |n| n as u64);
+        engine::host::AllocatorStats {
+            allocated: read(stats::allocated::read()),
+            active: read(stats::active::read()),
+            resident: read(stats::resident::read()),
+        }
+    }
+
     /// The counting allocator's total (`alloc.rs`).
     fn used_memory(&self) -> u64 {
         crate::alloc::used()

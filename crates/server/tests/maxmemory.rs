@@ -1,7 +1,8 @@
 //! `maxmemory` through the real binary, where used memory is the allocator's real count: the limit
 //! holds under every policy (Redis's unit/maxmemory "is the memory limit honoured" and "only
 //! allkeys-* should remove non-volatile keys", replayed), `noeviction` refuses writes with Redis's
-//! text, native locks outlive eviction, and a lowered limit is enforced without traffic.
+//! text, native locks outlive eviction, and a lowered limit is enforced without traffic. And the
+//! allocator's own figures (INFO's `allocator_*`, MEMORY STATS) show the fragmentation it has.
 
 mod common;
 use common::{Latch, Raw};
@@ -159,4 +160,62 @@ fn noeviction_refuses_writes_with_redis_text() {
     let errors = r.cmd(&[b"INFO", b"errorstats"]);
     assert!(errors.contains("errorstat_OOM:count=3"), "{errors}");
     assert_eq!(info_field(&mut r, "memory", "maxmemory"), 1);
+}
+
+fn info_ratio(r: &mut Raw, key: &str) -> f64 {
+    let text = r.cmd(&[b"INFO", b"memory"]);
+    let line = text.lines().find(|l| l.starts_with(&format!("{key}:"))).unwrap_or_else(|| panic!("{key} in {text}"));
+    line[key.len() + 1..].trim().parse().unwrap()
+}
+
+/// Writes keys `frag:0` to `frag:{n-1}` with values of 300 bytes, in MSETs of 100.
+fn write_keys(r: &mut Raw, n: usize) {
+    let value = vec![b'v'; 300];
+    for batch in (0..n).collect::<Vec<_>>().chunks(100) {
+        let keys: Vec<String> = batch.iter().map(|i| format!("frag:{i}")).collect();
+        let mut args: Vec<&[u8]> = vec![b"MSET"];
+        for k in &keys {
+            args.push(k.as_bytes());
+            args.push(&value);
+        }
+        assert_eq!(r.cmd(&args), "+OK\r\n");
+    }
+}
+
+/// Redis's `allocator_*` figures come from jemalloc (`stats.allocated`, `active`, `resident`):
+/// deleting every other key of a size class leaves its pages half used, and the allocator's
+/// fragmentation ratio (active / allocated) shows it, in INFO and in MEMORY STATS alike, as Redis's
+/// own memefficiency tests rely on before they defragment.
+#[test]
+fn the_allocators_fragmentation_is_reported() {
+    let l = Latch::start(&[]);
+    let mut r = l.raw();
+    let n = 40_000;
+    write_keys(&mut r, n);
+    let (allocated, active, resident) = (
+        info_field(&mut r, "memory", "allocator_allocated"),
+        info_field(&mut r, "memory", "allocator_active"),
+        info_field(&mut r, "memory", "allocator_resident"),
+    );
+    assert!(allocated >= (n * 300) as u64, "allocated {allocated}");
+    assert!(active >= allocated && resident >= active, "{allocated} {active} {resident}");
+    let before = info_ratio(&mut r, "allocator_frag_ratio");
+    assert!(before < 1.2, "fragmentation {before} before any delete");
+    for batch in (0..n).step_by(2).collect::<Vec<_>>().chunks(100) {
+        let keys: Vec<String> = batch.iter().map(|i| format!("frag:{i}")).collect();
+        let mut args: Vec<&[u8]> = vec![b"DEL"];
+        args.extend(keys.iter().map(|k| k.as_bytes()));
+        assert_eq!(r.cmd(&args), format!(":{}\r\n", batch.len()));
+    }
+    let after = info_ratio(&mut r, "allocator_frag_ratio");
+    let bytes = info_field(&mut r, "memory", "allocator_frag_bytes");
+    assert!(
+        after > 1.3 && bytes > (n / 2 * 300) as u64 / 2,
+        "fragmentation {after} ({bytes} bytes) after deleting half"
+    );
+    // MEMORY STATS reads the same figures.
+    let stats = r.cmd(&[b"MEMORY", b"STATS"]);
+    let at = stats.find("allocator-fragmentation.ratio").expect("the field");
+    let ratio: f64 = stats[at..].lines().nth(2).unwrap().parse().unwrap();
+    assert!((ratio - after).abs() < 0.1, "MEMORY STATS {ratio}, INFO {after}");
 }

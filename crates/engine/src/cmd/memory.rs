@@ -156,6 +156,39 @@ pub struct Figures {
     pub keys: u64,
     /// (db, main overhead, expires overhead) for non-empty databases.
     pub dbs: Vec<(usize, u64, u64)>,
+    /// `used_memory_rss`: the process's resident set.
+    pub rss: u64,
+    /// `allocator_allocated`, `allocator_active`, `allocator_resident`: the allocator's totals,
+    /// or where it gives none Redis's stand-ins (the resident set less Lua's memory, that again,
+    /// `used_memory`), so that the ratios below still say something.
+    pub allocator: crate::host::AllocatorStats,
+}
+
+impl Figures {
+    /// `allocator_frag_ratio` and `allocator_frag_bytes`: pages the allocator keeps active beyond
+    /// what it handed out (the bytes are C's `size_t` difference, as Redis computes it).
+    pub fn allocator_frag(&self) -> (f64, u64) {
+        let a = &self.allocator;
+        (ratio(a.active, a.allocated), a.active.wrapping_sub(a.allocated))
+    }
+    /// `allocator_rss_ratio` and `allocator_rss_bytes`: resident pages beyond the active ones.
+    pub fn allocator_rss(&self) -> (f64, i64) {
+        let a = &self.allocator;
+        (ratio(a.resident, a.active), a.resident.wrapping_sub(a.active) as i64)
+    }
+    /// `rss_overhead_ratio` and `rss_overhead_bytes`: the resident set beyond the allocator's.
+    pub fn rss_overhead(&self) -> (f64, i64) {
+        (ratio(self.rss, self.allocator.resident), self.rss.wrapping_sub(self.allocator.resident) as i64)
+    }
+    /// `mem_fragmentation_ratio` and `mem_fragmentation_bytes`: the resident set against
+    /// `used_memory`, everything between them included.
+    pub fn total_frag(&self) -> (f64, i64) {
+        (ratio(self.rss, self.used), self.rss.wrapping_sub(self.used) as i64)
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
 }
 
 /// Calls its argument on every shard (locking each in turn, or over shards already locked).
@@ -193,6 +226,18 @@ pub fn figures(srv: &crate::server::Server, shards: EachShard<'_>) -> Figures {
     f.dbs = per_db.into_iter().enumerate().filter(|(_, d)| d.0 > 0).map(|(i, d)| (i, d.1, d.2)).collect();
     f.overhead = f.startup + f.clients + f.repl.backlog + f.repl.replicas + f.aof_buffer + tables;
     f.dataset = f.used.saturating_sub(f.overhead);
+    let host = srv.config.host();
+    f.rss = host.rss_bytes();
+    f.allocator = host.allocator_stats();
+    if f.allocator.resident == 0 {
+        f.allocator.resident = f.rss.saturating_sub(srv.scripting.memory_info().vm_bytes);
+    }
+    if f.allocator.active == 0 {
+        f.allocator.active = f.allocator.resident;
+    }
+    if f.allocator.allocated == 0 {
+        f.allocator.allocated = f.used;
+    }
     f
 }
 
@@ -204,7 +249,6 @@ fn stats(ctx: &mut Ctx<'_, '_>) -> Frame {
         }
     });
     let used = t.used;
-    let rss = srv.config.host().rss_bytes().max(used);
     let int = |n: u64| Frame::Integer(n.min(i64::MAX as u64) as i64);
     let name = |s: &str| Frame::Bulk(Bytes::copy_from_slice(s.as_bytes()));
     let mut m: Vec<(Frame, Frame)> = vec![
@@ -227,7 +271,10 @@ fn stats(ctx: &mut Ctx<'_, '_>) -> Frame {
         ];
         m.push((name(&format!("db.{db}")), Frame::Map(inner)));
     }
-    let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    let (frag, frag_bytes) = t.allocator_frag();
+    let (alloc_rss, alloc_rss_bytes) = t.allocator_rss();
+    let (rss_extra, rss_extra_bytes) = t.rss_overhead();
+    let (total_frag, total_frag_bytes) = t.total_frag();
     m.extend([
         (name("overhead.total"), int(t.overhead)),
         (name("keys.count"), int(t.keys)),
@@ -235,17 +282,17 @@ fn stats(ctx: &mut Ctx<'_, '_>) -> Frame {
         (name("dataset.bytes"), int(t.dataset)),
         (name("dataset.percentage"), Frame::Double(ratio(t.dataset * 100, used.saturating_sub(t.startup)))),
         (name("peak.percentage"), Frame::Double(ratio(used * 100, t.peak))),
-        (name("allocator.allocated"), int(used)),
-        (name("allocator.active"), int(used)),
-        (name("allocator.resident"), int(rss)),
-        (name("allocator-fragmentation.ratio"), Frame::Double(1.0)),
-        (name("allocator-fragmentation.bytes"), int(0)),
-        (name("allocator-rss.ratio"), Frame::Double(1.0)),
-        (name("allocator-rss.bytes"), int(0)),
-        (name("rss-overhead.ratio"), Frame::Double(ratio(rss, used.max(1)))),
-        (name("rss-overhead.bytes"), int(rss.saturating_sub(used))),
-        (name("fragmentation"), Frame::Double(ratio(rss, used.max(1)))),
-        (name("fragmentation.bytes"), int(rss.saturating_sub(used))),
+        (name("allocator.allocated"), int(t.allocator.allocated)),
+        (name("allocator.active"), int(t.allocator.active)),
+        (name("allocator.resident"), int(t.allocator.resident)),
+        (name("allocator-fragmentation.ratio"), Frame::Double(frag)),
+        (name("allocator-fragmentation.bytes"), Frame::Integer(frag_bytes as i64)),
+        (name("allocator-rss.ratio"), Frame::Double(alloc_rss)),
+        (name("allocator-rss.bytes"), Frame::Integer(alloc_rss_bytes)),
+        (name("rss-overhead.ratio"), Frame::Double(rss_extra)),
+        (name("rss-overhead.bytes"), Frame::Integer(rss_extra_bytes)),
+        (name("fragmentation"), Frame::Double(total_frag)),
+        (name("fragmentation.bytes"), Frame::Integer(total_frag_bytes)),
     ]);
     Frame::Map(m)
 }

@@ -689,8 +689,7 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
         }
         "memory" => {
             let f = super::memory::figures(srv, &mut |visit| each_shard(ctx, visit));
-            let (used, peak) = (f.used, f.peak);
-            let rss = ctx.srv.config.host().rss_bytes();
+            let (used, peak, rss) = (f.used, f.peak, f.rss);
             let total = ctx.srv.config.host().total_memory_bytes();
             let maxmemory = cfg.maxmemory.load(Ordering::Relaxed);
             let pct = |a: u64, b: u64| {
@@ -708,6 +707,9 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("used_memory_startup:{}", f.startup);
             line!("used_memory_dataset:{}", f.dataset);
             line!("used_memory_dataset_perc:{:.2}%", pct(f.dataset, used.saturating_sub(f.startup)));
+            line!("allocator_allocated:{}", f.allocator.allocated);
+            line!("allocator_active:{}", f.allocator.active);
+            line!("allocator_resident:{}", f.allocator.resident);
             line!("total_system_memory:{total}");
             line!("total_system_memory_human:{}", bytes_to_human(total));
             let lua = ctx.srv.scripting.memory_info();
@@ -727,8 +729,18 @@ fn section(ctx: &mut Ctx<'_, '_>, name: &str, out: &mut String) {
             line!("maxmemory:{maxmemory}");
             line!("maxmemory_human:{}", bytes_to_human(maxmemory));
             line!("maxmemory_policy:{}", cfg.get("maxmemory-policy").unwrap_or_default());
-            line!("mem_fragmentation_ratio:{:.2}", if used == 0 { 0.0 } else { rss as f64 / used as f64 });
-            line!("mem_fragmentation_bytes:{}", rss as i64 - used as i64);
+            let (frag, frag_bytes) = f.allocator_frag();
+            line!("allocator_frag_ratio:{frag:.2}");
+            line!("allocator_frag_bytes:{frag_bytes}");
+            let (alloc_rss, alloc_rss_bytes) = f.allocator_rss();
+            line!("allocator_rss_ratio:{alloc_rss:.2}");
+            line!("allocator_rss_bytes:{alloc_rss_bytes}");
+            let (rss_extra, rss_extra_bytes) = f.rss_overhead();
+            line!("rss_overhead_ratio:{rss_extra:.2}");
+            line!("rss_overhead_bytes:{rss_extra_bytes}");
+            let (total_frag, total_frag_bytes) = f.total_frag();
+            line!("mem_fragmentation_ratio:{total_frag:.2}");
+            line!("mem_fragmentation_bytes:{total_frag_bytes}");
             line!("mem_not_counted_for_evict:{}", f.not_counted);
             line!("mem_replication_backlog:{}", f.repl.backlog);
             line!("mem_total_replication_buffers:{}", f.repl.total);
