@@ -1732,9 +1732,11 @@ impl Config {
         Ok(())
     }
 
-    /// Sets the process's `oom_score_adj` as `oom-score-adj` (`mode`) and the primary's entry of
-    /// `oom-score-adj-values` say: the base plus the value (`yes`/`relative`), the value alone
-    /// (`absolute`), or the base given back (`no`). Called at startup and by CONFIG SET.
+    /// Sets the process's `oom_score_adj` as `oom-score-adj` (`mode`) and the entry of
+    /// `oom-score-adj-values` for its class say: the base plus the value (`yes`/`relative`), the
+    /// value alone (`absolute`), or the base given back (`no`). The class is a replica's (the
+    /// second entry) while `replicaof` names a primary, a primary's (the first) otherwise, as
+    /// Redis's `setOOMScoreAdj(-1)` picks it. Called at startup and by CONFIG SET.
     pub fn apply_oom_score_adj(&self, mode: &str, values: &str) -> Result<(), String> {
         let mut base = self.oom_base.lock();
         if mode == "no" {
@@ -1743,15 +1745,26 @@ impl Config {
                 None => Ok(()),
             };
         }
-        let primary: i64 = values.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0);
+        let class = usize::from(self.get("replicaof").is_some_and(|p| !p.is_empty()));
+        let value: i64 = values.split_whitespace().nth(class).and_then(|v| v.parse().ok()).unwrap_or(0);
         let b = match *base {
             Some(b) => b,
             None => self.host.oom_score_adj().unwrap_or(0),
         };
-        let want = if mode == "absolute" { primary } else { b + primary };
+        let want = if mode == "absolute" { value } else { b + value };
         self.host.set_oom_score_adj(want.clamp(-1000, 1000))?;
         *base = Some(b);
         Ok(())
+    }
+
+    /// [`Config::apply_oom_score_adj`] with the settings as they are, after the process changed
+    /// class (it became a replica or a primary: Redis's `replicationSetMaster` and
+    /// `replicationUnsetMaster`).
+    pub fn reapply_oom_score_adj(&self) -> Result<(), String> {
+        match (self.get("oom-score-adj"), self.get("oom-score-adj-values")) {
+            (Some(mode), Some(values)) => self.apply_oom_score_adj(&mode, &values),
+            _ => Ok(()),
+        }
     }
 
     /// The operating-system services behind this configuration, shared (for work that outlives a
@@ -2201,6 +2214,15 @@ mod tests {
         // Clamped to the kernel's range.
         c.set_many(&[(b"oom-score-adj-values", b"2000 0 0"), (b"oom-score-adj", b"relative")], false).unwrap();
         assert_eq!(score(), 1000);
+        // A replica's class takes the second value; a primary's again the first.
+        c.set_many(&[(b"oom-score-adj-values", b"15 20 30")], false).unwrap();
+        assert_eq!(score(), 39);
+        c.set("replicaof", "localhost 1", true).unwrap();
+        c.reapply_oom_score_adj().unwrap();
+        assert_eq!(score(), 44);
+        c.set("replicaof", "no one", true).unwrap();
+        c.reapply_oom_score_adj().unwrap();
+        assert_eq!(score(), 39);
     }
 
     #[test]

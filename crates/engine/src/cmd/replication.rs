@@ -297,6 +297,22 @@ fn role(ctx: &mut Ctx<'_, '_>) -> Frame {
 mod tests {
     use crate::testkit::TestServer;
 
+    /// REPLICAOF moves the process's `oom_score_adj` to the replica's class of
+    /// `oom-score-adj-values`, and REPLICAOF NO ONE back to the primary's (Redis's
+    /// "CONFIG SET oom-score-adj works as expected").
+    #[test]
+    fn replicaof_moves_the_oom_score_between_classes() {
+        let (ts, host) = TestServer::with_host();
+        let score = || host.oom_score_adj.load(std::sync::atomic::Ordering::Relaxed);
+        let mut c = ts.client();
+        assert_eq!(c.run("CONFIG SET oom-score-adj-values \"15 20 30\" oom-score-adj yes"), "+OK");
+        assert_eq!(score(), 15);
+        assert_eq!(c.run("REPLICAOF localhost 1"), "+OK");
+        assert_eq!(score(), 20);
+        assert_eq!(c.run("REPLICAOF NO ONE"), "+OK");
+        assert_eq!(score(), 15);
+    }
+
     /// Once SYNC made a connection a replica's, it may not touch the keyspace (Redis's
     /// "Replica can't interact with the keyspace"); commands that do not touch it still run.
     #[test]

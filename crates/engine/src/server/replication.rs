@@ -155,6 +155,13 @@ impl Server {
         self.config.host().log(crate::host::LogLevel::Notice, line);
     }
 
+    /// The process's `oom_score_adj` for its new class (replica or primary), as Redis's
+    /// `setOOMScoreAdj(-1)`; the host logs a failure, as that function does, and nothing else
+    /// depends on it.
+    fn reapply_oom_score_adj(&self) {
+        let _ = self.config.reapply_oom_score_adj();
+    }
+
     /// After a write of a client of a replica (a writable one): its keys that now have a TTL are
     /// the replica's to expire.
     pub(crate) fn remember_own_expires(
@@ -272,6 +279,7 @@ impl Server {
         let was_primary = !self.upstream.is_replica();
         self.ks.hold_expiry_as_replica(true);
         let _ = self.config.set("replicaof", &format!("{} {}", p.host, p.port), true);
+        self.reapply_oom_score_adj();
         self.log_replica(&format!("Connecting to MASTER {}:{}", p.host, p.port));
         self.upstream.set_primary(Some(p));
         if was_primary {
@@ -302,6 +310,7 @@ impl Server {
         self.raise_fence_for_promotion();
         self.upstream.set_primary(None);
         let _ = self.config.set("replicaof", "no one", true);
+        self.reapply_oom_score_adj();
         self.repl.disconnect_replicas();
         self.ks.hold_expiry_as_replica(false);
         self.upstream.forget_own_expires();
