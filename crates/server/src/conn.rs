@@ -31,6 +31,17 @@ const PREFETCH_REST: u32 = 64;
 const KEEP_BUF: usize = 64 * 1024;
 /// A query buffer over this size shrinks to its recent peak (Redis's `PROTO_RESIZE_THRESHOLD`).
 const RESIZE_THRESHOLD: usize = 32 * 1024;
+
+/// A query buffer over [`RESIZE_THRESHOLD`] whose half is more than `peak`, the most it held
+/// since the last look, shrinks to that peak, keeping what it holds (Redis's
+/// `clientsCronResizeQueryBuffer`): a large argument's room is given back once it is applied.
+pub(crate) fn shrink_to_peak(buf: &mut BytesMut, peak: usize) {
+    if buf.capacity() > RESIZE_THRESHOLD && buf.capacity() - buf.len() > 4096 && buf.capacity() / 2 > peak {
+        let mut smaller = BytesMut::with_capacity(peak.max(buf.len()));
+        smaller.extend_from_slice(buf);
+        *buf = smaller;
+    }
+}
 /// Pending replies are checked against `client-output-buffer-limit` once past this many bytes
 /// (Redis's largest static reply buffer, `PROTO_REPLY_CHUNK_BYTES`), which keeps the check off the
 /// path of small replies; past it they count as Redis counts them, beyond the client's own reply
@@ -738,13 +749,8 @@ where
         if info.trim_qbuf.swap(false, Ordering::Relaxed) && rbuf.is_empty() {
             *rbuf = BytesMut::new();
             self.idle_released = true;
-        } else if rbuf.capacity() > RESIZE_THRESHOLD
-            && rbuf.capacity() - rbuf.len() > 4096
-            && rbuf.capacity() / 2 > self.peak
-        {
-            let mut smaller = BytesMut::with_capacity(self.peak.max(rbuf.len()));
-            smaller.extend_from_slice(rbuf);
-            *rbuf = smaller;
+        } else {
+            shrink_to_peak(rbuf, self.peak);
         }
         self.peak = rbuf.len();
     }

@@ -501,6 +501,9 @@ impl Link<'_> {
         let (mut start, mut native) = (0usize, Vec::new());
         // A command CLIENT PAUSE holds back: applied once the pause ends, the stream read meanwhile.
         let mut held: Option<Vec<Bytes>> = None;
+        // The most the two buffers held since they were last fitted to it (a large value's
+        // bytes pass through both).
+        let mut peak = rbuf.len();
         let end = loop {
             // Applies every complete command read so far.
             loop {
@@ -557,6 +560,11 @@ impl Link<'_> {
             if client.info.killed.load(Ordering::Relaxed) {
                 break End::Retry;
             }
+            // As a client's query buffer: the room a large command grew is given back once it
+            // was applied (Redis trims its primary's client the same way).
+            crate::conn::shrink_to_peak(&mut rbuf, peak);
+            crate::conn::shrink_to_peak(&mut raw, peak);
+            peak = rbuf.len().max(raw.len());
             rbuf.reserve(64 * 1024);
             let before = rbuf.len();
             tokio::select! {
@@ -569,6 +577,7 @@ impl Link<'_> {
                         srv.stats.add_net_input(n as u64);
                         srv.upstream.heard(srv.clock.now_ms());
                         raw.extend_from_slice(&rbuf[before..]);
+                        peak = peak.max(raw.len());
                     }
                 },
                 _ = ack.tick() => {

@@ -768,3 +768,24 @@ fn the_replica_link_leaves_from_bind_source_addr() {
     let slave0 = info_field(&mut pc, "replication", "slave0").unwrap_or_default();
     assert!(slave0.starts_with("ip=127.0.0.2,"), "{slave0}");
 }
+
+/// A large value that reaches a replica through the command stream leaves no room behind in the
+/// replica's link: its buffers shrink back once the command is applied, as Redis trims its
+/// primary's client (Redis's unit/pendingquerybuf, with 16 MiB where Redis's test uses 32).
+#[test]
+fn a_large_streamed_value_leaves_no_buffers_behind_on_the_replica() {
+    let a = Latch::start(&["--repl-diskless-sync-delay", "0"]);
+    let b = Latch::start(&["--repl-diskless-sync-delay", "0"]);
+    let (mut pa, mut pb) = (a.raw(), b.raw());
+    assert_eq!(pb.cmd(&[b"REPLICAOF", b"127.0.0.1", a.port.to_string().as_bytes()]), "+OK\r\n");
+    wait_for("the link to come up", || {
+        info_field(&mut pb, "replication", "master_link_status").as_deref() == Some("up")
+    });
+    let value = vec![b'x'; 16 << 20];
+    assert_eq!(pa.cmd(&[b"SET", b"big", &value]), "+OK\r\n");
+    wait_for("the value on the replica", || pb.cmd(&[b"STRLEN", b"big"]) == format!(":{}\r\n", 16 << 20));
+    let used = |c: &mut Raw| info_field(c, "memory", "used_memory").unwrap().parse::<u64>().unwrap();
+    wait_for("the replica's memory to come within 4 MiB of the primary's", || {
+        used(&mut pb) <= used(&mut pa) + (4 << 20)
+    });
+}
