@@ -1312,6 +1312,12 @@ fn bounds(v: i64, min: i64, max: i64) -> Result<(), String> {
 pub fn validate(p: &Param, value: &str, current: &str) -> Result<String, String> {
     match p.kind {
         Kind::Bool => match value.to_ascii_lowercase().as_str() {
+            // Latch has no active defragmentation: it refuses it as a Redis built without its
+            // modified jemalloc does (`isValidActiveDefrag`), Debian's among them.
+            "yes" if p.name == "activedefrag" => Err("Active defragmentation cannot be enabled: it requires a Redis \
+                 server compiled with a modified Jemalloc like the one shipped by default with the Redis source \
+                 distribution"
+                .into()),
             "yes" => Ok("yes".into()),
             "no" => Ok("no".into()),
             _ => Err("argument must be 'yes' or 'no'".into()),
@@ -2223,6 +2229,20 @@ mod tests {
         c.set("replicaof", "no one", true).unwrap();
         c.reapply_oom_score_adj().unwrap();
         assert_eq!(score(), 39);
+    }
+
+    /// As Redis built without its own jemalloc (Debian's): no active defragmentation to turn on.
+    #[test]
+    fn active_defragmentation_is_refused_as_redis_without_defrag_refuses_it() {
+        let c = Config::new();
+        assert_eq!(
+            c.set("activedefrag", "yes", false),
+            Err("Active defragmentation cannot be enabled: it requires a Redis server compiled with a modified \
+                 Jemalloc like the one shipped by default with the Redis source distribution"
+                .to_string())
+        );
+        assert_eq!(c.get("activedefrag").as_deref(), Some("no"));
+        c.set("activedefrag", "no", false).unwrap();
     }
 
     #[test]
