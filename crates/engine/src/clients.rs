@@ -59,6 +59,9 @@ pub struct ClientInfo {
     pub multi_mem: AtomicUsize,
     /// The WATCH list's part of `multi_mem`.
     pub watched_mem: AtomicUsize,
+    /// Bytes of the client's BCAST prefixes (Redis counts its prefix tree's nodes), set as
+    /// tracking turns on or off.
+    pub tracking_mem: AtomicUsize,
     /// The client's memory as last reported by its connection ([`ClientRegistry::set_mem`]):
     /// what `maxmemory-clients` counts.
     pub mem: AtomicUsize,
@@ -294,10 +297,12 @@ impl ClientInfo {
         )
     }
 
-    /// The memory of this client's MULTI queue and of its subscriptions (Redis counts the
-    /// per-client overhead of each channel and pattern: the names themselves are shared).
+    /// The memory of this client's MULTI queue, of its subscriptions (Redis counts the
+    /// per-client overhead of each channel and pattern: the names themselves are shared) and of
+    /// its tracking prefixes.
     pub fn state_mem(&self) -> usize {
         self.multi_mem_total()
+            + self.tracking_mem.load(Ordering::Relaxed)
             + subscriptions_mem(
                 self.psub.load(Ordering::Relaxed),
                 self.sub.load(Ordering::Relaxed),
@@ -372,6 +377,9 @@ pub struct DeliveryLimits {
     pub pubsub: ObufLimits,
     /// Unix seconds.
     pub now_s: u64,
+    /// `maxmemory-clients` in bytes (0: no limit): a receiver is weighed against it as its output
+    /// grows, not only when its own connection next looks.
+    pub clients_memory: u64,
 }
 
 impl ClientInfo {
@@ -492,6 +500,7 @@ impl ClientRegistry {
             mem: AtomicUsize::new(0),
             argv_mem: AtomicUsize::new(0),
             multi_mem: AtomicUsize::new(0),
+            tracking_mem: AtomicUsize::new(0),
             watched_mem: AtomicUsize::new(0),
             omem: AtomicUsize::new(0),
             flags: Mutex::new(String::from("N")),
@@ -652,7 +661,7 @@ mod tests {
         c.rbs.store(1024, Ordering::Relaxed);
         c.sub.store(1, Ordering::Relaxed);
         let soft = ObufLimits { hard: 0, soft: 100_000, soft_secs: 3 };
-        let at = |now_s| DeliveryLimits { normal: ObufLimits::default(), pubsub: soft, now_s };
+        let at = |now_s| DeliveryLimits { normal: ObufLimits::default(), pubsub: soft, now_s, clients_memory: 0 };
         // Under the soft limit: nothing starts.
         c.omem.store(50_000, Ordering::Relaxed);
         assert!(!c.check_output_limits(&at(100)));

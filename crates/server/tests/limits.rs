@@ -386,3 +386,59 @@ fn info_inside_exec_answers_and_frees_the_shard() {
     let mut b = l.raw();
     assert_eq!(b.cmd(&[b"GET", b"k"]), "$1\r\nv\r\n");
 }
+
+/// maxmemory-clients weighs a client as others write to it, not only when its own connection
+/// looks: the target of a tracking redirection that never reads is evicted while another client's
+/// writes fill it (Redis's unit/client-eviction "client evicted due to tracking redirection").
+#[test]
+fn maxmemory_clients_evicts_a_tracking_redirections_silent_target() {
+    let l = Latch::start(&[]);
+    let mut r = l.raw();
+    assert_eq!(r.cmd(&[b"CLIENT", b"NO-EVICT", b"on"]), "+OK\r\n");
+    assert_eq!(r.cmd(&[b"CONFIG", b"SET", b"maxmemory-clients", b"3000000"]), "+OK\r\n");
+    let mut target = l.raw();
+    assert_eq!(target.cmd(&[b"CLIENT", b"SETNAME", b"redirected"]), "+OK\r\n");
+    let id = target.cmd(&[b"CLIENT", b"ID"]);
+    let id = id.trim_start_matches(':').trim_end();
+    target.send(b"*2\r\n$9\r\nSUBSCRIBE\r\n$20\r\n__redis__:invalidate\r\n");
+    let mut writer = l.raw();
+    assert_eq!(writer.cmd(&[b"CLIENT", b"NO-EVICT", b"on"]), "+OK\r\n");
+    assert_eq!(writer.cmd(&[b"CLIENT", b"TRACKING", b"on", b"REDIRECT", id.as_bytes(), b"BCAST"]), "+OK\r\n");
+    // Each write of the 200 KB key sends the target an invalidation naming it.
+    let script = format!("redis.call('incr', '{}')", "k".repeat(200 * 1024));
+    let sha = writer.cmd(&[b"SCRIPT", b"LOAD", script.as_bytes()]);
+    let sha = sha.lines().nth(1).unwrap().to_string();
+    let mut writes = 0;
+    while line_of(&mut r, "redirected").is_some() {
+        assert!(writes < 1000, "the silent target was never evicted");
+        writer.cmd(&[b"EVALSHA", sha.as_bytes(), b"0"]);
+        writes += 1;
+    }
+    let stats = r.cmd(&[b"INFO", b"stats"]);
+    assert!(stats.contains("evicted_clients:1\r\n"), "{stats}");
+}
+
+/// A client's BCAST prefixes count in its memory: one that registers prefixes without end is
+/// evicted (Redis's "client evicted due to client tracking prefixes").
+#[test]
+fn maxmemory_clients_counts_tracking_prefixes() {
+    let l = Latch::start(&[]);
+    let mut r = l.raw();
+    assert_eq!(r.cmd(&[b"CLIENT", b"NO-EVICT", b"on"]), "+OK\r\n");
+    assert_eq!(r.cmd(&[b"CONFIG", b"SET", b"maxmemory-clients", b"200000"]), "+OK\r\n");
+    let mut rr = l.raw();
+    let mut added = 0;
+    loop {
+        let prefix = format!("{added:012}");
+        rr.send(&common::encode(&[&b"CLIENT"[..], b"TRACKING", b"on", b"PREFIX", prefix.as_bytes(), b"BCAST"]));
+        let mut buf = [0u8; 64];
+        match rr.s.read(&mut buf) {
+            Ok(n) if n > 0 => assert_eq!(&buf[..n], b"+OK\r\n"),
+            _ => break,
+        }
+        added += 1;
+        // About 2,400 prefixes of 12 bytes reach 200 KB.
+        assert!(added < 10_000, "not evicted after {added} prefixes");
+    }
+    assert!(added > 100, "evicted after {added} prefixes");
+}

@@ -20,13 +20,19 @@ impl Server {
             normal: self.config.normal_obuf_limits(),
             pubsub: self.config.pubsub_obuf_limits(),
             now_s: self.clock.now_ms() / 1000,
+            clients_memory: self.config.clients_memory_limit(),
         }
     }
 
-    /// [`Server::deliver`] with the limits already read.
+    /// [`Server::deliver`] with the limits already read. Under `maxmemory-clients` the receiver's
+    /// grown output counts at once, and the largest clients are closed if all are over it: a
+    /// client that never reads (a tracking redirection's target, a subscriber) is evicted while
+    /// others write to it, as Redis's `evictClients` does before the next command.
     fn deliver_within(&self, to: &ClientInfo, msg: Bytes, limits: &DeliveryLimits) {
         if to.deliver(msg, limits) {
             self.log_output_limit_close(to);
+        } else if limits.clients_memory != 0 {
+            self.client_memory(to);
         }
     }
 

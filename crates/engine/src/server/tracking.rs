@@ -142,6 +142,7 @@ impl Server {
             let old_prefixes = t.as_ref().map(|t| t.prefixes.clone()).unwrap_or_default();
             let mut all = old_prefixes;
             all.extend(prefixes);
+            client.info.tracking_mem.store(prefixes_mem(&all), Ordering::Relaxed);
             *t = Some(ClientTracking { prefixes: all, broken: false, caching: false, ..opts.clone() });
         }
         let i = &client.info;
@@ -161,6 +162,7 @@ impl Server {
     /// Turns tracking off for the client `info` describes (also when its connection closes).
     pub(crate) fn forget_tracking(&self, info: &ClientInfo) {
         let Some(t) = info.tracking.lock().take() else { return };
+        info.tracking_mem.store(0, Ordering::Relaxed);
         self.tracking.remove_prefixes(info.id, &t.prefixes);
         self.tracking.count_client(false);
         for f in ['t', 'R', 'B'] {
@@ -229,4 +231,11 @@ impl Server {
     pub fn tracking_totals(&self) -> (usize, usize, usize) {
         self.tracking.totals()
     }
+}
+
+/// What a client's BCAST prefixes take, as counted in its memory: each prefix's bytes and about
+/// 64 more for its entries in the client's set and in the server's prefix table (Redis counts 32
+/// bytes for each node of its prefix tree).
+fn prefixes_mem(prefixes: &std::collections::BTreeSet<Bytes>) -> usize {
+    prefixes.iter().map(|p| p.len() + 64).sum()
 }
