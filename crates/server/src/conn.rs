@@ -749,7 +749,8 @@ where
         if info.trim_qbuf.swap(false, Ordering::Relaxed) && rbuf.is_empty() {
             *rbuf = BytesMut::new();
             self.idle_released = true;
-        } else {
+        } else if self.dec.pending_bulk_remaining(rbuf).is_none() {
+            // (An argument still arriving keeps the room made for it: `prepare_read`.)
             shrink_to_peak(rbuf, self.peak);
         }
         self.peak = rbuf.len();
@@ -758,8 +759,20 @@ where
     /// Makes room for the next read and publishes the query buffer's size for CLIENT LIST.
     fn prepare_read(&mut self) {
         if !self.idle_released {
-            let want = self.dec.pending_bulk_remaining(&self.rbuf).unwrap_or(0).max(READ_CHUNK);
-            self.rbuf.reserve(want);
+            let rest = self.dec.pending_bulk_remaining(&self.rbuf).unwrap_or(0);
+            let (len, free) = (self.rbuf.len(), self.rbuf.capacity() - self.rbuf.len());
+            if rest > 0 && len + rest >= resp::PROTO_MBULK_BIG_ARG {
+                // A large argument arriving (it is split off the buffer whole): room for exactly
+                // what it still needs, as Redis's `sdsMakeRoomForNonGreedy`, not the doubling
+                // `reserve` chooses (the query buffer counts toward maxmemory-clients).
+                if free < rest {
+                    let mut exact = BytesMut::with_capacity(len + rest);
+                    exact.extend_from_slice(&self.rbuf);
+                    self.rbuf = exact;
+                }
+            } else {
+                self.rbuf.reserve(rest.max(READ_CHUNK));
+            }
         }
         self.client.info.qbuf_cap.store(self.rbuf.capacity(), Ordering::Relaxed);
         self.client.info.argv_mem.store(self.dec.pending_args_bytes(), Ordering::Relaxed);
@@ -875,6 +888,11 @@ impl<R: AsyncRead + Unpin> Input<'_, R> {
                     );
                     return Err(std::io::ErrorKind::ConnectionAborted.into());
                 }
+                // maxmemory-clients: the output still waiting (`omem`) and what arrived meanwhile
+                // count now, not when the write is done; over the limit, the largest clients go.
+                if srv.client_memory(info) {
+                    return Err(std::io::ErrorKind::ConnectionAborted.into());
+                }
             }
         }
         Ok(())
@@ -897,6 +915,12 @@ async fn write_out<W: AsyncWrite + Unpin, R: AsyncRead + Unpin>(
     let mut off = 0;
     while off < out.len() {
         info.omem.store(out.len() - off, Ordering::Relaxed);
+        // maxmemory-clients: a large output counts before it waits on the client, as Redis weighs
+        // a client's replies as they are added; over the limit, the largest clients go.
+        if out.len() - off > REPLY_CHUNK && srv.config.clients_memory_limit() != 0 && srv.client_memory(info) {
+            r = Err(std::io::ErrorKind::ConnectionAborted.into());
+            break;
+        }
         let wrote = tokio::select! {
             biased;
             w = wr.write(&out[off..]) => w,

@@ -442,3 +442,54 @@ fn maxmemory_clients_counts_tracking_prefixes() {
     }
     assert!(added > 100, "evicted after {added} prefixes");
 }
+
+/// A large argument's query buffer is made as large as the argument, not twice that: 6 MB of
+/// a request still arriving keep a client under a 10 MB `maxmemory-clients` (Redis's "avoid
+/// client eviction when client is freed by output buffer limit" fills one so).
+#[test]
+fn a_large_argument_takes_its_own_size_of_query_buffer() {
+    let l = Latch::start(&[]);
+    let mut r = l.raw();
+    assert_eq!(r.cmd(&[b"CLIENT", b"NO-EVICT", b"on"]), "+OK\r\n");
+    assert_eq!(r.cmd(&[b"CONFIG", b"SET", b"maxmemory-clients", b"10mb"]), "+OK\r\n");
+    let mut big = l.raw();
+    assert_eq!(big.cmd(&[b"CLIENT", b"SETNAME", b"qbuf-client"]), "+OK\r\n");
+    let size = 6 << 20;
+    big.send(format!("*1\r\n${size}\r\n").as_bytes());
+    big.send(&vec![b'v'; size]);
+    let arrived = eventually(Duration::from_secs(10), || {
+        line_of(&mut r, "qbuf-client").is_some_and(|line| field(&line, "qbuf") >= size as u64)
+    });
+    let line = line_of(&mut r, "qbuf-client").expect("the client was evicted");
+    assert!(arrived, "{line}");
+    let (qbuf, free, tot) = (field(&line, "qbuf"), field(&line, "qbuf-free"), field(&line, "tot-mem"));
+    assert!(free < 1 << 20 && tot < 7 << 20, "qbuf {qbuf}, qbuf-free {free}, tot-mem {tot}");
+}
+
+/// A client that asks for large replies and never reads them is evicted once it puts all clients
+/// over `maxmemory-clients`, before CLIENT LIST could show it over the limit (Redis's "client
+/// evicted due to output buf"). Latch runs no more of its requests while its output waits, so
+/// what grows is its query buffer, which counts as each read arrives.
+#[test]
+fn maxmemory_clients_evicts_a_client_that_never_reads() {
+    let l = Latch::start(&[]);
+    let mut r = l.raw();
+    assert_eq!(r.cmd(&[b"CLIENT", b"NO-EVICT", b"on"]), "+OK\r\n");
+    assert_eq!(r.cmd(&[b"CONFIG", b"SET", b"maxmemory-clients", b"3000000"]), "+OK\r\n");
+    assert_eq!(r.cmd(&[b"SETRANGE", b"k", b"200000", b"v"]), ":200001\r\n");
+    let mut reader = l.raw();
+    assert_eq!(reader.cmd(&[b"CLIENT", b"SETNAME", b"test_client"]), "+OK\r\n");
+    let gets = common::encode(&[&b"GET"[..], b"k"]).repeat(1000);
+    let mut sent = 0;
+    while let Some(line) = line_of(&mut r, "test_client") {
+        assert!(field(&line, "tot-mem") < 3_000_000, "over the limit and still here: {line}");
+        assert!(sent < 400, "never evicted: {line}");
+        if std::io::Write::write_all(&mut reader.s, &gets).is_err() {
+            break;
+        }
+        sent += 1;
+    }
+    assert!(eventually(Duration::from_secs(5), || line_of(&mut r, "test_client").is_none()));
+    let stats = r.cmd(&[b"INFO", b"stats"]);
+    assert!(stats.contains("evicted_clients:1\r\n"), "{stats}");
+}
