@@ -493,3 +493,40 @@ fn maxmemory_clients_evicts_a_client_that_never_reads() {
     let stats = r.cmd(&[b"INFO", b"stats"]);
     assert!(stats.contains("evicted_clients:1\r\n"), "{stats}");
 }
+
+/// Lowering `maxmemory-clients` evicts at once, the largest clients first, until all are under
+/// it (Redis's "decrease maxmemory-clients causes client eviction" and "evict clients only until
+/// below limit"): idle clients holding large arguments half-sent are not left to their own next
+/// read.
+#[test]
+fn a_lowered_maxmemory_clients_evicts_the_largest_until_under_it() {
+    let l = Latch::start(&[]);
+    let mut r = l.raw();
+    assert_eq!(r.cmd(&[b"CLIENT", b"SETNAME", b"control"]), "+OK\r\n");
+    assert_eq!(r.cmd(&[b"CLIENT", b"NO-EVICT", b"on"]), "+OK\r\n");
+    let mut held = Vec::new();
+    for (i, size) in [100_000usize, 100_000, 1_000_000, 1_000_000].into_iter().enumerate() {
+        let mut c = l.raw();
+        let name = format!("client{i}");
+        assert_eq!(c.cmd(&[b"CLIENT", b"SETNAME", name.as_bytes()]), "+OK\r\n");
+        c.send(format!("*2\r\n${size}\r\n").as_bytes());
+        c.send(&vec![b'v'; size]);
+        assert!(eventually(Duration::from_secs(5), || {
+            line_of(&mut r, &name).is_some_and(|line| field(&line, "qbuf") >= size as u64)
+        }));
+        held.push(c);
+    }
+    let clients =
+        |r: &mut Raw| client_list(r).lines().filter(|l| l.starts_with("id=")).map(str::to_string).collect::<Vec<_>>();
+    let total: u64 = clients(&mut r).iter().map(|line| field(&format!(" {line}"), "tot-mem")).sum();
+    assert_eq!(r.cmd(&[b"CONFIG", b"SET", b"maxmemory-clients", b"10mb"]), "+OK\r\n");
+    assert_eq!(clients(&mut r).len(), 5);
+    // Room for all but the two large ones: those go, the small ones stay.
+    let limit = (total - 1_500_000).to_string();
+    assert_eq!(r.cmd(&[b"CONFIG", b"SET", b"maxmemory-clients", limit.as_bytes()]), "+OK\r\n");
+    let list = clients(&mut r);
+    let names: Vec<&str> = list.iter().filter_map(|l| l.split(' ').find_map(|f| f.strip_prefix("name="))).collect();
+    assert_eq!(names, ["control", "client0", "client1"], "{list:?}");
+    let stats = r.cmd(&[b"INFO", b"stats"]);
+    assert!(stats.contains("evicted_clients:2\r\n"), "{stats}");
+}

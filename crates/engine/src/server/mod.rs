@@ -292,10 +292,11 @@ impl Server {
     /// eviction). True if this client itself was closed.
     pub fn client_memory(&self, info: &ClientInfo) -> bool {
         let mem = info.estimate_mem();
-        if mem == info.mem.load(Ordering::Relaxed) {
-            return false;
+        if mem != info.mem.load(Ordering::Relaxed) {
+            self.clients.set_mem(info, mem);
         }
-        self.clients.set_mem(info, mem);
+        // Also when this client's memory did not change: a lowered limit evicts at the next
+        // command of any client, as Redis's `evictClients` runs before each.
         let limit = self.config.clients_memory_limit();
         if limit == 0 || self.clients.mem_total() <= limit {
             return false;
