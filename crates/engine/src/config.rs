@@ -1763,10 +1763,10 @@ impl Config {
         Ok(())
     }
 
-    /// [`Config::apply_oom_score_adj`] with the settings as they are, after the process changed
-    /// class (it became a replica or a primary: Redis's `replicationSetMaster` and
-    /// `replicationUnsetMaster`).
-    pub fn reapply_oom_score_adj(&self) -> Result<(), String> {
+    /// [`Config::apply_oom_score_adj`] with the settings as they are: at startup, and after the
+    /// process changed class (it became a replica or a primary: Redis's `replicationSetMaster`
+    /// and `replicationUnsetMaster`).
+    pub fn apply_current_oom_score_adj(&self) -> Result<(), String> {
         match (self.get("oom-score-adj"), self.get("oom-score-adj-values")) {
             (Some(mode), Some(values)) => self.apply_oom_score_adj(&mode, &values),
             _ => Ok(()),
@@ -2224,10 +2224,10 @@ mod tests {
         c.set_many(&[(b"oom-score-adj-values", b"15 20 30")], false).unwrap();
         assert_eq!(score(), 39);
         c.set("replicaof", "localhost 1", true).unwrap();
-        c.reapply_oom_score_adj().unwrap();
+        c.apply_current_oom_score_adj().unwrap();
         assert_eq!(score(), 44);
         c.set("replicaof", "no one", true).unwrap();
-        c.reapply_oom_score_adj().unwrap();
+        c.apply_current_oom_score_adj().unwrap();
         assert_eq!(score(), 39);
     }
 

@@ -146,10 +146,7 @@ async fn run(config: Config, threads: usize, config_file: Option<std::path::Path
             return 1;
         }
     }
-    let (oom_mode, oom_values) = (config.get("oom-score-adj"), config.get("oom-score-adj-values"));
-    if let (Some(mode), Some(values)) = (oom_mode, oom_values)
-        && config.apply_oom_score_adj(&mode, &values).is_err()
-    {
+    if config.apply_current_oom_score_adj().is_err() {
         tracing::warn!("Failed to set current oom_score_adj. Check server logs.");
     }
     let clock = Arc::new(SystemClock::new());

@@ -159,7 +159,7 @@ impl Server {
     /// `setOOMScoreAdj(-1)`; the host logs a failure, as that function does, and nothing else
     /// depends on it.
     fn reapply_oom_score_adj(&self) {
-        let _ = self.config.reapply_oom_score_adj();
+        let _ = self.config.apply_current_oom_score_adj();
     }
 
     /// After a write of a client of a replica (a writable one): its keys that now have a TTL are
