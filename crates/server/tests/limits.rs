@@ -35,6 +35,23 @@ fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     false
 }
 
+/// A server with `maxmemory-clients` at `limit` (`CONFIG SET`'s form), and a control connection
+/// that is never evicted itself (CLIENT NO-EVICT on).
+fn under_client_limit(limit: &str) -> (Latch, Raw) {
+    let l = Latch::start(&[]);
+    let mut r = l.raw();
+    assert_eq!(r.cmd(&[b"CLIENT", b"NO-EVICT", b"on"]), "+OK\r\n");
+    assert_eq!(r.cmd(&[b"CONFIG", b"SET", b"maxmemory-clients", limit.as_bytes()]), "+OK\r\n");
+    (l, r)
+}
+
+/// INFO's `evicted_clients`.
+fn evicted_clients(r: &mut Raw) -> u64 {
+    let stats = r.cmd(&[b"INFO", b"stats"]);
+    let n = stats.lines().find_map(|l| l.strip_prefix("evicted_clients:")).unwrap_or_else(|| panic!("{stats}"));
+    n.parse().unwrap()
+}
+
 /// Reads what the server sent before closing; `None` if it did not close within the limit.
 fn until_closed(r: &mut Raw) -> Option<Vec<u8>> {
     r.s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -337,10 +354,7 @@ fn reply_buffers_shrink_when_idle_and_grow_under_large_replies() {
 /// limit is closed, unless it set CLIENT NO-EVICT; INFO counts it in evicted_clients.
 #[test]
 fn maxmemory_clients_closes_the_largest_client() {
-    let l = Latch::start(&[]);
-    let mut r = l.raw();
-    assert_eq!(r.cmd(&[b"CLIENT", b"NO-EVICT", b"on"]), "+OK\r\n");
-    assert_eq!(r.cmd(&[b"CONFIG", b"SET", b"maxmemory-clients", b"3000000"]), "+OK\r\n");
+    let (l, mut r) = under_client_limit("3000000");
     // Within the limit: served.
     let mut ok = l.raw();
     let big = vec![b'v'; 1_000_000];
@@ -358,8 +372,7 @@ fn maxmemory_clients_closes_the_largest_client() {
         Ok(_) => false,
     };
     assert!(gone, "the client over maxmemory-clients was not closed");
-    let stats = r.cmd(&[b"INFO", b"stats"]);
-    assert!(stats.contains("evicted_clients:1\r\n"), "{stats}");
+    assert_eq!(evicted_clients(&mut r), 1);
     // The protected client is never a candidate, even alone over the limit: its 3 MB request
     // completes and gets its reply (an unknown command's error).
     r.send(b"*1\r\n$3000000\r\n");
@@ -392,10 +405,7 @@ fn info_inside_exec_answers_and_frees_the_shard() {
 /// writes fill it (Redis's unit/client-eviction "client evicted due to tracking redirection").
 #[test]
 fn maxmemory_clients_evicts_a_tracking_redirections_silent_target() {
-    let l = Latch::start(&[]);
-    let mut r = l.raw();
-    assert_eq!(r.cmd(&[b"CLIENT", b"NO-EVICT", b"on"]), "+OK\r\n");
-    assert_eq!(r.cmd(&[b"CONFIG", b"SET", b"maxmemory-clients", b"3000000"]), "+OK\r\n");
+    let (l, mut r) = under_client_limit("3000000");
     let mut target = l.raw();
     assert_eq!(target.cmd(&[b"CLIENT", b"SETNAME", b"redirected"]), "+OK\r\n");
     let id = target.cmd(&[b"CLIENT", b"ID"]);
@@ -414,18 +424,14 @@ fn maxmemory_clients_evicts_a_tracking_redirections_silent_target() {
         writer.cmd(&[b"EVALSHA", sha.as_bytes(), b"0"]);
         writes += 1;
     }
-    let stats = r.cmd(&[b"INFO", b"stats"]);
-    assert!(stats.contains("evicted_clients:1\r\n"), "{stats}");
+    assert_eq!(evicted_clients(&mut r), 1);
 }
 
 /// A client's BCAST prefixes count in its memory: one that registers prefixes without end is
 /// evicted (Redis's "client evicted due to client tracking prefixes").
 #[test]
 fn maxmemory_clients_counts_tracking_prefixes() {
-    let l = Latch::start(&[]);
-    let mut r = l.raw();
-    assert_eq!(r.cmd(&[b"CLIENT", b"NO-EVICT", b"on"]), "+OK\r\n");
-    assert_eq!(r.cmd(&[b"CONFIG", b"SET", b"maxmemory-clients", b"200000"]), "+OK\r\n");
+    let (l, _control) = under_client_limit("200000");
     let mut rr = l.raw();
     let mut added = 0;
     loop {
@@ -448,10 +454,7 @@ fn maxmemory_clients_counts_tracking_prefixes() {
 /// client eviction when client is freed by output buffer limit" fills one so).
 #[test]
 fn a_large_argument_takes_its_own_size_of_query_buffer() {
-    let l = Latch::start(&[]);
-    let mut r = l.raw();
-    assert_eq!(r.cmd(&[b"CLIENT", b"NO-EVICT", b"on"]), "+OK\r\n");
-    assert_eq!(r.cmd(&[b"CONFIG", b"SET", b"maxmemory-clients", b"10mb"]), "+OK\r\n");
+    let (l, mut r) = under_client_limit("10mb");
     let mut big = l.raw();
     assert_eq!(big.cmd(&[b"CLIENT", b"SETNAME", b"qbuf-client"]), "+OK\r\n");
     let size = 6 << 20;
@@ -472,10 +475,7 @@ fn a_large_argument_takes_its_own_size_of_query_buffer() {
 /// what grows is its query buffer, which counts as each read arrives.
 #[test]
 fn maxmemory_clients_evicts_a_client_that_never_reads() {
-    let l = Latch::start(&[]);
-    let mut r = l.raw();
-    assert_eq!(r.cmd(&[b"CLIENT", b"NO-EVICT", b"on"]), "+OK\r\n");
-    assert_eq!(r.cmd(&[b"CONFIG", b"SET", b"maxmemory-clients", b"3000000"]), "+OK\r\n");
+    let (l, mut r) = under_client_limit("3000000");
     assert_eq!(r.cmd(&[b"SETRANGE", b"k", b"200000", b"v"]), ":200001\r\n");
     let mut reader = l.raw();
     assert_eq!(reader.cmd(&[b"CLIENT", b"SETNAME", b"test_client"]), "+OK\r\n");
@@ -490,8 +490,7 @@ fn maxmemory_clients_evicts_a_client_that_never_reads() {
         sent += 1;
     }
     assert!(eventually(Duration::from_secs(5), || line_of(&mut r, "test_client").is_none()));
-    let stats = r.cmd(&[b"INFO", b"stats"]);
-    assert!(stats.contains("evicted_clients:1\r\n"), "{stats}");
+    assert_eq!(evicted_clients(&mut r), 1);
 }
 
 /// Lowering `maxmemory-clients` evicts at once, the largest clients first, until all are under
@@ -527,6 +526,5 @@ fn a_lowered_maxmemory_clients_evicts_the_largest_until_under_it() {
     let list = clients(&mut r);
     let names: Vec<&str> = list.iter().filter_map(|l| l.split(' ').find_map(|f| f.strip_prefix("name="))).collect();
     assert_eq!(names, ["control", "client0", "client1"], "{list:?}");
-    let stats = r.cmd(&[b"INFO", b"stats"]);
-    assert!(stats.contains("evicted_clients:2\r\n"), "{stats}");
+    assert_eq!(evicted_clients(&mut r), 2);
 }
