@@ -311,6 +311,9 @@ where
             Some(Frame::Encoded(big)) if big.len() >= FLUSH_AT => self.send_large(&big).await?,
             Some(reply) => {
                 resp::encode(&reply, self.client.proto, &mut self.wbuf);
+                // The reply is in `wbuf` now: its frame (a copy of a large value, say) must not
+                // wait beside it while a client that does not read holds the write back.
+                drop(reply);
                 self.check_output().await?;
             }
             None => {}

@@ -145,6 +145,34 @@ fn unread_replies_wait_in_the_socket_not_the_server() {
     assert!(omem <= 4 << 20, "omem {omem}");
 }
 
+/// A large reply that waits for a client that does not read is held once, in the output that
+/// CLIENT LIST's `omem` counts and `maxmemory-clients` weighs: its frame (here MGET's copy of the
+/// value) is not kept beside it until the write is done.
+#[test]
+fn a_waiting_reply_is_held_once() {
+    let l = Latch::start(&[]);
+    let mut admin = l.raw();
+    let size: u64 = 16 << 20;
+    admin.cmd(&[b"SET", b"big", &vec![b'x'; size as usize]]);
+    let used = |r: &mut Raw| {
+        let info = r.cmd(&[b"INFO", b"memory"]);
+        let line = info.lines().find(|l| l.starts_with("used_memory:")).unwrap().to_string();
+        line["used_memory:".len()..].trim().parse::<u64>().unwrap()
+    };
+    let before = used(&mut admin);
+    let mut lazy = l.raw();
+    assert_eq!(lazy.cmd(&[b"CLIENT", b"SETNAME", b"lazy"]), "+OK\r\n");
+    std::io::Write::write_all(&mut lazy.s, b"*3\r\n$4\r\nMGET\r\n$3\r\nbig\r\n$5\r\nother\r\n").unwrap();
+    // 16 MiB is more than the two sockets take: the rest waits in the server.
+    let waiting =
+        eventually(Duration::from_secs(5), || line_of(&mut admin, "lazy").is_some_and(|l| field(&l, "omem") > 0));
+    let line = line_of(&mut admin, "lazy").unwrap();
+    assert!(waiting, "{line}");
+    let grown = used(&mut admin).saturating_sub(before);
+    assert!(grown < size * 3 / 2, "used_memory grew by {grown} for one {size}-byte reply waiting");
+    assert!(field(&line, "tot-mem") > size / 2, "{line}");
+}
+
 /// A client that sends a long pipeline whole before it reads any reply: while the server waits to
 /// write replies, it reads what the client sends into the query buffer (as Redis keeps reading),
 /// so neither side waits on the other once the sockets' buffers are full.
