@@ -235,7 +235,7 @@ impl Consensus {
             Err(e) => tracing::info!("raft: not initializing: {e}"),
         }
         let leadership = Arc::new(tokio::sync::watch::Sender::new((false, None)));
-        rt.spawn(follow_leadership(raft.metrics(), leadership.clone(), opts.id));
+        rt.spawn(follow_leadership(raft.server_metrics(), leadership.clone(), opts.id));
         let node = Arc::new(Consensus {
             raft,
             opts,
@@ -1063,12 +1063,14 @@ fn answer_all(waiting: Vec<(u16, tokio::sync::oneshot::Sender<Answer>)>, reply: 
     }
 }
 
-/// Keeps `to` at (this node leads, the leader it knows) as openraft's metrics change: blocked
-/// clients wait on it rather than on the metrics, which change with every entry.
+/// Keeps `to` at (this node leads, the leader it knows) as openraft's server metrics change:
+/// blocked clients wait on it. The server metrics change with the vote, the state, the leader and
+/// the membership only; the whole metrics change with every entry, and following them woke this
+/// task several times an entry.
 async fn follow_leadership(
     mut metrics: openraft::alias::WatchReceiverOf<
         crate::types::TypeConfig,
-        openraft::RaftMetrics<crate::types::TypeConfig>,
+        openraft::metrics::RaftServerMetrics<crate::types::TypeConfig>,
     >,
     to: Arc<tokio::sync::watch::Sender<(bool, Option<NodeId>)>>,
     id: NodeId,
