@@ -210,17 +210,37 @@ fn encode_pairs(pairs: &[(Frame, Frame)], proto: Protocol, out: &mut BytesMut) {
 }
 
 fn header(prefix: u8, n: i64, out: &mut BytesMut) {
-    let mut ib = itoa::Buffer::new();
-    out.put_u8(prefix);
-    out.extend_from_slice(ib.format(n).as_bytes());
-    out.extend_from_slice(b"\r\n");
+    number_line(prefix, n < 0, n.unsigned_abs(), out);
 }
 
 fn header_len(prefix: u8, n: usize, out: &mut BytesMut) {
-    let mut ib = itoa::Buffer::new();
-    out.put_u8(prefix);
-    out.extend_from_slice(ib.format(n).as_bytes());
-    out.extend_from_slice(b"\r\n");
+    number_line(prefix, false, n as u64, out);
+}
+
+/// `prefix`, `-` if `negative`, the decimal `n`, CRLF: built on the stack from its end and
+/// appended at once (each append to a `BytesMut` checks its room and copies, and a header line
+/// was three of them).
+#[inline]
+fn number_line(prefix: u8, negative: bool, mut n: u64, out: &mut BytesMut) {
+    // The prefix, a sign, 20 digits (u64::MAX), CRLF.
+    let mut line = [0u8; 24];
+    let mut at = 22;
+    line[22..].copy_from_slice(b"\r\n");
+    loop {
+        at -= 1;
+        line[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if negative {
+        at -= 1;
+        line[at] = b'-';
+    }
+    at -= 1;
+    line[at] = prefix;
+    out.extend_from_slice(&line[at..]);
 }
 
 fn bulk(b: &[u8], out: &mut BytesMut) {
@@ -230,13 +250,27 @@ fn bulk(b: &[u8], out: &mut BytesMut) {
     out.extend_from_slice(b"\r\n");
 }
 
+/// Lines up to this long (`+OK`, most errors) are built on the stack and appended at once.
+const SHORT_LINE: usize = 64;
+
 fn line_sanitized(prefix: u8, s: &[u8], out: &mut BytesMut) {
+    let clean = |c: u8| if c == b'\r' || c == b'\n' { b' ' } else { c };
+    if s.len() <= SHORT_LINE {
+        let mut line = [0u8; SHORT_LINE + 3];
+        line[0] = prefix;
+        for (to, &c) in line[1..].iter_mut().zip(s) {
+            *to = clean(c);
+        }
+        line[s.len() + 1..s.len() + 3].copy_from_slice(b"\r\n");
+        out.extend_from_slice(&line[..s.len() + 3]);
+        return;
+    }
     out.reserve(s.len() + 3);
     out.put_u8(prefix);
     if crate::find2(b'\r', b'\n', s).is_none() {
         out.extend_from_slice(s);
     } else {
-        out.extend(s.iter().map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }));
+        out.extend(s.iter().map(|&c| clean(c)));
     }
     out.extend_from_slice(b"\r\n");
 }
@@ -257,6 +291,50 @@ mod tests {
         assert_eq!(enc(&f, Protocol::Resp3), resp3, "RESP3 {f:?}");
     }
 
+    /// Header lines are the decimal text of their number, at every number of digits and at the
+    /// ends of both types.
+    #[test]
+    fn number_lines_are_decimal() {
+        let mut ints = vec![0, 1, -1, i64::MIN, i64::MAX, i64::MIN + 1];
+        for p in 0..19 {
+            let t = 10i64.pow(p);
+            ints.extend([t, t - 1, t + 1, -t, -t + 1, -t - 1]);
+        }
+        for n in ints {
+            let mut out = BytesMut::new();
+            header(b':', n, &mut out);
+            assert_eq!(&out[..], format!(":{n}\r\n").as_bytes());
+        }
+        for n in [0, 9, 10, 99, 100, usize::MAX, usize::MAX - 1, 1 << 40] {
+            let mut out = BytesMut::new();
+            header_len(b'*', n, &mut out);
+            assert_eq!(&out[..], format!("*{n}\r\n").as_bytes());
+        }
+    }
+
+    /// Lines on either side of `SHORT_LINE` (built on the stack, or appended in parts) come out
+    /// alike: CR and LF anywhere become spaces.
+    #[test]
+    fn short_and_long_lines_are_cleaned_alike() {
+        for len in 0..=2 * SHORT_LINE + 2 {
+            for at in [0, len / 2, len.saturating_sub(1)] {
+                for bad in [b'\r', b'\n'] {
+                    let mut s: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+                    if len > 0 {
+                        s[at] = bad;
+                    }
+                    let mut want = vec![b'-'];
+                    want.extend(s.iter().map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }));
+                    want.extend_from_slice(b"\r\n");
+                    let mut out = BytesMut::from(&b"before"[..]);
+                    line_sanitized(b'-', &s, &mut out);
+                    assert_eq!(&out[..6], b"before");
+                    assert_eq!(&out[6..], &want[..], "length {len}, {bad} at {at}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn scalar_encodings() {
         both(Frame::ok(), b"+OK\r\n", b"+OK\r\n");
@@ -267,6 +345,11 @@ mod tests {
         both(Frame::simple("0123456789abcde\r\n"), b"+0123456789abcde  \r\n", b"+0123456789abcde  \r\n");
         both(Frame::simple("0123456789abcdef\r\n"), b"+0123456789abcdef  \r\n", b"+0123456789abcdef  \r\n");
         both(Frame::Integer(-42), b":-42\r\n", b":-42\r\n");
+        both(Frame::Integer(i64::MIN), b":-9223372036854775808\r\n", b":-9223372036854775808\r\n");
+        both(Frame::Integer(i64::MAX), b":9223372036854775807\r\n", b":9223372036854775807\r\n");
+        both(Frame::Integer(0), b":0\r\n", b":0\r\n");
+        both(Frame::Integer(-1), b":-1\r\n", b":-1\r\n");
+        both(Frame::Integer(1_000_000), b":1000000\r\n", b":1000000\r\n");
         both(Frame::bulk("foo"), b"$3\r\nfoo\r\n", b"$3\r\nfoo\r\n");
         both(Frame::bulk(""), b"$0\r\n\r\n", b"$0\r\n\r\n");
         both(Frame::Null, b"$-1\r\n", b"_\r\n");
