@@ -93,7 +93,7 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/lock-bench-etcd.XXXXXX") || exit 1
 free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 P=()
 for _ in $(seq 20); do
-  base=$((20000 + RANDOM % 30000)); P=()
+  base=$(random_port 12); P=()
   for i in $(seq 0 11); do free $((base + i)) && P+=($((base + i))); done
   [ ${#P[@]} -eq 12 ] && break
 done

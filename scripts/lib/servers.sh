@@ -18,10 +18,20 @@ servers_cleanup() {
 trap servers_cleanup EXIT
 trap 'exit 130' INT TERM
 
+# random_port [SPAN]: a port P such that P .. P+SPAN-1 (SPAN 1 by default) are all below the
+# kernel's ephemeral range, from 10000 up: a port inside that range can be taken between the check
+# and the listen by the local end of any outgoing connection (a raft peer dialing another, a
+# client), which made a group's member fail with "Address already in use".
+random_port() {
+  local span=${1:-1} low
+  low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+  echo $((10000 + RANDOM % (low - 10000 - span)))
+}
+
 start() {
   local tag=$1 bin=$2 port pid i; shift 2
   for _ in $(seq 10); do
-    port=$((20000 + RANDOM % 30000))
+    port=$(random_port)
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi
     mkdir -p "$WORK/$tag"
     (cd "$WORK/$tag" && exec "$bin" --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
