@@ -12,6 +12,15 @@ use resp::Frame;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+/// What [`Server::look_ahead`] tells a connection of a request it decoded ahead of its turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ahead {
+    /// The position of its first key, to load ahead.
+    pub key: Option<usize>,
+    /// Whether the requests after it may be decoded before it runs.
+    pub decode_past: bool,
+}
+
 impl Server {
     /// Runs one command. Returns the reply to send, or None when the client asked for no reply.
     pub fn execute(&self, client: &mut Client, args: &[Bytes]) -> Option<Frame> {
@@ -40,45 +49,44 @@ impl Server {
         }
     }
 
-    /// Starts loading what the next requests of `client` will read, from the requests waiting in
-    /// its buffer as `resp::peek` sees them: each one's first key (commands whose key spec starts
-    /// at a fixed position), in the client's database ([`crate::keyspace::Keyspace::prefetch`]). Returns how many
-    /// requests it looked at (at most [`PREFETCH_BATCH`]), and whether loading ahead was worth it
-    /// for any of their keys (their database large enough, [`crate::keyspace::PREFETCH_MIN_KEYS`]).
-    /// One request alone is left alone and not judged (answered as worth it, so that the next
-    /// batch is looked at). Changes nothing.
-    pub fn prefetch<'b>(&self, client: &Client, requests: impl Iterator<Item = resp::Peeked<'b>>) -> (usize, bool) {
-        let mut requests = requests.take(PREFETCH_BATCH);
-        let Some(first) = requests.next() else { return (0, true) };
-        let Some(second) = requests.next() else { return (1, true) };
-        let mut keys: [&[u8]; PREFETCH_BATCH] = [&[]; PREFETCH_BATCH];
-        let mut n = 0;
-        // A pipeline mostly repeats one command: look a name up once while it repeats.
-        let mut last: Option<(&[u8], Option<&Command>)> = None;
-        let mut visit = |r: resp::Peeked<'b>| {
-            let Some(name) = r.arg(0) else { return };
-            let cmd = match last {
-                Some((n, cmd)) if n == name => cmd,
-                _ => self.table.get(name),
-            };
-            last = Some((name, cmd));
-            if let Some(cmd) = cmd
-                && let Keys::Range { first, .. } = cmd.keys
-                && first > 0
-                && let Some(key) = r.arg(first as usize)
-            {
-                keys[n] = key;
-                n += 1;
-            }
+    /// What a connection decoding requests ahead of their turn needs to know of one (`args`):
+    /// where its first key is (commands whose key spec starts at a fixed position), for
+    /// [`Server::prefetch`], and whether the requests after it may be decoded before it runs.
+    /// Only past a command of keys at fixed positions that does not block (GET, SET, INCR,
+    /// MSET...): such a command cannot change how the next requests decode. The client's
+    /// authentication (AUTH, HELLO, RESET), `proto-max-bulk-len` (CONFIG SET, also inside EXEC)
+    /// and what the connection becomes (SYNC, MONITOR) change through commands without keys, and a
+    /// blocking command would hold the requests decoded after it out of the query buffer while it
+    /// waits.
+    pub fn look_ahead(&self, client: &Client, args: &[Bytes]) -> Ahead {
+        let Some(name) = args.first() else { return Ahead { key: None, decode_past: false } };
+        let cmd = match client.recent {
+            Some(r) if r.named(name) => Some(r.cmd),
+            _ => self.table.get(name),
         };
-        visit(first);
-        visit(second);
-        let mut seen = 2;
-        for r in requests {
-            visit(r);
-            seen += 1;
+        let Some(cmd) = cmd else { return Ahead { key: None, decode_past: false } };
+        match cmd.keys {
+            Keys::Range { first, .. } if first > 0 && (first as usize) < args.len() => {
+                Ahead { key: Some(first as usize), decode_past: !cmd.flags.has(Flags::BLOCKING) }
+            }
+            _ => Ahead { key: None, decode_past: false },
         }
-        (seen, n > 1 && self.ks.prefetch(client.db, &keys[..n]))
+    }
+
+    /// Starts loading the memory of `keys`, the first keys of requests of `client` decoded ahead
+    /// of their turn ([`Server::look_ahead`]), in the client's database
+    /// ([`crate::keyspace::Keyspace::prefetch`]). Returns whether it was worth it for any of
+    /// them (their database large enough, [`crate::keyspace::PREFETCH_MIN_KEYS`]); fewer than two
+    /// keys are left alone and answered as worth it, so that the next batch is looked at.
+    /// Changes nothing.
+    pub fn prefetch<'b>(&self, client: &Client, keys: impl Iterator<Item = &'b [u8]>) -> bool {
+        let mut batch: [&[u8]; PREFETCH_BATCH] = [&[]; PREFETCH_BATCH];
+        let mut n = 0;
+        for key in keys.take(PREFETCH_BATCH) {
+            batch[n] = key;
+            n += 1;
+        }
+        n < 2 || self.ks.prefetch(client.db, &batch[..n])
     }
 
     fn execute_inner(&self, client: &mut Client, args: &[Bytes]) -> Option<Frame> {
@@ -1120,13 +1128,16 @@ mod blocked_slowlog_tests {
 mod prefetch_tests {
     use crate::keyspace::{PREFETCH_BATCH, PREFETCH_MIN_KEYS};
     use crate::testkit::TestServer;
+    use bytes::Bytes;
 
-    fn request(args: &[&str]) -> Vec<u8> {
-        let mut out = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            out.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-        }
-        out
+    fn request(args: &[&str]) -> Vec<Bytes> {
+        args.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect()
+    }
+
+    /// What a connection does with `requests` decoded ahead: their first keys, loaded ahead.
+    fn prefetch(ts: &TestServer, c: &crate::testkit::TestClient, requests: &[Vec<Bytes>]) -> bool {
+        let keys = requests.iter().filter_map(|r| ts.srv.look_ahead(&c.client, r).key.map(|k| &r[k][..]));
+        ts.srv.prefetch(&c.client, keys)
     }
 
     fn stat(c: &mut crate::testkit::TestClient, name: &str) -> String {
@@ -1137,8 +1148,7 @@ mod prefetch_tests {
     }
 
     /// Prefetching reads nothing a client can see: no hit or miss counted, no access time
-    /// touched, nothing expired, nothing changed; it reports how many waiting requests it looked
-    /// at, a batch at most, and leaves one request alone.
+    /// touched, nothing expired, nothing changed; it leaves one request alone.
     #[test]
     fn prefetch_looks_at_a_batch_and_changes_nothing() {
         let config = crate::config::Config::new();
@@ -1160,16 +1170,16 @@ mod prefetch_tests {
         let idle = c.run("OBJECT IDLETIME key:3");
         let before = (stats(&mut c), c.run("DEBUG DIGEST"));
 
-        let mut buf = Vec::new();
-        for i in 0..40 {
-            buf.extend(request(&["GET", &format!("key:{i}")]));
-            buf.extend(request(&["set", &format!("key:{}", 100 + i), "v"]));
+        let mut batch = Vec::new();
+        for i in 0..PREFETCH_BATCH / 2 {
+            batch.push(request(&["GET", &format!("key:{i}")]));
+            batch.push(request(&["set", &format!("key:{}", 100 + i), "v"]));
         }
-        buf.extend(request(&["GET", "gone"]));
-        assert_eq!(ts.srv.prefetch(&c.client, resp::peek(&buf)), (PREFETCH_BATCH, true));
-        assert_eq!(ts.srv.prefetch(&c.client, resp::peek(&request(&["GET", "key:3"]))), (1, true));
-        assert_eq!(ts.srv.prefetch(&c.client, resp::peek(b"")), (0, true));
-        assert_eq!(ts.srv.prefetch(&c.client, resp::peek(&request(&["GET", "gone"]).repeat(3))), (3, true));
+        batch.push(request(&["GET", "gone"]));
+        assert!(prefetch(&ts, &c, &batch));
+        assert!(prefetch(&ts, &c, &[request(&["GET", "key:3"])]));
+        assert!(prefetch(&ts, &c, &[]));
+        assert!(prefetch(&ts, &c, &vec![request(&["GET", "gone"]); 3]));
 
         let after = (stats(&mut c), c.run("DEBUG DIGEST"));
         assert_eq!(before, after);
@@ -1189,18 +1199,58 @@ mod prefetch_tests {
     fn a_small_database_is_not_prefetched() {
         let ts = TestServer::new();
         let mut c = ts.client();
-        let gets: Vec<u8> = (0..20).flat_map(|i| request(&["GET", &format!("key:{i}")])).collect();
-        assert_eq!(ts.srv.prefetch(&c.client, resp::peek(&gets)), (PREFETCH_BATCH, false));
+        let gets: Vec<Vec<Bytes>> = (0..PREFETCH_BATCH).map(|i| request(&["GET", &format!("key:{i}")])).collect();
+        assert!(!prefetch(&ts, &c, &gets));
         for i in 0..PREFETCH_MIN_KEYS / 4 {
             c.run(&format!("SET key:{i} v"));
         }
-        assert_eq!(ts.srv.prefetch(&c.client, resp::peek(&gets)), (PREFETCH_BATCH, false));
+        assert!(!prefetch(&ts, &c, &gets));
         for i in PREFETCH_MIN_KEYS / 4..PREFETCH_MIN_KEYS * 2 {
             c.run(&format!("SET key:{i} v"));
         }
-        assert_eq!(ts.srv.prefetch(&c.client, resp::peek(&gets)), (PREFETCH_BATCH, true));
-        // Requests without keys are not worth it either.
-        let pings: Vec<u8> = (0..4).flat_map(|_| request(&["PING"])).collect();
-        assert_eq!(ts.srv.prefetch(&c.client, resp::peek(&pings)), (4, false));
+        assert!(prefetch(&ts, &c, &gets));
+        // Requests without keys are left alone (answered as worth it: nothing was judged).
+        assert!(prefetch(&ts, &c, &vec![request(&["PING"]); 4]));
+    }
+
+    /// Requests are decoded past commands of keys at fixed positions that do not block, and not
+    /// past anything that could change how the next requests decode (authentication, the
+    /// protocol's limits, the connection's role) or that waits; a command's first key is named
+    /// for loading ahead where its key spec gives a fixed position.
+    #[test]
+    fn decoding_ahead_stops_where_the_next_requests_could_decode_otherwise() {
+        let ts = TestServer::new();
+        let c = ts.client();
+        let ahead = |args: &[&str]| ts.srv.look_ahead(&c.client, &request(args));
+        let past = |args: &[&str]| ahead(args).decode_past;
+        for plain in
+            [&["GET", "k"][..], &["set", "k", "v"], &["INCR", "k"], &["MSET", "a", "1", "b", "2"], &["SETNX", "k", "v"]]
+        {
+            assert!(past(plain), "{plain:?}");
+            assert_eq!(ahead(plain).key, Some(1), "{plain:?}");
+        }
+        assert_eq!(ahead(&["BLPOP", "k", "0"]).key, Some(1));
+        assert_eq!(ahead(&["GET"]).key, None, "no key where the spec puts it");
+        assert_eq!(ahead(&["PING"]).key, None);
+        for stops in [
+            &["AUTH", "pw"][..],
+            &["HELLO", "3"],
+            &["RESET"],
+            &["CONFIG", "SET", "proto-max-bulk-len", "1mb"],
+            &["MULTI"],
+            &["EXEC"],
+            &["SYNC"],
+            &["PSYNC", "?", "-1"],
+            &["MONITOR"],
+            &["SELECT", "1"],
+            &["CLIENT", "REPLY", "OFF"],
+            &["BLPOP", "k", "0"],
+            &["EVAL", "return 1", "1", "k"],
+            &["PING"],
+            &["NOSUCHCOMMAND", "k"],
+            &[],
+        ] {
+            assert!(!past(stops), "{stops:?}");
+        }
     }
 }

@@ -12,7 +12,6 @@
 mod double;
 mod encode;
 mod frame;
-mod peek;
 mod reply;
 mod repr;
 mod request;
@@ -22,7 +21,6 @@ pub use bytes::{Bytes, BytesMut};
 pub use double::{format_double, format_double_g};
 pub use encode::{BulkArray, encode};
 pub use frame::Frame;
-pub use peek::{PEEKED_ARGS, Peeked, peek};
 pub use reply::{MAX_REPLY_DEPTH, ReplyError, decode_reply, encode_request};
 pub use repr::repr;
 pub use request::{

@@ -118,6 +118,10 @@ impl Default for Limits {
     }
 }
 
+/// The argument vectors a decoder keeps for reuse: a connection decodes up to this many requests
+/// of a pipeline before running them (to load their keys' memory ahead), and gives each back.
+pub const SPARE_VECTORS: usize = 32;
+
 /// Incremental request decoder (client -> server). Keeps partial state between calls so a request
 /// that arrives in many small reads is parsed in linear time (never re-scans from the start), and a
 /// large bulk argument is split out of the buffer without copying it (`BytesMut::split_to` + `freeze`).
@@ -134,8 +138,9 @@ pub struct RequestDecoder {
     bulk_len: Option<usize>,
     /// Arguments of the current multibulk request decoded so far.
     args: Vec<Bytes>,
-    /// A vector a finished request gave back ([`RequestDecoder::recycle`]), for the next one.
-    spare: Vec<Bytes>,
+    /// Vectors finished requests gave back ([`RequestDecoder::recycle`]), for the next ones: up to
+    /// [`SPARE_VECTORS`], as many as a connection may hold decoded before they run.
+    spares: Vec<Vec<Bytes>>,
     /// Number of leading bytes of the buffer already searched for the line
     /// terminator without finding it, so repeated calls with a growing,
     /// unterminated line stay linear.
@@ -235,7 +240,7 @@ impl RequestDecoder {
         if !(1..=WHOLE_MAX_ARGS).contains(&count) || (count > UNAUTH_MAX_MULTIBULK_LEN && limits.auth_required) {
             return None;
         }
-        let mut args = std::mem::take(&mut self.spare);
+        let mut args = self.spares.pop().unwrap_or_default();
         args.reserve(count as usize);
         for _ in 0..count {
             let arg = (b.get(at) == Some(&b'$'))
@@ -250,7 +255,7 @@ impl RequestDecoder {
                 .filter(|&(_, end)| end + 2 <= b.len());
             let Some((start, end)) = arg else {
                 args.clear();
-                self.spare = args;
+                self.spares.push(args);
                 return None;
             };
             args.push(Bytes::copy_from_slice(&b[start..end]));
@@ -267,13 +272,14 @@ impl RequestDecoder {
         self.args.iter().map(Bytes::len).sum()
     }
 
-    /// Takes back the vector of a request that has run, emptied, to hold the next request's
+    /// Takes back the vector of a request that has run, emptied, to hold a later request's
     /// arguments (a request then costs no allocation for its vector). One of over 1024 slots
-    /// (a request that long) is dropped, as preallocation never asks for more.
+    /// (a request that long) is dropped, as preallocation never asks for more, and so is one
+    /// beyond [`SPARE_VECTORS`] kept.
     pub fn recycle(&mut self, mut args: Vec<Bytes>) {
-        if args.capacity() <= 1024 {
+        if args.capacity() <= 1024 && self.spares.len() < SPARE_VECTORS {
             args.clear();
-            self.spare = args;
+            self.spares.push(args);
         }
     }
 
@@ -360,7 +366,7 @@ impl RequestDecoder {
             self.multibulk_remaining = usize::try_from(count).unwrap_or(usize::MAX);
             self.bulk_len = None;
             // Like Redis, don't trust the count for preallocation.
-            self.args = std::mem::take(&mut self.spare);
+            self.args = self.spares.pop().unwrap_or_default();
             self.args.reserve(self.multibulk_remaining.min(1024));
         }
         Ok(true)

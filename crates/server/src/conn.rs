@@ -12,8 +12,10 @@
 use bytes::{Bytes, BytesMut};
 use engine::client::Client;
 use engine::ctx::Waiter;
+use engine::keyspace::PREFETCH_BATCH;
 use engine::server::Server;
 use resp::{Frame, Limits, RequestDecoder};
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -130,6 +132,11 @@ struct Conn<S> {
     idle_released: bool,
     /// Turns of `run_buffered`'s loop still to run without a prefetch (`PREFETCH_REST`).
     prefetch_rest: u32,
+    /// Requests decoded ahead of their turn, in order, with the position of each one's first key
+    /// (`Conn::decode_ahead`).
+    ready: VecDeque<(Vec<Bytes>, Option<usize>)>,
+    /// The protocol error that ended decoding ahead: answered once the requests before it ran.
+    ahead_error: Option<resp::ProtocolError>,
     /// Run once the connection closed and the server forgot its client (a replica's connection
     /// drops the full sync handed to it and not taken).
     on_close: Vec<Box<dyn FnOnce() + Send>>,
@@ -177,6 +184,8 @@ where
             peak: 0,
             idle_released: false,
             prefetch_rest: 0,
+            ready: VecDeque::new(),
+            ahead_error: None,
             on_close: Vec::new(),
         }
     }
@@ -218,45 +227,89 @@ where
     /// Decodes and executes every complete request in the query buffer. A protocol error is
     /// answered, then closes the connection.
     async fn run_buffered(&mut self) -> Step {
-        // Requests left of those the last prefetch looked at: when none, the next ones waiting
-        // whole in the buffer have their keys' memory loaded ahead (`Server::prefetch`).
-        // After a look that found nothing worth loading (a small database, commands without
-        // keys), the next `PREFETCH_REST` turns go without one.
-        let mut ahead = 0usize;
         loop {
-            if ahead == 0 && !self.dec.in_progress() {
+            // Between requests, with none decoded ahead: the next ones waiting whole in the buffer
+            // are decoded and their keys' memory loaded ahead (`decode_ahead`). After a look that
+            // found nothing worth loading (a small database, commands without keys), the next
+            // `PREFETCH_REST` turns decode one request at a time.
+            if self.ready.is_empty() && self.ahead_error.is_none() && !self.dec.in_progress() {
+                if self.rbuf.is_empty() {
+                    return Ok(());
+                }
                 if self.prefetch_rest > 0 {
                     self.prefetch_rest -= 1;
                 } else {
-                    let (seen, worth) = self.srv.prefetch(&self.client, resp::peek(&self.rbuf));
-                    ahead = seen;
-                    if !worth {
-                        self.prefetch_rest = PREFETCH_REST;
-                    }
+                    self.decode_ahead();
                 }
             }
-            ahead = ahead.saturating_sub(1);
-            let limits = Limits {
-                proto_max_bulk_len: self.srv.config.proto_max_bulk_len.load(Ordering::Relaxed),
-                auth_required: !self.client.authenticated,
+            let args = match self.ready.pop_front() {
+                Some((args, _)) => args,
+                None => {
+                    let decoded = match self.ahead_error.take() {
+                        Some(e) => Err(e),
+                        None => {
+                            let limits = self.limits();
+                            self.dec.decode(&mut self.rbuf, &limits)
+                        }
+                    };
+                    match decoded {
+                        Ok(Some(args)) => args,
+                        Ok(None) => return Ok(()),
+                        Err(e) => {
+                            tracing::debug!(client = self.client.id, "protocol error: {e}");
+                            let error = Frame::error(format!("ERR {}", e.message()));
+                            resp::encode(&error, self.client.proto, &mut self.wbuf);
+                            let _ = self.flush().await;
+                            return Err(Close);
+                        }
+                    }
+                }
             };
+            self.run_request(&args).await?;
+            self.dec.recycle(args);
+            // SYNC / PSYNC: the connection is a replica's from here on (no request is decoded
+            // ahead past it: `Server::look_ahead`).
+            if self.client.sync.is_some() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The decoder's limits for this client's next request.
+    fn limits(&self) -> Limits {
+        Limits {
+            proto_max_bulk_len: self.srv.config.proto_max_bulk_len.load(Ordering::Relaxed),
+            auth_required: !self.client.authenticated,
+        }
+    }
+
+    /// Decodes the requests waiting whole in the buffer, up to a batch, before any of them runs,
+    /// and starts loading the memory of their keys (`Server::prefetch`): Redis waits for each
+    /// key's memory in turn, here the loads of a batch overlap. Decoding stops after a request
+    /// whose running could change how the next ones decode (`Server::look_ahead`), and at a
+    /// protocol error, which is answered when the requests before it have run. What is decoded
+    /// ahead runs in order before anything else is decoded, so only the time of decoding moves.
+    fn decode_ahead(&mut self) {
+        let limits = self.limits();
+        while self.ready.len() < PREFETCH_BATCH {
             match self.dec.decode(&mut self.rbuf, &limits) {
                 Ok(Some(args)) => {
-                    self.run_request(&args).await?;
-                    self.dec.recycle(args);
-                    // SYNC / PSYNC: the connection is a replica's from here on.
-                    if self.client.sync.is_some() {
-                        return Ok(());
+                    let ahead = self.srv.look_ahead(&self.client, &args);
+                    self.ready.push_back((args, ahead.key));
+                    if !ahead.decode_past {
+                        break;
                     }
                 }
-                Ok(None) => return Ok(()),
+                Ok(None) => break,
                 Err(e) => {
-                    tracing::debug!(client = self.client.id, "protocol error: {e}");
-                    resp::encode(&Frame::error(format!("ERR {}", e.message())), self.client.proto, &mut self.wbuf);
-                    let _ = self.flush().await;
-                    return Err(Close);
+                    self.ahead_error = Some(e);
+                    break;
                 }
             }
+        }
+        let keys = self.ready.iter().filter_map(|(args, key)| key.map(|k| &args[k][..]));
+        if !self.srv.prefetch(&self.client, keys) {
+            self.prefetch_rest = PREFETCH_REST;
         }
     }
 

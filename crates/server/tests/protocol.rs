@@ -120,3 +120,70 @@ fn random_bytes_never_disturb_other_clients() {
     }
     assert_eq!(good.call(b"PING\r\n"), "+PONG\r\n");
 }
+
+/// Requests pipelined in one write are decoded ahead of their turn (to load their keys ahead), but
+/// never past a request that changes how the next ones decode: each decodes under the limits in
+/// force when it runs, as Redis parses a request only after the one before it ran. The replies
+/// are redis-server 7.0.15's for the same bytes.
+#[test]
+fn pipelined_requests_decode_under_the_limits_their_predecessors_set() {
+    let l = Latch::start(&["--requirepass", "pw"]);
+    let enc = common::encode::<&[u8]>;
+    let big = vec![b'x'; 20_000];
+    // AUTH lifts the unauthenticated client's 16 KiB bulk limit for the request after it.
+    let mut raw = l.raw();
+    let mut pipeline = enc(&[b"AUTH", b"pw"]);
+    pipeline.extend(enc(&[b"SET", b"k", &big]));
+    pipeline.extend(enc(&[b"STRLEN", b"k"]));
+    raw.send(&pipeline);
+    assert_eq!(raw.reply_bytes(), b"+OK\r\n");
+    assert_eq!(raw.reply_bytes(), b"+OK\r\n");
+    assert_eq!(raw.reply_bytes(), b":20000\r\n");
+    // RESET ends the authentication: the request after it is held to the limit again.
+    let mut raw = l.raw();
+    assert_eq!(raw.cmd(&[b"AUTH", b"pw"]), "+OK\r\n");
+    let mut pipeline = enc(&[b"GET", b"nokey"]);
+    pipeline.extend(enc(&[b"RESET"]));
+    pipeline.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$20000\r\n");
+    raw.send(&pipeline);
+    assert_eq!(raw.reply_bytes(), b"$-1\r\n");
+    assert_eq!(raw.reply_bytes(), b"+RESET\r\n");
+    assert_eq!(raw.reply_bytes(), b"-ERR Protocol error: unauthenticated bulk length\r\n");
+    assert!(raw.closed());
+    // CONFIG SET proto-max-bulk-len applies to the next request, not only to the next read.
+    let mut raw = l.raw();
+    assert_eq!(raw.cmd(&[b"AUTH", b"pw"]), "+OK\r\n");
+    let mut pipeline = enc(&[b"SET", b"a", b"1"]);
+    pipeline.extend(enc(&[b"CONFIG", b"SET", b"proto-max-bulk-len", b"1mb"]));
+    pipeline.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$1\r\nb\r\n$2000000\r\n");
+    raw.send(&pipeline);
+    assert_eq!(raw.reply_bytes(), b"+OK\r\n");
+    assert_eq!(raw.reply_bytes(), b"+OK\r\n");
+    assert_eq!(raw.reply_bytes(), b"-ERR Protocol error: invalid bulk length\r\n");
+    assert!(raw.closed());
+    // A protocol error after good requests: they run and answer first.
+    let mut raw = l.raw();
+    let mut pipeline = enc(&[b"AUTH", b"pw"]);
+    for _ in 0..3 {
+        pipeline.extend(enc(&[b"INCR", b"n"]));
+    }
+    pipeline.extend_from_slice(b"*2\r\n$3\r\nGET\r\n$x\r\n");
+    raw.send(&pipeline);
+    assert_eq!(raw.reply_bytes(), b"+OK\r\n");
+    for n in 1..=3 {
+        assert_eq!(raw.reply_bytes(), format!(":{n}\r\n").as_bytes());
+    }
+    assert_eq!(raw.reply_bytes(), b"-ERR Protocol error: invalid bulk length\r\n");
+    assert!(raw.closed());
+    // A blocking command holds the requests after it, which then run in order.
+    let mut raw = l.raw();
+    let mut pipeline = enc(&[b"AUTH", b"pw"]);
+    pipeline.extend(enc(&[b"SET", b"a", b"1"]));
+    pipeline.extend(enc(&[b"BLPOP", b"list", b"0.1"]));
+    pipeline.extend(enc(&[b"GET", b"a"]));
+    raw.send(&pipeline);
+    assert_eq!(raw.reply_bytes(), b"+OK\r\n");
+    assert_eq!(raw.reply_bytes(), b"+OK\r\n");
+    assert_eq!(raw.reply_bytes(), b"*-1\r\n");
+    assert_eq!(raw.reply_bytes(), b"$1\r\n1\r\n");
+}
