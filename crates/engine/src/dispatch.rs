@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 /// What [`Server::look_ahead`] tells a connection of a request it decoded ahead of its turn.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Ahead {
     /// The position of its first key, to load ahead.
     pub key: Option<usize>,
@@ -59,17 +59,16 @@ impl Server {
     /// blocking command would hold the requests decoded after it out of the query buffer while it
     /// waits.
     pub fn look_ahead(&self, client: &Client, args: &[Bytes]) -> Ahead {
-        let Some(name) = args.first() else { return Ahead { key: None, decode_past: false } };
-        let cmd = match client.recent {
+        let cmd = args.first().and_then(|name| match client.recent {
             Some(r) if r.named(name) => Some(r.cmd),
             _ => self.table.get(name),
-        };
-        let Some(cmd) = cmd else { return Ahead { key: None, decode_past: false } };
+        });
+        let Some(cmd) = cmd else { return Ahead::default() };
         match cmd.keys {
             Keys::Range { first, .. } if first > 0 && (first as usize) < args.len() => {
                 Ahead { key: Some(first as usize), decode_past: !cmd.flags.has(Flags::BLOCKING) }
             }
-            _ => Ahead { key: None, decode_past: false },
+            _ => Ahead::default(),
         }
     }
 

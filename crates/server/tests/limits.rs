@@ -45,11 +45,16 @@ fn under_client_limit(limit: &str) -> (Latch, Raw) {
     (l, r)
 }
 
+/// The number INFO's `section` shows for `field`.
+fn info_number(r: &mut Raw, section: &str, field: &str) -> u64 {
+    let info = r.cmd(&[b"INFO", section.as_bytes()]);
+    let n = info.lines().find_map(|l| l.strip_prefix(field)?.strip_prefix(':')).unwrap_or_else(|| panic!("{info}"));
+    n.parse().unwrap()
+}
+
 /// INFO's `evicted_clients`.
 fn evicted_clients(r: &mut Raw) -> u64 {
-    let stats = r.cmd(&[b"INFO", b"stats"]);
-    let n = stats.lines().find_map(|l| l.strip_prefix("evicted_clients:")).unwrap_or_else(|| panic!("{stats}"));
-    n.parse().unwrap()
+    info_number(r, "stats", "evicted_clients")
 }
 
 /// Reads what the server sent before closing; `None` if it did not close within the limit.
@@ -154,11 +159,7 @@ fn a_waiting_reply_is_held_once() {
     let mut admin = l.raw();
     let size: u64 = 16 << 20;
     admin.cmd(&[b"SET", b"big", &vec![b'x'; size as usize]]);
-    let used = |r: &mut Raw| {
-        let info = r.cmd(&[b"INFO", b"memory"]);
-        let line = info.lines().find(|l| l.starts_with("used_memory:")).unwrap().to_string();
-        line["used_memory:".len()..].trim().parse::<u64>().unwrap()
-    };
+    let used = |r: &mut Raw| info_number(r, "memory", "used_memory");
     let before = used(&mut admin);
     let mut lazy = l.raw();
     assert_eq!(lazy.cmd(&[b"CLIENT", b"SETNAME", b"lazy"]), "+OK\r\n");

@@ -129,6 +129,11 @@ fn random_bytes_never_disturb_other_clients() {
 fn pipelined_requests_decode_under_the_limits_their_predecessors_set() {
     let l = Latch::start(&["--requirepass", "pw"]);
     let enc = common::encode::<&[u8]>;
+    let authenticated = || {
+        let mut raw = l.raw();
+        assert_eq!(raw.cmd(&[b"AUTH", b"pw"]), "+OK\r\n");
+        raw
+    };
     let big = vec![b'x'; 20_000];
     // AUTH lifts the unauthenticated client's 16 KiB bulk limit for the request after it.
     let mut raw = l.raw();
@@ -140,8 +145,7 @@ fn pipelined_requests_decode_under_the_limits_their_predecessors_set() {
     assert_eq!(raw.reply_bytes(), b"+OK\r\n");
     assert_eq!(raw.reply_bytes(), b":20000\r\n");
     // RESET ends the authentication: the request after it is held to the limit again.
-    let mut raw = l.raw();
-    assert_eq!(raw.cmd(&[b"AUTH", b"pw"]), "+OK\r\n");
+    let mut raw = authenticated();
     let mut pipeline = enc(&[b"GET", b"nokey"]);
     pipeline.extend(enc(&[b"RESET"]));
     pipeline.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$20000\r\n");
@@ -151,8 +155,7 @@ fn pipelined_requests_decode_under_the_limits_their_predecessors_set() {
     assert_eq!(raw.reply_bytes(), b"-ERR Protocol error: unauthenticated bulk length\r\n");
     assert!(raw.closed());
     // CONFIG SET proto-max-bulk-len applies to the next request, not only to the next read.
-    let mut raw = l.raw();
-    assert_eq!(raw.cmd(&[b"AUTH", b"pw"]), "+OK\r\n");
+    let mut raw = authenticated();
     let mut pipeline = enc(&[b"SET", b"a", b"1"]);
     pipeline.extend(enc(&[b"CONFIG", b"SET", b"proto-max-bulk-len", b"1mb"]));
     pipeline.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$1\r\nb\r\n$2000000\r\n");
