@@ -76,13 +76,7 @@ N=$((N / 2)) train "${PORT[aof]}" 16
 stop aof
 
 echo "build-pgo: training a 3-node consensus group" >&2
-free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-for _ in $(seq 20); do
-  base=$(random_port 6); ok=1
-  for i in $(seq 0 5); do free $((base + i)) || ok=0; done
-  [ $ok = 1 ] && break
-done
-[ $ok = 1 ] || { echo "build-pgo: no 6 free ports found" >&2; exit 1; }
+base=$(free_ports 6) || exit 1
 PEERS="1=127.0.0.1:$((base + 3)),2=127.0.0.1:$((base + 4)),3=127.0.0.1:$((base + 5))"
 for i in 1 2 3; do
   d=$WORK/node$i; mkdir -p "$d"

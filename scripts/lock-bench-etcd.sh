@@ -90,14 +90,8 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/lock-bench-etcd.XXXXXX") || exit 1
 . "$ROOT/scripts/lib/servers.sh"
 
 # 12 ports nothing answers on: 3 Latch client + 3 raft, 3 etcd client + 3 etcd peer.
-free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-P=()
-for _ in $(seq 20); do
-  base=$(random_port 12); P=()
-  for i in $(seq 0 11); do free $((base + i)) && P+=($((base + i))); done
-  [ ${#P[@]} -eq 12 ] && break
-done
-[ ${#P[@]} -eq 12 ] || { echo "$NAME: no 12 free ports found" >&2; exit 1; }
+base=$(free_ports 12) || exit 1
+mapfile -t P < <(seq "$base" $((base + 11)))
 LP=("${P[@]:0:3}"); RP=("${P[@]:3:3}"); EC=("${P[@]:6:3}"); EP=("${P[@]:9:3}")
 
 LPIDS=(); EPIDS=()

@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Sourced by scripts/pubsub-bench.sh, scripts/types-bench.sh and scripts/lock-bench-etcd.sh:
+# Sourced by scripts/pubsub-bench.sh, scripts/types-bench.sh, scripts/lock-bench-etcd.sh and
+# scripts/build-pgo.sh:
 # servers started side by side on loopback, each in a directory of its own under $WORK, killed
 # (only those, and what the caller adds to PIDS) and $WORK removed at
 # exit. The caller sets NAME (for messages) and WORK (a directory it made) before sourcing.
@@ -28,11 +29,27 @@ random_port() {
   echo $((10000 + RANDOM % (low - 10000 - span)))
 }
 
+# port_free PORT: true if nothing answers on 127.0.0.1:PORT.
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# free_ports N: prints the first of N consecutive ports nothing answers on (from random_port N;
+# 20 tries), or says so on stderr and fails.
+free_ports() {
+  local n=$1 base i ok
+  for _ in $(seq 20); do
+    base=$(random_port "$n"); ok=1
+    for i in $(seq 0 $((n - 1))); do port_free $((base + i)) || { ok=0; break; }; done
+    [ $ok = 1 ] && { echo "$base"; return 0; }
+  done
+  echo "$NAME: no $n free ports found" >&2
+  return 1
+}
+
 start() {
   local tag=$1 bin=$2 port pid i; shift 2
   for _ in $(seq 10); do
     port=$(random_port)
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi
+    port_free "$port" || continue
     mkdir -p "$WORK/$tag"
     (cd "$WORK/$tag" && exec "$bin" --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
        --loglevel warning "$@" >"$WORK/$tag.log" 2>&1) &
