@@ -224,6 +224,22 @@ impl RawState {
         }
     }
 
+    /// KiB the VM's heap holds (`lua_gc(LUA_GCCOUNT)`).
+    pub fn heap_kb(&self) -> c_int {
+        // SAFETY: reads a counter of the state (module docs, point 1); raises nothing.
+        unsafe { ffi::lua_gc(self.l(), ffi::LUA_GCCOUNT, 0) }
+    }
+
+    /// A full cycle of Lua's collector (`lua_gc(LUA_GCCOLLECT)`).
+    pub fn collect(&self) {
+        // SAFETY: module docs, point 2: outside a protected call a collection can only raise a
+        // memory error (mlua aborts instead) or an error from a userdata's `__gc` (only mlua's
+        // callback handles have one, and it drops a Rust closure); it pushes nothing (point 3).
+        unsafe {
+            ffi::lua_gc(self.l(), ffi::LUA_GCCOLLECT, 0);
+        }
+    }
+
     /// Calls the function in registry slot `func` under the error handler in slot `handler`. An EVAL
     /// script (`as_globals`) sees `keys` / `argv` as the globals KEYS and ARGV; a function gets them
     /// as its two arguments. Returns the reply, or for an error the handler's value turned into one.
