@@ -202,6 +202,8 @@ impl<'l, 'k> Db<'l, 'k> {
     }
 
     /// Stores `value` under `key`. With `keep_ttl` an existing TTL survives, otherwise it is cleared.
+    /// A key whose TTL passed is reclaimed first (an expiry, as Redis's `lookupKeyWrite` before
+    /// `setKey`), so callers need not look the key up before overwriting it.
     pub fn set(&mut self, key: &[u8], value: Value, keep_ttl: bool) {
         let (now, access, expire_now) = (self.now, self.access, self.expire_now);
         let hash = self.locked.known_hash(key);
@@ -222,14 +224,16 @@ impl<'l, 'k> Db<'l, 'k> {
                 e.set_lfu(old.lfu());
             }
         }
-        t.insert_hashed(key, hash, e, at);
+        t.set_hashed(key, hash, e, at, expire_now);
     }
 
     /// Stores `value` with a deadline (monotonic ms; 0 = none).
     pub fn set_with_expire(&mut self, key: &[u8], value: Value, expire_at: u64) {
+        let (now, expire_now) = (self.now, self.expire_now);
+        let hash = self.locked.known_hash(key);
         let mut e = Entry::new(value);
-        e.set_atime((self.now / 1000) as u32);
-        self.table_for_insert(key, expire_at != 0).insert(key, e, expire_at);
+        e.set_atime((now / 1000) as u32);
+        self.table_for_insert(key, expire_at != 0).set_hashed(key, hash, e, expire_at, expire_now);
     }
 
     /// Stores a whole entry with the deadline `at` (monotonic ms; 0 = none): RENAME and MOVE keep

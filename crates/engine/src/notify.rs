@@ -350,7 +350,8 @@ mod tests {
     }
 
     /// A SET over an expired key reclaims it first, NX and XX or not: `expired`, then the SET's
-    /// own event when it writes (Redis's setGenericCommand looks the key up for writing first).
+    /// own event when it writes (Redis's setGenericCommand looks the key up for writing first, and
+    /// setKey does for MSET). A plain SET and MSET do it in the write's own probe of the table.
     #[test]
     fn a_set_over_an_expired_key_expires_it_first() {
         for (set, want) in [
@@ -358,6 +359,9 @@ mod tests {
             ("SET k w NX", &["set k", "expired k", "set k"]),
             ("SET k w XX", &["set k", "expired k"]),
             ("SET k w GET", &["set k", "expired k", "set k"]),
+            ("SET k w PX 100", &["set k", "expired k", "set k"]),
+            ("PSETEX k 100 w", &["set k", "expired k", "set k"]),
+            ("MSET k w", &["set k", "expired k", "set k"]),
         ] {
             let ts = TestServer::new();
             let mut c = ts.client();

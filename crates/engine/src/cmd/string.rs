@@ -271,7 +271,9 @@ fn set_generic(ctx: &mut Ctx<'_, '_>, o: &SetOpts<'_>, key: &[u8], val: &[u8], o
     } else {
         None
     };
-    let found = db.exists(key);
+    // Only NX and XX ask whether the key is there; a plain SET stores in one probe of the table,
+    // which reclaims a key whose TTL passed as this lookup would ([`Db::set`]).
+    let found = (o.nx || o.xx) && db.exists(key);
     let mut proceed = !(o.nx && found || o.xx && !found);
     if let Some(cmp) = o.ifeq {
         proceed = match db.peek(key) {
