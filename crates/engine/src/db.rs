@@ -238,8 +238,10 @@ impl<'l, 'k> Db<'l, 'k> {
 
     /// Stores a whole entry with the deadline `at` (monotonic ms; 0 = none): RENAME and MOVE keep
     /// TTL and metadata (the pair [`Db::remove_with_deadline`] hands back), RESTORE sets them.
+    /// A key at `key` whose TTL passed is reclaimed first, as by [`Db::set`].
     pub fn insert_entry(&mut self, key: &[u8], entry: Entry, at: u64) {
-        self.table_for_insert(key, at != 0).insert(key, entry, at);
+        let expire_now = self.expire_now;
+        self.table_for_insert(key, at != 0).set_hashed(key, None, entry, at, expire_now);
     }
 
     /// Deletes a key; returns the removed entry if it was live.

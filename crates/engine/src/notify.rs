@@ -377,6 +377,27 @@ mod tests {
         }
     }
 
+    /// RENAME over a key whose TTL passed expires it first, as Redis's lookupKeyWrite of the
+    /// destination does (Redis 7.0.15: `expired k`, `rename_from s`, `rename_to k`, and
+    /// `expired_keys` counts it).
+    #[test]
+    fn a_rename_over_an_expired_key_expires_it_first() {
+        let ts = TestServer::new();
+        let mut c = ts.client();
+        c.run("CONFIG SET notify-keyspace-events Exg");
+        c.run("SET k v PX 10");
+        c.run("SET s x");
+        let mut sub = ts.client();
+        sub.run("PSUBSCRIBE *");
+        ts.clock.advance_ms(20);
+        assert_eq!(c.run("RENAME s k"), "+OK");
+        let got: Vec<String> =
+            event_lines(&mut sub).iter().map(|e| e.trim_start_matches("__keyevent@0__:").to_string()).collect();
+        assert_eq!(got, ["expired k", "rename_from s", "rename_to k"]);
+        assert!(c.run("INFO stats").contains("expired_keys:1"));
+        assert_eq!(c.run("GET k"), "\"x\"");
+    }
+
     #[test]
     fn expired_keys_and_locks() {
         let ts = TestServer::new();
