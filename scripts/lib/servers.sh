@@ -10,10 +10,12 @@
 # process id; then PORT[TAG] and PID[TAG] are set.
 PIDS=()
 declare -A PORT PID
+# (Each step may fail, a server having exited or been waited for already: under the caller's
+# `set -e` that must not turn a successful run's exit status into a failure.)
 servers_cleanup() {
   local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   rm -rf "$WORK"
 }
 trap servers_cleanup EXIT
