@@ -229,19 +229,17 @@ impl<'l, 'k> Db<'l, 'k> {
 
     /// Stores `value` with a deadline (monotonic ms; 0 = none).
     pub fn set_with_expire(&mut self, key: &[u8], value: Value, expire_at: u64) {
-        let (now, expire_now) = (self.now, self.expire_now);
-        let hash = self.locked.known_hash(key);
         let mut e = Entry::new(value);
-        e.set_atime((now / 1000) as u32);
-        self.table_for_insert(key, expire_at != 0).set_hashed(key, hash, e, expire_at, expire_now);
+        e.set_atime((self.now / 1000) as u32);
+        self.insert_entry(key, e, expire_at);
     }
 
     /// Stores a whole entry with the deadline `at` (monotonic ms; 0 = none): RENAME and MOVE keep
     /// TTL and metadata (the pair [`Db::remove_with_deadline`] hands back), RESTORE sets them.
     /// A key at `key` whose TTL passed is reclaimed first, as by [`Db::set`].
     pub fn insert_entry(&mut self, key: &[u8], entry: Entry, at: u64) {
-        let expire_now = self.expire_now;
-        self.table_for_insert(key, at != 0).set_hashed(key, None, entry, at, expire_now);
+        let (hash, expire_now) = (self.locked.known_hash(key), self.expire_now);
+        self.table_for_insert(key, at != 0).set_hashed(key, hash, entry, at, expire_now);
     }
 
     /// Deletes a key; returns the removed entry if it was live.

@@ -462,21 +462,15 @@ impl Table {
     /// Stores `entry` under `key` with the deadline `at` (monotonic ms; 0: none), replacing any
     /// previous entry and its TTL. Returns the previous entry (its deadline is gone).
     pub fn insert(&mut self, key: &[u8], entry: Entry, at: u64) -> Option<Entry> {
-        self.insert_hashed(key, None, entry, at)
-    }
-
-    /// [`Table::insert`] with the key's hash when the caller knows it ([`Locked::known_hash`]).
-    pub fn insert_hashed(&mut self, key: &[u8], hash: Option<u64>, entry: Entry, at: u64) -> Option<Entry> {
-        debug_assert!(hash.is_none_or(|h| h == self.map.hash(key)), "the keyspace and its tables hash alike");
-        let hash = hash.unwrap_or_else(|| self.map.hash(key));
+        let hash = self.map.hash(key);
         let found = self.map.find_hashed(hash, key);
         self.store(key, hash, found, entry, at)
     }
 
-    /// [`Table::insert_hashed`] for a write that did not look the key up first (SET, MSET): a key
-    /// whose TTL passed at `now` is reclaimed as a lookup would have (an expiry: counted, logged,
-    /// notified) before the new entry takes its name, in the same probe of the table. Returns the
-    /// live entry replaced.
+    /// [`Table::insert`] for a write that did not look the key up first (SET, MSET, RENAME...), with
+    /// the key's hash when the caller knows it ([`Locked::known_hash`]): a key whose TTL passed at
+    /// `now` is reclaimed as a lookup would have (an expiry: counted, logged, notified) before the
+    /// new entry takes its name, in the same probe of the table. Returns the live entry replaced.
     pub fn set_hashed(&mut self, key: &[u8], hash: Option<u64>, entry: Entry, at: u64, now: u64) -> Option<Entry> {
         debug_assert!(hash.is_none_or(|h| h == self.map.hash(key)), "the keyspace and its tables hash alike");
         let hash = hash.unwrap_or_else(|| self.map.hash(key));

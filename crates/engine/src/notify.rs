@@ -304,6 +304,11 @@ mod tests {
             .collect()
     }
 
+    /// [`event_lines`] of `__keyevent@0__` channels, without the channel's prefix: "set k".
+    fn db0_events(sub: &mut crate::testkit::TestClient) -> Vec<String> {
+        event_lines(sub).iter().map(|e| e.trim_start_matches("__keyevent@0__:").to_string()).collect()
+    }
+
     #[test]
     fn generic_and_string_events() {
         assert_eq!(
@@ -371,9 +376,7 @@ mod tests {
             c.run("SET k v PX 10");
             ts.clock.advance_ms(20);
             c.run(set);
-            let got: Vec<String> =
-                event_lines(&mut sub).iter().map(|e| e.trim_start_matches("__keyevent@0__:").to_string()).collect();
-            assert_eq!(got, want, "{set}");
+            assert_eq!(db0_events(&mut sub), want, "{set}");
         }
     }
 
@@ -391,9 +394,7 @@ mod tests {
         sub.run("PSUBSCRIBE *");
         ts.clock.advance_ms(20);
         assert_eq!(c.run("RENAME s k"), "+OK");
-        let got: Vec<String> =
-            event_lines(&mut sub).iter().map(|e| e.trim_start_matches("__keyevent@0__:").to_string()).collect();
-        assert_eq!(got, ["expired k", "rename_from s", "rename_to k"]);
+        assert_eq!(db0_events(&mut sub), ["expired k", "rename_from s", "rename_to k"]);
         assert!(c.run("INFO stats").contains("expired_keys:1"));
         assert_eq!(c.run("GET k"), "\"x\"");
     }
