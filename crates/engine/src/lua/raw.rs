@@ -21,6 +21,8 @@
 //!    NULL when no memory limit is set, and Latch never sets one. (b) cannot happen: only userdata
 //!    have `__gc` in Lua 5.1, scripts cannot make userdata (the sandbox has no `newproxy`), and the
 //!    only userdata in a VM are mlua's callback handles, whose `__gc` only drops Rust closures.
+//!    `lua_next` can also raise for a key it cannot place; it is only called in traversals that
+//!    start from nil and go on from the keys it returned ([`reused_is_clean`]), which it places.
 //!    The deliberate longjmps: `lua_error` in the `redis.call` C function, after every owned value
 //!    of that call was dropped (see [`redis_call`]), and the argument errors of the `next`, `pairs`
 //!    and `rawget` C functions ([`seen_next`]), whose frames own nothing.
@@ -49,11 +51,25 @@ const IGNORE_STATS: &[u8] = b"ignore_error_stats_update";
 /// Deepest Lua table nesting converted to a reply (Redis: "reached lua stack limit").
 const MAX_DEPTH: usize = 2000;
 
+/// Most entries a reused KEYS or ARGV table takes (a longer list gets a table of its own).
+const REUSED_MAX: usize = 32;
+
+/// KiB a VM's heap may grow during one EVAL run with its KEYS and ARGV tables kept for the next.
+/// Past it they are let go: the script may have grown their array parts, which nothing in Lua's
+/// API reports, and a reused table would hold that memory for the VM's lifetime.
+const REUSED_GROWTH_KB: c_int = 16;
+
 /// The main `lua_State` of one VM.
 pub(super) struct RawState {
     state: NonNull<ffi::lua_State>,
     /// Registry slots of the strings "KEYS" and "ARGV" (set and cleared on every EVAL run).
     names: [c_int; 2],
+    /// Registry slots of the tables an EVAL run sees as KEYS and ARGV, filled anew on every run
+    /// instead of allocated: the two tables were four fifths of the garbage an EVALSHA of the lock
+    /// release left (docs/performance.md, "KEYS and ARGV without garbage").
+    reused: [c_int; 2],
+    /// How many entries (1..=n) the last run wrote into each of `reused`.
+    reused_len: std::cell::Cell<[usize; 2]>,
 }
 
 // SAFETY: see the module docs, point 1: the state is only used by the thread that holds its VM's
@@ -95,9 +111,10 @@ impl RawState {
     /// The main state of `lua` (read once, while creating the VM).
     pub fn of(lua: &mlua::Lua) -> mlua::Result<RawState> {
         let mut p: *mut ffi::lua_State = std::ptr::null_mut();
-        let mut names = [0; 2];
+        let (mut names, mut reused) = ([0; 2], [0; 2]);
         // SAFETY: the closure runs protected (inside mlua's pcall) on `state`, which has the
-        // LUA_MINSTACK free slots of a C function; it copies the pointer and anchors two strings.
+        // LUA_MINSTACK free slots of a C function; it copies the pointer and anchors two strings
+        // and two tables.
         unsafe {
             lua.exec_raw::<()>((), |state| {
                 p = state;
@@ -105,10 +122,14 @@ impl RawState {
                     push_bytes(state, name);
                     *slot = ffi::luaL_ref(state, ffi::LUA_REGISTRYINDEX);
                 }
+                for slot in &mut reused {
+                    ffi::lua_createtable(state, 0, 0);
+                    *slot = ffi::luaL_ref(state, ffi::LUA_REGISTRYINDEX);
+                }
             })?
         };
         let state = NonNull::new(p).ok_or_else(|| mlua::Error::runtime("no Lua state"))?;
-        Ok(RawState { state, names })
+        Ok(RawState { state, names, reused, reused_len: Default::default() })
     }
 
     fn l(&self) -> *mut ffi::lua_State {
@@ -260,15 +281,35 @@ impl RawState {
         // come back as a status; Rust panics inside it were caught (point 4) and are resumed below.
         let reply = unsafe {
             let top = ffi::lua_gettop(l);
-            if ffi::lua_checkstack(l, 6) == 0 {
+            if ffi::lua_checkstack(l, 10) == 0 {
                 return Frame::error("ERR reached lua stack limit");
             }
+            // An EVAL run's stack below the handler: the names "KEYS" and "ARGV" at top+1 and
+            // top+2, their tables at top+3 and top+4 (read again after the run).
+            let heap_before = if as_globals { ffi::lua_gc(l, ffi::LUA_GCCOUNT, 0) } else { 0 };
+            if as_globals {
+                let lens = self.reused_len.get();
+                for name in self.names {
+                    ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, name);
+                }
+                for (i, items) in [keys, argv].into_iter().enumerate() {
+                    if items.len() <= REUSED_MAX {
+                        ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, self.reused[i]);
+                        fill_reused(l, items, lens[i]);
+                    } else {
+                        push_array(l, items);
+                    }
+                }
+                for i in 1..=2 {
+                    ffi::lua_pushvalue(l, top + i);
+                    ffi::lua_pushvalue(l, top + i + 2);
+                    ffi::lua_rawset(l, ffi::LUA_GLOBALSINDEX);
+                }
+            }
+            let below = ffi::lua_gettop(l);
             ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, handler);
             ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, func);
-            let [keys_name, argv_name] = self.names;
             let nargs = if as_globals {
-                set_global(l, keys_name, Some(keys));
-                set_global(l, argv_name, Some(argv));
                 0
             } else {
                 push_array(l, keys);
@@ -281,7 +322,7 @@ impl RawState {
             if let Some(hook) = ffi::lua_gethook(l) {
                 ffi::lua_sethook(l, Some(hook), ffi::lua_gethookmask(l), ffi::lua_gethookcount(l));
             }
-            let status = ffi::lua_pcall(l, nargs, 1, top + 1);
+            let status = ffi::lua_pcall(l, nargs, 1, below + 1);
             let reply = if status == 0 {
                 let f = to_frame(l, -1, resp3(), 0);
                 // A script returning the error table of a failed `redis.call` (pcall's result).
@@ -293,8 +334,26 @@ impl RawState {
                 error_frame(l, -1, name, host)
             };
             if as_globals {
-                set_global(l, keys_name, None);
-                set_global(l, argv_name, None);
+                ffi::lua_settop(l, below);
+                for i in 1..=2 {
+                    ffi::lua_pushvalue(l, top + i);
+                    ffi::lua_pushnil(l);
+                    ffi::lua_rawset(l, ffi::LUA_GLOBALSINDEX);
+                }
+                let grown = ffi::lua_gc(l, ffi::LUA_GCCOUNT, 0) > heap_before + REUSED_GROWTH_KB;
+                let mut lens = self.reused_len.get();
+                for (i, items) in [keys, argv].into_iter().enumerate() {
+                    if items.len() <= REUSED_MAX {
+                        if grown || !reused_is_clean(l, top + 3 + i as c_int, items.len()) {
+                            ffi::lua_createtable(l, 0, 0);
+                            ffi::lua_rawseti_(l, ffi::LUA_REGISTRYINDEX, self.reused[i]);
+                            lens[i] = 0;
+                        } else {
+                            lens[i] = items.len();
+                        }
+                    }
+                }
+                self.reused_len.set(lens);
             }
             ffi::lua_settop(l, top);
             reply
@@ -328,19 +387,50 @@ unsafe fn push_array(l: *mut ffi::lua_State, items: &[Bytes]) {
     }
 }
 
-/// Sets the global named by the string in registry slot `name` to `{items...}`, or to nil (raw:
-/// scripts cannot write the globals table).
+/// Fills the table on top of the stack with `items` at 1..=n and nil at n+1..=`stale` (what the
+/// last run left there).
 ///
 /// # Safety
-/// As [`push_bytes`], with three free slots.
-unsafe fn set_global(l: *mut ffi::lua_State, name: c_int, items: Option<&[Bytes]>) {
+/// As [`push_bytes`], with two free slots.
+unsafe fn fill_reused(l: *mut ffi::lua_State, items: &[Bytes], stale: usize) {
     unsafe {
-        ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, name);
-        match items {
-            Some(items) => push_array(l, items),
-            None => ffi::lua_pushnil(l),
+        for (i, it) in items.iter().enumerate() {
+            push_bytes(l, it);
+            ffi::lua_rawseti_(l, -2, (i + 1) as c_int);
         }
-        ffi::lua_rawset(l, ffi::LUA_GLOBALSINDEX);
+        for i in items.len()..stale {
+            ffi::lua_pushnil(l);
+            ffi::lua_rawseti_(l, -2, (i + 1) as c_int);
+        }
+    }
+}
+
+/// Whether the table at stack index `table` (absolute) can serve the next run as it is: no
+/// metatable, and no key but the integers 1..=`len`, which the next run overwrites or clears. A
+/// script may have changed it any way it liked (`KEYS.x = 1`, `setmetatable(ARGV, ...)`).
+///
+/// # Safety
+/// As [`push_bytes`], with two free slots. Leaves the stack as it found it.
+unsafe fn reused_is_clean(l: *mut ffi::lua_State, table: c_int, len: usize) -> bool {
+    unsafe {
+        let top = ffi::lua_gettop(l);
+        let mut clean = ffi::lua_getmetatable(l, table) == 0;
+        if clean {
+            // The traversal starts from nil and goes on from the keys it returns, so `lua_next`
+            // never meets a key it cannot place (its only error).
+            ffi::lua_pushnil(l);
+            while ffi::lua_next(l, table) != 0 {
+                ffi::lua_settop(l, -2);
+                // `lua_tonumber` of a number converts nothing, so the key stays as `lua_next` gave it.
+                let k = if ffi::lua_type(l, -1) == ffi::LUA_TNUMBER { ffi::lua_tonumber(l, -1) } else { 0.0 };
+                if k < 1.0 || k > len as f64 || k.fract() != 0.0 {
+                    clean = false;
+                    break;
+                }
+            }
+        }
+        ffi::lua_settop(l, top);
+        clean
     }
 }
 

@@ -557,6 +557,63 @@ fn scripts_garbage_is_collected_before_the_heap_doubles() {
 }
 
 #[test]
+fn every_run_sees_keys_and_argv_as_given() {
+    // EVAL fills the same two tables on every run of a VM; whatever a script did to them must not
+    // reach the next run, which sees exactly its own keys and arguments, as with Redis's new
+    // tables per run. A function's arguments are its own tables, which a library may keep.
+    TestServer::new().transcript(
+        r##"
+        > EVAL "KEYS[3]='x'; ARGV.foo=1; return {#KEYS, #ARGV}" 2 a b c d e
+        [:3, :3]
+        > EVAL "return {#KEYS, KEYS[1], KEYS[2] or 'nil', KEYS[3] or 'nil', ARGV.foo or 'nil', #ARGV}" 1 z y
+        [:1, "z", "nil", "nil", "nil", :1]
+        > EVAL "setmetatable(KEYS, {__index=function() return 'mt' end}); return KEYS[5]" 1 a
+        "mt"
+        > EVAL "return {tostring(getmetatable(KEYS)), KEYS[5] or 'nil', #KEYS}" 1 a
+        ["nil", "nil", :1]
+        > EVAL "table.insert(ARGV, 'q'); return #ARGV" 0 a b
+        :3
+        > EVAL "return {#ARGV, ARGV[1], ARGV[2] or 'nil', ARGV[3] or 'nil'}" 0 x
+        [:1, "x", "nil", "nil"]
+        > EVAL "KEYS[1]=nil; return #KEYS" 2 a b
+        :2
+        > EVAL "return {#KEYS, KEYS[1], KEYS[2] or 'nil'}" 1 q
+        [:1, "q", "nil"]
+        > EVAL "KEYS[1.5]=1; return 1" 1 a
+        :1
+        > EVAL "local n=0 for k,v in pairs(KEYS) do n=n+1 end return n" 1 a
+        :1
+        > EVAL "return error('x')" 3 a b c
+        -ERR user_script:1: x script: 86f97a66ddf3ddcdd181e4cddbe19743babd3ae6, on @user_script:1.
+        > EVAL "local n=0 for k,v in pairs(KEYS) do n=n+1 end return {n, #ARGV}" 1 a
+        [:1, :0]
+        > EVAL "return {KEYS[1], ARGV[1], KEYS[2] or 'nil'}" 2 k1 k2 a1
+        ["k1", "a1", "k2"]
+        > FUNCTION LOAD "#!lua name=keep\nlocal saved\nredis.register_function('k', function(keys) saved = saved or keys return saved[1] end)"
+        "keep"
+        > FCALL k 1 a
+        "a"
+        > FCALL k 1 b
+        "a"
+        "##,
+    );
+}
+
+#[test]
+fn a_run_that_grew_argv_does_not_leave_it_to_the_next() {
+    // A reused table keeps its array part, and Lua's API does not tell its size: a run during which
+    // the heap grew lets both tables go, so the 80 KB array this script builds becomes garbage.
+    let ts = TestServer::new();
+    let mut c = ts.client();
+    assert_eq!(c.run("EVAL \"for i=1,5000 do ARGV[i]=i end for i=2,5000 do ARGV[i]=nil end return #ARGV\" 0 a"), ":1");
+    for _ in 0..100 {
+        assert_eq!(c.run("EVAL \"return ARGV[1]\" 0 b"), "\"b\"");
+    }
+    let bytes = ts.srv.scripting.memory_info().vm_bytes;
+    assert!(bytes < 100 * 1024, "{bytes} bytes");
+}
+
+#[test]
 fn reloading_libraries_does_not_pile_up_garbage() {
     // Redis's "EVAL does not leak in the Lua stack", function flavour: FUNCTION LOAD REPLACE before
     // every FCALL. Each reload's garbage is collected with it, so the VM stays near its live size
