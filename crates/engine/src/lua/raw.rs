@@ -70,6 +70,10 @@ pub(super) struct RawState {
     reused: [c_int; 2],
     /// How many entries (1..=n) the last run wrote into each of `reused`.
     reused_len: std::cell::Cell<[usize; 2]>,
+    /// Whether the globals KEYS and ARGV are the tables of `reused`. They stay set between runs:
+    /// only EVAL scripts read these globals, and every run fills them first (functions see a copy
+    /// of the globals taken before the first run).
+    reused_set: std::cell::Cell<[bool; 2]>,
 }
 
 // SAFETY: see the module docs, point 1: the state is only used by the thread that holds its VM's
@@ -129,7 +133,7 @@ impl RawState {
             })?
         };
         let state = NonNull::new(p).ok_or_else(|| mlua::Error::runtime("no Lua state"))?;
-        Ok(RawState { state, names, reused, reused_len: Default::default() })
+        Ok(RawState { state, names, reused, reused_len: Default::default(), reused_set: Default::default() })
     }
 
     fn l(&self) -> *mut ffi::lua_State {
@@ -281,30 +285,30 @@ impl RawState {
         // come back as a status; Rust panics inside it were caught (point 4) and are resumed below.
         let reply = unsafe {
             let top = ffi::lua_gettop(l);
-            if ffi::lua_checkstack(l, 10) == 0 {
+            if ffi::lua_checkstack(l, 8) == 0 {
                 return Frame::error("ERR reached lua stack limit");
             }
-            // An EVAL run's stack below the handler: the names "KEYS" and "ARGV" at top+1 and
-            // top+2, their tables at top+3 and top+4 (read again after the run).
+            // An EVAL run's stack below the handler: the tables of KEYS and ARGV at top+1 and
+            // top+2 (read again after the run).
             let heap_before = if as_globals { ffi::lua_gc(l, ffi::LUA_GCCOUNT, 0) } else { 0 };
             if as_globals {
-                let lens = self.reused_len.get();
-                for name in self.names {
-                    ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, name);
-                }
+                let (lens, mut set) = (self.reused_len.get(), self.reused_set.get());
                 for (i, items) in [keys, argv].into_iter().enumerate() {
-                    if items.len() <= REUSED_MAX {
+                    let reuse = items.len() <= REUSED_MAX;
+                    if reuse {
                         ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, self.reused[i]);
                         fill_reused(l, items, lens[i]);
                     } else {
                         push_array(l, items);
                     }
+                    if !(reuse && set[i]) {
+                        ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, self.names[i]);
+                        ffi::lua_pushvalue(l, -2);
+                        ffi::lua_rawset(l, ffi::LUA_GLOBALSINDEX);
+                        set[i] = reuse;
+                    }
                 }
-                for i in 1..=2 {
-                    ffi::lua_pushvalue(l, top + i);
-                    ffi::lua_pushvalue(l, top + i + 2);
-                    ffi::lua_rawset(l, ffi::LUA_GLOBALSINDEX);
-                }
+                self.reused_set.set(set);
             }
             let below = ffi::lua_gettop(l);
             ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, handler);
@@ -335,25 +339,27 @@ impl RawState {
             };
             if as_globals {
                 ffi::lua_settop(l, below);
-                for i in 1..=2 {
-                    ffi::lua_pushvalue(l, top + i);
+                let grown = ffi::lua_gc(l, ffi::LUA_GCCOUNT, 0) > heap_before + REUSED_GROWTH_KB;
+                let (mut lens, mut set) = (self.reused_len.get(), self.reused_set.get());
+                for (i, items) in [keys, argv].into_iter().enumerate() {
+                    let keep = items.len() <= REUSED_MAX;
+                    if keep && !grown && reused_is_clean(l, top + 1 + i as c_int, items.len()) {
+                        lens[i] = items.len();
+                        continue;
+                    }
+                    // Let the run's table go now rather than at the next run.
+                    ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, self.names[i]);
                     ffi::lua_pushnil(l);
                     ffi::lua_rawset(l, ffi::LUA_GLOBALSINDEX);
-                }
-                let grown = ffi::lua_gc(l, ffi::LUA_GCCOUNT, 0) > heap_before + REUSED_GROWTH_KB;
-                let mut lens = self.reused_len.get();
-                for (i, items) in [keys, argv].into_iter().enumerate() {
-                    if items.len() <= REUSED_MAX {
-                        if grown || !reused_is_clean(l, top + 3 + i as c_int, items.len()) {
-                            ffi::lua_createtable(l, 0, 0);
-                            ffi::lua_rawseti_(l, ffi::LUA_REGISTRYINDEX, self.reused[i]);
-                            lens[i] = 0;
-                        } else {
-                            lens[i] = items.len();
-                        }
+                    set[i] = false;
+                    if keep {
+                        ffi::lua_createtable(l, 0, 0);
+                        ffi::lua_rawseti_(l, ffi::LUA_REGISTRYINDEX, self.reused[i]);
+                        lens[i] = 0;
                     }
                 }
                 self.reused_len.set(lens);
+                self.reused_set.set(set);
             }
             ffi::lua_settop(l, top);
             reply

@@ -595,6 +595,16 @@ fn every_run_sees_keys_and_argv_as_given() {
         "a"
         > FCALL k 1 b
         "a"
+        > EVAL "return {#ARGV, ARGV[40]}" 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40
+        [:40, "40"]
+        > EVAL "return {#ARGV, ARGV[1], ARGV[40] or 'nil'}" 0 z
+        [:1, "z", "nil"]
+        > FUNCTION LOAD "#!lua name=g\nredis.register_function('gk', function() return KEYS end)"
+        "g"
+        > EVAL "return #KEYS" 1 x
+        :1
+        > FCALL gk 1 a
+        -ERR user_function:2: Script attempted to access nonexistent global variable 'KEYS' script: gk, on @user_function:2.
         "##,
     );
 }
