@@ -284,12 +284,18 @@ pub trait Names: Send + Sync {
     /// whose name is exactly `name` (lowercase, as scripts usually write it), so that `redis.call`
     /// reuses the name and the host finds the command without a second lookup.
     fn plain(&self, name: &[u8]) -> Option<(u16, &'static str)>;
+    /// The static name of the command numbered `id` (one [`Names::plain`] returned).
+    fn name_of(&self, id: u16) -> &'static str;
 }
 
 impl<R: Runner> Names for CommandTable<R> {
     fn plain(&self, name: &[u8]) -> Option<(u16, &'static str)> {
         let cmd = self.get(name)?;
         (cmd.subcommands.is_empty() && cmd.name.as_bytes() == name).then_some((cmd.id, cmd.name))
+    }
+
+    fn name_of(&self, id: u16) -> &'static str {
+        self.by_id(id).map_or("", |c| c.name)
     }
 }
 

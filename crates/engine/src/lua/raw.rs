@@ -94,7 +94,14 @@ pub(super) struct Host {
     pub ldb_on: std::sync::atomic::AtomicBool,
     /// The run's error reply was counted already, where the command inside failed.
     pub error_counted: std::sync::atomic::AtomicBool,
+    /// The commands `redis.call` found by [`Names::plain`] last, as id + 1 (0: none), most recent
+    /// first: a script's calls name a few commands over and over, and comparing a name with the
+    /// static name of a command found before is cheaper than the table's case-folding lookup.
+    recent: [std::sync::atomic::AtomicU16; RECENT],
 }
+
+/// How many commands [`Host::plain`] remembers.
+const RECENT: usize = 4;
 
 impl Host {
     /// A host for a VM of a server whose commands are `names` (before renames), whose debugged
@@ -107,7 +114,29 @@ impl Host {
             ldb,
             ldb_on: Default::default(),
             error_counted: Default::default(),
+            recent: Default::default(),
         }
+    }
+
+    /// [`Names::plain`], answered from the commands found last where one of them is `name`.
+    fn plain(&self, name: &[u8]) -> Option<(u16, &'static str)> {
+        use std::sync::atomic::Ordering::Relaxed;
+        for slot in &self.recent {
+            let v = slot.load(Relaxed);
+            if v == 0 {
+                break;
+            }
+            let known = self.names.name_of(v - 1);
+            if known.as_bytes() == name {
+                return Some((v - 1, known));
+            }
+        }
+        let (id, known) = self.names.plain(name)?;
+        for i in (1..RECENT).rev() {
+            self.recent[i].store(self.recent[i - 1].load(Relaxed), Relaxed);
+        }
+        self.recent[0].store(id + 1, Relaxed);
+        Some((id, known))
     }
 }
 
@@ -1151,7 +1180,7 @@ unsafe fn outcome(l: *mut ffi::lua_State, host: &Host) -> Outcome {
             ffi::LUA_TSTRING => {
                 let b = unsafe { str_at(l, i) };
                 if i == 1
-                    && let Some((id, name)) = host.names.plain(b)
+                    && let Some((id, name)) = host.plain(b)
                 {
                     named = Some(id);
                     argv.push(Bytes::from_static(name.as_bytes()));

@@ -610,6 +610,22 @@ fn every_run_sees_keys_and_argv_as_given() {
 }
 
 #[test]
+fn redis_call_finds_each_command_among_many() {
+    // `redis.call` remembers the last four commands it found by name: six commands in turn, in
+    // and out of that memory, and names that only differ in case or are not plain commands.
+    TestServer::new().transcript(
+        r##"
+        > EVAL "local r = {} for i = 1, 3 do redis.call('set', KEYS[1], i) table.insert(r, redis.call('get', KEYS[1])) table.insert(r, redis.call('incr', KEYS[1])) table.insert(r, redis.call('strlen', KEYS[1])) table.insert(r, redis.call('type', KEYS[1])['ok']) table.insert(r, redis.call('exists', KEYS[1])) end return r" 1 k
+        ["1", :2, :1, "string", :1, "2", :3, :1, "string", :1, "3", :4, :1, "string", :1]
+        > EVAL "return {redis.call('GET', KEYS[1]), redis.call('Get', KEYS[1]), redis.call('get', KEYS[1]), redis.pcall('gett', KEYS[1])['err']}" 1 k
+        ["4", "4", "4", "ERR Unknown Redis command called from script"]
+        > EVAL "return redis.call('object', 'encoding', KEYS[1])" 1 k
+        "int"
+        "##,
+    );
+}
+
+#[test]
 fn a_run_that_grew_argv_does_not_leave_it_to_the_next() {
     // A reused table keeps its array part, and Lua's API does not tell its size: a run during which
     // the heap grew lets both tables go, so the 80 KB array this script builds becomes garbage.
