@@ -269,7 +269,14 @@ pub static PARAMS: &[Param] = &[
     P { name: "lazyfree-lazy-eviction", alias: None, flags: 0, kind: Kind::Bool, default: "no", apply: None },
     P { name: "lazyfree-lazy-expire", alias: None, flags: 0, kind: Kind::Bool, default: "no", apply: None },
     P { name: "lazyfree-lazy-server-del", alias: None, flags: 0, kind: Kind::Bool, default: "no", apply: None },
-    P { name: "lazyfree-lazy-user-del", alias: None, flags: 0, kind: Kind::Bool, default: "no", apply: None },
+    P {
+        name: "lazyfree-lazy-user-del",
+        alias: None,
+        flags: 0,
+        kind: Kind::Bool,
+        default: "no",
+        apply: Some(|c, v| c.lazyfree_lazy_user_del.store(v == "yes", Relaxed)),
+    },
     P { name: "lazyfree-lazy-user-flush", alias: None, flags: 0, kind: Kind::Bool, default: "no", apply: None },
     P { name: "repl-disable-tcp-nodelay", alias: None, flags: 0, kind: Kind::Bool, default: "no", apply: None },
     P { name: "repl-diskless-sync", alias: None, flags: 0, kind: Kind::Bool, default: "yes", apply: None },
@@ -1141,6 +1148,8 @@ pub struct Config {
     pub appendfsync_always: AtomicBool,
     /// `aof-timestamp-enabled`: `#TS:` annotations in the AOF (read per published change).
     pub aof_timestamps: AtomicBool,
+    /// `lazyfree-lazy-user-del`: DEL frees as UNLINK does (read per DEL).
+    pub lazyfree_lazy_user_del: AtomicBool,
     /// `min-replicas-to-write` (0 = off).
     min_replicas_to_write: AtomicI64,
     /// `min-replicas-max-lag` (0 = the check is off).
@@ -1544,6 +1553,7 @@ impl Config {
             min_replicas_to_write: AtomicI64::new(0),
             appendfsync_always: AtomicBool::new(false),
             aof_timestamps: AtomicBool::new(false),
+            lazyfree_lazy_user_del: AtomicBool::new(false),
             min_replicas_max_lag: AtomicI64::new(0),
             requirepass: RwLock::new(Vec::new()),
             host,

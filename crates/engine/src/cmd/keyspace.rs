@@ -123,7 +123,8 @@ fn bulk(k: &[u8]) -> Frame {
 /// background thread, as Redis does.
 fn del(ctx: &mut Ctx<'_, '_>) -> Frame {
     let args = ctx.args;
-    let lazy = ctx.cmd.name == "unlink" || ctx.srv.config.get("lazyfree-lazy-user-del").as_deref() == Some("yes");
+    let lazy =
+        ctx.cmd.name == "unlink" || ctx.srv.config.lazyfree_lazy_user_del.load(std::sync::atomic::Ordering::Relaxed);
     let mut db = ctx.db();
     let mut n = 0;
     let mut freed = Vec::new();
@@ -765,6 +766,16 @@ mod tests {
         assert_eq!(c.run("DEL big2"), ":1");
         crate::host::Host::run_queued(&*host);
         assert_eq!(info(&mut c, "lazyfreed_objects"), "1", "DEL frees in place by default");
+        c.run(&format!("RPUSH big3 {}", many.join(" ")));
+        assert_eq!(c.run("CONFIG SET lazyfree-lazy-user-del yes"), "+OK");
+        assert_eq!(c.run("DEL big3"), ":1");
+        crate::host::Host::run_queued(&*host);
+        assert_eq!(info(&mut c, "lazyfreed_objects"), "2", "DEL frees as UNLINK once configured so");
+        c.run(&format!("RPUSH big4 {}", many.join(" ")));
+        assert_eq!(c.run("CONFIG SET lazyfree-lazy-user-del no"), "+OK");
+        assert_eq!(c.run("DEL big4"), ":1");
+        crate::host::Host::run_queued(&*host);
+        assert_eq!(info(&mut c, "lazyfreed_objects"), "2");
     }
     use super::parse_scan_cursor;
     use crate::testkit::{TestClient, TestServer, show};
