@@ -113,6 +113,27 @@ const E_PROPAGATION: &[(&str, u32)] = &[("ignore", 0), ("panic", 1), ("panic-on-
 const E_TLS_AUTH: &[(&str, u32)] = &[("no", 0), ("yes", 1), ("optional", 2)];
 const E_SHUTDOWN: &[(&str, u32)] = &[("default", 0), ("save", 1), ("nosave", 2), ("now", 4), ("force", 8)];
 
+/// `sanitize-dump-payload`: when RESTORE checks a payload deeply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sanitize {
+    /// Never (`no`).
+    No = 0,
+    /// Always (`yes`).
+    Yes = 1,
+    /// For clients other than the primary's link and users with `skip-sanitize-payload`.
+    Clients = 2,
+}
+
+impl Sanitize {
+    fn from_setting(v: &str) -> Sanitize {
+        match v {
+            "yes" => Sanitize::Yes,
+            "clients" => Sanitize::Clients,
+            _ => Sanitize::No,
+        }
+    }
+}
+
 /// An integer value already validated by its row's [`Kind`] (what `apply` functions read).
 fn int(v: &str) -> i64 {
     v.parse().unwrap_or(0)
@@ -260,7 +281,14 @@ pub static PARAMS: &[Param] = &[
     P { name: "io-threads-do-reads", alias: None, flags: IMM, kind: Kind::Bool, default: "no", apply: None },
     P { name: "always-show-logo", alias: None, flags: IMM, kind: Kind::Bool, default: "no", apply: None },
     P { name: "protected-mode", alias: None, flags: 0, kind: Kind::Bool, default: "yes", apply: None },
-    P { name: "rdbcompression", alias: None, flags: 0, kind: Kind::Bool, default: "yes", apply: None },
+    P {
+        name: "rdbcompression",
+        alias: None,
+        flags: 0,
+        kind: Kind::Bool,
+        default: "yes",
+        apply: Some(|c, v| c.rdbcompression.store(v == "yes", Relaxed)),
+    },
     P { name: "rdb-del-sync-files", alias: None, flags: 0, kind: Kind::Bool, default: "no", apply: None },
     P { name: "activerehashing", alias: None, flags: 0, kind: Kind::Bool, default: "yes", apply: None },
     P { name: "stop-writes-on-bgsave-error", alias: None, flags: 0, kind: Kind::Bool, default: "yes", apply: None },
@@ -510,7 +538,7 @@ pub static PARAMS: &[Param] = &[
         flags: 0,
         kind: Kind::Enum(E_SANITIZE),
         default: "no",
-        apply: None,
+        apply: Some(|c, v| c.sanitize_dump_payload.store(Sanitize::from_setting(v) as u8, Relaxed)),
     },
     P {
         name: "enable-protected-configs",
@@ -1150,6 +1178,10 @@ pub struct Config {
     pub aof_timestamps: AtomicBool,
     /// `lazyfree-lazy-user-del`: DEL frees as UNLINK does (read per DEL).
     pub lazyfree_lazy_user_del: AtomicBool,
+    /// `rdbcompression` (read per DUMP).
+    pub rdbcompression: AtomicBool,
+    /// `sanitize-dump-payload` as a [`Sanitize`] (read per RESTORE).
+    sanitize_dump_payload: AtomicU8,
     /// `min-replicas-to-write` (0 = off).
     min_replicas_to_write: AtomicI64,
     /// `min-replicas-max-lag` (0 = the check is off).
@@ -1554,6 +1586,8 @@ impl Config {
             appendfsync_always: AtomicBool::new(false),
             aof_timestamps: AtomicBool::new(false),
             lazyfree_lazy_user_del: AtomicBool::new(false),
+            rdbcompression: AtomicBool::new(true),
+            sanitize_dump_payload: AtomicU8::new(Sanitize::No as u8),
             min_replicas_max_lag: AtomicI64::new(0),
             requirepass: RwLock::new(Vec::new()),
             host,
@@ -1570,6 +1604,15 @@ impl Config {
     pub fn get(&self, name: &str) -> Option<String> {
         let p = find(name)?;
         self.values.read().get(p.name).cloned()
+    }
+
+    /// `sanitize-dump-payload`, from its hot copy.
+    pub fn sanitize_dump_payload(&self) -> Sanitize {
+        match self.sanitize_dump_payload.load(Ordering::Relaxed) {
+            1 => Sanitize::Yes,
+            2 => Sanitize::Clients,
+            _ => Sanitize::No,
+        }
     }
 
     /// The normal class's `client-output-buffer-limit` (0 = no limit).

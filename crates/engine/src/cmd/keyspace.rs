@@ -490,7 +490,7 @@ fn lfu_policy(ctx: &Ctx<'_, '_>) -> bool {
 /// [`crate::rdb`]); nil for a missing key.
 fn dump(ctx: &mut Ctx<'_, '_>) -> Frame {
     let key = ctx.arg(1);
-    let compress = ctx.srv.config.get("rdbcompression").as_deref() == Some("yes");
+    let compress = ctx.srv.config.rdbcompression.load(std::sync::atomic::Ordering::Relaxed);
     match ctx.db().read(key) {
         None => Frame::Null,
         Some(e) => match crate::rdb::dump(&e.value, compress) {
@@ -504,10 +504,12 @@ fn dump(ctx: &mut Ctx<'_, '_>) -> Frame {
 /// `sanitize-dump-payload yes`, or `clients` for a client that is neither the primary's link nor
 /// a user with `skip-sanitize-payload`.
 fn deep_sanitize(ctx: &Ctx<'_, '_>) -> bool {
-    match ctx.srv.config.get("sanitize-dump-payload").as_deref() {
-        Some("yes") => true,
-        Some("clients") => !ctx.client.from_primary && !ctx.client.user.as_ref().is_some_and(|u| u.skips_sanitize()),
-        _ => false,
+    match ctx.srv.config.sanitize_dump_payload() {
+        crate::config::Sanitize::Yes => true,
+        crate::config::Sanitize::Clients => {
+            !ctx.client.from_primary && !ctx.client.user.as_ref().is_some_and(|u| u.skips_sanitize())
+        }
+        crate::config::Sanitize::No => false,
     }
 }
 
@@ -744,6 +746,26 @@ mod tests {
         assert_eq!(dumped, Some(resp::Frame::Bulk(bytes::Bytes::from(payload.clone()))));
         assert_eq!(c.run("RENAME s t"), "+OK");
         assert_eq!(c.run("DEL t"), ":1");
+        // `clients`: a client that is not the primary's link gets the deep check.
+        c.run("CONFIG SET sanitize-dump-payload clients");
+        assert_eq!(restore(&mut c), "-ERR Bad data format");
+    }
+
+    #[test]
+    fn dump_follows_rdbcompression() {
+        let ts = crate::testkit::TestServer::new();
+        let mut c = ts.client();
+        c.run(&format!("SET k {}", "x".repeat(1000)));
+        let len = |c: &mut crate::testkit::TestClient| match c.cmd(&[&b"DUMP"[..], b"k"]) {
+            Some(resp::Frame::Bulk(b)) => b.len(),
+            other => panic!("{other:?}"),
+        };
+        let compressed = len(&mut c);
+        assert_eq!(c.run("CONFIG SET rdbcompression no"), "+OK");
+        let plain = len(&mut c);
+        assert!(compressed < 100 && plain > 1000, "{compressed} {plain}");
+        assert_eq!(c.run("CONFIG SET rdbcompression yes"), "+OK");
+        assert_eq!(len(&mut c), compressed);
     }
 
     #[test]

@@ -267,7 +267,7 @@ fn migrate(ctx: &mut Ctx<'_, '_>) -> Frame {
         Err(e) => return e,
     };
     // The keys that are here (looked up as reads: hits, misses, access times), with their payloads.
-    let compress = ctx.srv.config.get("rdbcompression").as_deref() == Some("yes");
+    let compress = ctx.srv.config.rdbcompression.load(std::sync::atomic::Ordering::Relaxed);
     let mut items = Vec::new();
     let mut db = ctx.db();
     for key in req.keys {
