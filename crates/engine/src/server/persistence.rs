@@ -17,7 +17,7 @@ impl Server {
     fn record_spec(&self, commands: bool) -> RecordSpec {
         let policy = self.config.policy();
         RecordSpec {
-            compress: self.config.get("rdbcompression").as_deref() == Some("yes"),
+            compress: self.config.rdbcompression.load(Ordering::Relaxed),
             access: if policy.is_lfu() {
                 AccessField::Freq
             } else if policy.tracks_access() {
@@ -184,7 +184,7 @@ impl Server {
             delay: self.config.get_i64("key-load-delay"),
             // Redis sanitizes a file's values deeply only with `sanitize-dump-payload yes`.
             checks: rdb::Checks {
-                deep: self.config.get("sanitize-dump-payload").as_deref() == Some("yes"),
+                deep: self.config.sanitize_dump_payload() == crate::config::Sanitize::Yes,
                 limits: self.config.encoding_limits(),
             },
             with_ttl: 0,
