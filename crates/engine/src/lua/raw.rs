@@ -62,7 +62,7 @@ const REUSED_GROWTH_KB: c_int = 16;
 /// The main `lua_State` of one VM.
 pub(super) struct RawState {
     state: NonNull<ffi::lua_State>,
-    /// Registry slots of the strings "KEYS" and "ARGV" (set and cleared on every EVAL run).
+    /// Registry slots of the strings "KEYS" and "ARGV", the globals an EVAL run sees its tables as.
     names: [c_int; 2],
     /// Registry slots of the tables an EVAL run sees as KEYS and ARGV, filled anew on every run
     /// instead of allocated: the two tables were four fifths of the garbage an EVALSHA of the lock
